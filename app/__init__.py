@@ -1,0 +1,1 @@
+"""Shared UI: cached resources, URL state, figure builders. Pages import from here."""

@@ -1,0 +1,27 @@
+"""Entry point: `streamlit run app/main.py`."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+from app.registry import PAGES, SECTIONS  # noqa: E402
+from app.sidebar import render_sidebar  # noqa: E402
+
+st.set_page_config(page_title="KV Cache Lab", page_icon=":material/memory:", layout="wide")
+
+nav = {
+    section: [
+        st.Page(p.path, title=p.title, icon=p.icon, url_path=p.slug, default=(p.slug == "home"))
+        for p in PAGES
+        if p.section == section
+    ]
+    for section in SECTIONS
+}
+pg = st.navigation(nav)
+render_sidebar()
+pg.run()

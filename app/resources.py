@@ -1,0 +1,24 @@
+"""Heavy things, loaded once per server process (read-only after load)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+
+@st.cache_resource(show_spinner="Probing the device…")
+def device_info():
+    from sim.device import describe_device
+
+    return describe_device()
+
+
+@st.cache_resource(show_spinner="Loading the tiny model…")
+def model(name: str):
+    """One of the bundled presets ("mha", "gqa", "mqa") on the lab's device and dtype."""
+    from sim.device import configure_threads, pick_device, pick_dtype
+
+    configure_threads()
+    device = pick_device()
+    from sim.model import load_model
+
+    return load_model(name, device, pick_dtype(device))

@@ -1,0 +1,1 @@
+"""Everything that computes. Pure Python / numpy / torch; never imports streamlit or plotly."""

@@ -1,0 +1,143 @@
+"""Which device and dtype the lab runs on, chosen in one place.
+
+`KVLAB_DEVICE` (cpu, cuda, cuda:1, ...) overrides the automatic choice (CUDA when present);
+`KVLAB_THREADS` overrides the CPU thread count.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+DEVICE_ENV = "KVLAB_DEVICE"
+THREADS_ENV = "KVLAB_THREADS"
+
+# The SDPA backends torch can be forced onto, in the order the pages list them.
+SDPA_BACKEND_NAMES = ("math", "flash", "efficient", "cudnn")
+
+
+def pick_device(env: dict[str, str] | None = None) -> torch.device:
+    """CUDA when available, else CPU; the environment variable wins when it is set."""
+    env = os.environ if env is None else env
+    want = env.get(DEVICE_ENV, "").strip().lower()
+    if want:
+        if want.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"{DEVICE_ENV}={want!r} but torch sees no CUDA device")
+        try:
+            return torch.device(want)
+        except RuntimeError as exc:
+            raise ValueError(f"{DEVICE_ENV}={want!r} is not a device torch knows: {exc}") from exc
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def pick_dtype(device: torch.device) -> torch.dtype:
+    """fp32 on CPU (exact comparisons, no slow bf16 paths); bf16 on CUDA when supported, else fp16."""
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float32
+
+
+def pick_num_threads(env: dict[str, str] | None = None, cpu_count: int | None = None) -> int:
+    """All cores on a small machine, at most 8 (more threads than that only add sync cost
+    for a model this small)."""
+    env = os.environ if env is None else env
+    if env.get(THREADS_ENV, "").strip():
+        n = int(env[THREADS_ENV])
+        if n < 1:
+            raise ValueError(f"{THREADS_ENV} must be >= 1, got {n}")
+        return n
+    cpu_count = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    return max(1, min(cpu_count, 8))
+
+
+def configure_threads(env: dict[str, str] | None = None) -> int:
+    n = pick_num_threads(env)
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
+
+
+def sdpa_backend_enum(name: str):
+    from torch.nn.attention import SDPBackend
+
+    table = {
+        "math": SDPBackend.MATH,
+        "flash": SDPBackend.FLASH_ATTENTION,
+        "efficient": SDPBackend.EFFICIENT_ATTENTION,
+        "cudnn": SDPBackend.CUDNN_ATTENTION,
+    }
+    if name not in table:
+        raise ValueError(f"unknown SDPA backend {name!r}; choose one of {sorted(table)}")
+    return table[name]
+
+
+@dataclass(frozen=True)
+class BackendProbe:
+    name: str
+    runs: bool
+    reason: str  # "" when it runs; the error torch gave otherwise
+
+
+def probe_sdpa_backends(device: torch.device, dtype: torch.dtype) -> list[BackendProbe]:
+    """Run a tiny causal SDPA call forced onto each backend; report which ones really run."""
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+
+    q = torch.randn(1, 2, 16, 32, device=device, dtype=dtype)  # (B, H, T, D)
+    out = []
+    for name in SDPA_BACKEND_NAMES:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                with sdpa_kernel(sdpa_backend_enum(name)):
+                    F.scaled_dot_product_attention(q, q, q, is_causal=True)
+                out.append(BackendProbe(name, True, ""))
+                continue
+            except RuntimeError as exc:
+                error = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # On CUDA torch warns with the real reason (arch, dtype, head dim); keep the first one.
+        reasons = [str(w.message).strip().splitlines()[0] for w in caught if str(w.message).strip()]
+        if reasons:
+            reason = reasons[0]
+        elif device.type == "cpu":
+            reason = "torch has no CPU kernel for this backend (it is CUDA-only)"
+        else:
+            reason = error
+        out.append(BackendProbe(name, False, reason))
+    return out
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    torch_version: str
+    device: str
+    device_name: str
+    dtype: str
+    num_threads: int
+    memory_bytes: int | None  # GPU memory; None on CPU
+    backends: tuple[BackendProbe, ...]
+
+
+def describe_device(device: torch.device | None = None) -> DeviceInfo:
+    device = device if device is not None else pick_device()
+    dtype = pick_dtype(device)
+    threads = configure_threads()
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        name, mem = props.name, int(props.total_memory)
+    else:
+        import platform
+
+        name, mem = platform.processor() or platform.machine() or "CPU", None
+    return DeviceInfo(
+        torch_version=torch.__version__,
+        device=str(device),
+        device_name=name,
+        dtype=str(dtype).removeprefix("torch."),
+        num_threads=threads,
+        memory_bytes=mem,
+        backends=tuple(probe_sdpa_backends(device, dtype)),
+    )

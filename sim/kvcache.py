@@ -1,0 +1,75 @@
+"""KV caches the model writes to and attends from.
+
+The interface is one method: `update(layer, start_pos, k, v)` stores the new keys/values at
+their positions and returns every key/value the layer should attend to, (B, Hkv, S, D) with
+S = start_pos + T. Paged and quantized caches plug in behind the same method.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+
+class KVCache(Protocol):
+    def update(self, layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    @property
+    def num_tokens(self) -> int: ...
+
+    def used_bytes(self) -> int: ...
+
+
+class ContiguousKVCache:
+    """Preallocated per-layer buffers of max_seq_len positions, written by position.
+
+    Memory is reserved up front for the whole context (what a simple server does per request);
+    `used_bytes` counts only the positions written so far, `reserved_bytes` the whole buffer.
+    """
+
+    def __init__(self, cfg, batch_size: int = 1, max_seq_len: int | None = None, device=None, dtype=torch.float32):
+        self.max_seq_len = max_seq_len or cfg.max_seq_len
+        if self.max_seq_len > cfg.max_seq_len:
+            raise ValueError(f"cache length {self.max_seq_len} exceeds the model's context {cfg.max_seq_len}")
+        shape = (batch_size, cfg.n_kv_heads, self.max_seq_len, cfg.head_dim)  # (B, Hkv, S_max, D)
+        self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
+        self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
+        self._len = 0
+
+    def update(self, layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor):
+        T = k.shape[2]
+        end = start_pos + T
+        if end > self.max_seq_len:
+            raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
+        if start_pos > self._len:
+            raise ValueError(f"write at position {start_pos} leaves a gap: only {self._len} positions are filled")
+        self.k[layer][:, :, start_pos:end] = k
+        self.v[layer][:, :, start_pos:end] = v
+        if layer == len(self.k) - 1:
+            self._len = end
+        return self.k[layer][:, :, :end], self.v[layer][:, :, :end]
+
+    @property
+    def num_tokens(self) -> int:
+        return self._len
+
+    def filled(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.k[layer][:, :, : self._len], self.v[layer][:, :, : self._len]
+
+    def used_bytes(self) -> int:
+        """Bytes of the K and V actually written, summed over the real tensors."""
+        total = 0
+        for layer in range(len(self.k)):
+            k, v = self.filled(layer)
+            total += k.numel() * k.element_size() + v.numel() * v.element_size()
+        return total
+
+    def reserved_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.k + self.v)
+
+    def truncate(self, num_tokens: int) -> None:
+        """Forget everything from position num_tokens on (the buffers are simply overwritten later)."""
+        if not 0 <= num_tokens <= self._len:
+            raise ValueError(f"can truncate to 0..{self._len}, got {num_tokens}")
+        self._len = num_tokens

@@ -1,0 +1,333 @@
+"""A Llama-style decoder small enough to run live in a page.
+
+Byte-level vocabulary (256), RMSNorm, rotary position embeddings (the rotate-half layout that
+Hugging Face's Llama uses), SwiGLU MLP and grouped-query attention: n_kv_heads == n_heads is
+MHA, 1 is MQA. Parameter names follow Llama's, so a checkpoint loads one-to-one into
+`transformers.LlamaForCausalLM` (the tests do exactly that).
+
+forward() takes the tokens of one step and the absolute position of the first one. With a cache
+it writes the new K/V there and attends to everything cached so far; without one it attends only
+to the tokens it was given (which is what naive decoding re-feeds every step).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from sim.opcount import FlopTally
+
+ATTN_IMPLS = ("eager", "sdpa")
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = "mha"
+    vocab_size: int = 256  # bytes
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    n_kv_heads: int = 4
+    d_ff: int = 384
+    max_seq_len: int = 1024  # the context it was trained at; RoPE past this is untrained
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}")
+        if self.head_dim % 2:
+            raise ValueError(f"RoPE needs an even head_dim, got {self.head_dim}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def group_size(self) -> int:
+        """Query heads that share one K/V head."""
+        return self.n_heads // self.n_kv_heads
+
+    @property
+    def attention_kind(self) -> str:
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown model config fields: {sorted(unknown)}")
+        return cls(**d)
+
+
+PRESETS: dict[str, ModelConfig] = {
+    "mha": ModelConfig(name="mha", n_kv_heads=4),
+    "gqa": ModelConfig(name="gqa", n_kv_heads=2),
+    "mqa": ModelConfig(name="mqa", n_kv_heads=1),
+}
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * xf.to(x.dtype)
+
+
+def rope_tables(cfg: ModelConfig, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin of shape (max_seq_len, head_dim), in fp32."""
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32, device=device) / cfg.head_dim))
+    t = torch.arange(cfg.max_seq_len, dtype=torch.float32, device=device)
+    freqs = torch.outer(t, inv_freq)  # (S, D/2)
+    emb = torch.cat((freqs, freqs), dim=-1)  # (S, D)
+    return emb.cos(), emb.sin()
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    # x (B, H, T, D); cos/sin (T, D)
+    return x * cos + _rotate_half(x) * sin
+
+
+def causal_additive_mask(num_new: int, kv_len: int, device=None, dtype=torch.float32) -> torch.Tensor:
+    """(T, S) mask with 0 where query (at position kv_len-T+i) may see key j, -inf elsewhere."""
+    q_pos = torch.arange(kv_len - num_new, kv_len, device=device)[:, None]
+    k_pos = torch.arange(kv_len, device=device)[None, :]
+    mask = torch.zeros(num_new, kv_len, device=device, dtype=dtype)
+    return mask.masked_fill(k_pos > q_pos, float("-inf"))
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        hd = cfg.head_dim
+        self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * hd, bias=False)
+        self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * hd, bias=False)
+        self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * hd, bias=False)
+        self.o_proj = nn.Linear(cfg.n_heads * hd, cfg.d_model, bias=False)
+
+    def forward(self, x, cos, sin, start_pos, cache, layer_idx, attn_impl, sdpa_backend, tally):
+        cfg = self.cfg
+        B, T, _ = x.shape
+        H, Hkv, D, G = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
+        q = self.q_proj(x).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+        k = self.k_proj(x).view(B, T, Hkv, D).transpose(1, 2)  # (B, Hkv, T, D)
+        v = self.v_proj(x).view(B, T, Hkv, D).transpose(1, 2)  # (B, Hkv, T, D)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if cache is not None:
+            k, v = cache.update(layer_idx, start_pos, k, v)  # (B, Hkv, S, D), S = start_pos + T
+        S = k.shape[2]
+        if tally is not None:
+            tally.matmul("qkv_proj", B * T, cfg.d_model, (H + 2 * Hkv) * D)
+            tally.matmul("attn_scores", T, D, S, batch=B * H)
+            tally.matmul("attn_v", T, S, D, batch=B * H)
+            tally.matmul("out_proj", B * T, H * D, cfg.d_model)
+
+        if attn_impl == "eager":
+            # Group the G query heads that share a K/V head so K and V are never copied.
+            qg = q.reshape(B, Hkv, G * T, D)  # rows ordered (g, t)
+            scores = qg @ k.transpose(-1, -2) / math.sqrt(D)  # (B, Hkv, G*T, S)
+            if T > 1:
+                mask = causal_additive_mask(T, S, device=x.device, dtype=scores.dtype)  # (T, S)
+                scores = scores + mask.repeat(G, 1)
+            probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+            y = (probs @ v).view(B, H, T, D)  # (B, H, T, D)
+        elif attn_impl == "sdpa":
+            y = _sdpa(q, k, v, T, S, G, sdpa_backend)
+        else:
+            raise ValueError(f"attn_impl must be one of {ATTN_IMPLS}, got {attn_impl!r}")
+        y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
+        return self.o_proj(y)
+
+
+def _sdpa(q, k, v, T, S, G, backend):
+    kwargs = {}
+    if G > 1:
+        kwargs["enable_gqa"] = True
+    if T == S:
+        kwargs["is_causal"] = T > 1
+    elif T > 1:
+        q_pos = torch.arange(S - T, S, device=q.device)[:, None]
+        kwargs["attn_mask"] = torch.arange(S, device=q.device)[None, :] <= q_pos  # (T, S) True = attend
+    if backend is None:
+        return F.scaled_dot_product_attention(q, k, v, **kwargs)
+    from torch.nn.attention import sdpa_kernel
+
+    from sim.device import sdpa_backend_enum
+
+    with sdpa_kernel(sdpa_backend_enum(backend)):
+        try:
+            return F.scaled_dot_product_attention(q, k, v, **kwargs)
+        except RuntimeError:
+            if G == 1:
+                raise
+            # Some fused kernels take no GQA: give them K/V expanded to every query head.
+            kwargs.pop("enable_gqa")
+            k2, v2 = k.repeat_interleave(G, dim=1), v.repeat_interleave(G, dim=1)  # (B, H, S, D)
+            return F.scaled_dot_product_attention(q, k2, v2, **kwargs)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
+        self.up_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
+        self.down_proj = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.self_attn = Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.mlp = MLP(cfg)
+
+
+class Backbone(nn.Module):
+    """Named like Hugging Face's LlamaModel (`model.*` in the checkpoint)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_layers))
+        self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+
+
+class TinyLlama(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.model = Backbone(cfg)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        cos, sin = rope_tables(cfg)
+        self.register_buffer("rope_cos", cos, persistent=False)  # (max_seq_len, D), fp32
+        self.register_buffer("rope_sin", sin, persistent=False)
+
+    def forward(
+        self,
+        idx: torch.Tensor,  # (B, T) token ids
+        start_pos: int = 0,
+        cache=None,
+        attn_impl: str = "eager",
+        sdpa_backend: str | None = None,
+        tally: FlopTally | None = None,
+        last_only: bool = False,
+    ) -> torch.Tensor:
+        cfg = self.cfg
+        B, T = idx.shape
+        if start_pos + T > cfg.max_seq_len:
+            raise ValueError(
+                f"positions {start_pos}..{start_pos + T - 1} exceed the trained context of {cfg.max_seq_len} tokens"
+            )
+        x = self.model.embed_tokens(idx)  # (B, T, d)
+        cos = self.rope_cos[start_pos : start_pos + T].to(x.dtype)  # (T, D)
+        sin = self.rope_sin[start_pos : start_pos + T].to(x.dtype)
+        for i, layer in enumerate(self.model.layers):
+            x = x + layer.self_attn(
+                layer.input_layernorm(x), cos, sin, start_pos, cache, i, attn_impl, sdpa_backend, tally
+            )
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+            if tally is not None:
+                tally.matmul("mlp", B * T, cfg.d_model, 3 * cfg.d_ff)
+        if last_only:
+            x = x[:, -1:]  # only the last position's logits are needed to pick the next token
+        x = self.model.norm(x)
+        if tally is not None:
+            tally.matmul("lm_head", B * x.shape[1], cfg.d_model, cfg.vocab_size)
+        return self.lm_head(x)  # (B, T or 1, V)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints: safetensors, with the config as JSON in the file's metadata.
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, unreadable, or does not match its config."""
+
+
+def save_checkpoint(model: TinyLlama, path: Path, extra_metadata: dict[str, str] | None = None) -> None:
+    from safetensors.torch import save_file
+
+    state = {k: v.detach().to(torch.float32).contiguous().cpu() for k, v in model.state_dict().items()}
+    meta = {"config": json.dumps(asdict(model.cfg))}
+    meta.update(extra_metadata or {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(path), metadata=meta)
+
+
+def checkpoint_path(name: str) -> Path:
+    return ASSETS_DIR / f"{name}.safetensors"
+
+
+def read_checkpoint_metadata(path: Path) -> dict[str, str]:
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return dict(f.metadata() or {})
+    except Exception as exc:  # safetensors raises its own error types for a bad header
+        raise CheckpointError(f"checkpoint {path} is not a readable safetensors file: {exc}") from exc
+
+
+def load_model(
+    name_or_path: str | Path, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+) -> TinyLlama:
+    """Load a bundled preset ("mha", "gqa", "mqa") or a .safetensors path. Read-only use: eval mode."""
+    from safetensors.torch import load_file
+
+    path = checkpoint_path(str(name_or_path)) if str(name_or_path) in PRESETS else Path(name_or_path)
+    meta = read_checkpoint_metadata(path)
+    if "config" not in meta:
+        raise CheckpointError(f"checkpoint {path} has no 'config' in its metadata")
+    try:
+        cfg = ModelConfig.from_dict(json.loads(meta["config"]))
+        state = load_file(str(path))
+    except (ValueError, TypeError) as exc:
+        raise CheckpointError(f"checkpoint {path}: {exc}") from exc
+    except Exception as exc:
+        raise CheckpointError(f"checkpoint {path} could not be read: {exc}") from exc
+    with torch.device("meta"):
+        model = TinyLlama(cfg)
+    try:
+        model.load_state_dict(state, strict=False, assign=True)
+    except RuntimeError as exc:
+        raise CheckpointError(f"checkpoint {path} does not match its config: {exc}") from exc
+    expected = {k for k in model.state_dict()}
+    missing = expected - set(state)
+    if missing:
+        raise CheckpointError(f"checkpoint {path} is missing tensors: {sorted(missing)[:5]}")
+    cos, sin = rope_tables(cfg)
+    model.rope_cos, model.rope_sin = cos, sin
+    return model.to(device=device, dtype=dtype).eval().requires_grad_(False)

@@ -1,0 +1,181 @@
+"""Train the bundled tiny models from a fixed recipe (a step count, never a time budget).
+
+    python -m sim.train --preset mha           # from scratch
+    python -m sim.train --preset gqa           # uptrained from assets/models/mha.safetensors
+    python -m sim.train --preset mqa           #   (K/V heads mean-pooled, as in the GQA paper)
+
+GQA and MQA start from the MHA checkpoint: each group's K and V projection heads are averaged
+into one head, then the whole model trains on for a shorter run. Same seed, same weights
+(on the same torch build and thread count).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from sim.model import PRESETS, TinyLlama, checkpoint_path, load_model, save_checkpoint
+
+CORPUS = Path(__file__).resolve().parent.parent / "assets" / "corpus" / "shakespeare.txt"
+VAL_FRACTION = 0.1
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    preset: str
+    steps: int
+    init_from: str | None = None
+    batch_size: int = 16
+    # (first step, sequence length): short sequences first (cheap), the full context last so
+    # every RoPE position up to max_seq_len is trained.
+    seq_schedule: tuple[tuple[int, int], ...] = ((0, 256), (0, 1024))
+    lr: float = 3e-3
+    min_lr: float = 3e-4
+    warmup: int = 100
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    seed: int = 1337
+
+
+TRAIN_PRESETS = {
+    "mha": TrainConfig("mha", steps=4000, seq_schedule=((0, 256), (3200, 1024))),
+    "gqa": TrainConfig("gqa", steps=800, init_from="mha", lr=1e-3, min_lr=1e-4, warmup=50, seq_schedule=((0, 256), (500, 1024))),
+    "mqa": TrainConfig("mqa", steps=800, init_from="mha", lr=1e-3, min_lr=1e-4, warmup=50, seq_schedule=((0, 256), (500, 1024))),
+}
+
+
+def load_corpus(path: Path = CORPUS) -> tuple[torch.Tensor, torch.Tensor]:
+    data = torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.uint8).long()
+    n_val = int(len(data) * VAL_FRACTION)
+    return data[:-n_val], data[-n_val:]
+
+
+def seq_len_at(tc: TrainConfig, step: int) -> int:
+    return [s for start, s in tc.seq_schedule if step >= start][-1]
+
+
+def lr_at(tc: TrainConfig, step: int) -> float:
+    if step < tc.warmup:
+        return tc.lr * (step + 1) / tc.warmup
+    frac = (step - tc.warmup) / max(1, tc.steps - tc.warmup)
+    return tc.min_lr + 0.5 * (tc.lr - tc.min_lr) * (1 + math.cos(math.pi * frac))
+
+
+@torch.no_grad()
+def evaluate(model: TinyLlama, val: torch.Tensor, seq_len: int, max_windows: int | None = None) -> float:
+    """Mean next-byte cross-entropy (nats/byte) over non-overlapping windows of the val split."""
+    model.eval()
+    n = (len(val) - 1) // seq_len
+    if max_windows:
+        n = min(n, max_windows)
+    total, count = 0.0, 0
+    for i in range(0, n, 8):
+        idx = [val[j * seq_len : j * seq_len + seq_len + 1] for j in range(i, min(n, i + 8))]
+        batch = torch.stack(idx)  # (b, seq_len + 1)
+        logits = model(batch[:, :-1], attn_impl="sdpa")
+        loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum")
+        total += loss.item()
+        count += batch[:, 1:].numel()
+    model.train()
+    return total / count
+
+
+def mean_pool_kv(mha: TinyLlama, n_kv_heads: int) -> TinyLlama:
+    """GQA/MQA from MHA: average the K and V projection heads of each group."""
+    cfg = replace(mha.cfg, name=f"kv{n_kv_heads}", n_kv_heads=n_kv_heads)
+    model = TinyLlama(cfg)
+    src = mha.state_dict()
+    dst = {}
+    G, D = mha.cfg.n_heads // n_kv_heads, cfg.head_dim
+    for k, v in src.items():
+        if k.endswith(("k_proj.weight", "v_proj.weight")):
+            v = v.view(n_kv_heads, G, D, cfg.d_model).mean(1).reshape(n_kv_heads * D, cfg.d_model)
+        dst[k] = v.clone()
+    model.load_state_dict(dst)
+    return model
+
+
+def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
+    torch.manual_seed(tc.seed)
+    cfg = PRESETS[tc.preset]
+    train_data, val_data = load_corpus()
+    if tc.init_from:
+        model = mean_pool_kv(load_model(tc.init_from).train().requires_grad_(True), cfg.n_kv_heads)
+        model = model.requires_grad_(True)
+    else:
+        model = TinyLlama(cfg)
+        for name, p in model.named_parameters():
+            if p.dim() == 2:
+                torch.nn.init.normal_(p, std=0.02)
+                if name.endswith(("o_proj.weight", "down_proj.weight")):
+                    p.data.mul_(1 / math.sqrt(2 * cfg.n_layers))
+    model = model.train()
+    model.cfg = cfg  # noqa: the pooled model carries the preset's name
+    decay = [p for p in model.parameters() if p.dim() == 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": tc.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=tc.lr, betas=(0.9, 0.95),
+    )
+    gen = torch.Generator().manual_seed(tc.seed)
+    t0 = time.perf_counter()
+    history = []
+    for step in range(tc.steps):
+        T = seq_len_at(tc, step)
+        B = max(1, tc.batch_size * 256 // T)  # the same tokens per step at every length
+        starts = torch.randint(0, len(train_data) - T - 1, (B,), generator=gen)
+        batch = torch.stack([train_data[s : s + T + 1] for s in starts.tolist()])  # (B, T+1)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(tc, step)
+        logits = model(batch[:, :-1], attn_impl="sdpa")
+        loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+        opt.step()
+        if step % 100 == 0 or step == tc.steps - 1:
+            elapsed = time.perf_counter() - t0
+            log(f"step {step:5d}  T={T:4d}  loss {loss.item():.3f}  lr {lr_at(tc, step):.2e}  {elapsed:7.1f}s")
+            history.append({"step": step, "loss": round(loss.item(), 4), "elapsed_s": round(elapsed, 1)})
+    train_s = time.perf_counter() - t0
+    model.eval()
+    val = evaluate(model, val_data, cfg.max_seq_len)
+    report = {
+        "preset": tc.preset,
+        "train_config": asdict(tc),
+        "val_loss_nats_per_byte": round(val, 4),
+        "val_seq_len": cfg.max_seq_len,
+        "train_seconds": round(train_s, 1),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "num_params": model.num_params(),
+        "history": history,
+    }
+    return model, report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", choices=sorted(TRAIN_PRESETS), required=True)
+    ap.add_argument("--steps", type=int, help="override the preset's step count (for quick trials)")
+    ap.add_argument("--out", type=Path, help="where to write the checkpoint (default: assets/models/<preset>)")
+    args = ap.parse_args()
+    tc = TRAIN_PRESETS[args.preset]
+    if args.steps:
+        tc = replace(tc, steps=args.steps)
+    model, report = train(tc)
+    out = args.out or checkpoint_path(tc.preset)
+    save_checkpoint(model, out, {"val_loss_nats_per_byte": str(report["val_loss_nats_per_byte"])})
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    print(f"val loss {report['val_loss_nats_per_byte']:.4f} nats/byte; wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
