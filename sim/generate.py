@@ -10,8 +10,8 @@ Both yield a StepRecord per produced token; with the same sampling they produce 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import torch
 
@@ -199,7 +199,7 @@ def generate(model: TinyLlama, prompt_ids: list[int], max_new_tokens: int, mode:
 
 def first_difference(a: list[int], b: list[int]) -> int | None:
     """Index of the first position where two token lists differ (None when identical)."""
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))

@@ -64,7 +64,7 @@ class ModelConfig:
         return "MQA" if self.n_kv_heads == 1 else "GQA"
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ModelConfig":
+    def from_dict(cls, d: dict) -> ModelConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:

@@ -1,0 +1,132 @@
+"""Real browser: `streamlit run` on 127.0.0.1, Debian's Chromium driven by Playwright.
+
+Locally the tests skip when /usr/bin/chromium is absent; with CI=true that is a failure.
+Screenshots land in test-output/screenshots/.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from app.registry import PAGES
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "test-output" / "screenshots"
+CHROMIUM = os.environ.get("KVLAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+pytestmark = pytest.mark.browser
+
+
+def _need_browser():
+    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI=true but no Chromium at {CHROMIUM}: .ci/run must install Debian's chromium")
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI=true but playwright is not installed")
+        pytest.skip("playwright is not installed (pip install -r requirements-dev.txt)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    _need_browser()
+    port = _free_port()
+    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_HEADLESS="true")
+    (ROOT / "test-output").mkdir(exist_ok=True)
+    log = open(ROOT / "test-output" / "streamlit.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
+                break
+        except OSError:
+            time.sleep(0.5)
+        if proc.poll() is not None:
+            pytest.fail(f"streamlit exited with {proc.returncode}; see test-output/streamlit.log")
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not become healthy within 90 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _need_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def open_page(browser, url: str):
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(url, wait_until="domcontentloaded")
+    # Streamlit renders after its websocket connects: wait for the app, then for the run to end.
+    page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
+    page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=120_000
+    )
+    return page
+
+
+VISUAL = '[data-testid="stTable"], [data-testid="stDataFrame"], .js-plotly-plot, [data-testid="stPlotlyChart"]'
+
+
+@pytest.mark.parametrize("slug", [p.slug for p in PAGES])
+def test_page_in_browser(app_url, browser, slug):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = open_page(browser, f"{app_url}/{'' if slug == 'home' else slug}")
+    try:
+        page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        title = "KV Cache Lab" if slug == "home" else next(p.title for p in PAGES if p.slug == slug)
+        assert page.locator("h1").first.inner_text().strip() == title
+    finally:
+        page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
+        page.close()
+
+
+def test_bad_url_shows_no_exception(app_url, browser):
+    page = open_page(browser, f"{app_url}/decode_cost?n=abc&variant=%3Cscript%3E")
+    try:
+        page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.close()

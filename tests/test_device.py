@@ -1,0 +1,30 @@
+import pytest
+import torch
+
+from sim.device import pick_device, pick_dtype, pick_num_threads, probe_sdpa_backends
+
+
+def test_env_overrides_device():
+    assert pick_device({"KVLAB_DEVICE": "cpu"}) == torch.device("cpu")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert pick_device({}).type == expected
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="torch sees no CUDA device"):
+            pick_device({"KVLAB_DEVICE": "cuda"})
+    with pytest.raises(ValueError, match="not a device torch knows"):
+        pick_device({"KVLAB_DEVICE": "gpu-please"})
+
+
+def test_dtype_and_threads():
+    assert pick_dtype(torch.device("cpu")) == torch.float32
+    assert pick_num_threads({}, cpu_count=2) == 2
+    assert pick_num_threads({}, cpu_count=64) == 8
+    assert pick_num_threads({"KVLAB_THREADS": "3"}, cpu_count=2) == 3
+    with pytest.raises(ValueError, match="KVLAB_THREADS must be >= 1, got 0"):
+        pick_num_threads({"KVLAB_THREADS": "0"})
+
+
+def test_probe_on_cpu():
+    probes = {b.name: b for b in probe_sdpa_backends(torch.device("cpu"), torch.float32)}
+    assert probes["math"].runs and probes["math"].reason == ""
+    assert not probes["cudnn"].runs and "CPU" in probes["cudnn"].reason

@@ -1,0 +1,141 @@
+"""The model and its decoding: cached == naive, counted FLOPs == formulas, cache bytes, errors."""
+
+import pytest
+import torch
+
+from sim.generate import SamplingConfig, check_lengths, encode, first_difference, generate
+from sim.kvcache import ContiguousKVCache
+from sim.model import PRESETS, CheckpointError, ModelConfig, load_model, save_checkpoint
+from sim.opcount import kv_cache_bytes, step_flops
+from tests.conftest import random_model
+
+PROMPT = encode("HAMLET.\nTo be, or not to be")
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_cached_equals_naive_for_220_tokens(shipped_models, name):
+    model = shipped_models[name]
+    naive = generate(model, PROMPT, 220, "naive", keep_logits=True, count=False)
+    cached = generate(model, PROMPT, 220, "cached", keep_logits=True, count=False)
+    assert first_difference(naive.new_ids, cached.new_ids) is None
+    for a, b in zip(naive.steps, cached.steps, strict=True):
+        torch.testing.assert_close(a.logits, b.logits, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n_kv_heads", [4, 2, 1])
+def test_sdpa_backends_match_eager(n_kv_heads):
+    model = random_model(n_kv_heads)
+    ids = torch.tensor([PROMPT * 3])  # (1, T)
+    ref = model(ids, attn_impl="eager")
+    for backend in (None, "math", "flash"):
+        out = model(ids, attn_impl="sdpa", sdpa_backend=backend)
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_chunked_prefill_matches_one_shot():
+    """Feeding the prompt in two chunks through the cache (a T×S mask that is not square)
+    gives the same logits as feeding it at once."""
+    model = random_model(2)
+    ids = torch.tensor([PROMPT])
+    full = model(ids, attn_impl="eager")[:, -1]
+    for impl in ("eager", "sdpa"):
+        cache = ContiguousKVCache(model.cfg, 1, 64)
+        model(ids[:, :10], 0, cache, impl)
+        last = model(ids[:, 10:], 10, cache, impl)[:, -1]
+        torch.testing.assert_close(last, full, rtol=1e-5, atol=1e-5)
+
+
+def test_seeded_sampling_is_reproducible_and_mode_independent():
+    model = random_model(1)
+    s = SamplingConfig(temperature=0.8, top_k=20, seed=7)
+    a = generate(model, PROMPT, 60, "cached", sampling=s, count=False)
+    b = generate(model, PROMPT, 60, "naive", sampling=s, count=False)
+    c = generate(model, PROMPT, 60, "cached", sampling=SamplingConfig(0.8, 20, seed=8), count=False)
+    assert a.new_ids == b.new_ids
+    assert a.new_ids != c.new_ids
+
+
+@pytest.mark.parametrize("mode", ["naive", "cached"])
+@pytest.mark.parametrize("n_kv_heads", [4, 2, 1])
+def test_counted_flops_equal_closed_form(mode, n_kv_heads):
+    model = random_model(n_kv_heads)
+    result = generate(model, PROMPT, 12, mode)
+    for s in result.steps:
+        assert s.part_to_flops == step_flops(model.cfg, s.num_new, s.kv_len), s.step
+    # cached steps after prefill feed one token; naive steps feed the whole sequence
+    expected_num_new = [len(PROMPT)] + [len(PROMPT) + i if mode == "naive" else 1 for i in range(1, 12)]
+    assert [s.num_new for s in result.steps] == expected_num_new
+
+
+@pytest.mark.parametrize("n_kv_heads", [4, 2, 1])
+def test_cache_bytes_from_real_tensors(n_kv_heads):
+    model = random_model(n_kv_heads)
+    cache = ContiguousKVCache(model.cfg, 1, 128)
+    model(torch.tensor([PROMPT]), 0, cache)
+    n = len(PROMPT)
+    cfg = model.cfg
+    assert cache.num_tokens == n
+    assert cache.used_bytes() == 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * 4 * n
+    assert cache.used_bytes() == kv_cache_bytes(cfg, n, 4)
+    assert cache.reserved_bytes() == kv_cache_bytes(cfg, 128, 4)
+
+
+def test_cache_rejects_gaps_and_overflow():
+    cfg = ModelConfig()
+    cache = ContiguousKVCache(cfg, 1, 8)
+    k = torch.zeros(1, cfg.n_kv_heads, 2, cfg.head_dim)
+    with pytest.raises(ValueError, match="gap"):
+        cache.update(0, 3, k, k)
+    with pytest.raises(ValueError, match="holds 8 positions"):
+        cache.update(0, 7, k, k)
+
+
+def test_length_cap_names_the_numbers():
+    model = random_model(4)
+    with pytest.raises(ValueError, match=r"trained context of 1024.*at most 1015 new tokens"):
+        check_lengths(model, 10, 1016)
+    check_lengths(model, 10, 1015)  # exactly fills the context: fine
+    with pytest.raises(ValueError, match="exceed the trained context"):
+        model(torch.zeros(1, 1025, dtype=torch.long))
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="n_heads=4 is not divisible by n_kv_heads=3"):
+        ModelConfig(n_kv_heads=3)
+    with pytest.raises(ValueError, match="unknown model config fields"):
+        ModelConfig.from_dict({"d_model": 64, "n_expert": 8})
+    assert [PRESETS[n].attention_kind for n in ("mha", "gqa", "mqa")] == ["MHA", "GQA", "MQA"]
+
+
+def test_missing_and_corrupt_checkpoints_name_the_file(tmp_path):
+    missing = tmp_path / "nope.safetensors"
+    with pytest.raises(CheckpointError, match="nope.safetensors"):
+        load_model(missing)
+    corrupt = tmp_path / "corrupt.safetensors"
+    corrupt.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
+    with pytest.raises(CheckpointError, match="corrupt.safetensors"):
+        load_model(corrupt)
+    truncated = tmp_path / "truncated.safetensors"
+    save_checkpoint(random_model(1), truncated)
+    truncated.write_bytes(truncated.read_bytes()[:5000])
+    with pytest.raises(CheckpointError, match="truncated.safetensors"):
+        load_model(truncated)
+
+
+def test_checkpoint_round_trip(tmp_path):
+    model = random_model(2)
+    path = tmp_path / "m.safetensors"
+    save_checkpoint(model, path)
+    loaded = load_model(path)
+    ids = torch.tensor([PROMPT])
+    assert loaded.cfg == model.cfg
+    torch.testing.assert_close(loaded(ids), model(ids), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_shipped_checkpoints(shipped_models, name):
+    from sim.model import checkpoint_path
+
+    model = shipped_models[name]
+    assert model.cfg == PRESETS[name]
+    assert checkpoint_path(name).stat().st_size <= 5 * 2**20

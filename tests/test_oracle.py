@@ -1,0 +1,49 @@
+"""Oracle: our weights loaded into Hugging Face's LlamaForCausalLM give the same logits and the
+same greedy continuation (offline; transformers is a test-only dependency)."""
+
+import pytest
+import torch
+
+from sim.generate import encode, generate
+from sim.model import PRESETS
+
+transformers = pytest.importorskip("transformers")
+
+PROMPT = encode("ROMEO.\nBut, soft! what light through yonder window breaks?")
+
+
+def hf_twin(model, attn_impl):
+    c = model.cfg
+    hc = transformers.LlamaConfig(
+        vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_ff,
+        num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads,
+        max_position_embeddings=c.max_seq_len, rms_norm_eps=c.norm_eps, rope_theta=c.rope_theta,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, attn_implementation=attn_impl,
+        bos_token_id=None, eos_token_id=None, pad_token_id=None,
+    )
+    hf = transformers.LlamaForCausalLM(hc).eval()
+    hf.load_state_dict(model.state_dict(), strict=True)  # every name maps one-to-one
+    return hf
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("attn_impl,tol", [("sdpa", 1e-6), ("eager", 1e-4)])
+def test_logits_match_hf_llama(shipped_models, name, attn_impl, tol):
+    model = shipped_models[name]
+    hf = hf_twin(model, attn_impl)
+    ids = torch.tensor([PROMPT * 4])
+    with torch.no_grad():
+        ref = hf(ids).logits
+    ours = model(ids, attn_impl=attn_impl)
+    torch.testing.assert_close(ours, ref, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_greedy_continuation_matches_hf_generate(shipped_models, name):
+    model = shipped_models[name]
+    hf = hf_twin(model, "sdpa")
+    ids = torch.tensor([PROMPT])
+    with torch.no_grad():
+        out = hf.generate(ids, max_new_tokens=120, min_new_tokens=120, do_sample=False)
+    ours = generate(model, PROMPT, 120, "cached", attn_impl="sdpa", count=False)
+    assert out[0, len(PROMPT):].tolist() == ours.new_ids

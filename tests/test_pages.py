@@ -1,0 +1,55 @@
+"""Every page in the navigation renders with no exception, at defaults and with bad URL values."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.registry import PAGES
+from sim.device import pick_device
+
+ROOT = Path(__file__).resolve().parent.parent
+MAIN = str(ROOT / "app" / "main.py")
+
+
+def run_page(slug: str, params: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    at.run()
+    if slug != "home":
+        at.switch_page(str(ROOT / "pages" / f"{slug}.py")).run()
+    return at
+
+
+@pytest.mark.parametrize("slug", [p.slug for p in PAGES])
+def test_page_renders(slug):
+    at = run_page(slug)
+    assert not at.exception, at.exception
+    expected = "KV Cache Lab" if slug == "home" else next(p.title for p in PAGES if p.slug == slug)
+    assert at.title[0].value == expected
+
+
+@pytest.mark.parametrize("slug", [p.slug for p in PAGES])
+def test_page_survives_garbage_url(slug):
+    at = run_page(slug, {"n": "-1e999", "variant": "../../etc/passwd", "prompt": "x" * 5000, "mode": "%00"})
+    assert not at.exception, at.exception
+
+
+def test_placeholders_say_coming():
+    for p in PAGES:
+        if not p.ready:
+            at = run_page(p.slug)
+            assert "Coming." in at.info[0].value
+
+
+def test_home_device_panel_shows_the_device_in_use():
+    at = run_page("home")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Device in use"] == str(pick_device())
+    import torch
+
+    assert metrics["torch"] == torch.__version__
+    backends = at.dataframe[1].value
+    assert list(backends["Backend"]) == ["math", "flash", "efficient", "cudnn"]
+    assert backends.set_index("Backend").loc["math", "Runs here"] == "yes"  # math runs everywhere

@@ -1,0 +1,65 @@
+"""URL state: parsers reject garbage with the numbers; a page round-trips through the URL."""
+
+from streamlit.testing.v1 import AppTest
+
+from app.urlstate import dump, parse_bool, parse_choice, parse_float, parse_int, parse_text
+
+
+def test_parsers():
+    assert parse_int("42", 7, 1, 100) == (42, None)
+    assert parse_int(None, 7, 1, 100) == (7, None)
+    assert parse_int("4e9", 7, 1, 100) == (7, "'4e9' is not a whole number")
+    assert parse_int("101", 7, 1, 100) == (7, "101 is outside 1..100")
+    assert parse_float("0.5", 1.0, 0.0, 2.0) == (0.5, None)
+    assert parse_float("nan", 1.0, 0.0, 2.0)[1] == "nan is outside 0.0..2.0"
+    assert parse_float("inf", 1.0, 0.0, 2.0)[0] == 1.0
+    assert parse_choice("gqa", "mha", ["mha", "gqa"]) == ("gqa", None)
+    assert parse_choice("<script>", "mha", ["mha", "gqa"]) == ("mha", "'<script>' is not one of mha, gqa")
+    assert parse_bool("0", True) == (False, None)
+    assert parse_bool("maybe", True) == (True, "'maybe' is not true/false")
+    assert parse_text("x" * 11, "d", max_len=10) == ("d", "text of 11 characters is longer than 10")
+    assert [dump(v) for v in (True, 3, 0.25, "a")] == ["1", "3", "0.25", "a"]
+
+
+def _demo_page():
+    import streamlit as st
+
+    from app.urlstate import UrlState
+
+    url = UrlState()
+    url.int("n", 100, 1, 1024)
+    url.choice("variant", "mha", ["mha", "gqa", "mqa"])
+    url.bool("causal", True)
+    url.show_problems()
+    st.slider("New tokens", 1, 1024, key="n")
+    st.selectbox("Variant", ["mha", "gqa", "mqa"], key="variant")
+    st.checkbox("Causal", key="causal")
+    url.sync()
+
+
+def test_url_restores_view_and_follows_widgets():
+    at = AppTest.from_function(_demo_page)
+    at.query_params["n"] = "300"
+    at.query_params["variant"] = "mqa"
+    at.query_params["causal"] = "0"
+    at.run()
+    assert not at.exception and not at.warning
+    assert (at.slider[0].value, at.selectbox[0].value, at.checkbox[0].value) == (300, "mqa", False)
+    at.slider[0].set_value(512)
+    at.selectbox[0].set_value("gqa")
+    at.run()
+    assert at.query_params["n"] == "512"
+    assert at.query_params["variant"] == "gqa"
+    assert at.query_params["causal"] == "0"
+
+
+def test_bad_url_values_fall_back_with_a_warning():
+    at = AppTest.from_function(_demo_page)
+    at.query_params["n"] = "99999"
+    at.query_params["variant"] = "gpt5"
+    at.run()
+    assert not at.exception
+    assert at.slider[0].value == 100 and at.selectbox[0].value == "mha"
+    text = " ".join(w.value for w in at.warning)
+    assert "99999 is outside 1..1024" in text and "'gpt5' is not one of mha, gqa, mqa" in text
+    assert at.query_params["n"] == "100"  # the URL is corrected to what is shown
