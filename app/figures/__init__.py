@@ -1,0 +1,25 @@
+"""Plotly figure builders, one module per page: data in, go.Figure out, no st calls."""
+
+import plotly.graph_objects as go
+
+# One palette for the whole lab, so "naive" and "cached" look the same on every page.
+NAIVE = "#d62728"
+CACHED = "#1f77b4"
+FORMULA = "#111111"
+PART_COLORS = {
+    "qkv_proj": "#4c78a8",
+    "attn_scores": "#e45756",
+    "attn_v": "#f58518",
+    "out_proj": "#72b7b2",
+    "mlp": "#54a24b",
+    "lm_head": "#b279a2",
+}
+
+
+def base_layout(fig: go.Figure, title: str, x: str, y: str, height: int = 380) -> go.Figure:
+    fig.update_layout(
+        title=title, xaxis_title=x, yaxis_title=y, height=height, margin=dict(l=10, r=10, t=50, b=10),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0), template="plotly_white",
+        font=dict(size=14),
+    )
+    return fig
