@@ -127,14 +127,23 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * hd, bias=False)
         self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * hd, bias=False)
         self.o_proj = nn.Linear(cfg.n_heads * hd, cfg.d_model, bias=False)
+        self.register_buffer("wqkv", None, persistent=False)  # fused copy for inference, see fuse()
+
+    def fuse(self) -> None:
+        """One (q+k+v) matmul instead of three: fewer kernel launches per decode step."""
+        self.wqkv = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]).detach()
 
     def forward(self, x, cos, sin, start_pos, cache, layer_idx, attn_impl, sdpa_backend, tally):
         cfg = self.cfg
         B, T, _ = x.shape
         H, Hkv, D, G = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
-        q = self.q_proj(x).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
-        k = self.k_proj(x).view(B, T, Hkv, D).transpose(1, 2)  # (B, Hkv, T, D)
-        v = self.v_proj(x).view(B, T, Hkv, D).transpose(1, 2)  # (B, Hkv, T, D)
+        if self.wqkv is not None:
+            q, k, v = F.linear(x, self.wqkv).split([H * D, Hkv * D, Hkv * D], dim=-1)
+        else:
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = q.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+        k = k.view(B, T, Hkv, D).transpose(1, 2)  # (B, Hkv, T, D)
+        v = v.view(B, T, Hkv, D).transpose(1, 2)  # (B, Hkv, T, D)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if cache is not None:
             k, v = cache.update(layer_idx, start_pos, k, v)  # (B, Hkv, S, D), S = start_pos + T
@@ -195,9 +204,17 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
         self.up_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
         self.down_proj = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
+        self.register_buffer("w_gate_up", None, persistent=False)  # fused copy for inference
+
+    def fuse(self) -> None:
+        self.w_gate_up = torch.cat([self.gate_proj.weight, self.up_proj.weight]).detach()
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        if self.w_gate_up is not None:
+            gate, up = F.linear(x, self.w_gate_up).chunk(2, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(F.silu(gate) * up)
 
 
 class DecoderLayer(nn.Module):
@@ -261,6 +278,13 @@ class TinyLlama(nn.Module):
         if tally is not None:
             tally.matmul("lm_head", B * x.shape[1], cfg.d_model, cfg.vocab_size)
         return self.lm_head(x)  # (B, T or 1, V)
+
+    def fuse_projections(self) -> TinyLlama:
+        """For inference only (the fused copies do not follow later weight updates)."""
+        for layer in self.model.layers:
+            layer.self_attn.fuse()
+            layer.mlp.fuse()
+        return self
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -330,4 +354,4 @@ def load_model(
         raise CheckpointError(f"checkpoint {path} is missing tensors: {sorted(missing)[:5]}")
     cos, sin = rope_tables(cfg)
     model.rope_cos, model.rope_sin = cos, sin
-    return model.to(device=device, dtype=dtype).eval().requires_grad_(False)
+    return model.to(device=device, dtype=dtype).eval().requires_grad_(False).fuse_projections()
