@@ -115,3 +115,41 @@ def kv_cache_bytes(cfg, num_tokens: int, bytes_per_elem: int, batch: int = 1) ->
     """2 (K and V) · layers · kv_heads · head_dim · bytes_per_elem · tokens · batch."""
     s = _spec(cfg)
     return 2 * s.n_layers * s.n_kv_heads * s.head_dim * bytes_per_elem * num_tokens * batch
+
+
+def generation_totals(cfg, prompt_len: int, num_new_tokens: int, mode: str) -> dict[str, int]:
+    """Total FLOPs by part of a whole generation, in closed form (no loop over steps), so the
+    analytic view can go to 128K tokens. Equal to summing generation_flops (a test checks).
+
+    With P = prompt_len and n = P + num_new_tokens - 1 (the last sequence length fed):
+      cached: prefill P tokens against P keys, then one token at each length k = P+1..n
+      naive : every step feeds the whole sequence, k = P..n tokens against k keys
+    """
+    if mode not in ("naive", "cached"):
+        raise ValueError(f"mode must be 'naive' or 'cached', got {mode!r}")
+    if prompt_len < 1 or num_new_tokens < 1:
+        raise ValueError(f"need prompt_len >= 1 and num_new_tokens >= 1, got {prompt_len}, {num_new_tokens}")
+    s = _spec(cfg)
+    P, n, L = prompt_len, prompt_len + num_new_tokens - 1, s.n_layers
+
+    def sum_k(a, b):  # sum of k for k = a..b
+        return (b * (b + 1) - (a - 1) * a) // 2 if b >= a else 0
+
+    def sum_k2(a, b):  # sum of k^2 for k = a..b
+        f = lambda m: m * (m + 1) * (2 * m + 1) // 6  # noqa: E731
+        return f(b) - f(a - 1) if b >= a else 0
+
+    if mode == "naive":
+        tokens_fed, score_entries = sum_k(P, n), sum_k2(P, n)
+    else:
+        tokens_fed = P + (n - P)
+        score_entries = P * P + sum_k(P + 1, n)
+    q_dim, kv_dim = s.n_heads * s.head_dim, s.n_kv_heads * s.head_dim
+    return {
+        "qkv_proj": L * 2 * tokens_fed * s.d_model * (q_dim + 2 * kv_dim),
+        "attn_scores": L * 2 * s.n_heads * s.head_dim * score_entries,
+        "attn_v": L * 2 * s.n_heads * s.head_dim * score_entries,
+        "out_proj": L * 2 * tokens_fed * q_dim * s.d_model,
+        "mlp": L * 2 * tokens_fed * 3 * s.d_model * s.d_ff,
+        "lm_head": 2 * num_new_tokens * s.d_model * s.vocab_size,
+    }

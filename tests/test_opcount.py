@@ -57,3 +57,14 @@ def test_bytes():
 def test_bad_step_shape():
     with pytest.raises(ValueError, match="num_new=5, kv_len=3"):
         step_flops(MHA, 5, 3)
+
+
+@pytest.mark.parametrize("prompt_len,new", [(1, 1), (1, 100), (7, 33), (50, 2)])
+@pytest.mark.parametrize("mode", ["naive", "cached"])
+def test_closed_form_totals_equal_the_step_sum(prompt_len, new, mode):
+    from sim.opcount import generation_totals
+
+    for cfg in (MHA, MQA):
+        steps = generation_flops(cfg, prompt_len, new, mode)
+        summed = {p: sum(s[p] for s in steps) for p in steps[0]}
+        assert generation_totals(cfg, prompt_len, new, mode) == summed
