@@ -1,0 +1,57 @@
+"""The training recipe: schedules, the MHA -> GQA/MQA mean-pooling, and that a few steps learn."""
+
+import torch
+
+from sim.model import ModelConfig, TinyLlama
+from sim.train import TRAIN_PRESETS, TrainConfig, load_corpus, lr_at, mean_pool_kv, seq_len_at
+from tests.conftest import random_model
+
+
+def test_schedules():
+    tc = TRAIN_PRESETS["mha"]
+    assert [seq_len_at(tc, s) for s in (0, 3199, 3200, tc.steps - 1)] == [256, 256, 1024, 1024]
+    assert lr_at(tc, 0) == tc.lr / tc.warmup
+    assert abs(lr_at(tc, tc.warmup) - tc.lr) < 1e-12
+    assert abs(lr_at(tc, tc.steps) - tc.min_lr) < 1e-12
+    # every preset ends at the full trained context
+    for tc in TRAIN_PRESETS.values():
+        assert seq_len_at(tc, tc.steps - 1) == ModelConfig().max_seq_len
+
+
+def test_corpus_split():
+    train, val = load_corpus()
+    assert len(train) + len(val) == 1_036_489 and len(val) == 103_648
+    assert train.max() < 128  # ASCII
+
+
+def test_mean_pooling_is_exact_when_group_heads_agree():
+    """If the heads of each group already share K/V weights, pooling changes nothing."""
+    mha = random_model(4)
+    sd = mha.state_dict()
+    for name in list(sd):
+        if name.endswith(("k_proj.weight", "v_proj.weight")):
+            w = sd[name].view(2, 2, 32, 128)
+            w[:, 1] = w[:, 0]  # heads (0,1) and (2,3) identical
+    mha.load_state_dict(sd)
+    gqa = mean_pool_kv(mha, 2).eval()
+    assert gqa.cfg.n_kv_heads == 2
+    ids = torch.randint(0, 256, (1, 40), generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(gqa(ids), mha(ids), rtol=1e-5, atol=1e-5)
+
+
+def test_pooled_weights_are_group_means():
+    mha = random_model(4)
+    mqa = mean_pool_kv(mha, 1)
+    k_mha = mha.model.layers[2].self_attn.k_proj.weight.view(4, 32, 128)
+    torch.testing.assert_close(mqa.model.layers[2].self_attn.k_proj.weight, k_mha.mean(0))
+
+
+def test_a_few_steps_lower_the_loss():
+    from sim import train as tr
+
+    tc = TrainConfig("mqa", steps=12, batch_size=4, seq_schedule=((0, 64),), warmup=2, lr=3e-3)
+    torch.manual_seed(0)
+    model, report = tr.train(tc, log=lambda *_: None)
+    assert isinstance(model, TinyLlama)
+    hist = report["history"]
+    assert hist[-1]["loss"] < hist[0]["loss"]
