@@ -158,7 +158,9 @@ def generate_steps(
     dtype = model.lm_head.weight.dtype
     elem = torch.finfo(dtype).bits // 8
     gen = torch.Generator().manual_seed(sampling.seed) if sampling.temperature > 0 else None
-    cache = ContiguousKVCache(cfg, 1, len(prompt_ids) + max_new_tokens, device, dtype) if mode == "cached" else None
+    # the last produced token is never fed back: prompt + new - 1 positions get written
+    num_positions = len(prompt_ids) + max_new_tokens - 1
+    cache = ContiguousKVCache(cfg, 1, num_positions, device, dtype) if mode == "cached" else None
     seq = torch.tensor([prompt_ids], dtype=torch.long, device=device)  # (1, T)
     for step in range(max_new_tokens):
         tally = FlopTally() if count else None

@@ -90,6 +90,13 @@ def test_cache_rejects_gaps_and_overflow():
         cache.update(0, 7, k, k)
 
 
+def test_generation_that_exactly_fills_the_context():
+    """prompt + new - 1 == max_seq_len: the cache holds exactly the positions that are fed."""
+    model = random_model(1, max_seq_len=32)
+    res = generate(model, PROMPT[:8], 25, "cached", count=False)
+    assert len(res.new_ids) == 25 and res.steps[-1].kv_len == 32
+
+
 def test_length_cap_names_the_numbers():
     model = random_model(4)
     with pytest.raises(ValueError, match=r"trained context of 1024.*at most 1015 new tokens"):
