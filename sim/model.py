@@ -133,7 +133,8 @@ class Attention(nn.Module):
         """One (q+k+v) matmul instead of three: fewer kernel launches per decode step."""
         self.wqkv = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]).detach()
 
-    def forward(self, x, cos, sin, start_pos, cache, layer_idx, attn_impl, sdpa_backend, tally):
+    def forward(self, x, cos, sin, start_pos, cache, layer_idx, attn_impl, sdpa_backend, tally, attn_mask=None,
+                capture=None):
         cfg = self.cfg
         B, T, _ = x.shape
         H, Hkv, D, G = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
@@ -158,13 +159,23 @@ class Attention(nn.Module):
             # Group the G query heads that share a K/V head so K and V are never copied.
             qg = q.reshape(B, Hkv, G * T, D)  # rows ordered (g, t)
             scores = qg @ k.transpose(-1, -2) / math.sqrt(D)  # (B, Hkv, G*T, S)
-            if T > 1:
+            raw_scores = scores
+            if attn_mask is not None:
+                scores = scores + attn_mask.to(scores.dtype).repeat(G, 1)  # caller's (T, S) additive mask
+            elif T > 1:
                 mask = causal_additive_mask(T, S, device=x.device, dtype=scores.dtype)  # (T, S)
                 scores = scores + mask.repeat(G, 1)
             probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
             y = (probs @ v).view(B, H, T, D)  # (B, H, T, D)
+            if capture is not None:
+                capture.append({"k": k, "v": v, "scores": raw_scores.view(B, H, T, S), "probs": probs.view(B, H, T, S)})
         elif attn_impl == "sdpa":
-            y = _sdpa(q, k, v, T, S, G, sdpa_backend)
+            if attn_mask is not None:
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask.to(q.dtype), enable_gqa=G > 1)
+            else:
+                y = _sdpa(q, k, v, T, S, G, sdpa_backend)
+            if capture is not None:
+                capture.append({"k": k, "v": v})
         else:
             raise ValueError(f"attn_impl must be one of {ATTN_IMPLS}, got {attn_impl!r}")
         y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
@@ -255,6 +266,8 @@ class TinyLlama(nn.Module):
         sdpa_backend: str | None = None,
         tally: FlopTally | None = None,
         last_only: bool = False,
+        attn_mask: torch.Tensor | None = None,  # (T, S) additive; replaces the causal mask
+        capture: list | None = None,  # gets one dict per layer: k, v (and scores, probs when eager)
     ) -> torch.Tensor:
         cfg = self.cfg
         B, T = idx.shape
@@ -267,7 +280,8 @@ class TinyLlama(nn.Module):
         sin = self.rope_sin[start_pos : start_pos + T].to(x.dtype)
         for i, layer in enumerate(self.model.layers):
             x = x + layer.self_attn(
-                layer.input_layernorm(x), cos, sin, start_pos, cache, i, attn_impl, sdpa_backend, tally
+                layer.input_layernorm(x), cos, sin, start_pos, cache, i, attn_impl, sdpa_backend, tally, attn_mask,
+                capture,
             )
             x = x + layer.mlp(layer.post_attention_layernorm(x))
             if tally is not None:
