@@ -22,3 +22,15 @@ def model(name: str):
     from sim.model import load_model
 
     return load_model(name, device, pick_dtype(device))
+
+
+def model_or_stop(name: str):
+    """The model, or a clear error in the page (a missing or corrupt checkpoint) and stop."""
+    from sim.model import CheckpointError
+
+    try:
+        return model(name)
+    except CheckpointError as exc:
+        st.error(f"The bundled model {name!r} could not be loaded: {exc}. Rebuild it with "
+                 f"`python -m sim.train --preset {name}`.")
+        st.stop()
