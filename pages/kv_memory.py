@@ -1,11 +1,375 @@
-from app.placeholder import render_coming
+"""KV memory: the cache's bytes by model, batch, context and dtype; what fits on a GPU; the real
+tiny model's cache measured; the seeds' figures checked."""
 
-render_coming(
-    'kv_memory',
-    [
-        ('Per-token, per-request and total KV bytes, formula step by step', 'issue 6; seed 001'),
-        ('MHA / GQA / MQA / MLA, sliding-window and hybrid layers, dtypes', 'seeds 000, 002, 004'),
-        ('Real model presets and GPU capacity', 'published config.json values'),
-        ("The tiny model's measured cache bytes next to the formula", 'sim/kvcache.py'),
-    ],
+import pandas as pd
+import streamlit as st
+
+from app.figures.memory import dtype_bars, kv_heatmap, memory_breakdown, variant_lines
+from app.urlstate import UrlState
+from sim.gpus import load_gpus
+from sim.memory import (
+    GROUP_SIZES,
+    KV_DTYPES,
+    MAX_BATCH,
+    MAX_CONTEXT,
+    MAX_GPUS,
+    MAX_LAYERS_PER_KV,
+    MAX_TINY_BATCH,
+    WEIGHT_DTYPE_BITS,
+    GpuConfig,
+    MemoryConfig,
+    capacity,
+    claims_frame,
+    dtype_frame,
+    dtype_table,
+    fmt_bytes,
+    kv_grid,
+    kv_memory,
+    seed_claims,
+    token_layer_bytes,
+    variant_curves,
 )
+from sim.model_presets import MAX_CONFIG_CHARS, estimate_num_params, load_presets, parse_hf_config_with_notes
+
+CUSTOM = "custom"
+TINY = ("mha", "gqa", "mqa")
+MAX_URL_CONFIG = 8000
+
+presets = load_presets()
+gpus = load_gpus()
+model_options = [*presets, CUSTOM]
+
+st.title("KV memory")
+st.markdown(
+    "Every token a model has read leaves one **key** and one **value** vector per K/V head in **every layer**, "
+    "and they stay for as long as the request lives. So the cache grows with *batch × context*, while the "
+    "weights stay the same size. Choose a model, a batch and a context; the page counts the bytes exactly and "
+    "checks whether they fit on a GPU."
+)
+
+url = UrlState()
+url.choice("model", "llama-3.1-8b", model_options, label="model")
+url.choice("kv", "fp16", list(KV_DTYPES), label="KV dtype")
+url.choice("group", "128", [str(g) for g in GROUP_SIZES], label="group size")
+url.int("batch", 16, 1, MAX_BATCH, label="batch")
+url.int("ctx", 32768, 1, MAX_CONTEXT, label="context")
+url.int("share", 1, 1, MAX_LAYERS_PER_KV, label="layers sharing one K/V")
+url.choice("gpu", "h100-sxm", list(gpus), label="GPU")
+url.int("ngpu", 1, 1, MAX_GPUS, label="number of GPUs")
+url.float("util", 0.9, 0.05, 1.0, label="memory utilization")
+url.choice("wdt", "bf16", list(WEIGHT_DTYPE_BITS), label="weight dtype")
+url.bool("measure", False, label="measure the real model")
+url.choice("tiny", "mha", list(TINY), label="tiny model")
+url.int("tbatch", 4, 1, MAX_TINY_BATCH, label="tiny-model batch")
+url.int("tctx", 256, 1, 1024, label="tiny-model context")
+if st.session_state["model"] == CUSTOM:
+    url.text("cfg", "", max_len=MAX_URL_CONFIG, label="pasted config.json")
+
+c = st.columns([3, 2, 1.2, 1.3, 1.6])
+c[0].selectbox("Model", model_options, key="model",
+               format_func=lambda k: "Your own config.json (paste or upload)" if k == CUSTOM else presets[k].name)
+c[1].selectbox("KV cache dtype", list(KV_DTYPES), key="kv", format_func=lambda k: KV_DTYPES[k].label)
+c[2].selectbox("Group size g", [str(g) for g in GROUP_SIZES], key="group", disabled=not KV_DTYPES[st.session_state["kv"]].grouped,
+               help="Integer formats store a scale and a zero point (2 B each) for every g values.")
+c[3].number_input("Batch B (requests)", min_value=1, max_value=MAX_BATCH, step=1, key="batch")
+c[4].number_input("Context S (tokens)", min_value=1, max_value=MAX_CONTEXT, step=1024, key="ctx")
+c = st.columns([3, 1.2, 1.6, 1.3, 1.6])
+c[0].selectbox("GPU", list(gpus), key="gpu", format_func=lambda k: gpus[k].name)
+c[1].number_input("GPUs", min_value=1, max_value=MAX_GPUS, step=1, key="ngpu",
+                  help="Their memory is pooled, as tensor parallelism splits weights and K/V heads across them.")
+c[2].slider("Memory utilization", 0.05, 1.0, step=0.01, key="util",
+            help="The share a server may fill (vLLM's --gpu-memory-utilization, 0.9 by default); the rest is kept "
+                 "for activations and the CUDA context.")
+c[3].selectbox("Weight dtype", list(WEIGHT_DTYPE_BITS), key="wdt", format_func=str.upper)
+c[4].number_input("Layers sharing one K/V", min_value=1, max_value=MAX_LAYERS_PER_KV, step=1, key="share",
+                  help="Cross-layer sharing (as in Cross-Layer Attention): k adjacent layers of the same kind read "
+                       "one stored K/V. 1 = none, which is what every preset does.")
+url.show_problems()
+
+
+def read_custom_config():
+    """The architecture from the uploaded file, else from the pasted text; None with a message shown."""
+    with st.expander("Your config.json", expanded=True, icon=":material/upload_file:"):
+        st.caption("Parsed as data only (JSON, never run). An uploaded file wins over pasted text; only pasted "
+                   f"text (up to {MAX_URL_CONFIG:,} characters) is kept in the link.")
+        cols = st.columns(2)
+        text = cols[0].text_area("Paste a Hugging Face config.json", key="cfg", height=180, max_chars=MAX_URL_CONFIG,
+                                 placeholder='{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, ...}')
+        upload = cols[1].file_uploader("…or upload one", type=["json"], key="cfg_file", max_upload_size=1)
+        source = "pasted config.json"
+        if upload is not None:
+            raw = upload.getvalue()
+            if len(raw) > MAX_CONFIG_CHARS:
+                st.error(f"{upload.name} is {len(raw):,} bytes; a config.json is at most {MAX_CONFIG_CHARS:,}.",
+                         icon=":material/error:")
+                return None
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                st.error(f"{upload.name} is not UTF-8 text (byte {exc.start:,}).", icon=":material/error:")
+                return None
+            source = f"uploaded {upload.name[:80]}"
+        if not text.strip():
+            st.info("Paste or upload a config.json to size its cache.", icon=":material/info:")
+            return None
+        try:
+            arch, notes = parse_hf_config_with_notes(text, source=source)
+        except ValueError as exc:
+            st.error(str(exc), icon=":material/error:")
+            return None
+        for note in notes:
+            st.info(note, icon=":material/info:")
+        st.success(f"Read **{arch.name}**: {arch.attention}, {arch.n_layers} layers, {arch.n_kv_heads} K/V heads of "
+                   f"{arch.head_dim}, {arch.describe_layers()}.", icon=":material/check_circle:")
+        return arch
+
+
+arch = read_custom_config() if st.session_state["model"] == CUSTOM else presets[st.session_state["model"]]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def views(cfg: MemoryConfig, gpu_cfg: GpuConfig):
+    return kv_memory(cfg), capacity(cfg, gpu_cfg), kv_grid(cfg), variant_curves(cfg), dtype_table(cfg, gpu_cfg)
+
+
+def render_calculator(arch) -> None:
+    try:
+        cfg = MemoryConfig(arch, batch=st.session_state["batch"], context=st.session_state["ctx"],
+                           kv_dtype=st.session_state["kv"], group_size=int(st.session_state["group"]),
+                           layers_per_kv=st.session_state["share"])
+        gpu_cfg = GpuConfig(gpus[st.session_state["gpu"]], num_gpus=st.session_state["ngpu"],
+                            utilization=float(st.session_state["util"]), weight_dtype=st.session_state["wdt"])
+        kv, cap, grid, curves, dtypes = views(cfg, gpu_cfg)
+    except ValueError as exc:
+        st.error(str(exc), icon=":material/error:")
+        return
+    gpu_label = f"{gpu_cfg.num_gpus} × {gpu_cfg.gpu.name}" if gpu_cfg.num_gpus > 1 else gpu_cfg.gpu.name
+
+    if cfg.context > arch.max_position_embeddings:
+        st.warning(f"{cfg.context:,} tokens is beyond {arch.name}'s trained context of "
+                   f"{arch.max_position_embeddings:,}: the bytes are still counted, the model would not cope.",
+                   icon=":material/warning:")
+    if gpu_cfg.num_gpus > arch.n_kv_heads and arch.attention != "MLA":
+        st.caption(f":material/info: With {gpu_cfg.num_gpus} GPUs and {arch.n_kv_heads} K/V heads, tensor parallelism "
+                   "would copy some K/V heads onto several GPUs; those copies are not counted here.")
+
+    m = st.columns(6)
+    windows = (f" while the context fits every window; averaged over these {cfg.context:,} tokens it is "
+               f"{fmt_bytes(kv.avg_bytes_per_token)}") if kv.per_request_bytes < kv.bytes_per_token * cfg.context else ""
+    m[0].metric("Per token", fmt_bytes(kv.bytes_per_token), help=f"{kv.bytes_per_token:,} B, all layers{windows}")
+    m[1].metric("Per request", fmt_bytes(kv.per_request_bytes), help=f"{kv.per_request_bytes:,} B")
+    m[2].metric("All requests", fmt_bytes(kv.total_bytes), help=f"{kv.total_bytes:,} B")
+    budget = cap.kv_budget_bytes
+    m[3].metric("Room for KV", fmt_bytes(budget) if budget > 0 else "none",
+                help=f"{gpu_label}: {fmt_bytes(cap.total_bytes)} × {gpu_cfg.utilization:g} − weights "
+                     f"{fmt_bytes(cap.weight_bytes)} = {budget:,} B")
+    m[4].metric("Max requests", f"{cap.max_requests:,}", delta=f"at S = {cfg.context:,}", delta_color="off",
+                delta_arrow="off", help="Concurrent requests whose cache fits at this context")
+    m[5].metric("Max context", f"{cap.max_context:,}", delta=f"at B = {cfg.batch:,}", delta_color="off",
+                delta_arrow="off",
+                help="Limited by the model's trained context" if cap.max_context_limited_by == "model"
+                else "Longest context whose cache fits for this batch (limited by memory)")
+
+    left, right = st.columns([3, 2])
+    with left:
+        st.subheader("The formula, with your numbers")
+        st.latex(r"\text{bytes} = 2 \cdot L \cdot H_{kv} \cdot d_h \cdot p \cdot B \cdot S")
+        st.table(pd.DataFrame([{"Step": s.what, "With your numbers": s.math} for s in kv.steps]), hide_index=True)
+        st.caption(f"{arch.name}: {arch.attention}, {arch.n_heads} query heads, {arch.n_kv_heads} K/V heads of "
+                   f"{arch.head_dim}, {arch.describe_layers()}. Source: {arch.source}")
+        if arch.notes:
+            st.caption(arch.notes)
+    with right:
+        st.subheader("Does it fit?")
+        st.plotly_chart(memory_breakdown(cap, gpu_label), key="breakdown")
+        params = estimate_num_params(arch)
+        if budget <= 0:
+            st.warning(f"The weights alone ({fmt_bytes(cap.weight_bytes)} for {params / 1e9:.3g} B parameters in "
+                     f"{gpu_cfg.weight_dtype.upper()}) need more than the {fmt_bytes(cap.usable_bytes)} usable on "
+                     f"{gpu_label}: add GPUs or quantize the weights.", icon=":material/block:")
+        elif cap.fits:
+            st.success(f"Fits: {fmt_bytes(kv.total_bytes)} of KV next to {fmt_bytes(cap.weight_bytes)} of weights "
+                       f"({params / 1e9:.3g} B parameters), {fmt_bytes(cap.headroom_bytes)} to spare.",
+                       icon=":material/check_circle:")
+        else:
+            st.warning(f"Does not fit: the cache needs {fmt_bytes(kv.total_bytes)} but only {fmt_bytes(budget)} is left "
+                     f"after {fmt_bytes(cap.weight_bytes)} of weights. At {cfg.context:,} tokens at most "
+                     f"{cap.max_requests:,} requests fit; at batch {cfg.batch:,} at most {cap.max_context:,} tokens.",
+                     icon=":material/block:")
+
+    tabs = st.tabs(["Batch × context", "MHA · GQA · MQA · MLA", "KV dtypes", "Measured on the real model",
+                    "Claims in the seeds", "Model presets"])
+    with tabs[0]:
+        st.plotly_chart(kv_heatmap(grid, budget, (cfg.context, cfg.batch), arch.max_position_embeddings,
+                                   f"{arch.name}, {cfg.kv_dtype.upper()} cache: total KV bytes"), key="heatmap")
+        st.caption("Each cell is batch × context of one model: the cache is linear in both, so every step up or right "
+                   "multiplies it. Left of and below the orange line the cache fits next to the weights; "
+                   "sliding-window layers bend the colours once the context passes their window.")
+        st.download_button("Download this grid (CSV)", grid.to_frame(budget).to_csv(index=False),
+                           file_name=f"kv_grid_{arch.key or 'custom'}_{cfg.kv_dtype}.csv", mime="text/csv",
+                           on_click="ignore", icon=":material/download:", key="dl_grid")
+    with tabs[1]:
+        render_variants(cfg, curves, budget)
+    with tabs[2]:
+        render_dtypes(cfg, dtypes)
+    with tabs[3]:
+        render_measured()
+    with tabs[4]:
+        render_claims()
+    with tabs[5]:
+        render_presets()
+
+
+def render_variants(cfg: MemoryConfig, curves, budget: int) -> None:
+    st.plotly_chart(variant_lines(curves, budget, cfg.context,
+                                  f"{cfg.arch.name} with each attention kind, batch {cfg.batch:,}"), key="variants")
+    rows = []
+    for name, a in curves.name_to_arch.items():
+        kv_part = (f"({a.kv_lora_rank} + {a.qk_rope_head_dim}) latent" if name == "MLA"
+                   else f"2 × {a.n_kv_heads} × {a.head_dim}" if a.v_dim == a.head_dim
+                   else f"{a.n_kv_heads} × ({a.head_dim} + {a.v_dim})")
+        rows.append({"Attention": name, "K/V heads": str(a.n_kv_heads) if name != "MLA" else "1 latent",
+                     "Values per token per layer": kv_part,
+                     "Bytes per token per layer": token_layer_bytes(a, cfg.kv_dtype, cfg.group_size),
+                     "Per token, all layers": fmt_bytes(curves.name_to_token_bytes[name])})
+    st.dataframe(rows, hide_index=True, width="stretch")
+    st.markdown(
+        "- **MHA** keeps a K and a V head for every query head; **GQA** lets a group of query heads share one; "
+        "**MQA** keeps a single one. The cache scales with the number of K/V heads, nothing else changes.\n"
+        "- **MLA** (DeepSeek-V2/V3) stores neither K nor V. Per token and layer it keeps one compressed latent "
+        "of d_c values, from which the K and V of *every* head are re-projected (those up-projections fold into "
+        "the query and output weights), plus one small RoPE key of d_R values shared by all heads, because the "
+        "rotation cannot pass through that folding. Hence (d_c + d_R) · p: **no ×2** (one latent yields both K "
+        "and V) and **no ×H_kv**. A model that is not MLA is shown here with DeepSeek-V2's ratios: "
+        "d_c = 4·d_h, d_R = d_h/2.\n"
+        "- **Sliding-window** layers keep only the last W tokens, so their share stops growing at S = W "
+        "(Mistral 7B v0.1: every layer, W = 4,096). **Hybrid** models mix them with global layers: Gemma 2 "
+        "alternates 1:1 (W = 4,096), Gemma 3 uses 5 local to 1 global (W = 1,024)."
+    )
+
+
+def arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """Byte counts past 2^63 (absurd configs only) cannot go through Arrow: show those columns as text."""
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype == object and any(isinstance(v, int) and abs(v) >= 1 << 62 for v in out[col]):
+            out[col] = [f"{v:,}" for v in out[col]]
+    return out
+
+
+def render_dtypes(cfg: MemoryConfig, rows) -> None:
+    st.plotly_chart(dtype_bars(rows, cfg.kv_dtype, cfg.context), key="dtypes")
+    df = dtype_frame(rows)
+    st.dataframe(arrow_safe(df), hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="localized")
+                                for c in ("Per token (B)", "Per request (B)", "All requests (B)")})
+    st.download_button("Download this table (CSV)", df.to_csv(index=False), file_name="kv_dtypes.csv",
+                       mime="text/csv", on_click="ignore", icon=":material/download:", key="dl_dtypes")
+    st.caption(f"FP8 here carries one scale per tensor (a few bytes per layer, not counted). The integer formats "
+               f"store a 2-byte scale and a 2-byte zero point for every g = {cfg.group_size} values, so INT8 is "
+               f"{(8 * cfg.group_size + 32) / (16 * cfg.group_size):.4g}× FP16, not 0.5×. Halving the bytes per value "
+               "doubles the requests that fit only when the weights stay the same: they do, the weight dtype is "
+               "a separate choice.")
+
+
+@st.cache_data(max_entries=16, show_spinner="Allocating and filling the tiny model's cache…")
+def measure(name: str, batch: int, context: int):
+    from app.resources import model as tiny_model
+    from sim.device import pick_device, pick_dtype
+    from sim.memory import measure_tiny_cache, untrained_tiny_model
+    from sim.model import CheckpointError
+
+    try:
+        m = tiny_model(name)
+        weights = f"trained checkpoint assets/models/{name}.safetensors"
+    except CheckpointError:
+        device = pick_device()
+        m = untrained_tiny_model(name, device, pick_dtype(device))
+        weights = f"untrained (no assets/models/{name}.safetensors yet): the bytes depend on shapes, not weights"
+    return measure_tiny_cache(m, batch, context, weights=weights, preset=presets[f"tiny-{name}"])
+
+
+def render_measured() -> None:
+    st.markdown("The lab's own tiny model runs on this machine. This allocates its real `ContiguousKVCache` "
+                "(`sim/kvcache.py`) for the batch and context below, fills it with a real prefill, and counts "
+                "the bytes of the K and V tensors next to the formula.")
+    c = st.columns([1.4, 1, 1, 1.2])
+    c[0].selectbox("Tiny model", list(TINY), key="tiny", format_func=lambda k: presets[f"tiny-{k}"].name)
+    c[1].number_input("Batch", min_value=1, max_value=MAX_TINY_BATCH, step=1, key="tbatch")
+    c[2].number_input("Context", min_value=1, max_value=1024, step=64, key="tctx")
+    c[3].toggle("Run it", key="measure", help="Loads torch and the model, so it is off until asked for.")
+    if not st.session_state["measure"]:
+        st.info("Switch on **Run it** to allocate and measure.", icon=":material/play_circle:")
+        return
+    try:
+        r = measure(st.session_state["tiny"], st.session_state["tbatch"], st.session_state["tctx"])
+    except ValueError as exc:
+        st.error(str(exc), icon=":material/error:")
+        return
+    B, H, S, D = r.tensor_shape
+    p = {"fp32": 4, "fp16": 2, "bf16": 2}[r.dtype]
+    rows = [
+        {"Count": f"Measured: numel × element_size over the {r.num_tensors} filled K and V tensors",
+         "Bytes": r.measured_bytes},
+        {"Count": f"Formula 2·L·H_kv·d_h·p·B·S = 2·{r.num_tensors // 2}·{H}·{D}·{p}·{B}·{S} (sim/opcount.py)",
+         "Bytes": r.opcount_bytes},
+        {"Count": "This page's calculator, from the preset", "Bytes": r.calculator_bytes},
+    ]
+    if r.cuda_allocated_delta is not None:
+        rows.append({"Count": "torch.cuda.memory_allocated() after − before allocating", "Bytes": r.cuda_allocated_delta})
+        rows.append({"Count": "Formula with each tensor rounded up to the allocator's 512 B", "Bytes": r.cuda_expected})
+    st.dataframe(rows, hide_index=True, width="stretch", column_config={"Bytes": st.column_config.NumberColumn(format="%d")})
+    st.caption(f"Device {r.device}, cache dtype {r.dtype.upper()} (p = {p}); each tensor is (B, H_kv, S, D) = "
+               f"{r.tensor_shape}; weights: {r.weights}.")
+    if r.agree:
+        st.success(f"They agree: {r.measured_bytes:,} B = {fmt_bytes(r.measured_bytes)}.", icon=":material/check_circle:")
+        if r.cuda_allocated_delta is not None and r.cuda_allocated_delta != r.measured_bytes:
+            st.caption("On the GPU the allocator hands out blocks in multiples of 512 B, so small tensors take a "
+                       "little more than their bytes; the formula with that rounding matches exactly.")
+    else:
+        st.error("Measured and formula differ — that is a bug in the lab, please report it.", icon=":material/error:")
+
+
+VERDICT_COLORS = {"correct": "#d9f2d9", "close": "#fff3c4", "ambiguous": "#fde2c4", "understated": "#fde2c4",
+                  "wrong": "#f8d0d0"}
+
+
+def render_claims() -> None:
+    df = claims_frame(seed_claims(presets, gpus))
+    st.markdown("Every KV-size figure in seeds 000, 001, 002 and 004, recomputed with this page's calculator "
+                "(Llama 3 70B has the same attention shape as the Llama 3.1 70B preset). GB = 10⁹ B, GiB = 2³⁰ B.")
+    counts = df["Verdict"].value_counts()
+    st.caption(" · ".join(f"{v}: {counts[v]}" for v in counts.index))
+    st.table(df.style.map(lambda v: f"background-color: {VERDICT_COLORS.get(v, 'white')}; font-weight: 600",
+                          subset=["Verdict"]), hide_index=True)
+    st.download_button("Download the claims (CSV)", df.to_csv(index=False), file_name="kv_seed_claims.csv",
+                       mime="text/csv", on_click="ignore", icon=":material/download:", key="dl_claims")
+
+
+def render_presets() -> None:
+    rows = []
+    for key, a in presets.items():
+        per_token = kv_memory(MemoryConfig(a, context=1)).bytes_per_token
+        rows.append({"Model": a.name, "Attention": a.attention, "Layers": a.describe_layers(),
+                     "Query heads": a.n_heads, "K/V heads": a.n_kv_heads, "Head dim": a.head_dim,
+                     "KV per token, FP16": fmt_bytes(per_token), "KV per token (B)": per_token,
+                     "Parameters (estimate)": f"{estimate_num_params(a) / 1e9:.4g} B",
+                     "Parameters (model card)": f"{a.params_card:g} B" if a.params_card else "",
+                     "Trained context": a.max_position_embeddings, "Source": a.source, "Key": key})
+    df = pd.DataFrame(rows)
+    st.dataframe(df, hide_index=True, width="stretch", height=36 * (len(df) + 1) + 4,
+                 column_config={"KV per token (B)": st.column_config.NumberColumn(format="localized"),
+                                "Trained context": st.column_config.NumberColumn(format="localized")})
+    st.caption("Presets are data (assets/presets/models.json): each model's published config.json fields, parsed "
+               "by the same code as a pasted file. Parameter estimates count embeddings, attention and MLP/expert "
+               "matrices (norms and biases left out).")
+    st.download_button("Download the presets (CSV)", df.to_csv(index=False), file_name="kv_presets.csv",
+                       mime="text/csv", on_click="ignore", icon=":material/download:", key="dl_presets")
+
+
+if arch is not None:
+    render_calculator(arch)
+else:
+    st.subheader("Claims in the seeds")
+    render_claims()
+url.sync()

@@ -1,0 +1,151 @@
+"""Figures for the KV memory page."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.figures import CACHED, FORMULA, NAIVE, base_layout
+from sim.memory import Capacity, DtypeRow, GiB, KvGrid, VariantCurves, fmt_bytes
+
+ATTENTION_COLORS = {"MHA": NAIVE, "GQA": CACHED, "MQA": "#2ca02c", "MLA": "#9467bd"}
+PART_COLORS = {
+    "Weights": "#4c78a8",
+    "KV cache": "#e45756",
+    "Free for more KV": "#54a24b",
+    "Kept aside (1 − utilization)": "#c7c7c7",
+}
+
+
+def _count_label(n: int) -> str:
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20}M"
+    if n >= 1 << 10 and n % (1 << 10) == 0:
+        return f"{n >> 10}K"
+    return f"{n:,}"
+
+
+def _log2_ticks(values) -> tuple[list[float], list[str]]:
+    lo, hi = math.floor(math.log2(min(values))), math.ceil(math.log2(max(values)))
+    step = 1 if hi - lo <= 12 else 2
+    exps = list(range(lo, hi + 1, step))
+    return [float(e) for e in exps], [_count_label(2**e) for e in exps]
+
+
+def kv_heatmap(grid: KvGrid, kv_budget: int | None, point: tuple[int, int], max_context: int, title: str) -> go.Figure:
+    """Total KV bytes over batch (y) × context (x), both on log2 axes; the GPU's room for the cache
+    as a white contour line; the chosen (context, batch) as a marker."""
+    z_bytes = np.array(grid.total_bytes, dtype=float)  # (batches, contexts)
+    z = np.log10(z_bytes)
+    x = np.log2(np.array(grid.contexts, dtype=float))
+    y = np.log2(np.array(grid.batches, dtype=float))
+    text = np.array([[fmt_bytes(v) for v in row] for row in grid.total_bytes])
+    lo, hi = math.floor(z.min()), math.ceil(z.max())
+    ticks = [v for v in (2**10, 2**20, 2**24, 2**27, 2**30, 2**33, 2**36, 2**40, 2**43, 2**46, 2**50, 2**53)
+             if lo <= math.log10(v) <= hi]
+    fig = go.Figure()
+    fig.add_heatmap(
+        x=x, y=y, z=z, text=text, colorscale="Viridis", zsmooth=False,
+        colorbar=dict(title="KV bytes", tickvals=[math.log10(v) for v in ticks], ticktext=[fmt_bytes(v) for v in ticks]),
+        customdata=np.array([[[b, s] for s in grid.contexts] for b in grid.batches]),
+        hovertemplate="batch %{customdata[0]:,} × context %{customdata[1]:,}<br>KV cache: %{text}<extra></extra>",
+    )
+    if kv_budget is not None and kv_budget > 0 and z.min() < math.log10(kv_budget) < z.max():
+        level = math.log10(kv_budget)
+        fig.add_contour(
+            x=x, y=y, z=z, showscale=False, hoverinfo="skip", name=f"the GPU's room for KV: {fmt_bytes(kv_budget)}",
+            contours=dict(start=level, end=level, size=1, coloring="none"), line=dict(color="#ff9900", width=5),
+            showlegend=True,
+        )
+    fig.add_scatter(x=[math.log2(point[0])], y=[math.log2(point[1])], mode="markers", name="your setting",
+                    marker=dict(symbol="x", size=16, color="#ff2d2d", line=dict(width=2, color="white")),
+                    hovertemplate=f"your setting: batch {point[1]:,}, context {point[0]:,}<extra></extra>")
+    if grid.contexts[0] <= max_context <= grid.contexts[-1]:
+        fig.add_vline(x=math.log2(max_context), line=dict(color="white", dash="dash", width=2),
+                      annotation_text=f"trained context {max_context:,}", annotation_font_color="white",
+                      annotation_position="bottom left")
+    xt, xl = _log2_ticks(grid.contexts)
+    yt, yl = _log2_ticks(grid.batches)
+    fig.update_xaxes(tickvals=xt, ticktext=xl, range=[x.min() - 0.25, x.max() + 0.25])
+    fig.update_yaxes(tickvals=yt, ticktext=yl, range=[y.min() - 0.25, y.max() + 0.25])
+    fig = base_layout(fig, title, "context (tokens per request)", "batch (concurrent requests)", height=480)
+    fig.update_layout(legend=dict(bgcolor="rgba(255,255,255,0.85)"))
+    return fig
+
+
+def _byte_ticks(lo: float, hi: float, max_ticks: int = 8) -> tuple[list[float], list[str]]:
+    """Powers of two between lo and hi bytes, at most max_ticks of them, labelled in binary units."""
+    a, b = math.floor(math.log2(max(lo, 1))), math.ceil(math.log2(max(hi, 2)))
+    step = max(1, math.ceil((b - a + 1) / max_ticks))
+    exps = range(b, a - 1, -step)
+    return [float(2**e) for e in exps], [fmt_bytes(2**e) for e in exps]
+
+
+def variant_lines(curves: VariantCurves, kv_budget: int | None, context: int, title: str) -> go.Figure:
+    """Total KV bytes vs context for MHA / GQA / MQA / MLA of the same model, log-log."""
+    fig = go.Figure()
+    values_all = [v for vs in curves.name_to_bytes.values() for v in vs]
+    x_ends = [curves.contexts[0], curves.contexts[-1]]
+    if kv_budget is not None and kv_budget > 0:
+        values_all.append(kv_budget)
+        fig.add_scatter(x=x_ends, y=[kv_budget, kv_budget], mode="lines", name=f"room for KV: {fmt_bytes(kv_budget)}",
+                        line=dict(color=FORMULA, dash="dash", width=2), hoverinfo="skip")
+    for name, values in curves.name_to_bytes.items():
+        arch = curves.name_to_arch[name]
+        per_token = curves.name_to_token_bytes[name]
+        fig.add_scatter(
+            x=list(curves.contexts), y=list(values), mode="lines", name=f"{name}: {fmt_bytes(per_token)}/token",
+            line=dict(color=ATTENTION_COLORS[name], width=3, dash="solid" if name != "MLA" else "dot"),
+            customdata=[fmt_bytes(v) for v in values],
+            hovertemplate=f"{name} ({arch.n_kv_heads if name != 'MLA' else 'latent'} K/V heads)<br>"
+                          "context %{x:,}: %{customdata}<extra></extra>",
+        )
+    fig.add_vline(x=context, line=dict(color="#888", dash="dot"))
+    xt, xl = _log2_ticks(curves.contexts)
+    yt, yl = _byte_ticks(min(values_all), max(values_all))
+    fig.update_xaxes(type="log", tickvals=[2**v for v in xt], ticktext=xl)
+    fig.update_yaxes(type="log", tickvals=yt, ticktext=yl)
+    return base_layout(fig, title, f"context (tokens per request); dotted line: your {context:,}",
+                       f"KV cache for {curves.batch:,} request(s)", height=440)
+
+
+def memory_breakdown(cap: Capacity, gpu_label: str) -> go.Figure:
+    """One stacked bar: weights, KV cache, free room, the part kept aside; past the GPU's end = over."""
+    fig = go.Figure()
+    for part, b in cap.breakdown():
+        if b <= 0:
+            continue
+        fig.add_bar(y=[""], x=[b / GiB], orientation="h", name=f"{part}: {fmt_bytes(b)}",
+                    marker_color=PART_COLORS[part], text=[f"{part}<br>{fmt_bytes(b)}"],
+                    textposition="inside", insidetextanchor="middle",
+                    hovertemplate=f"{part}: {fmt_bytes(b)}<extra></extra>")
+    total = cap.total_bytes / GiB
+    fig.add_vline(x=total, line=dict(color=FORMULA, width=3),
+                  annotation_text=f"{gpu_label}: {fmt_bytes(cap.total_bytes)}", annotation_position="top")
+    over = cap.weight_bytes + cap.kv_bytes + (cap.total_bytes - cap.usable_bytes) - cap.total_bytes
+    if over > 0:
+        fig.add_annotation(x=total, y=0, text=f"over by {fmt_bytes(over)}", showarrow=False, xanchor="left",
+                           font=dict(color=NAIVE, size=16), xshift=8, yshift=-40)
+    fig.update_layout(barmode="stack", uniformtext=dict(minsize=11, mode="hide"))
+    fig = base_layout(fig, "Where the GPU memory goes", "GiB", "", height=260)
+    fig.update_layout(legend=dict(y=-0.45, yanchor="top", x=0, xanchor="left", traceorder="normal"),
+                      margin=dict(b=60))
+    return fig
+
+
+def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, context: int) -> go.Figure:
+    """Max concurrent requests at this context for every KV dtype."""
+    fig = go.Figure()
+    fig.add_bar(
+        x=[r.kv_dtype.upper() for r in rows], y=[r.max_requests for r in rows],
+        marker_color=[NAIVE if r.kv_dtype == chosen else CACHED for r in rows],
+        text=[f"{r.max_requests:,}<br>×{r.vs_fp16:.3g} size" for r in rows], textposition="outside",
+        customdata=[fmt_bytes(r.per_request_bytes) for r in rows],
+        hovertemplate="%{x}: %{y:,} requests (%{customdata} each)<extra></extra>",
+    )
+    top = max([r.max_requests for r in rows] + [1])
+    fig.update_yaxes(range=[0, top * 1.25])
+    return base_layout(fig, f"Concurrent requests that fit at {context:,} tokens, by KV dtype", "KV cache dtype",
+                       "max concurrent requests", height=400)
