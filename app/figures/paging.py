@@ -1,0 +1,215 @@
+"""Figures for the Paged KV blocks page: block grids, memory breakdowns, concurrency, block-size trade-off."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.figures import CACHED, NAIVE, base_layout
+
+POLICY_COLORS = {
+    "paged": CACHED,
+    "reserve_max_len": NAIVE,
+    "reserve_max_tokens": "#ff7f0e",
+    "first_fit": "#9467bd",
+}
+POLICY_SHORT = {
+    "paged": "paged (vLLM)",
+    "reserve_max_len": "reserve max length",
+    "reserve_max_tokens": "reserve prompt + max_tokens",
+    "first_fit": "first-fit heap",
+}
+KIND_COLORS = {
+    "tokens": "#2ca02c",
+    "last_block": "#98df8a",
+    "future": "#ffbb78",
+    "never_used": "#d62728",
+    "external": "#7f7f7f",
+}
+KIND_LABELS = {
+    "tokens": "real tokens",
+    "last_block": "empty slots in last blocks",
+    "future": "reserved for tokens still to come",
+    "never_used": "reserved, never used",
+    "external": "free but unusable (external fragmentation)",
+}
+FREE_COLOR = "#ececec"
+# Distinct, projector-friendly colours for owners (free blocks are light grey).
+OWNER_COLORS = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+    "#393b79", "#e6550d", "#31a354", "#843c39", "#7b4173", "#3182bd", "#a55194",
+]
+
+
+def owner_color(req: int) -> str:
+    return OWNER_COLORS[req % len(OWNER_COLORS)]
+
+
+def breakdown_bars(frame: pd.DataFrame) -> go.Figure:
+    """Horizontal 100% bars: where each policy's claimed KV memory went (from Comparison.to_frame)."""
+    fig = go.Figure()
+    labels = [POLICY_SHORT[p] for p in frame["policy"]]
+    for kind in KIND_LABELS:
+        col = "real_tokens_pct" if kind == "tokens" else f"{kind}_pct"
+        values = frame[col].to_numpy()
+        fig.add_bar(y=labels, x=values, orientation="h", name=KIND_LABELS[kind], marker_color=KIND_COLORS[kind],
+                    text=[f"{v:.1f}%" if v >= 4 else "" for v in values], textposition="inside",
+                    insidetextanchor="middle", hovertemplate="%{y}: %{x:.2f}% " + KIND_LABELS[kind] + "<extra></extra>")
+    fig.add_vrect(x0=20.4, x1=38.2, fillcolor="#000000", opacity=0.08, line_width=0, layer="above")
+    fig.add_annotation(x=29.3, y=1.0, yref="paper", yanchor="bottom", showarrow=False, font=dict(size=12),
+                       text="vLLM paper: earlier systems kept 20.4–38.2% real tokens")
+    fig.add_vline(x=96.3, line=dict(color="#000000", width=2, dash="dot"))
+    fig.add_annotation(x=96.3, y=-0.02, yref="paper", yanchor="top", xanchor="right", showarrow=False,
+                       font=dict(size=12), text="vLLM: 96.3%")
+    fig.update_xaxes(range=[0, 100], ticksuffix="%")
+    base_layout(fig, "Where the KV memory held by requests went (averaged over the run)",
+                "share of the claimed KV memory", "", height=470)
+    fig.update_layout(barmode="stack", yaxis=dict(autorange="reversed"), margin=dict(t=80),
+                      legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0))
+    return fig
+
+
+def concurrency_over_time(series: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    for policy, df in series.groupby("policy", sort=False):
+        fig.add_scatter(x=df["step"], y=df["running"], name=POLICY_SHORT[policy], mode="lines",
+                        line=dict(color=POLICY_COLORS[policy], width=2.5, shape="hv"))
+    return base_layout(fig, "Requests running at once (until each policy finishes the workload)",
+                       "decode step", "running requests", height=380)
+
+
+def memory_over_time(series: pd.DataFrame, capacity: int) -> go.Figure:
+    """2×2 small multiples: each policy's KV memory by kind over time, against the capacity."""
+    policies = list(dict.fromkeys(series["policy"]))
+    fig = make_subplots(rows=2, cols=2, shared_yaxes=True, shared_xaxes="all", vertical_spacing=0.1,
+                        horizontal_spacing=0.04,
+                        subplot_titles=[POLICY_SHORT[p] for p in policies])
+    for i, policy in enumerate(policies):
+        df = series[series["policy"] == policy]
+        row, col = i // 2 + 1, i % 2 + 1
+        for kind, label in KIND_LABELS.items():
+            fig.add_scatter(x=df["step"], y=df[kind], name=label, stackgroup=f"g{i}", mode="lines",
+                            line=dict(width=0.5, color=KIND_COLORS[kind]), fillcolor=KIND_COLORS[kind],
+                            legendgroup=kind, showlegend=i == 0, row=row, col=col)
+        fig.add_hline(y=capacity, line=dict(color="#000000", dash="dash", width=1), row=row, col=col)
+    fig.update_yaxes(title_text="token slots", col=1)
+    fig.update_xaxes(title_text="decode step", row=2)
+    base_layout(fig, "KV memory over time by what it holds (dashed line: capacity)", "", "", height=680)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0))
+    return fig
+
+
+def block_grid(owner: np.ndarray, ref_cnt: np.ndarray, fill: np.ndarray, logical: np.ndarray, block_size: int,
+               title: str, highlight_blocks: list[int] | None = None, cols: int | None = None,
+               label_all: bool | None = None, width_px: int = 560) -> go.Figure:
+    """Physical blocks as a grid of square cells, coloured by owning request (grey = free).
+
+    Shared blocks (ref_cnt > 1) get a dotted outline and the label ×ref_cnt; `highlight_blocks`
+    (one request's table) get a thick outline and, when the cells are large enough, their logical
+    index L0, L1, …  Hover shows block id, owner, logical index, ref count and filled slots.
+    """
+    n = len(owner)
+    if cols is None:
+        cols = 8 if n <= 64 else 16 if n <= 256 else 32
+    rows = max(1, -(-n // cols))
+    cell = min(70, width_px / cols)
+    pad = rows * cols - n
+    own = np.concatenate([owner, np.full(pad, -2)])
+    k = len(OWNER_COLORS)
+    z = np.where(own >= 0, 1 + own % k, np.where(own == -1, 0, k + 1)).reshape(rows, cols)  # 0 free, k+1 padding
+    palette = [FREE_COLOR] + OWNER_COLORS + ["#ffffff"]
+    m = len(palette)
+    colorscale = []
+    for i, c in enumerate(palette):
+        colorscale += [[i / m, c], [(i + 1) / m, c]]
+    hl = set(highlight_blocks or [])
+    big = cell >= 28
+    label_all = big if label_all is None else label_all and big
+    hover, text = [], []
+    for b in range(rows * cols):
+        if b >= n:
+            hover.append("")
+            text.append("")
+            continue
+        if owner[b] < 0:
+            hover.append(f"block {b}: free")
+            text.append("")
+            continue
+        shared = f", shared by {ref_cnt[b]} requests" if ref_cnt[b] > 1 else ""
+        hover.append(f"block {b}: request {owner[b]}, logical block {logical[b]}{shared}<br>"
+                     f"{fill[b]}/{block_size} slots hold tokens")
+        times = f"×{ref_cnt[b]}" if ref_cnt[b] > 1 else ""
+        if b in hl and big:
+            text.append(f"L{logical[b]}{' ' + times if times else ''}")
+        elif times:
+            text.append(times)
+        elif label_all:
+            text.append(f"r{owner[b]}")
+        else:
+            text.append("")
+    fig = go.Figure(go.Heatmap(
+        z=z, zmin=-0.5, zmax=m - 0.5, colorscale=colorscale, showscale=False, xgap=2, ygap=2,
+        text=np.array(text).reshape(rows, cols), texttemplate="%{text}",
+        textfont=dict(size=14 if cell >= 40 else 11, color="#ffffff"),
+        customdata=np.array(hover).reshape(rows, cols), hovertemplate="%{customdata}<extra></extra>",
+    ))
+    shapes = []
+    for b in sorted(hl)[:400]:
+        x, y = b % cols, b // cols
+        shapes.append(dict(type="rect", x0=x - 0.5, x1=x + 0.5, y0=y - 0.5, y1=y + 0.5,
+                           line=dict(color="#000000", width=3)))
+    for b in [b for b in range(n) if ref_cnt[b] > 1 and b not in hl][:400]:
+        x, y = b % cols, b // cols
+        shapes.append(dict(type="rect", x0=x - 0.42, x1=x + 0.42, y0=y - 0.42, y1=y + 0.42,
+                           line=dict(color="#000000", width=2, dash="dot")))
+    fig.update_layout(shapes=shapes, plot_bgcolor="#ffffff")
+    fig.update_xaxes(showgrid=False, zeroline=False, tickmode="array", tickvals=list(range(cols)), side="top",
+                     ticktext=[f"+{c}" if cols <= 16 or c % 4 == 0 else "" for c in range(cols)],
+                     range=[-0.5, cols - 0.5], constrain="domain")
+    fig.update_yaxes(showgrid=False, zeroline=False, autorange="reversed", tickmode="array",
+                     tickvals=list(range(rows)), ticktext=[str(r * cols) for r in range(rows)],
+                     scaleanchor="x", constrain="domain")
+    base_layout(fig, title, "", "", height=int(110 + rows * cell))
+    fig.update_layout(margin=dict(l=10, r=10, t=80, b=10))
+    return fig
+
+
+def heap_map(offsets: np.ndarray, sizes: np.ndarray, stored: np.ndarray, reqs: np.ndarray, capacity: int,
+             title: str) -> go.Figure:
+    """The contiguous first-fit heap as one address line: each extent's stored tokens (dark) and the
+    rest of its reservation (light); gaps are free holes."""
+    fig = go.Figure()
+    for off, size, tok, r in zip(offsets, sizes, stored, reqs, strict=True):
+        c = owner_color(int(r))
+        fig.add_bar(y=["heap"], x=[tok], base=[off], orientation="h", marker=dict(color=c, line=dict(width=0)),
+                    showlegend=False, hovertemplate=f"request {r}: {tok} tokens stored<extra></extra>")
+        fig.add_bar(y=["heap"], x=[size - tok], base=[off + tok], orientation="h",
+                    marker=dict(color=c, opacity=0.3, line=dict(width=0)), showlegend=False,
+                    hovertemplate=f"request {r}: {size - tok} reserved slots empty<extra></extra>")
+    fig.update_layout(barmode="overlay", bargap=0.2)
+    fig.update_xaxes(range=[0, capacity])
+    fig.update_yaxes(showticklabels=False)
+    return base_layout(fig, title, "address (token slots); gaps are free holes", "", height=200)
+
+
+def block_size_tradeoff(frame: pd.DataFrame, chosen: int, chosen_waste: float, chosen_table: float) -> go.Figure:
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_scatter(x=frame["block_size"], y=100 * frame["last_block_waste"], name="empty slots in last blocks (%)",
+                    mode="lines+markers", line=dict(color=KIND_COLORS["never_used"], width=3))
+    fig.add_scatter(x=frame["block_size"], y=frame["mean_table_len"], name="block-table entries per request (mean)",
+                    mode="lines+markers", line=dict(color=CACHED, width=3, dash="dot"), secondary_y=True)
+    fig.add_scatter(x=[chosen], y=[100 * chosen_waste], mode="markers+text", text=[f"{100 * chosen_waste:.2f}%"],
+                    textposition="top right", marker=dict(size=16, color=KIND_COLORS["never_used"], symbol="star"),
+                    showlegend=False)
+    fig.add_scatter(x=[chosen], y=[chosen_table], mode="markers+text", text=[f"{chosen_table:.1f} entries"],
+                    textposition="bottom left", marker=dict(size=16, color=CACHED, symbol="star"),
+                    secondary_y=True, showlegend=False)
+    base_layout(fig, "Block size: small blocks waste little, large blocks need short tables",
+                "block size (tokens)", "", height=420)
+    fig.update_xaxes(type="log", tickvals=frame["block_size"].tolist())
+    fig.update_yaxes(title_text="% of allocated slots left empty", rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text="block-table entries per request", type="log", tickvals=[1, 10, 100, 1000, 10000],
+                     showgrid=False, secondary_y=True)
+    return fig

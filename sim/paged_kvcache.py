@@ -1,0 +1,185 @@
+"""A paged KV cache for the real model: K/V live in a pool of physical blocks, found through block tables.
+
+Per layer, K and V are one tensor each of shape (num_blocks, Hkv, block_size, D). Which blocks a
+request owns, in which order, is kept by a `sim.paging.BlockPool` (free queue, ref counts,
+copy-on-write). `update(layer, start_pos, k, v)` is the same interface as ContiguousKVCache: it
+writes the new tokens into their slots and returns every key/value to attend to as
+(B, Hkv, S, D), gathered block by block through the table. Row b of the model's batch is request
+`batch[b]` (`set_batch`), so forked branches decode against shared prompt blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from sim.generate import SamplingConfig, check_lengths, decode_one_token, generate, prefill, sample
+from sim.model import TinyLlama
+from sim.paging import BlockPool, PoolSnapshot, cdiv
+
+
+class PagedKVCache:
+    def __init__(self, cfg, num_blocks: int, block_size: int = 16, device=None, dtype=torch.float32):
+        self.cfg = cfg
+        self.pool = BlockPool(num_blocks, block_size)
+        shape = (num_blocks, cfg.n_kv_heads, block_size, cfg.head_dim)  # (NB, Hkv, bs, D)
+        self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
+        self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
+        self.batch: list[int] = [0]
+        self._tables: list[torch.Tensor] = []  # this forward pass's block tables, one per batch row
+        self.num_copied_blocks = 0
+
+    @property
+    def block_size(self) -> int:
+        return self.pool.block_size
+
+    @property
+    def bytes_per_block(self) -> int:
+        """K and V of one block in every layer."""
+        t = self.k[0]
+        return 2 * len(self.k) * t[0].numel() * t.element_size()
+
+    def set_batch(self, req_ids: list[int]) -> None:
+        """The requests the next forward pass runs, one per batch row."""
+        if not req_ids or len(set(req_ids)) != len(req_ids):
+            raise ValueError(f"a batch needs distinct request ids, got {req_ids}")
+        self.batch = list(req_ids)
+
+    def fork(self, parent: int, child: int) -> None:
+        self.pool.fork(parent, child)
+
+    def free(self, req_id: int) -> None:
+        self.pool.free(req_id)
+
+    def block_table(self, req_id: int) -> list[int]:
+        return self.pool.block_table(req_id)
+
+    def _copy_block(self, src: int, dst: int) -> None:
+        for k, v in zip(self.k, self.v, strict=True):
+            k[dst].copy_(k[src])
+            v[dst].copy_(v[src])
+        self.num_copied_blocks += 1
+
+    def _make_room(self, start_pos: int, num_new: int) -> None:
+        for req in self.batch:
+            have = self.pool.req_to_num_tokens.get(req, 0)
+            if have != start_pos:
+                raise ValueError(f"request {req} holds {have} tokens, but the model writes at position {start_pos}: "
+                                 "a paged cache is written in order, without gaps or rewrites")
+        for req in self.batch:
+            if req in self.pool.req_to_block_table:
+                for src, dst in self.pool.append(req, num_new):  # copy-on-write of a shared last block
+                    self._copy_block(src, dst)
+            else:
+                self.pool.add_request(req, num_new)
+        device = self.k[0].device
+        self._tables = [torch.tensor(self.pool.req_to_block_table[r], device=device) for r in self.batch]
+
+    def update(self, layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor):
+        B, Hkv, T, D = k.shape  # (B, Hkv, T, D)
+        if B != len(self.batch):
+            raise ValueError(f"the batch has {B} rows but set_batch named {len(self.batch)} requests")
+        if layer == 0:
+            self._make_room(start_pos, T)
+        end = start_pos + T
+        bs = self.block_size
+        pos = torch.arange(start_pos, end, device=k.device)
+        keys, values = [], []
+        for b, table in enumerate(self._tables):
+            blocks, offsets = table[pos // bs], pos % bs  # (T,), (T,)
+            self.k[layer][blocks, :, offsets] = k[b].transpose(0, 1)  # (T, Hkv, D)
+            self.v[layer][blocks, :, offsets] = v[b].transpose(0, 1)
+            nb = cdiv(end, bs)
+            keys.append(self.k[layer][table[:nb]].transpose(0, 1).reshape(Hkv, nb * bs, D)[:, :end])  # (Hkv, S, D)
+            values.append(self.v[layer][table[:nb]].transpose(0, 1).reshape(Hkv, nb * bs, D)[:, :end])
+        return torch.stack(keys), torch.stack(values)  # (B, Hkv, S, D)
+
+    @property
+    def num_tokens(self) -> int:
+        return self.pool.req_to_num_tokens.get(self.batch[0], 0)
+
+    def used_bytes(self) -> int:
+        """Bytes of the blocks in use (a block shared by several requests counts once)."""
+        return self.pool.num_used_blocks * self.bytes_per_block
+
+    def reserved_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.k + self.v)
+
+
+@dataclass(frozen=True)
+class PagedRun:
+    """n branches decoded from one prompt through a paged cache, next to the contiguous-cache reference."""
+
+    prompt_ids: list[int]
+    branch_ids: list[list[int]]  # new tokens of each branch
+    reference_ids: list[list[int]]  # the same branches decoded alone with a ContiguousKVCache
+    max_abs_logit_diff: float
+    block_size: int
+    after_prefill: PoolSnapshot
+    final: PoolSnapshot
+    num_copied_blocks: int  # copy-on-write copies made
+    bytes_per_block: int
+    num_blocks_if_copied: int  # every branch with its own full-length table
+
+    @property
+    def tokens_identical(self) -> bool:
+        return self.branch_ids == self.reference_ids
+
+    @property
+    def used_bytes(self) -> int:
+        return self.final.num_used_blocks * self.bytes_per_block
+
+
+def paged_generate(
+    model: TinyLlama,
+    prompt_ids: list[int],
+    max_new_tokens: int,
+    num_branches: int = 1,
+    block_size: int = 16,
+    sampling: SamplingConfig = SamplingConfig(),
+    attn_impl: str = "eager",
+) -> PagedRun:
+    """Prefill once, fork into num_branches requests (parallel sampling: branch b samples with seed + b),
+    decode them in turns through the paged cache, then decode each branch again alone with a
+    ContiguousKVCache and compare tokens and logits."""
+    check_lengths(model, len(prompt_ids), max_new_tokens)
+    if not 1 <= num_branches <= 16:
+        raise ValueError(f"num_branches must be 1..16, got {num_branches}")
+    cfg = model.cfg
+    device = model.lm_head.weight.device
+    dtype = model.lm_head.weight.dtype
+    per_branch = cdiv(len(prompt_ids) + max_new_tokens, block_size)
+    cache = PagedKVCache(cfg, num_branches * per_branch + 1, block_size, device, dtype)
+    configs = [SamplingConfig(sampling.temperature, sampling.top_k, sampling.seed + b) for b in range(num_branches)]
+    gens = [torch.Generator().manual_seed(c.seed) if c.temperature > 0 else None for c in configs]
+    ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)  # (1, T)
+    cache.set_batch([0])
+    first = prefill(model, ids, cache, attn_impl)[0].float().cpu()  # (V,)
+    after_prefill = cache.pool.snapshot(0)
+    for b in range(1, num_branches):
+        cache.fork(0, b)
+    branch_ids = [[sample(first, configs[b], gens[b])] for b in range(num_branches)]
+    logits = [[first] for _ in range(num_branches)]
+    for step in range(1, max_new_tokens):
+        pos = len(prompt_ids) + step - 1
+        for b in range(num_branches):
+            cache.set_batch([b])
+            token = torch.tensor([[branch_ids[b][-1]]], device=device)  # (1, 1)
+            out = decode_one_token(model, token, pos, cache, attn_impl)[0].float().cpu()  # (V,)
+            logits[b].append(out)
+            branch_ids[b].append(sample(out, configs[b], gens[b]))
+    cache.pool.check_invariants()
+    reference_ids, diff = [], 0.0
+    for b in range(num_branches):
+        ref = generate(model, prompt_ids, max_new_tokens, "cached", sampling=configs[b], attn_impl=attn_impl,
+                       keep_logits=True, count=False)
+        reference_ids.append(ref.new_ids)
+        for ours, theirs in zip(logits[b], ref.steps, strict=True):
+            diff = max(diff, float((ours - theirs.logits).abs().max()))
+    return PagedRun(
+        prompt_ids=list(prompt_ids), branch_ids=branch_ids, reference_ids=reference_ids, max_abs_logit_diff=diff,
+        block_size=block_size, after_prefill=after_prefill, final=cache.pool.snapshot(max_new_tokens),
+        num_copied_blocks=cache.num_copied_blocks, bytes_per_block=cache.bytes_per_block,
+        num_blocks_if_copied=num_branches * cdiv(len(prompt_ids) + max_new_tokens - 1, block_size),
+    )
