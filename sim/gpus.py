@@ -23,6 +23,7 @@ class GpuPreset:
     bandwidth_bytes_per_s: int  # peak, decimal as vendors state it
     bf16_dense_tflops: float  # peak dense BF16 tensor throughput, no sparsity
     source: str
+    fp8_dense_tflops: float | None = None  # None: no FP8 tensor cores
 
     def __post_init__(self) -> None:
         if self.memory_bytes <= 0 or self.bandwidth_bytes_per_s <= 0 or self.bf16_dense_tflops <= 0:
@@ -45,6 +46,6 @@ def load_gpus() -> dict[str, GpuPreset]:
         out[g["key"]] = GpuPreset(
             key=g["key"], name=g["name"], memory_bytes=int(round(g["memory_gib"] * GIB)), memory_type=g["memory_type"],
             bandwidth_bytes_per_s=int(g["bandwidth_gb_s"]) * 10**9, bf16_dense_tflops=float(g["bf16_dense_tflops"]),
-            source=g["source"],
+            source=g["source"], fp8_dense_tflops=g.get("fp8_dense_tflops"),
         )
     return out

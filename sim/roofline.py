@@ -1,0 +1,375 @@
+"""The roofline: how long one prefill or decode step must take on given hardware.
+
+A step does F FLOPs and moves M bytes. It cannot finish faster than F / peak_flops (compute) or
+M / bandwidth (memory); the model predicts the larger of the two. Arithmetic intensity I = F / M.
+The ridge point peak / bandwidth is the intensity at which both take equally long: below it a
+step is memory-bound, above it compute-bound.
+
+FLOPs are matmul FLOPs (2 per multiply-add). Bytes are the least a step must move: every weight
+it uses once, the whole KV cache of every request it decodes, and the matmul inputs and outputs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+from sim.memory import WEIGHT_DTYPE_BITS, MemoryConfig, request_bytes
+from sim.model_presets import ArchPreset, estimate_active_params, estimate_num_params
+
+PHASES = ("prefill", "decode")
+COMPUTE_DTYPES = ("bf16", "fp8")
+ACT_BYTES = 2  # activations in bf16/fp16
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    peak_flops: float  # for the chosen compute dtype, dense
+    bandwidth: float  # bytes/s
+    source: str = ""
+
+    @property
+    def ridge(self) -> float:
+        """FLOPs per byte at which compute time equals memory time."""
+        return self.peak_flops / self.bandwidth
+
+
+def hardware(gpu, compute_dtype: str = "bf16") -> Hardware:
+    """From a GpuPreset; fp8 needs the preset's fp8 figure (an A100 has no FP8 tensor cores)."""
+    if compute_dtype not in COMPUTE_DTYPES:
+        raise ValueError(f"compute dtype must be one of {COMPUTE_DTYPES}, got {compute_dtype!r}")
+    tflops = gpu.bf16_dense_tflops if compute_dtype == "bf16" else getattr(gpu, "fp8_dense_tflops", None)
+    if not tflops:
+        raise ValueError(f"{gpu.name} has no dense {compute_dtype.upper()} tensor throughput figure")
+    return Hardware(gpu.name, tflops * 1e12, gpu.bandwidth_bytes_per_s, gpu.source)
+
+
+@dataclass(frozen=True)
+class RooflineConfig:
+    arch: ArchPreset
+    batch: int = 1
+    context: int = 4096  # tokens already in each request's cache (decode) / prompt length (prefill)
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "fp16"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch <= 4096:
+            raise ValueError(f"batch must be 1..4,096, got {self.batch}")
+        if not 1 <= self.context <= 1 << 20:
+            raise ValueError(f"context must be 1..1,048,576 tokens, got {self.context}")
+        if self.weight_dtype not in WEIGHT_DTYPE_BITS:
+            raise ValueError(f"weight dtype must be one of {', '.join(WEIGHT_DTYPE_BITS)}, got {self.weight_dtype!r}")
+
+
+@dataclass(frozen=True)
+class StepCost:
+    phase: str
+    flops_linear: float
+    flops_attention: float
+    bytes_weights: float
+    bytes_kv: float
+    bytes_activations: float
+    tokens: int  # tokens this step produces (decode: batch; prefill: batch, the first token each)
+
+    @property
+    def flops(self) -> float:
+        return self.flops_linear + self.flops_attention
+
+    @property
+    def bytes(self) -> float:
+        return self.bytes_weights + self.bytes_kv + self.bytes_activations
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes
+
+    def time_compute(self, hw: Hardware) -> float:
+        return self.flops / hw.peak_flops
+
+    def time_memory(self, hw: Hardware) -> float:
+        return self.bytes / hw.bandwidth
+
+    def time(self, hw: Hardware) -> float:
+        return max(self.time_compute(hw), self.time_memory(hw))
+
+    def bound(self, hw: Hardware) -> str:
+        return "compute" if self.time_compute(hw) >= self.time_memory(hw) else "memory"
+
+    def attainable_flops(self, hw: Hardware) -> float:
+        return min(hw.peak_flops, self.intensity * hw.bandwidth)
+
+
+def _matmul_params(arch: ArchPreset, active: bool) -> int:
+    """Weights a token multiplies by: the active ones, less the input embedding (a gather)."""
+    n = estimate_active_params(arch) if active else estimate_num_params(arch)
+    return n - (0 if arch.tie_word_embeddings else arch.vocab_size * arch.d_model)
+
+
+def _attention_flops(arch: ArchPreset, keys_global: float, keys_local: float) -> float:
+    """q·k and weights·v, summed over layers, for queries that see `keys_global` keys in a
+    full-attention layer and `keys_local` in a sliding-window one (totals over the queries)."""
+    if arch.attention == "MLA":  # absorbed form: scores and values in the latent space
+        per_key = 2 * arch.n_heads * (2 * arch.kv_lora_rank + arch.qk_rope_head_dim)
+    else:
+        per_key = 2 * arch.n_heads * (arch.head_dim + arch.v_dim)
+    return per_key * (arch.num_global_layers * keys_global + arch.num_local_layers * keys_local)
+
+
+def _keys_decode(arch: ArchPreset, S: int) -> tuple[int, int]:
+    return S, min(S, arch.sliding_window or S)
+
+
+def _keys_prefill(arch: ArchPreset, S: int) -> tuple[int, int]:
+    """Σ over the S causal queries of the keys each sees: S(S+1)/2, or capped at the window."""
+    w = arch.sliding_window or S
+    local = S * (S + 1) // 2 if S <= w else w * (w + 1) // 2 + (S - w) * w
+    return S * (S + 1) // 2, local
+
+
+def _activation_bytes_per_token(arch: ArchPreset) -> float:
+    """Inputs and outputs of each matmul of every layer, once each."""
+    d, q, kv = arch.d_model, arch.n_heads * arch.head_dim, 2 * arch.n_kv_heads * arch.head_dim
+    ff = (arch.moe_d_ff or arch.d_ff) * (arch.num_experts_per_tok + arch.num_shared_experts) if arch.is_moe else arch.d_ff
+    mats = 3 if arch.mlp_gated else 2
+    per_layer = (d + q + kv) + (q + d) + (d + (mats - 1) * ff) + (ff + d)
+    return arch.n_layers * per_layer * ACT_BYTES
+
+
+def _weight_bytes_read(arch: ArchPreset, weight_dtype: str, tokens: int) -> float:
+    """Every dense weight once; of the routed experts, those the tokens touch (uniform routing:
+    E·(1 − (1 − k/E)^tokens) distinct experts per MoE layer)."""
+    bits = WEIGHT_DTYPE_BITS[weight_dtype]
+    total = estimate_num_params(arch)
+    if not arch.is_moe:
+        return total * bits / 8
+    E, k = arch.num_experts, arch.num_experts_per_tok
+    mats = 3 if arch.mlp_gated else 2
+    per_expert = mats * arch.d_model * (arch.moe_d_ff or arch.d_ff)
+    moe_layers = arch.n_layers - arch.first_dense_layers
+    all_experts = moe_layers * E * per_expert
+    touched = E * (1 - (1 - k / E) ** tokens)
+    return (total - all_experts + moe_layers * touched * per_expert) * bits / 8
+
+
+def decode_step(cfg: RooflineConfig) -> StepCost:
+    """One new token for each of `batch` requests that already hold `context` tokens."""
+    a, B, S = cfg.arch, cfg.batch, cfg.context
+    kv_per_request = request_bytes(MemoryConfig(a, 1, S, cfg.kv_dtype), S)
+    return StepCost(
+        "decode",
+        flops_linear=2 * _matmul_params(a, True) * B,
+        flops_attention=_attention_flops(a, *_keys_decode(a, S)) * B,
+        bytes_weights=_weight_bytes_read(a, cfg.weight_dtype, B),
+        bytes_kv=kv_per_request * B,
+        bytes_activations=_activation_bytes_per_token(a) * B,
+        tokens=B,
+    )
+
+
+def prefill_step(cfg: RooflineConfig) -> StepCost:
+    """A `context`-token prompt for each of `batch` requests, all at once; causal attention does
+    half the square (kernels such as FlashAttention skip the masked half)."""
+    a, B, S = cfg.arch, cfg.batch, cfg.context
+    lm_head = 2 * a.vocab_size * a.d_model
+    kv_written = request_bytes(MemoryConfig(a, 1, S, cfg.kv_dtype), S) * B
+    return StepCost(
+        "prefill",
+        flops_linear=(2 * _matmul_params(a, True) - lm_head) * B * S + lm_head * B,
+        flops_attention=_attention_flops(a, *_keys_prefill(a, S)) * B,
+        bytes_weights=_weight_bytes_read(a, cfg.weight_dtype, B * S),
+        bytes_kv=kv_written,
+        bytes_activations=_activation_bytes_per_token(a) * B * S,
+        tokens=B,
+    )
+
+
+def step(cfg: RooflineConfig, phase: str) -> StepCost:
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+    return decode_step(cfg) if phase == "decode" else prefill_step(cfg)
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    batch: int
+    context: int
+    intensity: float
+    time_s: float
+    tokens_per_s: float
+    bound: str
+
+
+def batch_sweep(cfg: RooflineConfig, hw: Hardware, batches: list[int], contexts: list[int]) -> list[SweepPoint]:
+    out = []
+    for S in contexts:
+        for B in batches:
+            c = decode_step(replace(cfg, batch=B, context=S))
+            t = c.time(hw)
+            out.append(SweepPoint(B, S, c.intensity, t, B / t, c.bound(hw)))
+    return out
+
+
+def memory_bound_until(cfg: RooflineConfig, hw: Hardware, max_batch: int = 4096) -> int | None:
+    """Smallest batch at which the decode step turns compute-bound (None: never, up to max_batch)."""
+    lo, hi = 1, max_batch
+    if decode_step(replace(cfg, batch=hi)).bound(hw) == "memory":
+        return None
+    if decode_step(replace(cfg, batch=lo)).bound(hw) == "compute":
+        return 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if decode_step(replace(cfg, batch=mid)).bound(hw) == "compute":
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@dataclass(frozen=True)
+class Lever:
+    name: str
+    bytes_per_step: float
+    tokens_per_s: float
+    note: str
+
+
+def what_helps(cfg: RooflineConfig, hw: Hardware) -> list[Lever]:
+    """Each change on its own against the chosen configuration, for the decode step."""
+    from sim.model_presets import with_kv_heads
+
+    def lever(name, c, note):
+        s = decode_step(c)
+        return Lever(name, s.bytes, c.batch / s.time(hw), note)
+
+    out = [lever("as chosen", cfg, "")]
+    if cfg.weight_dtype not in ("int4",):
+        out.append(lever("weights to INT4", replace(cfg, weight_dtype="int4"),
+                         "cuts the bytes every request shares; same FLOPs"))
+    if cfg.kv_dtype not in ("int4", "int2"):
+        out.append(lever("KV cache to INT4", replace(cfg, kv_dtype="int4"),
+                         "cuts the bytes each request reads for itself (plus group scales)"))
+    if cfg.arch.attention in ("MHA", "GQA") and cfg.arch.n_kv_heads > 1:
+        out.append(lever("MQA (1 KV head)", replace(cfg, arch=with_kv_heads(cfg.arch, 1)),
+                         "a smaller cache per token, if the model were trained that way"))
+    out.append(lever(f"batch ×8 ({cfg.batch * 8})", replace(cfg, batch=min(4096, cfg.batch * 8)),
+                     "shares the weight reads; each request still reads its own cache"))
+    return out
+
+
+# --- this machine, measured ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MachineProbe:
+    bandwidth: float  # bytes/s, from a large tensor copy
+    peak_flops: float  # FLOP/s, from a square matmul
+    device: str
+    dtype: str
+    method: str
+
+
+def probe_machine(device=None, dtype=None, copy_mib: int = 64, matmul_n: int = 1024, repeats: int = 10) -> MachineProbe:
+    """A copy-bandwidth test (read + write of a large buffer) and a matmul FLOP/s test, each the
+    best of `repeats` runs after a warm-up. Short: well under a second on a small CPU."""
+    import torch
+
+    from sim.device import pick_device, pick_dtype
+
+    device = torch.device(device) if device is not None else pick_device()
+    dtype = dtype or pick_dtype(device)
+    if not 1 <= copy_mib <= 4096 or not 64 <= matmul_n <= 8192:
+        raise ValueError(f"probe sizes out of range: copy {copy_mib} MiB (1..4096), matmul {matmul_n} (64..8192)")
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    def best(fn):
+        fn()
+        sync()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    n = copy_mib * 2**20 // 4
+    src = torch.empty(n, dtype=torch.float32, device=device).fill_(1.0)
+    dst = torch.empty_like(src)
+    t_copy = best(lambda: dst.copy_(src))
+    a = torch.randn(matmul_n, matmul_n, device=device, dtype=dtype)
+    b = torch.randn(matmul_n, matmul_n, device=device, dtype=dtype)
+    t_mm = best(lambda: a @ b)
+    bw = 2 * n * 4 / t_copy
+    flops = 2 * matmul_n**3 / t_mm
+    if not (math.isfinite(bw) and bw > 0 and math.isfinite(flops) and flops > 0):
+        raise RuntimeError("the probe measured no positive figure")
+    method = (f"bandwidth: copy {copy_mib} MiB fp32 (read + write = {2 * copy_mib} MiB moved), best of {repeats}; "
+              f"compute: {matmul_n}×{matmul_n} @ {matmul_n}×{matmul_n} in {str(dtype).removeprefix('torch.')}, "
+              f"2·n³ FLOPs, best of {repeats}")
+    return MachineProbe(bw, flops, str(device), str(dtype).removeprefix("torch."), method)
+
+
+@dataclass(frozen=True)
+class TinyDecodePoint:
+    bytes_per_step: float  # weights + KV read, per cached decode step (median step)
+    flops_per_step: float
+    measured_s: float  # median wall time of a cached decode step
+    predicted_s: float  # the roofline's time on the measured machine
+    num_ops: int  # tensor operations dispatched in one decode step
+    intensity: float
+    achieved_flops: float
+    attainable_flops: float
+
+    @property
+    def fraction_of_roof(self) -> float:
+        return self.predicted_s / self.measured_s
+
+
+def count_ops(fn) -> int:
+    """How many aten operations `fn()` dispatches (each one a kernel launch on a GPU)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Counter(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Counter.n += 1
+            return func(*args, **(kwargs or {}))
+
+    with Counter():
+        fn()
+    return Counter.n
+
+
+def measure_tiny_decode(model, probe: MachineProbe, num_tokens: int = 96) -> TinyDecodePoint:
+    """Cached decoding on the real model: bytes and FLOPs per step from the op counter, time
+    measured; the median decode step (the prefill is left out)."""
+    import statistics
+
+    import torch
+
+    from sim.generate import decode_one_token, generate, prefill
+    from sim.kvcache import ContiguousKVCache
+
+    if not 8 <= num_tokens <= 1000:
+        raise ValueError(f"num_tokens must be 8..1000, got {num_tokens}")
+    prompt = list(b"ROMEO.\n")
+    generate(model, prompt, 8, "cached")  # warm-up
+    steps = generate(model, prompt, num_tokens, "cached").steps[1:]
+    mid = sorted(steps, key=lambda s: s.wall_s)[len(steps) // 2]
+    wall = statistics.median(s.wall_s for s in steps)
+    nbytes, flops = mid.bytes_weights + mid.bytes_kv, mid.flops
+    device = model.lm_head.weight.device
+    cache = ContiguousKVCache(model.cfg, 1, 16, device, model.lm_head.weight.dtype)
+    ids = torch.tensor([prompt], device=device)
+    prefill(model, ids, cache)
+    ops = count_ops(lambda: decode_one_token(model, ids[:, -1:], len(prompt), cache))
+    intensity = flops / nbytes
+    attainable = min(probe.peak_flops, intensity * probe.bandwidth)
+    predicted = max(flops / probe.peak_flops, nbytes / probe.bandwidth)
+    return TinyDecodePoint(nbytes, flops, wall, predicted, ops, intensity, flops / wall, attainable)

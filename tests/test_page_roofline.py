@@ -1,0 +1,68 @@
+"""AppTest for the Roofline page: the numbers shown are sim/'s numbers."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from sim.gpus import load_gpus
+from sim.model_presets import load_presets
+from sim.roofline import RooflineConfig, decode_step, hardware, prefill_step
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "roofline.py")
+
+
+def page(params=None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def metric(at, label):
+    return next(m for m in at.metric if m.label == label)
+
+
+def test_defaults_llama_70b_on_h100():
+    at = page()
+    assert not at.exception and not at.error
+    dec = decode_step(RooflineConfig(load_presets()["llama-3.1-70b"], 1, 4096))
+    assert metric(at, "Decode intensity").value == f"{dec.intensity:,.2f} FLOP/B" == "1.05 FLOP/B"
+    assert metric(at, "Decode intensity").delta == "memory-bound"
+    assert metric(at, "Ridge point").value == "295 FLOP/B"
+    assert len(at.get("plotly_chart")) >= 4
+
+
+def test_widgets_change_the_numbers_and_url():
+    at = page()
+    at.selectbox(key="model").set_value("llama-3.1-8b").run()
+    at.select_slider(key="batch").set_value(64).run()
+    at.select_slider(key="context").set_value(32768).run()
+    at.radio(key="compute").set_value("fp8").run()
+    assert not at.exception
+    cfg = RooflineConfig(load_presets()["llama-3.1-8b"], 64, 32768)
+    hw = hardware(load_gpus()["h100-sxm"], "fp8")
+    dec, pre = decode_step(cfg), prefill_step(cfg)
+    assert metric(at, "Decode intensity").value == f"{dec.intensity:,.2f} FLOP/B"
+    assert metric(at, "Decode step (predicted)").value == f"{dec.time(hw) * 1e3:,.2f} ms"
+    assert metric(at, "Prefill intensity").value == f"{pre.intensity:,.0f} FLOP/B"
+    assert at.query_params["batch"] == "64" and at.query_params["compute"] == "fp8"
+
+
+def test_bad_choices_explained():
+    at = page({"gpu": "a100-80gb", "compute": "fp8"})
+    assert not at.exception
+    assert "has no dense FP8 tensor throughput" in at.error[0].value
+    at = page({"batch": "0", "model": "gpt-7"})
+    assert not at.exception
+    text = " ".join(w.value for w in at.warning)
+    assert "0 is outside 1..4096" in text and "'gpt-7' is not one of" in text
+
+
+def test_this_machine_and_the_tiny_model_point():
+    at = page({"gpu": "this-machine", "model": "tiny-mha", "context": "128"})
+    assert not at.exception and not at.error
+    at.button[0].click().run()
+    assert not at.exception
+    tp = at.session_state["tiny_point"]
+    assert tp.num_ops > 50 and tp.bytes_per_step > 0 and tp.measured_s > 0
+    assert any("it took" in m.value for m in at.markdown)
