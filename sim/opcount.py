@@ -44,11 +44,13 @@ class ShapeSpec:
     head_dim: int
     d_ff: int
     vocab_size: int
+    mlp_matrices: int = 3  # 3 for a gated MLP (SwiGLU/GeGLU: gate, up, down), 2 for a plain one (GPT-2)
 
 
 def _spec(cfg) -> ShapeSpec:
     return ShapeSpec(
-        cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.d_ff, cfg.vocab_size
+        cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.d_ff, cfg.vocab_size,
+        getattr(cfg, "mlp_matrices", 3),
     )
 
 
@@ -66,7 +68,7 @@ def step_flops(cfg, num_new: int, kv_len: int, num_logits: int = 1, batch: int =
         "attn_scores": L * 2 * t * s.n_heads * n * s.head_dim,
         "attn_v": L * 2 * t * s.n_heads * n * s.head_dim,
         "out_proj": L * 2 * t * q_dim * s.d_model,
-        "mlp": L * 2 * t * 3 * s.d_model * s.d_ff,
+        "mlp": L * 2 * t * s.mlp_matrices * s.d_model * s.d_ff,
         "lm_head": 2 * num_logits * batch * s.d_model * s.vocab_size,
     }
 
@@ -150,6 +152,6 @@ def generation_totals(cfg, prompt_len: int, num_new_tokens: int, mode: str) -> d
         "attn_scores": L * 2 * s.n_heads * s.head_dim * score_entries,
         "attn_v": L * 2 * s.n_heads * s.head_dim * score_entries,
         "out_proj": L * 2 * tokens_fed * q_dim * s.d_model,
-        "mlp": L * 2 * tokens_fed * 3 * s.d_model * s.d_ff,
+        "mlp": L * 2 * tokens_fed * s.mlp_matrices * s.d_model * s.d_ff,
         "lm_head": 2 * num_new_tokens * s.d_model * s.vocab_size,
     }

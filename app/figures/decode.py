@@ -1,0 +1,92 @@
+"""Figures for the Decode cost page."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.figures import CACHED, FORMULA, NAIVE, PART_COLORS, base_layout
+
+PART_LABELS = {
+    "qkv_proj": "Q/K/V projections",
+    "attn_scores": "attention scores QKᵀ",
+    "attn_v": "attention · V",
+    "out_proj": "output projection",
+    "mlp": "MLP",
+    "lm_head": "LM head",
+}
+
+
+def flops_per_step(naive: pd.DataFrame, cached: pd.DataFrame, formula_naive: list[int],
+                   formula_cached: list[int], log_y: bool) -> go.Figure:
+    fig = go.Figure()
+    for df, formula, name, color in ((naive, formula_naive, "naive", NAIVE), (cached, formula_cached, "cached", CACHED)):
+        fig.add_scatter(x=df["step"], y=df["flops"], mode="markers", name=f"{name}: counted on the model",
+                        marker=dict(color=color, size=6))
+        fig.add_scatter(x=df["step"], y=formula, mode="lines", name=f"{name}: closed-form formula",
+                        line=dict(color=FORMULA, width=1.5, dash="dot" if name == "cached" else "dash"))
+    fig.update_yaxes(type="log" if log_y else "linear")
+    return base_layout(fig, "FLOPs per step", "step (0 = prefill)", "FLOPs")
+
+
+def cumulative_flops(naive: pd.DataFrame, cached: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    fig.add_scatter(x=naive["step"], y=naive["flops"].cumsum(), name="naive", line=dict(color=NAIVE, width=3))
+    fig.add_scatter(x=cached["step"], y=cached["flops"].cumsum(), name="cached", line=dict(color=CACHED, width=3))
+    return base_layout(fig, "Cumulative FLOPs", "step", "FLOPs so far")
+
+
+def wall_time_per_step(naive: pd.DataFrame, cached: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    fig.add_scatter(x=naive["step"], y=naive["wall_s"] * 1e3, name="naive", mode="lines+markers",
+                    line=dict(color=NAIVE), marker=dict(size=4))
+    fig.add_scatter(x=cached["step"], y=cached["wall_s"] * 1e3, name="cached", mode="lines+markers",
+                    line=dict(color=CACHED), marker=dict(size=4))
+    return base_layout(fig, "Measured wall time per step", "step", "milliseconds")
+
+
+def flops_by_part(naive: pd.DataFrame, cached: pd.DataFrame) -> go.Figure:
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("naive: recompute everything", "cached: one new token"))
+    for col, df in ((1, naive), (2, cached)):
+        for part, label in PART_LABELS.items():
+            fig.add_scatter(x=df["step"], y=df[f"flops_{part}"], name=label, stackgroup=f"s{col}",
+                            line=dict(color=PART_COLORS[part], width=0.5), legendgroup=part,
+                            showlegend=col == 1, row=1, col=col)
+    fig.update_yaxes(title_text="FLOPs", row=1, col=1)
+    fig.update_xaxes(title_text="step")
+    return base_layout(fig, "FLOPs per step by part — which part grows with N?", "", "", height=420)
+
+
+def computed_grid(naive: np.ndarray, cached: np.ndarray, token_labels: list[str]) -> go.Figure:
+    colorscale = [[0, "#f4f4f4"], [0.33, "#f4f4f4"], [0.34, "#9ecae1"], [0.66, "#9ecae1"], [0.67, "#d62728"], [1, "#d62728"]]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06,
+                        subplot_titles=("naive: Q, K, V recomputed for every position",
+                                        "cached: one new Q, K, V; earlier K, V read"))
+    hover = np.array(["untouched", "K, V read from cache", "Q, K, V computed"])
+    for col, grid in ((1, naive), (2, cached)):
+        fig.add_heatmap(z=grid, zmin=0, zmax=2, colorscale=colorscale, showscale=False, xgap=1, ygap=1,
+                        x=list(range(grid.shape[1])), y=list(range(grid.shape[0])),
+                        customdata=hover[grid], hovertemplate="step %{y}, position %{x}: %{customdata}<extra></extra>",
+                        row=1, col=col)
+    fig.update_yaxes(autorange="reversed", title_text="step", row=1, col=1)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text="position", tickmode="array", tickvals=list(range(len(token_labels))),
+                     ticktext=token_labels, tickangle=0, tickfont=dict(size=10))
+    return base_layout(fig, "What gets computed at each step (red: computed, blue: read from cache)", "", "", height=460)
+
+
+def scale_figure(points, total: bool, model_name: str) -> go.Figure:
+    x = [p.length for p in points]
+    naive = [p.naive_total if total else p.naive_step for p in points]
+    cached = [p.cached_total if total else p.cached_step for p in points]
+    fig = go.Figure()
+    fig.add_scatter(x=x, y=naive, name="naive: O(N²·D² + N³·D)" if total else "naive: O(N·D² + N²·D)",
+                    line=dict(color=NAIVE, width=3))
+    fig.add_scatter(x=x, y=cached, name="cached: O(N·D² + N²·D)" if total else "cached: O(D² + N·D)",
+                    line=dict(color=CACHED, width=3))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    what = "to generate N tokens" if total else "of the step at length N"
+    return base_layout(fig, f"{model_name}: FLOPs {what}", "sequence length N", "FLOPs")

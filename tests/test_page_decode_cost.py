@@ -1,0 +1,80 @@
+"""AppTest for the Decode cost page: the numbers shown are the numbers sim/ returns."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from sim.generate import encode
+from sim.model import PRESETS
+from sim.opcount import generation_flops
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "decode_cost.py")
+
+
+def page(params=None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def metric(at, label):
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def expected_flop_ratio(variant, prompt, n):
+    f = {mode: sum(sum(s.values()) for s in generation_flops(PRESETS[variant], len(encode(prompt)), n, mode))
+         for mode in ("naive", "cached")}
+    return f"{f['naive'] / f['cached']:,.1f}×"
+
+
+def test_defaults_show_identical_tokens_and_exact_flops():
+    at = page()
+    assert not at.exception
+    assert at.success[0].value.startswith("Identical tokens: all 64 tokens")
+    assert metric(at, "FLOPs naive / cached") == expected_flop_ratio("mha", "HAMLET.\nTo be, or not to be", 64)
+    res = at.session_state["decode_result"]
+    assert res.naive_complete and res.compared == 64
+    t_naive = sum(r.wall_s for r in res.naive)
+    t_cached = sum(r.wall_s for r in res.cached)
+    assert metric(at, "Measured speedup") == f"{t_naive / t_cached:,.1f}×"
+    assert metric(at, "Cached tokens/s") == f"{64 / t_cached:,.1f}"
+    assert len(at.get("plotly_chart")) >= 5
+    assert at.get("download_button")
+
+
+def test_change_n_and_variant_then_run():
+    at = page()
+    at.slider(key="n").set_value(40)
+    at.radio(key="variant").set_value("gqa")
+    at.text_area(key="prompt").set_value("ROMEO.\n")
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.success[0].value.startswith("Identical tokens: all 40 tokens")
+    assert metric(at, "FLOPs naive / cached") == expected_flop_ratio("gqa", "ROMEO.\n", 40)
+    res = at.session_state["decode_result"]
+    assert [r.num_new for r in res.cached] == [7] + [1] * 39
+    assert [r.num_new for r in res.naive] == list(range(7, 47))
+    assert at.query_params["n"] == "40" and at.query_params["variant"] == "gqa"
+
+
+def test_url_restores_the_view():
+    at = page({"n": "12", "variant": "mqa", "attn": "eager", "scale_n": "65536"})
+    assert not at.exception and not at.warning
+    assert at.success[0].value.startswith("Identical tokens: all 12 tokens")
+    assert at.radio(key="variant").value == "mqa" and at.select_slider(key="scale_n").value == 65536
+
+
+def test_bad_input_is_explained():
+    at = page({"n": "5000", "variant": "gpt-9"})
+    assert not at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    assert "5000 is outside 1..1024" in warnings and "'gpt-9' is not one of mha, gqa, mqa" in warnings
+    at = page({"prompt": "x" * 300})
+    assert "The prompt is 300 bytes; the limit is 256" in at.error[0].value
+    at = page({"prompt": "y" * 250, "n": "1024", "budget": "1"})
+    assert "generating 775 instead" in at.warning[0].value
+    res = at.session_state["decode_result"]
+    assert len(res.cached) == 775 and not res.naive_complete  # naive is O(N²): the 1 s budget stops it
+    assert at.success[0].value.startswith(f"Identical tokens: the {res.compared} tokens naive decoding produced")
+    assert f"Naive decoding stopped after {res.compared} of 775 tokens" in at.info[0].value
