@@ -129,6 +129,16 @@ def test_missing_and_corrupt_checkpoints_name_the_file(tmp_path):
         load_model(truncated)
 
 
+def test_checkpoint_whose_tensors_do_not_match_its_config(tmp_path):
+    import json
+    from dataclasses import asdict
+
+    path = tmp_path / "liar.safetensors"
+    save_checkpoint(random_model(2), path, {"config": json.dumps(asdict(ModelConfig(n_kv_heads=4)))})
+    with pytest.raises(CheckpointError, match="liar.safetensors does not match its config"):
+        load_model(path)
+
+
 def test_checkpoint_round_trip(tmp_path):
     model = random_model(2)
     path = tmp_path / "m.safetensors"
