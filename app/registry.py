@@ -38,7 +38,7 @@ PAGES: tuple[PageInfo, ...] = (
     PageInfo("kv_quantization", "KV quantization", ":material/compress:", "Memory",
              "KIVI-style K per channel, V per token: bytes saved against error by position.", False),
     PageInfo("attention_kernels", "Attention kernels", ":material/bolt:", "Speed",
-             "Eager vs SDPA backends timed live on this device; the online softmax, step by step.", False),
+             "Eager vs SDPA backends timed live on this device; the online softmax, step by step.", True),
     PageInfo("roofline", "Roofline", ":material/show_chart:", "Speed",
              "Why decoding waits on memory: arithmetic intensity of prefill vs decode.", True),
     PageInfo("serving", "Serving", ":material/dns:", "Speed",

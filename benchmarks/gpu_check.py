@@ -48,6 +48,11 @@ def main() -> int:
                 print(f"{name} {str(dtype).removeprefix('torch.'):>8} {impl:>5}: naive {512 / out['naive_s']:7.1f} tok/s, "
                       f"cached {512 / out['cached_s']:7.1f} tok/s, ratio {out['naive_s'] / out['cached_s']:5.1f}, "
                       f"tokens {'identical' if diff is None else f'differ from position {diff}'}")
+    # Attention kernels at N = 8,192 in fp16: eager vs every SDPA backend that runs here.
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "benchmarks.attention", "--device", "cuda", "--dtype", "float16",
+                    "--max-n", "8192"], cwd=Path(__file__).resolve().parent.parent, check=False)
     return 0
 
 

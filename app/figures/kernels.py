@@ -1,0 +1,276 @@
+"""Figures for the Attention kernels page: data in, go.Figure out, no st calls."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.figures import CACHED, FORMULA, NAIVE, base_layout
+
+IMPL_COLORS = {
+    "eager": NAIVE,
+    "math": "#8c8c8c",
+    "flash": CACHED,
+    "efficient": "#54a24b",
+    "cudnn": "#b279a2",
+    "flex": "#f58518",
+}
+IMPL_SHORT = {"eager": "eager", "math": "MATH", "flash": "FLASH", "efficient": "EFFICIENT", "cudnn": "cuDNN",
+              "flex": "Flex"}
+DONE, CURRENT, LATER, MAX_LINE = CACHED, "#f58518", "#d9d9d9", "#111111"
+BIG = 18  # font size for the stepper: it is read from the back of a room
+
+
+def mib(n: float) -> float:
+    return n / 2**20
+
+
+def fmt_bytes(n) -> str:
+    """Bytes in binary units with two decimals; None or nan as n/a."""
+    if n is None or n != n:
+        return "n/a"
+    n = float(n)
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def fmt_ratio(x) -> str:
+    return "n/a" if x is None else f"{x:,.1f}×"
+
+
+def fmt_num(x: float, digits: int = 4) -> str:
+    """Numbers for the stepper: -inf as −∞, nan as —, else `digits` significant digits."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if math.isinf(x):
+        return "−∞" if x < 0 else "∞"
+    return f"{x:.{digits}g}"
+
+
+# --- one shape ---------------------------------------------------------------------------------
+
+def kernel_bars(df: pd.DataFrame, eager_n2_bytes: int) -> go.Figure:
+    """Left: median time per call with the interquartile range; right: measured peak memory (log)."""
+    ok = df[df["status"] == "ok"]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, vertical_spacing=0,
+                        subplot_titles=("time per call (median; bar = 25th–75th percentile)",
+                                        "peak memory during one call (log scale)"))
+    names = [IMPL_SHORT[i] for i in ok["implementation"]]
+    colors = [IMPL_COLORS[i] for i in ok["implementation"]]
+    fig.add_bar(x=names, y=ok["median_ms"], marker_color=colors, showlegend=False, row=1, col=1,
+                error_y=dict(type="data", symmetric=False, array=ok["p75_ms"] - ok["median_ms"],
+                             arrayminus=ok["median_ms"] - ok["p25_ms"]),
+                text=[f"{v:.3g} ms" for v in ok["median_ms"]], textposition="outside", cliponaxis=False)
+    mem = ok["peak_bytes"].astype(float)
+    fig.add_bar(x=names, y=mem / 2**20, marker_color=colors, showlegend=False, row=1, col=2,
+                text=[f"{mib(v):.3g} MiB" if v == v else "n/a" for v in mem], textposition="outside", cliponaxis=False)
+    fig.add_scatter(x=[names[0], names[-1]], y=[mib(eager_n2_bytes)] * 2, mode="lines+text", row=1, col=2,
+                    line=dict(color=FORMULA, dash="dash"), name="one N² score matrix (formula)",
+                    text=["", f"one N² matrix: {mib(eager_n2_bytes):.3g} MiB"], textposition="bottom left",
+                    textfont=dict(size=14, color=FORMULA))
+    top_ms = float(ok["p75_ms"].max()) if len(ok) else 1.0
+    fig.update_yaxes(title_text="milliseconds", range=[0, 1.2 * top_ms], row=1, col=1)
+    mem_mib = [mib(v) for v in mem if v == v and v > 0] + [mib(eager_n2_bytes)]
+    fig.update_yaxes(title_text="MiB", type="log", dtick=1, row=1, col=2,
+                     range=[math.log10(min(mem_mib)) - 0.4, math.log10(max(mem_mib)) + 0.35])
+    base_layout(fig, "", "", "", height=420)
+    fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
+    return fig
+
+
+# --- sweep over N ------------------------------------------------------------------------------
+
+def _by_impl(df: pd.DataFrame):
+    ok = df[df["status"] == "ok"]
+    for impl, part in ok.groupby("implementation", sort=False):
+        yield impl, part.sort_values("keys")
+
+
+def _log_axes(fig: go.Figure, df: pd.DataFrame) -> None:
+    ns = sorted(df["keys"].unique())
+    fig.update_xaxes(type="log", tickvals=ns, ticktext=[f"{n:,}" for n in ns])
+    fig.update_yaxes(type="log", dtick=1)  # one label per decade
+
+
+def _sweep_layout(fig: go.Figure, title: str, y: str) -> go.Figure:
+    base_layout(fig, title, "sequence length N", y, height=420)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0.0))
+    return fig
+
+
+def sweep_time(df: pd.DataFrame, col: str = "median_ms") -> go.Figure:
+    """Time per call against N; with the median, bars show the 25th–75th percentile of the timed blocks."""
+    fig = go.Figure()
+    for impl, part in _by_impl(df):
+        err = (dict(type="data", symmetric=False, array=part["p75_ms"] - part["median_ms"],
+                    arrayminus=part["median_ms"] - part["p25_ms"], thickness=1) if col == "median_ms" else None)
+        fig.add_scatter(x=part["keys"], y=part[col], name=IMPL_SHORT[impl], mode="lines+markers",
+                        line=dict(color=IMPL_COLORS[impl], width=3), error_y=err)
+    _log_axes(fig, df)
+    return _sweep_layout(fig, "Time per call vs N (log–log; N² work means slope 2)", "milliseconds")
+
+
+def sweep_memory(df: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    for impl, part in _by_impl(df):
+        fig.add_scatter(x=part["keys"], y=part["peak_bytes"] / 2**20, name=IMPL_SHORT[impl], mode="lines+markers",
+                        line=dict(color=IMPL_COLORS[impl], width=3))
+    n2 = df.drop_duplicates("keys").sort_values("keys")
+    fig.add_scatter(x=n2["keys"], y=n2["eager_n2_bytes"] / 2**20, name="one N² matrix (formula)", mode="lines",
+                    line=dict(color=FORMULA, dash="dash"))
+    _log_axes(fig, df)
+    return _sweep_layout(fig, "Peak memory during one call vs N (log–log)", "MiB")
+
+
+def sweep_speedup(df: pd.DataFrame, col: str = "median_ms", anchor: tuple[int, float, str] | None = None) -> go.Figure:
+    """Eager time / time of each kernel (median or fastest block); `anchor` = (N, ratio, label) of a quoted figure."""
+    fig = go.Figure()
+    eager = df[(df["implementation"] == "eager") & (df["status"] == "ok")].set_index("keys")[col]
+    for impl, part in _by_impl(df):
+        if impl == "eager":
+            continue
+        part = part[part["keys"].isin(eager.index)]
+        fig.add_scatter(x=part["keys"], y=eager.loc[part["keys"]].to_numpy() / part[col].to_numpy(),
+                        name=IMPL_SHORT[impl], mode="lines+markers", line=dict(color=IMPL_COLORS[impl], width=3))
+    fig.add_hline(y=1, line=dict(color=NAIVE, dash="dot"), annotation_text="as fast as eager")
+    ns = sorted(df["keys"].unique())
+    if anchor and anchor[0] <= max(ns):
+        fig.add_scatter(x=[anchor[0]], y=[anchor[1]], mode="markers", name=anchor[2],
+                        marker=dict(symbol="star", size=16, color=FORMULA))
+    fig.update_xaxes(type="log", tickvals=ns, ticktext=[f"{n:,}" for n in ns])
+    return _sweep_layout(fig, "Speedup over eager (higher is faster)", "eager time / kernel time")
+
+
+def sweep_tflops(df: pd.DataFrame, col: str, ceiling_tflops: float | None, ceiling_label: str) -> go.Figure:
+    fig = go.Figure()
+    for impl, part in _by_impl(df):
+        tflops = part["flops"] / (part[col] / 1e3) / 1e12
+        fig.add_scatter(x=part["keys"], y=tflops, name=IMPL_SHORT[impl], mode="lines+markers",
+                        line=dict(color=IMPL_COLORS[impl], width=3))
+    if ceiling_tflops:
+        fig.add_hline(y=ceiling_tflops, line=dict(color=FORMULA, dash="dash"),
+                      annotation_text=f"{ceiling_label}: {ceiling_tflops:.3g} TFLOP/s", annotation_position="top left")
+    _log_axes(fig, df)
+    return _sweep_layout(fig, "Achieved TFLOP/s (4·B·H·N²·d, halved when causal)", "TFLOP/s")
+
+
+# --- online softmax stepper --------------------------------------------------------------------
+
+def softmax_step(trace, row: int, step: int) -> go.Figure:
+    """Top: every key's score, tiles shaded; done tiles blue, the current one orange, later grey; the
+    running max drawn over the keys seen so far. Bottom: the weights the kernel holds after this
+    step (exp(s − m) / l over the keys seen so far) next to the final softmax over all keys."""
+    scores = trace.scores[row].astype(float)
+    nk = scores.size
+    cur = trace.steps[step - 1]
+    keys = np.arange(nk)
+    status = np.where(keys < cur.start, "done", np.where(keys < cur.stop, "current", "later"))
+    color = {"done": DONE, "current": CURRENT, "later": LATER}
+    finite = np.isfinite(scores)
+    lo = float(min(0.0, scores[finite].min())) if finite.any() else -1.0
+    hi = float(max(0.0, scores[finite].max())) if finite.any() else 1.0
+    pad = 0.12 * (hi - lo or 1.0)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12, row_heights=[0.55, 0.45],
+                        subplot_titles=(f"scores of query row {row}: tile {step} of {len(trace.steps)} "
+                                        f"(keys {cur.start}–{cur.stop - 1})",
+                                        "weights held after this tile vs the final softmax"))
+    for tile in trace.steps:  # alternate shading marks the tiles
+        if tile.index % 2 == 0:
+            fig.add_vrect(x0=tile.start - 0.5, x1=tile.stop - 0.5, fillcolor="#f0f0f0", line_width=0, layer="below",
+                          row=1, col=1)
+    fig.add_bar(x=keys[finite], y=scores[finite], marker_color=[color[s] for s in status[finite]], showlegend=False,
+                text=[fmt_num(v, 3) for v in scores[finite]], textposition="outside", cliponaxis=False,
+                textfont=dict(size=BIG - 4), row=1, col=1,
+                hovertemplate="key %{x}: score %{y:.4g}<extra></extra>")
+    if (~finite).any():
+        fig.add_scatter(x=keys[~finite], y=[lo] * int((~finite).sum()), mode="markers+text", text=["−∞"] * int((~finite).sum()),
+                        textposition="top center", marker=dict(symbol="x", size=12, color=FORMULA),
+                        name="masked (−∞)", textfont=dict(size=BIG - 2), row=1, col=1)
+    for t in trace.steps[:step]:  # running max after each tile, over the keys of that tile
+        m = float(t.m_new[row])
+        if math.isfinite(m):
+            fig.add_scatter(x=[t.start - 0.45, t.stop - 0.55], y=[m, m], mode="lines",
+                            line=dict(color=MAX_LINE, width=4 if t.index == step - 1 else 2,
+                                      dash="solid" if t.index == step - 1 else "dot"),
+                            showlegend=t.index == step - 1, name="running max m", row=1, col=1)
+    m_now = float(cur.m_new[row])
+    if math.isfinite(m_now):
+        fig.add_annotation(x=cur.stop - 0.5, y=m_now, text=f"<b>m = {fmt_num(m_now)}</b>", showarrow=False,
+                           xanchor="left", xshift=4, font=dict(size=BIG), bgcolor="rgba(255,255,255,0.9)",
+                           row=1, col=1)
+    seen = keys < cur.stop
+    l_now = float(cur.l_new[row])
+    with np.errstate(invalid="ignore", over="ignore"):
+        held = np.where(seen & finite, np.exp(scores - (m_now if math.isfinite(m_now) else 0.0)), 0.0)
+        held = held / l_now if l_now > 0 else np.zeros_like(held)
+        final = np.where(finite, np.exp(scores - scores[finite].max()), 0.0) if finite.any() else np.zeros(nk)
+        final = final / final.sum() if final.sum() > 0 else final
+    fig.add_bar(x=keys, y=held, marker_color=[color[s] for s in status], name="e^(s − m) / l over the keys seen (blue: earlier tiles, orange: this one)", row=2, col=1)
+    fig.add_scatter(x=keys, y=final, mode="markers", name="final softmax over all keys",
+                    marker=dict(symbol="diamond-open", size=14, color=FORMULA, line=dict(width=2.5, color=FORMULA)),
+                    row=2, col=1)
+    fig.update_yaxes(title_text="score s", range=[lo - pad, hi + 2 * pad], row=1, col=1)
+    fig.update_yaxes(title_text="weight", range=[0, 1.05], row=2, col=1)
+    fig.update_xaxes(title_text="key index", dtick=1 if nk <= 32 else 4, row=2, col=1)
+    base_layout(fig, "", "", "", height=640)
+    fig.update_layout(font=dict(size=BIG - 2), margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0.0))
+    fig.update_annotations(font_size=BIG - 2)
+    return fig
+
+
+def softmax_trace_table(trace, row: int, step: int, value_digits: int = 4) -> go.Figure:
+    """Every tile's numbers for one query row, the current tile highlighted, big enough for a projector."""
+    header = ["tile", "keys", "tile max", "m before", "m after", "rescale α", "Σ e^(s − m)", "l after",
+              "partial output acc / l"]
+    cols = [[] for _ in header]
+    for t in trace.steps:
+        vals = [str(t.index + 1), f"{t.start}–{t.stop - 1}", fmt_num(float(t.tile_max[row])),
+                fmt_num(float(t.m_old[row])), fmt_num(float(t.m_new[row])), fmt_num(float(t.rescale[row])),
+                fmt_num(float(t.p[row].sum())), fmt_num(float(t.l_new[row])),
+                "[" + ", ".join(fmt_num(float(x), 3) for x in t.partial[row]) + "]"]
+        for c, v in zip(cols, vals, strict=True):
+            c.append(v)
+    fill = [[("#ffe0b2" if i == step - 1 else ("#e3f2fd" if i < step - 1 else "white")) for i in range(len(trace.steps))]]
+    fig = go.Figure(go.Table(
+        columnwidth=[40, 60, 75, 75, 75, 75, 85, 75, 230],
+        header=dict(values=[f"<b>{h}</b>" for h in header], font=dict(size=BIG - 4), fill_color="#eeeeee",
+                    align="center", height=44),
+        cells=dict(values=cols, font=dict(size=BIG - 2, family="monospace"), fill_color=fill * len(header),
+                   align="right", height=34),
+    ))
+    fig.update_layout(height=90 + 36 * len(trace.steps), margin=dict(l=0, r=0, t=10, b=0))
+    return fig
+
+
+# --- HBM traffic -------------------------------------------------------------------------------
+
+TRAFFIC_COLORS = {"read Q, K": "#4c78a8", "read Q": "#4c78a8", "read K": "#72b7b2", "write S": "#e45756",
+                  "read S": "#ff9d98", "write P": "#f58518", "read P": "#ffbf79", "read V": "#54a24b",
+                  "write O": "#b279a2", "write row stats": "#9d755d"}
+
+
+def traffic_bars(traffic, label: str) -> go.Figure:
+    fig = go.Figure()
+    shown = set()
+    for which, parts in (("standard (S, P in memory)", traffic.standard_parts), ("tiled (FlashAttention)", traffic.tiled_parts)):
+        for part, nbytes in parts.items():
+            fig.add_bar(y=[which], x=[mib(nbytes)], name=part, orientation="h", legendgroup=part,
+                        showlegend=part not in shown, marker_color=TRAFFIC_COLORS[part],
+                        hovertemplate=f"{part}: %{{x:.4g}} MiB<extra></extra>")
+            shown.add(part)
+    for which, total in (("standard (S, P in memory)", traffic.standard_bytes), ("tiled (FlashAttention)", traffic.tiled_bytes)):
+        fig.add_annotation(y=which, x=mib(total), text=f"{mib(total):,.3g} MiB", showarrow=False, xanchor="left",
+                           xshift=6, font=dict(size=16))
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(range=[0, mib(max(traffic.standard_bytes, traffic.tiled_bytes)) * 1.2])
+    base_layout(fig, f"Bytes moved to and from main memory, forward pass<br><sup>{label}</sup>", "MiB", "", height=380)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0.0),
+                      margin=dict(l=10, r=10, t=70, b=10))
+    return fig

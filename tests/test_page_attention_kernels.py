@@ -1,0 +1,158 @@
+"""AppTest for the Attention kernels page: the numbers shown are the numbers sim/ returns."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.figures.kernels import fmt_bytes, fmt_num, fmt_ratio
+from sim import flash as FL
+from sim import kernels as K
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "attention_kernels.py")
+SMALL = {"n": "128", "h": "1", "d": "16", "threads": "1"}  # a timing of a few milliseconds per kernel
+
+
+def page(params=None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def metric(at, label):
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def click(at, label):
+    return next(b for b in at.button if b.label == label).click().run()
+
+
+def test_default_render_shows_the_exact_numbers_without_timing():
+    at = page()
+    assert not at.exception and not at.error
+    tiny = K.SHAPE_PRESETS["tiny"]  # the page's defaults
+    assert metric(at, "FLOPs per call") == f"{tiny.flops / 1e9:,.4f} GFLOP" == "0.2684 GFLOP"
+    assert metric(at, "Score entries B·H·N_q·N_k") == "4,194,304"
+    assert metric(at, "One N² matrix (eager must hold)") == "16.00 MiB"  # 1·4·1024·1024·4 bytes
+    assert "ak_timing" not in at.session_state  # nothing timed until the button
+    backends = at.dataframe[0].value
+    assert list(backends["Runs here"][:3]) == ["yes", "yes", "yes"]  # eager, MATH, FLASH on this CPU build
+    # the stepper at its defaults: 10 keys, tiles of 4, step 1
+    trace = FL.run_softmax_demo(FL.SoftmaxDemo())
+    s = trace.steps[0]
+    assert metric(at, "Tile 1 of 3") == "keys 0–3"
+    assert metric(at, "Running max m") == f"−∞ → {fmt_num(float(s.m_new[0]))}"
+    assert metric(at, "Running sum l") == f"0 → {fmt_num(float(s.l_new[0]))}"
+    assert metric(at, "max |tiled − plain|") == f"{trace.max_abs_diff:.2e}"
+    tr = FL.hbm_traffic(1, 4, 1024, 1024, 32, 4, 128, 128, True)
+    assert metric(at, "Standard: bytes moved") == fmt_bytes(tr.standard_bytes)
+    assert metric(at, "Tiled: bytes moved") == fmt_bytes(tr.tiled_bytes)
+    assert metric(at, "Standard / tiled") == f"{tr.standard_bytes / tr.tiled_bytes:,.1f}×"
+    assert len(at.get("plotly_chart")) >= 3
+
+
+def test_step_through_the_online_softmax():
+    at = page({"sm_keys": "11", "sm_tile": "3", "sm_rows": "2", "sm_causal": "1", "sm_row": "1"})
+    assert not at.exception
+    demo = FL.SoftmaxDemo(num_keys=11, tile=3, num_queries=2, causal=True)
+    trace = FL.run_softmax_demo(demo)
+    assert len(trace.steps) == 4  # 3 + 3 + 3 + 2: a ragged last tile
+    for step in (2, 4):
+        at.slider(key="sm_step").set_value(step).run()
+        cur = trace.steps[step - 1]
+        assert metric(at, f"Tile {step} of 4") == f"keys {cur.start}–{cur.stop - 1}"
+        assert metric(at, "Running max m") == f"{fmt_num(float(cur.m_old[1]))} → {fmt_num(float(cur.m_new[1]))}"
+        assert metric(at, "Rescale e^(m_old − m_new)") == fmt_num(float(cur.rescale[1]))
+    assert at.query_params["sm_step"] == "4" and at.query_params["sm_tile"] == "3"
+    # a fully masked first tile: the page shows what the unguarded (seed) code would return
+    at.number_input(key="sm_pad").set_value(3).run()
+    assert not at.exception
+    assert "e^(−∞ − (−∞)) is nan" in at.warning[0].value and "[nan, nan, nan]" in at.warning[0].value
+
+
+def test_time_a_small_shape():
+    at = page(SMALL)
+    click(at, "Time these kernels")
+    assert not at.exception and not at.error
+    result, _when = at.session_state["ak_timing"]
+    assert result.shape == K.AttentionShape(batch=1, heads=1, seq_len=128, head_dim=16)
+    assert result.num_threads == 1
+    assert metric(at, "FLASH vs eager, time") == fmt_ratio(result.speedup("flash"))
+    assert metric(at, "Eager / FLASH peak memory") == fmt_ratio(result.memory_ratio("flash"))
+    table = at.dataframe[1].value
+    assert list(table["Kernel"]) == ["eager", "MATH", "FLASH", "EFFICIENT", "cuDNN"]
+    assert list(table["Status"]) == ["ok", "ok", "ok", "unavailable (see above)", "unavailable (see above)"]
+    assert table["Max |Δ| vs MATH"][1] == "0 (reference)"
+    for r in result.rows[:3]:
+        assert r.max_abs_diff <= K.TOLERANCE["float32"]
+    assert at.get("download_button")
+    # the same shape again comes from the cache; "Measure again" takes fresh numbers
+    click(at, "Time these kernels")
+    assert at.session_state["ak_timing"][0] == result
+    click(at, "Measure again")
+    assert not at.exception and at.session_state["trial"] == 1
+    assert at.session_state["ak_timing"][0].shape == result.shape
+
+
+def test_sweep_runs_and_draws():
+    at = page({**SMALL, "sweep_max": "256"})
+    assert at.select_slider(key="sweep_max").value == 256
+    click(at, "Run the sweep")
+    assert not at.exception and not at.error
+    df, ceiling, label = at.session_state["ak_sweep"]
+    assert sorted(df["keys"].unique()) == [128, 256] and ceiling > 0
+    assert set(df[df["status"] == "ok"]["implementation"]) == {"eager", "math", "flash"}
+    at256 = df[df["keys"] == 256].set_index("implementation")
+    assert metric(at, "FLASH vs eager time at N = 256") == f"{at256.loc['eager', 'median_ms'] / at256.loc['flash', 'median_ms']:,.1f}×"
+    assert len(at.get("plotly_chart")) >= 7  # 4 sweep charts + stepper, table, traffic
+    assert "N queries × N keys" in label
+    at.radio(key="stat").set_value("fastest block").run()
+    assert metric(at, "FLASH vs eager time at N = 256") == f"{at256.loc['eager', 'min_ms'] / at256.loc['flash', 'min_ms']:,.1f}×"
+    assert at.query_params["stat"] == "fastest block"
+
+
+def test_preset_loads_the_shape():
+    at = page()
+    at.selectbox(key="preset").set_value("llama").run()
+    assert not at.exception
+    llama = K.SHAPE_PRESETS["llama"]
+    assert (at.number_input(key="h").value, at.select_slider(key="d").value) == (llama.heads, llama.head_dim)
+    assert metric(at, "FLOPs per call") == f"{llama.flops / 1e9:,.4f} GFLOP"
+    assert at.query_params["h"] == "8" and at.query_params["d"] == "128"
+
+
+def test_url_restores_the_view():
+    at = page({"n": "2048", "h": "2", "kind": "decode", "sm_keys": "12", "sm_tile": "5", "sm_step": "3", "tile": "64"})
+    assert not at.exception and not at.warning
+    decode = K.AttentionShape(batch=1, heads=2, seq_len=2048, head_dim=32, kind="decode")
+    assert metric(at, "FLOPs per call") == f"{decode.flops / 1e9:,.4f} GFLOP"
+    assert metric(at, "One N² matrix (eager must hold)") == fmt_bytes(decode.score_bytes) == "16.00 KiB"
+    assert at.slider(key="sm_step").value == 3 and metric(at, "Tile 3 of 3") == "keys 10–11"
+    tr = FL.hbm_traffic(1, 2, 1, 2048, 32, 4, 64, 64, False)
+    assert metric(at, "Tiled: bytes moved") == fmt_bytes(tr.tiled_bytes)
+
+
+@pytest.mark.parametrize("params, expected", [
+    ({"n": "999999"}, "999999 is outside 1..65536"),
+    ({"sm_scale": "nan"}, "nan is outside 0.01..1000.0"),
+    ({"kind": "train"}, "'train' is not one of prefill, decode"),
+])
+def test_bad_url_values_fall_back_with_a_warning(params, expected):
+    at = page(params)
+    assert not at.exception
+    assert any(expected in w.value for w in at.warning)
+
+
+def test_over_the_cap_is_an_error_with_numbers():
+    at = page({"h": "64", "n": "4096"})
+    assert not at.exception
+    assert "1·64·4,096·4,096 = 1,073,741,824 score entries is over this device's cap of 16,777,216" in at.error[0].value
+    assert not any(b.label == "Run the sweep" for b in at.button)  # nothing to sweep until it is fixed
+
+
+def test_off_grid_url_values_snap():
+    at = page({"d": "48", "tile": "100", "sm_tile": "40", "sm_keys": "8"})
+    assert not at.exception
+    assert at.select_slider(key="d").value == 32 and at.select_slider(key="tile").value == 128
+    assert at.number_input(key="sm_tile").value == 8  # a tile can not be longer than the keys
