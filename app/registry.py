@@ -42,7 +42,7 @@ PAGES: tuple[PageInfo, ...] = (
     PageInfo("roofline", "Roofline", ":material/show_chart:", "Speed",
              "Why decoding waits on memory: arithmetic intensity of prefill vs decode.", True),
     PageInfo("serving", "Serving", ":material/dns:", "Speed",
-             "Static vs continuous batching and speculative decoding, simulated.", False),
+             "Static vs continuous batching and speculative decoding, simulated.", True),
 )
 
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(p.section for p in PAGES))

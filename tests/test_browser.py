@@ -101,8 +101,10 @@ def open_page(browser, url: str):
     page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
     page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=120_000
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=120_000
     )
+    page.wait_for_timeout(500)  # let plotly finish laying out before the screenshot
     return page
 
 

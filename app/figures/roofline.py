@@ -19,8 +19,10 @@ def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dic
     fig.add_scatter(x=x, y=np.minimum(peak_flops, x * bandwidth), name=f"{hw_name} roof",
                     line=dict(color="#333", width=3), hovertemplate="%{x:.3g} FLOP/B → %{y:.3g} FLOP/s<extra></extra>")
     ridge = peak_flops / bandwidth
-    fig.add_vline(x=ridge, line=dict(color="#888", dash="dot"),
-                  annotation_text=f"ridge {ridge:,.0f} FLOP/byte", annotation_position="bottom right")
+    # On log axes plotly places annotations in log10 units (shapes in data units): add them apart.
+    fig.add_vline(x=ridge, line=dict(color="#888", dash="dot"))
+    fig.add_annotation(x=np.log10(ridge), y=0, yref="paper", text=f"ridge {ridge:,.0f} FLOP/byte", showarrow=False,
+                       xanchor="left", yanchor="bottom")
     for t in traces:
         fig.add_scatter(x=t["x"], y=t["y"], mode="lines+markers", name=t["name"], line=dict(color=t["color"], width=1.5),
                         marker=dict(size=5), text=t.get("labels"), hovertemplate="%{text}<extra></extra>")
@@ -43,7 +45,9 @@ def sweep_lines(rows: list, metric: str, ylabel: str, ridge: float | None = None
         fig.add_scatter(x=[r.batch for r in pts], y=[getattr(r, metric) for r in pts], name=f"context {S:,}",
                         mode="lines+markers", line=dict(color=colors[i % len(colors)], width=2.5))
     if ridge is not None:
-        fig.add_hline(y=ridge, line=dict(color="#888", dash="dot"), annotation_text="ridge: compute-bound above")
+        fig.add_hline(y=ridge, line=dict(color="#888", dash="dot"))
+        fig.add_annotation(x=0, xref="paper", y=np.log10(ridge), text="ridge: compute-bound above", showarrow=False,
+                           xanchor="left", yanchor="bottom")
     fig.update_xaxes(type="log", title_text="batch (requests decoded together)")
     fig.update_yaxes(type="log", title_text=ylabel)
     return base_layout(fig, f"Decode step: {ylabel} vs batch", "", "", height=400)

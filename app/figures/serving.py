@@ -1,0 +1,196 @@
+"""Figures for the Serving page: request timelines, batch occupancy, KV memory, latency percentiles,
+speculative decoding curves. Data in, go.Figure out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.figures import CACHED, FORMULA, NAIVE, base_layout
+
+POLICY_COLORS = {"static": NAIVE, "continuous": CACHED}
+POLICY_NAMES = {"static": "Static batching", "continuous": "Continuous batching"}
+QUEUE_COLOR = "#c7c7c7"
+HELD_COLORS = {"static": "#f4b6b6", "continuous": "#aec7e8"}
+ALPHA_COLORS = ["#9ecae1", "#6baed6", "#3182bd", "#08519c", "#08306b"]
+
+
+def legend_below(fig: go.Figure, height: int) -> go.Figure:
+    """Legend under the plot, so it never covers a title or a subplot title."""
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.14, xanchor="left", x=0.0), height=height,
+                      margin=dict(l=10, r=10, t=60, b=10))
+    return fig
+
+
+def gantt(results: dict, num_requests: int) -> go.Figure:
+    """One row per request (the first `num_requests`), one panel per policy: waiting, computing, and (static)
+    finished but still holding its row until the batch's slowest request is done. Ticks: first token."""
+    fig = make_subplots(rows=len(results), cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=[POLICY_NAMES[p] for p in results])
+    shown: set[str] = set()
+    for row, (policy, r) in enumerate(results.items(), start=1):
+        n = min(num_requests, r.num_requests)
+        req, start, end, held = r.seg_req, r.seg_start_s, r.seg_end_s, r.seg_row_end_s
+        keep = req < n
+        req, start, end, held = req[keep], start[keep], end[keep], held[keep]
+        # waiting: arrival -> first start, and every gap between two running stretches (preempted)
+        order = np.lexsort((start, req))
+        req, start, end, held = req[order], start[order], end[order], held[order]
+        prev_end = np.where(np.r_[True, req[1:] != req[:-1]], r.arrival_s[req], np.r_[0.0, held[:-1]])
+        bars = [
+            ("waiting in the queue", QUEUE_COLOR, req, prev_end, start - prev_end),
+            ("computing (prefill, then one token per pass)", POLICY_COLORS[policy], req, start, end - start),
+            ("done, row still held until the batch ends", HELD_COLORS[policy], req, end, held - end),
+        ]
+        for name, color, y, base, width in bars:
+            mask = width > 0
+            if not mask.any():
+                continue
+            key = name if name != bars[1][0] else f"{name} {policy}"
+            fig.add_bar(y=y[mask], x=width[mask], base=base[mask], orientation="h", marker_color=color,
+                        name=name if name != bars[1][0] else f"computing: {POLICY_NAMES[policy].lower()}",
+                        legendgroup=key, showlegend=key not in shown, row=row, col=1,
+                        customdata=np.stack([base[mask], base[mask] + width[mask]], axis=1),
+                        hovertemplate="request %{y}: %{customdata[0]:.2f} s → %{customdata[1]:.2f} s<extra>" + name
+                        + "</extra>")
+            shown.add(key)
+        ids = np.arange(n)
+        fig.add_scatter(x=r.first_token_s[:n], y=ids, mode="markers", marker=dict(symbol="line-ns-open", size=9,
+                        color=FORMULA, line=dict(width=2)), name="first token", legendgroup="first",
+                        showlegend="first" not in shown, row=row, col=1,
+                        hovertemplate="request %{y}: first token at %{x:.2f} s<extra></extra>")
+        shown.add("first")
+        fig.update_yaxes(autorange="reversed", title_text="request", row=row, col=1)
+    fig.update_layout(barmode="overlay", bargap=0.25)
+    fig.update_xaxes(title_text="time (s)", row=len(results), col=1)
+    n_rows = min(num_requests, next(iter(results.values())).num_requests)
+    fig = base_layout(fig, f"The first {n_rows} requests over time", "", "")
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.04, xanchor="left", x=0.0),
+                      margin=dict(l=10, r=10, t=110, b=10), height=220 + 9 * max(n_rows, 10) * len(results))
+    return fig
+
+
+def occupancy(series: pd.DataFrame, max_batch: int) -> go.Figure:
+    """Rows in each forward pass over time: useful ones for both policies, padded ones for static."""
+    fig = go.Figure()
+    for policy, g in series.groupby("policy", sort=False):
+        fig.add_scatter(x=g["time_s"], y=g["useful_rows"], name=f"{POLICY_NAMES[policy]}: rows producing a token",
+                        line=dict(color=POLICY_COLORS[policy], width=2, shape="hv"))
+        if policy == "static":
+            fig.add_scatter(x=g["time_s"], y=g["rows"], name="Static batching: rows computed (padded batch)",
+                            line=dict(color=POLICY_COLORS[policy], width=1.5, dash="dot", shape="hv"))
+    fig.add_hline(y=max_batch, line=dict(color=FORMULA, dash="dash", width=1),
+                  annotation_text=f"max batch {max_batch}", annotation_position="top left")
+    return legend_below(base_layout(fig, "Batch occupancy: requests doing useful work in each pass", "time (s)",
+                                    "requests in the pass"), 470)
+
+
+def kv_memory(series: pd.DataFrame, capacity_tokens: int) -> go.Figure:
+    fig = go.Figure()
+    for policy, g in series.groupby("policy", sort=False):
+        color = POLICY_COLORS[policy]
+        claimed = "reserved (padded rectangle)" if policy == "static" else "blocks allocated"
+        fig.add_scatter(x=g["time_s"], y=100 * g["kv_claimed"] / capacity_tokens,
+                        name=f"{POLICY_NAMES[policy]}: {claimed}", line=dict(color=color, width=2, shape="hv"))
+        fig.add_scatter(x=g["time_s"], y=100 * g["kv_tokens"] / capacity_tokens,
+                        name=f"{POLICY_NAMES[policy]}: real tokens", line=dict(color=color, width=1.5, dash="dot",
+                                                                               shape="hv"))
+    fig.add_hline(y=100, line=dict(color=FORMULA, dash="dash", width=1), annotation_text="KV budget",
+                  annotation_position="top left")
+    return legend_below(base_layout(fig, f"KV memory over time (% of {capacity_tokens:,} token slots)", "time (s)",
+                                    "% of budget"), 470)
+
+
+def latency_percentiles(table: pd.DataFrame) -> go.Figure:
+    """Grouped bars of p50/p95/p99 for TTFT, TPOT and end-to-end latency, one panel each."""
+    panels = (("ttft", "s", "Time to first token (s)"), ("tpot", "ms", "Time per output token (ms)"),
+              ("e2e", "s", "End-to-end latency (s)"))
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[p[2] for p in panels], horizontal_spacing=0.07)
+    for col, (metric, unit, _) in enumerate(panels, start=1):
+        for _, row in table.iterrows():
+            policy = row["policy"]
+            vals = [row[f"{metric}_p{q}_{unit}"] for q in (50, 95, 99)]
+            fig.add_bar(x=["p50", "p95", "p99"], y=vals, name=POLICY_NAMES[policy], legendgroup=policy,
+                        marker_color=POLICY_COLORS[policy], showlegend=col == 1, row=1, col=col,
+                        text=[f"{v:,.3g}" for v in vals], textposition="outside", cliponaxis=False,
+                        hovertemplate=f"{POLICY_NAMES[policy]} %{{x}}: %{{y:,.4g}} {unit}<extra></extra>")
+        fig.update_yaxes(rangemode="tozero", row=1, col=col)
+    fig.update_layout(barmode="group")
+    return legend_below(base_layout(fig, "Latency percentiles", "", ""), 440)
+
+
+def batch_sweep(frame: pd.DataFrame, chosen: int) -> go.Figure:
+    """Throughput of both policies and their ratio as the max batch grows."""
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    for policy in ("static", "continuous"):
+        fig.add_scatter(x=frame["max_batch"], y=frame[f"{policy}_tok_s"], name=POLICY_NAMES[policy],
+                        mode="lines+markers", line=dict(color=POLICY_COLORS[policy], width=2))
+    fig.add_scatter(x=frame["max_batch"], y=frame["ratio"], name="continuous ÷ static", mode="lines+markers+text",
+                    text=[f"{v:.1f}×" for v in frame["ratio"]], textposition="top center",
+                    line=dict(color=FORMULA, dash="dash"), secondary_y=True)
+    fig.add_vline(x=chosen, line=dict(color="#888", dash="dot"))
+    fig.update_xaxes(type="log", tickvals=list(frame["max_batch"]))
+    fig.update_yaxes(title_text="output tokens/s", secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text="continuous ÷ static", secondary_y=True, rangemode="tozero", showgrid=False)
+    return base_layout(fig, "Throughput as the max batch grows (same workload, same GPU)", "max batch", "")
+
+
+def speculative(ks: list[int], alphas: list[float], chosen_alpha: float, c: float, tokens: dict, speedups: dict,
+                mc: pd.DataFrame, optimum: dict, measured: dict | None = None,
+                timed: list[float] | None = None) -> go.Figure:
+    """Left: tokens per target pass vs k (closed form, Monte Carlo dots). Right: speedup vs k for several α,
+    each optimum marked; optionally the roofline-timed curve and the real model's measured point."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=[
+        "Tokens per target pass: (1 − α^(k+1)) / (1 − α)", f"Speedup E / (k·c + 1), c = {c:.3g}"])
+    for i, a in enumerate(alphas):
+        color = ALPHA_COLORS[i % len(ALPHA_COLORS)] if a != chosen_alpha else NAIVE
+        width = 3 if a == chosen_alpha else 1.5
+        fig.add_scatter(x=ks, y=tokens[a], name=f"α = {a:g}", legendgroup=f"a{a}", line=dict(color=color, width=width),
+                        row=1, col=1, hovertemplate=f"α={a:g}, k=%{{x}}: %{{y:.3f}} tokens<extra></extra>")
+        fig.add_scatter(x=ks, y=speedups[a], name=f"α = {a:g}", legendgroup=f"a{a}", showlegend=False,
+                        line=dict(color=color, width=width), row=1, col=2,
+                        hovertemplate=f"α={a:g}, k=%{{x}}: %{{y:.3f}}×<extra></extra>")
+        k_best = optimum[a]
+        fig.add_scatter(x=[k_best], y=[speedups[a][ks.index(k_best)]], mode="markers", legendgroup=f"a{a}",
+                        showlegend=False, marker=dict(color=color, size=11, symbol="diamond-open", line=dict(width=2)),
+                        row=1, col=2, hovertemplate=f"best k for α={a:g}: %{{x}} (%{{y:.3f}}×)<extra></extra>")
+    fig.add_scatter(x=mc["k"], y=mc["mean"], error_y=dict(type="data", array=2 * mc["stderr"], visible=True),
+                    mode="markers", marker=dict(color=FORMULA, size=7, symbol="x"),
+                    name=f"Monte Carlo at α = {chosen_alpha:g} (±2 s.e.)", row=1, col=1,
+                    hovertemplate="k=%{x}: simulated %{y:.4f} tokens<extra></extra>")
+    if timed is not None:
+        fig.add_scatter(x=ks, y=timed, name=f"α = {chosen_alpha:g}, verify pass timed by the roofline",
+                        line=dict(color=NAIVE, dash="dot", width=2), row=1, col=2,
+                        hovertemplate="k=%{x}: %{y:.3f}×<extra></extra>")
+    if measured is not None:
+        fig.add_scatter(x=[measured["k"]], y=[measured["tokens_per_pass"]], mode="markers",
+                        marker=dict(symbol="star", size=16, color="#2ca02c", line=dict(color=FORMULA, width=1)),
+                        name=measured["label"], legendgroup="measured", row=1, col=1,
+                        hovertemplate="real model, k=%{x}: %{y:.3f} tokens per pass<extra></extra>")
+        fig.add_scatter(x=[measured["k"]], y=[measured["speedup"]], mode="markers", showlegend=False,
+                        marker=dict(symbol="star", size=16, color="#2ca02c", line=dict(color=FORMULA, width=1)),
+                        legendgroup="measured", row=1, col=2,
+                        hovertemplate="real model, k=%{x}: measured %{y:.3f}× (wall time)<extra></extra>")
+    fig.add_hline(y=1, line=dict(color="#888", dash="dash", width=1), row=1, col=2)
+    fig.update_xaxes(title_text="draft length k", dtick=1)
+    fig.update_yaxes(rangemode="tozero")
+    fig = legend_below(base_layout(fig, "", "", ""), 520)
+    fig.update_layout(legend=dict(y=-0.2), margin=dict(t=40))
+    return fig
+
+
+def spec_vs_batch(points: list, alpha: float, k: int, label: str) -> go.Figure:
+    b = [p.batch for p in points]
+    fig = go.Figure()
+    fig.add_scatter(x=b, y=[p.speedup for p in points], mode="lines+markers+text", line=dict(color=CACHED, width=2),
+                    text=[f"{p.speedup:.2f}×" for p in points], textposition="top center", name="speedup",
+                    customdata=[p.verify_bound for p in points],
+                    hovertemplate="batch %{x}: %{y:.3f}× (verify pass %{customdata}-bound)<extra></extra>")
+    fig.add_hline(y=1, line=dict(color=NAIVE, dash="dash", width=1), annotation_text="no gain",
+                  annotation_position="bottom left")
+    fig.update_xaxes(type="log", tickvals=b)
+    fig.update_yaxes(rangemode="tozero")
+    return base_layout(fig, f"{label}: speedup as the batch grows (α = {alpha:g}, k = {k})", "requests in the batch",
+                       "speedup over plain decoding", height=360)
