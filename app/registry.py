@@ -34,7 +34,7 @@ PAGES: tuple[PageInfo, ...] = (
     PageInfo("paged_blocks", "Paged KV blocks", ":material/view_module:", "Memory",
              "A vLLM-style block pool vs contiguous allocation, and the fragmentation each leaves.", True),
     PageInfo("prefix_caching", "Prefix caching", ":material/account_tree:", "Memory",
-             "Hashed blocks chained to their parent; hit rates by workload and prompt layout.", False),
+             "Hashed blocks chained to their parent; hit rates by workload and prompt layout.", True),
     PageInfo("kv_quantization", "KV quantization", ":material/compress:", "Memory",
              "KIVI-style K per channel, V per token: bytes saved against error by position.", False),
     PageInfo("attention_kernels", "Attention kernels", ":material/bolt:", "Speed",

@@ -100,10 +100,9 @@ def open_page(browser, url: str):
     # Streamlit renders after its websocket connects: wait for the app, then for the run to end.
     page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
     page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=120_000
-    )
+    # the app root carries the script's run state: wait until this run has finished
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=180_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
     page.wait_for_timeout(500)  # let plotly finish laying out before the screenshot
     return page
 

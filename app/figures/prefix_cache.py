@@ -1,0 +1,208 @@
+"""Figures for the Prefix caching page: block hashes, hit rates by workload and layout, sweeps,
+the tree of cached blocks, and the real model's prefill times and K/V differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.figures import CACHED, NAIVE, base_layout
+
+HIT = CACHED
+COMPUTED = "#ff7f0e"
+RECOMPUTED = NAIVE
+PARTIAL = "#c7c7c7"
+LAYOUT_COLORS = {"fixed_first": CACHED, "variable_first": NAIVE}
+FATE_COLORS = {
+    "hit": HIT,
+    "computed, cached": COMPUTED,
+    "computed again: holds the last prompt token": RECOMPUTED,
+    "computed, partial block: not cached": PARTIAL,
+}
+FATE_SHORT = {
+    "hit": "hit (read from the cache)",
+    "computed, cached": "computed, then cached",
+    "computed again: holds the last prompt token": "computed again (last prompt token)",
+    "computed, partial block: not cached": "partial block (never cached)",
+}
+
+
+def printable(ids) -> str:
+    text = bytes(int(i) for i in ids).decode("utf-8", errors="replace")
+    return text.replace("\n", "⏎")
+
+
+def block_rows(frame: pd.DataFrame, changed_pos: int, block_size: int, title: str) -> go.Figure:
+    """Prompt A and prompt B as rows of blocks coloured by what the cache did with them."""
+    fates = list(FATE_COLORS)
+    names = ["A", "B"]
+    nb = int(frame["block"].max()) + 1
+    z = np.full((2, nb), np.nan)
+    text = np.full((2, nb), "", dtype=object)
+    hover = np.full((2, nb), "", dtype=object)
+    for row in frame.to_dict("records"):
+        r, b = names.index(row["request"]), row["block"]
+        z[r, b] = fates.index(row["fate"])
+        h = row["hash"][:6] if row["hash"] != "—" else "no hash"
+        body = printable(row["ids"])
+        width = max(4, (len(body) + 1) // 2) if len(body) > 8 else len(body)
+        lines = [body[i:i + width] for i in range(0, len(body), width)][:4]
+        text[r, b] = f"<b>{h}</b><br>" + "<br>".join(lines)
+        hover[r, b] = (f"prompt {row['request']}, block {b} (tokens {row['tokens']})<br>hash {row['hash']}<br>"
+                       f"parent {row['parent hash']}<br>{row['fate']}")
+    m = len(fates)
+    colorscale = []
+    for i, f in enumerate(fates):
+        colorscale += [[i / m, FATE_COLORS[f]], [(i + 1) / m, FATE_COLORS[f]]]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(range(nb)), y=["prompt A", "prompt B"], zmin=-0.5, zmax=m - 0.5, colorscale=colorscale,
+        showscale=False, xgap=3, ygap=6, text=text, texttemplate="%{text}",
+        textfont=dict(size=13 if block_size <= 16 else 11, color="#000000"), customdata=hover,
+        hovertemplate="%{customdata}<extra></extra>",
+    ))
+    for f in fates:  # legend entries
+        fig.add_scatter(x=[None], y=[None], mode="markers", marker=dict(size=14, color=FATE_COLORS[f], symbol="square"),
+                        name=FATE_SHORT[f])
+    b = changed_pos // block_size
+    fig.add_shape(type="rect", x0=b - 0.5, x1=b + 0.5, y0=0.5, y1=1.5, line=dict(color="#000000", width=4))
+    fig.add_annotation(x=b, y=1.5, yanchor="top", text=f"changed byte {changed_pos}", showarrow=False,
+                       font=dict(size=13), bgcolor="#ffffff", yshift=-2)
+    fig.update_xaxes(title_text=f"block (of {block_size} tokens)", tickmode="array", tickvals=list(range(nb)),
+                     showgrid=False, zeroline=False)
+    fig.update_yaxes(autorange="reversed", showgrid=False)
+    base_layout(fig, title, f"block (of {block_size} tokens)", "", height=380)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
+                      margin=dict(t=60, b=10))
+    return fig
+
+
+def layout_bars(frame: pd.DataFrame, labels: dict[str, str], selected: str) -> go.Figure:
+    """Token hit rate of every workload, fixed content first vs variable content first."""
+    fig = go.Figure()
+    order = list(dict.fromkeys(frame["workload"]))
+    ylab = [("▶ " if w == selected else "") + labels[w] for w in order]
+    for layout, name in (("fixed_first", "fixed content first"), ("variable_first", "variable content first")):
+        df = frame[frame["layout"] == layout].set_index("workload").loc[order]
+        vals = 100 * df["hit_rate"].to_numpy()
+        fig.add_bar(y=ylab, x=vals, orientation="h", name=name, marker_color=LAYOUT_COLORS[layout],
+                    text=[f"{v:.1f}%" for v in vals], textposition="outside",
+                    customdata=np.stack([df["hit_tokens"], df["prompt_tokens"]], axis=1),
+                    hovertemplate="%{y}: %{x:.1f}% (%{customdata[0]:,} of %{customdata[1]:,} prompt tokens)"
+                                  f" — {name}<extra></extra>")
+    fig.update_xaxes(range=[0, 112], ticksuffix="%")
+    base_layout(fig, "Prompt tokens served from the cache, by workload and layout", "token hit rate", "", height=470)
+    fig.update_layout(barmode="group", yaxis=dict(autorange="reversed"), bargap=0.25)
+    return fig
+
+
+def per_request(frame: pd.DataFrame, title: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_bar(x=frame["request"], y=frame["hit_tokens"], name="hit (from the cache)", marker_color=HIT,
+                customdata=frame["label"], hovertemplate="request %{x} (%{customdata}): %{y:,} tokens hit<extra></extra>")
+    fig.add_bar(x=frame["request"], y=frame["computed_tokens"], name="computed by the prefill", marker_color=NAIVE,
+                customdata=frame["label"],
+                hovertemplate="request %{x} (%{customdata}): %{y:,} tokens computed<extra></extra>")
+    base_layout(fig, title, "request (in arrival order)", "prompt tokens", height=380)
+    fig.update_layout(barmode="stack", bargap=0.05)
+    return fig
+
+
+def sweep(frames: dict[str, pd.DataFrame], x: str, chosen: int, title: str, x_title: str) -> go.Figure:
+    """Hit rate against capacity or block size, one line per layout; the chosen value marked."""
+    fig = go.Figure()
+    for layout, df in frames.items():
+        name = "fixed content first" if layout == "fixed_first" else "variable content first"
+        fig.add_scatter(x=df[x], y=100 * df["hit_rate"], mode="lines+markers", name=name,
+                        line=dict(color=LAYOUT_COLORS[layout], width=3), marker=dict(size=9),
+                        customdata=df["evictions"],
+                        hovertemplate="%{x:,}: %{y:.1f}% hit, %{customdata:,} evictions<extra>" + name + "</extra>")
+    fig.add_vline(x=chosen, line=dict(color="#000000", dash="dot", width=2))
+    ticks = sorted(set().union(*(set(df[x].tolist()) for df in frames.values()))) if frames else []
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{v:,}" if v < 1024 else f"{v // 1024:,}k" for v in ticks])
+    fig.update_yaxes(range=[-3, 103], ticksuffix="%")
+    return base_layout(fig, title, x_title, "token hit rate", height=380)
+
+
+def radix_tree(segments: pd.DataFrame, block_size: int, labels: list[str], title: str) -> go.Figure:
+    """The cached blocks as a tree: each horizontal bar is a run of blocks; requests are paths from the
+    left. Blue runs are shared by several requests (×n), orange ones belong to one request."""
+    fig = go.Figure()
+    if segments.empty:
+        return base_layout(fig, title, "token position", "", height=200)
+    by_id = segments.set_index("segment")
+    for seg in segments.itertuples(index=False):
+        x0, x1 = seg.start_block * block_size, seg.end_block * block_size
+        n = len(seg.requests)
+        color = HIT if n > 1 else COMPUTED
+        reqs = ", ".join(str(r) for r in seg.requests[:12]) + (" …" if n > 12 else "")
+        hover = (f"blocks {seg.start_block}..{seg.end_block - 1} (tokens {x0:,}..{x1 - 1:,})<br>first computed by "
+                 f"request {seg.created_by} ({labels[seg.created_by]})<br>on the path of {n} request"
+                 f"{'s' if n > 1 else ''}: {reqs}")
+        fig.add_scatter(x=[x0, x1], y=[seg.lane, seg.lane], mode="lines+markers", line=dict(color=color, width=14),
+                        marker=dict(symbol="line-ns", size=[18, 0], line=dict(width=3, color="#ffffff")),
+                        showlegend=False, hoverinfo="text", text=[hover, hover])
+        if not pd.isna(seg.parent):
+            p = by_id.loc[int(seg.parent)]
+            fig.add_scatter(x=[x0, x0], y=[p["lane"], seg.lane], mode="lines", showlegend=False, hoverinfo="skip",
+                            line=dict(color="#555555", width=2))
+        label = f"×{n}" if n > 1 else f"r{seg.requests[0]}"
+        fig.add_annotation(x=(x0 + x1) / 2, y=seg.lane, text=label, showarrow=False, yshift=16,
+                           font=dict(size=12, color="#000000"))
+    for name, color in (("shared by several requests (×n)", HIT), ("one request only (r = request)", COMPUTED)):
+        fig.add_scatter(x=[None], y=[None], mode="lines", line=dict(color=color, width=10), name=name)
+    lanes = int(segments["lane"].max()) + 1
+    fig.update_yaxes(autorange="reversed", showticklabels=False, showgrid=False, zeroline=False,
+                     range=[lanes - 0.4, -0.8])
+    base_layout(fig, title, "token position (blocks laid end to end)", "", height=int(150 + 42 * lanes))
+    return fig
+
+
+def prefill_times(run, title: str) -> go.Figure:
+    """Prefill time of every branch, from scratch vs on top of the prefix prefilled once."""
+    fig = go.Figure()
+    rows = ["from scratch", "prefix once + branches"]
+    base = 0.0
+    for b, t in enumerate(run.scratch_prefill_s):
+        fig.add_bar(y=[rows[0]], x=[1e3 * t], base=[base], orientation="h", marker_color=NAIVE,
+                    marker_line=dict(color="#ffffff", width=2), showlegend=b == 0,
+                    name="prefix + continuation, prefilled whole", text=[f"#{b + 1}"], textposition="inside",
+                    hovertemplate=f"branch {b + 1}: {len(run.prefix_ids) + len(run.suffix_ids[b])} tokens, "
+                                  "%{x:.2f} ms<extra></extra>")
+        base += 1e3 * t
+    fig.add_bar(y=[rows[1]], x=[1e3 * run.shared_prefill_s], base=[0], orientation="h", marker_color=CACHED,
+                name="shared prefix, once", text=["prefix"], textposition="inside",
+                hovertemplate=f"prefix: {len(run.prefix_ids)} tokens, %{{x:.2f}} ms<extra></extra>")
+    base = 1e3 * run.shared_prefill_s
+    for b, t in enumerate(run.suffix_prefill_s):
+        fig.add_bar(y=[rows[1]], x=[1e3 * t], base=[base], orientation="h", marker_color="#9ecae1",
+                    marker_line=dict(color="#ffffff", width=2), showlegend=b == 0, name="continuation on the cache",
+                    hovertemplate=f"branch {b + 1}: {len(run.suffix_ids[b])} tokens, %{{x:.2f}} ms<extra></extra>")
+        base += 1e3 * t
+    base_layout(fig, title, "prefill time (ms, median of the repeats)", "", height=300)
+    fig.update_layout(barmode="overlay", yaxis=dict(autorange="reversed"))
+    return fig
+
+
+def kv_difference(kc, labels: list[str], title: str) -> go.Figure:
+    """max |ΔK| and max |ΔV| by layer and position (log colour; exactly zero is left white)."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=["keys: max |ΔK| over heads and channels",
+                                        "values: max |ΔV| over heads and channels"])
+    layers = [f"layer {i}" for i in range(kc.num_layers)]
+    T = kc.k_diff.shape[1]
+    for row, diff in ((1, kc.k_diff), (2, kc.v_diff)):
+        with np.errstate(divide="ignore"):
+            z = np.where(diff > 0, np.log10(np.maximum(diff, 1e-30)), np.nan)
+        hover = np.array([[f"{layers[i]}, position {j} ({labels[j]!r}): {'exactly 0' if diff[i, j] == 0 else f'{diff[i, j]:.2e}'}"
+                           for j in range(T)] for i in range(kc.num_layers)])
+        fig.add_trace(go.Heatmap(z=z, x=list(range(T)), y=layers, zmin=-6, zmax=1, colorscale="Viridis",
+                                 showscale=row == 1, customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+                                 colorbar=dict(title="log10 |Δ|", len=0.9, y=0.5)), row=row, col=1)
+        fig.add_vline(x=kc.position, line=dict(color="#d62728", width=2, dash="dot"), row=row, col=1)
+    fig.update_yaxes(autorange="reversed")
+    base_layout(fig, title, "", "", height=430)
+    fig.update_xaxes(title_text="token position (white: exactly unchanged)", row=2, col=1)
+    fig.update_layout(plot_bgcolor="#ffffff")
+    return fig
