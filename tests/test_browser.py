@@ -131,3 +131,21 @@ def test_bad_url_shows_no_exception(app_url, browser):
         assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         page.close()
+
+
+def test_an_interaction_updates_the_page_and_the_url(app_url, browser):
+    """Type a new batch on the KV memory page: the total and the address bar follow."""
+    page = open_page(browser, f"{app_url}/kv_memory")
+    try:
+        total = page.locator('[data-testid="stMetric"]', has_text="All requests")
+        assert "64 GiB" in total.inner_text()  # Llama 3.1 8B, 16 × 32k tokens × 128 KiB
+        box = page.get_by_label("Batch B (requests)")
+        box.fill("17")
+        box.press("Enter")
+        page.wait_for_function("() => location.search.includes('batch=17')", timeout=60_000)
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=120_000)
+        assert "68 GiB" in total.inner_text()
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.screenshot(path=str(SHOTS / "kv_memory_batch17.png"), full_page=True)
+        page.close()
