@@ -36,7 +36,7 @@ PAGES: tuple[PageInfo, ...] = (
     PageInfo("prefix_caching", "Prefix caching", ":material/account_tree:", "Memory",
              "Hashed blocks chained to their parent; hit rates by workload and prompt layout.", True),
     PageInfo("kv_quantization", "KV quantization", ":material/compress:", "Memory",
-             "KIVI-style K per channel, V per token: bytes saved against error by position.", False),
+             "KIVI-style K per channel, V per token: bytes saved against error by position.", True),
     PageInfo("attention_kernels", "Attention kernels", ":material/bolt:", "Speed",
              "Eager vs SDPA backends timed live on this device; the online softmax, step by step.", True),
     PageInfo("roofline", "Roofline", ":material/show_chart:", "Speed",

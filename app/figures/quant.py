@@ -1,0 +1,144 @@
+"""Figures for the KV quantization page."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.figures import CACHED, FORMULA, NAIVE, base_layout
+
+SCHEME_COLORS = {
+    "fp16": FORMULA,
+    "kivi": CACHED,
+    "kivi_nores": "#9467bd",
+    "token": NAIVE,
+    "channel": "#ff7f0e",
+    "token_res": "#8c564b",
+    "token_first": "#e377c2",
+    "fp8_e4m3": "#2ca02c",
+    "fp8_e5m2": "#17becf",
+}
+PART_LABELS = {"codes": "codes (bit-packed)", "scales": "scales (fp16)", "zero_points": "zero points (fp16)",
+               "full_precision": "full-precision residual (fp16)"}
+PART_COLORS = {"codes": "#4c78a8", "scales": "#f58518", "zero_points": "#e45756", "full_precision": "#b0b0b0"}
+METRIC_LABELS = {"kl": "KL(full ‖ quantized), nats", "delta_loss": "Δ loss, nats per byte",
+                 "agreement": "top-1 agreement with full precision"}
+
+
+def bytes_by_part(rows: list[dict], num_tokens: int) -> go.Figure:
+    """Horizontal stacked bars: bytes per token of each scheme, split into codes / scales / ... ."""
+    labels = [r["short"] for r in rows]
+    fig = go.Figure()
+    for part, name in PART_LABELS.items():
+        fig.add_bar(y=labels, x=[r[part] / num_tokens for r in rows], name=name, orientation="h",
+                    marker_color=PART_COLORS[part],
+                    hovertemplate="%{y}<br>" + name + ": %{x:,.1f} B/token<extra></extra>")
+    fig.update_layout(barmode="stack", yaxis=dict(autorange="reversed"))
+    fig = base_layout(fig, f"Bytes per token at {num_tokens:,} tokens (every layer, K and V)", "bytes per token", "",
+                      height=170 + 38 * len(rows))
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0.0))
+    return fig
+
+
+def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], residual: int) -> go.Figure:
+    """key -> (label, contexts, bytes per token): the residual window's cost fades with length."""
+    fig = go.Figure()
+    for key, (label, xs, ys) in curves.items():
+        fig.add_scatter(x=xs, y=ys, name=label, mode="lines", line=dict(color=SCHEME_COLORS.get(key), width=3))
+    top = max(max(ys) for _, _, ys in curves.values())
+    fig.add_scatter(x=[residual, residual], y=[0, top], mode="lines", name=f"R = {residual}",
+                    line=dict(color="#888", dash="dot", width=2), hoverinfo="skip")
+    fig.update_xaxes(type="log", tickvals=[4**k for k in range(8)])
+    fig = base_layout(fig, "Bytes per token as the context grows", "tokens in the cache (log scale)",
+                      "bytes per token (average)", height=170 + 38 * 9)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0))
+    return fig
+
+
+def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[str]) -> go.Figure:
+    """frame: rows of PositionErrors.binned() with a 'key' column; one line per scheme."""
+    fig = go.Figure()
+    for key in keys:
+        df = frame[frame["key"] == key]
+        if df.empty:
+            continue
+        y = df[metric].to_numpy(dtype=float)
+        if log_y:  # exactly 0 (every key read in full precision) has no place on a log axis: leave a gap
+            y = np.where(y > 0, y, np.nan)
+        fig.add_scatter(x=df["position"], y=y, name=df["scheme"].iloc[0], mode="lines+markers",
+                        line=dict(color=SCHEME_COLORS.get(key), width=3), marker=dict(size=5))
+    if log_y:
+        fig.update_yaxes(type="log", exponentformat="power")
+    fig = base_layout(fig, f"{METRIC_LABELS[metric].split(',')[0]} by token position (teacher-forced, held-out text)",
+                      "token position", METRIC_LABELS[metric], height=460)
+    fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1.0, xanchor="left", x=1.01))
+    return fig
+
+
+def bits_heatmap(table: pd.DataFrame, metric: str) -> go.Figure:
+    """table: one row per scheme (index: its label), one column per bit width, values of `metric`
+    ("kl", "delta_loss" or "agreement"); NaN where a scheme has no such width (FP8 is 8 bits only)."""
+    vals = table.to_numpy(dtype=float)
+    if metric == "kl":
+        z, scale, fmt = np.log10(np.clip(vals, 1e-12, None)), "Reds", ".1e"
+    elif metric == "agreement":
+        z, scale, fmt = vals, "Reds_r", ".1%"
+    else:
+        z, scale, fmt = vals, "Reds", "+.4f"
+    z = np.where(np.isnan(vals), np.nan, z)
+    text = [["" if np.isnan(v) else format(v, fmt) for v in row] for row in vals]
+    fig = go.Figure(go.Heatmap(z=z, x=list(table.columns), y=list(table.index), text=text, texttemplate="%{text}",
+                               textfont=dict(size=15), colorscale=scale, showscale=False, xgap=2, ygap=2,
+                               hovertemplate="%{y}, %{x}: %{text}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=15))
+    fig.update_xaxes(type="category", side="top", tickfont=dict(size=15))
+    return base_layout(fig, f"{METRIC_LABELS[metric].split(',')[0]}, every scheme at every bit width", "", "",
+                       height=130 + 46 * len(table))
+
+
+def channel_heatmaps(k_abs: np.ndarray, v_abs: np.ndarray, layer: int, head: int) -> go.Figure:
+    """(T, D) |K| and |V| of one layer and KV head: tokens down, channels across."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"|K| — layer {layer}, KV head {head}",
+                                                        f"|V| — layer {layer}, KV head {head}"),
+                        horizontal_spacing=0.14)
+    for col, (arr, name) in enumerate(((k_abs, "K"), (v_abs, "V")), start=1):
+        fig.add_trace(go.Heatmap(z=arr, colorscale="Viridis", coloraxis=f"coloraxis{col}",
+                                 hovertemplate=f"token %{{y}}, channel %{{x}}<br>|{name}| = %{{z:.3f}}<extra></extra>"),
+                      row=1, col=col)
+        fig.update_xaxes(title_text="channel", row=1, col=col)
+        fig.update_yaxes(title_text="token position" if col == 1 else None, autorange="reversed", row=1, col=col)
+    fig.update_layout(coloraxis1=dict(colorscale="Viridis", colorbar=dict(x=0.43, len=0.9, thickness=14, title="|K|")),
+                      coloraxis2=dict(colorscale="Viridis", colorbar=dict(x=1.0, len=0.9, thickness=14, title="|V|")))
+    return base_layout(fig, "", "", "", height=480)
+
+
+def channel_bars(k_mean: np.ndarray, v_mean: np.ndarray) -> go.Figure:
+    """Mean |value| of each channel over the tokens, K against V, each over its own median."""
+    ch = np.arange(len(k_mean))
+    fig = go.Figure()
+    fig.add_bar(x=ch, y=k_mean / np.median(k_mean), name="K", marker_color=CACHED)
+    fig.add_bar(x=ch, y=v_mean / np.median(v_mean), name="V", marker_color="#ff7f0e")
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
+    fig.update_layout(barmode="group")
+    return base_layout(fig, "Each channel's mean |value| over the tokens, ÷ the median channel", "channel",
+                       "× the median channel", height=340)
+
+
+def outlier_errors(frame: pd.DataFrame) -> go.Figure:
+    """frame: case, axis, rel_error_other, rel_error_scores."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("error on the ordinary channels", "error of the scores q·k"))
+    for axis, color, name in (("token", NAIVE, "K per-token"), ("channel", CACHED, "K per-channel")):
+        df = frame[frame["axis"] == axis]
+        fig.add_bar(x=df["case"], y=df["rel_error_other"], name=name, marker_color=color, legendgroup=axis,
+                    row=1, col=1, texttemplate="%{y:.0%}", textposition="outside")
+        fig.add_bar(x=df["case"], y=df["rel_error_scores"], name=name, marker_color=color, legendgroup=axis,
+                    showlegend=False, row=1, col=2, texttemplate="%{y:.0%}", textposition="outside")
+    fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    fig.update_layout(barmode="group")
+    fig = base_layout(fig, "", "", "", height=380)
+    fig.update_yaxes(title_text="relative RMS error", row=1, col=1)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="center", x=0.5),
+                      margin=dict(t=40))
+    return fig
