@@ -41,8 +41,10 @@ def pick_dtype(device: torch.device) -> torch.dtype:
 
 
 def pick_num_threads(env: dict[str, str] | None = None, cpu_count: int | None = None) -> int:
-    """All cores on a small machine, at most 8 (more threads than that only add sync cost
-    for a model this small)."""
+    """Half the cores, at least 1 and at most 8. A Streamlit server shares its machine (other
+    sessions, the browser, here a test runner): torch's OpenMP threads that must wait for a busy
+    core spin, and on a loaded 2-core machine two threads made a page 5x slower than one. The
+    tiny model's decode steps are too small to gain from more than a few threads anyway."""
     env = os.environ if env is None else env
     if env.get(THREADS_ENV, "").strip():
         n = int(env[THREADS_ENV])
@@ -50,7 +52,7 @@ def pick_num_threads(env: dict[str, str] | None = None, cpu_count: int | None = 
             raise ValueError(f"{THREADS_ENV} must be >= 1, got {n}")
         return n
     cpu_count = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
-    return max(1, min(cpu_count, 8))
+    return max(1, min(cpu_count // 2, 8))
 
 
 def configure_threads(env: dict[str, str] | None = None) -> int:

@@ -17,7 +17,9 @@ def test_env_overrides_device():
 
 def test_dtype_and_threads():
     assert pick_dtype(torch.device("cpu")) == torch.float32
-    assert pick_num_threads({}, cpu_count=2) == 2
+    assert pick_num_threads({}, cpu_count=2) == 1
+    assert pick_num_threads({}, cpu_count=1) == 1
+    assert pick_num_threads({}, cpu_count=12) == 6
     assert pick_num_threads({}, cpu_count=64) == 8
     assert pick_num_threads({"KVLAB_THREADS": "3"}, cpu_count=2) == 3
     with pytest.raises(ValueError, match="KVLAB_THREADS must be >= 1, got 0"):
