@@ -19,8 +19,7 @@ on a real tiny language model** running on this machine — and says why they di
 )
 
 st.subheader("Map of the lab")
-rows = [{"Page": p.title, "Section": p.section, "What it shows": p.summary,
-         "Status": "ready" if p.ready else "coming"} for p in PAGES if p.slug != "home"]
+rows = [{"Page": p.title, "Section": p.section, "What it shows": p.summary} for p in PAGES if p.slug != "home"]
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 cols = st.columns(3)
 for i, p in enumerate(q for q in PAGES if q.slug != "home"):
