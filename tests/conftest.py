@@ -29,3 +29,21 @@ def random_model(n_kv_heads: int = 4, seed: int = 0, **overrides) -> TinyLlama:
 @pytest.fixture(scope="session")
 def shipped_models() -> dict[str, TinyLlama]:
     return {name: load_model(name) for name in PRESETS}
+
+
+PAGES_DIR = ROOT / "pages"
+
+
+def run_page(slug: str, params: dict[str, str] | None = None, timeout: float = 300):
+    """One page of the lab run by AppTest, with `params` in its URL."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(PAGES_DIR / f"{slug}.py"), default_timeout=timeout)
+    for k, v in (params or {}).items():
+        at.query_params[k] = str(v)
+    return at.run()
+
+
+def metric_value(at, label: str) -> str:
+    """The value text of the metric with this label (StopIteration names a missing one)."""
+    return next(m.value for m in at.metric if m.label == label)

@@ -1,27 +1,19 @@
 """AppTest for the Attention kernels page: the numbers shown are the numbers sim/ returns."""
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.figures.kernels import fmt_bytes, fmt_num, fmt_ratio
 from sim import flash as FL
 from sim import kernels as K
+from tests.conftest import metric_value as metric
+from tests.conftest import run_page
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "attention_kernels.py")
 SMALL = {"n": "128", "h": "1", "d": "16", "threads": "1"}  # a timing of a few milliseconds per kernel
 
 
 def page(params=None) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=180)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def metric(at, label):
-    return next(m.value for m in at.metric if m.label == label)
+    return run_page("attention_kernels", params, timeout=180)
 
 
 def click(at, label):

@@ -1,20 +1,14 @@
 """AppTest for the Attention masks page."""
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from sim.masks import VARIANTS, leaked_mass, masked_softmax, sliding_window
-
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "attention_masks.py")
+from tests.conftest import run_page
 
 
 def page(params=None) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    return at.run()
+    return run_page("attention_masks", params, timeout=120)
 
 
 def test_defaults():

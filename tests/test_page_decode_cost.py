@@ -1,25 +1,16 @@
 """AppTest for the Decode cost page: the numbers shown are the numbers sim/ returns."""
 
-from pathlib import Path
-
 from streamlit.testing.v1 import AppTest
 
 from sim.generate import encode
 from sim.model import PRESETS
 from sim.opcount import generation_flops
-
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "decode_cost.py")
+from tests.conftest import metric_value as metric
+from tests.conftest import run_page
 
 
 def page(params=None) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=180)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def metric(at, label):
-    return next(m.value for m in at.metric if m.label == label)
+    return run_page("decode_cost", params, timeout=180)
 
 
 def expected_flop_ratio(variant, prompt, n):

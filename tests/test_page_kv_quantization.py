@@ -1,27 +1,20 @@
 """AppTest for the KV quantization page: the numbers shown are the numbers sim/ returns."""
 
 from functools import cache
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from sim.kivi_cache import make_scheme, scheme_bytes
 from sim.model import load_model
 from sim.quant_experiments import EvalConfig, evaluate_scheme, free_run, heldout_windows
+from tests.conftest import metric_value as metric
+from tests.conftest import run_page
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "kv_quantization.py")
 SMALL = {"win": "1", "len": "128", "n": "24"}  # a light view: one window of 128 tokens
 
 
 def page(params=None) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=300)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def metric(at, label):
-    return next(m.value for m in at.metric if m.label == label)
+    return run_page("kv_quantization", params, timeout=300)
 
 
 @cache

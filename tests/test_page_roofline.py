@@ -1,21 +1,15 @@
 """AppTest for the Roofline page: the numbers shown are sim/'s numbers."""
 
-from pathlib import Path
-
 from streamlit.testing.v1 import AppTest
 
 from sim.gpus import load_gpus
 from sim.model_presets import load_presets
 from sim.roofline import RooflineConfig, decode_step, hardware, prefill_step
-
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "roofline.py")
+from tests.conftest import run_page
 
 
 def page(params=None) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    return at.run()
+    return run_page("roofline", params, timeout=120)
 
 
 def metric(at, label):

@@ -3,7 +3,7 @@
 import torch
 
 from sim.model import ModelConfig, TinyLlama
-from sim.train import TRAIN_PRESETS, TrainConfig, load_corpus, lr_at, mean_pool_kv, seq_len_at
+from sim.train import CORPUS, TRAIN_PRESETS, TrainConfig, load_corpus, lr_at, mean_pool_kv, seq_len_at
 from tests.conftest import random_model
 
 
@@ -20,8 +20,11 @@ def test_schedules():
 
 def test_corpus_split():
     train, val = load_corpus()
-    assert len(train) + len(val) == 1_036_489 and len(val) == 103_648
+    # 67 chunks of 32 KiB (the last one short): chunks 9, 19, …, 59 are validation
+    assert len(train) + len(val) == 2_165_599 and len(val) == 6 * 32 * 1024
     assert train.max() < 128  # ASCII
+    text = bytes(val[:32 * 1024].tolist())
+    assert text in CORPUS.read_bytes()[9 * 32 * 1024:10 * 32 * 1024 + 1]
 
 
 def test_mean_pooling_is_exact_when_group_heads_agree():
