@@ -86,7 +86,9 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xf = x.float()
+        if x.dtype == torch.float32:  # the same arithmetic in fewer kernel calls
+            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+        xf = x.float()  # half precision: normalise in fp32, as Llama does
         xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * xf.to(x.dtype)
 
@@ -139,13 +141,15 @@ class Attention(nn.Module):
         B, T, _ = x.shape
         H, Hkv, D, G = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
         if self.wqkv is not None:
-            q, k, v = F.linear(x, self.wqkv).split([H * D, Hkv * D, Hkv * D], dim=-1)
+            qkv = F.linear(x, self.wqkv)
         else:
-            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        q = q.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
-        k = k.view(B, T, Hkv, D).transpose(1, 2)  # (B, Hkv, T, D)
-        v = v.view(B, T, Hkv, D).transpose(1, 2)  # (B, Hkv, T, D)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+            qkv = torch.cat([self.q_proj(x), self.k_proj(x), self.v_proj(x)], dim=-1)
+        qkv = qkv.view(B, T, H + 2 * Hkv, D)  # (B, T, H + 2·Hkv, D)
+        # RoPE on the query and key heads at once; cos/sin arrive as (T, 1, D)
+        q, k = apply_rope(qkv[:, :, : H + Hkv], cos, sin).split([H, Hkv], dim=2)
+        q = q.transpose(1, 2)  # (B, H, T, D)
+        k = k.transpose(1, 2)  # (B, Hkv, T, D)
+        v = qkv[:, :, H + Hkv :].transpose(1, 2)  # (B, Hkv, T, D)
         if cache is not None:
             k, v = cache.update(layer_idx, start_pos, k, v)  # (B, Hkv, S, D), S = start_pos + T
         S = k.shape[2]
@@ -276,8 +280,8 @@ class TinyLlama(nn.Module):
                 f"positions {start_pos}..{start_pos + T - 1} exceed the trained context of {cfg.max_seq_len} tokens"
             )
         x = self.model.embed_tokens(idx)  # (B, T, d)
-        cos = self.rope_cos[start_pos : start_pos + T].to(x.dtype)  # (T, D)
-        sin = self.rope_sin[start_pos : start_pos + T].to(x.dtype)
+        cos = self.rope_cos[start_pos : start_pos + T, None].to(x.dtype)  # (T, 1, D): broadcast over heads
+        sin = self.rope_sin[start_pos : start_pos + T, None].to(x.dtype)
         for i, layer in enumerate(self.model.layers):
             x = x + layer.self_attn(
                 layer.input_layernorm(x), cos, sin, start_pos, cache, i, attn_impl, sdpa_backend, tally, attn_mask,
