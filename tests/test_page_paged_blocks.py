@@ -1,6 +1,5 @@
 """The Paged KV blocks page: the numbers it shows are the simulator's, its state lives in the URL."""
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,16 +9,12 @@ from streamlit.testing.v1 import AppTest
 
 from sim import paging as pg
 from sim.model import checkpoint_path
-
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "paged_blocks.py")
+from tests.conftest import run_page
 
 
 def open_page(**params) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=300)
     params.setdefault("live", "0")  # the real-model section has its own test
-    for k, v in params.items():
-        at.query_params[k] = str(v)
-    at.run()
+    at = run_page("paged_blocks", params)
     assert not at.exception, at.exception
     return at
 

@@ -1,7 +1,6 @@
 """The Prefix caching page: the numbers it shows are the simulator's, its state lives in the URL."""
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from streamlit.runtime.memory_media_file_storage import _calculate_file_id
@@ -9,16 +8,12 @@ from streamlit.testing.v1 import AppTest
 
 from sim import prefix_cache as pc
 from sim.model import checkpoint_path
-
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "prefix_caching.py")
+from tests.conftest import run_page
 
 
 def open_page(**params) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=300)
     params.setdefault("live", "0")  # the real-model section has its own test
-    for k, v in params.items():
-        at.query_params[k] = str(v)
-    at.run()
+    at = run_page("prefix_caching", params)
     assert not at.exception, at.exception
     return at
 

@@ -1,6 +1,5 @@
 """The Serving page: the numbers it shows are sim.serving's for the same inputs, its state lives in the URL."""
 
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -9,16 +8,12 @@ from streamlit.testing.v1 import AppTest
 
 from sim import paging as pg
 from sim import serving as sv
-
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "serving.py")
+from tests.conftest import run_page
 
 
 def open_page(**params) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=300)
     params.setdefault("live", "0")  # the real-model section has its own test
-    for k, v in params.items():
-        at.query_params[k] = str(v)
-    at.run()
+    at = run_page("serving", params)
     assert not at.exception, at.exception
     return at
 
