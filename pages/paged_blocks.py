@@ -4,6 +4,7 @@ import streamlit as st
 
 from app.figures import paging as figs
 from app.urlstate import UrlState
+from app.workload import register_workload
 from sim import paging as pg
 
 NUM_FRAMES = 41  # snapshots of the block pool the time slider steps through
@@ -24,13 +25,7 @@ st.markdown(
 )
 
 url = UrlState()
-url.int("requests", 1000, 1, pg.MAX_REQUESTS, label="requests")
-url.choice("lengths", "chat", pg.LENGTH_DISTS, label="length distribution")
-url.int("prompt_mean", 160, 1, pg.MAX_MODEL_LEN - 1, label="mean prompt length")
-url.int("output_mean", 340, 1, pg.MAX_MODEL_LEN - 1, label="mean output length")
-url.float("spread", 1.0, 0.05, 3.0, label="spread (log-normal sigma)")
-url.int("max_len", 2048, 64, pg.MAX_MODEL_LEN, label="max model length")
-url.int("max_tokens", 1024, 1, pg.MAX_MODEL_LEN - 1, label="max_tokens")
+register_workload(url, pg.MAX_REQUESTS)
 url.int("capacity", 16_384, 1024, pg.MAX_CAPACITY_TOKENS, label="KV capacity")
 url.int("block_size", 16, 1, 256, label="block size")
 url.choice("arrival", "burst", pg.ARRIVALS, label="arrivals")

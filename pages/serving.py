@@ -8,6 +8,7 @@ import streamlit as st
 
 from app.figures import serving as figs
 from app.urlstate import UrlState
+from app.workload import register_workload
 from sim import paging as pg
 from sim import serving as sv
 from sim.gpus import load_gpus
@@ -52,13 +53,7 @@ url.choice("wdtype", "bf16", list(WEIGHT_DTYPE_BITS), label="weight dtype")
 url.choice("kvdtype", "fp16", list(KV_DTYPES), label="KV dtype")
 url.float("util", 0.9, 0.05, 1.0, label="memory utilization")
 url.int("kv_limit", 0, 0, pg.MAX_CAPACITY_TOKENS, label="KV slots cap")
-url.int("requests", 1000, 1, sv.MAX_REQUESTS, label="requests")
-url.choice("lengths", "chat", pg.LENGTH_DISTS, label="length distribution")
-url.int("prompt_mean", 160, 1, pg.MAX_MODEL_LEN - 1, label="mean prompt length")
-url.int("output_mean", 340, 1, pg.MAX_MODEL_LEN - 1, label="mean output length")
-url.float("spread", 1.0, 0.05, 3.0, label="spread (log-normal sigma)")
-url.int("max_len", 2048, 64, pg.MAX_MODEL_LEN, label="max model length")
-url.int("max_tokens", 1024, 1, pg.MAX_MODEL_LEN - 1, label="max_tokens")
+register_workload(url, sv.MAX_REQUESTS)
 url.choice("arrival", "burst", pg.ARRIVALS, label="arrivals")
 url.float("rate", 20.0, 0.1, MAX_RATE, label="arrival rate (requests/s)")
 url.int("seed", 0, 0, 2**31 - 1, label="seed")
