@@ -12,7 +12,9 @@ import streamlit as st  # noqa: E402
 from app.registry import PAGES, SECTIONS  # noqa: E402
 from app.sidebar import render_sidebar  # noqa: E402
 
-st.set_page_config(page_title="KV Cache Lab", page_icon=":material/memory:", layout="wide")
+# A bundled image, not a ":material/...:" icon: Streamlit fetches those favicons from an outside
+# font host, and the lab must work with no network at all.
+st.set_page_config(page_title="KV Cache Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide")
 
 nav = {
     section: [

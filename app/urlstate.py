@@ -2,13 +2,19 @@
 
 Usage in a page:
 
-    url = UrlState()
+    url = UrlState("decode_cost")                   # the page's slug: its values belong to it
     url.int("n", default=100, lo=1, hi=1024)        # validates ?n=..., seeds the widget key
     st.slider("New tokens", 1, 1024, key="n")       # the widget owns the value from here on
     url.sync()                                      # writes the current values back to the URL
 
+Each page owns its state. Widget keys are short and may repeat across pages (`batch`, `model`),
+so on *entering* a page (the previous run was another page) every key it registers is reset: to
+the URL's value when the link carries one, else to what the user last set on this page in this
+session, else to the default. Another page's value never leaks in, and coming back to a page
+keeps what was set there.
+
 A value in the URL that does not parse or is out of range falls back to the default, and the
-page shows a warning naming the value and the allowed range (never an exception).
+page shows one warning listing each such value, escaped and shortened (never an exception).
 """
 
 from __future__ import annotations
@@ -19,7 +25,11 @@ from typing import Any
 
 import streamlit as st
 
-MAX_URL_TEXT = 2000
+from app.text import code
+
+MAX_URL_TEXT = 2000  # bytes of UTF-8
+PAGE_KEY = "_urlstate.page"  # the page the previous run showed
+STASH_KEY = "_urlstate.stash"  # page -> {key: value} as the user last left it
 
 
 # --- pure parsers: raw URL string -> (value, problem or None) ------------------------------
@@ -30,9 +40,9 @@ def parse_int(raw: str | None, default: int, lo: int, hi: int) -> tuple[int, str
     try:
         value = int(raw.strip())
     except ValueError:
-        return default, f"{raw!r} is not a whole number"
+        return default, f"{code(raw)} is not a whole number"
     if not lo <= value <= hi:
-        return default, f"{value} is outside {lo}..{hi}"
+        return default, f"{code(value)} is outside {lo}..{hi}"
     return value, None
 
 
@@ -42,9 +52,9 @@ def parse_float(raw: str | None, default: float, lo: float, hi: float) -> tuple[
     try:
         value = float(raw.strip())
     except ValueError:
-        return default, f"{raw!r} is not a number"
+        return default, f"{code(raw)} is not a number"
     if not math.isfinite(value) or not lo <= value <= hi:
-        return default, f"{raw} is outside {lo}..{hi}"
+        return default, f"{code(raw)} is outside {lo}..{hi}"
     return value, None
 
 
@@ -52,8 +62,8 @@ def parse_choice(raw: str | None, default: str, options: Sequence[str]) -> tuple
     if raw is None:
         return default, None
     if raw not in options:
-        shown = raw if len(raw) <= 40 else raw[:40] + "…"
-        return default, f"{shown!r} is not one of {', '.join(map(str, options))}"
+        listed = ", ".join(map(str, options[:12])) + (f" (and {len(options) - 12} more)" if len(options) > 12 else "")
+        return default, f"{code(raw)} is not one of {listed}"
     return raw, None
 
 
@@ -65,14 +75,15 @@ def parse_bool(raw: str | None, default: bool) -> tuple[bool, str | None]:
         return True, None
     if low in ("0", "false", "no", "off"):
         return False, None
-    return default, f"{raw!r} is not true/false"
+    return default, f"{code(raw)} is not true/false (1/0)"
 
 
 def parse_text(raw: str | None, default: str, max_len: int = MAX_URL_TEXT) -> tuple[str, str | None]:
     if raw is None:
         return default, None
-    if len(raw) > max_len:
-        return default, f"text of {len(raw):,} characters is longer than {max_len:,}"
+    num_bytes = len(raw.encode("utf-8", errors="surrogatepass"))
+    if num_bytes > max_len:
+        return default, f"text of {num_bytes:,} bytes (UTF-8) is longer than {max_len:,}"
     return raw, None
 
 
@@ -87,19 +98,32 @@ def dump(value: Any) -> str:
 class UrlState:
     """Reads validated values from st.query_params, seeds widget keys, writes them back."""
 
-    def __init__(self) -> None:
+    def __init__(self, page: str) -> None:
+        self.page = page
         self.keys: list[str] = []
         self.problems: list[str] = []
+        ss = st.session_state
+        self.entering = ss.get(PAGE_KEY) != page
+        ss[PAGE_KEY] = page
+        stash = ss.setdefault(STASH_KEY, {})
+        self._stash: dict[str, Any] = stash.setdefault(page, {})
 
     def _read(self, key: str, parse: Callable[[str | None], tuple[Any, str | None]], label: str) -> Any:
-        raw = st.query_params.get(key)
+        raws = st.query_params.get_all(key)
+        raw = raws[-1] if raws else None
         value, problem = parse(raw)
+        if len(raws) > 1:
+            self.problems.append(f"{code(key)} ({label}) appears {len(raws)} times in the link; "
+                                 f"using the last one, {code(raw)}.")
         if problem:
-            self.problems.append(f"URL value `{key}` ({label}): {problem}; using the default {dump(value)!r}.")
-        if key not in st.session_state:
-            st.session_state[key] = value
+            self.problems.append(f"{code(key)} ({label}): {problem}; using the default {code(dump(value))}.")
+        ss = st.session_state
+        if self.entering or key not in ss:
+            # a value in the link wins; else what the user last set here; else the default
+            ss[key] = value if raw is not None or key not in self._stash else self._stash[key]
+        self._stash[key] = ss[key]
         self.keys.append(key)
-        return st.session_state[key]
+        return ss[key]
 
     def int(self, key: str, default: int, lo: int, hi: int, label: str = "") -> int:
         return self._read(key, lambda r: parse_int(r, default, lo, hi), label or key)
@@ -114,16 +138,23 @@ class UrlState:
         return self._read(key, lambda r: parse_bool(r, default), label or key)
 
     def text(self, key: str, default: str, max_len: int = MAX_URL_TEXT, label: str = "") -> str:
+        """max_len counts UTF-8 bytes (the tiny model reads one token per byte)."""
         return self._read(key, lambda r: parse_text(r, default, max_len), label or key)
 
     def show_problems(self) -> None:
-        for p in self.problems:
-            st.warning(p, icon=":material/link_off:")
+        """One warning for every bad value in the link (a shared link can carry many)."""
+        if not self.problems:
+            return
+        lines = "\n".join(f"- {p}" for p in self.problems)
+        st.warning(f"This link has {len(self.problems)} value{'s' if len(self.problems) > 1 else ''} the page "
+                   f"cannot use; it shows the defaults instead:\n{lines}", icon=":material/link_off:")
 
     def sync(self) -> None:
-        """Write every registered widget's current value into the URL."""
+        """Write every registered widget's current value into the URL (and the page's own memory)."""
+        ss = st.session_state
         for key in self.keys:
-            if key in st.session_state:
-                text = dump(st.session_state[key])
-                if st.query_params.get(key) != text:
+            if key in ss:
+                self._stash[key] = ss[key]
+                text = dump(ss[key])
+                if st.query_params.get_all(key) != [text]:
                     st.query_params[key] = text

@@ -116,7 +116,7 @@ limits = device_limits(dev)
 dtypes = K.dtypes_for(device.type)
 num_cpus = os.cpu_count() or 1
 
-url = UrlState()
+url = UrlState("attention_kernels")
 url.int("b", 1, 1, K.MAX_BATCH, label="batch")
 url.int("h", 4, 1, K.MAX_HEADS, label="heads")
 url.int("n", 1024, 1, K.MAX_SEQ_LEN, label="sequence length")

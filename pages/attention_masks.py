@@ -30,7 +30,7 @@ st.markdown(
     "e⁰ = 1 — a full vote for a token the query must not see."
 )
 
-url = UrlState()
+url = UrlState("attention_masks")
 url.text("prompt", "To be, or not to be|that is the question", max_len=4 * MAX_PROMPT, label="prompt")
 url.choice("variant", "mha", list(PRESETS), label="model variant")
 url.choice("kind", "causal", list(MASK_KINDS), label="mask kind")

@@ -24,7 +24,7 @@ st.markdown(
     "with every matmul's FLOPs counted from the shapes it executed."
 )
 
-url = UrlState()
+url = UrlState("decode_cost")
 url.text("prompt", DEFAULT_PROMPT, max_len=4 * MAX_PROMPT_BYTES, label="prompt")
 url.choice("variant", "mha", list(PRESETS), label="model variant")
 url.int("n", 64, 1, CONTEXT, label="new tokens")

@@ -3,8 +3,10 @@ import streamlit as st
 
 from app.registry import PAGES
 from app.resources import device_info
+from app.urlstate import UrlState
 
 st.title("KV Cache Lab")
+UrlState("home")  # no controls here; marks the page so the next page knows it is entered
 st.markdown(
     """
 A language model writes every token's **keys and values** once and reads them again at every

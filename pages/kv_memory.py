@@ -47,7 +47,7 @@ st.markdown(
     "checks whether they fit on a GPU."
 )
 
-url = UrlState()
+url = UrlState("kv_memory")
 url.choice("model", "llama-3.1-8b", model_options, label="model")
 url.choice("kv", "fp16", list(KV_DTYPES), label="KV dtype")
 url.choice("group", "128", [str(g) for g in GROUP_SIZES], label="group size")

@@ -98,7 +98,7 @@ def demo_for(variant: str, window_len: int, num_tokens: int, layer: int, head: i
 presets = {k: p for k, p in load_presets().items()
            if p.attention != "MLA" and not p.sliding_window and p.v_dim == p.head_dim}
 gpus = load_gpus()
-url = UrlState()
+url = UrlState("kv_quantization")
 url.choice("variant", "mha", list(PRESETS), label="model variant")
 url.choice("bits", "4", [str(b) for b in INT_BITS], label="bits")
 url.choice("G", "32", CHUNKS, label="K chunk G (tokens)")

@@ -24,7 +24,7 @@ st.markdown(
     "fragmentation with contiguous allocation* — run on the exact same requests for four allocators."
 )
 
-url = UrlState()
+url = UrlState("paged_blocks")
 register_workload(url, pg.MAX_REQUESTS)
 url.int("capacity", 16_384, 1024, pg.MAX_CAPACITY_TOKENS, label="KV capacity")
 url.int("block_size", 16, 1, 256, label="block size")

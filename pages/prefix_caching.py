@@ -45,7 +45,7 @@ st.markdown(
     "content last*."
 )
 
-url = UrlState()
+url = UrlState("prefix_caching")
 url.text("demo_text", DEMO_TEXT, max_len=DEMO_MAX_BYTES, label="prompt A")
 url.int("demo_pos", DEMO_TEXT.index("27.") + 1, 0, DEMO_MAX_BYTES - 1, label="changed byte")
 url.choice("demo_bs", "16", DEMO_BLOCK_SIZES, label="demo block size")

@@ -34,7 +34,7 @@ st.markdown(
 )
 
 presets, gpus = load_presets(), load_gpus()
-url = UrlState()
+url = UrlState("roofline")
 url.choice("model", "llama-3.1-70b", list(presets), label="model")
 url.choice("gpu", "h100-sxm", [*gpus, THIS_MACHINE], label="hardware")
 url.choice("compute", "bf16", list(COMPUTE_DTYPES), label="compute dtype")

@@ -46,7 +46,7 @@ st.markdown(
     "workload runs through both on a simulated GPU; every forward pass is timed by the roofline model."
 )
 
-url = UrlState()
+url = UrlState("serving")
 url.choice("model", "llama-3.1-8b", list(presets), label="model")
 url.choice("gpu", "h100-sxm", list(gpus), label="GPU")
 url.choice("wdtype", "bf16", list(WEIGHT_DTYPE_BITS), label="weight dtype")

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-DEVICE_ENV = "KVLAB_DEVICE"
-THREADS_ENV = "KVLAB_THREADS"
+from sim.threads import DEVICE_ENV, THREADS_ENV, pick_num_threads  # noqa: F401  (re-exported)
 
 # The SDPA backends torch can be forced onto, in the order the pages list them.
 SDPA_BACKEND_NAMES = ("math", "flash", "efficient", "cudnn")
@@ -38,21 +37,6 @@ def pick_dtype(device: torch.device) -> torch.dtype:
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
-
-
-def pick_num_threads(env: dict[str, str] | None = None, cpu_count: int | None = None) -> int:
-    """Half the cores, at least 1 and at most 8. A Streamlit server shares its machine (other
-    sessions, the browser, here a test runner): torch's OpenMP threads that must wait for a busy
-    core spin, and on a loaded 2-core machine two threads made a page 5x slower than one. The
-    tiny model's decode steps are too small to gain from more than a few threads anyway."""
-    env = os.environ if env is None else env
-    if env.get(THREADS_ENV, "").strip():
-        n = int(env[THREADS_ENV])
-        if n < 1:
-            raise ValueError(f"{THREADS_ENV} must be >= 1, got {n}")
-        return n
-    cpu_count = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
-    return max(1, min(cpu_count // 2, 8))
 
 
 def configure_threads(env: dict[str, str] | None = None) -> int:

@@ -8,16 +8,18 @@ from app.urlstate import dump, parse_bool, parse_choice, parse_float, parse_int,
 def test_parsers():
     assert parse_int("42", 7, 1, 100) == (42, None)
     assert parse_int(None, 7, 1, 100) == (7, None)
-    assert parse_int("4e9", 7, 1, 100) == (7, "'4e9' is not a whole number")
-    assert parse_int("101", 7, 1, 100) == (7, "101 is outside 1..100")
+    assert parse_int("4e9", 7, 1, 100) == (7, "`4e9` is not a whole number")
+    assert parse_int("101", 7, 1, 100) == (7, "`101` is outside 1..100")
     assert parse_float("0.5", 1.0, 0.0, 2.0) == (0.5, None)
-    assert parse_float("nan", 1.0, 0.0, 2.0)[1] == "nan is outside 0.0..2.0"
+    assert parse_float("nan", 1.0, 0.0, 2.0)[1] == "`nan` is outside 0.0..2.0"
     assert parse_float("inf", 1.0, 0.0, 2.0)[0] == 1.0
     assert parse_choice("gqa", "mha", ["mha", "gqa"]) == ("gqa", None)
-    assert parse_choice("<script>", "mha", ["mha", "gqa"]) == ("mha", "'<script>' is not one of mha, gqa")
+    assert parse_choice("<script>", "mha", ["mha", "gqa"]) == ("mha", "`<script>` is not one of mha, gqa")
     assert parse_bool("0", True) == (False, None)
-    assert parse_bool("maybe", True) == (True, "'maybe' is not true/false")
-    assert parse_text("x" * 11, "d", max_len=10) == ("d", "text of 11 characters is longer than 10")
+    assert parse_bool("maybe", True) == (True, "`maybe` is not true/false (1/0)")
+    assert parse_text("x" * 11, "d", max_len=10) == ("d", "text of 11 bytes (UTF-8) is longer than 10")
+    assert parse_text("가" * 4, "d", max_len=10) == ("d", "text of 12 bytes (UTF-8) is longer than 10")  # 3 bytes each
+    assert parse_text("가" * 3, "d", max_len=10) == ("가" * 3, None)
     assert [dump(v) for v in (True, 3, 0.25, "a")] == ["1", "3", "0.25", "a"]
 
 
@@ -26,7 +28,7 @@ def _demo_page():
 
     from app.urlstate import UrlState
 
-    url = UrlState()
+    url = UrlState("demo")
     url.int("n", 100, 1, 1024)
     url.choice("variant", "mha", ["mha", "gqa", "mqa"])
     url.bool("causal", True)
@@ -61,5 +63,5 @@ def test_bad_url_values_fall_back_with_a_warning():
     assert not at.exception
     assert at.slider[0].value == 100 and at.selectbox[0].value == "mha"
     text = " ".join(w.value for w in at.warning)
-    assert "99999 is outside 1..1024" in text and "'gpt5' is not one of mha, gqa, mqa" in text
+    assert "`99999` is outside 1..1024" in text and "`gpt5` is not one of mha, gqa, mqa" in text
     assert at.query_params["n"] == "100"  # the URL is corrected to what is shown

@@ -1,0 +1,140 @@
+"""Bounded work per click, fair across users.
+
+Every page hands its heavy work (real-model runs, large simulations) to `run_job`, with an estimate
+of its seconds from a cost model. Work estimated at `AUTO_RUN_S` or less runs as soon as the page
+opens; longer work waits for a button, shows a progress bar, and can be stopped. Real-model work
+from every session of the server goes through one FIFO queue with as many slots as torch threads,
+and a waiting user sees how many runs are ahead. Results are kept server-wide by (kind, params), so
+a second visit, or a second student with the same settings, gets them at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import streamlit as st
+
+from sim.threads import pick_num_threads
+from sim.workqueue import RateBook, ResultCache, WorkQueue
+
+AUTO_RUN_S = 3.0  # work that starts when a page opens is estimated at no more than this
+PROGRESS_EVERY_S = 0.1  # redraw the bar at most this often (each redraw is also where a Stop lands)
+
+T = TypeVar("T")
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class Server:
+    queue: WorkQueue
+    results: ResultCache
+    rates: RateBook
+
+
+@st.cache_resource(show_spinner=False)
+def server() -> Server:
+    """One per server process, shared by every session."""
+    return Server(WorkQueue(pick_num_threads()), ResultCache(128), RateBook())
+
+
+def fmt_seconds(s: float) -> str:
+    if s < 1:
+        return "under a second"
+    if s < 90:
+        return f"about {s:.0f} s"
+    return f"about {s / 60:.1f} min"
+
+
+def _flag(kind: str, what: str) -> str:
+    return f"_work.{what}.{kind}"
+
+
+def _set(key: str) -> None:
+    st.session_state[key] = True
+
+
+def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progress], T], *, what: str,
+            go: bool = False, real_model: bool = True, button: str = "Run") -> T | None:
+    """The job's result, computed now or earlier; None while it waits for its button.
+
+    kind: the job's name, unique across pages (it keys the result cache and the learned rates);
+    params: everything the result depends on; estimate_s: the cost model's seconds for it;
+    fn(progress): does the work, calling progress(fraction, text) now and then;
+    go: the page's own button was pressed this run (else run_job draws a `button`).
+    """
+    srv = server()
+    key = (kind, params)
+    done = srv.results.get(key)
+    if done is not None:
+        return done
+    ss = st.session_state
+    stopped = ss.pop(_flag(kind, "stopped"), False)
+    go = go or ss.pop(_flag(kind, "go"), False)
+    estimate = srv.rates.estimate(kind, estimate_s)
+    if not go and (stopped or estimate > AUTO_RUN_S):
+        why = ("Stopped." if stopped else
+               f"This would take {fmt_seconds(estimate)} on this machine, so it waits for you.")
+        st.info(f"{why} {what} — press **{button}** to start it; it shows its progress and can be stopped.",
+                icon=":material/play_circle:")
+        if button:
+            st.button(button, key=_flag(kind, "button"), type="primary", on_click=_set, args=(_flag(kind, "go"),))
+        return None
+
+    status, bar_slot, stop_slot = st.empty(), st.empty(), st.empty()
+    stop_slot.button("Stop", key=_flag(kind, "stop"), on_click=_set, args=(_flag(kind, "stopped"),),
+                     help="Stops this run at its next progress step; nothing is kept.")
+
+    def wait(num_ahead: int) -> None:
+        status.info(f"Waiting for the model: {num_ahead} run{'s' if num_ahead != 1 else ''} ahead of you "
+                    "(every session of this server shares one queue).", icon=":material/hourglass_top:")
+
+    head = f"{what} ({fmt_seconds(estimate)})"
+    last = [0.0]
+
+    def progress(fraction: float, text: str = "") -> None:
+        now = time.perf_counter()
+        if now - last[0] >= PROGRESS_EVERY_S or fraction >= 1:
+            last[0] = now
+            bar_slot.progress(min(1.0, max(0.0, fraction)), text=f"{head} — {text}" if text else head)
+
+    def compute() -> T:
+        status.empty()
+        bar_slot.progress(0.0, text=head)
+        t0 = time.perf_counter()
+        out = fn(progress)
+        srv.rates.observe(kind, estimate_s, time.perf_counter() - t0)
+        return out
+
+    def clear() -> None:
+        for slot in (status, bar_slot, stop_slot):
+            slot.empty()
+
+    try:
+        if real_model:
+            with srv.queue.slot(wait):
+                result = compute()
+        else:
+            result = compute()
+    except Exception:
+        clear()
+        raise
+    clear()
+    srv.results.put(key, result)
+    return result
+
+
+def queued(fn: Callable[[], T], what: str) -> T:
+    """Run short real-model work (well under a second) in its turn in the server's queue."""
+    status = st.empty()
+
+    def wait(num_ahead: int) -> None:
+        status.info(f"{what}: waiting for the model, {num_ahead} run{'s' if num_ahead != 1 else ''} ahead of you.",
+                    icon=":material/hourglass_top:")
+
+    with server().queue.slot(wait):
+        status.empty()
+        out = fn()
+    return out

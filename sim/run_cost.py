@@ -1,0 +1,110 @@
+"""How long real-model work will take on this machine, known before it starts.
+
+A forward pass of the tiny model costs, to a good approximation,
+
+    seconds = calls · per_call + tokens · per_token + pairs · per_pair
+
+where `calls` counts forward calls (each pays a fixed cost per operator, which dominates a model
+this small), `tokens` the positions they process (projections, MLP, LM head), and `pairs` the
+(query, key) pairs attention scores. `measure_rates` fits the three rates from a few timed forward
+passes of the real model; the `*_work` functions count calls, tokens and pairs of each job exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Work:
+    """The size of a job, in the cost model's three units."""
+
+    calls: int = 0
+    tokens: int = 0
+    pairs: int = 0
+
+    def __add__(self, other: Work) -> Work:
+        return Work(self.calls + other.calls, self.tokens + other.tokens, self.pairs + other.pairs)
+
+    def __mul__(self, times: int) -> Work:
+        return Work(self.calls * times, self.tokens * times, self.pairs * times)
+
+
+@dataclass(frozen=True)
+class ModelRates:
+    per_call_s: float
+    per_token_s: float
+    per_pair_s: float
+
+    def seconds(self, work: Work) -> float:
+        return work.calls * self.per_call_s + work.tokens * self.per_token_s + work.pairs * self.per_pair_s
+
+
+# Fitted by measure_rates on this project's 2-core CPU (one torch thread, fp32): the fallback
+# before this server has measured its own model.
+DEFAULT_RATES = {
+    "sdpa": ModelRates(per_call_s=1.5e-3, per_token_s=2.3e-5, per_pair_s=7.6e-8),
+    "eager": ModelRates(per_call_s=1.3e-3, per_token_s=3.0e-5, per_pair_s=2.1e-7),
+}
+
+
+def triangle(start: int, stop: int) -> int:
+    """Σ_{t=start}^{stop-1} t: attention pairs of one query per position, causal."""
+    return max(0, (stop * (stop - 1) - start * (start - 1)) // 2) if stop > start else 0
+
+
+def prefill_work(num_tokens: int, batch: int = 1) -> Work:
+    """One forward over `num_tokens` positions from 0 (causal): T(T+1)/2 pairs per sequence."""
+    return Work(1, batch * num_tokens, batch * num_tokens * (num_tokens + 1) // 2)
+
+
+def cached_work(prompt_len: int, num_new: int, batch: int = 1) -> Work:
+    """Prefill, then num_new − 1 one-token steps (the last token is never fed back)."""
+    steps = max(0, num_new - 1)
+    return prefill_work(prompt_len, batch) + Work(steps, batch * steps,
+                                                  batch * (triangle(prompt_len + 1, prompt_len + steps + 1)))
+
+
+def naive_work(prompt_len: int, num_new: int) -> Work:
+    """num_new forward passes, the k-th over prompt + k positions from 0."""
+    lengths = range(prompt_len, prompt_len + num_new)
+    return Work(num_new, sum(lengths), sum(t * (t + 1) // 2 for t in lengths))
+
+
+def fit_rates(samples: list[tuple[Work, float]]) -> ModelRates:
+    """Least squares over (work, seconds) samples, each rate kept ≥ 0 (a noisy fit can go negative)."""
+    import numpy as np
+
+    a = np.array([[w.calls, w.tokens, w.pairs] for w, _ in samples], dtype=float)
+    b = np.array([s for _, s in samples], dtype=float)
+    # scale columns so the solve is well conditioned (pairs are ~1e6 × calls)
+    scale = np.maximum(a.max(axis=0), 1.0)
+    x, *_ = np.linalg.lstsq(a / scale, b, rcond=None)
+    x = np.maximum(x / scale, 0.0)
+    return ModelRates(float(x[0]), float(x[1]), float(x[2]))
+
+
+def measure_rates(model, attn_impl: str = "sdpa", repeats: int = 3) -> ModelRates:
+    """Time forward passes of the real model at a few lengths and fit the three rates (~0.2 s on a CPU)."""
+    import torch
+
+    device = model.lm_head.weight.device
+    cfg = model.cfg
+    lengths = [1, 64, min(512, cfg.max_seq_len)]
+    samples: list[tuple[Work, float]] = []
+    with torch.inference_mode():
+        for t in lengths:
+            ids = torch.zeros(1, t, dtype=torch.long, device=device)  # (1, T)
+            model(ids, 0, None, attn_impl, last_only=True)  # warm-up
+            best = float("inf")
+            for _ in range(repeats):
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                t0 = time.perf_counter()
+                model(ids, 0, None, attn_impl, last_only=True)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                best = min(best, time.perf_counter() - t0)
+            samples.append((prefill_work(t), best))
+    return fit_rates(samples)

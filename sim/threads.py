@@ -1,0 +1,25 @@
+"""How many CPU threads the lab's torch work uses, and the environment variables that choose the
+device, without importing torch: the server-wide work queue has one slot per thread, and pages
+that never touch the model must not pay torch's import."""
+
+from __future__ import annotations
+
+import os
+
+DEVICE_ENV = "KVLAB_DEVICE"
+THREADS_ENV = "KVLAB_THREADS"
+
+
+def pick_num_threads(env: dict[str, str] | None = None, cpu_count: int | None = None) -> int:
+    """Half the cores, at least 1 and at most 8. A Streamlit server shares its machine (other
+    sessions, the browser, here a test runner): torch's OpenMP threads that must wait for a busy
+    core spin, and on a loaded 2-core machine two threads made a page 5x slower than one. The
+    tiny model's decode steps are too small to gain from more than a few threads anyway."""
+    env = os.environ if env is None else env
+    if env.get(THREADS_ENV, "").strip():
+        n = int(env[THREADS_ENV])
+        if n < 1:
+            raise ValueError(f"{THREADS_ENV} must be >= 1, got {n}")
+        return n
+    cpu_count = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    return max(1, min(cpu_count // 2, 8))
