@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.text import code, plain
+
 
 @st.cache_resource(show_spinner="Probing the device…")
 def device_info():
@@ -31,6 +33,18 @@ def model_or_stop(name: str):
     try:
         return model(name)
     except CheckpointError as exc:
-        st.error(f"The bundled model {name!r} could not be loaded: {exc}. Rebuild it with "
+        st.error(f"The bundled model {code(name)} could not be loaded: {plain(exc)}. Rebuild it with "
                  f"`python -m sim.train --preset {name}`.")
         st.stop()
+
+
+@st.cache_resource(show_spinner="Timing the model once, to know how long a run will take…")
+def model_rates(name: str, attn_impl: str):
+    """Seconds per forward call, per token and per attention pair of this model on this device,
+    measured in the server's queue (so no other run disturbs it) once per process."""
+    from app.work import server
+    from sim.run_cost import measure_rates
+
+    m = model(name)
+    with server().queue.slot():
+        return measure_rates(m, attn_impl)

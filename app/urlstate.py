@@ -26,6 +26,7 @@ from typing import Any
 import streamlit as st
 
 from app.text import code
+from app.work import begin_page_run
 
 MAX_URL_TEXT = 2000  # bytes of UTF-8
 PAGE_KEY = "_urlstate.page"  # the page the previous run showed
@@ -107,6 +108,7 @@ class UrlState:
         ss[PAGE_KEY] = page
         stash = ss.setdefault(STASH_KEY, {})
         self._stash: dict[str, Any] = stash.setdefault(page, {})
+        begin_page_run()  # a page run starts here: reset its budget of work started unasked
 
     def _read(self, key: str, parse: Callable[[str | None], tuple[Any, str | None]], label: str) -> Any:
         raws = st.query_params.get_all(key)

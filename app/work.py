@@ -10,6 +10,7 @@ a second visit, or a second student with the same settings, gets them at once.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -20,7 +21,10 @@ import streamlit as st
 from sim.threads import pick_num_threads
 from sim.workqueue import RateBook, ResultCache, WorkQueue
 
-AUTO_RUN_S = 3.0  # work that starts when a page opens is estimated at no more than this
+AUTO_RUN_S = 3.0  # one job that starts when a page opens is estimated at no more than this
+PAGE_AUTO_S = 5.0  # and all the jobs one page run starts by itself at no more than this
+AUTO_ENV = "KVLAB_AUTO_RUN_S"  # overrides AUTO_RUN_S (page tests raise it so every section runs)
+BUDGET_KEY = "_work.auto_left"  # reset at the start of every page run (UrlState does it)
 PROGRESS_EVERY_S = 0.1  # redraw the bar at most this often (each redraw is also where a Stop lands)
 
 T = TypeVar("T")
@@ -48,6 +52,28 @@ def fmt_seconds(s: float) -> str:
     return f"about {s / 60:.1f} min"
 
 
+def auto_limits() -> tuple[float, float]:
+    """(seconds one job may start unasked, seconds one page run may start unasked)."""
+    raw = os.environ.get(AUTO_ENV, "").strip()
+    try:
+        one = float(raw) if raw else AUTO_RUN_S
+    except ValueError:
+        one = AUTO_RUN_S
+    one = max(0.0, one)
+    return one, one * PAGE_AUTO_S / AUTO_RUN_S
+
+
+def begin_page_run() -> None:
+    """A page run starts: it may start a few seconds of work without a button."""
+    st.session_state[BUDGET_KEY] = auto_limits()[1]
+
+
+def job_seconds(kind: str, params: Hashable) -> float | None:
+    """How long the job with these params took when it ran on this server (None: not run, or evicted)."""
+    done = server().results.get((kind, params))
+    return None if done is None else done[1]
+
+
 def _flag(kind: str, what: str) -> str:
     return f"_work.{what}.{kind}"
 
@@ -57,29 +83,35 @@ def _set(key: str) -> None:
 
 
 def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progress], T], *, what: str,
-            go: bool = False, real_model: bool = True, button: str = "Run") -> T | None:
+            go: bool | None = None, real_model: bool = True, button: str = "Run") -> T | None:
     """The job's result, computed now or earlier; None while it waits for its button.
 
     kind: the job's name, unique across pages (it keys the result cache and the learned rates);
     params: everything the result depends on; estimate_s: the cost model's seconds for it;
     fn(progress): does the work, calling progress(fraction, text) now and then;
-    go: the page's own button was pressed this run (else run_job draws a `button`).
+    go: whether the page's own button (labelled `button`) was pressed this run; None: run_job draws
+    its own `button`.
     """
     srv = server()
     key = (kind, params)
     done = srv.results.get(key)
     if done is not None:
-        return done
+        return done[0]
     ss = st.session_state
     stopped = ss.pop(_flag(kind, "stopped"), False)
-    go = go or ss.pop(_flag(kind, "go"), False)
+    own_button = go is None
+    go = bool(go) or ss.pop(_flag(kind, "go"), False)
     estimate = srv.rates.estimate(kind, estimate_s)
-    if not go and (stopped or estimate > AUTO_RUN_S):
+    one, page_total = auto_limits()
+    left = ss.get(BUDGET_KEY, page_total)
+    if not go and (stopped or estimate > min(one, left)):
         why = ("Stopped." if stopped else
-               f"This would take {fmt_seconds(estimate)} on this machine, so it waits for you.")
+               f"This would take {fmt_seconds(estimate)} on this machine, so it waits for you." if estimate > one
+               else f"This takes {fmt_seconds(estimate)}, and this page has already started "
+                    f"{fmt_seconds(page_total - left)} of work by itself, so it waits for you.")
         st.info(f"{why} {what} — press **{button}** to start it; it shows its progress and can be stopped.",
                 icon=":material/play_circle:")
-        if button:
+        if own_button:
             st.button(button, key=_flag(kind, "button"), type="primary", on_click=_set, args=(_flag(kind, "go"),))
         return None
 
@@ -100,12 +132,15 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
             last[0] = now
             bar_slot.progress(min(1.0, max(0.0, fraction)), text=f"{head} — {text}" if text else head)
 
+    spent = [0.0]
+
     def compute() -> T:
         status.empty()
         bar_slot.progress(0.0, text=head)
         t0 = time.perf_counter()
         out = fn(progress)
-        srv.rates.observe(kind, estimate_s, time.perf_counter() - t0)
+        spent[0] = time.perf_counter() - t0
+        srv.rates.observe(kind, estimate_s, spent[0])
         return out
 
     def clear() -> None:
@@ -122,7 +157,9 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
         clear()
         raise
     clear()
-    srv.results.put(key, result)
+    if not go:  # what it was expected to cost, or what it did cost if more
+        ss[BUDGET_KEY] = left - max(estimate, spent[0])
+    srv.results.put(key, (result, spent[0]))
     return result
 
 

@@ -1,5 +1,4 @@
 import os
-import threading
 import time
 from dataclasses import replace
 
@@ -7,12 +6,13 @@ import pandas as pd
 import streamlit as st
 
 from app.figures import kernels as figs
+from app.text import plain
 from app.urlstate import UrlState
+from app.work import server
 from sim import flash as FL
 from sim import kernels as K
 from sim.device import pick_device, pick_num_threads
 
-LOCK_WAIT_S = 180  # a FlexAttention compile may hold the lock for up to FLEX_TIMEOUT_S
 FLEX_TIMEOUT_S = 120
 SHAPE_BUDGET_S = 0.25  # measured seconds per kernel (at least 3 timed calls)
 SWEEP_BUDGET_S = 0.15
@@ -21,20 +21,11 @@ STATS = {"median": "median_ms", "fastest block": "min_ms"}
 ISSUE_CPU_TIME, ISSUE_CPU_MEM = 8.7, 117.0  # issue 9: SDPA's CPU flash kernel vs eager at N = 4,096
 
 
-@st.cache_resource
-def timing_lock() -> threading.Lock:
-    """One lock for the whole server: two timings at once would disturb each other's numbers."""
-    return threading.Lock()
-
-
 def locked(fn, *args, **kwargs):
-    lock = timing_lock()
-    if not lock.acquire(timeout=LOCK_WAIT_S):
-        raise TimeoutError(f"another timing has held this server for over {LOCK_WAIT_S} s; try again shortly")
-    try:
+    """Timings take their turn in the server's one queue: two at once would disturb each other's
+    numbers, and a timing next to another session's model run would be wrong too."""
+    with server().queue.slot():
         return fn(*args, **kwargs)
-    finally:
-        lock.release()
 
 
 @st.cache_resource(show_spinner=False)
@@ -109,7 +100,7 @@ st.markdown(
 try:
     device = pick_device()
 except ValueError as exc:
-    st.error(str(exc))
+    st.error(plain(exc))
     st.stop()
 dev = str(device)
 limits = device_limits(dev)
@@ -197,7 +188,7 @@ try:
                              kind=st.session_state["kind"], dtype=st.session_state["dtype"])
     K.check_shape(shape, limits)
 except ValueError as exc:
-    error = str(exc)
+    error = plain(exc)
     shape = None
 
 cap_note = (f"This device's caps: B·H·N_q·N_k ≤ {limits.max_score_elems:,} score entries and "
@@ -224,7 +215,7 @@ if (submitted or st.session_state.pop("ak_again", False)) and shape is not None:
                         st.session_state.get("trial", 0))
             st.session_state["ak_timing"] = got
         except (ValueError, TimeoutError, RuntimeError) as exc:
-            st.error(str(exc))
+            st.error(plain(exc))
 
 if "ak_timing" in st.session_state:
     result, measured_at = st.session_state["ak_timing"]
@@ -299,7 +290,7 @@ else:
                     frames.append(records(res))
                 st.session_state["ak_sweep"] = (pd.concat(frames, ignore_index=True), ceiling, sweep_label(shape))
             except (ValueError, TimeoutError, RuntimeError) as exc:
-                st.error(str(exc))
+                st.error(plain(exc))
             bar.empty()
     if "ak_sweep" in st.session_state:
         sdf, ceiling, label = st.session_state["ak_sweep"]
@@ -373,7 +364,7 @@ try:
                          score_scale=float(st.session_state["sm_scale"]), seed=st.session_state["sm_seed"],
                          dtype=st.session_state["sm_dtype"])
 except ValueError as exc:
-    st.error(str(exc))
+    st.error(plain(exc))
     demo = None
 if demo is not None:
     trace = FL.run_softmax_demo(demo)

@@ -3,7 +3,9 @@ import streamlit as st
 
 from app.figures import masks as figs
 from app.resources import model_or_stop as load_model
+from app.text import plain
 from app.urlstate import UrlState
+from app.work import queued
 from sim.attn_inspect import cache_validity, capture_attention
 from sim.masks import (
     MASK_KINDS,
@@ -44,11 +46,13 @@ url.int("map_w", 8, 1, MAX_PROMPT, label="window for the map")
 url.show_problems()
 
 c = st.columns([3, 1])
-c[0].text_input("Prompt (one token per byte; `|` separates documents for the packing mask)", key="prompt")
+c[0].text_input("Prompt (one token per byte; `|` separates documents for the packing mask)", key="prompt",
+                max_chars=4 * MAX_PROMPT)
 c[1].radio("Model", list(PRESETS), key="variant", horizontal=True, format_func=str.upper)
 ids = list(st.session_state["prompt"].encode("utf-8"))
 if not ids:
-    st.error("The prompt is empty: type at least two characters.")
+    st.error("The prompt is empty: type at least one character.")
+    url.sync()
     st.stop()
 if len(ids) > MAX_PROMPT:
     st.warning(f"The prompt is {len(ids)} bytes; the maps use the first {MAX_PROMPT}.")
@@ -67,7 +71,8 @@ try:
     mask = build(kind, n, window=st.session_state["w"], prefix_len=min(st.session_state["p"], n),
                  segment_ids=segments_from_text(ids))
 except ValueError as exc:
-    st.error(str(exc))
+    st.error(plain(exc))
+    url.sync()
     st.stop()
 if pad:
     # the same mask for the padded sequence, then pad keys (and pad queries) removed
@@ -93,9 +98,12 @@ c[0].slider("Layer", 0, cfg.n_layers - 1, key="layer")
 c[1].slider("Head", 0, cfg.n_heads - 1, key="head")
 if st.session_state["row"] > n - 1:
     st.session_state["row"] = n - 1
-c[2].slider("Query row", 0, n - 1, key="row")
+if n > 1:
+    c[2].slider("Query row", 0, n - 1, key="row")
+else:
+    c[2].markdown("**Query row 0** — the prompt has one token.")
 layer, head, row = st.session_state["layer"], st.session_state["head"], st.session_state["row"]
-cap = capture_attention(model, ids)
+cap = queued(lambda: capture_attention(model, ids), "Reading the model's attention")
 scores = cap.scores[layer, head]  # (T, T) raw q·k/√d
 weights = {v.label: masked_softmax(scores, mask, v) for v in VARIANTS}
 leak_rows = []
@@ -123,9 +131,11 @@ st.caption("A left-pad query has no key to attend to. Plain softmax over all −
 
 st.header("3 · Real attention maps")
 c = st.columns(2)
-c[0].slider("Sliding window for the right-hand map", 1, max(1, n), key="map_w")
-win = min(st.session_state["map_w"], n)
-cap_win = capture_attention(model, ids, sliding_window(n, win))
+st.session_state["map_w"] = min(st.session_state["map_w"], n)
+if n > 1:
+    c[0].slider("Sliding window for the right-hand map", 1, n, key="map_w")
+win = st.session_state["map_w"]
+cap_win = queued(lambda: capture_attention(model, ids, sliding_window(n, win)), "Reading the windowed attention")
 st.plotly_chart(figs.attention_pair(cap.probs[layer, head].numpy(), cap_win.probs[layer, head].numpy(), labels,
                                     (f"causal — layer {layer}, head {head}", f"sliding window w={win}")),
                 width="stretch")
@@ -138,7 +148,8 @@ st.header("4 · Why the cache is valid")
 if n < 2:
     st.warning("Type at least two characters to append one.")
 else:
-    with_mask, without = cache_validity(model, ids, True), cache_validity(model, ids, False)
+    with_mask, without = queued(lambda: (cache_validity(model, ids, True), cache_validity(model, ids, False)),
+                                "Appending a token")
     k = st.columns(2)
     k[0].metric("Causal: max change at positions 0..N−1", f"{with_mask.max_diff:.2e}")
     k[1].metric("No mask: max change at positions 0..N−1", f"{without.max_diff:.2e}")

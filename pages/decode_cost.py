@@ -3,12 +3,16 @@ import streamlit as st
 
 from app.figures import decode as figs
 from app.resources import model_or_stop as load_model
+from app.resources import model_rates
+from app.text import plain
 from app.urlstate import UrlState
+from app.work import run_job
 from sim.decode_cost import computed_grid, flop_shape, human_flops, run_comparison, scale_curve, seed_claims
 from sim.generate import MODES, SamplingConfig, encode
 from sim.model import PRESETS
 from sim.model_presets import load_presets
 from sim.opcount import generation_flops
+from sim.run_cost import cached_work, naive_work
 
 DEFAULT_PROMPT = "HAMLET.\nTo be, or not to be"
 MAX_PROMPT_BYTES = 256
@@ -25,7 +29,7 @@ st.markdown(
 )
 
 url = UrlState("decode_cost")
-url.text("prompt", DEFAULT_PROMPT, max_len=4 * MAX_PROMPT_BYTES, label="prompt")
+url.text("prompt", DEFAULT_PROMPT, max_len=MAX_PROMPT_BYTES, label="prompt")
 url.choice("variant", "mha", list(PRESETS), label="model variant")
 url.int("n", 64, 1, CONTEXT, label="new tokens")
 url.float("temp", 0.0, 0.0, 2.0, label="temperature")
@@ -44,7 +48,8 @@ if st.session_state["scale_n"] not in SCALE_LENGTHS:  # a URL may carry any in-r
 
 with st.form("run"):
     left, right = st.columns([3, 2])
-    left.text_area("Prompt", key="prompt", height=90, help=f"At most {MAX_PROMPT_BYTES} bytes (one token per byte).")
+    left.text_area("Prompt", key="prompt", height=90, max_chars=MAX_PROMPT_BYTES,
+                   help=f"At most {MAX_PROMPT_BYTES} bytes of UTF-8 (one token per byte; a Hangul letter is 3).")
     right.radio("Model variant", list(PRESETS), key="variant", horizontal=True,
                 format_func=lambda v: f"{v.upper()} ({PRESETS[v].n_kv_heads} KV heads)")
     right.slider("New tokens", 1, CONTEXT, key="n", help=f"The model was trained on {CONTEXT}-token windows; "
@@ -56,7 +61,7 @@ with st.form("run"):
     c[3].radio("Attention", ["sdpa", "eager"], key="attn", horizontal=True)
     c[4].number_input("Naive time budget (s)", 1, 600, key="budget",
                       help="Naive decoding costs O(N²): it stops when this much time is spent.")
-    st.form_submit_button("Run naive and cached", type="primary")
+    go = st.form_submit_button("Run naive and cached", type="primary")
 
 prompt_ids = encode(st.session_state["prompt"])
 n_new = st.session_state["n"]
@@ -78,24 +83,27 @@ else:
     variant, attn = st.session_state["variant"], st.session_state["attn"]
     budget = float(st.session_state["budget"])
     run_key = (tuple(prompt_ids), variant, n_new, sampling, attn, budget)
-    if st.session_state.get("decode_run_key") != run_key:
-        model = load_model(variant)
-        bar = st.progress(0.0, text="Generating…")
+    model = load_model(variant)
+    rates = model_rates(variant, attn)
+    cached_s = rates.seconds(cached_work(len(prompt_ids), n_new))
+    naive_s = rates.seconds(naive_work(len(prompt_ids), n_new))
+    estimate = cached_s + min(naive_s, budget)
 
-        def progress(mode, i):
-            if i % 8 == 0 or i == n_new:
-                done = i / n_new if mode == "cached" else 1 + i / n_new
-                bar.progress(min(1.0, done / 2), text=f"{mode}: token {i} of {n_new}")
+    def compare(progress):
+        def on_step(mode, i):
+            done = i / n_new * cached_s if mode == "cached" else cached_s + min(budget, i / n_new * naive_s)
+            progress(done / estimate, f"{mode}: token {i} of {n_new}")
 
-        try:
-            st.session_state["decode_result"] = run_comparison(model, prompt_ids, n_new, sampling, attn, budget,
-                                                               progress)
-        except ValueError as exc:
-            st.error(str(exc))
-            st.stop()
-        st.session_state["decode_run_key"] = run_key
-        bar.empty()
-    res = st.session_state["decode_result"]
+        return run_comparison(model, prompt_ids, n_new, sampling, attn, budget, on_step)
+
+    try:
+        res = run_job("decode_cost.compare", run_key, estimate, compare, go=go, button="Run naive and cached",
+                      what=f"Naive and cached decoding of {n_new:,} tokens ({attn}, naive capped at {budget:g} s)")
+    except ValueError as exc:
+        st.error(plain(exc))
+        res = None
+if not error and res is not None:
+    st.session_state["decode_cost.result"] = res  # the run the page shows (tests read it)
     cfg = PRESETS[variant]
     frames = {m: pd.DataFrame([{"step": r.step, "position": r.position, "token": r.token, "num_new": r.num_new,
                                 "kv_len": r.kv_len, "flops": r.flops, "wall_s": r.wall_s,

@@ -5,7 +5,9 @@ import pandas as pd
 import streamlit as st
 
 from app.figures.memory import dtype_bars, kv_heatmap, memory_breakdown, variant_lines
+from app.text import code, for_plotly, plain
 from app.urlstate import UrlState
+from app.work import run_job
 from sim.gpus import load_gpus
 from sim.memory import (
     GROUP_SIZES,
@@ -100,13 +102,13 @@ def read_custom_config():
         if upload is not None:
             raw = upload.getvalue()
             if len(raw) > MAX_CONFIG_CHARS:
-                st.error(f"{upload.name} is {len(raw):,} bytes; a config.json is at most {MAX_CONFIG_CHARS:,}.",
+                st.error(f"{code(upload.name)} is {len(raw):,} bytes; a config.json is at most {MAX_CONFIG_CHARS:,}.",
                          icon=":material/error:")
                 return None
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                st.error(f"{upload.name} is not UTF-8 text (byte {exc.start:,}).", icon=":material/error:")
+                st.error(f"{code(upload.name)} is not UTF-8 text (byte {exc.start:,}).", icon=":material/error:")
                 return None
             source = f"uploaded {upload.name[:80]}"
         if not text.strip():
@@ -115,11 +117,11 @@ def read_custom_config():
         try:
             arch, notes = parse_hf_config_with_notes(text, source=source)
         except ValueError as exc:
-            st.error(str(exc), icon=":material/error:")
+            st.error(plain(exc), icon=":material/error:")
             return None
         for note in notes:
-            st.info(note, icon=":material/info:")
-        st.success(f"Read **{arch.name}**: {arch.attention}, {arch.n_layers} layers, {arch.n_kv_heads} K/V heads of "
+            st.info(plain(note), icon=":material/info:")
+        st.success(f"Read {code(arch.name)}: {arch.attention}, {arch.n_layers} layers, {arch.n_kv_heads} K/V heads of "
                    f"{arch.head_dim}, {arch.describe_layers()}.", icon=":material/check_circle:")
         return arch
 
@@ -141,12 +143,15 @@ def render_calculator(arch) -> None:
                             utilization=float(st.session_state["util"]), weight_dtype=st.session_state["wdt"])
         kv, cap, grid, curves, dtypes = views(cfg, gpu_cfg)
     except ValueError as exc:
-        st.error(str(exc), icon=":material/error:")
+        st.error(plain(exc), icon=":material/error:")
         return
     gpu_label = f"{gpu_cfg.num_gpus} × {gpu_cfg.gpu.name}" if gpu_cfg.num_gpus > 1 else gpu_cfg.gpu.name
+    custom = arch.key is None or arch.key not in presets
+    name_md = code(arch.name) if custom else arch.name  # a pasted config's name is user text
+    name_plot = for_plotly(arch.name)
 
     if cfg.context > arch.max_position_embeddings:
-        st.warning(f"{cfg.context:,} tokens is beyond {arch.name}'s trained context of "
+        st.warning(f"{cfg.context:,} tokens is beyond {name_md}'s trained context of "
                    f"{arch.max_position_embeddings:,}: the bytes are still counted, the model would not cope.",
                    icon=":material/warning:")
     if gpu_cfg.num_gpus > arch.n_kv_heads and arch.attention != "MLA":
@@ -175,10 +180,11 @@ def render_calculator(arch) -> None:
         st.subheader("The formula, with your numbers")
         st.latex(r"\text{bytes} = 2 \cdot L \cdot H_{kv} \cdot d_h \cdot p \cdot B \cdot S")
         st.table(pd.DataFrame([{"Step": s.what, "With your numbers": s.math} for s in kv.steps]), hide_index=True)
-        st.caption(f"{arch.name}: {arch.attention}, {arch.n_heads} query heads, {arch.n_kv_heads} K/V heads of "
-                   f"{arch.head_dim}, {arch.describe_layers()}. Source: {arch.source}")
+        st.caption(f"{name_md}: {arch.attention}, {arch.n_heads} query heads, {arch.n_kv_heads} K/V heads of "
+                   f"{arch.head_dim}, {arch.describe_layers()}. Source: "
+                   + (plain(arch.source) if custom else arch.source))
         if arch.notes:
-            st.caption(arch.notes)
+            st.caption(plain(arch.notes) if custom else arch.notes)
     with right:
         st.subheader("Does it fit?")
         st.plotly_chart(memory_breakdown(cap, gpu_label), key="breakdown")
@@ -201,7 +207,7 @@ def render_calculator(arch) -> None:
                     "Claims in the seeds", "Model presets"])
     with tabs[0]:
         st.plotly_chart(kv_heatmap(grid, budget, (cfg.context, cfg.batch), arch.max_position_embeddings,
-                                   f"{arch.name}, {cfg.kv_dtype.upper()} cache: total KV bytes"), key="heatmap")
+                                   f"{name_plot}, {cfg.kv_dtype.upper()} cache: total KV bytes"), key="heatmap")
         st.caption("Each cell is batch × context of one model: the cache is linear in both, so every step up or right "
                    "multiplies it. Left of and below the orange line the cache fits next to the weights; "
                    "sliding-window layers bend the colours once the context passes their window.")
@@ -209,7 +215,7 @@ def render_calculator(arch) -> None:
                            file_name=f"kv_grid_{arch.key or 'custom'}_{cfg.kv_dtype}.csv", mime="text/csv",
                            on_click="ignore", icon=":material/download:", key="dl_grid")
     with tabs[1]:
-        render_variants(cfg, curves, budget)
+        render_variants(cfg, curves, budget, name_plot)
     with tabs[2]:
         render_dtypes(cfg, dtypes)
     with tabs[3]:
@@ -220,9 +226,9 @@ def render_calculator(arch) -> None:
         render_presets()
 
 
-def render_variants(cfg: MemoryConfig, curves, budget: int) -> None:
+def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> None:
     st.plotly_chart(variant_lines(curves, budget, cfg.context,
-                                  f"{cfg.arch.name} with each attention kind, batch {cfg.batch:,}"), key="variants")
+                                  f"{name_plot} with each attention kind, batch {cfg.batch:,}"), key="variants")
     rows = []
     for name, a in curves.name_to_arch.items():
         kv_part = (f"({a.kv_lora_rank} + {a.qk_rope_head_dim}) latent" if name == "MLA"
@@ -301,10 +307,19 @@ def render_measured() -> None:
     if not st.session_state["measure"]:
         st.info("Switch on **Run it** to allocate and measure.", icon=":material/play_circle:")
         return
+    name, batch, context = st.session_state["tiny"], st.session_state["tbatch"], st.session_state["tctx"]
     try:
-        r = measure(st.session_state["tiny"], st.session_state["tbatch"], st.session_state["tctx"])
+        from app.resources import model_rates
+        from sim.run_cost import prefill_work
+
+        r = run_job("kv_memory.measure", (name, batch, context),
+                    model_rates(name, "sdpa").seconds(prefill_work(context, batch)),
+                    lambda progress: measure(name, batch, context),
+                    what=f"Filling the tiny model's cache with a prefill of {batch} × {context:,} tokens")
     except ValueError as exc:
-        st.error(str(exc), icon=":material/error:")
+        st.error(plain(exc), icon=":material/error:")
+        return
+    if r is None:
         return
     B, H, S, D = r.tensor_shape
     p = {"fp32": 4, "fp16": 2, "bf16": 2}[r.dtype]

@@ -6,8 +6,10 @@ import streamlit as st
 
 from app.figures import quant as figs
 from app.resources import model as cached_model
-from app.resources import model_or_stop
+from app.resources import model_or_stop, model_rates
+from app.text import plain
 from app.urlstate import UrlState
+from app.work import queued, run_job
 from sim.gpus import load_gpus
 from sim.kivi_cache import FP8_KINDS, FULL, SCHEME_KINDS, make_scheme, scheme_bytes
 from sim.model import PRESETS
@@ -29,6 +31,7 @@ from sim.quant_experiments import (
     seed_claims,
     tiny_bytes_rows,
 )
+from sim.run_cost import cached_work, prefill_work
 
 CFG = PRESETS["mha"]  # every variant shares head_dim, layers and context
 CHUNKS = ["8", "16", "32", "64", "128"]
@@ -42,6 +45,9 @@ MAX_PROMPT = 128
 MAX_NEW = 512
 assert MAX_PROMPT + MAX_NEW <= CFG.max_seq_len  # a free run always fits the trained context
 CONTEXTS = [2**k for k in range(10, 18)]  # 1,024 … 131,072
+# Measured here: a teacher-forced pass through a quantized cache costs about twice an eager prefill,
+# greedy decoding through one about four times a plain cached decode.
+QUANT_EVAL_FACTOR, QUANT_DECODE_FACTOR = 2.0, 4.0
 OUTLIER_RATIO = 5.0  # a channel this many times the median one counts as a strong outlier
 
 st.title("KV quantization")
@@ -111,7 +117,7 @@ url.bool("all", False, label="every scheme at every bit width")
 url.choice("metric", "kl", list(figs.METRIC_LABELS), label="error metric")
 url.choice("bin", "16", BINS, label="positions per point")
 url.bool("log", True, label="log scale")
-url.text("prompt", "ROMEO.\n", max_len=4 * MAX_PROMPT, label="prompt")
+url.text("prompt", "ROMEO.\n", max_len=MAX_PROMPT, label="prompt")
 url.int("n", 120, 16, MAX_NEW, label="new tokens")
 url.choice("free", "token", ALL_KINDS, label="scheme for the free-running texts")
 url.int("layer", 0, 0, CFG.n_layers - 1, label="layer")
@@ -158,29 +164,44 @@ try:
     schemes = {kind: make_scheme(kind, bits, G, g, R, sym) for kind in ALL_KINDS}
     ecfg.check(model.cfg.max_seq_len)
 except ValueError as exc:
-    st.error(str(exc))
+    st.error(plain(exc))
+    url.sync()
     st.stop()
+eval_s = QUANT_EVAL_FACTOR * model_rates(variant, "eager").seconds(prefill_work(ecfg.window_len, ecfg.num_windows))
 
 
 # --- run what this view needs, the chosen bit width first, with progress ---------------------------------
 results = {}
 
 
-def run_jobs(jobs: list[tuple[str, int]], what: str) -> None:
+def run_jobs(jobs: list[tuple[str, int]], what: str, name: str) -> bool:
+    """Measure the schemes not measured yet this run, as one job of the server's queue; False while
+    it waits for its button."""
     todo = [j for j in jobs if j not in results]
     if not todo:
-        return
-    bar = st.progress(0.0, text=what)
-    for i, (kind, b) in enumerate(todo):
-        label = make_scheme(kind, b, G, g, R, sym).label
-        bar.progress(i / len(todo), text=f"{what} — run {i + 1} of {len(todo)}: "
-                     + (f"INT{b} {label}" if kind in SCHEME_KINDS else label))
-        results[(kind, b)] = evaluate(variant, ecfg.num_windows, ecfg.window_len, kind, b, G, g, R, sym)
-    bar.empty()
+        return True
+
+    def measure(progress):
+        out = {}
+        for i, (kind, b) in enumerate(todo):
+            label = make_scheme(kind, b, G, g, R, sym).label
+            progress(i / len(todo), f"run {i + 1} of {len(todo)}: " + (f"INT{b} {label}" if kind in SCHEME_KINDS else label))
+            out[(kind, b)] = evaluate(variant, ecfg.num_windows, ecfg.window_len, kind, b, G, g, R, sym)
+        return out
+
+    got = run_job(f"kv_quantization.{name}", (variant, ecfg, G, g, R, sym, tuple(todo)), eval_s * len(todo), measure,
+                  what=f"{what}: {len(todo)} teacher-forced runs over {ecfg.num_windows} × {ecfg.window_len} tokens")
+    if got is None:
+        return False
+    results.update(got)
+    return True
 
 
-run_jobs([(kind, bits) for kind in INT_KINDS] + [(k, 8) for k in FP8_KINDS],
-         f"Comparing every INT{bits} scheme and FP8 with full precision")
+if not run_jobs([(kind, bits) for kind in INT_KINDS] + [(k, 8) for k in FP8_KINDS],
+                f"Comparing every INT{bits} scheme and FP8 with full precision", "chosen"):
+    st.caption("Everything below is measured by this run. Fewer or shorter held-out windows start at once.")
+    url.sync()
+    st.stop()
 chosen = {kind: results[(kind, bits if kind in SCHEME_KINDS else 8)] for kind in ALL_KINDS}
 kivi, naive = chosen["kivi"], chosen["token"]
 S = ecfg.window_len
@@ -241,9 +262,10 @@ st.caption(
 # --- 3. bits × scheme ----------------------------------------------------------------------------------
 st.subheader("Bits × scheme")
 if st.session_state["all"]:
-    run_jobs([(kind, b) for b in INT_BITS for kind in INT_KINDS], "Measuring every scheme at the other bit widths")
+    run_jobs([(kind, b) for b in INT_BITS for kind in INT_KINDS], "Measuring every scheme at the other bit widths", "all")
 else:
-    run_jobs([(kind, b) for b in INT_BITS for kind in ("kivi", "token")], "Measuring KIVI and naive at 8, 4, 3, 2 bits")
+    run_jobs([(kind, b) for b in INT_BITS for kind in ("kivi", "token")], "Measuring KIVI and naive at 8, 4, 3, 2 bits",
+             "bits")
 table = results_frame(list(results.values()))
 table.insert(1, "format", [f"FP8 {k.split('_')[1]}" if k in FP8_KINDS else f"INT{b}"
                            for k, b in zip(table["scheme"], table["bits"], strict=True)])
@@ -315,7 +337,7 @@ try:
     srows = scale_rows(arch, scale_schemes, ctx, gpu.memory_bytes, gpu.bandwidth_bytes_per_s,
                        st.session_state["util"])
 except ValueError as exc:
-    st.error(str(exc))
+    st.error(plain(exc))
     srows = None
 if srows:
     sframe = pd.DataFrame([{"scheme": (f"INT{s.bits} " if s.key in SCHEME_KINDS else "") + r.label,
@@ -344,7 +366,7 @@ if srows:
 # --- 5. free-running --------------------------------------------------------------------------------------
 st.header("Free-running: where greedy text first parts from full precision")
 c = st.columns([3, 2, 3])
-c[0].text_input("Prompt", key="prompt", help=f"At most {MAX_PROMPT} bytes.")
+c[0].text_input("Prompt", key="prompt", max_chars=MAX_PROMPT, help=f"At most {MAX_PROMPT} bytes of UTF-8.")
 c[1].slider("New tokens", 16, MAX_NEW, key="n")
 c[2].selectbox("Scheme for the texts", ALL_KINDS, key="free",
                format_func=lambda k: (f"INT{bits} " if k in SCHEME_KINDS else "") + schemes[k].label)
@@ -356,9 +378,20 @@ elif len(prompt_ids) > MAX_PROMPT:
     st.error(f"The prompt is {len(prompt_ids)} bytes; the limit is {MAX_PROMPT}. Shorten it.")
 else:
     free_kind = st.session_state["free"]
-    with st.spinner(f"Generating {n_new} tokens twice, through the full-precision and the quantized cache…"):
-        run = free_for(variant, tuple(prompt_ids), n_new, free_kind, bits, G, g, R, sym)  # bounded: always fits
-        div = divergence_for(variant, tuple(prompt_ids), tuple(run.ref_ids), bits, G, g, R, sym)
+    free_s = QUANT_DECODE_FACTOR * model_rates(variant, "sdpa").seconds(cached_work(len(prompt_ids), n_new)) \
+        + QUANT_EVAL_FACTOR * len(ALL_KINDS) * model_rates(variant, "eager").seconds(prefill_work(len(prompt_ids) + n_new))
+
+    def free_and_divergence(progress):
+        progress(0.0, "greedy decoding through both caches")
+        fr = free_for(variant, tuple(prompt_ids), n_new, free_kind, bits, G, g, R, sym)  # bounded: always fits
+        progress(0.7, "where every scheme parts from full precision")
+        return fr, divergence_for(variant, tuple(prompt_ids), tuple(fr.ref_ids), bits, G, g, R, sym)
+
+    got = run_job("kv_quantization.free", (variant, tuple(prompt_ids), n_new, free_kind, bits, G, g, R, sym), free_s,
+                  free_and_divergence, what=f"Generating {n_new} tokens through the full-precision and the quantized "
+                  "cache")
+if prompt_ids and len(prompt_ids) <= MAX_PROMPT and got is not None:
+    run, div = got
     first = run.first_difference
     k = st.columns(3)
     k[0].metric("First differing token", "none" if first is None else f"{first}",
@@ -388,7 +421,7 @@ else:
 
 # --- 6. K vs V channels -------------------------------------------------------------------------------------
 st.header("Keys vs values, channel by channel")
-stats = stats_for(variant, S)
+stats = queued(lambda: stats_for(variant, S), "Reading K and V channel by channel")
 if st.session_state["head"] > model.cfg.n_kv_heads - 1:
     st.session_state["head"] = model.cfg.n_kv_heads - 1
 c = st.columns(2)
@@ -428,7 +461,8 @@ T_demo = S // G * G
 if T_demo == 0:
     st.error(f"The window of {S} tokens is shorter than one chunk of G={G}; choose a longer window or a smaller G.")
 else:
-    cases = demo_for(variant, S, T_demo, layer, head, bits, G, g, st.session_state["ch"], st.session_state["factor"])
+    cases = queued(lambda: demo_for(variant, S, T_demo, layer, head, bits, G, g, st.session_state["ch"],
+                                    st.session_state["factor"]), "Injecting the outlier")
     cframe = pd.DataFrame([vars(x) for x in cases])
     st.plotly_chart(figs.outlier_errors(cframe), width="stretch")
     inj = {x.axis: x for x in cases if x.case == "injected"}

@@ -3,7 +3,9 @@ import pandas as pd
 import streamlit as st
 
 from app.figures import paging as figs
+from app.text import plain
 from app.urlstate import UrlState
+from app.work import run_job
 from app.workload import register_workload
 from sim import paging as pg
 
@@ -63,13 +65,24 @@ def fork_run(prompt_len: int, n: int, gen: int, bs: int) -> pg.ForkResult:
     return pg.simulate_parallel_sampling(prompt_len, n, gen, bs)
 
 
-@st.cache_data(max_entries=16, show_spinner="Decoding on the real model…")
+# Measured here: a paged decode step (gathering K/V through the block table) costs about twice a
+# contiguous one; a run decodes every branch paged, then each again alone with a contiguous cache.
+PAGED_STEP_FACTOR = 2.0
+
+
 def live_run(prompt: str, n_new: int, branches: int, temp: float, bs: int, seed: int):
-    from app.resources import model
+    from app.resources import model, model_rates
     from sim.generate import SamplingConfig, encode
     from sim.paged_kvcache import paged_generate
+    from sim.run_cost import cached_work
 
-    return paged_generate(model("mha"), encode(prompt), n_new, branches, bs, SamplingConfig(temp, 0, seed))
+    ids = encode(prompt)
+    if len(ids) > LIVE_MAX_PROMPT:
+        raise ValueError(f"the prompt is {len(ids):,} bytes of UTF-8; the limit is {LIVE_MAX_PROMPT}")
+    estimate = (PAGED_STEP_FACTOR + 1) * branches * model_rates("mha", "eager").seconds(cached_work(len(ids), n_new))
+    return run_job("paged_blocks.live", (tuple(ids), n_new, branches, temp, bs, seed), estimate,
+                   lambda progress: paged_generate(model("mha"), ids, n_new, branches, bs, SamplingConfig(temp, 0, seed)),
+                   what=f"Decoding {branches} branch(es) of {n_new} tokens through block tables, then alone")
 
 
 with st.container(border=True):
@@ -112,7 +125,7 @@ try:
     scfg = pg.ServingConfig(capacity_tokens=ss["capacity"], block_size=ss["block_size"])
     cmp = compare(wcfg, scfg)
 except ValueError as exc:
-    st.error(f"These settings cannot be simulated: {exc}")
+    st.error(f"These settings cannot be simulated: {plain(exc)}")
     url.sync()
     st.stop()
 
@@ -289,10 +302,10 @@ if ss["live"]:
         run = live_run(ss["live_prompt"], ss["live_new"], ss["live_branches"], ss["live_temp"], int(ss["live_bs"]),
                        ss["live_seed"])
     except CheckpointError as exc:
-        st.warning(f"The tiny model is not available: {exc}")
+        st.warning(f"The tiny model is not available: {plain(exc)}")
         run = None
     except ValueError as exc:
-        st.error(f"Cannot decode: {exc}")
+        st.error(f"Cannot decode: {plain(exc)}")
         run = None
     if run is not None:
         from sim.generate import decode

@@ -4,7 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from app.figures import prefix_cache as figs
+from app.text import plain
 from app.urlstate import UrlState
+from app.work import queued, run_job
 from sim import prefix_cache as pc
 
 DEMO_TEXT = ("System: You are the Globe Theatre's box office. Time: 2025-05-01 14:03:27.\n"
@@ -25,6 +27,8 @@ LIVE_SUFFIXES = "King.\nOph.\nPol.\nHam."
 MAX_PREFIX_BYTES = 700
 MAX_SUFFIX_BYTES = 80
 KV_DEMO_BYTES = 120
+SIM_S_PER_TOKEN = 1e-6  # measured here, per token a trace stores: building the trace and simulating it once
+RESIM_S_PER_TOKEN = 1.5e-7  # simulating an already built trace again
 
 
 def to_bytes(text: str) -> list[int]:
@@ -110,11 +114,17 @@ def tree(cfg: pc.WorkloadConfig, block_size: int, n: int):
     return frame, hits, labels, radix_total, hashed_total
 
 
-@st.cache_data(max_entries=8, show_spinner="Prefilling and branching on the real model…")
 def live_branch(prefix: tuple[int, ...], suffixes: tuple[tuple[int, ...], ...], n_new: int, repeats: int):
-    from app.resources import model
+    from app.resources import model, model_rates
+    from sim.run_cost import cached_work
 
-    return pc.branch_from_prefix(model("mha"), list(prefix), [list(s) for s in suffixes], n_new, repeats)
+    # both ways, every branch, every repetition plus one warm-up
+    per_branch = max(model_rates("mha", "sdpa").seconds(cached_work(len(prefix) + len(s), n_new)) for s in suffixes)
+    estimate = 2 * len(suffixes) * (repeats + 1) * per_branch
+    return run_job("prefix_caching.live", (prefix, suffixes, n_new, repeats), estimate,
+                   lambda progress: pc.branch_from_prefix(model("mha"), list(prefix), [list(s) for s in suffixes],
+                                                          n_new, repeats),
+                   what=f"Prefilling once and branching {len(suffixes)} continuations, {repeats} timed repetitions")
 
 
 @st.cache_data(max_entries=16, show_spinner="Running both prompts through the model…")
@@ -122,6 +132,12 @@ def live_kv(ids: tuple[int, ...], pos: int):
     from app.resources import model
 
     return pc.kv_change(model("mha"), list(ids), pos)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def trace_tokens(cfg: pc.WorkloadConfig) -> int:
+    """Tokens the chosen workload's trace stores: what every simulation of it walks through."""
+    return sum(r.num_stored for r in pc.make_trace(cfg).requests)
 
 
 # --- 1. Block hashes ------------------------------------------------------------------------------
@@ -215,12 +231,17 @@ def workload_sections() -> None:
         cfg = pc.WorkloadConfig(ss["workload"], ss["layout"], ss["requests"], ss["shared"], ss["variable"],
                                 ss["output"], ss["groups"], ss["seed"])
         cache = pc.CacheConfig(int(ss["block_size"]), ss["capacity"], ss["running"])
-        both = run_both_layouts(cfg, cache)
+        num_tokens = trace_tokens(cfg)
         sizes = replace(cfg, workload="system_prompt", layout="fixed_first")
-        table = overview(sizes, cache)
+        got = run_job("prefix_caching.workloads", (cfg, cache), SIM_S_PER_TOKEN * num_tokens * 2 * (1 + len(pc.WORKLOADS)),
+                      lambda progress: (run_both_layouts(cfg, cache), overview(sizes, cache)), real_model=False,
+                      what=f"Simulating {cfg.num_requests:,} requests in both layouts, and every workload")
     except ValueError as exc:
-        st.error(f"These settings cannot be simulated: {exc}")
+        st.error(f"These settings cannot be simulated: {plain(exc)}")
         return
+    if got is None:
+        return
+    both, table = got
     res, layout_text, layout_label = both[cfg.layout]
     wl_name = pc.WORKLOAD_LABELS[cfg.workload]
     m = st.columns(6)
@@ -301,7 +322,14 @@ def workload_sections() -> None:
 
     # --- 3. sweeps ------------------------------------------------------------------------------
     st.header("3. Cache capacity and block size")
-    cap, bsz = sweeps(cfg, cache)
+    num_sims = len(set(pc.DEFAULT_CAPACITIES) | {cache.capacity_tokens}) + len(set(pc.DEFAULT_BLOCK_SIZES) | {cache.block_size})
+    swept = run_job("prefix_caching.sweeps", (cfg, cache),
+                    num_tokens * 2 * (SIM_S_PER_TOKEN + RESIM_S_PER_TOKEN * num_sims),
+                    lambda progress: sweeps(cfg, cache), real_model=False,
+                    what=f"Sweeping capacity and block size: {2 * num_sims} simulations")
+    if swept is None:
+        return
+    cap, bsz = swept
     c = st.columns(2)
     c[0].plotly_chart(figs.sweep(cap, "capacity_tokens", cache.capacity_tokens,
                                  f"{wl_name}: hit rate vs cache capacity", "cache capacity (token slots)"),
@@ -320,7 +348,12 @@ def workload_sections() -> None:
     st.header("4. The cached blocks as a tree")
     st.slider("Requests drawn", 2, MAX_TREE, key="tree_n")
     n = min(ss["tree_n"], cfg.num_requests)
-    frame_t, hits_t, labels, radix_total, hashed_total = tree(cfg, cache.block_size, n)
+    grown = run_job("prefix_caching.tree", (cfg, cache.block_size, n), SIM_S_PER_TOKEN * num_tokens * 3,
+                    lambda progress: tree(cfg, cache.block_size, n), real_model=False,
+                    what="Building the radix tree of every request")
+    if grown is None:
+        return
+    frame_t, hits_t, labels, radix_total, hashed_total = grown
     st.plotly_chart(figs.radix_tree(frame_t, cache.block_size, labels,
                                     f"The first {n} requests of '{wl_name}' ({pc.LAYOUT_LABELS[cfg.layout]}) as "
                                     "paths of blocks"), width="stretch")
@@ -377,9 +410,9 @@ if ss["live"]:
         try:
             run = live_branch(tuple(prefix_ids), tuple(tuple(s) for s in suffix_ids), ss["live_new"], ss["repeats"])
         except CheckpointError as exc:
-            st.warning(f"The tiny model is not available: {exc}")
+            st.warning(f"The tiny model is not available: {plain(exc)}")
         except ValueError as exc:
-            st.error(f"Cannot run: {exc}")
+            st.error(f"Cannot run: {plain(exc)}")
     if run is not None:
         m = st.columns(5)
         m[0].metric("Prefill from scratch", f"{1e3 * run.scratch_prefill_total_s:.1f} ms",
@@ -431,7 +464,7 @@ if ss["live"]:
                 ss["kv_pos"] = len(kv_ids) - 1
             st.slider("Position of the changed byte (in the prefix's first bytes)", 0, len(kv_ids) - 1, key="kv_pos")
             kp = ss["kv_pos"]
-            kc = live_kv(tuple(kv_ids), kp)
+            kc = queued(lambda: live_kv(tuple(kv_ids), kp), "Running both prompts through the model")
             st.plotly_chart(figs.kv_difference(
                 kc, [show_char(b) for b in kv_ids],
                 f"K and V after changing byte {kp} ({show_char(kv_ids[kp])} → {show_char(kc.changed_ids[kp])}), "

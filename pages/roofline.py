@@ -5,7 +5,9 @@ import streamlit as st
 
 from app.figures import CACHED, NAIVE
 from app.figures import roofline as figs
+from app.text import plain
 from app.urlstate import UrlState
+from app.work import queued
 from sim.gpus import load_gpus
 from sim.memory import KV_DTYPES, WEIGHT_DTYPE_BITS
 from sim.model_presets import load_presets
@@ -61,9 +63,11 @@ c[2].select_slider("Context (tokens per request)", CONTEXTS, key="context", form
 
 @st.cache_resource(show_spinner="Measuring this machine (copy bandwidth, matmul FLOP/s)…")
 def machine_probe():
+    from app.work import server
     from sim.roofline import probe_machine
 
-    return probe_machine()
+    with server().queue.slot():  # measured alone: no other session's model run shares the machine
+        return probe_machine()
 
 
 probe, probe_error = None, None
@@ -83,7 +87,8 @@ try:
     cfg = RooflineConfig(arch, st.session_state["batch"], st.session_state["context"], st.session_state["wdtype"],
                          st.session_state["kvdtype"])
 except ValueError as exc:
-    st.error(str(exc))
+    st.error(plain(exc))
+    url.sync()
     st.stop()
 
 dec, pre = decode_step(cfg), prefill_step(cfg)
@@ -154,7 +159,8 @@ else:
         from app.resources import model_or_stop
         from sim.roofline import measure_tiny_decode
 
-        st.session_state["tiny_point"] = measure_tiny_decode(model_or_stop("mha"), probe)
+        st.session_state["tiny_point"] = queued(lambda: measure_tiny_decode(model_or_stop("mha"), probe),
+                                                "Timing the tiny model's decode step")
     tp = st.session_state.get("tiny_point")
     if tp is not None:
         mhw = Hardware("this machine", probe.peak_flops, probe.bandwidth)

@@ -7,7 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from app.figures import serving as figs
+from app.text import plain
 from app.urlstate import UrlState
+from app.work import AUTO_RUN_S, job_seconds, run_job
 from app.workload import register_workload
 from sim import paging as pg
 from sim import serving as sv
@@ -103,16 +105,23 @@ def speculative_figure(*args) -> object:
                             dict(measured) if measured else None, list(timed) if timed else None)
 
 
-@st.cache_data(max_entries=4, show_spinner="Sweeping the batch size…")
-def sweep(setup: sv.ServingSetup) -> pd.DataFrame:
+def sweep(setup: sv.ServingSetup) -> pd.DataFrame | None:
+    """Both schedulers at six more batch sizes; about six times the main run, so it may wait for a button."""
     from dataclasses import replace
 
-    rows = []
-    for b in SWEEP_BATCHES:
-        cmp = sv.run_serving(replace(setup, max_batch=b))
-        rows.append({"max_batch": b, "static_tok_s": cmp.results["static"].tokens_per_s,
-                     "continuous_tok_s": cmp.results["continuous"].tokens_per_s, "ratio": cmp.speedup})
-    return pd.DataFrame(rows)
+    def run(progress):
+        rows = []
+        for i, b in enumerate(SWEEP_BATCHES):
+            progress(i / len(SWEEP_BATCHES), f"max batch {b}")
+            cmp = sv.run_serving(replace(setup, max_batch=b))
+            rows.append({"max_batch": b, "static_tok_s": cmp.results["static"].tokens_per_s,
+                         "continuous_tok_s": cmp.results["continuous"].tokens_per_s, "ratio": cmp.speedup})
+        return pd.DataFrame(rows)
+
+    main_s = job_seconds("serving.batching", setup)
+    estimate = len(SWEEP_BATCHES) * (main_s if main_s is not None else AUTO_RUN_S)
+    return run_job("serving.sweep", setup, estimate, run, real_model=False,
+                   what=f"Simulating both schedulers at {len(SWEEP_BATCHES)} batch sizes")
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -125,17 +134,25 @@ def monte_carlo(alpha: float, passes: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@st.cache_data(max_entries=8, show_spinner="Speculating on the real model…")
-def live_run(prompt: str, n_new: int, k: int, draft_key: str) -> sv.SpecRun:
-    from app.resources import model
+def live_run(prompt: str, n_new: int, k: int, draft_key: str) -> sv.SpecRun | None:
+    from app.resources import model, model_rates
     from sim.generate import encode
+    from sim.run_cost import cached_work
 
-    target = model("mha")
-    if draft_key.startswith("first"):
-        draft = sv.truncated_draft(target, int(draft_key.removeprefix("first")))
-    else:
-        draft = model(draft_key)
-    return sv.speculative_generate(target, draft, encode(prompt), n_new, k)
+    ids = encode(prompt)
+    if len(ids) > LIVE_MAX_PROMPT:
+        raise ValueError(f"the prompt is {len(ids):,} bytes of UTF-8; the limit is {LIVE_MAX_PROMPT}")
+
+    def run(progress):
+        target = model("mha")
+        draft = sv.truncated_draft(target, int(draft_key.removeprefix("first"))) if draft_key.startswith("first") \
+            else model(draft_key)
+        return sv.speculative_generate(target, draft, ids, n_new, k)
+
+    # the target alone, then rounds of k draft steps and one verify pass: at most (k + 2) steps per token
+    estimate = (k + 2) * model_rates("mha", "eager").seconds(cached_work(len(ids), n_new))
+    return run_job("serving.live", (tuple(ids), n_new, k, draft_key), estimate, run,
+                   what=f"Speculating {n_new} tokens on the real model (k = {k})")
 
 
 # --- Controls ---------------------------------------------------------------------------------
@@ -184,9 +201,11 @@ try:
         arrival=ss["arrival"], arrival_rate=ss["rate"] * sv.ARRIVAL_TICK_S, seed=ss["seed"])
     dep = sv.DeploymentConfig(ss["model"], ss["gpu"], ss["wdtype"], ss["kvdtype"], ss["util"], ss["kv_limit"])
     setup = sv.ServingSetup(wcfg, dep, ss["batch"], int(ss["block_size"]), ss["watermark"], ss["max_batched"])
-    cmp = serve(setup)
+    # bounded in sim/serving (requests, iterations): about a second at the page's limits
+    cmp = run_job("serving.batching", setup, 1.0, lambda progress: serve(setup), real_model=False,
+                  what="Simulating both schedulers")
 except ValueError as exc:
-    st.error(f"These settings cannot be simulated: {exc}")
+    st.error(f"These settings cannot be simulated: {plain(exc)}")
     cmp = None
 
 if cmp is not None:
@@ -235,12 +254,13 @@ if cmp is not None:
     st.plotly_chart(shown["latency"], width="stretch")
 
     st.toggle("Sweep the max batch (runs both schedulers six more times)", key="sweep")
+    sw = None
     if ss["sweep"]:
         try:
             sw = sweep(setup)
         except ValueError as exc:
-            st.error(f"The sweep cannot run with these settings: {exc}")
-        else:
+            st.error(f"The sweep cannot run with these settings: {plain(exc)}")
+        if sw is not None:
             st.plotly_chart(figs.batch_sweep(sw, ss["batch"]), width="stretch")
             st.dataframe(sw.round(2), hide_index=True, width="stretch")
 
@@ -277,14 +297,13 @@ try:
     else:
         c_ratio = float(ss["c"])
     mc = monte_carlo(alpha, ss["mc_passes"], ss["mc_seed"])
+    e_closed = sv.expected_tokens_per_pass(alpha, k)
+    mc_row = mc[mc["k"] == k].iloc[0]
+    best_k = sv.optimal_k(alpha, c_ratio, KS[-1])
 except ValueError as exc:
-    st.error(f"Cannot compute the speculative curves: {exc}")
+    st.error(f"Cannot compute the speculative curves: {plain(exc)}")
     url.sync()
     st.stop()
-
-e_closed = sv.expected_tokens_per_pass(alpha, k)
-mc_row = mc[mc["k"] == k].iloc[0]
-best_k = sv.optimal_k(alpha, c_ratio, KS[-1])
 m = st.columns(4)
 m[0].metric("Tokens per target pass (formula)", f"{e_closed:.3f}")
 m[1].metric("Monte Carlo", f"{mc_row['mean']:.3f} ± {2 * mc_row['stderr']:.3f}",
@@ -325,9 +344,9 @@ if ss["live"]:
     try:
         run = live_run(ss["live_prompt"], ss["live_new"], ss["live_k"], ss["live_draft"])
     except CheckpointError as exc:
-        st.warning(f"The tiny model is not available: {exc}")
+        st.warning(f"The tiny model is not available: {plain(exc)}")
     except ValueError as exc:
-        st.error(f"Cannot speculate: {exc}")
+        st.error(f"Cannot speculate: {plain(exc)}")
 
 measured = None
 if run is not None:
@@ -380,7 +399,7 @@ sp_draft = ss["spec_draft"] if ss["c_mode"] == "roofline" else "llama-3.1-8b"
 try:
     points = sv.spec_batch_sweep(sp_target, sp_draft, ss["gpu"], alpha, k)
 except ValueError as exc:
-    st.error(f"Cannot sweep the batch: {exc}")
+    st.error(f"Cannot sweep the batch: {plain(exc)}")
     points = []
 if points:
     label = f"{presets[sp_target].name} drafted by {presets[sp_draft].name}"

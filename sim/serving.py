@@ -908,7 +908,12 @@ def spec_timing(target: str, draft: str, gpu: str, context: int = 1024, weight_d
         raise ValueError(f"context must be 1..131,072, got {context:,}")
     tc = RooflineCost(presets[target], gpu, weight_dtype)
     dc = RooflineCost(presets[draft], gpu, weight_dtype)
-    return SpecTiming(target, draft, context, tc.decode_seconds(1, context), dc.decode_seconds(1, context),
+    target_s, draft_s = tc.decode_seconds(1, context), dc.decode_seconds(1, context)
+    if draft_s >= target_s:
+        raise ValueError(f"the draft {presets[draft].name} takes {draft_s * 1e3:,.2f} ms per decode step, no less than "
+                         f"the target {presets[target].name}'s {target_s * 1e3:,.2f} ms (c = {draft_s / target_s:,.2f}): "
+                         "speculation only pays with a draft cheaper than its target; pick a smaller draft")
+    return SpecTiming(target, draft, context, target_s, draft_s,
                       {k: tc.verify_seconds(k + 1, context) for k in range(1, MAX_SPEC_K + 1)})
 
 

@@ -11,6 +11,9 @@ if str(ROOT) not in sys.path:
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Page tests assert on every section, so every job a page opens runs without its button (the
+# gating itself is tested with the real limit, in test_work.py).
+os.environ.setdefault("KVLAB_AUTO_RUN_S", "600")
 
 from sim.model import PRESETS, ModelConfig, TinyLlama, load_model  # noqa: E402
 
@@ -47,3 +50,10 @@ def run_page(slug: str, params: dict[str, str] | None = None, timeout: float = 3
 def metric_value(at, label: str) -> str:
     """The value text of the metric with this label (StopIteration names a missing one)."""
     return next(m.value for m in at.metric if m.label == label)
+
+
+def unescaped(markdown: str) -> str:
+    """A message as the reader sees it: app.text.plain backslash-escapes every Markdown character."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", markdown)

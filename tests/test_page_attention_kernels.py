@@ -7,7 +7,7 @@ from app.figures.kernels import fmt_bytes, fmt_num, fmt_ratio
 from sim import flash as FL
 from sim import kernels as K
 from tests.conftest import metric_value as metric
-from tests.conftest import run_page
+from tests.conftest import run_page, unescaped
 
 SMALL = {"n": "128", "h": "1", "d": "16", "threads": "1"}  # a timing of a few milliseconds per kernel
 
@@ -126,9 +126,9 @@ def test_url_restores_the_view():
 
 
 @pytest.mark.parametrize("params, expected", [
-    ({"n": "999999"}, "999999 is outside 1..65536"),
-    ({"sm_scale": "nan"}, "nan is outside 0.01..1000.0"),
-    ({"kind": "train"}, "'train' is not one of prefill, decode"),
+    ({"n": "999999"}, "`999999` is outside 1..65536"),
+    ({"sm_scale": "nan"}, "`nan` is outside 0.01..1000.0"),
+    ({"kind": "train"}, "`train` is not one of prefill, decode"),
 ])
 def test_bad_url_values_fall_back_with_a_warning(params, expected):
     at = page(params)
@@ -139,7 +139,7 @@ def test_bad_url_values_fall_back_with_a_warning(params, expected):
 def test_over_the_cap_is_an_error_with_numbers():
     at = page({"h": "64", "n": "4096"})
     assert not at.exception
-    assert "1·64·4,096·4,096 = 1,073,741,824 score entries is over this device's cap of 16,777,216" in at.error[0].value
+    assert "1·64·4,096·4,096 = 1,073,741,824 score entries is over this device's cap of 16,777,216" in unescaped(at.error[0].value)
     assert not any(b.label == "Run the sweep" for b in at.button)  # nothing to sweep until it is fixed
 
 

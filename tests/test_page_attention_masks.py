@@ -48,5 +48,5 @@ def test_url_state_and_bad_values():
     assert "pad row(s) have no key at all" in at.caption[0].value
     at = page({"kind": "diagonal", "layer": "99", "prompt": ""})
     assert not at.exception
-    assert any("'diagonal' is not one of" in w.value for w in at.warning)
+    assert any("`diagonal` is not one of" in w.value for w in at.warning)
     assert "The prompt is empty" in at.error[0].value

@@ -10,7 +10,10 @@ from tests.conftest import run_page
 
 
 def page(params=None) -> AppTest:
-    return run_page("decode_cost", params, timeout=180)
+    at = run_page("decode_cost", params, timeout=180)
+    if any("waits for you" in i.value for i in at.info):  # a run estimated over the auto-start budget
+        at.button[0].click().run()
+    return at
 
 
 def expected_flop_ratio(variant, prompt, n):
@@ -24,7 +27,7 @@ def test_defaults_show_identical_tokens_and_exact_flops():
     assert not at.exception
     assert at.success[0].value.startswith("Identical tokens: all 64 tokens")
     assert metric(at, "FLOPs naive / cached") == expected_flop_ratio("mha", "HAMLET.\nTo be, or not to be", 64)
-    res = at.session_state["decode_result"]
+    res = at.session_state["decode_cost.result"]
     assert res.naive_complete and res.compared == 64
     t_naive = sum(r.wall_s for r in res.naive)
     t_cached = sum(r.wall_s for r in res.cached)
@@ -43,7 +46,7 @@ def test_change_n_and_variant_then_run():
     assert not at.exception
     assert at.success[0].value.startswith("Identical tokens: all 40 tokens")
     assert metric(at, "FLOPs naive / cached") == expected_flop_ratio("gqa", "ROMEO.\n", 40)
-    res = at.session_state["decode_result"]
+    res = at.session_state["decode_cost.result"]
     assert [r.num_new for r in res.cached] == [7] + [1] * 39
     assert [r.num_new for r in res.naive] == list(range(7, 47))
     assert at.query_params["n"] == "40" and at.query_params["variant"] == "gqa"
@@ -60,12 +63,15 @@ def test_bad_input_is_explained():
     at = page({"n": "5000", "variant": "gpt-9"})
     assert not at.exception
     warnings = " ".join(w.value for w in at.warning)
-    assert "5000 is outside 1..1024" in warnings and "'gpt-9' is not one of mha, gqa, mqa" in warnings
+    assert "`5000` is outside 1..1024" in warnings and "`gpt-9` is not one of mha, gqa, mqa" in warnings
     at = page({"prompt": "x" * 300})
+    assert "text of 300 bytes (UTF-8) is longer than 256" in at.warning[0].value
+    at.text_area(key="prompt").set_value("가" * 100)  # 100 characters, 300 bytes: the limit counts bytes
+    at.button[0].click().run()
     assert "The prompt is 300 bytes; the limit is 256" in at.error[0].value
     at = page({"prompt": "y" * 250, "n": "1024", "budget": "1"})
     assert "generating 775 instead" in at.warning[0].value
-    res = at.session_state["decode_result"]
+    res = at.session_state["decode_cost.result"]
     assert len(res.cached) == 775 and not res.naive_complete  # naive is O(N²): the 1 s budget stops it
     assert at.success[0].value.startswith(f"Identical tokens: the {res.compared} tokens naive decoding produced")
     assert f"Naive decoding stopped after {res.compared} of 775 tokens" in at.info[0].value

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 from sim.gpus import load_gpus
 from sim.memory import GpuConfig, MemoryConfig, capacity, fmt_bytes, kv_memory, seed_claims
 from sim.model_presets import load_presets, parse_hf_config
+from tests.conftest import unescaped
 
 ROOT = Path(__file__).resolve().parent.parent
 MAIN = str(ROOT / "app" / "main.py")
@@ -18,6 +19,7 @@ G = load_gpus()
 LLAMA_CONFIG = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
                 "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
                 "max_position_embeddings": 131072, "tie_word_embeddings": False, "_name_or_path": "my-llama"}
+
 
 
 def run_page(params: dict[str, str] | None = None) -> AppTest:
@@ -114,7 +116,7 @@ def test_url_round_trip_restores_the_view():
 def test_bad_url_values_fall_back_with_warnings():
     at = run_page({"model": "gpt-5", "batch": "-5", "ctx": "1e999", "util": "nan", "group": "7", "cfg": "{" * 3000})
     text = " ".join(w.value for w in at.warning)
-    assert "'gpt-5' is not one of" in text and "-5 is outside 1..65536" in text and "nan is outside" in text
+    assert "`gpt-5` is not one of" in text and "`-5` is outside 1..65536" in text and "`nan` is outside" in text
     _, _, shown = expected(P["llama-3.1-8b"], 16, 32768)
     assert metrics(at) == shown
     assert at.query_params["batch"] == "16"
@@ -143,19 +145,19 @@ def test_uploaded_config_and_a_bad_one():
     assert not at.exception and not at.error
     _, _, shown = expected(parse_hf_config(json.dumps(gemma)), 16, 32768)
     assert metrics(at) == shown
-    assert any("head_dim=256" in i.value for i in at.info)  # the note on head_dim vs hidden/heads
+    assert any("head_dim=256" in unescaped(i.value) for i in at.info)  # the note on head_dim vs hidden/heads
     hostile = dict(gemma, num_key_value_heads=5, num_hidden_layers=10**50)
     at.file_uploader(key="cfg_file").set_value(("evil.json", json.dumps(hostile).encode(), "application/json")).run()
     assert not at.exception and not at.metric
-    assert "num_hidden_layers=a 51-digit number is outside 1..1,024" in at.error[0].value
+    assert "num_hidden_layers=a 51-digit number is outside 1..1,024" in unescaped(at.error[0].value)
     at.file_uploader(key="cfg_file").set_value(("bin.json", b"\xff\xfe\x00", "application/json")).run()
-    assert not at.exception and "not UTF-8" in at.error[0].value
+    assert not at.exception and "not UTF-8" in unescaped(at.error[0].value)
 
 
 def test_pasted_garbage_shows_an_error_not_a_traceback():
     at = run_page({"model": "custom", "cfg": '{"num_hidden_layers": "lots"}'})
     assert not at.exception
-    assert "num_hidden_layers must be a whole number, got 'lots' (str)" in at.error[0].value
+    assert "num_hidden_layers must be a whole number, got 'lots' (str)" in unescaped(at.error[0].value)
 
 
 def test_measured_on_the_real_model_matches_the_formula():

@@ -8,7 +8,7 @@ from sim.kivi_cache import make_scheme, scheme_bytes
 from sim.model import load_model
 from sim.quant_experiments import EvalConfig, evaluate_scheme, free_run, heldout_windows
 from tests.conftest import metric_value as metric
-from tests.conftest import run_page
+from tests.conftest import run_page, unescaped
 
 SMALL = {"win": "1", "len": "128", "n": "24"}  # a light view: one window of 128 tokens
 
@@ -78,9 +78,9 @@ def test_url_restores_the_view():
 def test_bad_input_is_explained():
     at = page({**SMALL, "G": "128", "R": "64"})
     assert not at.exception
-    assert "R=64 is not a multiple of K's group of 128 tokens" in at.error[0].value
+    assert "R=64 is not a multiple of K's group of 128 tokens" in unescaped(at.error[0].value)
     at = page({**SMALL, "bits": "5", "n": "99999", "prompt": ""})
     assert not at.exception
     warnings = " ".join(w.value for w in at.warning)
-    assert "'5' is not one of 8, 4, 3, 2" in warnings and "99999 is outside 16..512" in warnings
+    assert "`5` is not one of 8, 4, 3, 2" in warnings and "`99999` is outside 16..512" in warnings
     assert "The prompt is empty" in " ".join(e.value for e in at.error)

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from sim import paging as pg
 from sim.model import checkpoint_path
-from tests.conftest import run_page
+from tests.conftest import run_page, unescaped
 
 
 def open_page(**params) -> AppTest:
@@ -87,7 +87,7 @@ def test_bad_url_values_fall_back_with_a_warning():
     warned = " ".join(w.value for w in at.warning)
     for key in ("requests", "block_size", "lengths", "rate", "capacity"):
         assert f"`{key}`" in warned
-    assert "999 is outside 1..256" in warned
+    assert "`999` is outside 1..256" in warned
     assert_matches(at, expected())
 
 
@@ -98,7 +98,7 @@ def test_bad_url_values_fall_back_with_a_warning():
 ])
 def test_impossible_settings_are_an_error_not_a_traceback(params, message):
     at = open_page(**params)
-    assert len(at.error) == 1 and message in at.error[0].value
+    assert len(at.error) == 1 and message in unescaped(at.error[0].value)
     assert not at.metric
 
 

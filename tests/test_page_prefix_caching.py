@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from sim import prefix_cache as pc
 from sim.model import checkpoint_path
-from tests.conftest import run_page
+from tests.conftest import run_page, unescaped
 
 
 def open_page(**params) -> AppTest:
@@ -112,7 +112,7 @@ def test_bad_url_values_fall_back_with_a_warning():
     warned = " ".join(w.value for w in at.warning)
     for key in ("requests", "block_size", "workload", "decode_weight", "capacity", "demo_pos"):
         assert f"`{key}`" in warned
-    assert "-5 is outside 256..4194304" in warned
+    assert "`-5` is outside 256..4194304" in warned
     assert_shows(at, pc.WorkloadConfig(), pc.CacheConfig())
 
 
@@ -122,14 +122,14 @@ def test_bad_url_values_fall_back_with_a_warning():
 ])
 def test_impossible_settings_are_an_error_not_a_traceback(params, message):
     at = open_page(**params)
-    assert any(message in e.value for e in at.error)
+    assert any(message in unescaped(e.value) for e in at.error)
     assert "Token hit rate" not in metrics(at)
     assert "Blocks of B reused" in metrics(at)  # the rest of the page still renders
 
 
 def test_demo_with_a_prompt_too_short_is_an_error():
     at = open_page(demo_text="a")
-    assert any("needs 2..400 bytes" in e.value for e in at.error)
+    assert any("needs 2..400 bytes" in unescaped(e.value) for e in at.error)
 
 
 def test_real_model_branches_from_the_cached_prefix(monkeypatch):

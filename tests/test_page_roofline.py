@@ -49,7 +49,7 @@ def test_bad_choices_explained():
     at = page({"batch": "0", "model": "gpt-7"})
     assert not at.exception
     text = " ".join(w.value for w in at.warning)
-    assert "0 is outside 1..4096" in text and "'gpt-7' is not one of" in text
+    assert "`0` is outside 1..4096" in text and "`gpt-7` is not one of" in text
 
 
 def test_this_machine_and_the_tiny_model_point():

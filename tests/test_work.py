@@ -1,0 +1,75 @@
+"""run_job: cheap work starts by itself, long work waits for its button, results are shared."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.work import AUTO_ENV, AUTO_RUN_S
+
+
+@pytest.fixture(autouse=True)
+def real_limit(monkeypatch):
+    monkeypatch.setenv(AUTO_ENV, str(AUTO_RUN_S))
+
+
+def _page():
+    import streamlit as st
+
+    from app.work import run_job
+
+    estimate = st.session_state.get("estimate", 1.0)
+    tag = st.session_state.get("tag", "a")
+
+    def work(progress):
+        progress(0.5, "half way")
+        st.session_state["calls"] = st.session_state.get("calls", 0) + 1
+        return f"done {tag}"
+
+    got = run_job(f"test.demo.{tag}", estimate, estimate, work, what="A demo job", real_model=False)
+    st.markdown(f"result: {got}")
+
+
+def run(**state) -> AppTest:
+    at = AppTest.from_function(_page)
+    for k, v in state.items():
+        at.session_state[k] = v
+    return at.run()
+
+
+def test_cheap_work_starts_by_itself():
+    at = run(estimate=0.5, tag="cheap")
+    assert at.markdown[-1].value == "result: done cheap" and at.session_state["calls"] == 1
+    assert not at.button
+
+
+def test_long_work_waits_for_its_button_then_runs():
+    at = run(estimate=AUTO_RUN_S + 10, tag="long")
+    assert at.markdown[-1].value == "result: None"
+    assert "about 13 s on this machine, so it waits for you" in at.info[0].value
+    at.button[0].click().run()
+    assert at.markdown[-1].value == "result: done long" and at.session_state["calls"] == 1
+    at.run()  # the result is kept: a later run does not compute again
+    assert at.markdown[-1].value == "result: done long" and at.session_state["calls"] == 1
+
+
+def test_results_are_shared_between_sessions():
+    run(estimate=0.5, tag="shared")
+    other = run(estimate=0.5, tag="shared")
+    assert other.markdown[-1].value == "result: done shared" and "calls" not in other.session_state
+
+
+def test_a_page_run_starts_at_most_a_few_seconds_unasked():
+    def two_jobs():
+        import streamlit as st
+
+        from app.urlstate import UrlState
+        from app.work import run_job
+
+        UrlState("demo_two")
+        for i in range(3):
+            got = run_job(f"test.budget{i}", i, 2.5, lambda progress: "ran", what=f"job {i}", real_model=False)
+            st.markdown(f"{i}: {got}")
+
+    at = AppTest.from_function(two_jobs).run()
+    # 2.5 s each against a page budget of 5 s: two run by themselves, the third waits
+    assert [m.value for m in at.markdown] == ["0: ran", "1: ran", "2: None"]
+    assert "already started" in at.info[0].value
