@@ -149,3 +149,62 @@ def test_an_interaction_updates_the_page_and_the_url(app_url, browser):
     finally:
         page.screenshot(path=str(SHOTS / "kv_memory_batch17.png"), full_page=True)
         page.close()
+
+
+INJECTION = ("/decode_cost?variant=%5BLog%20in%20again%5D(http%3A%2F%2F127.0.0.1%3A9%2Fphish)"
+             "&top_k=!%5Bx%5D(http%3A%2F%2F127.0.0.1%3A9%2Fpixel.png)")
+
+
+def test_markdown_in_a_link_makes_no_link_or_image(app_url, browser):
+    """The link values are shown as text in the page's warning: no anchor, no image fetched."""
+    page = open_page(browser, app_url + INJECTION)
+    try:
+        warning = page.locator('[data-testid="stAlert"]', has_text="Log in again")
+        warning.first.wait_for(timeout=60_000)
+        assert page.locator('a[href*="127.0.0.1:9"]').count() == 0
+        assert page.locator('img[src*="127.0.0.1:9"]').count() == 0
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.screenshot(path=str(SHOTS / "injection.png"), full_page=True)
+        page.close()
+
+
+def test_the_app_fetches_nothing_from_outside(app_url, browser):
+    """Favicon, fonts, icons: every request the browser makes goes to the app's own server."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url))
+    try:
+        for path in ("/", "/kv_memory"):
+            page.goto(app_url + path, wait_until="domcontentloaded")
+            page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=180_000)
+            page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+            page.wait_for_timeout(1500)
+        outside = sorted({u for u in seen if not u.startswith((app_url, "data:", "blob:", "about:"))})
+        assert seen and outside == [], outside
+    finally:
+        page.close()
+
+
+def test_sidebar_navigation_keeps_each_page_its_own_values(app_url, browser):
+    """Serving sets block_size to '32' (a string option); Paged KV blocks has an integer slider of
+    the same key. Moving between them through the sidebar shows each page its own value."""
+    page = open_page(browser, f"{app_url}/serving?block_size=32&requests=7")
+    try:
+        page.locator('[data-testid="stSidebarNav"] a', has_text="Paged KV blocks").click()
+        page.wait_for_function("() => location.pathname.endsWith('/paged_blocks')", timeout=60_000)
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=180_000)
+        page.wait_for_function("() => location.search.includes('block_size=')", timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        params = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
+        assert params["block_size"] == "16" and params["requests"] == "1000", params  # the page's defaults
+        page.locator('[data-testid="stSidebarNav"] a', has_text="Serving").click()
+        page.wait_for_function("() => location.pathname.endsWith('/serving')", timeout=60_000)
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=180_000)
+        page.wait_for_function("() => location.search.includes('block_size=')", timeout=60_000)
+        params = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
+        assert params["block_size"] == "32" and params["requests"] == "7", params  # what was set there
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.screenshot(path=str(SHOTS / "navigation.png"), full_page=True)
+        page.close()
