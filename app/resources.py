@@ -9,9 +9,11 @@ from app.text import code, plain
 
 @st.cache_resource(show_spinner="Probing the device…")
 def device_info():
+    from app.work import server
     from sim.device import describe_device
 
-    return describe_device()
+    with server().queue.slot(exclusive=True):  # forcing an SDPA backend is process-wide: run alone
+        return describe_device()
 
 
 @st.cache_resource(show_spinner="Loading the tiny model…")
@@ -46,5 +48,5 @@ def model_rates(name: str, attn_impl: str):
     from sim.run_cost import measure_rates
 
     m = model(name)
-    with server().queue.slot():
+    with server().queue.slot(exclusive=True):  # a timing: nothing else may run beside it
         return measure_rates(m, attn_impl)

@@ -26,6 +26,7 @@ PAGE_AUTO_S = 5.0  # and all the jobs one page run starts by itself at no more t
 AUTO_ENV = "KVLAB_AUTO_RUN_S"  # overrides AUTO_RUN_S (page tests raise it so every section runs)
 BUDGET_KEY = "_work.auto_left"  # reset at the start of every page run (UrlState does it)
 PROGRESS_EVERY_S = 0.1  # redraw the bar at most this often (each redraw is also where a Stop lands)
+WAIT_REDRAW_S = 2.0  # while queued, redraw "k runs ahead" when k changes, else this often
 
 T = TypeVar("T")
 Progress = Callable[[float, str], None]
@@ -119,9 +120,7 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     stop_slot.button("Stop", key=_flag(kind, "stop"), on_click=_set, args=(_flag(kind, "stopped"),),
                      help="Stops this run at its next progress step; nothing is kept.")
 
-    def wait(num_ahead: int) -> None:
-        status.info(f"Waiting for the model: {num_ahead} run{'s' if num_ahead != 1 else ''} ahead of you "
-                    "(every session of this server shares one queue).", icon=":material/hourglass_top:")
+    wait = _waiting_message(status, "Waiting for the model")
 
     head = f"{what} ({fmt_seconds(estimate)})"
     last = [0.0]
@@ -163,15 +162,26 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     return result
 
 
+def _waiting_message(slot, what: str) -> Callable[[int], None]:
+    """on_wait for the queue: says how many runs are ahead, redrawn only when that changes (or every
+    WAIT_REDRAW_S, each redraw being where a Stop or a rerun can land): thirty waiting sessions
+    must not flood their browsers."""
+    last = {"ahead": None, "at": 0.0}
+
+    def wait(num_ahead: int) -> None:
+        now = time.perf_counter()
+        if num_ahead != last["ahead"] or now - last["at"] >= WAIT_REDRAW_S:
+            last.update(ahead=num_ahead, at=now)
+            slot.info(f"{what}: {num_ahead} run{'s' if num_ahead != 1 else ''} ahead of you (every session of this "
+                      "server shares one queue).", icon=":material/hourglass_top:")
+
+    return wait
+
+
 def queued(fn: Callable[[], T], what: str) -> T:
     """Run short real-model work (well under a second) in its turn in the server's queue."""
     status = st.empty()
-
-    def wait(num_ahead: int) -> None:
-        status.info(f"{what}: waiting for the model, {num_ahead} run{'s' if num_ahead != 1 else ''} ahead of you.",
-                    icon=":material/hourglass_top:")
-
-    with server().queue.slot(wait):
+    with server().queue.slot(_waiting_message(status, f"{what}: waiting for the model")):
         status.empty()
         out = fn()
     return out

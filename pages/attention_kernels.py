@@ -24,7 +24,7 @@ ISSUE_CPU_TIME, ISSUE_CPU_MEM = 8.7, 117.0  # issue 9: SDPA's CPU flash kernel v
 def locked(fn, *args, **kwargs):
     """Timings take their turn in the server's one queue: two at once would disturb each other's
     numbers, and a timing next to another session's model run would be wrong too."""
-    with server().queue.slot():
+    with server().queue.slot(exclusive=True):  # forcing a backend is process-wide, and a timing wants the machine
         return fn(*args, **kwargs)
 
 
@@ -35,7 +35,7 @@ def device_limits(device: str) -> K.Limits:
 
 @st.cache_resource(show_spinner="Probing the attention backends…")
 def statuses(device: str, dtype: str) -> list[K.ImplStatus]:
-    return K.impl_statuses(device, dtype)
+    return locked(K.impl_statuses, device, dtype)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

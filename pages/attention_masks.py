@@ -25,6 +25,15 @@ MAX_PROMPT = 48  # bytes: one row and column per byte keeps the maps legible on 
 KIND_LABELS = {"causal": "causal", "sliding_window": "sliding window", "prefix_lm": "prefix-LM",
                "document": "document / packing", "bidirectional": "none (bidirectional)"}
 
+@st.cache_resource(show_spinner=False)
+def masked_row_behaviour() -> dict[str, str]:
+    """Measured once per server, alone in the queue: it forces each SDPA backend, a process-wide switch."""
+    from app.work import server
+
+    with server().queue.slot(exclusive=True):
+        return fully_masked_row_behaviour()
+
+
 st.title("Attention masks")
 st.markdown(
     "A mask decides which keys each query may read. It is **added to the score matrix before softmax**: "
@@ -123,7 +132,7 @@ st.caption("Leaked mass: the probability a query gives to keys its mask forbids.
            "still weighs e⁰ = 1 against the others. −1e4 and −1e9 leak nothing measurable here (e^−10000 underflows "
            "to 0), but fp16 cannot hold −1e9: it overflows to −∞, and fp16 softmax rounds the weights themselves.")
 st.subheader("A fully masked row")
-st.dataframe(pd.DataFrame([{"Where": k, "Result": v} for k, v in fully_masked_row_behaviour().items()]),
+st.dataframe(pd.DataFrame([{"Where": k, "Result": v} for k, v in masked_row_behaviour().items()]),
              hide_index=True, width="stretch")
 st.caption("A left-pad query has no key to attend to. Plain softmax over all −∞ is 0/0 = NaN, and NaN spreads "
            "through every later layer; a large finite negative gives a uniform row instead. torch's SDPA kernels "

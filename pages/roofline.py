@@ -66,7 +66,7 @@ def machine_probe():
     from app.work import server
     from sim.roofline import probe_machine
 
-    with server().queue.slot():  # measured alone: no other session's model run shares the machine
+    with server().queue.slot(exclusive=True):  # measured alone: no other session's model run shares the machine
         return probe_machine()
 
 

@@ -22,6 +22,10 @@ class WorkQueue:
     `slot(on_wait)` blocks until this caller's turn; while it waits it calls `on_wait(num_ahead)`
     about every `poll_s` seconds (jobs running plus jobs queued in front of it). `on_wait` may raise
     (a Streamlit script being stopped does): the ticket is then withdrawn and nobody is blocked.
+
+    `slot(exclusive=True)` runs alone: work that changes process-wide state (forcing torch's SDPA
+    backend is a global switch, not a per-thread one) or that times the machine must not overlap
+    any other job. Order stays first come, first served for both kinds.
     """
 
     def __init__(self, num_slots: int, poll_s: float = 0.25) -> None:
@@ -30,8 +34,9 @@ class WorkQueue:
         self.num_slots = num_slots
         self.poll_s = poll_s
         self._cond = threading.Condition()
-        self._waiting: deque[object] = deque()
+        self._waiting: deque[tuple[object, bool]] = deque()
         self._num_running = 0
+        self._exclusive_running = False
 
     @property
     def num_running(self) -> int:
@@ -43,26 +48,32 @@ class WorkQueue:
         with self._cond:
             return len(self._waiting)
 
-    def _try_admit(self, ticket: object) -> int:
+    def _try_admit(self, entry: tuple[object, bool]) -> int:
         """0 when admitted (the caller now holds a slot), else how many jobs are ahead."""
-        position = self._waiting.index(ticket)
-        free = self.num_slots - self._num_running
-        if position < free:
-            self._waiting.remove(ticket)
+        position = self._waiting.index(entry)
+        exclusive = entry[1]
+        if exclusive:
+            fits = position == 0 and self._num_running == 0
+        else:
+            ahead_exclusive = any(e for _, e in list(self._waiting)[:position])
+            fits = not self._exclusive_running and not ahead_exclusive and position < self.num_slots - self._num_running
+        if fits:
+            self._waiting.remove(entry)
             self._num_running += 1
+            self._exclusive_running = exclusive
             return 0
         return self._num_running + position
 
     @contextmanager
-    def slot(self, on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
-        ticket = object()
+    def slot(self, on_wait: Callable[[int], None] | None = None, exclusive: bool = False) -> Iterator[None]:
+        entry = (object(), exclusive)
         admitted = False
         with self._cond:
-            self._waiting.append(ticket)
+            self._waiting.append(entry)
         try:
             while True:
                 with self._cond:
-                    ahead = self._try_admit(ticket)
+                    ahead = self._try_admit(entry)
                     if ahead == 0:
                         admitted = True
                         break
@@ -75,8 +86,10 @@ class WorkQueue:
             with self._cond:
                 if admitted:
                     self._num_running -= 1
+                    if exclusive:
+                        self._exclusive_running = False
                 else:
-                    self._waiting.remove(ticket)
+                    self._waiting.remove(entry)
                 self._cond.notify_all()
 
 

@@ -6,25 +6,15 @@ Screenshots land in test-output/screenshots/.
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from app.registry import PAGES
+from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, DONE, VISUAL, AppServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "test-output" / "screenshots"
-CHROMIUM = os.environ.get("KVLAB_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 
 pytestmark = pytest.mark.browser
 
@@ -42,45 +32,16 @@ def _need_browser():
         pytest.skip("playwright is not installed (pip install -r requirements-dev.txt)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def app_url():
     _need_browser()
-    port = _free_port()
-    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_HEADLESS="true")
-    (ROOT / "test-output").mkdir(exist_ok=True)
-    log = open(ROOT / "test-output" / "streamlit.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
-                break
-        except OSError:
-            time.sleep(0.5)
-        if proc.poll() is not None:
-            pytest.fail(f"streamlit exited with {proc.returncode}; see test-output/streamlit.log")
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not become healthy within 90 s")
-    yield url
-    proc.terminate()
+    server = AppServer(ROOT / "test-output" / "streamlit.log")
     try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield server.url
+    server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -101,13 +62,10 @@ def open_page(browser, url: str):
     page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
     page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
     # the app root carries the script's run state: wait until this run has finished
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=180_000)
+    page.wait_for_selector(DONE, timeout=180_000)
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
     page.wait_for_timeout(500)  # let plotly finish laying out before the screenshot
     return page
-
-
-VISUAL = '[data-testid="stTable"], [data-testid="stDataFrame"], .js-plotly-plot, [data-testid="stPlotlyChart"]'
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
@@ -143,7 +101,7 @@ def test_an_interaction_updates_the_page_and_the_url(app_url, browser):
         box.fill("17")
         box.press("Enter")
         page.wait_for_function("() => location.search.includes('batch=17')", timeout=60_000)
-        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=120_000)
+        page.wait_for_selector(DONE, timeout=120_000)
         assert "68 GiB" in total.inner_text()
         assert page.locator('[data-testid="stException"]').count() == 0
     finally:
@@ -177,7 +135,7 @@ def test_the_app_fetches_nothing_from_outside(app_url, browser):
     try:
         for path in ("/", "/kv_memory"):
             page.goto(app_url + path, wait_until="domcontentloaded")
-            page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=180_000)
+            page.wait_for_selector(DONE, timeout=180_000)
             page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
             page.wait_for_timeout(1500)
         outside = sorted({u for u in seen if not u.startswith((app_url, "data:", "blob:", "about:"))})
@@ -193,14 +151,14 @@ def test_sidebar_navigation_keeps_each_page_its_own_values(app_url, browser):
     try:
         page.locator('[data-testid="stSidebarNav"] a', has_text="Paged KV blocks").click()
         page.wait_for_function("() => location.pathname.endsWith('/paged_blocks')", timeout=60_000)
-        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=180_000)
+        page.wait_for_selector(DONE, timeout=180_000)
         page.wait_for_function("() => location.search.includes('block_size=')", timeout=60_000)
         assert page.locator('[data-testid="stException"]').count() == 0
         params = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
         assert params["block_size"] == "16" and params["requests"] == "1000", params  # the page's defaults
         page.locator('[data-testid="stSidebarNav"] a', has_text="Serving").click()
         page.wait_for_function("() => location.pathname.endsWith('/serving')", timeout=60_000)
-        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=180_000)
+        page.wait_for_selector(DONE, timeout=180_000)
         page.wait_for_function("() => location.search.includes('block_size=')", timeout=60_000)
         params = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
         assert params["block_size"] == "32" and params["requests"] == "7", params  # what was set there

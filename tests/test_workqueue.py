@@ -91,3 +91,36 @@ def test_rate_book_learns_and_clamps():
     assert r.factor("job") == 0.5 * 1.5 + 0.5 * 10
     r.observe("job", 0.0, 1.0)  # no prior: ignored
     assert r.factor("job") == 5.75
+
+
+def test_an_exclusive_job_runs_alone_and_keeps_its_place():
+    q = WorkQueue(2, poll_s=0.01)
+    order = []
+    release = threading.Event()
+
+    def job(name, exclusive, hold=False):
+        with q.slot(exclusive=exclusive):
+            order.append((name, q.num_running))
+            if hold:
+                release.wait(5)
+
+    first = threading.Thread(target=job, args=("first", False, True))
+    first.start()
+    while q.num_running == 0:
+        time.sleep(0.001)
+    excl = threading.Thread(target=job, args=("exclusive", True))
+    excl.start()
+    while q.num_waiting == 0:
+        time.sleep(0.001)
+    # a free slot exists, but a normal job queued behind the exclusive one must not overtake it
+    late = threading.Thread(target=job, args=("late", False))
+    late.start()
+    while q.num_waiting < 2:
+        time.sleep(0.001)
+    assert [name for name, _ in order] == ["first"]
+    release.set()
+    for t in (first, excl, late):
+        t.join(5)
+    assert order[0] == ("first", 1)
+    assert order[1] == ("exclusive", 1)  # alone
+    assert order[2][0] == "late"
