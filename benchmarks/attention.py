@@ -63,7 +63,7 @@ def main() -> None:
     print(f"one {size:,}³ matmul here: {rate / 1e12:.4f} TFLOP/s (the ceiling for attention's matmuls)")
     print(f"eager must hold one N² score matrix of {at[4096].shape.score_bytes / 2**20:.0f} MiB at N = 4,096 "
           f"(measured eager peak {at[4096].row('eager').peak_bytes / 2**20:.0f} MiB)")
-    print("issue 9 measured on a 2-core CPU: 8.7x time, 117x memory at N = 4,096")
+    print("an earlier run on a 2-core CPU: 8.7x time, 117x memory at N = 4,096")
     res = at[4096]
     print(f"flash_vs_eager_time_4096={res.speedup('flash'):.2f} flash_vs_eager_mem_4096={res.memory_ratio('flash'):.2f}")
 

@@ -577,7 +577,9 @@ def _time_attention(shape, device, impls, budget_s, flex_timeout_s, on_progress)
         if not st.runs:
             impl_to_row[impl] = KernelTiming(impl, "unavailable", st.reason)
         elif impl == "flex":
-            impl_to_row[impl] = time_flex(shape, device, budget_s=budget_s, timeout_s=flex_timeout_s)
+            impl_to_row[impl] = time_flex(shape, device, budget_s=budget_s, timeout_s=flex_timeout_s,
+                                          on_wait=(lambda s: on_progress(f"flex: compiling and timing, {s:.0f} s"))
+                                          if on_progress else None)
         else:
             impl_to_row[impl] = time_in_process(shape, impl, device, q, k, v, reference, budget_s)[0]
     rows = tuple(impl_to_row[i] for i in IMPLS if i in impl_to_row)
@@ -617,8 +619,14 @@ def _matmul_rate(device, dtype: str, n: int, reps: int) -> float:
 FLEX_MARKER = "KVLAB_FLEX_RESULT "
 
 
-def time_flex(shape: AttentionShape, device, budget_s: float = 0.25, timeout_s: float = 120.0) -> KernelTiming:
-    """Compile and time FlexAttention in a separate Python process (killed after `timeout_s`)."""
+def time_flex(shape: AttentionShape, device, budget_s: float = 0.25, timeout_s: float = 120.0,
+              on_wait: Callable[[float], None] | None = None) -> KernelTiming:
+    """Compile and time FlexAttention in a separate Python process (killed after `timeout_s`).
+
+    on_wait(seconds so far) is called about once a second while the child works; if it raises (a
+    user pressed Stop), the child and its compile workers are killed and the exception goes on."""
+    import time
+
     import torch
 
     request = json.dumps({"shape": asdict(shape), "device": str(device), "budget_s": budget_s,
@@ -628,12 +636,23 @@ def time_flex(shape: AttentionShape, device, budget_s: float = 0.25, timeout_s: 
     proc = subprocess.Popen([sys.executable, "-m", "sim.kernels", "--flex-child"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
                             start_new_session=True)
+    t0 = time.perf_counter()
     try:
-        stdout, stderr = proc.communicate(request, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return KernelTiming("flex", "timed out", f"compiling and timing FlexAttention took over {timeout_s:.0f} s "
-                            "here and was stopped (torch.compile is slow on a small CPU)")
+        pending = request
+        while True:
+            elapsed = time.perf_counter() - t0
+            try:
+                stdout, stderr = proc.communicate(pending, timeout=max(0.01, min(1.0, timeout_s - elapsed)))
+                break
+            except subprocess.TimeoutExpired:
+                pending = None  # sent once; communicate() may be retried without losing output
+                elapsed = time.perf_counter() - t0
+                if elapsed >= timeout_s:
+                    _kill_group(proc)
+                    return KernelTiming("flex", "timed out", f"compiling and timing FlexAttention took over "
+                                        f"{timeout_s:.0f} s here and was stopped (torch.compile is slow on a small CPU)")
+                if on_wait is not None:
+                    on_wait(elapsed)
     finally:
         if proc.poll() is None:  # an exception other than the timeout
             _kill_group(proc)

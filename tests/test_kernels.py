@@ -208,6 +208,28 @@ def test_flex_timeout_is_reported_not_hung():
     assert row.status == "timed out" and "over 0 s" in row.reason
 
 
+def test_stopping_a_flex_compile_kills_its_process():
+    """A Stop lands in on_wait (Streamlit raises there): the child and its compile workers die with it."""
+    from pathlib import Path
+
+    class Stopped(BaseException):
+        pass
+
+    seen = []
+
+    def on_wait(seconds):
+        seen.append(seconds)
+        raise Stopped
+
+    shape = K.AttentionShape(batch=1, heads=1, seq_len=64, head_dim=16)
+    with pytest.raises(Stopped):
+        K.time_flex(shape, CPU, timeout_s=60, on_wait=on_wait)
+    assert len(seen) == 1 and 0.5 <= seen[0] < 60
+    children = [p for p in Path("/proc").glob("[0-9]*")
+                if (p / "cmdline").exists() and b"--flex-child" in (p / "cmdline").read_bytes()]
+    assert children == []
+
+
 @pytest.mark.slow
 def test_flex_matches_math_when_it_compiles():
     status = K.flex_status(CPU)

@@ -52,3 +52,14 @@ def test_home_device_panel_shows_the_device_in_use():
     backends = at.dataframe[1].value
     assert list(backends["Backend"]) == ["math", "flash", "efficient", "cudnn"]
     assert backends.set_index("Backend").loc["math", "Runs here"] == "yes"  # math runs everywhere
+
+
+def test_no_tracker_words_reach_users():
+    """Issue numbers mean nothing to a class: none in any page, figure builder or benchmark output."""
+    import re
+
+    sources = [*ROOT.joinpath("pages").glob("*.py"), *ROOT.joinpath("app").rglob("*.py"),
+               *ROOT.joinpath("benchmarks").glob("*.py")]
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in sources for i, line in enumerate(p.read_text().splitlines(), 1)
+            if re.search(r"\b[Ii]ssue\s*#?\d", line)]
+    assert hits == []
