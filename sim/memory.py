@@ -706,7 +706,7 @@ def measure_tiny_cache(model, batch: int, context: int, weights: str = "trained 
     gen = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, cfg.vocab_size, (batch, context), generator=gen).to(device)  # (B, S)
     with torch.no_grad():
-        model(tokens, 0, cache=cache, last_only=True)
+        model(tokens, 0, cache=cache, attn_impl="sdpa", last_only=True)  # same bytes; eager would hold B·H·S² scores
     assert cache.num_tokens == context
     element = torch.empty((), dtype=dtype).element_size()
     shape = (batch, cfg.n_kv_heads, context, cfg.head_dim)  # (B, H_kv, S, D)
