@@ -18,8 +18,13 @@ PART_COLORS = {
 
 def base_layout(fig: go.Figure, title: str, x: str, y: str, height: int = 380) -> go.Figure:
     fig.update_layout(
-        title=title, xaxis_title=x, yaxis_title=y, height=height, margin=dict(l=10, r=10, t=50, b=10),
+        title=title, height=height, margin=dict(l=10, r=10, t=50, b=10),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0), template="plotly_white",
         font=dict(size=14),
     )
+    # an empty x or y leaves the axis titles a builder set earlier (per subplot) alone: never wipe them
+    if x:
+        fig.update_layout(xaxis_title=x)
+    if y:
+        fig.update_layout(yaxis_title=y)
     return fig

@@ -54,8 +54,8 @@ def flops_by_part(naive: pd.DataFrame, cached: pd.DataFrame) -> go.Figure:
             fig.add_scatter(x=df["step"], y=df[f"flops_{part}"], name=label, stackgroup=f"s{col}",
                             line=dict(color=PART_COLORS[part], width=0.5), legendgroup=part,
                             showlegend=col == 1, row=1, col=col)
-    fig.update_yaxes(title_text="FLOPs", row=1, col=1)
-    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="FLOPs per step")
+    fig.update_xaxes(title_text="step (0 = prefill)")
     return base_layout(fig, "FLOPs per step by part — which part grows with N?", "", "", height=420)
 
 
@@ -70,9 +70,8 @@ def computed_grid(naive: np.ndarray, cached: np.ndarray, token_labels: list[str]
                         x=list(range(grid.shape[1])), y=list(range(grid.shape[0])),
                         customdata=hover[grid], hovertemplate="step %{y}, position %{x}: %{customdata}<extra></extra>",
                         row=1, col=col)
-    fig.update_yaxes(autorange="reversed", title_text="step", row=1, col=1)
-    fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title_text="position", tickmode="array", tickvals=list(range(len(token_labels))),
+    fig.update_yaxes(autorange="reversed", title_text="step (one per new token)")
+    fig.update_xaxes(title_text="position (token)", tickmode="array", tickvals=list(range(len(token_labels))),
                      ticktext=token_labels, tickangle=0, tickfont=dict(size=10))
     return base_layout(fig, "What gets computed at each step (red: computed, blue: read from cache)", "", "", height=460)
 

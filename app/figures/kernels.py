@@ -75,9 +75,10 @@ def kernel_bars(df: pd.DataFrame, eager_n2_bytes: int) -> go.Figure:
                     text=["", f"one N² matrix: {mib(eager_n2_bytes):.3g} MiB"], textposition="bottom left",
                     textfont=dict(size=14, color=FORMULA))
     top_ms = float(ok["p75_ms"].max()) if len(ok) else 1.0
-    fig.update_yaxes(title_text="milliseconds", range=[0, 1.2 * top_ms], row=1, col=1)
+    fig.update_yaxes(title_text="median time per call (ms)", range=[0, 1.2 * top_ms], row=1, col=1)
+    fig.update_xaxes(title_text="kernel")
     mem_mib = [mib(v) for v in mem if v == v and v > 0] + [mib(eager_n2_bytes)]
-    fig.update_yaxes(title_text="MiB", type="log", dtick=1, row=1, col=2,
+    fig.update_yaxes(title_text="peak memory (MiB, log)", type="log", dtick=1, row=1, col=2,
                      range=[math.log10(min(mem_mib)) - 0.4, math.log10(max(mem_mib)) + 0.35])
     base_layout(fig, "", "", "", height=420)
     fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
@@ -270,7 +271,8 @@ def traffic_bars(traffic, label: str) -> go.Figure:
                            xshift=6, font=dict(size=16))
     fig.update_layout(barmode="stack")
     fig.update_xaxes(range=[0, mib(max(traffic.standard_bytes, traffic.tiled_bytes)) * 1.2])
-    base_layout(fig, f"Bytes moved to and from main memory, forward pass<br><sup>{label}</sup>", "MiB", "", height=380)
+    base_layout(fig, f"Bytes moved to and from main memory, forward pass<br><sup>{label}</sup>", "bytes moved (MiB)",
+                "kernel", height=380)
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0.0),
                       margin=dict(l=10, r=10, t=70, b=10))
     return fig

@@ -36,9 +36,8 @@ def attention_pair(a: np.ndarray, b: np.ndarray, labels: list[str], titles: tupl
     for col, z in ((1, a), (2, b)):
         fig.add_heatmap(z=z, x=labels, y=labels, zmin=0, zmax=1, colorscale="Blues", showscale=col == 2,
                         hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>", row=1, col=col)
-    fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(tickangle=0, tickfont=dict(size=9))
-    fig.update_yaxes(tickfont=dict(size=9))
+    fig.update_yaxes(autorange="reversed", title_text="query (token)", tickfont=dict(size=9))
+    fig.update_xaxes(tickangle=0, tickfont=dict(size=9), title_text="key (token)")
     return base_layout(fig, "Attention weights (rows sum to 1)", "", "", height=520)
 
 

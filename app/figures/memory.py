@@ -129,7 +129,8 @@ def memory_breakdown(cap: Capacity, gpu_label: str) -> go.Figure:
         fig.add_annotation(x=total, y=0, text=f"over by {fmt_bytes(over)}", showarrow=False, xanchor="left",
                            font=dict(color=NAIVE, size=16), xshift=8, yshift=-40)
     fig.update_layout(barmode="stack", uniformtext=dict(minsize=11, mode="hide"))
-    fig = base_layout(fig, "Where the GPU memory goes", "GiB", "", height=260)
+    fig.update_yaxes(showticklabels=False)  # one bar: the GPU; its parts are labelled inside
+    fig = base_layout(fig, "Where the GPU memory goes", "GPU memory (GiB)", "", height=260)
     fig.update_layout(legend=dict(y=-0.45, yanchor="top", x=0, xanchor="left", traceorder="normal"),
                       margin=dict(b=60))
     return fig

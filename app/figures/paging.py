@@ -65,7 +65,7 @@ def breakdown_bars(frame: pd.DataFrame) -> go.Figure:
                        font=dict(size=12), text="vLLM: 96.3%")
     fig.update_xaxes(range=[0, 100], ticksuffix="%")
     base_layout(fig, "Where the KV memory held by requests went (averaged over the run)",
-                "share of the claimed KV memory", "", height=470)
+                "share of the claimed KV memory (%)", "allocation policy", height=470)
     fig.update_layout(barmode="stack", yaxis=dict(autorange="reversed"), margin=dict(t=80),
                       legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0))
     return fig
@@ -167,10 +167,10 @@ def block_grid(owner: np.ndarray, ref_cnt: np.ndarray, fill: np.ndarray, logical
     fig.update_layout(shapes=shapes, plot_bgcolor="#ffffff")
     fig.update_xaxes(showgrid=False, zeroline=False, tickmode="array", tickvals=list(range(cols)), side="top",
                      ticktext=[f"+{c}" if cols <= 16 or c % 4 == 0 else "" for c in range(cols)],
-                     range=[-0.5, cols - 0.5], constrain="domain")
+                     range=[-0.5, cols - 0.5], constrain="domain", title_text="+ offset (block id = row + offset)")
     fig.update_yaxes(showgrid=False, zeroline=False, autorange="reversed", tickmode="array",
                      tickvals=list(range(rows)), ticktext=[str(r * cols) for r in range(rows)],
-                     scaleanchor="x", constrain="domain")
+                     scaleanchor="x", constrain="domain", title_text="first block id of the row")
     base_layout(fig, title, "", "", height=int(110 + rows * cell))
     fig.update_layout(margin=dict(l=10, r=10, t=80, b=10))
     return fig

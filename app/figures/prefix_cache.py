@@ -72,7 +72,7 @@ def block_rows(frame: pd.DataFrame, changed_pos: int, block_size: int, title: st
     fig.update_xaxes(title_text=f"block (of {block_size} tokens)", tickmode="array", tickvals=list(range(nb)),
                      showgrid=False, zeroline=False)
     fig.update_yaxes(autorange="reversed", showgrid=False)
-    base_layout(fig, title, f"block (of {block_size} tokens)", "", height=380)
+    base_layout(fig, title, f"block (of {block_size} tokens)", "prompt", height=380)
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
                       margin=dict(t=60, b=10))
     return fig
@@ -92,7 +92,8 @@ def layout_bars(frame: pd.DataFrame, labels: dict[str, str], selected: str) -> g
                     hovertemplate="%{y}: %{x:.1f}% (%{customdata[0]:,} of %{customdata[1]:,} prompt tokens)"
                                   f" — {name}<extra></extra>")
     fig.update_xaxes(range=[0, 112], ticksuffix="%")
-    base_layout(fig, "Prompt tokens served from the cache, by workload and layout", "token hit rate", "", height=470)
+    base_layout(fig, "Prompt tokens served from the cache, by workload and layout", "token hit rate (% of prompt tokens)",
+                "workload", height=470)
     fig.update_layout(barmode="group", yaxis=dict(autorange="reversed"), bargap=0.25)
     return fig
 
@@ -180,7 +181,7 @@ def prefill_times(run, title: str) -> go.Figure:
                     marker_line=dict(color="#ffffff", width=2), showlegend=b == 0, name="continuation on the cache",
                     hovertemplate=f"branch {b + 1}: {len(run.suffix_ids[b])} tokens, %{{x:.2f}} ms<extra></extra>")
         base += 1e3 * t
-    base_layout(fig, title, "prefill time (ms, median of the repeats)", "", height=300)
+    base_layout(fig, title, "prefill time (ms, median of the repeats)", "way of prefilling", height=300)
     fig.update_layout(barmode="overlay", yaxis=dict(autorange="reversed"))
     return fig
 
@@ -201,7 +202,7 @@ def kv_difference(kc, labels: list[str], title: str) -> go.Figure:
                                  showscale=row == 1, customdata=hover, hovertemplate="%{customdata}<extra></extra>",
                                  colorbar=dict(title="log10 |Δ|", len=0.9, y=0.5)), row=row, col=1)
         fig.add_vline(x=kc.position, line=dict(color="#d62728", width=2, dash="dot"), row=row, col=1)
-    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(autorange="reversed", title_text="layer")
     base_layout(fig, title, "", "", height=430)
     fig.update_xaxes(title_text="token position (white: exactly unchanged)", row=2, col=1)
     fig.update_layout(plot_bgcolor="#ffffff")

@@ -36,7 +36,7 @@ def bytes_by_part(rows: list[dict], num_tokens: int) -> go.Figure:
                     marker_color=PART_COLORS[part],
                     hovertemplate="%{y}<br>" + name + ": %{x:,.1f} B/token<extra></extra>")
     fig.update_layout(barmode="stack", yaxis=dict(autorange="reversed"))
-    fig = base_layout(fig, f"Bytes per token at {num_tokens:,} tokens (every layer, K and V)", "bytes per token", "",
+    fig = base_layout(fig, f"Bytes per token at {num_tokens:,} tokens (every layer, K and V)", "bytes per token (B)", "scheme",
                       height=170 + 38 * len(rows))
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0.0))
     return fig
@@ -92,8 +92,8 @@ def bits_heatmap(table: pd.DataFrame, metric: str) -> go.Figure:
     fig = go.Figure(go.Heatmap(z=z, x=list(table.columns), y=list(table.index), text=text, texttemplate="%{text}",
                                textfont=dict(size=15), colorscale=scale, showscale=False, xgap=2, ygap=2,
                                hovertemplate="%{y}, %{x}: %{text}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", tickfont=dict(size=15))
-    fig.update_xaxes(type="category", side="top", tickfont=dict(size=15))
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=15), title_text="scheme")
+    fig.update_xaxes(type="category", side="top", tickfont=dict(size=15), title_text="bits per value")
     return base_layout(fig, f"{METRIC_LABELS[metric].split(',')[0]}, every scheme at every bit width", "", "",
                        height=130 + 46 * len(table))
 
@@ -108,7 +108,7 @@ def channel_heatmaps(k_abs: np.ndarray, v_abs: np.ndarray, layer: int, head: int
                                  hovertemplate=f"token %{{y}}, channel %{{x}}<br>|{name}| = %{{z:.3f}}<extra></extra>"),
                       row=1, col=col)
         fig.update_xaxes(title_text="channel", row=1, col=col)
-        fig.update_yaxes(title_text="token position" if col == 1 else None, autorange="reversed", row=1, col=col)
+        fig.update_yaxes(title_text="token position", autorange="reversed", row=1, col=col)
     fig.update_layout(coloraxis1=dict(colorscale="Viridis", colorbar=dict(x=0.43, len=0.9, thickness=14, title="|K|")),
                       coloraxis2=dict(colorscale="Viridis", colorbar=dict(x=1.0, len=0.9, thickness=14, title="|V|")))
     return base_layout(fig, "", "", "", height=480)
@@ -138,7 +138,8 @@ def outlier_errors(frame: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(tickformat=".0%", rangemode="tozero")
     fig.update_layout(barmode="group")
     fig = base_layout(fig, "", "", "", height=380)
-    fig.update_yaxes(title_text="relative RMS error", row=1, col=1)
+    fig.update_yaxes(title_text="relative RMS error (%)")
+    fig.update_xaxes(title_text="keys quantized")
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="center", x=0.5),
                       margin=dict(t=40))
     return fig

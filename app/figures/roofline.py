@@ -60,5 +60,6 @@ def bytes_breakdown(rows: list[tuple[str, float, float, float]]) -> go.Figure:
     for i, (part, color) in enumerate((("weights", "#4c78a8"), ("KV cache", "#e45756"), ("activations", "#72b7b2"))):
         fig.add_bar(y=labels, x=[r[i + 1] for r in rows], name=part, orientation="h", marker_color=color)
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(title_text="bytes moved per step")
+    fig.update_xaxes(title_text="bytes moved per step (B)")
+    fig.update_yaxes(title_text="step")
     return base_layout(fig, "What a step moves", "", "", height=260)

@@ -116,7 +116,8 @@ def latency_percentiles(table: pd.DataFrame) -> go.Figure:
                         marker_color=POLICY_COLORS[policy], showlegend=col == 1, row=1, col=col,
                         text=[f"{v:,.3g}" for v in vals], textposition="outside", cliponaxis=False,
                         hovertemplate=f"{POLICY_NAMES[policy]} %{{x}}: %{{y:,.4g}} {unit}<extra></extra>")
-        fig.update_yaxes(rangemode="tozero", row=1, col=col)
+        fig.update_yaxes(rangemode="tozero", title_text=f"latency ({unit})", row=1, col=col)
+    fig.update_xaxes(title_text="percentile over requests")
     fig.update_layout(barmode="group")
     return legend_below(base_layout(fig, "Latency percentiles", "", ""), 440)
 
@@ -174,8 +175,10 @@ def speculative(ks: list[int], alphas: list[float], chosen_alpha: float, c: floa
                         legendgroup="measured", row=1, col=2,
                         hovertemplate="real model, k=%{x}: measured %{y:.3f}× (wall time)<extra></extra>")
     fig.add_hline(y=1, line=dict(color="#888", dash="dash", width=1), row=1, col=2)
-    fig.update_xaxes(title_text="draft length k", dtick=1)
+    fig.update_xaxes(title_text="draft length k (tokens)", dtick=1)
     fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(title_text="tokens per target pass", row=1, col=1)
+    fig.update_yaxes(title_text="speedup over plain decoding (×)", row=1, col=2)
     fig = legend_below(base_layout(fig, "", "", ""), 520)
     fig.update_layout(legend=dict(y=-0.2), margin=dict(t=40))
     return fig
