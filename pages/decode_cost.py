@@ -173,10 +173,10 @@ at = next(p for p in points if p.length == st.session_state["scale_n"])
 k = st.columns(4)
 k[0].metric("Naive step at N", human_flops(at.naive_step))
 k[1].metric("Cached step at N", human_flops(at.cached_step), f"{at.naive_step / at.cached_step:,.0f}× fewer",
-            delta_color="off")
+            delta_color="off", delta_arrow="off")
 k[2].metric("Naive, N tokens in all", human_flops(at.naive_total))
 k[3].metric("Cached, N tokens in all", human_flops(at.cached_total), f"{at.naive_total / at.cached_total:,.0f}× fewer",
-            delta_color="off")
+            delta_color="off", delta_arrow="off")
 g = st.columns(2)
 g[0].plotly_chart(figs.scale_figure(points, False, preset.name), width="stretch")
 g[1].plotly_chart(figs.scale_figure(points, True, preset.name), width="stretch")

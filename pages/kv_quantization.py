@@ -213,10 +213,10 @@ m = st.columns(4)
 m[0].metric("FP16 cache, bytes per token", f"{fp16_bpt:,.0f}",
             help=f"2 × {CFG.n_layers} layers × {model.cfg.n_kv_heads} KV heads × {CFG.head_dim} channels × 2 B")
 m[1].metric(f"KIVI INT{bits}, bytes per token", f"{kivi.bytes_per_token:,.1f}",
-            f"{kivi.bytes_per_token / fp16_bpt:.1%} of FP16", delta_color="off",
+            f"{kivi.bytes_per_token / fp16_bpt:.1%} of FP16", delta_color="off", delta_arrow="off",
             help=f"At {S} tokens, with scales, zero points and the R={R} full-precision tokens counted.")
 m[2].metric(f"Naive per-token INT{bits}, bytes per token", f"{naive.bytes_per_token:,.1f}",
-            f"{naive.bytes_per_token / fp16_bpt:.1%} of FP16", delta_color="off")
+            f"{naive.bytes_per_token / fp16_bpt:.1%} of FP16", delta_color="off", delta_arrow="off")
 m[3].metric("Perplexity per byte, full precision", f"{kivi.ppl_ref:.4f}",
             help="exp(mean cross-entropy) over every position of every held-out window.")
 m = st.columns(4)
@@ -348,9 +348,9 @@ if srows:
     k = st.columns(3)
     k[0].metric("FP16: requests that fit", f"{srows[0].max_requests:,}")
     k[1].metric(f"KIVI INT{bits}: requests that fit", f"{srows[1].max_requests:,}",
-                f"{srows[1].max_requests / max(1, srows[0].max_requests):.2f}× FP16", delta_color="off")
+                f"{srows[1].max_requests / max(1, srows[0].max_requests):.2f}× FP16", delta_color="off", delta_arrow="off")
     k[2].metric(f"KIVI INT{bits}: decode tokens/s bound", f"{srows[1].tokens_per_s:,.0f}",
-                f"{srows[1].tokens_per_s / max(1e-9, srows[0].tokens_per_s):.2f}× FP16", delta_color="off")
+                f"{srows[1].tokens_per_s / max(1e-9, srows[0].tokens_per_s):.2f}× FP16", delta_color="off", delta_arrow="off")
     st.dataframe(sframe, hide_index=True, width="stretch", column_config={
         "bytes/token": st.column_config.NumberColumn(format="%,.0f"),
         "per request": st.column_config.NumberColumn("per request (GiB)", format="%.3f"),
@@ -398,7 +398,7 @@ if prompt_ids and len(prompt_ids) <= MAX_PROMPT and got is not None:
                 help="Index among the generated tokens (0 = the first one).")
     k[1].metric("Same tokens before it", f"{n_new if first is None else first} of {n_new}")
     k[2].metric("Cache after the run", f"{run.used_bytes:,} B", f"{run.used_bytes / run.full_bytes:.1%} of FP16",
-                delta_color="off")
+                delta_color="off", delta_arrow="off")
     mark = "▌"
 
     def show(ids):

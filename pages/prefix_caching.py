@@ -437,14 +437,7 @@ if ss["live"]:
         per_prefill = run.scratch_prefill_total_s / run.scratch_prefill_tokens
         ratio = f" One decode step here (batch 1) costs as much as **{per_decode / per_prefill:.0f}** prefill " \
                 "tokens." if run.num_new > 1 else ""
-        st.markdown(
-            f"The cache removes **{100 * run.token_saved_share:.0f}%** of the prefill tokens and "
-            f"**{100 * run.prefill_saved_share:.0f}%** of the prefill time. Time saved trails tokens saved when every "
-            "forward pass carries a fixed cost (dozens of small kernels for a model this small): branching makes "
-            f"{run.num_branches + 1} passes instead of {run.num_branches}. Decoding costs the same both ways "
-            f"({1e3 * run.branch_decode_s:.0f} ms vs {1e3 * run.scratch_decode_s:.0f} ms for "
-            f"{run.num_branches} × {run.num_new - 1} steps).{ratio}"
-        )
+        st.markdown(run.summary() + ratio)
         from sim.generate import decode
 
         rows = [{"branch": b + 1, "continuation": lines[b], "branched": decode(run.branch_tokens[b]),

@@ -16,6 +16,7 @@ from sim.roofline import (
     Hardware,
     RooflineConfig,
     batch_sweep,
+    context_trend,
     decode_step,
     hardware,
     memory_bound_until,
@@ -93,10 +94,10 @@ except ValueError as exc:
 
 dec, pre = decode_step(cfg), prefill_step(cfg)
 m = st.columns(4)
-m[0].metric("Decode intensity", f"{dec.intensity:,.2f} FLOP/B", f"{dec.bound(hw)}-bound", delta_color="off")
+m[0].metric("Decode intensity", f"{dec.intensity:,.2f} FLOP/B", f"{dec.bound(hw)}-bound", delta_color="off", delta_arrow="off")
 m[1].metric("Decode step (predicted)", f"{dec.time(hw) * 1e3:,.2f} ms",
-            f"{dec.tokens / dec.time(hw):,.0f} tokens/s", delta_color="off")
-m[2].metric("Prefill intensity", f"{pre.intensity:,.0f} FLOP/B", f"{pre.bound(hw)}-bound", delta_color="off")
+            f"{dec.tokens / dec.time(hw):,.0f} tokens/s", delta_color="off", delta_arrow="off")
+m[2].metric("Prefill intensity", f"{pre.intensity:,.0f} FLOP/B", f"{pre.bound(hw)}-bound", delta_color="off", delta_arrow="off")
 m[3].metric("Ridge point", f"{hw.ridge:,.0f} FLOP/B", help="peak FLOP/s ÷ bandwidth")
 
 traces = []
@@ -185,7 +186,7 @@ st.dataframe(pd.DataFrame([
      "Recomputed": f"{seventy.bytes_weights / 1e9:,.0f} GB, {seventy.flops / 1e9:,.0f} GFLOP (Llama 3.1 70B, bf16)",
      "Verdict": "Right, counting a multiply-add as 2 FLOPs: 2 × 70B parameters ≈ 140 GFLOP."},
     {"Seed": "000", "Claim": "about 1 flop/byte", "Recomputed": f"{seventy.intensity:.2f} FLOP/B",
-     "Verdict": "Right at batch 1 and short context; the KV cache pushes it lower as context grows."},
+     "Verdict": context_trend(presets["llama-3.1-70b"]).verdict},
     {"Seed": "000", "Claim": "an H100 balances at about 300 flop/byte", "Recomputed": f"{h100.ridge:,.0f} FLOP/B",
      "Verdict": "Right for dense BF16 (989 TFLOP/s ÷ 3.35 TB/s); FP8 doubles it to ~590."},
     {"Seed": "002", "Claim": "training is compute-bound, inference bandwidth-bound",

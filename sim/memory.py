@@ -479,6 +479,14 @@ class SeedClaim:
     our_bytes: int | None = None
 
 
+def _share_of_gpu(nbytes: int, gpu: GpuPreset) -> str:
+    """'more than an L4's 24 GiB' or '67% of an L4's 24 GiB', from the numbers."""
+    short = gpu.name.removeprefix("NVIDIA ").split(" ")[0]
+    article = "an" if short[:1] in "AEFHILMNORSX" else "a"
+    held = f"{article} {short}'s {fmt_bytes(gpu.memory_bytes)}"
+    return f"more than {held}" if nbytes > gpu.memory_bytes else f"{nbytes / gpu.memory_bytes:.0%} of {held} for one request"
+
+
 def seed_claims(presets: dict[str, ArchPreset], gpus: dict[str, GpuPreset]) -> tuple[SeedClaim, ...]:
     """Every KV-size figure seeds 000, 001, 002 and 004 state, recomputed with this module."""
     l70, l8, l7 = presets["llama-3.1-70b"], presets["llama-3.1-8b"], presets["llama-2-7b"]
@@ -570,7 +578,8 @@ def seed_claims(presets: dict[str, ArchPreset], gpus: dict[str, GpuPreset]) -> t
     b = kv(l7, 32768)
     c.append(SeedClaim(
         "002", "… per 32K context = 512 MB", "per 32K context = 512 MB", "512 MB", fmt_both(b), WRONG,
-        "32× too small: a 32K context of a 32-head MHA 7B model is 16 GiB, more than an L4 holds.", b))
+        f"32× too small: a 32K context of a 32-head MHA 7B model is {fmt_bytes(b)}, "
+        + _share_of_gpu(b, gpus["l4"]) + ".", b))
     b = token_layer_bytes(l70)
     c.append(SeedClaim(
         "002", "Llama 3 70B (80 layers, GQA with 8 KV heads, d_head 128): per token per layer = 2·8·128·2 = 4,096 B",

@@ -923,6 +923,33 @@ class BranchRun:
     def token_saved_share(self) -> float:
         return 1 - self.branch_prefill_tokens / self.scratch_prefill_tokens
 
+    def summary(self, same_within: float = 0.02) -> str:
+        """What the run shows, worded from its own numbers (Markdown): each comparison says which
+        way it went, and a gap within `same_within` (shares) or 10 % (decode times) is 'about the same'."""
+        tok, tim = self.token_saved_share, self.prefill_saved_share
+        out = [f"The cache removes **{100 * tok:.0f}%** of the prefill tokens and **{100 * tim:.0f}%** of the "
+               "prefill time."]
+        if tim < tok - same_within:
+            out.append("Time saved trails tokens saved: every forward pass carries a fixed cost (dozens of small "
+                       f"kernels for a model this small), and branching makes {self.num_branches + 1} passes instead "
+                       f"of {self.num_branches}.")
+        elif tim > tok + same_within:
+            out.append("Time saved exceeds tokens saved: the tokens it skips are the prefix's, and re-encoding "
+                       "them from scratch also pays attention over the whole prefix for each of them.")
+        else:
+            out.append("Time and tokens saved are about the same share.")
+        steps = self.num_branches * (self.num_new - 1)
+        if steps > 0:
+            a, b = 1e3 * self.branch_decode_s, 1e3 * self.scratch_decode_s
+            if abs(a - b) <= 0.1 * max(a, b):
+                out.append(f"Decoding costs about the same both ways ({a:.0f} ms vs {b:.0f} ms for "
+                           f"{self.num_branches} × {self.num_new - 1} steps): the steps are the same work.")
+            else:
+                out.append(f"Decoding took {a:.0f} ms branched vs {b:.0f} ms from scratch for the same "
+                           f"{self.num_branches} × {self.num_new - 1} steps over caches of the same length: the "
+                           f"{abs(a - b) / min(a, b):.0%} gap is this machine's timing noise, not the cache.")
+        return " ".join(out)
+
 
 def _sync(device) -> None:
     import torch

@@ -373,3 +373,40 @@ def measure_tiny_decode(model, probe: MachineProbe, num_tokens: int = 96) -> Tin
     attainable = min(probe.peak_flops, intensity * probe.bandwidth)
     predicted = max(flops / probe.peak_flops, nbytes / probe.bandwidth)
     return TinyDecodePoint(nbytes, flops, wall, predicted, ops, intensity, flops / wall, attainable)
+
+
+@dataclass(frozen=True)
+class ContextTrend:
+    """How a batch-1 decode step's arithmetic intensity moves from a short to a long context."""
+
+    short_context: int
+    long_context: int
+    short: float  # FLOP/B
+    long: float
+    group: int  # query heads per K/V head
+
+    @property
+    def verdict(self) -> str:
+        def tokens(n: int) -> str:
+            return f"{n:,} token{'s' if n != 1 else ''}"
+
+        if abs(self.long - self.short) <= 0.1 * self.short:
+            way = (f"and stays about there as context grows ({self.short:.2f} at {tokens(self.short_context)}, "
+                   f"{self.long:.2f} at {tokens(self.long_context)}): each cached byte is read for about one FLOP, "
+                   "like each weight")
+        elif self.long > self.short:
+            way = (f"and rises as context grows ({self.short:.2f} at {tokens(self.short_context)}, "
+                   f"{self.long:.2f} at {tokens(self.long_context)}): with {self.group} query heads per K/V head each "
+                   f"cached byte feeds {self.group} heads' scores")
+        else:
+            way = (f"and falls as context grows ({self.short:.2f} at {tokens(self.short_context)}, "
+                   f"{self.long:.2f} at {tokens(self.long_context)}): the cache's bytes grow faster than its FLOPs")
+        return f"Right at batch 1 and short context, {way}. Either way it is far below any GPU's ridge."
+
+
+def context_trend(arch, short_context: int = 1, long_context: int | None = None) -> ContextTrend:
+    """Decode intensity at batch 1 from a short to the model's longest context (131,072 at most)."""
+    long_context = long_context or min(arch.max_position_embeddings, 131_072)
+    s = decode_step(RooflineConfig(arch, 1, short_context))
+    g = decode_step(RooflineConfig(arch, 1, long_context))
+    return ContextTrend(short_context, long_context, s.intensity, g.intensity, max(1, arch.n_heads // arch.n_kv_heads))

@@ -493,3 +493,14 @@ def test_measured_cache_in_bf16_and_on_the_shipped_model():
     assert r.agree and r.measured_bytes == 2 * 4 * 4 * 32 * 4 * 1024
     with pytest.raises(ValueError, match="context=1,025 is outside 1..1,024"):
         measure_tiny_cache(shipped, batch=1, context=1025)
+
+
+def test_gpu_comparisons_in_claims_are_computed():
+    from sim.gpus import load_gpus
+    from sim.memory import _share_of_gpu, seed_claims
+    from sim.model_presets import load_presets
+
+    gpus = load_gpus()
+    why = next(c.why for c in seed_claims(load_presets(), gpus) if "32K context of a 32-head" in c.why)
+    assert "16 GiB, 67% of an L4's 24 GiB for one request" in why  # 16 / 24; the old text said 'more than'
+    assert _share_of_gpu(30 * 2**30, gpus["l4"]) == "more than an L4's 24 GiB"

@@ -63,3 +63,17 @@ def test_no_tracker_words_reach_users():
     hits = [f"{p.relative_to(ROOT)}:{i}" for p in sources for i, line in enumerate(p.read_text().splitlines(), 1)
             if re.search(r"\b[Ii]ssue\s*#?\d", line)]
     assert hits == []
+
+
+@pytest.mark.parametrize("slug", [p.slug for p in PAGES if p.slug != "home"])
+def test_descriptive_deltas_carry_no_arrow(slug):
+    """A delta like '31.2% of FP16' or 'at S = 32,768' is a note, not a change: an up arrow on it reads
+    as growth (on a reduction, the opposite of the truth)."""
+    from streamlit.proto.Metric_pb2 import Metric
+
+    from tests.conftest import run_page as run_alone
+
+    at = run_alone(slug)
+    arrows = [(m.label, m.proto.delta) for m in at.metric
+              if m.proto.delta and not m.proto.delta.startswith(("+", "−", "-")) and m.proto.direction != Metric.NONE]
+    assert arrows == []

@@ -116,3 +116,17 @@ def test_machine_probe_measures_positive_figures():
 
 def test_fp8_ridge_doubles_on_hopper():
     assert hardware(G["h100-sxm"], "fp8").ridge == pytest.approx(1979e12 / 3.35e12)
+
+
+def test_the_context_trend_sentence_follows_the_numbers():
+    from sim.model_presets import load_presets
+    from sim.roofline import ContextTrend, context_trend
+
+    p = load_presets()
+    gqa = context_trend(p["llama-3.1-70b"])  # 8 query heads per K/V head: each cached byte feeds 8 heads
+    assert gqa.long > 2 * gqa.short and gqa.group == 8
+    assert f"rises as context grows ({gqa.short:.2f} at 1 token, {gqa.long:.2f} at 131,072 tokens)" in gqa.verdict
+    mha = context_trend(p["llama-2-7b"])  # one query head per K/V head: a cached byte is read for ~1 FLOP
+    assert "stays about there" in mha.verdict and "rises" not in mha.verdict
+    falling = ContextTrend(1, 4096, 1.0, 0.5, 1)
+    assert "falls as context grows (1.00 at 1 token, 0.50 at 4,096 tokens)" in falling.verdict
