@@ -511,7 +511,8 @@ class Claim:
     verdict: str
 
 
-def seed_claims(table, bits: int, arch=None, gpu=None, batch: int = 16, context: int = 32768) -> list[Claim]:
+def seed_claims(table, bits: int, arch=None, gpu=None, batch: int = 16, context: int = 32768,
+                utilization: float = 0.9) -> list[Claim]:
     """Seed 001's quantization claims against the measured bits × scheme table (results_frame rows)
     and, for the speed claim, the 8B model of its example on a GPU preset."""
     from sim.kivi_cache import make_scheme
@@ -533,11 +534,20 @@ def seed_claims(table, bits: int, arch=None, gpu=None, batch: int = 16, context:
         kv8 = scheme_bytes(make_scheme("fp8_e4m3"), context, arch.n_layers, arch.n_kv_heads, arch.head_dim,
                            batch)["total"]
         bw = gpu.bandwidth_bytes_per_s
+        # the example must be one that runs: the largest batch (up to `batch`) whose FP16 cache fits
+        usable = int(gpu.memory_bytes * utilization) - w
+        fit = min(batch, max(0, usable // max(1, kv16 // batch)))
+        note = "" if fit == batch else (
+            f" ({batch} requests would need {(w + kv16) / 2**30:,.1f} GiB in FP16, more than the "
+            f"{gpu.memory_bytes * utilization / 2**30:,.1f} GiB usable at {utilization:.0%}: the largest batch that fits, "
+            f"{fit}, is used)")
+        if 0 < fit < batch:
+            kv16, kv8 = kv16 * fit // batch, kv8 * fit // batch
         t16, t8 = (w + kv16) / bw, (w + kv8) / bw
         out.append(Claim(
             "Decoding is bandwidth-bound: a cache half the size is read in half the time",
             "캐시가 절반이 되면 읽는 시간도 절반",
-            f"{arch.name}, {batch} requests × {context:,} tokens on {gpu.name}: reading the cache takes "
+            f"{arch.name}, {fit} requests × {context:,} tokens on {gpu.name}{note}: reading the cache takes "
             f"{kv16 / bw * 1e3:.1f} ms in FP16 and {kv8 / bw * 1e3:.1f} ms in FP8 — half. But each step also reads "
             f"{w / 2**30:.1f} GiB of weights: {t16 * 1e3:.1f} ms → {t8 * 1e3:.1f} ms, {t16 / t8:.2f}× faster.",
             "Right for the cache; the whole step gains less"))

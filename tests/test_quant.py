@@ -349,7 +349,10 @@ def test_seed_bandwidth_claim_is_recomputed():
 
     claims = seed_claims(pd.DataFrame(columns=["scheme", "bits"]), 4, load_presets()["llama-3.1-8b"],
                          load_gpus()["h100-sxm"])
-    # 16 × 32,768 tokens × 128 KiB = 64 GiB; ÷ 3.35 TB/s = 20.5 ms; FP8 half of it
-    assert "reading the cache takes 20.5 ms in FP16 and 10.3 ms in FP8" in claims[0].we_find
+    # 16 × 32,768 tokens × 128 KiB = 64 GiB + 15.0 GiB of weights does not fit in 80 GiB × 0.9 = 72 GiB;
+    # (72 − 15.0) GiB ÷ 4 GiB per request = 14 requests: 56 GiB ÷ 3.35 TB/s = 17.9 ms; FP8 half of it
+    assert "14 requests × 32,768 tokens" in claims[0].we_find
+    assert "16 requests would need 79.0 GiB in FP16, more than the 72.0 GiB usable at 90%" in claims[0].we_find
+    assert "reading the cache takes 17.9 ms in FP16 and 9.0 ms in FP8" in claims[0].we_find
     assert "exactly 0.500 of FP16" in claims[1].we_find
     assert claims[2].verdict == "—"  # nothing measured: the page says what to switch on
