@@ -58,8 +58,10 @@ def bytes_breakdown(rows: list[tuple[str, float, float, float]]) -> go.Figure:
     fig = go.Figure()
     labels = [r[0] for r in rows]
     for i, (part, color) in enumerate((("weights", "#4c78a8"), ("KV cache", "#e45756"), ("activations", "#72b7b2"))):
-        fig.add_bar(y=labels, x=[r[i + 1] for r in rows], name=part, orientation="h", marker_color=color)
+        fig.add_bar(y=labels, x=[r[i + 1] / 1e9 for r in rows], name=part, orientation="h", marker_color=color,
+                    hovertemplate=f"{part}: %{{x:,.3f}} GB<extra></extra>")
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(title_text="bytes moved per step (B)")
+    # in GB, not plotly's SI "150B" (billions), which reads as 150 bytes
+    fig.update_xaxes(title_text="moved per step (GB, 10⁹ bytes)")
     fig.update_yaxes(title_text="step")
     return base_layout(fig, "What a step moves", "", "", height=260)
