@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Hashable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -147,10 +148,7 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
             slot.empty()
 
     try:
-        if real_model:
-            with srv.queue.slot(wait):
-                result = compute()
-        else:
+        with srv.queue.slot(wait) if real_model else nullcontext():
             result = compute()
     except Exception:
         clear()

@@ -146,7 +146,7 @@ def render_calculator(arch) -> None:
         st.error(plain(exc), icon=":material/error:")
         return
     gpu_label = f"{gpu_cfg.num_gpus} × {gpu_cfg.gpu.name}" if gpu_cfg.num_gpus > 1 else gpu_cfg.gpu.name
-    custom = arch.key is None or arch.key not in presets
+    custom = arch.key not in presets
     name_md = code(arch.name) if custom else arch.name  # a pasted config's name is user text
     name_plot = for_plotly(arch.name)
 
