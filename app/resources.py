@@ -10,7 +10,7 @@ from app.text import code, plain
 @st.cache_resource(show_spinner="Probing the device…")
 def device_info():
     from app.work import server
-    from sim.device import describe_device
+    from sim.model.device import describe_device
 
     with server().queue.slot(exclusive=True):  # forcing an SDPA backend is process-wide: run alone
         return describe_device()
@@ -19,24 +19,24 @@ def device_info():
 @st.cache_resource(show_spinner="Loading the tiny model…")
 def model(name: str):
     """One of the bundled presets ("mha", "gqa", "mqa") on the lab's device and dtype."""
-    from sim.device import configure_threads, pick_device, pick_dtype
+    from sim.model.device import configure_threads, pick_device, pick_dtype
 
     configure_threads()
     device = pick_device()
-    from sim.model import load_model
+    from sim.model.transformer import load_model
 
     return load_model(name, device, pick_dtype(device))
 
 
 def model_or_stop(name: str):
     """The model, or a clear error in the page (a missing or corrupt checkpoint) and stop."""
-    from sim.model import CheckpointError
+    from sim.model.transformer import CheckpointError
 
     try:
         return model(name)
     except CheckpointError as exc:
         st.error(f"The bundled model {code(name)} could not be loaded: {plain(exc)}. Rebuild it with "
-                 f"`python -m sim.train --preset {name}`.")
+                 f"`python -m sim.model.train --preset {name}`.")
         st.stop()
 
 
@@ -45,7 +45,7 @@ def model_rates(name: str, attn_impl: str):
     """Seconds per forward call, per token and per attention pair of this model on this device,
     measured in the server's queue (so no other run disturbs it) once per process."""
     from app.work import server
-    from sim.run_cost import measure_rates
+    from sim.work.run_cost import measure_rates
 
     m = model(name)
     with server().queue.slot(exclusive=True):  # a timing: nothing else may run beside it

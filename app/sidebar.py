@@ -6,7 +6,7 @@ import os
 
 import streamlit as st
 
-from sim.threads import DEVICE_ENV
+from sim.work.threads import DEVICE_ENV
 
 
 def render_sidebar() -> None:

@@ -19,8 +19,8 @@ from typing import TypeVar
 
 import streamlit as st
 
-from sim.threads import pick_num_threads
-from sim.workqueue import RateBook, ResultCache, WorkQueue
+from sim.work.queue import RateBook, ResultCache, WorkQueue
+from sim.work.threads import pick_num_threads
 
 AUTO_RUN_S = 3.0  # one job that starts when a page opens is estimated at no more than this
 PAGE_AUTO_S = 5.0  # and all the jobs one page run starts by itself at no more than this

@@ -4,7 +4,7 @@ share (sim/paging's generator), registered once with the same bounds on both pag
 from __future__ import annotations
 
 from app.urlstate import UrlState
-from sim import paging as pg
+from sim.alloc import paging as pg
 
 
 def register_workload(url: UrlState, max_requests: int) -> None:

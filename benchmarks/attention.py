@@ -4,7 +4,7 @@
     python -m benchmarks.attention --device cuda --dtype float16 --max-n 8192   # on a GPU
 
 The shape is the page's sweep base (B = 1, H = 1, d = 64, causal prefill), N doubling from 256.
-Every number comes from one run of `sim.kernels.time_attention` (median of timed blocks after a
+Every number comes from one run of `sim.attention.kernels.time_attention` (median of timed blocks after a
 warm-up; peak memory from the CPU allocator's profiler events or CUDA's max_memory_allocated).
 The last line is a contract:
     flash_vs_eager_time_4096=<ratio> flash_vs_eager_mem_4096=<ratio>
@@ -17,8 +17,8 @@ from dataclasses import replace
 
 import torch
 
-from sim import kernels as K
-from sim.device import pick_device, pick_num_threads
+from sim.attention import kernels as K
+from sim.model.device import pick_device, pick_num_threads
 
 
 def main() -> None:

@@ -43,8 +43,8 @@ class Session:
 
 def kv_total(batch: int) -> str:
     """What KV memory must show for Llama 3.1 8B at 32,768 tokens in fp16 with this batch."""
-    from sim.memory import MemoryConfig, fmt_bytes, kv_memory
-    from sim.model_presets import load_presets
+    from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
+    from sim.cost.presets import load_presets
 
     arch = load_presets()["llama-3.1-8b"]
     return fmt_bytes(kv_memory(MemoryConfig(arch, batch=batch, context=32768, kv_dtype="fp16")).total_bytes)

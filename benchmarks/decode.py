@@ -18,9 +18,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from sim.generate import generate  # noqa: E402
-from sim.model import load_model  # noqa: E402
-from sim.opcount import generation_flops  # noqa: E402
+from sim.cost.opcount import generation_flops  # noqa: E402
+from sim.model.generate import generate  # noqa: E402
+from sim.model.transformer import load_model  # noqa: E402
 
 PROMPT = [10]  # one byte ("\n"): leaves the whole 1,024-token context for generation
 

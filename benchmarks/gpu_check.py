@@ -16,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from sim.device import pick_dtype, probe_sdpa_backends  # noqa: E402
-from sim.generate import first_difference, generate  # noqa: E402
-from sim.model import load_model  # noqa: E402
+from sim.model.device import pick_dtype, probe_sdpa_backends  # noqa: E402
+from sim.model.generate import first_difference, generate  # noqa: E402
+from sim.model.transformer import load_model  # noqa: E402
 
 
 def main() -> int:

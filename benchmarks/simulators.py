@@ -24,7 +24,7 @@ def median_ms(fn, repeats: int) -> float:
 
 
 def paging_fields() -> dict[str, float]:
-    from sim import paging as pg
+    from sim.alloc import paging as pg
 
     default = pg.make_workload(pg.WorkloadConfig())
     big = pg.make_workload(pg.WorkloadConfig(num_requests=100_000))
@@ -41,7 +41,7 @@ def prefix_fields() -> dict[str, float]:
     every workload, the capacity and block-size sweeps, the tree)."""
     from dataclasses import replace
 
-    from sim import prefix_cache as pc
+    from sim.alloc import prefix_cache as pc
 
     cfg, cache = pc.WorkloadConfig(), pc.CacheConfig()
 

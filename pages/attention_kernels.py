@@ -9,9 +9,9 @@ from app.figures import kernels as figs
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import server
-from sim import flash as FL
-from sim import kernels as K
-from sim.device import pick_device, pick_num_threads
+from sim.attention import kernels as K
+from sim.attention import online_softmax as FL
+from sim.model.device import pick_device, pick_num_threads
 
 FLEX_TIMEOUT_S = 120
 SHAPE_BUDGET_S = 0.25  # measured seconds per kernel (at least 3 timed calls)
@@ -144,7 +144,7 @@ st.dataframe(pd.DataFrame([{"Implementation": K.IMPL_LABELS[s.impl], "Runs here"
                             "Runs here": st.column_config.TextColumn(width="small"),
                             "Why not": st.column_config.TextColumn(width="large")})
 st.caption(f"Device `{dev}`; each SDPA backend was forced with `torch.nn.attention.sdpa_kernel` on a tiny causal "
-           "input (`sim/device.py`). FlexAttention is compiled with `torch.compile` in a separate process that is "
+           "input (`sim/model/device.py`). FlexAttention is compiled with `torch.compile` in a separate process that is "
            f"stopped after {FLEX_TIMEOUT_S} s, so a slow compile can never hang this page.")
 
 # --- 2. one shape ----------------------------------------------------------------------------------
@@ -344,7 +344,7 @@ st.markdown(
     "running max **m**, the running sum **l** of e^(s−m), and an accumulator **acc** of e^(s−m)·v. When a tile "
     "brings a larger max, the old l and acc are multiplied by **e^(m_old − m_new)** so that every term is again "
     "relative to the current max. After the last tile, **acc / l** is exactly softmax(s)·V. Scores are "
-    "q·k/√d (× the scale below) from seeded random vectors; computed in numpy by `sim/kernels.py`."
+    "q·k/√d (× the scale below) from seeded random vectors; computed in numpy by `sim/attention/kernels.py`."
 )
 keys_now = st.session_state["sm_keys"]
 st.session_state["sm_tile"] = min(st.session_state["sm_tile"], keys_now)

@@ -6,8 +6,8 @@ from app.resources import model_or_stop as load_model
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued
-from sim.attn_inspect import cache_validity, capture_attention
-from sim.masks import (
+from sim.attention.maps import cache_validity, capture_attention
+from sim.attention.masks import (
     MASK_KINDS,
     VARIANTS,
     build,
@@ -19,7 +19,7 @@ from sim.masks import (
     segments_from_text,
     sliding_window,
 )
-from sim.model import PRESETS
+from sim.model.transformer import PRESETS
 
 MAX_PROMPT = 48  # bytes: one row and column per byte keeps the maps legible on a projector
 KIND_LABELS = {"causal": "causal", "sliding_window": "sliding window", "prefix_lm": "prefix-LM",

@@ -7,12 +7,12 @@ from app.resources import model_rates
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import run_job
-from sim.decode_cost import computed_grid, flop_shape, human_flops, run_comparison, scale_curve, seed_claims
-from sim.generate import MODES, SamplingConfig, encode
-from sim.model import PRESETS
-from sim.model_presets import load_presets
-from sim.opcount import generation_flops
-from sim.run_cost import cached_work, naive_work
+from sim.cost.decode import computed_grid, flop_shape, human_flops, run_comparison, scale_curve, seed_claims
+from sim.cost.opcount import generation_flops
+from sim.cost.presets import load_presets
+from sim.model.generate import MODES, SamplingConfig, encode
+from sim.model.transformer import PRESETS
+from sim.work.run_cost import cached_work, naive_work
 
 DEFAULT_PROMPT = "HAMLET.\nTo be, or not to be"
 MAX_PROMPT_BYTES = 256
@@ -141,7 +141,7 @@ if not error and res is not None:
         st.plotly_chart(figs.flops_per_step(frames["naive"], frames["cached"], formula["naive"], formula["cached"],
                                             st.session_state["log"]), width="stretch")
         st.caption("Dots: FLOPs counted from the matmul shapes the model executed. Lines: the closed-form formula "
-                   "in `sim/opcount.py`. They agree exactly (a test checks every step).")
+                   "in `sim/cost/opcount.py`. They agree exactly (a test checks every step).")
     with tabs[1]:
         st.plotly_chart(figs.cumulative_flops(frames["naive"], frames["cached"]), width="stretch")
     with tabs[2]:

@@ -8,8 +8,8 @@ from app.figures.memory import dtype_bars, kv_heatmap, memory_breakdown, variant
 from app.text import code, for_plotly, plain
 from app.urlstate import UrlState
 from app.work import run_job
-from sim.gpus import load_gpus
-from sim.memory import (
+from sim.cost.gpus import load_gpus
+from sim.cost.memory import (
     GROUP_SIZES,
     KV_DTYPES,
     MAX_BATCH,
@@ -31,7 +31,7 @@ from sim.memory import (
     token_layer_bytes,
     variant_curves,
 )
-from sim.model_presets import MAX_CONFIG_CHARS, estimate_num_params, load_presets, parse_hf_config_with_notes
+from sim.cost.presets import MAX_CONFIG_CHARS, estimate_num_params, load_presets, parse_hf_config_with_notes
 
 CUSTOM = "custom"
 TINY = ("mha", "gqa", "mqa")
@@ -281,9 +281,9 @@ def render_dtypes(cfg: MemoryConfig, rows) -> None:
 @st.cache_data(max_entries=16, show_spinner="Allocating and filling the tiny model's cache…")
 def measure(name: str, batch: int, context: int):
     from app.resources import model as tiny_model
-    from sim.device import pick_device, pick_dtype
-    from sim.memory import measure_tiny_cache, untrained_tiny_model
-    from sim.model import CheckpointError
+    from sim.cost.memory import measure_tiny_cache, untrained_tiny_model
+    from sim.model.device import pick_device, pick_dtype
+    from sim.model.transformer import CheckpointError
 
     try:
         m = tiny_model(name)
@@ -297,7 +297,7 @@ def measure(name: str, batch: int, context: int):
 
 def render_measured() -> None:
     st.markdown("The lab's own tiny model runs on this machine. This allocates its real `ContiguousKVCache` "
-                "(`sim/kvcache.py`) for the batch and context below, fills it with a real prefill, and counts "
+                "(`sim/model/kvcache.py`) for the batch and context below, fills it with a real prefill, and counts "
                 "the bytes of the K and V tensors next to the formula.")
     c = st.columns([1.4, 1, 1, 1.2])
     c[0].selectbox("Tiny model", list(TINY), key="tiny", format_func=lambda k: presets[f"tiny-{k}"].name)
@@ -310,7 +310,7 @@ def render_measured() -> None:
     name, batch, context = st.session_state["tiny"], st.session_state["tbatch"], st.session_state["tctx"]
     try:
         from app.resources import model_rates
-        from sim.run_cost import prefill_work
+        from sim.work.run_cost import prefill_work
 
         r = run_job("kv_memory.measure", (name, batch, context),
                     model_rates(name, "sdpa").seconds(prefill_work(context, batch)),
@@ -326,7 +326,7 @@ def render_measured() -> None:
     rows = [
         {"Count": f"Measured: numel × element_size over the {r.num_tensors} filled K and V tensors",
          "Bytes": r.measured_bytes},
-        {"Count": f"Formula 2·L·H_kv·d_h·p·B·S = 2·{r.num_tensors // 2}·{H}·{D}·{p}·{B}·{S} (sim/opcount.py)",
+        {"Count": f"Formula 2·L·H_kv·d_h·p·B·S = 2·{r.num_tensors // 2}·{H}·{D}·{p}·{B}·{S} (sim/cost/opcount.py)",
          "Bytes": r.opcount_bytes},
         {"Count": "This page's calculator, from the preset", "Bytes": r.calculator_bytes},
     ]

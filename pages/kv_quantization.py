@@ -10,12 +10,11 @@ from app.resources import model_or_stop, model_rates
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued, run_job
-from sim.gpus import load_gpus
-from sim.kivi_cache import FP8_KINDS, FULL, SCHEME_KINDS, make_scheme, scheme_bytes
-from sim.model import PRESETS
-from sim.model_presets import load_presets
-from sim.quant import INT_BITS, fp8_backend
-from sim.quant_experiments import (
+from sim.cost.gpus import load_gpus
+from sim.cost.presets import load_presets
+from sim.model.quant import INT_BITS, fp8_backend
+from sim.model.quant_cache import FP8_KINDS, FULL, SCHEME_KINDS, make_scheme, scheme_bytes
+from sim.model.quant_experiments import (
     MAX_WINDOWS,
     EvalConfig,
     channel_stats,
@@ -31,7 +30,8 @@ from sim.quant_experiments import (
     seed_claims,
     tiny_bytes_rows,
 )
-from sim.run_cost import cached_work, prefill_work
+from sim.model.transformer import PRESETS
+from sim.work.run_cost import cached_work, prefill_work
 
 CFG = PRESETS["mha"]  # every variant shares head_dim, layers and context
 CHUNKS = ["8", "16", "32", "64", "128"]

@@ -7,7 +7,7 @@ from app.text import plain
 from app.urlstate import UrlState
 from app.work import run_job
 from app.workload import register_workload
-from sim import paging as pg
+from sim.alloc import paging as pg
 
 NUM_FRAMES = 41  # snapshots of the block pool the time slider steps through
 GRID_MAX_STEP = 20_000  # the block grid replays the pool step by step: only this far into a run
@@ -72,9 +72,9 @@ PAGED_STEP_FACTOR = 2.0
 
 def live_run(prompt: str, n_new: int, branches: int, temp: float, bs: int, seed: int):
     from app.resources import model, model_rates
-    from sim.generate import SamplingConfig, encode
-    from sim.paged_kvcache import paged_generate
-    from sim.run_cost import cached_work
+    from sim.model.generate import SamplingConfig, encode
+    from sim.model.paged_cache import paged_generate
+    from sim.work.run_cost import cached_work
 
     ids = encode(prompt)
     if len(ids) > LIVE_MAX_PROMPT:
@@ -296,7 +296,7 @@ if ss["live"]:
     c[3].slider("Temperature", 0.0, 2.0, step=0.05, key="live_temp")
     c[4].selectbox("Block size", [str(b) for b in LIVE_BLOCK_SIZES], key="live_bs")
     c[5].number_input("Seed", 0, 2**31 - 1, key="live_seed")
-    from sim.model import CheckpointError
+    from sim.model.transformer import CheckpointError
 
     try:
         run = live_run(ss["live_prompt"], ss["live_new"], ss["live_branches"], ss["live_temp"], int(ss["live_bs"]),
@@ -308,7 +308,7 @@ if ss["live"]:
         st.error(f"Cannot decode: {plain(exc)}")
         run = None
     if run is not None:
-        from sim.generate import decode
+        from sim.model.generate import decode
 
         c = st.columns(4)
         c[0].metric("Same tokens as a contiguous cache", "yes" if run.tokens_identical else "NO",

@@ -7,7 +7,7 @@ from app.figures import prefix_cache as figs
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued, run_job
-from sim import prefix_cache as pc
+from sim.alloc import prefix_cache as pc
 
 DEMO_TEXT = ("System: You are the Globe Theatre's box office. Time: 2025-05-01 14:03:27.\n"
              "Answer in one sentence.\nUser: When does Hamlet start tonight?")
@@ -116,7 +116,7 @@ def tree(cfg: pc.WorkloadConfig, block_size: int, n: int):
 
 def live_branch(prefix: tuple[int, ...], suffixes: tuple[tuple[int, ...], ...], n_new: int, repeats: int):
     from app.resources import model, model_rates
-    from sim.run_cost import cached_work
+    from sim.work.run_cost import cached_work
 
     # both ways, every branch, every repetition plus one warm-up
     per_branch = max(model_rates("mha", "sdpa").seconds(cached_work(len(prefix) + len(s), n_new)) for s in suffixes)
@@ -405,7 +405,7 @@ if ss["live"]:
     if problem:
         st.error(problem)
     else:
-        from sim.model import CheckpointError
+        from sim.model.transformer import CheckpointError
 
         try:
             run = live_branch(tuple(prefix_ids), tuple(tuple(s) for s in suffix_ids), ss["live_new"], ss["repeats"])
@@ -438,7 +438,7 @@ if ss["live"]:
         ratio = f" One decode step here (batch 1) costs as much as **{per_decode / per_prefill:.0f}** prefill " \
                 "tokens." if run.num_new > 1 else ""
         st.markdown(run.summary() + ratio)
-        from sim.generate import decode
+        from sim.model.generate import decode
 
         rows = [{"branch": b + 1, "continuation": lines[b], "branched": decode(run.branch_tokens[b]),
                  "from scratch": decode(run.scratch_tokens[b]),

@@ -8,10 +8,10 @@ from app.figures import roofline as figs
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued
-from sim.gpus import load_gpus
-from sim.memory import KV_DTYPES, WEIGHT_DTYPE_BITS
-from sim.model_presets import load_presets
-from sim.roofline import (
+from sim.cost.gpus import load_gpus
+from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS
+from sim.cost.presets import load_presets
+from sim.cost.roofline import (
     COMPUTE_DTYPES,
     Hardware,
     RooflineConfig,
@@ -65,7 +65,7 @@ c[2].select_slider("Context (tokens per request)", CONTEXTS, key="context", form
 @st.cache_resource(show_spinner="Measuring this machine (copy bandwidth, matmul FLOP/s)…")
 def machine_probe():
     from app.work import server
-    from sim.roofline import probe_machine
+    from sim.cost.roofline import probe_machine
 
     with server().queue.slot(exclusive=True):  # measured alone: no other session's model run shares the machine
         return probe_machine()
@@ -158,7 +158,7 @@ else:
     st.caption(f"Method: {probe.method}. Measured once per server process.")
     if st.button("Measure the tiny model's decode step here"):
         from app.resources import model_or_stop
-        from sim.roofline import measure_tiny_decode
+        from sim.cost.roofline import measure_tiny_decode
 
         st.session_state["tiny_point"] = queued(lambda: measure_tiny_decode(model_or_stop("mha"), probe),
                                                 "Timing the tiny model's decode step")

@@ -11,11 +11,11 @@ from app.text import plain
 from app.urlstate import UrlState
 from app.work import AUTO_RUN_S, job_seconds, run_job
 from app.workload import register_workload
-from sim import paging as pg
-from sim import serving as sv
-from sim.gpus import load_gpus
-from sim.memory import KV_DTYPES, WEIGHT_DTYPE_BITS
-from sim.model_presets import load_presets, tiny_model_configs
+from sim.alloc import paging as pg
+from sim.cost.gpus import load_gpus
+from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS
+from sim.cost.presets import load_presets, tiny_model_configs
+from sim.serving import batching as sv
 
 BLOCK_SIZES = (8, 16, 32)
 SWEEP_BATCHES = (16, 32, 64, 128, 256, 512)
@@ -24,7 +24,7 @@ ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9)
 MAX_RATE = 100_000.0
 LIVE_MAX_PROMPT = 200
 DEFAULT_LIVE_PROMPT = "ROMEO.\nBut soft, what light through yonder window breaks?\n"
-CHECKPOINTS = Path(__file__).resolve().parent.parent / "assets" / "models"  # sim.model's folder (no torch import)
+CHECKPOINTS = Path(__file__).resolve().parent.parent / "assets" / "models"  # sim.model.transformer's folder (no torch import)
 TINY_LAYERS = int(tiny_model_configs()["mha"].get("n_layers", 4))
 LIVE_DRAFTS = [f"first{n}" for n in range(1, TINY_LAYERS)] + [
     name for name in tiny_model_configs() if name != "mha" and (CHECKPOINTS / f"{name}.safetensors").is_file()]
@@ -136,8 +136,8 @@ def monte_carlo(alpha: float, passes: int, seed: int) -> pd.DataFrame:
 
 def live_run(prompt: str, n_new: int, k: int, draft_key: str) -> sv.SpecRun | None:
     from app.resources import model, model_rates
-    from sim.generate import encode
-    from sim.run_cost import cached_work
+    from sim.model.generate import encode
+    from sim.work.run_cost import cached_work
 
     ids = encode(prompt)
     if len(ids) > LIVE_MAX_PROMPT:
@@ -339,7 +339,7 @@ if ss["live"]:
     c[1].selectbox("Draft", LIVE_DRAFTS, key="live_draft", format_func=draft_label)
     c[2].number_input("k", 1, 8, key="live_k")
     c[3].number_input("New tokens", 8, 256, key="live_new")
-    from sim.model import CheckpointError
+    from sim.model.transformer import CheckpointError
 
     try:
         run = live_run(ss["live_prompt"], ss["live_new"], ss["live_k"], ss["live_draft"])
@@ -361,7 +361,7 @@ st.caption("Diamonds: the best k for each α. Crosses: the Monte Carlo means at 
               if timed is not None else "")
            + ("Star: the real model's measured tokens per pass and wall-time speedup." if measured else ""))
 if run is not None:
-    from sim.generate import decode
+    from sim.model.generate import decode
 
     c = st.columns(5)
     c[0].metric("Same tokens as target", "yes" if run.identical else "NO",

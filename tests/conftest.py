@@ -15,7 +15,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # gating itself is tested with the real limit, in test_work.py).
 os.environ.setdefault("KVLAB_AUTO_RUN_S", "600")
 
-from sim.model import PRESETS, ModelConfig, TinyLlama, load_model  # noqa: E402
+from sim.model.transformer import PRESETS, ModelConfig, TinyLlama, load_model  # noqa: E402
 
 
 def random_model(n_kv_heads: int = 4, seed: int = 0, **overrides) -> TinyLlama:

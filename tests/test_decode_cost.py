@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.decode_cost import (
+from sim.cost.decode import (
     COMPUTED,
     NOTHING,
     READ,
@@ -13,9 +13,9 @@ from sim.decode_cost import (
     score_entries,
     seed_claims,
 )
-from sim.generate import encode, generate
-from sim.model import PRESETS
-from sim.opcount import generation_flops, step_flops
+from sim.cost.opcount import generation_flops, step_flops
+from sim.model.generate import encode, generate
+from sim.model.transformer import PRESETS
 
 C, R, _ = COMPUTED, READ, NOTHING
 
@@ -100,7 +100,7 @@ def test_mla_is_refused_and_moe_counts_active_experts():
 
 
 def test_human_flops():
-    from sim.decode_cost import human_flops
+    from sim.cost.decode import human_flops
 
     assert [human_flops(x) for x in (999, 12_300_000, 1.93e10, 5.65e17)] == [
         "999 FLOP", "12.3 MFLOP", "19.3 GFLOP", "565 PFLOP"]

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from sim.device import pick_device, pick_dtype, pick_num_threads, probe_sdpa_backends
+from sim.model.device import pick_device, pick_dtype, pick_num_threads, probe_sdpa_backends
 
 
 def test_env_overrides_device():

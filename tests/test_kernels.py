@@ -1,4 +1,4 @@
-"""sim/kernels.py: kernels agree with SDPA-MATH, the online softmax is exact, bounds refuse with numbers.
+"""sim/attention/kernels.py: kernels agree with SDPA-MATH, the online softmax is exact, bounds refuse with numbers.
 
 No assertion here looks at a wall time: timings are only checked for being present and positive."""
 
@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from sim import flash as FL
-from sim import kernels as K
+from sim.attention import kernels as K
+from sim.attention import online_softmax as FL
 
 CPU = torch.device("cpu")
 CPU_LIMITS = K.Limits("cpu", K.CPU_MAX_SCORE_ELEMS, K.CPU_MAX_FLOPS, 8 << 30)

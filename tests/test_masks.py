@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from sim.attn_inspect import cache_validity, capture_attention
-from sim.masks import (
+from sim.attention.maps import cache_validity, capture_attention
+from sim.attention.masks import (
     VARIANTS,
     additive,
     build,

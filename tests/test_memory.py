@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.gpus import load_gpus
-from sim.memory import (
+from sim.cost.gpus import load_gpus
+from sim.cost.memory import (
     CLOSE,
     CORRECT,
     GROUP_SIZES,
@@ -36,7 +36,7 @@ from sim.memory import (
     vector_bytes,
     weight_bytes,
 )
-from sim.model_presets import (
+from sim.cost.presets import (
     ArchPreset,
     estimate_active_params,
     estimate_num_params,
@@ -100,8 +100,8 @@ def test_preset_shapes_are_the_published_ones():
 def test_tiny_presets_read_without_torch_match_sim_model():
     from dataclasses import asdict
 
-    from sim.model import PRESETS
-    from sim.model_presets import _tiny_configs_from_source
+    from sim.cost.presets import _tiny_configs_from_source
+    from sim.model.transformer import PRESETS
 
     assert _tiny_configs_from_source() == {k: asdict(v) for k, v in PRESETS.items()}
     assert tiny_model_configs() == {k: asdict(v) for k, v in PRESETS.items()}
@@ -203,8 +203,8 @@ def test_cross_layer_sharing():
 
 
 def test_formula_matches_opcount_for_tiny_models():
-    from sim.model import PRESETS
-    from sim.opcount import kv_cache_bytes
+    from sim.cost.opcount import kv_cache_bytes
+    from sim.model.transformer import PRESETS
 
     for name, cfg in PRESETS.items():
         for dtype, p in (("fp32", 4), ("fp16", 2)):
@@ -480,7 +480,7 @@ def test_measured_cache_equals_formula(name):
 def test_measured_cache_in_bf16_and_on_the_shipped_model():
     import torch
 
-    from sim.model import CheckpointError, load_model
+    from sim.model.transformer import CheckpointError, load_model
 
     model = untrained_tiny_model("gqa", dtype=torch.bfloat16)
     r = measure_tiny_cache(model, batch=3, context=100, preset=P["tiny-gqa"])
@@ -496,9 +496,9 @@ def test_measured_cache_in_bf16_and_on_the_shipped_model():
 
 
 def test_gpu_comparisons_in_claims_are_computed():
-    from sim.gpus import load_gpus
-    from sim.memory import _share_of_gpu, seed_claims
-    from sim.model_presets import load_presets
+    from sim.cost.gpus import load_gpus
+    from sim.cost.memory import _share_of_gpu, seed_claims
+    from sim.cost.presets import load_presets
 
     gpus = load_gpus()
     why = next(c.why for c in seed_claims(load_presets(), gpus) if "32K context of a 32-head" in c.why)

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from sim.generate import SamplingConfig, check_lengths, encode, first_difference, generate
-from sim.kvcache import ContiguousKVCache
-from sim.model import PRESETS, CheckpointError, ModelConfig, load_model, save_checkpoint
-from sim.opcount import kv_cache_bytes, step_flops
+from sim.cost.opcount import kv_cache_bytes, step_flops
+from sim.model.generate import SamplingConfig, check_lengths, encode, first_difference, generate
+from sim.model.kvcache import ContiguousKVCache
+from sim.model.transformer import PRESETS, CheckpointError, ModelConfig, load_model, save_checkpoint
 from tests.conftest import random_model
 
 PROMPT = encode("HAMLET.\nTo be, or not to be")
@@ -162,7 +162,7 @@ def test_fused_projections_match_separate_ones():
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_shipped_checkpoints(shipped_models, name):
-    from sim.model import checkpoint_path
+    from sim.model.transformer import checkpoint_path
 
     model = shipped_models[name]
     assert model.cfg == PRESETS[name]

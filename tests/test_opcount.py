@@ -2,8 +2,8 @@
 
 import pytest
 
-from sim.model import PRESETS
-from sim.opcount import generation_flops, kv_cache_bytes, param_counts, step_bytes, step_flops
+from sim.cost.opcount import generation_flops, kv_cache_bytes, param_counts, step_bytes, step_flops
+from sim.model.transformer import PRESETS
 
 MHA, MQA = PRESETS["mha"], PRESETS["mqa"]
 
@@ -62,7 +62,7 @@ def test_bad_step_shape():
 @pytest.mark.parametrize("prompt_len,new", [(1, 1), (1, 100), (7, 33), (50, 2)])
 @pytest.mark.parametrize("mode", ["naive", "cached"])
 def test_closed_form_totals_equal_the_step_sum(prompt_len, new, mode):
-    from sim.opcount import generation_totals
+    from sim.cost.opcount import generation_totals
 
     for cfg in (MHA, MQA):
         steps = generation_flops(cfg, prompt_len, new, mode)

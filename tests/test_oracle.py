@@ -4,8 +4,8 @@ same greedy continuation (offline; transformers is a test-only dependency)."""
 import pytest
 import torch
 
-from sim.generate import encode, generate
-from sim.model import PRESETS
+from sim.model.generate import encode, generate
+from sim.model.transformer import PRESETS
 
 transformers = pytest.importorskip("transformers")
 

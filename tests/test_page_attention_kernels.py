@@ -4,8 +4,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.figures.kernels import fmt_bytes, fmt_num, fmt_ratio
-from sim import flash as FL
-from sim import kernels as K
+from sim.attention import kernels as K
+from sim.attention import online_softmax as FL
 from tests.conftest import metric_value as metric
 from tests.conftest import run_page, unescaped
 

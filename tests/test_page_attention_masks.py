@@ -3,7 +3,7 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from sim.masks import VARIANTS, leaked_mass, masked_softmax, sliding_window
+from sim.attention.masks import VARIANTS, leaked_mass, masked_softmax, sliding_window
 from tests.conftest import run_page
 
 
@@ -30,7 +30,7 @@ def test_widgets_drive_the_numbers_and_the_url(shipped_models):
     assert at.query_params["kind"] == "sliding_window" and at.query_params["w"] == "3"
     table = at.dataframe[0].value.set_index("How the mask is applied")
     # recompute the ×0 leak for the same prompt, layer, head and mask from sim/
-    from sim.attn_inspect import capture_attention
+    from sim.attention.maps import capture_attention
 
     ids = list(b"To be, or not to be|that is the question")
     scores = capture_attention(shipped_models["mha"], ids).scores[2, 1]

@@ -2,9 +2,9 @@
 
 from streamlit.testing.v1 import AppTest
 
-from sim.generate import encode
-from sim.model import PRESETS
-from sim.opcount import generation_flops
+from sim.cost.opcount import generation_flops
+from sim.model.generate import encode
+from sim.model.transformer import PRESETS
 from tests.conftest import metric_value as metric
 from tests.conftest import run_page
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from sim.gpus import load_gpus
-from sim.memory import GpuConfig, MemoryConfig, capacity, fmt_bytes, kv_memory, seed_claims
-from sim.model_presets import load_presets, parse_hf_config
+from sim.cost.gpus import load_gpus
+from sim.cost.memory import GpuConfig, MemoryConfig, capacity, fmt_bytes, kv_memory, seed_claims
+from sim.cost.presets import load_presets, parse_hf_config
 from tests.conftest import unescaped
 
 ROOT = Path(__file__).resolve().parent.parent

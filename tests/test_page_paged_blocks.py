@@ -7,8 +7,8 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
-from sim import paging as pg
-from sim.model import checkpoint_path
+from sim.alloc import paging as pg
+from sim.model.transformer import checkpoint_path
 from tests.conftest import run_page, unescaped
 
 

@@ -6,8 +6,8 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
-from sim import prefix_cache as pc
-from sim.model import checkpoint_path
+from sim.alloc import prefix_cache as pc
+from sim.model.transformer import checkpoint_path
 from tests.conftest import run_page, unescaped
 
 

@@ -2,9 +2,9 @@
 
 from streamlit.testing.v1 import AppTest
 
-from sim.gpus import load_gpus
-from sim.model_presets import load_presets
-from sim.roofline import RooflineConfig, decode_step, hardware, prefill_step
+from sim.cost.gpus import load_gpus
+from sim.cost.presets import load_presets
+from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
 from tests.conftest import run_page
 
 

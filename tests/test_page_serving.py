@@ -1,4 +1,4 @@
-"""The Serving page: the numbers it shows are sim.serving's for the same inputs, its state lives in the URL."""
+"""The Serving page: the numbers it shows are sim.serving.batching's for the same inputs, its state lives in the URL."""
 
 
 import pandas as pd
@@ -6,8 +6,8 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
-from sim import paging as pg
-from sim import serving as sv
+from sim.alloc import paging as pg
+from sim.serving import batching as sv
 from tests.conftest import run_page
 
 
@@ -125,16 +125,16 @@ def test_batch_size_sweep():
 
 
 def test_live_speculation_on_the_real_model(monkeypatch):
-    from sim.model import checkpoint_path
+    from sim.model.transformer import checkpoint_path
 
     if not checkpoint_path("mha").is_file():
         pytest.skip("the bundled mha checkpoint is missing")
     monkeypatch.setenv("KVLAB_THREADS", "1")  # one thread: a tiny model only loses time to thread sync
     at = open_page(live=1, live_k=3, live_new=32, live_draft="first2")
     shown = metrics(at)
-    from sim.device import pick_device, pick_dtype
-    from sim.generate import encode
-    from sim.model import load_model
+    from sim.model.device import pick_device, pick_dtype
+    from sim.model.generate import encode
+    from sim.model.transformer import load_model
 
     device = pick_device()
     target = load_model("mha", device, pick_dtype(device))  # as app.resources loads it

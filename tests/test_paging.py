@@ -11,11 +11,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim import paging as pg
-from sim.generate import SamplingConfig, encode
-from sim.kvcache import ContiguousKVCache
-from sim.model import checkpoint_path, load_model
-from sim.paged_kvcache import PagedKVCache, paged_generate
+from sim.alloc import paging as pg
+from sim.model.generate import SamplingConfig, encode
+from sim.model.kvcache import ContiguousKVCache
+from sim.model.paged_cache import PagedKVCache, paged_generate
+from sim.model.transformer import checkpoint_path, load_model
 from tests.conftest import random_model
 
 # --- BlockPool scenarios ------------------------------------------------------------------------

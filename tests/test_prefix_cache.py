@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim import prefix_cache as pc
+from sim.alloc import prefix_cache as pc
 
 
 def blake(parent: bytes, tokens, extra: bytes = b"") -> int:
@@ -342,7 +342,7 @@ def test_other_byte():
 
 
 def test_branching_from_a_cached_prefix_matches_from_scratch_random_model(one_thread):
-    from sim.generate import generate
+    from sim.model.generate import generate
     from tests.conftest import random_model
 
     model = random_model()
@@ -359,8 +359,8 @@ def test_branching_from_a_cached_prefix_matches_from_scratch_random_model(one_th
 
 
 def test_branching_on_the_shipped_model_gives_the_from_scratch_tokens(one_thread):
-    from sim.generate import encode, generate
-    from sim.model import checkpoint_path, load_model
+    from sim.model.generate import encode, generate
+    from sim.model.transformer import checkpoint_path, load_model
 
     if not checkpoint_path("mha").is_file():
         pytest.skip("no shipped checkpoint")

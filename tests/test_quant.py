@@ -1,4 +1,4 @@
-"""sim/quant.py, sim/kivi_cache.py and sim/quant_experiments.py: bounds, exact bytes, the residual
+"""sim/model/quant.py, sim/model/quant_cache.py and sim/model/quant_experiments.py: bounds, exact bytes, the residual
 window, the one-pass evaluation against the literal cache, and the real model."""
 
 import math
@@ -9,17 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.kivi_cache import (
-    FP8_KINDS,
-    FULL,
-    SCHEME_KINDS,
-    CacheScheme,
-    QuantizedKVCache,
-    make_scheme,
-    scheme_bytes,
-)
-from sim.model import ModelConfig
-from sim.quant import (
+from sim.model.quant import (
     FP8_FORMATS,
     INT_BITS,
     QuantSpec,
@@ -31,7 +21,16 @@ from sim.quant import (
     quantized_bytes,
     unpack_codes,
 )
-from sim.quant_experiments import (
+from sim.model.quant_cache import (
+    FP8_KINDS,
+    FULL,
+    SCHEME_KINDS,
+    CacheScheme,
+    QuantizedKVCache,
+    make_scheme,
+    scheme_bytes,
+)
+from sim.model.quant_experiments import (
     _attend,
     cache_logits,
     divergence_positions,
@@ -39,6 +38,7 @@ from sim.quant_experiments import (
     outlier_demo,
     teacher_forced_logits,
 )
+from sim.model.transformer import ModelConfig
 from tests.conftest import random_model
 
 ALL_KINDS = [*SCHEME_KINDS, *FP8_KINDS]
@@ -48,7 +48,7 @@ ALL_KINDS = [*SCHEME_KINDS, *FP8_KINDS]
 
 
 def _groups_np(x: np.ndarray, axis: str, g: int) -> np.ndarray:
-    """(S, D) -> (groups, g), independently of sim/quant.py's own grouping."""
+    """(S, D) -> (groups, g), independently of sim/model/quant.py's own grouping."""
     S, D = x.shape
     if axis == "token":
         return x.reshape(S, D // g, g).reshape(-1, g)
@@ -328,8 +328,8 @@ def test_divergence_found_in_one_pass_equals_the_free_run(shipped_models):
 
 
 def test_per_token_bytes_equal_the_memory_pages_count():
-    from sim.memory import token_layer_bytes
-    from sim.model_presets import load_presets
+    from sim.cost.memory import token_layer_bytes
+    from sim.cost.presets import load_presets
 
     arch = load_presets()["llama-3.1-8b"]
     L, H, D = arch.n_layers, arch.n_kv_heads, arch.head_dim
@@ -343,9 +343,9 @@ def test_per_token_bytes_equal_the_memory_pages_count():
 def test_seed_bandwidth_claim_is_recomputed():
     import pandas as pd
 
-    from sim.gpus import load_gpus
-    from sim.model_presets import load_presets
-    from sim.quant_experiments import seed_claims
+    from sim.cost.gpus import load_gpus
+    from sim.cost.presets import load_presets
+    from sim.model.quant_experiments import seed_claims
 
     claims = seed_claims(pd.DataFrame(columns=["scheme", "bits"]), 4, load_presets()["llama-3.1-8b"],
                          load_gpus()["h100-sxm"])

@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import pytest
 
-from sim.gpus import load_gpus
-from sim.model_presets import estimate_num_params, load_presets
-from sim.roofline import (
+from sim.cost.gpus import load_gpus
+from sim.cost.presets import estimate_num_params, load_presets
+from sim.cost.roofline import (
     Hardware,
     RooflineConfig,
     batch_sweep,
@@ -119,8 +119,8 @@ def test_fp8_ridge_doubles_on_hopper():
 
 
 def test_the_context_trend_sentence_follows_the_numbers():
-    from sim.model_presets import load_presets
-    from sim.roofline import ContextTrend, context_trend
+    from sim.cost.presets import load_presets
+    from sim.cost.roofline import ContextTrend, context_trend
 
     p = load_presets()
     gqa = context_trend(p["llama-3.1-70b"])  # 8 query heads per K/V head: each cached byte feeds 8 heads

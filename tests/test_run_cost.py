@@ -2,8 +2,17 @@
 
 import torch
 
-from sim.generate import generate_steps
-from sim.run_cost import ModelRates, Work, cached_work, fit_rates, measure_rates, naive_work, prefill_work, triangle
+from sim.model.generate import generate_steps
+from sim.work.run_cost import (
+    ModelRates,
+    Work,
+    cached_work,
+    fit_rates,
+    measure_rates,
+    naive_work,
+    prefill_work,
+    triangle,
+)
 from tests.conftest import random_model
 
 

@@ -1,9 +1,9 @@
-"""Static vs continuous batching and speculative decoding (sim/serving.py).
+"""Static vs continuous batching and speculative decoding (sim/serving/batching.py).
 
 Hand-worked schedules pin who runs in every forward pass and when each request's first and last
 tokens come out; property tests check conservation and the memory budget on random workloads; the
-continuous scheduler must reproduce sim.paging's paged schedule exactly; the step costs must equal
-sim.roofline's; the speculative Monte Carlo must agree with the closed form; greedy speculative
+continuous scheduler must reproduce sim.alloc.paging's paged schedule exactly; the step costs must equal
+sim.cost.roofline's; the speculative Monte Carlo must agree with the closed form; greedy speculative
 decoding on the real model must return exactly the target's tokens.
 """
 
@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim import paging as pg
-from sim import serving as sv
-from sim.gpus import load_gpus
-from sim.model_presets import load_presets
-from sim.roofline import RooflineConfig, decode_step, hardware, prefill_step
+from sim.alloc import paging as pg
+from sim.cost.gpus import load_gpus
+from sim.cost.presets import load_presets
+from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
+from sim.serving import batching as sv
 
 UNIT = sv.LinearCost(base_s=1.0)  # every forward pass takes one second: times count passes
 
@@ -390,7 +390,7 @@ def test_greedy_speculative_output_equals_the_target_on_a_random_model(layers, k
 
 
 def test_greedy_speculative_output_equals_the_target_on_the_shipped_model():
-    from sim.model import checkpoint_path, load_model
+    from sim.model.transformer import checkpoint_path, load_model
 
     if not checkpoint_path("mha").is_file():
         pytest.skip("the bundled mha checkpoint is missing")

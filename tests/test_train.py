@@ -2,8 +2,8 @@
 
 import torch
 
-from sim.model import ModelConfig, TinyLlama
-from sim.train import CORPUS, TRAIN_PRESETS, TrainConfig, load_corpus, lr_at, mean_pool_kv, seq_len_at
+from sim.model.train import CORPUS, TRAIN_PRESETS, TrainConfig, load_corpus, lr_at, mean_pool_kv, seq_len_at
+from sim.model.transformer import ModelConfig, TinyLlama
 from tests.conftest import random_model
 
 
@@ -50,7 +50,7 @@ def test_pooled_weights_are_group_means():
 
 
 def test_a_few_steps_lower_the_loss():
-    from sim import train as tr
+    from sim.model import train as tr
 
     tc = TrainConfig("mqa", steps=12, batch_size=4, seq_schedule=((0, 64),), warmup=2, lr=3e-3)
     torch.manual_seed(0)

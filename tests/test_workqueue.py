@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from sim.workqueue import RateBook, ResultCache, WorkQueue
+from sim.work.queue import RateBook, ResultCache, WorkQueue
 
 
 def test_one_slot_serves_in_arrival_order_and_reports_who_is_ahead():

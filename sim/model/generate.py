@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sim.kvcache import ContiguousKVCache
-from sim.model import TinyLlama
-from sim.opcount import PARTS, FlopTally, step_bytes
+from sim.cost.opcount import PARTS, FlopTally, step_bytes
+from sim.model.kvcache import ContiguousKVCache
+from sim.model.transformer import TinyLlama
 
 MODES = ("naive", "cached")
 

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from sim.kivi_cache import (
+from sim.model.quant import QuantSpec, quantize
+from sim.model.quant_cache import (
     FULL,
     FULL_BYTES,
     CacheScheme,
@@ -35,8 +36,7 @@ from sim.kivi_cache import (
     open_chunk,
     scheme_bytes,
 )
-from sim.model import TinyLlama, apply_rope
-from sim.quant import QuantSpec, quantize
+from sim.model.transformer import TinyLlama, apply_rope
 
 MAX_WINDOWS = 16
 
@@ -58,7 +58,7 @@ class EvalConfig:
 
 def heldout_windows(cfg: EvalConfig) -> torch.Tensor:
     """(W, T + 1) byte ids from the validation split, evenly spaced, the same every time."""
-    from sim.train import load_corpus
+    from sim.model.train import load_corpus
 
     _, val = load_corpus()
     span = cfg.window_len + 1
@@ -329,7 +329,7 @@ class FreeRun:
 def greedy(model: TinyLlama, prompt_ids: list[int], n_new: int, scheme: CacheScheme) -> tuple[list[int], int]:
     """Greedy tokens through QuantizedKVCache(scheme): one prefill call, then one token a step.
     Returns the tokens and the cache's used bytes."""
-    from sim.generate import check_lengths, decode_one_token, prefill
+    from sim.model.generate import check_lengths, decode_one_token, prefill
 
     check_lengths(model, len(prompt_ids), n_new)
     device, dtype = model.lm_head.weight.device, model.lm_head.weight.dtype
@@ -343,8 +343,8 @@ def greedy(model: TinyLlama, prompt_ids: list[int], n_new: int, scheme: CacheSch
 
 
 def free_run(model: TinyLlama, prompt_ids: list[int], n_new: int, scheme: CacheScheme) -> FreeRun:
-    """Greedy text through the plain full-precision cache (sim.generate) and through the scheme's."""
-    from sim.generate import generate
+    """Greedy text through the plain full-precision cache (sim.model.generate) and through the scheme's."""
+    from sim.model.generate import generate
 
     ref = generate(model, list(prompt_ids), n_new, "cached", count=False).new_ids
     quant, used = greedy(model, prompt_ids, n_new, scheme)
@@ -470,7 +470,7 @@ def scale_rows(arch, schemes: Sequence[CacheScheme], context: int, gpu_bytes: in
                utilization: float = 0.9, weight_bytes_per_param: int = 2) -> list[ScaleRow]:
     """Per-request cache bytes of each scheme for a standard-attention preset, and what that buys on
     a GPU: the most requests that fit next to the weights and the bandwidth-bound decode rate."""
-    from sim.model_presets import estimate_num_params
+    from sim.cost.presets import estimate_num_params
 
     if arch.attention == "MLA" or arch.sliding_window or arch.v_dim != arch.head_dim:
         raise ValueError(f"{arch.name}: only models whose every layer caches full K and V heads are shown here")
@@ -515,8 +515,8 @@ def seed_claims(table, bits: int, arch=None, gpu=None, batch: int = 16, context:
                 utilization: float = 0.9) -> list[Claim]:
     """Seed 001's quantization claims against the measured bits × scheme table (results_frame rows)
     and, for the speed claim, the 8B model of its example on a GPU preset."""
-    from sim.kivi_cache import make_scheme
-    from sim.model_presets import estimate_num_params
+    from sim.cost.presets import estimate_num_params
+    from sim.model.quant_cache import make_scheme
 
     def row(kind: str, b: int):
         r = table[(table["scheme"] == kind) & (table["bits"] == b)]

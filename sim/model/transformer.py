@@ -21,10 +21,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from sim.opcount import FlopTally
+from sim.cost.opcount import FlopTally
 
 ATTN_IMPLS = ("eager", "sdpa")
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
+ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ def _sdpa(q, k, v, T, S, G, backend):
         return F.scaled_dot_product_attention(q, k, v, **kwargs)
     from torch.nn.attention import sdpa_kernel
 
-    from sim.device import sdpa_backend_enum
+    from sim.model.device import sdpa_backend_enum
 
     with sdpa_kernel(sdpa_backend_enum(backend)):
         try:

@@ -152,7 +152,7 @@ def fully_masked_row_behaviour() -> dict[str, str]:
     import torch.nn.functional as F
     from torch.nn.attention import sdpa_kernel
 
-    from sim.device import sdpa_backend_enum
+    from sim.model.device import sdpa_backend_enum
 
     scores = torch.tensor([[0.5, 1.0, -0.3]])
     none = torch.zeros(1, 3, dtype=torch.bool)

@@ -1,6 +1,6 @@
 """Serving many requests on one GPU: static vs continuous batching, and speculative decoding.
 
-Batching. Both schedulers run the same seeded workloads as the paging page (sim.paging) and are
+Batching. Both schedulers run the same seeded workloads as the paging page (sim.alloc.paging) and are
 iteration-level: one iteration is one forward pass of the model over every row in the batch.
 
   static     : take up to `max_batch` waiting requests, pad them to a rectangle (the longest prompt,
@@ -10,7 +10,7 @@ iteration-level: one iteration is one forward pass of the model over every row i
                KV rectangle, rows × (longest prompt + largest max_tokens), so it can never run out
                mid-batch; a batch that would not fit in the KV budget is cut to the rows that fit.
   continuous : (Orca's iteration-level scheduling with vLLM's paged memory.) Every iteration, the
-               running requests first get room for their next token from a sim.paging.BlockPool;
+               running requests first get room for their next token from a sim.alloc.paging.BlockPool;
                when the pool is empty the newest running request is preempted — its blocks are freed
                and it goes back to the head of the queue, to be recomputed later (prompt + what it had
                produced). Then, unless something was preempted, waiting requests are admitted
@@ -20,15 +20,15 @@ iteration-level: one iteration is one forward pass of the model over every row i
                (its first token comes out of that pass) and decodes at s+1 .. s+o-1; finished
                requests leave at the end of their last iteration, and their slots are reused at once.
 
-Token conventions are sim.paging's: after iteration s+j a request holds p+j tokens (the last sampled
+Token conventions are sim.alloc.paging's: after iteration s+j a request holds p+j tokens (the last sampled
 token is never fed back). A decode at iteration s+j attends to p+j keys.
 
-Time. An iteration's cost is the roofline (sim.roofline) of everything it does in one pass: the prompt
+Time. An iteration's cost is the roofline (sim.cost.roofline) of everything it does in one pass: the prompt
 tokens it prefills and the one token per decoding request, with the weights read once per pass. So a
 pass costs max(FLOPs / peak FLOP/s, bytes / bandwidth) with
     FLOPs = 2·(matmul weights)·tokens − lm_head for prompt rows whose logits are not needed + attention
     bytes = weights + KV of every row (read by decodes, written by prefills) + activations.
-`RooflineCost` derives its coefficients from sim.roofline.decode_step / prefill_step and sim.memory,
+`RooflineCost` derives its coefficients from sim.cost.roofline.decode_step / prefill_step and sim.cost.memory,
 and equals them exactly on a pure decode or a pure prefill batch (tests check it).
 
 Speculative decoding (Leviathan et al. 2023). A draft proposes k tokens; the target scores all of them
@@ -51,10 +51,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from sim.gpus import load_gpus
-from sim.memory import KV_DTYPES, WEIGHT_DTYPE_BITS, MemoryConfig, layer_groups, weight_bytes
-from sim.model_presets import GLOBAL, LOCAL, ArchPreset, load_presets
-from sim.paging import (
+from sim.alloc.paging import (
     MAX_CAPACITY_TOKENS,
     BlockPool,
     ServingConfig,
@@ -64,7 +61,10 @@ from sim.paging import (
     check_fits,
     make_workload,
 )
-from sim.roofline import COMPUTE_DTYPES, RooflineConfig, decode_step, hardware, prefill_step
+from sim.cost.gpus import load_gpus
+from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS, MemoryConfig, layer_groups, weight_bytes
+from sim.cost.presets import GLOBAL, LOCAL, ArchPreset, load_presets
+from sim.cost.roofline import COMPUTE_DTYPES, RooflineConfig, decode_step, hardware, prefill_step
 
 POLICIES = ("static", "continuous")
 POLICY_LABELS = {"static": "Static batching", "continuous": "Continuous batching"}
@@ -127,9 +127,9 @@ def _scalar(x):
 
 
 class RooflineCost:
-    """Seconds for one pass of a model on a GPU, from sim.roofline's counts.
+    """Seconds for one pass of a model on a GPU, from sim.cost.roofline's counts.
 
-    Coefficients come from decode_step/prefill_step at tiny sizes and from sim.memory's layer groups,
+    Coefficients come from decode_step/prefill_step at tiny sizes and from sim.cost.memory's layer groups,
     so a pure decode batch at context S costs exactly decode_step(batch, S).time(hw).
     """
 
@@ -926,7 +926,7 @@ def truncated_draft(model, num_layers: int):
     (an early exit, as in LayerSkip-style self-speculation). No weight is copied."""
     import torch
 
-    from sim.model import TinyLlama
+    from sim.model.transformer import TinyLlama
 
     n = model.cfg.n_layers
     if not 1 <= num_layers < n:
@@ -1009,8 +1009,8 @@ def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: i
 
     import torch
 
-    from sim.generate import check_lengths, generate
-    from sim.kvcache import ContiguousKVCache
+    from sim.model.generate import check_lengths, generate
+    from sim.model.kvcache import ContiguousKVCache
 
     _check_spec(0.5, k)
     if not 1 <= repeats <= 10:

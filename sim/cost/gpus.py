@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-GPUS_JSON = Path(__file__).resolve().parent.parent / "assets" / "presets" / "gpus.json"
+GPUS_JSON = Path(__file__).resolve().parents[2] / "assets" / "presets" / "gpus.json"
 GIB = 1 << 30
 
 

@@ -1,6 +1,6 @@
 """A quantized KV cache for the tiny model: KIVI, and the naive schemes it is compared with.
 
-Same interface as sim/kvcache.py: `update(layer, start_pos, k, v)` stores the new keys/values
+Same interface as sim/model/kvcache.py: `update(layer, start_pos, k, v)` stores the new keys/values
 and returns the (B, Hkv, S, D) keys/values the layer attends to.
 
 What is stored, per layer, for K and for V separately (a "store"):
@@ -37,7 +37,15 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from sim.quant import INT_BITS, SCALE_BYTES, ZERO_BYTES, QuantizedTensor, QuantSpec, fake_quantize, quantize_with_values
+from sim.model.quant import (
+    INT_BITS,
+    SCALE_BYTES,
+    ZERO_BYTES,
+    QuantizedTensor,
+    QuantSpec,
+    fake_quantize,
+    quantize_with_values,
+)
 
 MAX_RESIDUAL = 1024
 FULL_BYTES = 2

@@ -3,7 +3,7 @@
 The published presets live in assets/presets/models.json as the fields of each model's own
 Hugging Face config.json (with its source). They go through `parse_hf_config`, the same parser
 a user's pasted or uploaded config.json goes through, so the parser is exercised on real files.
-The lab's tiny models come from `sim.model.PRESETS`.
+The lab's tiny models come from `sim.model.transformer.PRESETS`.
 
     load_presets()            -> {key: ArchPreset}, published models then the tiny ones
     parse_hf_config(text)     -> ArchPreset (ValueError with a clear message for a bad file)
@@ -20,9 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODELS_JSON = ROOT / "assets" / "presets" / "models.json"
-MODEL_PY = Path(__file__).resolve().parent / "model.py"
+MODEL_PY = ROOT / "sim" / "model" / "transformer.py"
 
 ATTENTION_KINDS = ("MHA", "GQA", "MQA", "MLA")
 LOCAL, GLOBAL = "L", "G"  # letters of ArchPreset.layer_pattern
@@ -460,7 +460,7 @@ def parse_hf_config(text: str) -> ArchPreset:
 
 
 def _tiny_configs_from_source() -> dict[str, dict[str, Any]]:
-    """ModelConfig defaults and PRESETS overrides read from sim/model.py as literals, so that the
+    """ModelConfig defaults and PRESETS overrides read from sim/model/transformer.py as literals, so that the
     KV memory page can list the tiny models without importing torch (~1.5 s)."""
     tree = ast.parse(MODEL_PY.read_text())
     defaults: dict[str, Any] = {}
@@ -473,26 +473,26 @@ def _tiny_configs_from_source() -> dict[str, dict[str, Any]]:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "PRESETS":
             presets_node = node.value
     if not defaults or not isinstance(presets_node, ast.Dict):
-        raise ValueError("sim/model.py no longer has literal ModelConfig defaults and PRESETS")
+        raise ValueError("sim/model/transformer.py no longer has literal ModelConfig defaults and PRESETS")
     out = {}
     for k, v in zip(presets_node.keys, presets_node.values, strict=True):
         if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "ModelConfig" and not v.args):
-            raise ValueError("a PRESETS entry in sim/model.py is not a literal ModelConfig(...) call")
+            raise ValueError("a PRESETS entry in sim/model/transformer.py is not a literal ModelConfig(...) call")
         out[ast.literal_eval(k)] = {**defaults, **{kw.arg: ast.literal_eval(kw.value) for kw in v.keywords}}
     return out
 
 
 def tiny_model_configs() -> dict[str, dict[str, Any]]:
-    """The fields of sim.model.PRESETS, as dicts: from the module when it is already imported,
+    """The fields of sim.model.transformer.PRESETS, as dicts: from the module when it is already imported,
     else from its source (same values; a test checks that)."""
-    if "sim.model" not in sys.modules:
+    if "sim.model.transformer" not in sys.modules:
         try:
             return _tiny_configs_from_source()
         except (ValueError, SyntaxError, OSError):
             pass
     from dataclasses import asdict
 
-    from sim.model import PRESETS
+    from sim.model.transformer import PRESETS
 
     return {k: asdict(v) for k, v in PRESETS.items()}
 
@@ -503,7 +503,7 @@ def tiny_preset(name: str, cfg: dict[str, Any]) -> ArchPreset:
         name=f"Tiny {name.upper()} (this lab)", family="KV Cache Lab", n_layers=cfg["n_layers"], d_model=d_model,
         n_heads=n_heads, n_kv_heads=cfg["n_kv_heads"], head_dim=d_model // n_heads, d_ff=cfg["d_ff"],
         vocab_size=cfg["vocab_size"], max_position_embeddings=cfg["max_seq_len"],
-        source=f"sim/model.py PRESETS[{name!r}] (the lab's own model, trained by sim/train.py)",
+        source=f"sim/model/transformer.py PRESETS[{name!r}] (the lab's own model, trained by sim/model/train.py)",
         key=f"tiny-{name}", notes="Runs live on this machine: the Measured tab allocates its cache for real.",
     )
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.masks import additive
-from sim.model import TinyLlama
+from sim.attention.masks import additive
+from sim.model.transformer import TinyLlama
 
 
 @dataclass(frozen=True)

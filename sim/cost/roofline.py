@@ -15,8 +15,8 @@ import math
 import time
 from dataclasses import dataclass, replace
 
-from sim.memory import WEIGHT_DTYPE_BITS, MemoryConfig, request_bytes
-from sim.model_presets import ArchPreset, estimate_active_params, estimate_num_params
+from sim.cost.memory import WEIGHT_DTYPE_BITS, MemoryConfig, request_bytes
+from sim.cost.presets import ArchPreset, estimate_active_params, estimate_num_params
 
 PHASES = ("prefill", "decode")
 COMPUTE_DTYPES = ("bf16", "fp8")
@@ -237,7 +237,7 @@ class Lever:
 
 def what_helps(cfg: RooflineConfig, hw: Hardware) -> list[Lever]:
     """Each change on its own against the chosen configuration, for the decode step."""
-    from sim.model_presets import with_kv_heads
+    from sim.cost.presets import with_kv_heads
 
     def lever(name, c, note):
         s = decode_step(c)
@@ -275,7 +275,7 @@ def probe_machine(device=None, dtype=None, copy_mib: int = 64, matmul_n: int = 1
     best of `repeats` runs after a warm-up. Short: well under a second on a small CPU."""
     import torch
 
-    from sim.device import pick_device, pick_dtype
+    from sim.model.device import pick_device, pick_dtype
 
     device = torch.device(device) if device is not None else pick_device()
     dtype = dtype or pick_dtype(device)
@@ -353,8 +353,8 @@ def measure_tiny_decode(model, probe: MachineProbe, num_tokens: int = 96) -> Tin
 
     import torch
 
-    from sim.generate import decode_one_token, generate, prefill
-    from sim.kvcache import ContiguousKVCache
+    from sim.model.generate import decode_one_token, generate, prefill
+    from sim.model.kvcache import ContiguousKVCache
 
     if not 8 <= num_tokens <= 1000:
         raise ValueError(f"num_tokens must be 8..1000, got {num_tokens}")

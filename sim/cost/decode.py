@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.opcount import ShapeSpec, generation_totals, step_flops
+from sim.cost.opcount import ShapeSpec, generation_totals, step_flops
 
 # grid cell values
 NOTHING, READ, COMPUTED = 0, 1, 2
@@ -185,7 +185,7 @@ class DecodeComparison:
 def run_comparison(model, prompt_ids: list[int], num_new: int, sampling, attn_impl: str = "sdpa",
                    naive_budget_s: float | None = None, on_step=None) -> DecodeComparison:
     """Cached first (fast), then naive until done or out of budget. on_step(mode, i) reports progress."""
-    from sim.generate import generate_steps
+    from sim.model.generate import generate_steps
 
     for mode in ("cached", "naive"):  # warm-up: first calls pay one-time kernel and allocator costs
         for _ in generate_steps(model, prompt_ids[:8], 2, mode, sampling, attn_impl, count=False):

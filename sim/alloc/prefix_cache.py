@@ -22,7 +22,7 @@ output token), so a request whose whole prompt is cached still computes its last
 Serving is kept simple: requests are admitted in order; the blocks of the last `max_running`
 requests stay pinned (ref_cnt > 0); a request that does not fit finishes the oldest running ones
 first. Each admitted request stores its prompt and every output token but the last (never fed back,
-as in sim.paging), and caches its full blocks, decode blocks included — a chat's next turn hits them.
+as in sim.alloc.paging), and caches its full blocks, decode blocks included — a chat's next turn hits them.
 
 `RadixTree` is SGLang's view of the same thing: a tree whose edges are blocks of tokens, requests
 are paths from the root, and a lookup walks down until a block differs. Without evictions it finds
@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sim.paging import BlockPool, cdiv
+from sim.alloc.paging import BlockPool, cdiv
 
 WORKLOADS = ("system_prompt", "few_shot", "chat", "agent", "rag", "timestamp", "random")
 WORKLOAD_LABELS = {
@@ -409,7 +409,7 @@ class FreeBlockQueue:
 
 
 class PrefixCachingBlockPool(BlockPool):
-    """sim.paging.BlockPool plus a hash -> block map. Free blocks keep their hash until the free queue
+    """sim.alloc.paging.BlockPool plus a hash -> block map. Free blocks keep their hash until the free queue
     hands them out again; that is the eviction (least recently freed first)."""
 
     def __init__(self, num_blocks: int, block_size: int = 16) -> None:
@@ -964,7 +964,7 @@ def _continue(model, cache, ids: list[int], start: int, num_new: int, attn_impl:
 
     import torch
 
-    from sim.generate import decode_one_token
+    from sim.model.generate import decode_one_token
 
     device = model.lm_head.weight.device
     x = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
@@ -1011,7 +1011,7 @@ def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]]
     alternate their order from one repetition to the next; the first repetition only warms up."""
     import statistics
 
-    from sim.kvcache import ContiguousKVCache
+    from sim.model.kvcache import ContiguousKVCache
 
     if not prefix_ids:
         raise ValueError("the shared prefix is empty: give at least one token")

@@ -1,8 +1,8 @@
 """Train the bundled tiny models from a fixed recipe (a step count, never a time budget).
 
-    python -m sim.train --preset mha           # from scratch
-    python -m sim.train --preset gqa           # uptrained from assets/models/mha.safetensors
-    python -m sim.train --preset mqa           #   (K/V heads mean-pooled, as in the GQA paper)
+    python -m sim.model.train --preset mha           # from scratch
+    python -m sim.model.train --preset gqa           # uptrained from assets/models/mha.safetensors
+    python -m sim.model.train --preset mqa           #   (K/V heads mean-pooled, as in the GQA paper)
 
 GQA and MQA start from the MHA checkpoint: each group's K and V projection heads are averaged
 into one head, then the whole model trains on for a shorter run. Same seed, same weights
@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from sim.model import PRESETS, TinyLlama, checkpoint_path, load_model, save_checkpoint
+from sim.model.transformer import PRESETS, TinyLlama, checkpoint_path, load_model, save_checkpoint
 
-CORPUS = Path(__file__).resolve().parent.parent / "assets" / "corpus" / "shakespeare.txt"
+CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "shakespeare.txt"
 VAL_CHUNK = 32 * 1024
 VAL_EVERY = 10
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from sim.gpus import GpuPreset
-from sim.model_presets import GLOBAL, LOCAL, ArchPreset, attention_variants, estimate_num_params, with_mla
+from sim.cost.gpus import GpuPreset
+from sim.cost.presets import GLOBAL, LOCAL, ArchPreset, attention_variants, estimate_num_params, with_mla
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
@@ -657,7 +657,7 @@ class CacheMeasurement:
     num_tensors: int
     measured_bytes: int  # sum of numel × element_size over the filled K and V tensors
     reserved_bytes: int  # the whole preallocated buffers (== measured when filled to the end)
-    opcount_bytes: int  # sim.opcount.kv_cache_bytes, the formula the other pages use
+    opcount_bytes: int  # sim.cost.opcount.kv_cache_bytes, the formula the other pages use
     calculator_bytes: int  # this module, from the preset
     cuda_allocated_delta: int | None  # torch.cuda.memory_allocated() after − before allocating the cache
     cuda_expected: int | None  # the formula with each tensor rounded up to the allocator's 512 B
@@ -675,7 +675,7 @@ def untrained_tiny_model(name: str, device=None, dtype=None):
     cache bytes depend on the shapes, not on the weights)."""
     import torch
 
-    from sim.model import PRESETS, TinyLlama
+    from sim.model.transformer import PRESETS, TinyLlama
 
     if name not in PRESETS:
         raise ValueError(f"tiny model must be one of {', '.join(PRESETS)}, got {name!r}")
@@ -693,9 +693,9 @@ def measure_tiny_cache(model, batch: int, context: int, weights: str = "trained 
     fill it with a real prefill, and count its bytes three ways."""
     import torch
 
-    from sim.kvcache import ContiguousKVCache
-    from sim.model_presets import tiny_preset
-    from sim.opcount import kv_cache_bytes
+    from sim.cost.opcount import kv_cache_bytes
+    from sim.cost.presets import tiny_preset
+    from sim.model.kvcache import ContiguousKVCache
 
     cfg = model.cfg
     _check_int("batch", batch, 1, MAX_TINY_BATCH)

@@ -6,13 +6,13 @@ Two halves:
    * `eager`: explicit matmul, additive causal mask, softmax, matmul (every N×N step written out),
    * `F.scaled_dot_product_attention` forced onto each backend that really runs here
      (MATH, FLASH_ATTENTION, EFFICIENT_ATTENTION, CUDNN_ATTENTION; the others are reported with
-     the reason they refused, from `sim.device.probe_sdpa_backends`),
+     the reason they refused, from `sim.model.device.probe_sdpa_backends`),
    * FlexAttention, compiled in a separate process with a hard timeout (its compile can take
      tens of seconds on a small CPU; a child process is the only way to guarantee it never hangs
      the caller), its one-time compile cost reported apart from the per-call time.
    Sizes are bounded per device (`Limits`) before anything runs.
 
-2. The online (tiled) softmax, stepped, and the HBM-traffic model live in `sim/flash.py`.
+2. The online (tiled) softmax, stepped, and the HBM-traffic model live in `sim/attention/online_softmax.py`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------------------------------------
 # Shapes, presets, bounds
@@ -276,7 +276,7 @@ def eager_attention(q, k, v, causal: bool):
     """What a model without a fused kernel does: every N_q×N_k intermediate is a real tensor."""
     import torch
 
-    from sim.model import causal_additive_mask
+    from sim.model.transformer import causal_additive_mask
 
     nq, nk, d = q.shape[-2], k.shape[-2], q.shape[-1]
     scores = q @ k.transpose(-1, -2) / math.sqrt(d)  # (B, H, Nq, Nk)
@@ -290,7 +290,7 @@ def sdpa_attention(q, k, v, causal: bool, backend: str):
     import torch.nn.functional as F
     from torch.nn.attention import sdpa_kernel
 
-    from sim.device import sdpa_backend_enum
+    from sim.model.device import sdpa_backend_enum
 
     with sdpa_kernel(sdpa_backend_enum(backend)):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # (B, H, Nq, D)
@@ -339,7 +339,7 @@ def impl_statuses(device, dtype: str) -> list[ImplStatus]:
     """Every implementation in IMPLS order: eager always runs; SDPA backends as probed; flex as found."""
     import torch
 
-    from sim.device import probe_sdpa_backends
+    from sim.model.device import probe_sdpa_backends
 
     device = torch.device(device)
     probes = {p.name: p for p in probe_sdpa_backends(device, torch_dtype(dtype))}
@@ -530,7 +530,7 @@ def torch_threads(num_threads: int | None):
     """Run with `num_threads` intra-op threads (None: the lab's default), then restore the old count."""
     import torch
 
-    from sim.device import pick_num_threads
+    from sim.model.device import pick_num_threads
 
     want = pick_num_threads() if num_threads is None else num_threads
     if want < 1:
@@ -633,7 +633,7 @@ def time_flex(shape: AttentionShape, device, budget_s: float = 0.25, timeout_s: 
                           "threads": torch.get_num_threads()})
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     # Its own process group, so that a timeout also stops the compile workers torch.compile starts.
-    proc = subprocess.Popen([sys.executable, "-m", "sim.kernels", "--flex-child"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "sim.attention.kernels", "--flex-child"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
                             start_new_session=True)
     t0 = time.perf_counter()

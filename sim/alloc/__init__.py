@@ -1,0 +1,1 @@
+"""numpy only: the block pool, paged allocation and its contiguous baselines, the prefix cache."""

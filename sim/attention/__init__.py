@@ -1,0 +1,1 @@
+"""Attention itself: masks (torch), the online softmax (numpy), kernel timing (torch, imported lazily)."""

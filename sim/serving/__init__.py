@@ -1,0 +1,1 @@
+"""numpy only: schedulers (static, continuous), step costs from the roofline, speculative decoding."""
