@@ -281,8 +281,8 @@ def render_dtypes(cfg: MemoryConfig, rows) -> None:
 @st.cache_data(max_entries=16, show_spinner="Allocating and filling the tiny model's cache…")
 def measure(name: str, batch: int, context: int):
     from app.resources import model as tiny_model
-    from sim.cost.memory import measure_tiny_cache, untrained_tiny_model
     from sim.model.device import pick_device, pick_dtype
+    from sim.model.measure import measure_tiny_cache, untrained_tiny_model
     from sim.model.transformer import CheckpointError
 
     try:

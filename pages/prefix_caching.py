@@ -8,6 +8,7 @@ from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued, run_job
 from sim.alloc import prefix_cache as pc
+from sim.model import prefix_run as pr
 
 DEMO_TEXT = ("System: You are the Globe Theatre's box office. Time: 2025-05-01 14:03:27.\n"
              "Answer in one sentence.\nUser: When does Hamlet start tonight?")
@@ -68,9 +69,9 @@ url.float("decode_weight", 10.0, 0.0, 100.0, label="decode step cost")
 url.int("tree_n", 8, 2, MAX_TREE, label="requests in the tree")
 url.bool("live", True, label="run on the real model")
 url.text("prefix", LIVE_PREFIX, max_len=MAX_PREFIX_BYTES, label="shared prefix")
-url.text("suffixes", LIVE_SUFFIXES, max_len=pc.MAX_BRANCHES * (MAX_SUFFIX_BYTES + 1), label="continuations")
+url.text("suffixes", LIVE_SUFFIXES, max_len=pr.MAX_BRANCHES * (MAX_SUFFIX_BYTES + 1), label="continuations")
 url.int("live_new", 16, 1, 64, label="new tokens per branch")
-url.int("repeats", 3, 1, pc.MAX_REPEATS, label="timing repeats")
+url.int("repeats", 3, 1, pr.MAX_REPEATS, label="timing repeats")
 url.int("kv_pos", 40, 0, KV_DEMO_BYTES - 1, label="changed byte (K/V)")
 url.show_problems()
 ss = st.session_state
@@ -122,7 +123,7 @@ def live_branch(prefix: tuple[int, ...], suffixes: tuple[tuple[int, ...], ...], 
     per_branch = max(model_rates("mha", "sdpa").seconds(cached_work(len(prefix) + len(s), n_new)) for s in suffixes)
     estimate = 2 * len(suffixes) * (repeats + 1) * per_branch
     return run_job("prefix_caching.live", (prefix, suffixes, n_new, repeats), estimate,
-                   lambda progress: pc.branch_from_prefix(model("mha"), list(prefix), [list(s) for s in suffixes],
+                   lambda progress: pr.branch_from_prefix(model("mha"), list(prefix), [list(s) for s in suffixes],
                                                           n_new, repeats),
                    what=f"Prefilling once and branching {len(suffixes)} continuations, {repeats} timed repetitions")
 
@@ -131,7 +132,7 @@ def live_branch(prefix: tuple[int, ...], suffixes: tuple[tuple[int, ...], ...], 
 def live_kv(ids: tuple[int, ...], pos: int):
     from app.resources import model
 
-    return pc.kv_change(model("mha"), list(ids), pos)
+    return pr.kv_change(model("mha"), list(ids), pos)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -163,7 +164,7 @@ else:
     c[2].radio("Block size", DEMO_BLOCK_SIZES, key="demo_bs", horizontal=True)
     k, bs_demo = ss["demo_pos"], int(ss["demo_bs"])
     ids_b = list(ids_a)
-    ids_b[k] = pc.other_byte(ids_a[k])
+    ids_b[k] = pr.other_byte(ids_a[k])
     demo, demo_res = pc.compare_two_prompts(ids_a, ids_b, bs_demo)
     hit_b = int(demo_res.hit_tokens[1])
     n_blocks_b = pc.cdiv(len(ids_b), bs_demo)
@@ -387,7 +388,7 @@ if ss["live"]:
     c[1].text_area("Continuations, one per line (a newline is added to each)", key="suffixes", height=120)
     c2 = c[1].columns(2)
     c2[0].number_input("New tokens per branch", 1, 64, key="live_new")
-    c2[1].number_input("Timing repeats", 1, pc.MAX_REPEATS, key="repeats",
+    c2[1].number_input("Timing repeats", 1, pr.MAX_REPEATS, key="repeats",
                        help="Each way runs this many times after a warm-up; the median is shown.")
     prefix_ids = to_bytes(ss["prefix"])
     lines = [s for s in ss["suffixes"].split("\n") if s.strip()]
@@ -397,8 +398,8 @@ if ss["live"]:
         problem = "The shared prefix is empty: type at least one character."
     elif len(prefix_ids) > MAX_PREFIX_BYTES:
         problem = f"The shared prefix is {len(prefix_ids):,} bytes; the limit is {MAX_PREFIX_BYTES}."
-    elif not 1 <= len(suffix_ids) <= pc.MAX_BRANCHES:
-        problem = f"Give 1..{pc.MAX_BRANCHES} continuations (one per line); there are {len(suffix_ids)}."
+    elif not 1 <= len(suffix_ids) <= pr.MAX_BRANCHES:
+        problem = f"Give 1..{pr.MAX_BRANCHES} continuations (one per line); there are {len(suffix_ids)}."
     elif max(len(s) for s in suffix_ids) > MAX_SUFFIX_BYTES:
         problem = f"A continuation is {max(len(s) for s in suffix_ids)} bytes; the limit is {MAX_SUFFIX_BYTES}."
     run = None

@@ -15,6 +15,7 @@ from sim.alloc import paging as pg
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS
 from sim.cost.presets import load_presets, tiny_model_configs
+from sim.model import speculative as sp
 from sim.serving import batching as sv
 
 BLOCK_SIZES = (8, 16, 32)
@@ -134,7 +135,7 @@ def monte_carlo(alpha: float, passes: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def live_run(prompt: str, n_new: int, k: int, draft_key: str) -> sv.SpecRun | None:
+def live_run(prompt: str, n_new: int, k: int, draft_key: str) -> sp.SpecRun | None:
     from app.resources import model, model_rates
     from sim.model.generate import encode
     from sim.work.run_cost import cached_work
@@ -145,9 +146,9 @@ def live_run(prompt: str, n_new: int, k: int, draft_key: str) -> sv.SpecRun | No
 
     def run(progress):
         target = model("mha")
-        draft = sv.truncated_draft(target, int(draft_key.removeprefix("first"))) if draft_key.startswith("first") \
+        draft = sp.truncated_draft(target, int(draft_key.removeprefix("first"))) if draft_key.startswith("first") \
             else model(draft_key)
-        return sv.speculative_generate(target, draft, ids, n_new, k)
+        return sp.speculative_generate(target, draft, ids, n_new, k)
 
     # the target alone, then rounds of k draft steps and one verify pass: at most (k + 2) steps per token
     estimate = (k + 2) * model_rates("mha", "eager").seconds(cached_work(len(ids), n_new))

@@ -27,11 +27,9 @@ from sim.cost.memory import (
     kv_grid,
     kv_memory,
     max_context,
-    measure_tiny_cache,
     request_bytes,
     seed_claims,
     token_layer_bytes,
-    untrained_tiny_model,
     variant_curves,
     vector_bytes,
     weight_bytes,
@@ -45,6 +43,7 @@ from sim.cost.presets import (
     parse_hf_config_with_notes,
     tiny_model_configs,
 )
+from sim.model.measure import measure_tiny_cache, untrained_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"

@@ -7,6 +7,7 @@ from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
 from sim.alloc import prefix_cache as pc
+from sim.model import prefix_run as pr
 from sim.model.transformer import checkpoint_path
 from tests.conftest import run_page, unescaped
 
@@ -55,7 +56,7 @@ def test_defaults_show_the_simulators_numbers_and_export_them():
     text = at.text_area(key="demo_text").value
     a = list(text.encode())
     b = list(a)
-    b[72] = pc.other_byte(a[72])
+    b[72] = pr.other_byte(a[72])
     _, demo = pc.compare_two_prompts(a, b, 16)
     assert shown["Blocks of B reused"] == f"{demo.hit_tokens[1] // 16} of {pc.cdiv(len(b), 16)}" == "4 of 9"
     assert shown["Tokens of B read from the cache"] == "64"

@@ -7,6 +7,7 @@ from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
 from sim.alloc import paging as pg
+from sim.model import speculative as sp
 from sim.serving import batching as sv
 from tests.conftest import run_page
 
@@ -138,7 +139,7 @@ def test_live_speculation_on_the_real_model(monkeypatch):
 
     device = pick_device()
     target = load_model("mha", device, pick_dtype(device))  # as app.resources loads it
-    run = sv.speculative_generate(target, sv.truncated_draft(target, 2),
+    run = sp.speculative_generate(target, sp.truncated_draft(target, 2),
                                   encode("ROMEO.\nBut soft, what light through yonder window breaks?\n"), 32, 3,
                                   repeats=1)
     # fp32 on a CPU: exact. (In bf16 on a GPU a k+1-token pass may round differently from a 1-token one.)

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.alloc import prefix_cache as pc
+from sim.model import prefix_run as pr
 
 
 def blake(parent: bytes, tokens, extra: bytes = b"") -> int:
@@ -337,8 +338,8 @@ def one_thread():
 
 
 def test_other_byte():
-    assert [chr(pc.other_byte(ord(c))) for c in "aZ79 X\n"] == ["A", "z", "8", "0", "X", "x", "X"]
-    assert pc.other_byte(0xC3) == ord("X")
+    assert [chr(pr.other_byte(ord(c))) for c in "aZ79 X\n"] == ["A", "z", "8", "0", "X", "x", "X"]
+    assert pr.other_byte(0xC3) == ord("X")
 
 
 def test_branching_from_a_cached_prefix_matches_from_scratch_random_model(one_thread):
@@ -349,7 +350,7 @@ def test_branching_from_a_cached_prefix_matches_from_scratch_random_model(one_th
     rng = np.random.default_rng(0)
     prefix = rng.integers(0, 256, 50).tolist()
     suffixes = [rng.integers(0, 256, n).tolist() for n in (1, 5, 9)]
-    run = pc.branch_from_prefix(model, prefix, suffixes, num_new=6, repeats=1)
+    run = pr.branch_from_prefix(model, prefix, suffixes, num_new=6, repeats=1)
     assert run.tokens_identical and run.max_abs_logit_diff < 1e-4
     for s, toks in zip(suffixes, run.branch_tokens, strict=True):
         assert toks == generate(model, prefix + s, 6, "cached", attn_impl="sdpa").new_ids
@@ -367,7 +368,7 @@ def test_branching_on_the_shipped_model_gives_the_from_scratch_tokens(one_thread
     model = load_model("mha")
     prefix = encode("Queen.\nI shall obey you:--\nAnd for your part, Ophelia, I do wish\n\n")
     suffixes = [encode("King.\n"), encode("Oph.\n")]
-    run = pc.branch_from_prefix(model, prefix, suffixes, num_new=12, repeats=1)
+    run = pr.branch_from_prefix(model, prefix, suffixes, num_new=12, repeats=1)
     assert run.tokens_identical
     for s, toks in zip(suffixes, run.branch_tokens, strict=True):
         assert toks == generate(model, prefix + s, 12, "cached", attn_impl="sdpa").new_ids
@@ -378,9 +379,9 @@ def test_branch_inputs_are_checked(one_thread):
 
     model = random_model()
     with pytest.raises(ValueError, match="continuation 2 is empty"):
-        pc.branch_from_prefix(model, [1, 2], [[3], []])
+        pr.branch_from_prefix(model, [1, 2], [[3], []])
     with pytest.raises(ValueError, match="needs 1030 positions; the model was trained on 1024"):
-        pc.branch_from_prefix(model, [1] * 1000, [[2] * 15], num_new=16)
+        pr.branch_from_prefix(model, [1] * 1000, [[2] * 15], num_new=16)
 
 
 def test_one_changed_byte_changes_kv_of_every_later_position_from_layer_1_on(one_thread):
@@ -388,20 +389,20 @@ def test_one_changed_byte_changes_kv_of_every_later_position_from_layer_1_on(one
 
     model = random_model()
     ids = list(range(30, 90))
-    kc = pc.kv_change(model, ids, 17)
-    assert kc.changed_ids[17] == pc.other_byte(ids[17]) and kc.changed_ids[:17] == ids[:17]
+    kc = pr.kv_change(model, ids, 17)
+    assert kc.changed_ids[17] == pr.other_byte(ids[17]) and kc.changed_ids[:17] == ids[:17]
     assert (kc.k_diff[:, :17] == 0).all() and (kc.v_diff[:, :17] == 0).all()  # causal: nothing before changes
     assert np.flatnonzero(kc.k_diff[0]).tolist() == [17] == np.flatnonzero(kc.v_diff[0]).tolist()
     for layer in range(1, kc.num_layers):
         assert (kc.k_diff[layer, 17:] > 0).all() and (kc.v_diff[layer, 17:] > 0).all()
         assert kc.num_changed_positions(layer) == 60 - 17
     with pytest.raises(ValueError, match="position must be 0..59, got 60"):
-        pc.kv_change(model, ids, 60)
+        pr.kv_change(model, ids, 60)
 
 
 def _branch_run(shared_s: float, branch_decode_s: float = 0.10, scratch_decode_s: float = 0.10):
     # 2 branches of 10 tokens on a 100-token prefix: 120 of 220 prefill tokens, 45.5 % saved
-    return pc.BranchRun(prefix_ids=[0] * 100, suffix_ids=[[1] * 10, [2] * 10], num_new=5, branch_tokens=[[], []],
+    return pr.BranchRun(prefix_ids=[0] * 100, suffix_ids=[[1] * 10, [2] * 10], num_new=5, branch_tokens=[[], []],
                         scratch_tokens=[[], []], max_abs_logit_diff=0.0, shared_prefill_s=shared_s,
                         suffix_prefill_s=[0.1, 0.1], scratch_prefill_s=[1.0, 1.0], branch_decode_s=branch_decode_s,
                         scratch_decode_s=scratch_decode_s, repeats=1, device="cpu", dtype="float32")

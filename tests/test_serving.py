@@ -19,6 +19,7 @@ from sim.alloc import paging as pg
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
+from sim.model import speculative as sp
 from sim.serving import batching as sv
 
 UNIT = sv.LinearCost(base_s=1.0)  # every forward pass takes one second: times count passes
@@ -369,12 +370,12 @@ def test_truncated_draft_shares_the_targets_weights():
     from tests.conftest import random_model
 
     target = random_model()
-    draft = sv.truncated_draft(target, 2)
+    draft = sp.truncated_draft(target, 2)
     assert draft.cfg.n_layers == 2 and draft.lm_head is target.lm_head
     assert draft.model.layers[1] is target.model.layers[1]
     for bad in (0, target.cfg.n_layers):
         with pytest.raises(ValueError, match="keeps 1"):
-            sv.truncated_draft(target, bad)
+            sp.truncated_draft(target, bad)
 
 
 @pytest.mark.parametrize("layers,k", [(1, 1), (2, 4)])
@@ -382,7 +383,7 @@ def test_greedy_speculative_output_equals_the_target_on_a_random_model(layers, k
     from tests.conftest import random_model
 
     target = random_model(seed=1)
-    run = sv.speculative_generate(target, sv.truncated_draft(target, layers), list(b"to be or not"), 24, k, repeats=1)
+    run = sp.speculative_generate(target, sp.truncated_draft(target, layers), list(b"to be or not"), 24, k, repeats=1)
     assert run.identical and len(run.new_ids) == 24
     assert run.num_passes == len(run.accepted) and all(0 <= a <= k for a in run.accepted)
     produced = sum(a + 1 for a in run.accepted)  # the prefill gave the first token; the last pass may overshoot
@@ -397,7 +398,7 @@ def test_greedy_speculative_output_equals_the_target_on_the_shipped_model():
     target = load_model("mha")
     prompt = list(b"ROMEO.\nBut soft, what light through yonder window breaks?\n")
     for layers, k in ((3, 4), (1, 2)):
-        run = sv.speculative_generate(target, sv.truncated_draft(target, layers), prompt, 48, k, repeats=1)
+        run = sp.speculative_generate(target, sp.truncated_draft(target, layers), prompt, 48, k, repeats=1)
         assert run.identical, f"first difference at token {run.first_difference}"
         # every pass yields its accepted drafts plus one target token; the last pass may overshoot
         produced = sum(a + 1 for a in run.accepted)

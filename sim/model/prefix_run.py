@@ -1,0 +1,295 @@
+"""The real model and a shared prefix: prefill it once and branch continuations from its cache
+(BranchRun), and what one changed byte does to every later K/V (KVChange)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_BRANCHES = 8  # real model: continuations branched from one prefix
+MAX_BRANCH_NEW = 128
+MAX_REPEATS = 10
+
+# ---------------------------------------------------------------------------------------------
+# The real model: prefill a shared prefix once, branch several continuations from it
+
+
+@dataclass(frozen=True)
+class BranchRun:
+    """Continuations of prefix + suffix_i, computed two ways: from scratch (the whole prompt prefilled
+    for every branch) and branched (the prefix prefilled once into a cache that every branch reuses).
+    Times are medians over `repeats` runs (after one warm-up); greedy decoding."""
+
+    prefix_ids: list[int]
+    suffix_ids: list[list[int]]
+    num_new: int
+    branch_tokens: list[list[int]]
+    scratch_tokens: list[list[int]]
+    max_abs_logit_diff: float  # over every branch and step
+    shared_prefill_s: float  # the prefix, once
+    suffix_prefill_s: list[float]  # each branch's suffix on top of the cached prefix
+    scratch_prefill_s: list[float]  # each branch's whole prompt
+    branch_decode_s: float  # all branches' decode steps
+    scratch_decode_s: float
+    repeats: int
+    device: str
+    dtype: str
+
+    @property
+    def tokens_identical(self) -> bool:
+        return self.branch_tokens == self.scratch_tokens
+
+    @property
+    def num_branches(self) -> int:
+        return len(self.suffix_ids)
+
+    @property
+    def scratch_prefill_tokens(self) -> int:
+        return sum(len(self.prefix_ids) + len(s) for s in self.suffix_ids)
+
+    @property
+    def branch_prefill_tokens(self) -> int:
+        return len(self.prefix_ids) + sum(len(s) for s in self.suffix_ids)
+
+    @property
+    def branch_prefill_s(self) -> float:
+        return self.shared_prefill_s + sum(self.suffix_prefill_s)
+
+    @property
+    def scratch_prefill_total_s(self) -> float:
+        return sum(self.scratch_prefill_s)
+
+    @property
+    def prefill_saved_share(self) -> float:
+        return 1 - self.branch_prefill_s / self.scratch_prefill_total_s
+
+    @property
+    def token_saved_share(self) -> float:
+        return 1 - self.branch_prefill_tokens / self.scratch_prefill_tokens
+
+    def summary(self, same_within: float = 0.02) -> str:
+        """What the run shows, worded from its own numbers (Markdown): each comparison says which
+        way it went, and a gap within `same_within` (shares) or 10 % (decode times) is 'about the same'."""
+        tok, tim = self.token_saved_share, self.prefill_saved_share
+        out = [f"The cache removes **{100 * tok:.0f}%** of the prefill tokens and **{100 * tim:.0f}%** of the "
+               "prefill time."]
+        if tim < tok - same_within:
+            out.append("Time saved trails tokens saved: every forward pass carries a fixed cost (dozens of small "
+                       f"kernels for a model this small), and branching makes {self.num_branches + 1} passes instead "
+                       f"of {self.num_branches}.")
+        elif tim > tok + same_within:
+            out.append("Time saved exceeds tokens saved: the tokens it skips are the prefix's, and re-encoding "
+                       "them from scratch also pays attention over the whole prefix for each of them.")
+        else:
+            out.append("Time and tokens saved are about the same share.")
+        steps = self.num_branches * (self.num_new - 1)
+        if steps > 0:
+            a, b = 1e3 * self.branch_decode_s, 1e3 * self.scratch_decode_s
+            if abs(a - b) <= 0.1 * max(a, b):
+                out.append(f"Decoding costs about the same both ways ({a:.0f} ms vs {b:.0f} ms for "
+                           f"{self.num_branches} × {self.num_new - 1} steps): the steps are the same work.")
+            else:
+                out.append(f"Decoding took {a:.0f} ms branched vs {b:.0f} ms from scratch for the same "
+                           f"{self.num_branches} × {self.num_new - 1} steps over caches of the same length: the "
+                           f"{abs(a - b) / min(a, b):.0%} gap is this machine's timing noise, not the cache.")
+        return " ".join(out)
+
+
+def _sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _continue(model, cache, ids: list[int], start: int, num_new: int, attn_impl: str):
+    """Feed ids at positions start.. through the cache, then decode greedily. (tokens, logits, prefill s, decode s)"""
+    import time
+
+    import torch
+
+    from sim.model.generate import decode_one_token
+
+    device = model.lm_head.weight.device
+    x = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
+    _sync(device)
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        logits = model(x, start, cache, attn_impl, last_only=True)[0, -1]  # (V,)
+    token = int(torch.argmax(logits))
+    _sync(device)
+    t1 = time.perf_counter()
+    tokens, all_logits = [token], [logits.float().cpu()]
+    pos = start + len(ids)
+    for _ in range(num_new - 1):
+        out = decode_one_token(model, torch.tensor([[token]], device=device), pos, cache, attn_impl)[0]  # (V,)
+        token = int(torch.argmax(out))
+        tokens.append(token)
+        all_logits.append(out.float().cpu())
+        pos += 1
+    _sync(device)
+    return tokens, all_logits, t1 - t0, time.perf_counter() - t1
+
+
+def _prefill_only(model, cache, ids: list[int], attn_impl: str) -> float:
+    """Feed ids from position 0 into the cache (nothing sampled); seconds taken."""
+    import time
+
+    import torch
+
+    device = model.lm_head.weight.device
+    x = torch.tensor([ids], dtype=torch.long, device=device)  # (1, P)
+    _sync(device)
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        model(x, 0, cache, attn_impl, last_only=True)
+    _sync(device)
+    return time.perf_counter() - t0
+
+
+def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]], num_new: int = 16,
+                       repeats: int = 3, attn_impl: str = "sdpa") -> BranchRun:
+    """Prefill the prefix once into a ContiguousKVCache; for each suffix, truncate the cache back to the
+    prefix, prefill the suffix on top and decode num_new tokens greedily. Against: the same cache
+    truncated to 0 and prefix + suffix prefilled whole for every branch (no prefix cache). The two ways
+    alternate their order from one repetition to the next; the first repetition only warms up."""
+    import statistics
+
+    from sim.model.kvcache import ContiguousKVCache
+
+    if not prefix_ids:
+        raise ValueError("the shared prefix is empty: give at least one token")
+    if not 1 <= len(suffix_ids) <= MAX_BRANCHES:
+        raise ValueError(f"give 1..{MAX_BRANCHES} continuations, got {len(suffix_ids)}")
+    for i, s in enumerate(suffix_ids):
+        if not s:
+            raise ValueError(f"continuation {i + 1} is empty: each needs at least one token (its last token is "
+                             "computed to get the first output's logits)")
+    if not 1 <= num_new <= MAX_BRANCH_NEW:
+        raise ValueError(f"num_new must be 1..{MAX_BRANCH_NEW}, got {num_new}")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise ValueError(f"repeats must be 1..{MAX_REPEATS}, got {repeats}")
+    cfg = model.cfg
+    p = len(prefix_ids)
+    longest = p + max(len(s) for s in suffix_ids) + num_new - 1
+    if longest > cfg.max_seq_len:
+        raise ValueError(f"prefix ({p}) + longest continuation ({max(len(s) for s in suffix_ids)}) + {num_new} new "
+                         f"tokens - 1 needs {longest} positions; the model was trained on {cfg.max_seq_len}")
+    device, dtype = model.lm_head.weight.device, model.lm_head.weight.dtype
+    cache = ContiguousKVCache(cfg, 1, longest, device, dtype)
+    n_b = len(suffix_ids)
+    shared_t: list[float] = []
+    suffix_t: list[list[float]] = [[] for _ in range(n_b)]
+    scratch_t: list[list[float]] = [[] for _ in range(n_b)]
+    dec_b: list[float] = []
+    dec_s: list[float] = []
+    got: dict[str, tuple[list, list]] = {}
+    diff = 0.0
+    for rep in range(repeats + 1):
+        for way in (("scratch", "branch") if rep % 2 else ("branch", "scratch")):
+            toks, logits, decode_s = [], [], 0.0
+            if way == "branch":
+                cache.truncate(0)
+                t_shared = _prefill_only(model, cache, prefix_ids, attn_impl)
+                for b, s in enumerate(suffix_ids):
+                    cache.truncate(p)  # forget the previous branch, keep the prefix
+                    tk, lg, tp, td = _continue(model, cache, s, p, num_new, attn_impl)
+                    toks.append(tk)
+                    logits.append(lg)
+                    decode_s += td
+                    if rep:
+                        suffix_t[b].append(tp)
+                if rep:
+                    shared_t.append(t_shared)
+                    dec_b.append(decode_s)
+            else:
+                for b, s in enumerate(suffix_ids):
+                    cache.truncate(0)
+                    tk, lg, tp, td = _continue(model, cache, list(prefix_ids) + list(s), 0, num_new, attn_impl)
+                    toks.append(tk)
+                    logits.append(lg)
+                    decode_s += td
+                    if rep:
+                        scratch_t[b].append(tp)
+                if rep:
+                    dec_s.append(decode_s)
+            got[way] = (toks, logits)
+        for lb, ls in zip(got["branch"][1], got["scratch"][1], strict=True):
+            for x, y in zip(lb, ls, strict=True):
+                diff = max(diff, float((x - y).abs().max()))
+    med = statistics.median
+    return BranchRun(
+        prefix_ids=list(prefix_ids), suffix_ids=[list(s) for s in suffix_ids], num_new=num_new,
+        branch_tokens=got["branch"][0], scratch_tokens=got["scratch"][0], max_abs_logit_diff=diff,
+        shared_prefill_s=med(shared_t), suffix_prefill_s=[med(t) for t in suffix_t],
+        scratch_prefill_s=[med(t) for t in scratch_t], branch_decode_s=med(dec_b), scratch_decode_s=med(dec_s),
+        repeats=repeats, device=str(device), dtype=str(dtype).replace("torch.", ""),
+    )
+
+
+@dataclass(frozen=True)
+class KVChange:
+    """K and V of every layer and position for a prompt and for the same prompt with one token changed."""
+
+    ids: list[int]
+    changed_ids: list[int]
+    position: int
+    k_diff: np.ndarray  # (L, T) max |ΔK| over heads and channels
+    v_diff: np.ndarray  # (L, T)
+    k_scale: np.ndarray  # (L,) mean |K| of the original prompt, for scale
+
+    @property
+    def num_layers(self) -> int:
+        return self.k_diff.shape[0]
+
+    def first_changed_position(self, layer: int) -> int | None:
+        nz = np.flatnonzero(self.k_diff[layer] > 0)
+        return int(nz[0]) if len(nz) else None
+
+    def num_changed_positions(self, layer: int) -> int:
+        return int(((self.k_diff[layer] > 0) | (self.v_diff[layer] > 0)).sum())
+
+
+def other_byte(b: int) -> int:
+    """A visibly different byte: flip an ASCII letter's case, step a digit (9 -> 0), anything else -> 'X'."""
+    c = chr(b) if b < 128 else ""
+    if c.isalpha():
+        return ord(c.swapcase())
+    if c.isdigit():
+        return ord(str((int(c) + 1) % 10))
+    return ord("X")
+
+
+def kv_change(model, ids: list[int], position: int, new_token: int | None = None) -> KVChange:
+    """Run the prompt and its one-token variant (no cache, eager attention) and compare K and V."""
+    import torch
+
+    if not ids:
+        raise ValueError("the prompt is empty")
+    if not 0 <= position < len(ids):
+        raise ValueError(f"position must be 0..{len(ids) - 1}, got {position}")
+    if len(ids) > model.cfg.max_seq_len:
+        raise ValueError(f"the prompt has {len(ids)} tokens; the model was trained on {model.cfg.max_seq_len}")
+    new = other_byte(ids[position]) if new_token is None else new_token
+    if new == ids[position]:
+        raise ValueError(f"token {new} at position {position} is not a change")
+    changed = list(ids)
+    changed[position] = new
+    device = model.lm_head.weight.device
+    caps = []
+    for seq in (ids, changed):
+        cap: list = []
+        with torch.inference_mode():
+            model(torch.tensor([seq], dtype=torch.long, device=device), 0, None, "eager", capture=cap)
+        caps.append(cap)
+    k_diff, v_diff, k_scale = [], [], []
+    for a, b in zip(caps[0], caps[1], strict=True):
+        ka, kb = a["k"][0].float(), b["k"][0].float()  # (Hkv, T, D)
+        va, vb = a["v"][0].float(), b["v"][0].float()
+        k_diff.append((ka - kb).abs().amax(dim=(0, 2)).cpu().numpy())  # (T,)
+        v_diff.append((va - vb).abs().amax(dim=(0, 2)).cpu().numpy())
+        k_scale.append(float(ka.abs().mean()))
+    return KVChange(list(ids), changed, position, np.stack(k_diff), np.stack(v_diff), np.array(k_scale))
+
+

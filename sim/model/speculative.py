@@ -1,0 +1,186 @@
+"""Speculative decoding on the real tiny model: a truncated draft, greedy verification, and the
+tokens proven identical to the target's own greedy output."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from sim.serving.batching import _check_spec
+
+# ---------------------------------------------------------------------------------------------
+# Speculative decoding on the real tiny model (torch is imported only here)
+
+
+def truncated_draft(model, num_layers: int):
+    """A draft sharing the target's embedding, first `num_layers` layers, final norm and lm_head
+    (an early exit, as in LayerSkip-style self-speculation). No weight is copied."""
+    import torch
+
+    from sim.model.transformer import TinyLlama
+
+    n = model.cfg.n_layers
+    if not 1 <= num_layers < n:
+        raise ValueError(f"a truncated draft keeps 1..{n - 1} of the target's {n} layers, got {num_layers}")
+    cfg = replace(model.cfg, n_layers=num_layers, name=f"{model.cfg.name}-first{num_layers}")
+    with torch.device("meta"):
+        draft = TinyLlama(cfg)
+    draft.model.embed_tokens = model.model.embed_tokens
+    draft.model.layers = torch.nn.ModuleList(list(model.model.layers)[:num_layers])
+    draft.model.norm = model.model.norm
+    draft.lm_head = model.lm_head
+    draft.rope_cos, draft.rope_sin = model.rope_cos, model.rope_sin
+    return draft.eval()
+
+
+@dataclass(frozen=True)
+class SpecRun:
+    k: int
+    prompt_ids: list[int]
+    new_ids: list[int]
+    target_ids: list[int]  # the target alone, greedy
+    accepted: list[int]  # drafts kept in each target pass
+    spec_s: float  # wall time of the speculative loop (prefills included)
+    target_s: float  # wall time of the target alone (prefill included)
+    draft_step_s: float  # median draft forward (one token)
+    target_step_s: float  # median target decode step, from the plain run
+    verify_s: float  # median target pass over k + 1 tokens
+    device: str = "cpu"
+    dtype: str = "float32"
+
+    @property
+    def identical(self) -> bool:
+        return self.new_ids == self.target_ids
+
+    @property
+    def num_passes(self) -> int:
+        return len(self.accepted)
+
+    @property
+    def tokens_per_pass(self) -> float:
+        """New tokens per verifying target pass (the prefill's first token not counted)."""
+        return (len(self.new_ids) - 1) / self.num_passes if self.num_passes else math.nan
+
+    @property
+    def acceptance_rate(self) -> float:
+        acc = np.array(self.accepted)
+        judged = acc.sum() + np.count_nonzero(acc < self.k)
+        return float(acc.sum() / judged) if judged else math.nan
+
+    @property
+    def c(self) -> float:
+        return self.draft_step_s / self.target_step_s
+
+    @property
+    def speedup(self) -> float:
+        return self.target_s / self.spec_s
+
+    @property
+    def predicted_speedup(self) -> float:
+        """From the measured pieces: tokens per pass × target step / (k draft steps + one verify pass)."""
+        return self.tokens_per_pass * self.target_step_s / (self.k * self.draft_step_s + self.verify_s)
+
+    @property
+    def first_difference(self) -> int | None:
+        for i, (a, b) in enumerate(zip(self.new_ids, self.target_ids, strict=False)):
+            if a != b:
+                return i
+        return None if len(self.new_ids) == len(self.target_ids) else min(len(self.new_ids), len(self.target_ids))
+
+
+def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: int, k: int,
+                         repeats: int = 3) -> SpecRun:
+    """Greedy speculative decoding, batch 1: the draft proposes k tokens one at a time from its own
+    cache; the target scores the last accepted token and the k drafts in one pass (k + 1 positions),
+    keeps the drafts up to the first one that differs from its own argmax, and adds its own token.
+    Both caches are truncated back to the accepted tokens. The target alone decodes the same prompt
+    for the comparison. Both runs are repeated `repeats` times, interleaved, and the fastest of each
+    is kept (a busy machine only ever adds time); the step times are medians over every repeat."""
+    import statistics
+
+    import torch
+
+    from sim.model.generate import check_lengths, generate
+    from sim.model.kvcache import ContiguousKVCache
+
+    _check_spec(0.5, k)
+    if not 1 <= repeats <= 10:
+        raise ValueError(f"repeats must be 1..10, got {repeats}")
+    check_lengths(target, len(prompt_ids), max_new_tokens + k)
+    device = target.lm_head.weight.device
+    dtype = target.lm_head.weight.dtype
+    length = len(prompt_ids) + max_new_tokens + k
+    draft_times: list[float] = []
+    verify_times: list[float] = []
+
+    def ids(xs):
+        return torch.tensor([xs], dtype=torch.long, device=device)  # (1, T)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    @torch.inference_mode()
+    def once() -> tuple[list[int], list[int], float]:
+        t_cache = ContiguousKVCache(target.cfg, 1, length, device, dtype)
+        d_cache = ContiguousKVCache(draft.cfg, 1, length, device, dtype)
+        accepted: list[int] = []
+        sync()
+        t0 = time.perf_counter()
+        seq = list(prompt_ids)
+        seq.append(int(target(ids(seq), 0, t_cache, last_only=True)[0, -1].argmax()))
+        new = [seq[-1]]
+        while len(new) < max_new_tokens:
+            # the draft catches up on the tokens it has not seen, then proposes k tokens
+            proposal: list[int] = []
+            feed = seq[d_cache.num_tokens:]
+            for _ in range(k):
+                sync()
+                d0 = time.perf_counter()
+                tok = int(draft(ids(feed), d_cache.num_tokens, d_cache, last_only=True)[0, -1].argmax())
+                sync()
+                draft_times.append(time.perf_counter() - d0)
+                proposal.append(tok)
+                feed = [tok]
+            # the target scores the last token and the k drafts at once
+            start = t_cache.num_tokens  # == len(seq) - 1
+            sync()
+            v0 = time.perf_counter()
+            logits = target(ids(seq[start:] + proposal), start, t_cache)[0]  # (k + 1, V)
+            best = logits.argmax(dim=-1).tolist()
+            sync()
+            verify_times.append(time.perf_counter() - v0)
+            a = 0
+            while a < k and proposal[a] == best[a]:
+                a += 1
+            accepted.append(a)
+            emitted = proposal[:a] + [best[a]]
+            t_cache.truncate(start + 1 + a)  # the last token and the kept drafts
+            d_cache.truncate(min(d_cache.num_tokens, len(seq) + a))
+            seq += emitted
+            new += emitted
+        sync()
+        return new[:max_new_tokens], accepted, time.perf_counter() - t0
+
+    with torch.inference_mode():  # warm-up: first calls allocate and pick kernels
+        target(ids(prompt_ids[:4]), 0, ContiguousKVCache(target.cfg, 1, 8, device, dtype))
+        draft(ids(prompt_ids[:4]), 0, ContiguousKVCache(draft.cfg, 1, 8, device, dtype))
+    spec_s, target_s, steps = math.inf, math.inf, []
+    new, accepted, plain_ids = [], [], []
+    for _ in range(repeats):
+        new, accepted, wall = once()
+        spec_s = min(spec_s, wall)
+        sync()
+        t1 = time.perf_counter()
+        plain = generate(target, list(prompt_ids), max_new_tokens, "cached", count=False)
+        sync()
+        target_s = min(target_s, time.perf_counter() - t1)
+        steps += [st.wall_s for st in plain.steps[1:]] or [plain.steps[0].wall_s]
+        plain_ids = plain.new_ids
+    return SpecRun(k, list(prompt_ids), new, plain_ids, accepted, spec_s, target_s,
+                   statistics.median(draft_times) if draft_times else math.nan, statistics.median(steps),
+                   statistics.median(verify_times) if verify_times else math.nan, str(device),
+                   str(dtype).removeprefix("torch."))
