@@ -47,6 +47,20 @@ def run_page(slug: str, params: dict[str, str] | None = None, timeout: float = 3
     return at.run()
 
 
+def run_in_app(slug: str, params: dict[str, str] | None = None, timeout: float = 120):
+    """One page reached as a user reaches it: app/main.py (navigation, sidebar) with `params` in the URL,
+    then a switch to the page (Home is main's default)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=timeout)
+    for k, v in (params or {}).items():
+        at.query_params[k] = str(v)
+    at.run()
+    if slug != "home":
+        at.switch_page(str(PAGES_DIR / f"{slug}.py")).run()
+    return at
+
+
 def metric_value(at, label: str) -> str:
     """The value text of the metric with this label (StopIteration names a missing one)."""
     return next(m.value for m in at.metric if m.label == label)

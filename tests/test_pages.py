@@ -3,23 +3,15 @@
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from app.registry import PAGES
 from sim.model.device import pick_device
+from tests.conftest import run_in_app
 
 ROOT = Path(__file__).resolve().parent.parent
-MAIN = str(ROOT / "app" / "main.py")
 
 
-def run_page(slug: str, params: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    at.run()
-    if slug != "home":
-        at.switch_page(str(ROOT / "pages" / f"{slug}.py")).run()
-    return at
+run_page = run_in_app
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
