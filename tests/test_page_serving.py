@@ -149,3 +149,31 @@ def test_live_speculation_on_the_real_model(monkeypatch):
     assert shown["Measured acceptance rate"] == f"{run.acceptance_rate:.2f}"
     assert shown["Tokens per target pass"] == f"{run.tokens_per_pass:.2f}"
     assert any(f"{run.num_passes} target passes produced 32 tokens" in m.value for m in at.markdown)
+
+
+def shown_text(at: AppTest) -> str:
+    """Every caption, paragraph and table cell on the page, as one string."""
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [t.value.reset_index().to_csv(index=False) for t in at.table]
+    return "\n".join(parts)
+
+
+def test_captions_and_seed_checks_state_the_simulators_numbers():
+    at = open_page()
+    text = shown_text(at)
+    cmp = expected()
+    assert f"the KV budget holds **{cmp.capacity_tokens:,} tokens**" in text
+    assert f"decodes a token in {cmp.decode_s_batch1 * 1e3:,.2f} ms" in text
+    timing = sv.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
+    assert f"{timing.target_step_s * 1e3:.2f} ms → c = {timing.c:.3f}" in text
+    assert f"k + 1 = 5 tokens in one target pass takes {timing.verify_s[4] * 1e3:.2f} ms" in text
+    points = sv.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
+    turn = next(p.batch for p in points if p.verify_bound == "compute")
+    assert f"from batch {turn} on it is compute-bound" in text
+    # the seed checks: each computed from the simulators
+    assert f"{cmp.speedup:.2f}× here (max batch 256, σ = 1, llama-3.1-8b on h100-sxm)" in text
+    assert f"E = {sv.expected_tokens_per_pass(0.8, 4):.2f} tokens per pass at α = 0.8, k = 4" in text
+    assert "best k at c = 0.1: α=0.5: 2, α=0.6: 3, α=0.7: 4, α=0.8: 6" in text
+    assert f"{sv.speculative_speedup(0.8, 4, 0.05):.2f}×" in text
+    assert ", ".join(f"α={a:g}: {timing.speedup(a, sv.optimal_k(a, timing.c)):.2f}×" for a in (0.6, 0.8, 0.9)) in text
+    assert "Lookahead decoding needs no draft model" in text
