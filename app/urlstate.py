@@ -144,12 +144,15 @@ class UrlState:
         return self._read(key, lambda r: parse_text(r, default, max_len), label or key)
 
     def show_problems(self) -> None:
-        """One warning for every bad value in the link (a shared link can carry many)."""
+        """One folded box for every bad value in the link (a shared link can carry many): its one-line
+        label says how many, the list inside says which and what was used instead."""
         if not self.problems:
             return
+        n = len(self.problems)
         lines = "\n".join(f"- {p}" for p in self.problems)
-        st.warning(f"This link has {len(self.problems)} value{'s' if len(self.problems) > 1 else ''} the page "
-                   f"cannot use; it shows the defaults instead:\n{lines}", icon=":material/link_off:")
+        label = f"This link has {n} value{'s' if n > 1 else ''} the page cannot use: it shows the defaults instead"
+        with st.expander(label, expanded=n == 1, icon=":material/link_off:"):
+            st.warning(f"{label}:\n{lines}")
 
     def sync(self) -> None:
         """Write every registered widget's current value into the URL (and the page's own memory)."""
