@@ -1,4 +1,5 @@
-"""sim/attention/kernels.py: kernels agree with SDPA-MATH, the online softmax is exact, bounds refuse with numbers.
+"""sim/attention (shapes, limits, implementations, measure, timing, flex, online_softmax): kernels agree
+with SDPA-MATH, the online softmax is exact, bounds refuse with numbers.
 
 No assertion here looks at a wall time: timings are only checked for being present and positive."""
 
@@ -11,23 +12,43 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from sim.attention import kernels as K
 from sim.attention import online_softmax as FL
+from sim.attention.flex import time_flex
+from sim.attention.implementations import (
+    eager_attention,
+    flex_status,
+    impl_statuses,
+    kernel_fn,
+    make_inputs,
+    sdpa_attention,
+)
+from sim.attention.limits import (
+    CPU_MAX_FLOPS,
+    CPU_MAX_SCORE_ELEMS,
+    Limits,
+    check_shape,
+    device_limits,
+    eager_peak_estimate,
+    sweep_lengths,
+)
+from sim.attention.measure import Stats, cpu_peak_bytes, time_callable, torch_threads
+from sim.attention.shapes import PRESET_LABELS, SHAPE_PRESETS, TOLERANCE, AttentionShape, attention_flops
+from sim.attention.timing import time_attention
 
 CPU = torch.device("cpu")
-CPU_LIMITS = K.Limits("cpu", K.CPU_MAX_SCORE_ELEMS, K.CPU_MAX_FLOPS, 8 << 30)
+CPU_LIMITS = Limits("cpu", CPU_MAX_SCORE_ELEMS, CPU_MAX_FLOPS, 8 << 30)
 
 
 def running_impls() -> list[str]:
-    return [s.impl for s in K.impl_statuses(CPU, "float32") if s.runs and s.impl != "flex"]
+    return [s.impl for s in impl_statuses(CPU, "float32") if s.runs and s.impl != "flex"]
 
 
 # --- FLOPs, shapes, bounds -------------------------------------------------------------------------
 
 def test_flop_formula_is_exact():
-    assert K.attention_flops(2, 3, 5, 7, 8, causal=False) == 4 * 2 * 3 * 5 * 7 * 8 == 6720
-    assert K.attention_flops(2, 3, 5, 7, 8, causal=True) == 3360
-    prefill = K.AttentionShape(batch=2, heads=4, seq_len=1000, head_dim=64, causal=True)
+    assert attention_flops(2, 3, 5, 7, 8, causal=False) == 4 * 2 * 3 * 5 * 7 * 8 == 6720
+    assert attention_flops(2, 3, 5, 7, 8, causal=True) == 3360
+    prefill = AttentionShape(batch=2, heads=4, seq_len=1000, head_dim=64, causal=True)
     assert prefill.flops == 4 * 2 * 4 * 1000 * 1000 * 64 // 2 == 1_024_000_000
     decode = replace(prefill, kind="decode")  # one query sees every key: no halving
     assert decode.num_queries == 1 and not decode.is_causal
@@ -37,11 +58,11 @@ def test_flop_formula_is_exact():
 
 
 def test_presets_fit_the_cpu_caps():
-    for name, shape in K.SHAPE_PRESETS.items():
-        K.check_shape(shape, CPU_LIMITS)  # raises if not
-        assert name in K.PRESET_LABELS
-    assert K.SHAPE_PRESETS["tiny"].heads == 4 and K.SHAPE_PRESETS["tiny"].head_dim == 32
-    assert K.SHAPE_PRESETS["llama"].head_dim == 128
+    for name, shape in SHAPE_PRESETS.items():
+        check_shape(shape, CPU_LIMITS)  # raises if not
+        assert name in PRESET_LABELS
+    assert SHAPE_PRESETS["tiny"].heads == 4 and SHAPE_PRESETS["tiny"].head_dim == 32
+    assert SHAPE_PRESETS["llama"].head_dim == 128
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -54,106 +75,106 @@ def test_presets_fit_the_cpu_caps():
 ])
 def test_shape_rejects_bad_fields(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        K.AttentionShape(**kwargs)
+        AttentionShape(**kwargs)
 
 
 def test_caps_refuse_with_the_numbers():
-    big = K.AttentionShape(batch=1, heads=8, seq_len=4096, head_dim=64)
+    big = AttentionShape(batch=1, heads=8, seq_len=4096, head_dim=64)
     with pytest.raises(ValueError) as exc:
-        K.check_shape(big, CPU_LIMITS)
+        check_shape(big, CPU_LIMITS)
     text = str(exc.value)
     assert "1·8·4,096·4,096 = 134,217,728" in text and "16,777,216 (2^24)" in text
     assert "N ≤ 1,448 for prefill" in text  # isqrt(2^24 / 8)
-    flops = K.AttentionShape(batch=1, heads=1, seq_len=4096, head_dim=256, causal=False)
+    flops = AttentionShape(batch=1, heads=1, seq_len=4096, head_dim=256, causal=False)
     with pytest.raises(ValueError, match="17,179,869,184 FLOPs per call is over this device's cap of 8,589,934,592"):
-        K.check_shape(flops, CPU_LIMITS)
-    K.check_shape(replace(flops, causal=True), CPU_LIMITS)  # halved: exactly at the cap, allowed
+        check_shape(flops, CPU_LIMITS)
+    check_shape(replace(flops, causal=True), CPU_LIMITS)  # halved: exactly at the cap, allowed
     with pytest.raises(ValueError, match="dtype float16 is not timed on cpu"):
-        K.check_shape(replace(big, heads=1, dtype="float16"), CPU_LIMITS)
+        check_shape(replace(big, heads=1, dtype="float16"), CPU_LIMITS)
 
 
 def test_memory_guard_refuses_what_would_not_fit():
-    small = K.Limits("cpu", K.CPU_MAX_SCORE_ELEMS, K.CPU_MAX_FLOPS, memory_bytes=10 * 2**20)
-    shape = K.AttentionShape(batch=1, heads=1, seq_len=1024, head_dim=64)
-    assert K.eager_peak_estimate(shape) == 4 * 1024 * 1024 * 4 + 4 * 1024 * 64 * 4
+    small = Limits("cpu", CPU_MAX_SCORE_ELEMS, CPU_MAX_FLOPS, memory_bytes=10 * 2**20)
+    shape = AttentionShape(batch=1, heads=1, seq_len=1024, head_dim=64)
+    assert eager_peak_estimate(shape) == 4 * 1024 * 1024 * 4 + 4 * 1024 * 64 * 4
     with pytest.raises(ValueError, match=r"would need about 17 MiB \(4 × 4.0 MiB of N² tensors .* only 10 MiB"):
-        K.check_shape(shape, small)
+        check_shape(shape, small)
     with pytest.raises(ValueError):
-        K.time_attention(shape, CPU, small)  # refused before anything runs
-    K.check_shape(replace(shape, seq_len=512), small)
+        time_attention(shape, CPU, small)  # refused before anything runs
+    check_shape(replace(shape, seq_len=512), small)
 
 
 def test_sweep_lengths_stop_at_the_cap():
-    base = K.SHAPE_PRESETS["sweep"]
-    assert K.sweep_lengths(base, CPU_LIMITS) == [128, 256, 512, 1024, 2048, 4096]
-    assert K.sweep_lengths(replace(base, heads=4), CPU_LIMITS) == [128, 256, 512, 1024, 2048]
-    assert K.sweep_lengths(replace(base, batch=16, heads=64), CPU_LIMITS) == [128]  # exactly at the cap
-    assert K.sweep_lengths(replace(base, batch=16, heads=64, head_dim=256, causal=False), CPU_LIMITS) == []
+    base = SHAPE_PRESETS["sweep"]
+    assert sweep_lengths(base, CPU_LIMITS) == [128, 256, 512, 1024, 2048, 4096]
+    assert sweep_lengths(replace(base, heads=4), CPU_LIMITS) == [128, 256, 512, 1024, 2048]
+    assert sweep_lengths(replace(base, batch=16, heads=64), CPU_LIMITS) == [128]  # exactly at the cap
+    assert sweep_lengths(replace(base, batch=16, heads=64, head_dim=256, causal=False), CPU_LIMITS) == []
     decode = replace(base, kind="decode", head_dim=128)
-    assert K.sweep_lengths(decode, CPU_LIMITS)[-1] == 65_536
+    assert sweep_lengths(decode, CPU_LIMITS)[-1] == 65_536
 
 
 def test_device_limits_on_cpu():
-    lim = K.device_limits("cpu")
+    lim = device_limits("cpu")
     assert lim.max_score_elems == 1 << 24 and lim.max_flops == 1 << 33 and lim.memory_bytes > 0
 
 
 # --- kernels agree with MATH -------------------------------------------------------------------
 
 PARITY_SHAPES = [
-    K.AttentionShape(batch=2, heads=3, seq_len=100, head_dim=32, causal=True),  # N not a multiple of any block
-    K.AttentionShape(batch=1, heads=2, seq_len=257, head_dim=64, causal=False),
-    K.AttentionShape(batch=2, heads=2, seq_len=300, head_dim=16, kind="decode"),
+    AttentionShape(batch=2, heads=3, seq_len=100, head_dim=32, causal=True),  # N not a multiple of any block
+    AttentionShape(batch=1, heads=2, seq_len=257, head_dim=64, causal=False),
+    AttentionShape(batch=2, heads=2, seq_len=300, head_dim=16, kind="decode"),
 ]
 
 
 @pytest.mark.parametrize("shape", PARITY_SHAPES, ids=lambda s: f"{s.kind}-{s.seq_len}-{'causal' if s.is_causal else 'full'}")
 def test_every_running_kernel_matches_math(shape):
-    q, k, v = K.make_inputs(shape, CPU)
-    ref = K.sdpa_attention(q, k, v, shape.is_causal, "math")
+    q, k, v = make_inputs(shape, CPU)
+    ref = sdpa_attention(q, k, v, shape.is_causal, "math")
     # MATH itself against a float64 softmax written out here
     s = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(shape.head_dim)
     if shape.is_causal:
         s = s.masked_fill(torch.ones(shape.num_queries, shape.num_keys, dtype=torch.bool).triu(1), float("-inf"))
     truth = torch.softmax(s, dim=-1) @ v.double()
-    assert (ref.double() - truth).abs().max().item() < K.TOLERANCE["float32"]
+    assert (ref.double() - truth).abs().max().item() < TOLERANCE["float32"]
     impls = running_impls()
     assert {"eager", "math", "flash"} <= set(impls)  # what torch 2.13's CPU build runs
     for impl in impls:
-        out = K.kernel_fn(impl, shape, q, k, v)()
+        out = kernel_fn(impl, shape, q, k, v)()
         assert out.shape == (shape.batch, shape.heads, shape.num_queries, shape.head_dim)
-        assert (out - ref).abs().max().item() <= K.TOLERANCE["float32"], impl
+        assert (out - ref).abs().max().item() <= TOLERANCE["float32"], impl
 
 
 def test_decode_query_equals_the_last_row_of_causal_prefill():
-    shape = K.AttentionShape(batch=1, heads=2, seq_len=65, head_dim=32)
-    q, k, v = K.make_inputs(shape, CPU)
-    full = K.eager_attention(q, k, v, causal=True)[..., -1:, :]  # last position sees every key
+    shape = AttentionShape(batch=1, heads=2, seq_len=65, head_dim=32)
+    q, k, v = make_inputs(shape, CPU)
+    full = eager_attention(q, k, v, causal=True)[..., -1:, :]  # last position sees every key
     for impl in running_impls():
-        one = K.kernel_fn(impl, replace(shape, kind="decode"), q[..., -1:, :], k, v)()
-        assert (one - full).abs().max().item() <= K.TOLERANCE["float32"], impl
+        one = kernel_fn(impl, replace(shape, kind="decode"), q[..., -1:, :], k, v)()
+        assert (one - full).abs().max().item() <= TOLERANCE["float32"], impl
 
 
 def test_inputs_are_seeded():
-    shape = K.AttentionShape(batch=1, heads=1, seq_len=8, head_dim=16, seed=7)
-    a, b = K.make_inputs(shape, CPU), K.make_inputs(shape, CPU)
+    shape = AttentionShape(batch=1, heads=1, seq_len=8, head_dim=16, seed=7)
+    a, b = make_inputs(shape, CPU), make_inputs(shape, CPU)
     assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
-    c = K.make_inputs(replace(shape, seed=8), CPU)
+    c = make_inputs(replace(shape, seed=8), CPU)
     assert not torch.equal(a[0], c[0])
 
 
 def test_time_attention_reports_every_kernel():
-    shape = K.AttentionShape(batch=1, heads=1, seq_len=512, head_dim=32)
+    shape = AttentionShape(batch=1, heads=1, seq_len=512, head_dim=32)
     before = torch.get_num_threads()
-    result = K.time_attention(shape, CPU, CPU_LIMITS, budget_s=0.02, num_threads=1)
+    result = time_attention(shape, CPU, CPU_LIMITS, budget_s=0.02, num_threads=1)
     assert torch.get_num_threads() == before  # restored
     assert result.num_threads == 1
     assert [r.impl for r in result.rows] == ["eager", "math", "flash", "efficient", "cudnn"]
-    statuses = {s.impl: s for s in K.impl_statuses(CPU, "float32")}
+    statuses = {s.impl: s for s in impl_statuses(CPU, "float32")}
     for r in result.rows:
         if statuses[r.impl].runs:
             assert r.status == "ok" and len(r.stats.times_s) >= 3 and min(r.stats.times_s) > 0
-            assert r.flops == shape.flops and r.max_abs_diff <= K.TOLERANCE["float32"]
+            assert r.flops == shape.flops and r.max_abs_diff <= TOLERANCE["float32"]
         else:
             assert r.status == "unavailable" and r.reason == statuses[r.impl].reason != ""
     assert result.row("math").max_abs_diff == 0.0  # the reference
@@ -169,13 +190,13 @@ def test_time_attention_reports_every_kernel():
 
 
 def test_stats_percentiles():
-    s = K.Stats((4.0, 1.0, 3.0, 2.0))
+    s = Stats((4.0, 1.0, 3.0, 2.0))
     assert (s.median_s, s.p25_s, s.p75_s, s.min_s) == (2.5, 1.75, 3.25, 1.0)
 
 
 def test_time_callable_respects_min_reps():
     calls = []
-    stats = K.time_callable(lambda: calls.append(1), budget_s=0.0, min_reps=3, warmup=2)
+    stats = time_callable(lambda: calls.append(1), budget_s=0.0, min_reps=3, warmup=2)
     assert len(stats.times_s) == 3 and len(calls) >= 2 + 3
 
 
@@ -188,23 +209,23 @@ def test_cpu_peak_counts_what_the_allocator_holds():
         del a
         return b + 1  # b and the result: 8 MB held again
 
-    out, peak = K.cpu_peak_bytes(two_live_at_once)
+    out, peak = cpu_peak_bytes(two_live_at_once)
     assert out.shape == (n,)
     assert 8 * n <= peak <= 8 * n + 8192  # allocator rounding only
 
 
 def test_threads_context_restores():
     before = torch.get_num_threads()
-    with K.torch_threads(1) as n:
+    with torch_threads(1) as n:
         assert n == 1 and torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
-    with pytest.raises(ValueError, match="threads 0 must be at least 1"), K.torch_threads(0):
+    with pytest.raises(ValueError, match="threads 0 must be at least 1"), torch_threads(0):
         pass
 
 
 def test_flex_timeout_is_reported_not_hung():
-    shape = K.AttentionShape(batch=1, heads=1, seq_len=64, head_dim=16)
-    row = K.time_flex(shape, CPU, timeout_s=0.01)
+    shape = AttentionShape(batch=1, heads=1, seq_len=64, head_dim=16)
+    row = time_flex(shape, CPU, timeout_s=0.01)
     assert row.status == "timed out" and "over 0 s" in row.reason
 
 
@@ -221,9 +242,9 @@ def test_stopping_a_flex_compile_kills_its_process():
         seen.append(seconds)
         raise Stopped
 
-    shape = K.AttentionShape(batch=1, heads=1, seq_len=64, head_dim=16)
+    shape = AttentionShape(batch=1, heads=1, seq_len=64, head_dim=16)
     with pytest.raises(Stopped):
-        K.time_flex(shape, CPU, timeout_s=60, on_wait=on_wait)
+        time_flex(shape, CPU, timeout_s=60, on_wait=on_wait)
     assert len(seen) == 1 and 0.5 <= seen[0] < 60
     children = [p for p in Path("/proc").glob("[0-9]*")
                 if (p / "cmdline").exists() and b"--flex-child" in (p / "cmdline").read_bytes()]
@@ -232,13 +253,13 @@ def test_stopping_a_flex_compile_kills_its_process():
 
 @pytest.mark.slow
 def test_flex_matches_math_when_it_compiles():
-    status = K.flex_status(CPU)
+    status = flex_status(CPU)
     if not status.runs:
         pytest.skip(status.reason)
-    shape = K.AttentionShape(batch=1, heads=2, seq_len=100, head_dim=16, causal=True)
-    row = K.time_flex(shape, CPU, budget_s=0.02, timeout_s=240)
+    shape = AttentionShape(batch=1, heads=2, seq_len=100, head_dim=16, causal=True)
+    row = time_flex(shape, CPU, budget_s=0.02, timeout_s=240)
     assert row.status == "ok", row.reason
-    assert row.max_abs_diff <= K.TOLERANCE["float32"] and row.compile_s > 0 and row.peak_bytes > 0
+    assert row.max_abs_diff <= TOLERANCE["float32"] and row.compile_s > 0 and row.peak_bytes > 0
 
 
 # --- online softmax -----------------------------------------------------------------------------

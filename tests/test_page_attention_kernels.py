@@ -3,9 +3,10 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.figures.kernels import fmt_bytes, fmt_num, fmt_ratio
-from sim.attention import kernels as K
 from sim.attention import online_softmax as FL
+from sim.attention import shapes as S
+from sim.attention.readouts import fmt_num, fmt_ratio
+from sim.cost.memory import fmt_bytes
 from tests.conftest import metric_value as metric
 from tests.conftest import run_page, unescaped
 
@@ -23,10 +24,10 @@ def click(at, label):
 def test_default_render_shows_the_exact_numbers_without_timing():
     at = page()
     assert not at.exception and not at.error
-    tiny = K.SHAPE_PRESETS["tiny"]  # the page's defaults
+    tiny = S.SHAPE_PRESETS["tiny"]  # the page's defaults
     assert metric(at, "FLOPs per call") == f"{tiny.flops / 1e9:,.4f} GFLOP" == "0.2684 GFLOP"
     assert metric(at, "Score entries B·H·N_q·N_k") == "4,194,304"
-    assert metric(at, "One N² matrix (eager must hold)") == "16.00 MiB"  # 1·4·1024·1024·4 bytes
+    assert metric(at, "One N² matrix (eager must hold)") == "16 MiB"  # 1·4·1024·1024·4 bytes
     assert "ak_timing" not in at.session_state  # nothing timed until the button
     backends = at.dataframe[0].value
     assert list(backends["Runs here"][:3]) == ["yes", "yes", "yes"]  # eager, MATH, FLASH on this CPU build
@@ -42,6 +43,9 @@ def test_default_render_shows_the_exact_numbers_without_timing():
     assert metric(at, "Tiled: bytes moved") == fmt_bytes(tr.tiled_bytes)
     assert metric(at, "Standard / tiled") == f"{tr.standard_bytes / tr.tiled_bytes:,.1f}×"
     assert len(at.get("plotly_chart")) >= 3
+    claims = at.table[-1].value  # the seed's claims, checked; nothing measured yet, nothing quoted from elsewhere
+    assert len(claims) == 6 and "Measured on this page" not in " ".join(claims["We compute"])
+    assert not any("earlier run" in t.value for t in [*at.markdown, *at.caption])
 
 
 def test_step_through_the_online_softmax():
@@ -68,7 +72,7 @@ def test_time_a_small_shape():
     click(at, "Time these kernels")
     assert not at.exception and not at.error
     result, _when = at.session_state["ak_timing"]
-    assert result.shape == K.AttentionShape(batch=1, heads=1, seq_len=128, head_dim=16)
+    assert result.shape == S.AttentionShape(batch=1, heads=1, seq_len=128, head_dim=16)
     assert result.num_threads == 1
     assert metric(at, "FLASH vs eager, time") == fmt_ratio(result.speedup("flash"))
     assert metric(at, "Eager / FLASH peak memory") == fmt_ratio(result.memory_ratio("flash"))
@@ -77,7 +81,7 @@ def test_time_a_small_shape():
     assert list(table["Status"]) == ["ok", "ok", "ok", "unavailable (see above)", "unavailable (see above)"]
     assert table["Max |Δ| vs MATH"][1] == "0 (reference)"
     for r in result.rows[:3]:
-        assert r.max_abs_diff <= K.TOLERANCE["float32"]
+        assert r.max_abs_diff <= S.TOLERANCE["float32"]
     assert at.get("download_button")
     # the same shape again comes from the cache; "Measure again" takes fresh numbers
     click(at, "Time these kernels")
@@ -92,13 +96,17 @@ def test_sweep_runs_and_draws():
     assert at.select_slider(key="sweep_max").value == 256
     click(at, "Run the sweep")
     assert not at.exception and not at.error
-    df, ceiling, label = at.session_state["ak_sweep"]
+    sweep = at.session_state["ak_sweep"]
+    df, ceiling, label = sweep.to_frame(), sweep.ceiling_flops, sweep.label
     assert sorted(df["keys"].unique()) == [128, 256] and ceiling > 0
     assert set(df[df["status"] == "ok"]["implementation"]) == {"eager", "math", "flash"}
     at256 = df[df["keys"] == 256].set_index("implementation")
     assert metric(at, "FLASH vs eager time at N = 256") == f"{at256.loc['eager', 'median_ms'] / at256.loc['flash', 'median_ms']:,.1f}×"
     assert len(at.get("plotly_chart")) >= 7  # 4 sweep charts + stepper, table, traffic
     assert "N queries × N keys" in label
+    speed = at.table[-1].value.loc["FlashAttention: 24× wall-clock on A100, 510× on H100 in FP8"]
+    assert speed["We compute"].endswith(f"FLASH is {metric(at, 'FLASH vs eager time at N = 256')} faster than eager "
+                                        "(median).")
     at.radio(key="stat").set_value("fastest block").run()
     assert metric(at, "FLASH vs eager time at N = 256") == f"{at256.loc['eager', 'min_ms'] / at256.loc['flash', 'min_ms']:,.1f}×"
     assert at.query_params["stat"] == "fastest block"
@@ -108,7 +116,7 @@ def test_preset_loads_the_shape():
     at = page()
     at.selectbox(key="preset").set_value("llama").run()
     assert not at.exception
-    llama = K.SHAPE_PRESETS["llama"]
+    llama = S.SHAPE_PRESETS["llama"]
     assert (at.number_input(key="h").value, at.select_slider(key="d").value) == (llama.heads, llama.head_dim)
     assert metric(at, "FLOPs per call") == f"{llama.flops / 1e9:,.4f} GFLOP"
     assert at.query_params["h"] == "8" and at.query_params["d"] == "128"
@@ -117,9 +125,9 @@ def test_preset_loads_the_shape():
 def test_url_restores_the_view():
     at = page({"n": "2048", "h": "2", "kind": "decode", "sm_keys": "12", "sm_tile": "5", "sm_step": "3", "tile": "64"})
     assert not at.exception and not at.warning
-    decode = K.AttentionShape(batch=1, heads=2, seq_len=2048, head_dim=32, kind="decode")
+    decode = S.AttentionShape(batch=1, heads=2, seq_len=2048, head_dim=32, kind="decode")
     assert metric(at, "FLOPs per call") == f"{decode.flops / 1e9:,.4f} GFLOP"
-    assert metric(at, "One N² matrix (eager must hold)") == fmt_bytes(decode.score_bytes) == "16.00 KiB"
+    assert metric(at, "One N² matrix (eager must hold)") == fmt_bytes(decode.score_bytes) == "16 KiB"
     assert at.slider(key="sm_step").value == 3 and metric(at, "Tile 3 of 3") == "keys 10–11"
     tr = FL.hbm_traffic(1, 2, 1, 2048, 32, 4, 64, 64, False)
     assert metric(at, "Tiled: bytes moved") == fmt_bytes(tr.tiled_bytes)

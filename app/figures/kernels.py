@@ -10,6 +10,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, NAIVE, base_layout
+from sim.attention.readouts import fmt_num
+from sim.attention.shapes import IMPL_SHORT
 
 IMPL_COLORS = {
     "eager": NAIVE,
@@ -19,38 +21,12 @@ IMPL_COLORS = {
     "cudnn": "#b279a2",
     "flex": "#f58518",
 }
-IMPL_SHORT = {"eager": "eager", "math": "MATH", "flash": "FLASH", "efficient": "EFFICIENT", "cudnn": "cuDNN",
-              "flex": "Flex"}
 DONE, CURRENT, LATER, MAX_LINE = CACHED, "#f58518", "#d9d9d9", "#111111"
 BIG = 18  # font size for the stepper: it is read from the back of a room
 
 
 def mib(n: float) -> float:
     return n / 2**20
-
-
-def fmt_bytes(n) -> str:
-    """Bytes in binary units with two decimals; None or nan as n/a."""
-    if n is None or n != n:
-        return "n/a"
-    n = float(n)
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:,.2f} {unit}"
-    return f"{n:,.0f} B"
-
-
-def fmt_ratio(x) -> str:
-    return "n/a" if x is None else f"{x:,.1f}×"
-
-
-def fmt_num(x: float, digits: int = 4) -> str:
-    """Numbers for the stepper: -inf as −∞, nan as —, else `digits` significant digits."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if math.isinf(x):
-        return "−∞" if x < 0 else "∞"
-    return f"{x:.{digits}g}"
 
 
 # --- one shape ---------------------------------------------------------------------------------
@@ -129,8 +105,8 @@ def sweep_memory(df: pd.DataFrame) -> go.Figure:
     return _sweep_layout(fig, "Peak memory during one call vs N (log–log)", "MiB")
 
 
-def sweep_speedup(df: pd.DataFrame, col: str = "median_ms", anchor: tuple[int, float, str] | None = None) -> go.Figure:
-    """Eager time / time of each kernel (median or fastest block); `anchor` = (N, ratio, label) of a quoted figure."""
+def sweep_speedup(df: pd.DataFrame, col: str = "median_ms") -> go.Figure:
+    """Eager time / time of each kernel (median or fastest block)."""
     fig = go.Figure()
     eager = df[(df["implementation"] == "eager") & (df["status"] == "ok")].set_index("keys")[col]
     for impl, part in _by_impl(df):
@@ -141,9 +117,6 @@ def sweep_speedup(df: pd.DataFrame, col: str = "median_ms", anchor: tuple[int, f
                         name=IMPL_SHORT[impl], mode="lines+markers", line=dict(color=IMPL_COLORS[impl], width=3))
     fig.add_hline(y=1, line=dict(color=NAIVE, dash="dot"), annotation_text="as fast as eager")
     ns = sorted(df["keys"].unique())
-    if anchor and anchor[0] <= max(ns):
-        fig.add_scatter(x=[anchor[0]], y=[anchor[1]], mode="markers", name=anchor[2],
-                        marker=dict(symbol="star", size=16, color=FORMULA))
     fig.update_xaxes(type="log", tickvals=ns, ticktext=[f"{n:,}" for n in ns])
     return _sweep_layout(fig, "Speedup over eager (higher is faster)", "eager time / kernel time")
 

@@ -15,6 +15,12 @@ MAX_DEMO_KEYS = 64
 MAX_DEMO_QUERIES = 8
 
 
+def max_masked_prefix(num_keys: int, num_queries: int, causal: bool) -> int:
+    """The most leading keys that may be masked while every query row still sees one key (causal: the
+    first row, at position num_keys - num_queries, sees keys up to its own)."""
+    return num_keys - num_queries if causal else num_keys - 1
+
+
 @dataclass(frozen=True)
 class SoftmaxDemo:
     """A small attention problem for the stepper: a few query rows against a few dozen keys."""
@@ -39,7 +45,7 @@ class SoftmaxDemo:
             raise ValueError(f"query rows {self.num_queries} is outside 1..{min(MAX_DEMO_QUERIES, self.num_keys)}")
         if not 1 <= self.head_dim <= 64 or not 1 <= self.value_dim <= 16:
             raise ValueError(f"head dim {self.head_dim} must be in 1..64 and value dim {self.value_dim} in 1..16")
-        first_visible = self.num_keys - self.num_queries if self.causal else self.num_keys - 1
+        first_visible = max_masked_prefix(self.num_keys, self.num_queries, self.causal)
         if not 0 <= self.masked_prefix <= first_visible:
             raise ValueError(f"{self.masked_prefix} masked keys would leave a query row with no key to attend to "
                              f"(at most {first_visible} with {self.num_keys} keys, {self.num_queries} rows"
