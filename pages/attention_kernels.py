@@ -14,7 +14,7 @@ from sim.attention import online_softmax as FL
 from sim.attention import readouts as R
 from sim.attention import shapes as S
 from sim.attention.implementations import impl_statuses
-from sim.attention.limits import Limits, check_shape, device_limits, eager_peak_estimate, sweep_lengths
+from sim.attention.limits import check_shape, device_limits, eager_peak_estimate, sweep_lengths
 from sim.attention.measure import STATS, matmul_rate, matmul_size, run_alone
 from sim.attention.seed_claims import kernel_claims
 from sim.attention.timing import sweep_attention, time_attention
@@ -25,11 +25,7 @@ SHAPE_BUDGET_S = 0.25  # measured seconds per kernel (at least 3 timed calls)
 SWEEP_BUDGET_S = 0.15
 TRAFFIC_TILES = (16, 32, 64, 128, 256)
 locked = partial(run_alone, server().queue)  # timings take their turn in the server's one queue, alone
-
-
-@st.cache_resource(show_spinner=False)
-def limits_here(device: str) -> Limits:
-    return device_limits(device)
+limits_here = st.cache_resource(show_spinner=False)(device_limits)
 
 
 @st.cache_resource(show_spinner="Probing the attention backends…")
@@ -38,9 +34,8 @@ def statuses(device: str, dtype: str):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def timed(shape: S.AttentionShape, device: str, threads: int | None, with_flex: bool, budget_s: float, trial: int):
-    impls = S.IMPLS if with_flex else S.IMPLS[:-1]
-    result = locked(time_attention, shape, device, limits_here(device), impls, budget_s, FLEX_TIMEOUT_S, threads)
+def timed(shape: S.AttentionShape, device: str, threads: int | None, budget_s: float, trial: int):
+    result = locked(time_attention, shape, device, limits_here(device), budget_s=budget_s, num_threads=threads)
     return result, time.strftime("%H:%M:%S")
 
 
@@ -172,8 +167,7 @@ if (submitted or st.session_state.pop("ak_again", False)) and shape is not None:
                 stop.empty()
                 st.session_state["ak_timing"] = (result, time.strftime("%H:%M:%S"))
             else:
-                st.session_state["ak_timing"] = timed(shape, dev, threads, False, SHAPE_BUDGET_S,
-                                                      st.session_state.get("trial", 0))
+                st.session_state["ak_timing"] = timed(shape, dev, threads, SHAPE_BUDGET_S, st.session_state.get("trial", 0))
         except (ValueError, TimeoutError, RuntimeError) as exc:
             st.error(plain(exc))
 
@@ -225,7 +219,7 @@ else:
         try:
             trial = st.session_state.get("trial", 0)
             st.session_state["ak_sweep"] = sweep_attention(
-                shape, ns, lambda s: timed(s, dev, threads, False, SWEEP_BUDGET_S, trial)[0],
+                shape, ns, lambda s: timed(s, dev, threads, SWEEP_BUDGET_S, trial)[0],
                 ceiling_flops(dev, shape.dtype, threads),
                 lambda i, n: bar.progress(i / len(ns), text=f"N = {n:,} ({i + 1} of {len(ns)})"))
         except (ValueError, TimeoutError, RuntimeError) as exc:
@@ -263,8 +257,7 @@ st.markdown(
     "q·k/√d (× the scale below) from seeded random vectors; computed in numpy by `sim/attention/online_softmax.py`."
 )
 keys_now = st.session_state["sm_keys"]
-st.session_state["sm_tile"] = min(st.session_state["sm_tile"], keys_now)
-st.session_state["sm_rows"] = min(st.session_state["sm_rows"], keys_now)
+st.session_state.update(sm_tile=min(st.session_state["sm_tile"], keys_now), sm_rows=min(st.session_state["sm_rows"], keys_now))
 c = st.columns(5)
 c[0].number_input("Keys", 1, FL.MAX_DEMO_KEYS, key="sm_keys")
 c[1].number_input("Tile size", 1, keys_now, key="sm_tile", help="The last tile is shorter when it does not divide.")
@@ -273,8 +266,7 @@ c[3].toggle("Causal", key="sm_causal", help="The rows are the last positions; ea
 c[4].selectbox("dtype", ["float32", "float64"], key="sm_dtype")
 rows_now = st.session_state["sm_rows"]
 max_pad = FL.max_masked_prefix(keys_now, rows_now, st.session_state["sm_causal"])
-st.session_state["sm_pad"] = min(st.session_state["sm_pad"], max_pad)
-st.session_state["sm_row"] = min(st.session_state["sm_row"], rows_now - 1)
+st.session_state.update(sm_pad=min(st.session_state["sm_pad"], max_pad), sm_row=min(st.session_state["sm_row"], rows_now - 1))
 c = st.columns(4)
 c[0].number_input("Masked keys at the start (padding)", 0, max_pad, key="sm_pad",
                   help="Hidden from every row. A whole tile of them is a fully masked tile.")
