@@ -45,7 +45,7 @@ def model_rates(name: str, attn_impl: str):
     """Seconds per forward call, per token and per attention pair of this model on this device,
     measured in the server's queue (so no other run disturbs it) once per process."""
     from app.work import server
-    from sim.work.run_cost import measure_rates
+    from sim.model.measure import measure_rates
 
     m = model(name)
     with server().queue.slot(exclusive=True):  # a timing: nothing else may run beside it

@@ -19,8 +19,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from sim.cost.opcount import generation_flops  # noqa: E402
-from sim.model.generate import generate  # noqa: E402
-from sim.model.transformer import load_model  # noqa: E402
+from sim.model.generate import generate, prefill  # noqa: E402
+from sim.model.transformer import hf_twin, load_model  # noqa: E402
 
 PROMPT = [10]  # one byte ("\n"): leaves the whole 1,024-token context for generation
 
@@ -34,21 +34,6 @@ def timed(fn, repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
-
-
-def hf_model(model):
-    import transformers
-
-    c = model.cfg
-    hc = transformers.LlamaConfig(
-        vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_ff, num_hidden_layers=c.n_layers,
-        num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads, max_position_embeddings=c.max_seq_len,
-        rms_norm_eps=c.norm_eps, rope_theta=c.rope_theta, tie_word_embeddings=False, attn_implementation="sdpa",
-        bos_token_id=None, eos_token_id=None, pad_token_id=None,
-    )
-    hf = transformers.LlamaForCausalLM(hc).eval()
-    hf.load_state_dict(model.state_dict(), strict=True)
-    return hf
 
 
 def main() -> None:
@@ -73,14 +58,13 @@ def main() -> None:
     # The ceiling: how fast can a cached step be on this machine? Time one big naive step to get
     # the achieved FLOP rate, and a cached step at length 1 to get the fixed per-step overhead.
     ids = torch.randint(0, 256, (1, cfg.max_seq_len))
-    with torch.inference_mode():
-        t_big = timed(lambda: model(ids, attn_impl="sdpa", last_only=True), 3)
+    t_big = timed(lambda: prefill(model, ids, None, "sdpa"), 3)
     rate = sum(generation_flops(cfg, cfg.max_seq_len, 1, "naive")[0].values()) / t_big
     t_naive, t_cached, f_naive, f_cached = rows[1024]
     overhead = (t_cached - f_cached / rate) / 1024
     predicted = (f_naive / rate + 1024 * overhead) / (f_cached / rate + 1024 * overhead)
 
-    hf = hf_model(model)
+    hf = hf_twin(model, "sdpa")
     hf_ids = torch.tensor([PROMPT])
 
     def run_hf():

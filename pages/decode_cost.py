@@ -1,16 +1,16 @@
-import pandas as pd
 import streamlit as st
 
+from app.claims import render_claims
 from app.figures import decode as figs
 from app.resources import model_or_stop as load_model
 from app.resources import model_rates
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import run_job
-from sim.cost.decode import computed_grid, flop_shape, human_flops, run_comparison, scale_curve, seed_claims
+from sim.cost.decode import computed_grid, flop_shape, human_flops, scale_curve, seed_claims
 from sim.cost.opcount import generation_flops
 from sim.cost.presets import load_presets
-from sim.model.generate import MODES, SamplingConfig, encode
+from sim.model.generate import MODES, SamplingConfig, encode, run_comparison
 from sim.model.transformer import PRESETS
 from sim.work.run_cost import cached_work, naive_work
 
@@ -105,10 +105,7 @@ else:
 if not error and res is not None:
     st.session_state["decode_cost.result"] = res  # the run the page shows (tests read it)
     cfg = PRESETS[variant]
-    frames = {m: pd.DataFrame([{"step": r.step, "position": r.position, "token": r.token, "num_new": r.num_new,
-                                "kv_len": r.kv_len, "flops": r.flops, "wall_s": r.wall_s,
-                                **{f"flops_{p}": f for p, f in r.part_to_flops.items()}} for r in getattr(res, m)])
-              for m in MODES}
+    frames = {m: res.to_frame(m) for m in MODES}
     cached_ids = [r.token for r in res.cached]
     diff, k = res.first_difference, res.compared
 
@@ -185,7 +182,5 @@ st.caption("Per step: naive O(N·D² + N²·D) vs cached O(D² + N·D). Whole an
            "are left out here: their latent K/V changes the attention formula.")
 
 st.header("The seeds' numbers, recomputed")
-st.dataframe(pd.DataFrame([{"Seed": c.seed, "Claim": c.claim, "What is counted": c.counts, "Naive": c.naive,
-                            "Cached": c.cached, "Verdict": c.verdict} for c in seed_claims(PRESETS["mha"])]),
-             hide_index=True, width="stretch")
+render_claims(seed_claims(PRESETS["mha"]), "decode_cost")
 url.sync()

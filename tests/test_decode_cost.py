@@ -2,6 +2,7 @@
 
 import pytest
 
+from sim.claims import Claim, Verdict
 from sim.cost.decode import (
     COMPUTED,
     NOTHING,
@@ -35,15 +36,22 @@ def test_seed_counts():
     assert (kv_rows_computed(100, "naive"), kv_rows_computed(100, "cached")) == (5050, 100)
     assert (score_entries(100, "naive"), score_entries(100, "cached")) == (338_350, 5050)
     claims = seed_claims(PRESETS["mha"])
-    by_claim = {c.claim: c for c in claims}
-    assert (by_claim["100 tokens: naive O(N²) = 5,050, cached O(N) = 100"].naive,
-            by_claim["100 tokens: naive O(N²) = 5,050, cached O(N) = 100"].cached) == (5050, 100)
-    assert by_claim["naive: n² work per step"].naive == 10_000
+    assert all(isinstance(c, Claim) and isinstance(c.verdict, Verdict) for c in claims)
+    by_claim = {c.statement: c for c in claims}
+    hundred = by_claim["100 tokens: naive O(N²) = 5,050, cached O(N) = 100"]
+    assert hundred.computed == "K/V vectors computed, summed over steps: naive 5,050, cached 100"
+    assert hundred.value == 5050 and hundred.verdict is Verdict.NEEDS_CONTEXT
+    per_step = by_claim["naive: n² work per step"]
+    assert per_step.value == 10_000 and per_step.computed.endswith("naive 10,000, cached 100")
+    assert by_claim["naive: n³ over a whole answer"].computed.endswith("naive 338,350, cached 5,050")
     four_k = by_claim["a 4K-token response: 16 million attention operations"]
-    assert four_k.naive == 4096 * 4097 // 2 == 8_390_656
+    assert four_k.value == 4096 * 4097 // 2 == 8_390_656 and four_k.computed.endswith("naive 8,390,656, cached 4,096")
+    assert four_k.verdict is Verdict.CLOSE
+    qkv = by_claim["per step: QKV projection O(N·D²) → O(D²)"]
+    assert qkv.computed == "QKV projection FLOPs of the step at N = 100: naive 39,321,600, cached 393,216"
     for c in claims:
         if c.seed == "004":
-            assert c.naive == 100 * c.cached  # O(N·…) -> O(…): exactly N times fewer at N = 100
+            assert c.value == 100  # O(N·…) -> O(…): exactly N times fewer at N = 100
 
 
 def test_seed_hundred_tokens_from_the_op_counter():

@@ -4,9 +4,17 @@ import pytest
 import torch
 
 from sim.cost.opcount import kv_cache_bytes, step_flops
-from sim.model.generate import SamplingConfig, check_lengths, encode, first_difference, generate
+from sim.model.generate import (
+    SamplingConfig,
+    check_lengths,
+    decode_loop,
+    encode,
+    first_difference,
+    generate,
+    prefill,
+)
 from sim.model.kvcache import ContiguousKVCache
-from sim.model.transformer import PRESETS, CheckpointError, ModelConfig, load_model, save_checkpoint
+from sim.model.transformer import PRESETS, AttnOptions, CheckpointError, ModelConfig, load_model, save_checkpoint
 from tests.conftest import random_model
 
 PROMPT = encode("HAMLET.\nTo be, or not to be")
@@ -167,3 +175,58 @@ def test_shipped_checkpoints(shipped_models, name):
     model = shipped_models[name]
     assert model.cfg == PRESETS[name]
     assert checkpoint_path(name).stat().st_size <= 5 * 2**20
+
+
+def test_cache_length_is_what_every_layer_holds_in_any_write_order():
+    """num_tokens advances when every layer has written a position, whichever layer writes last."""
+    cfg = ModelConfig(n_layers=3)
+    cache = ContiguousKVCache(cfg, 1, 8)
+    k = torch.ones(1, cfg.n_kv_heads, 2, cfg.head_dim)  # (B, Hkv, T, D)
+    for layer in (2, 0):  # the last layer first: not yet a token of the cache
+        cache.update(layer, 0, k, k)
+        assert cache.num_tokens == 0
+    cache.update(1, 0, k, k)
+    assert cache.num_tokens == 2
+    cache.update(0, 2, k, k)  # one layer ahead
+    assert cache.num_tokens == 2 and cache.filled(0)[0].shape[2] == 4 and cache.filled(1)[0].shape[2] == 2
+    with pytest.raises(ValueError, match="only 2 positions are filled"):
+        cache.update(1, 3, k, k)  # layer 1 holds 2 positions: writing at 3 leaves a gap
+    cache.truncate(1)
+    assert cache.num_tokens == 1 and [cache.filled(i)[0].shape[2] for i in range(3)] == [1, 1, 1]
+    with pytest.raises(ValueError, match="can truncate to 0..1"):
+        cache.truncate(2)
+
+
+def test_a_forward_advances_the_cache_by_its_tokens():
+    model = random_model(2)
+    cache = ContiguousKVCache(model.cfg, 1, 64)
+    model(torch.tensor([PROMPT[:10]]), 0, cache)
+    assert cache.num_tokens == 10
+    model(torch.tensor([PROMPT[10:13]]), 10, cache)
+    assert cache.num_tokens == 13 and cache.used_bytes() == kv_cache_bytes(model.cfg, 13, 4)
+
+
+def test_decode_loop_from_a_chunk_on_a_cache_equals_generate():
+    """The one loop fed a chunk at position 10 of a cache holding the first 10 tokens gives what
+    generate gives for the whole prompt (tokens, logits, FLOPs)."""
+    model = random_model(1)
+    cache = ContiguousKVCache(model.cfg, 1, 64)
+    prefill(model, torch.tensor([PROMPT[:10]]), cache)
+    steps = list(decode_loop(model, PROMPT[10:], 20, cache, start_pos=10, count=True, keep_logits=True))
+    ref = generate(model, PROMPT, 20, "cached", keep_logits=True)
+    assert [s.token for s in steps] == ref.new_ids
+    assert [(s.position, s.kv_len) for s in steps] == [(s.position, s.kv_len) for s in ref.steps]
+    for a, b in zip(steps[1:], ref.steps[1:], strict=True):
+        assert a.part_to_flops == b.part_to_flops and a.num_new == b.num_new == 1
+        torch.testing.assert_close(a.logits, b.logits, rtol=1e-5, atol=1e-5)
+    assert steps[0].num_new == len(PROMPT) - 10 and steps[0].bytes_kv > 0 == ref.steps[0].bytes_kv
+    with pytest.raises(ValueError, match="without a cache every step starts at position 0"):
+        next(decode_loop(model, PROMPT, 2, None, start_pos=3))
+
+
+def test_device_dtype_and_attention_options():
+    model = random_model(2).to(torch.float64)
+    assert model.device == torch.device("cpu") and model.dtype == torch.float64
+    with pytest.raises(ValueError, match=r"attn_impl must be one of \('eager', 'sdpa'\), got 'flash'"):
+        model(torch.tensor([PROMPT]), attn_impl="flash")
+    assert AttnOptions().impl == "eager" and AttnOptions("sdpa", "math").sdpa_backend == "math"

@@ -5,25 +5,11 @@ import pytest
 import torch
 
 from sim.model.generate import encode, generate
-from sim.model.transformer import PRESETS
+from sim.model.transformer import PRESETS, hf_twin
 
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 
 PROMPT = encode("ROMEO.\nBut, soft! what light through yonder window breaks?")
-
-
-def hf_twin(model, attn_impl):
-    c = model.cfg
-    hc = transformers.LlamaConfig(
-        vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_ff,
-        num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads,
-        max_position_embeddings=c.max_seq_len, rms_norm_eps=c.norm_eps, rope_theta=c.rope_theta,
-        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, attn_implementation=attn_impl,
-        bos_token_id=None, eos_token_id=None, pad_token_id=None,
-    )
-    hf = transformers.LlamaForCausalLM(hc).eval()
-    hf.load_state_dict(model.state_dict(), strict=True)  # every name maps one-to-one
-    return hf
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

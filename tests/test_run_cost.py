@@ -3,16 +3,8 @@
 import torch
 
 from sim.model.generate import generate_steps
-from sim.work.run_cost import (
-    ModelRates,
-    Work,
-    cached_work,
-    fit_rates,
-    measure_rates,
-    naive_work,
-    prefill_work,
-    triangle,
-)
+from sim.model.measure import measure_rates
+from sim.work.run_cost import ModelRates, Work, cached_work, fit_rates, naive_work, prefill_work, triangle
 from tests.conftest import random_model
 
 

@@ -23,7 +23,7 @@ def capture_attention(model: TinyLlama, ids: list[int], mask: torch.Tensor | Non
     """Prefill `ids` with eager attention; `mask` (T, T) bool replaces the causal mask."""
     if not 1 <= len(ids) <= model.cfg.max_seq_len:
         raise ValueError(f"prompt must be 1..{model.cfg.max_seq_len} tokens, got {len(ids)}")
-    dev = model.lm_head.weight.device
+    dev = model.device
     cap: list[dict] = []
     add = additive(mask).to(dev) if mask is not None else None
     logits = model(torch.tensor([ids], device=dev), attn_impl="eager", attn_mask=add, capture=cap)
@@ -57,7 +57,7 @@ def cache_validity(model: TinyLlama, ids: list[int], causal_mask: bool = True) -
     """
     if len(ids) < 2:
         raise ValueError(f"need at least 2 tokens to append one, got {len(ids)}")
-    dev = model.lm_head.weight.device
+    dev = model.device
     runs = []
     for seq in (ids[:-1], ids):
         cap: list[dict] = []

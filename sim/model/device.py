@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -37,6 +39,30 @@ def pick_dtype(device: torch.device) -> torch.dtype:
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued kernels (CUDA runs asynchronously; a CPU is always done)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class Stopwatch:
+    """Device-synced wall time of a block: `with Stopwatch(device) as sw: ...`, then `sw.seconds`."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.seconds = math.nan
+        self._t0 = 0.0
+
+    def __enter__(self) -> Stopwatch:
+        synchronize(self.device)
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        synchronize(self.device)
+        self.seconds = time.perf_counter() - self._t0
 
 
 def configure_threads(env: dict[str, str] | None = None) -> int:

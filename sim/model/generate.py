@@ -4,18 +4,20 @@ naive : every step re-feeds the whole sequence so far (prompt + generated) with 
         recomputing every K and V: step n costs O(n·d² + n²·d).
 cached: step 0 (prefill) runs the prompt once and fills the cache; every later step feeds one
         token, computes one new K/V row and reads the rest: O(d² + n·d).
-Both yield a StepRecord per produced token; with the same sampling they produce the same tokens.
+Both run through one loop (`decode_loop`: `prefill`, then `decode_one_token` per token; without a
+cache, a prefill of the whole sequence per token) and yield a StepRecord per produced token; with
+the same sampling they produce the same tokens. `run_comparison` runs both for the Decode cost page.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
 
-from sim.cost.opcount import PARTS, FlopTally, step_bytes
+from sim.cost.opcount import FlopTally, step_bytes
+from sim.model.device import Stopwatch
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.transformer import TinyLlama
 
@@ -34,6 +36,11 @@ class SamplingConfig:
         if self.top_k < 0:
             raise ValueError(f"top_k must be >= 0, got {self.top_k}")
 
+    def sampler(self) -> Callable[[torch.Tensor], int]:
+        """logits (V,) -> token id, drawing from its own generator seeded with `seed` (one per generation)."""
+        gen = torch.Generator().manual_seed(self.seed) if self.temperature > 0 else None
+        return lambda logits: sample(logits, self, gen)
+
 
 @dataclass(frozen=True)
 class StepRecord:
@@ -45,7 +52,7 @@ class StepRecord:
     part_to_flops: dict[str, int]
     bytes_weights: int
     bytes_kv: int
-    wall_s: float
+    wall_s: float  # device-synced, picking the token included
     logits: torch.Tensor | None = None  # (V,) fp32 on CPU, when asked for
 
     @property
@@ -61,28 +68,12 @@ class GenerationResult:
     steps: list[StepRecord] = field(default_factory=list)
 
     @property
-    def total_flops(self) -> int:
-        return sum(s.flops for s in self.steps)
-
-    @property
     def decode_seconds(self) -> float:
         return sum(s.wall_s for s in self.steps)
 
     @property
     def tokens_per_s(self) -> float:
         return len(self.new_ids) / self.decode_seconds if self.decode_seconds > 0 else float("inf")
-
-    def to_frame(self):
-        import pandas as pd
-
-        rows = []
-        for s in self.steps:
-            row = {"step": s.step, "position": s.position, "token": s.token, "num_new": s.num_new,
-                   "kv_len": s.kv_len, "flops": s.flops, "bytes_weights": s.bytes_weights,
-                   "bytes_kv": s.bytes_kv, "wall_s": s.wall_s}
-            row.update({f"flops_{p}": s.part_to_flops[p] for p in PARTS})
-            rows.append(row)
-        return pd.DataFrame(rows)
 
 
 def encode(text: str) -> list[int]:
@@ -93,10 +84,15 @@ def decode(ids: list[int]) -> str:
     return bytes(ids).decode("utf-8", errors="replace")
 
 
+def greedy(logits: torch.Tensor) -> int:
+    """logits (V,) -> the most likely token id."""
+    return int(torch.argmax(logits))
+
+
 def sample(logits: torch.Tensor, cfg: SamplingConfig, gen: torch.Generator | None) -> int:
     """logits (V,) -> token id. Greedy when temperature == 0."""
     if cfg.temperature == 0:
-        return int(torch.argmax(logits))
+        return greedy(logits)
     logits = logits.float().cpu() / cfg.temperature
     if cfg.top_k:
         kth = torch.topk(logits, min(cfg.top_k, logits.numel())).values[-1]
@@ -105,19 +101,19 @@ def sample(logits: torch.Tensor, cfg: SamplingConfig, gen: torch.Generator | Non
     return int(torch.multinomial(probs, 1, generator=gen))
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+@torch.inference_mode()
+def prefill(model: TinyLlama, ids: torch.Tensor, cache, attn_impl="eager", sdpa_backend=None, tally=None,
+            start_pos: int = 0, last_only: bool = True) -> torch.Tensor:
+    """Feed ids (B, T) at positions start_pos.. (0: a prompt; later: a chunk on top of what `cache`
+    holds) and write their K/V to `cache`. Logits of the last position (B, V), or of every position
+    (B, T, V) when not last_only (speculative decoding's verify pass)."""
+    logits = model(ids, start_pos, cache, attn_impl, sdpa_backend, tally, last_only=last_only)
+    return logits[:, -1] if last_only else logits
 
 
 @torch.inference_mode()
-def prefill(model: TinyLlama, ids: torch.Tensor, cache, attn_impl="eager", sdpa_backend=None, tally=None) -> torch.Tensor:
-    """Run the prompt (B, T) from position 0 and fill `cache`; logits of the last position (B, V)."""
-    return model(ids, 0, cache, attn_impl, sdpa_backend, tally, last_only=True)[:, -1]
-
-
-@torch.inference_mode()
-def decode_one_token(model: TinyLlama, token: torch.Tensor, pos: int, cache, attn_impl="eager", sdpa_backend=None, tally=None) -> torch.Tensor:
+def decode_one_token(model: TinyLlama, token: torch.Tensor, pos: int, cache, attn_impl="eager", sdpa_backend=None,
+                     tally=None) -> torch.Tensor:
     """Feed one token (B, 1) at position `pos` against the cache; logits (B, V)."""
     return model(token, pos, cache, attn_impl, sdpa_backend, tally, last_only=True)[:, -1]
 
@@ -138,6 +134,56 @@ def check_lengths(model: TinyLlama, prompt_len: int, max_new_tokens: int) -> Non
 
 
 @torch.inference_mode()
+def decode_loop(
+    model: TinyLlama,
+    ids: list[int],
+    num_new: int,
+    cache=None,
+    pick: Callable[[torch.Tensor], int] = greedy,
+    start_pos: int = 0,
+    attn_impl: str = "eager",
+    sdpa_backend: str | None = None,
+    count: bool = False,
+    keep_logits: bool = False,
+) -> Iterator[StepRecord]:
+    """The one prefill + decode loop, whatever the cache (contiguous, paged, quantized).
+
+    Step 0 feeds `ids` at positions start_pos.. with `prefill`; every later step feeds the token just
+    picked with `decode_one_token`. Without a cache (naive decoding) every step re-feeds the whole
+    sequence from position 0 instead. Each step is timed on the device (synced, picking the token
+    included) and, when `count`, its matmul FLOPs are tallied from the shapes executed."""
+    if cache is None and start_pos:
+        raise ValueError(f"without a cache every step starts at position 0, got start_pos={start_pos}")
+    device = model.device
+    elem = torch.finfo(model.dtype).bits // 8
+    seq = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T): the tokens from start_pos on
+    for step in range(num_new):
+        tally = FlopTally() if count else None
+        kv_len = start_pos + seq.shape[1]
+        with Stopwatch(device) as clock:
+            if cache is None or step == 0:
+                feed, start = seq, start_pos  # the prompt, or the whole sequence again (naive)
+                logits = prefill(model, feed, cache, attn_impl, sdpa_backend, tally, start_pos=start)[0]  # (V,)
+            else:
+                feed, start = seq[:, -1:], kv_len - 1
+                logits = decode_one_token(model, feed, start, cache, attn_impl, sdpa_backend, tally)[0]  # (V,)
+            token = pick(logits)
+        nbytes = step_bytes(model.cfg, feed.shape[1], kv_len, elem, cached=cache is not None and start > 0)
+        yield StepRecord(
+            step=step,
+            position=kv_len,
+            token=token,
+            num_new=feed.shape[1],
+            kv_len=kv_len,
+            part_to_flops=dict(tally.part_to_flops) if tally else {},
+            bytes_weights=nbytes["weights"],
+            bytes_kv=nbytes["kv"],
+            wall_s=clock.seconds,
+            logits=logits.float().cpu().clone() if keep_logits else None,
+        )
+        seq = torch.cat([seq, torch.tensor([[token]], device=device)], dim=1)
+
+
 def generate_steps(
     model: TinyLlama,
     prompt_ids: list[int],
@@ -149,49 +195,15 @@ def generate_steps(
     keep_logits: bool = False,
     count: bool = True,
 ) -> Iterator[StepRecord]:
-    """Yield one StepRecord per generated token (batch size 1)."""
+    """Yield one StepRecord per generated token (batch size 1): naive without a cache, cached with a
+    ContiguousKVCache sized to the positions written (the last produced token is never fed back)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     check_lengths(model, len(prompt_ids), max_new_tokens)
-    cfg = model.cfg
-    device = model.lm_head.weight.device
-    dtype = model.lm_head.weight.dtype
-    elem = torch.finfo(dtype).bits // 8
-    gen = torch.Generator().manual_seed(sampling.seed) if sampling.temperature > 0 else None
-    # the last produced token is never fed back: prompt + new - 1 positions get written
     num_positions = len(prompt_ids) + max_new_tokens - 1
-    cache = ContiguousKVCache(cfg, 1, num_positions, device, dtype) if mode == "cached" else None
-    seq = torch.tensor([prompt_ids], dtype=torch.long, device=device)  # (1, T)
-    for step in range(max_new_tokens):
-        tally = FlopTally() if count else None
-        kv_len = seq.shape[1]
-        if mode == "naive":
-            feed, start = seq, 0  # the whole sequence, again
-        elif step == 0:
-            feed, start = seq, 0  # prefill
-        else:
-            feed, start = seq[:, -1:], kv_len - 1
-        _sync(device)
-        t0 = time.perf_counter()
-        logits = model(feed, start, cache, attn_impl, sdpa_backend, tally, last_only=True)[0, -1]  # (V,)
-        token = sample(logits, sampling, gen)
-        _sync(device)
-        wall = time.perf_counter() - t0
-        num_new = feed.shape[1]
-        nbytes = step_bytes(cfg, num_new, kv_len, elem, cached=cache is not None and step > 0)
-        yield StepRecord(
-            step=step,
-            position=kv_len,
-            token=token,
-            num_new=num_new,
-            kv_len=kv_len,
-            part_to_flops=dict(tally.part_to_flops) if tally else {},
-            bytes_weights=nbytes["weights"],
-            bytes_kv=nbytes["kv"],
-            wall_s=wall,
-            logits=logits.float().cpu().clone() if keep_logits else None,
-        )
-        seq = torch.cat([seq, torch.tensor([[token]], device=device)], dim=1)
+    cache = ContiguousKVCache(model.cfg, 1, num_positions, model.device, model.dtype) if mode == "cached" else None
+    yield from decode_loop(model, prompt_ids, max_new_tokens, cache, sampling.sampler(), 0, attn_impl, sdpa_backend,
+                           count, keep_logits)
 
 
 def generate(model: TinyLlama, prompt_ids: list[int], max_new_tokens: int, mode: str = "cached", **kwargs) -> GenerationResult:
@@ -205,3 +217,79 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))
+
+
+@dataclass
+class DecodeComparison:
+    """Naive and cached generation of the same tokens, and what they measured.
+
+    Naive decoding is O(N²) in time: it may be given a wall-time budget, after which it stops
+    and the comparison covers the tokens it produced (`compared`)."""
+
+    naive: list[StepRecord]
+    cached: list[StepRecord]
+    num_requested: int
+    naive_budget_s: float | None
+
+    @property
+    def compared(self) -> int:
+        return min(len(self.naive), len(self.cached))
+
+    @property
+    def naive_complete(self) -> bool:
+        return len(self.naive) == self.num_requested
+
+    @property
+    def first_difference(self) -> int | None:
+        """First generated token where the two runs differ, over the tokens both produced."""
+        k = self.compared
+        return first_difference([r.token for r in self.naive[:k]], [r.token for r in self.cached[:k]])
+
+    def seconds(self, mode: str, steps: int | None = None) -> float:
+        recs = self.naive if mode == "naive" else self.cached
+        return sum(r.wall_s for r in recs[: steps if steps is not None else len(recs)])
+
+    @property
+    def speedup(self) -> float:
+        """Naive time / cached time over the same (compared) tokens."""
+        k = self.compared
+        return self.seconds("naive", k) / self.seconds("cached", k)
+
+    def tokens_per_s(self, mode: str) -> float:
+        recs = self.naive if mode == "naive" else self.cached
+        return len(recs) / self.seconds(mode)
+
+    def flops(self, mode: str, steps: int | None = None) -> int:
+        recs = self.naive if mode == "naive" else self.cached
+        return sum(r.flops for r in recs[: steps if steps is not None else len(recs)])
+
+    def to_frame(self, mode: str):
+        """One row per step of `mode`: what was fed, the token, FLOPs (total and by part), wall time."""
+        import pandas as pd
+
+        return pd.DataFrame([{"step": r.step, "position": r.position, "token": r.token, "num_new": r.num_new,
+                              "kv_len": r.kv_len, "flops": r.flops, "wall_s": r.wall_s,
+                              **{f"flops_{p}": f for p, f in r.part_to_flops.items()}}
+                             for r in (self.naive if mode == "naive" else self.cached)])
+
+
+def run_comparison(model: TinyLlama, prompt_ids: list[int], num_new: int, sampling: SamplingConfig,
+                   attn_impl: str = "sdpa", naive_budget_s: float | None = None, on_step=None) -> DecodeComparison:
+    """Cached first (fast), then naive until done or out of budget. on_step(mode, i) reports progress."""
+    for mode in ("cached", "naive"):  # warm-up: first calls pay one-time kernel and allocator costs
+        for _ in generate_steps(model, prompt_ids[:8], 2, mode, sampling, attn_impl, count=False):
+            pass
+    cached = []
+    for rec in generate_steps(model, prompt_ids, num_new, "cached", sampling, attn_impl):
+        cached.append(rec)
+        if on_step:
+            on_step("cached", len(cached))
+    naive, spent = [], 0.0
+    for rec in generate_steps(model, prompt_ids, num_new, "naive", sampling, attn_impl):
+        naive.append(rec)
+        spent += rec.wall_s
+        if on_step:
+            on_step("naive", len(naive))
+        if naive_budget_s is not None and spent > naive_budget_s:
+            break
+    return DecodeComparison(naive, cached, num_new, naive_budget_s)

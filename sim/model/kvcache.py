@@ -26,6 +26,8 @@ class ContiguousKVCache:
 
     Memory is reserved up front for the whole context (what a simple server does per request);
     `used_bytes` counts only the positions written so far, `reserved_bytes` the whole buffer.
+    Each layer's length is the end of its last write (`start_pos + T`); `num_tokens` is derived,
+    the positions every layer holds, so it does not depend on the order the layers are written in.
     """
 
     def __init__(self, cfg, batch_size: int = 1, max_seq_len: int | None = None, device=None, dtype=torch.float32):
@@ -35,27 +37,29 @@ class ContiguousKVCache:
         shape = (batch_size, cfg.n_kv_heads, self.max_seq_len, cfg.head_dim)  # (B, Hkv, S_max, D)
         self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
         self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
-        self._len = 0
+        self.layer_to_num_tokens = [0] * cfg.n_layers
 
     def update(self, layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor):
         T = k.shape[2]
         end = start_pos + T
         if end > self.max_seq_len:
             raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
-        if start_pos > self._len:
-            raise ValueError(f"write at position {start_pos} leaves a gap: only {self._len} positions are filled")
+        have = self.layer_to_num_tokens[layer]
+        if start_pos > have:
+            raise ValueError(f"write at position {start_pos} leaves a gap: only {have} positions are filled")
         self.k[layer][:, :, start_pos:end] = k
         self.v[layer][:, :, start_pos:end] = v
-        if layer == len(self.k) - 1:
-            self._len = end
+        self.layer_to_num_tokens[layer] = end
         return self.k[layer][:, :, :end], self.v[layer][:, :, :end]
 
     @property
     def num_tokens(self) -> int:
-        return self._len
+        """Positions written in every layer."""
+        return min(self.layer_to_num_tokens)
 
     def filled(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.k[layer][:, :, : self._len], self.v[layer][:, :, : self._len]
+        n = self.layer_to_num_tokens[layer]
+        return self.k[layer][:, :, :n], self.v[layer][:, :, :n]
 
     def used_bytes(self) -> int:
         """Bytes of the K and V actually written, summed over the real tensors."""
@@ -70,6 +74,6 @@ class ContiguousKVCache:
 
     def truncate(self, num_tokens: int) -> None:
         """Forget everything from position num_tokens on (the buffers are simply overwritten later)."""
-        if not 0 <= num_tokens <= self._len:
-            raise ValueError(f"can truncate to 0..{self._len}, got {num_tokens}")
-        self._len = num_tokens
+        if not 0 <= num_tokens <= self.num_tokens:
+            raise ValueError(f"can truncate to 0..{self.num_tokens}, got {num_tokens}")
+        self.layer_to_num_tokens = [num_tokens] * len(self.k)

@@ -1,4 +1,5 @@
-"""The real tiny model's KV cache, allocated and counted: measured bytes next to the formula."""
+"""Measured on the real tiny model: its KV cache allocated and counted (bytes next to the formula),
+and the per-call / per-token / per-pair rates of the cost model in sim/work/run_cost.py."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import math
 from dataclasses import dataclass
 
 from sim.cost.memory import MAX_TINY_BATCH, MemoryConfig, _check_int, kv_memory
-from sim.cost.presets import ArchPreset
+from sim.cost.arch import ArchPreset
+from sim.work.run_cost import ModelRates, Work, fit_rates, prefill_work
 
 # --- measured on the real tiny model -----------------------------------------------------------
 
@@ -64,27 +66,27 @@ def measure_tiny_cache(model, batch: int, context: int, weights: str = "trained 
 
     from sim.cost.opcount import kv_cache_bytes
     from sim.cost.presets import tiny_preset
+    from sim.model.device import synchronize
+    from sim.model.generate import prefill
     from sim.model.kvcache import ContiguousKVCache
 
     cfg = model.cfg
     _check_int("batch", batch, 1, MAX_TINY_BATCH)
     _check_int("context", context, 1, cfg.max_seq_len)
-    param = next(model.parameters())
-    device, dtype = param.device, param.dtype
+    device, dtype = model.device, model.dtype
     kv_name = TORCH_DTYPE_TO_KV[str(dtype).removeprefix("torch.")]
     cuda = device.type == "cuda"
     if cuda:
-        torch.cuda.synchronize(device)
+        synchronize(device)
         before = torch.cuda.memory_allocated(device)
     cache = ContiguousKVCache(cfg, batch_size=batch, max_seq_len=context, device=device, dtype=dtype)
     delta = None
     if cuda:
-        torch.cuda.synchronize(device)
+        synchronize(device)
         delta = torch.cuda.memory_allocated(device) - before
     gen = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, cfg.vocab_size, (batch, context), generator=gen).to(device)  # (B, S)
-    with torch.no_grad():
-        model(tokens, 0, cache=cache, attn_impl="sdpa", last_only=True)  # same bytes; eager would hold B·H·S² scores
+    prefill(model, tokens, cache, "sdpa")  # the same bytes; eager would hold B·H·S² scores
     assert cache.num_tokens == context
     element = torch.empty((), dtype=dtype).element_size()
     shape = (batch, cfg.n_kv_heads, context, cfg.head_dim)  # (B, H_kv, S, D)
@@ -102,3 +104,25 @@ def measure_tiny_cache(model, batch: int, context: int, weights: str = "trained 
         calculator_bytes=calc, cuda_allocated_delta=delta,
         cuda_expected=n_tensors * -(-tensor_bytes // CUDA_BLOCK) * CUDA_BLOCK if cuda else None,
     )
+
+
+def measure_rates(model, attn_impl: str = "sdpa", repeats: int = 3) -> ModelRates:
+    """Time forward passes of the real model at a few lengths and fit the three rates (~0.2 s on a CPU)."""
+    import torch
+
+    from sim.model.device import Stopwatch
+    from sim.model.generate import prefill
+
+    cfg = model.cfg
+    lengths = [1, 64, min(512, cfg.max_seq_len)]
+    samples: list[tuple[Work, float]] = []
+    for t in lengths:
+        ids = torch.zeros(1, t, dtype=torch.long, device=model.device)  # (1, T)
+        prefill(model, ids, None, attn_impl)  # warm-up
+        best = float("inf")
+        for _ in range(repeats):
+            with Stopwatch(model.device) as clock:
+                prefill(model, ids, None, attn_impl)
+            best = min(best, clock.seconds)
+        samples.append((prefill_work(t), best))
+    return fit_rates(samples)

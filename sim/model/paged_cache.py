@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from sim.alloc.paging import BlockPool, PoolSnapshot, cdiv
-from sim.model.generate import SamplingConfig, check_lengths, decode_one_token, generate, prefill, sample
+from sim.model.generate import SamplingConfig, check_lengths, decode_loop, generate, prefill
 from sim.model.transformer import TinyLlama
 
 
@@ -147,28 +147,27 @@ def paged_generate(
     if not 1 <= num_branches <= 16:
         raise ValueError(f"num_branches must be 1..16, got {num_branches}")
     cfg = model.cfg
-    device = model.lm_head.weight.device
-    dtype = model.lm_head.weight.dtype
     per_branch = cdiv(len(prompt_ids) + max_new_tokens, block_size)
-    cache = PagedKVCache(cfg, num_branches * per_branch + 1, block_size, device, dtype)
+    cache = PagedKVCache(cfg, num_branches * per_branch + 1, block_size, model.device, model.dtype)
     configs = [SamplingConfig(sampling.temperature, sampling.top_k, sampling.seed + b) for b in range(num_branches)]
-    gens = [torch.Generator().manual_seed(c.seed) if c.temperature > 0 else None for c in configs]
-    ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)  # (1, T)
+    picks = [c.sampler() for c in configs]
+    ids = torch.tensor([prompt_ids], dtype=torch.long, device=model.device)  # (1, T)
     cache.set_batch([0])
     first = prefill(model, ids, cache, attn_impl)[0].float().cpu()  # (V,)
     after_prefill = cache.pool.snapshot(0)
     for b in range(1, num_branches):
         cache.fork(0, b)
-    branch_ids = [[sample(first, configs[b], gens[b])] for b in range(num_branches)]
+    branch_ids = [[picks[b](first)] for b in range(num_branches)]
     logits = [[first] for _ in range(num_branches)]
-    for step in range(1, max_new_tokens):
-        pos = len(prompt_ids) + step - 1
+    # each branch is the one decode loop from its first token on; the branches take turns, a step each
+    loops = [decode_loop(model, branch_ids[b][:1], max_new_tokens - 1, cache, picks[b], len(prompt_ids), attn_impl,
+                         keep_logits=True) for b in range(num_branches)]
+    for _ in range(1, max_new_tokens):
         for b in range(num_branches):
             cache.set_batch([b])
-            token = torch.tensor([[branch_ids[b][-1]]], device=device)  # (1, 1)
-            out = decode_one_token(model, token, pos, cache, attn_impl)[0].float().cpu()  # (V,)
-            logits[b].append(out)
-            branch_ids[b].append(sample(out, configs[b], gens[b]))
+            rec = next(loops[b])
+            logits[b].append(rec.logits)
+            branch_ids[b].append(rec.token)
     cache.pool.check_invariants()
     reference_ids, diff = [], 0.0
     for b in range(num_branches):

@@ -96,56 +96,25 @@ class BranchRun:
         return " ".join(out)
 
 
-def _sync(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _continue(model, cache, ids: list[int], start: int, num_new: int, attn_impl: str):
     """Feed ids at positions start.. through the cache, then decode greedily. (tokens, logits, prefill s, decode s)"""
-    import time
+    from sim.model.generate import decode_loop
 
-    import torch
-
-    from sim.model.generate import decode_one_token
-
-    device = model.lm_head.weight.device
-    x = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
-    _sync(device)
-    t0 = time.perf_counter()
-    with torch.inference_mode():
-        logits = model(x, start, cache, attn_impl, last_only=True)[0, -1]  # (V,)
-    token = int(torch.argmax(logits))
-    _sync(device)
-    t1 = time.perf_counter()
-    tokens, all_logits = [token], [logits.float().cpu()]
-    pos = start + len(ids)
-    for _ in range(num_new - 1):
-        out = decode_one_token(model, torch.tensor([[token]], device=device), pos, cache, attn_impl)[0]  # (V,)
-        token = int(torch.argmax(out))
-        tokens.append(token)
-        all_logits.append(out.float().cpu())
-        pos += 1
-    _sync(device)
-    return tokens, all_logits, t1 - t0, time.perf_counter() - t1
+    steps = list(decode_loop(model, ids, num_new, cache, start_pos=start, attn_impl=attn_impl, keep_logits=True))
+    return [s.token for s in steps], [s.logits for s in steps], steps[0].wall_s, sum(s.wall_s for s in steps[1:])
 
 
 def _prefill_only(model, cache, ids: list[int], attn_impl: str) -> float:
     """Feed ids from position 0 into the cache (nothing sampled); seconds taken."""
-    import time
-
     import torch
 
-    device = model.lm_head.weight.device
-    x = torch.tensor([ids], dtype=torch.long, device=device)  # (1, P)
-    _sync(device)
-    t0 = time.perf_counter()
-    with torch.inference_mode():
-        model(x, 0, cache, attn_impl, last_only=True)
-    _sync(device)
-    return time.perf_counter() - t0
+    from sim.model.device import Stopwatch
+    from sim.model.generate import prefill
+
+    x = torch.tensor([ids], dtype=torch.long, device=model.device)  # (1, P)
+    with Stopwatch(model.device) as clock:
+        prefill(model, x, cache, attn_impl)
+    return clock.seconds
 
 
 def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]], num_new: int = 16,
@@ -176,7 +145,7 @@ def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]]
     if longest > cfg.max_seq_len:
         raise ValueError(f"prefix ({p}) + longest continuation ({max(len(s) for s in suffix_ids)}) + {num_new} new "
                          f"tokens - 1 needs {longest} positions; the model was trained on {cfg.max_seq_len}")
-    device, dtype = model.lm_head.weight.device, model.lm_head.weight.dtype
+    device, dtype = model.device, model.dtype
     cache = ContiguousKVCache(cfg, 1, longest, device, dtype)
     n_b = len(suffix_ids)
     shared_t: list[float] = []
@@ -243,10 +212,6 @@ class KVChange:
     def num_layers(self) -> int:
         return self.k_diff.shape[0]
 
-    def first_changed_position(self, layer: int) -> int | None:
-        nz = np.flatnonzero(self.k_diff[layer] > 0)
-        return int(nz[0]) if len(nz) else None
-
     def num_changed_positions(self, layer: int) -> int:
         return int(((self.k_diff[layer] > 0) | (self.v_diff[layer] > 0)).sum())
 
@@ -276,12 +241,11 @@ def kv_change(model, ids: list[int], position: int, new_token: int | None = None
         raise ValueError(f"token {new} at position {position} is not a change")
     changed = list(ids)
     changed[position] = new
-    device = model.lm_head.weight.device
     caps = []
     for seq in (ids, changed):
         cap: list = []
         with torch.inference_mode():
-            model(torch.tensor([seq], dtype=torch.long, device=device), 0, None, "eager", capture=cap)
+            model(torch.tensor([seq], dtype=torch.long, device=model.device), 0, None, "eager", capture=cap)
         caps.append(cap)
     k_diff, v_diff, k_scale = [], [], []
     for a, b in zip(caps[0], caps[1], strict=True):

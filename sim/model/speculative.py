@@ -4,12 +4,11 @@ tokens proven identical to the target's own greedy output."""
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sim.serving.batching import _check_spec
+from sim.serving.speculative import check_spec
 
 # ---------------------------------------------------------------------------------------------
 # Speculative decoding on the real tiny model (torch is imported only here)
@@ -85,10 +84,9 @@ class SpecRun:
 
     @property
     def first_difference(self) -> int | None:
-        for i, (a, b) in enumerate(zip(self.new_ids, self.target_ids, strict=False)):
-            if a != b:
-                return i
-        return None if len(self.new_ids) == len(self.target_ids) else min(len(self.new_ids), len(self.target_ids))
+        from sim.model.generate import first_difference
+
+        return first_difference(self.new_ids, self.target_ids)
 
 
 def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: int, k: int,
@@ -103,15 +101,15 @@ def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: i
 
     import torch
 
-    from sim.model.generate import check_lengths, generate
+    from sim.model.device import Stopwatch
+    from sim.model.generate import check_lengths, decode_loop, generate, greedy, prefill
     from sim.model.kvcache import ContiguousKVCache
 
-    _check_spec(0.5, k)
+    check_spec(0.5, k)
     if not 1 <= repeats <= 10:
         raise ValueError(f"repeats must be 1..10, got {repeats}")
     check_lengths(target, len(prompt_ids), max_new_tokens + k)
-    device = target.lm_head.weight.device
-    dtype = target.lm_head.weight.dtype
+    device, dtype = target.device, target.dtype
     length = len(prompt_ids) + max_new_tokens + k
     draft_times: list[float] = []
     verify_times: list[float] = []
@@ -119,65 +117,49 @@ def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: i
     def ids(xs):
         return torch.tensor([xs], dtype=torch.long, device=device)  # (1, T)
 
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
     @torch.inference_mode()
     def once() -> tuple[list[int], list[int], float]:
         t_cache = ContiguousKVCache(target.cfg, 1, length, device, dtype)
         d_cache = ContiguousKVCache(draft.cfg, 1, length, device, dtype)
         accepted: list[int] = []
-        sync()
-        t0 = time.perf_counter()
-        seq = list(prompt_ids)
-        seq.append(int(target(ids(seq), 0, t_cache, last_only=True)[0, -1].argmax()))
-        new = [seq[-1]]
-        while len(new) < max_new_tokens:
-            # the draft catches up on the tokens it has not seen, then proposes k tokens
-            proposal: list[int] = []
-            feed = seq[d_cache.num_tokens:]
-            for _ in range(k):
-                sync()
-                d0 = time.perf_counter()
-                tok = int(draft(ids(feed), d_cache.num_tokens, d_cache, last_only=True)[0, -1].argmax())
-                sync()
-                draft_times.append(time.perf_counter() - d0)
-                proposal.append(tok)
-                feed = [tok]
-            # the target scores the last token and the k drafts at once
-            start = t_cache.num_tokens  # == len(seq) - 1
-            sync()
-            v0 = time.perf_counter()
-            logits = target(ids(seq[start:] + proposal), start, t_cache)[0]  # (k + 1, V)
-            best = logits.argmax(dim=-1).tolist()
-            sync()
-            verify_times.append(time.perf_counter() - v0)
-            a = 0
-            while a < k and proposal[a] == best[a]:
-                a += 1
-            accepted.append(a)
-            emitted = proposal[:a] + [best[a]]
-            t_cache.truncate(start + 1 + a)  # the last token and the kept drafts
-            d_cache.truncate(min(d_cache.num_tokens, len(seq) + a))
-            seq += emitted
-            new += emitted
-        sync()
-        return new[:max_new_tokens], accepted, time.perf_counter() - t0
+        with Stopwatch(device) as total:
+            seq = list(prompt_ids)
+            seq.append(greedy(prefill(target, ids(seq), t_cache)[0]))
+            new = [seq[-1]]
+            while len(new) < max_new_tokens:
+                # the draft catches up on the tokens it has not seen, then proposes k tokens
+                steps = list(decode_loop(draft, seq[d_cache.num_tokens:], k, d_cache, start_pos=d_cache.num_tokens))
+                draft_times.extend(s.wall_s for s in steps)
+                proposal = [s.token for s in steps]
+                # the target scores the last token and the k drafts at once
+                start = t_cache.num_tokens  # == len(seq) - 1
+                with Stopwatch(device) as verify:
+                    logits = prefill(target, ids(seq[start:] + proposal), t_cache, start_pos=start,
+                                     last_only=False)[0]  # (k + 1, V)
+                    best = logits.argmax(dim=-1).tolist()
+                verify_times.append(verify.seconds)
+                a = 0
+                while a < k and proposal[a] == best[a]:
+                    a += 1
+                accepted.append(a)
+                emitted = proposal[:a] + [best[a]]
+                t_cache.truncate(start + 1 + a)  # the last token and the kept drafts
+                d_cache.truncate(min(d_cache.num_tokens, len(seq) + a))
+                seq += emitted
+                new += emitted
+        return new[:max_new_tokens], accepted, total.seconds
 
-    with torch.inference_mode():  # warm-up: first calls allocate and pick kernels
-        target(ids(prompt_ids[:4]), 0, ContiguousKVCache(target.cfg, 1, 8, device, dtype))
-        draft(ids(prompt_ids[:4]), 0, ContiguousKVCache(draft.cfg, 1, 8, device, dtype))
+    # warm-up: first calls allocate and pick kernels
+    prefill(target, ids(prompt_ids[:4]), ContiguousKVCache(target.cfg, 1, 8, device, dtype))
+    prefill(draft, ids(prompt_ids[:4]), ContiguousKVCache(draft.cfg, 1, 8, device, dtype))
     spec_s, target_s, steps = math.inf, math.inf, []
     new, accepted, plain_ids = [], [], []
     for _ in range(repeats):
         new, accepted, wall = once()
         spec_s = min(spec_s, wall)
-        sync()
-        t1 = time.perf_counter()
-        plain = generate(target, list(prompt_ids), max_new_tokens, "cached", count=False)
-        sync()
-        target_s = min(target_s, time.perf_counter() - t1)
+        with Stopwatch(device) as plain_clock:
+            plain = generate(target, list(prompt_ids), max_new_tokens, "cached", count=False)
+        target_s = min(target_s, plain_clock.seconds)
         steps += [st.wall_s for st in plain.steps[1:]] or [plain.steps[0].wall_s]
         plain_ids = plain.new_ids
     return SpecRun(k, list(prompt_ids), new, plain_ids, accepted, spec_s, target_s,

@@ -3,7 +3,7 @@
 Byte-level vocabulary (256), RMSNorm, rotary position embeddings (the rotate-half layout that
 Hugging Face's Llama uses), SwiGLU MLP and grouped-query attention: n_kv_heads == n_heads is
 MHA, 1 is MQA. Parameter names follow Llama's, so a checkpoint loads one-to-one into
-`transformers.LlamaForCausalLM` (the tests do exactly that).
+`transformers.LlamaForCausalLM` (`hf_twin` below: the oracle tests and the benchmark use it).
 
 forward() takes the tokens of one step and the absolute position of the first one. With a cache
 it writes the new K/V there and attends to everything cached so far; without one it attends only
@@ -120,6 +120,21 @@ def causal_additive_mask(num_new: int, kv_len: int, device=None, dtype=torch.flo
     return mask.masked_fill(k_pos > q_pos, float("-inf"))
 
 
+@dataclass(frozen=True, eq=False)
+class AttnOptions:
+    """How every layer of one forward pass attends; built once per forward."""
+
+    impl: str = "eager"  # one of ATTN_IMPLS
+    sdpa_backend: str | None = None  # force one SDPA backend (sim.model.device.SDPA_BACKEND_NAMES)
+    mask: torch.Tensor | None = None  # (T, S) additive; replaces the causal mask
+    capture: list | None = None  # gets one dict per layer: k, v (and scores, probs when eager)
+    tally: FlopTally | None = None  # matmul FLOPs counted from the shapes executed
+
+    def __post_init__(self) -> None:
+        if self.impl not in ATTN_IMPLS:
+            raise ValueError(f"attn_impl must be one of {ATTN_IMPLS}, got {self.impl!r}")
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -135,9 +150,9 @@ class Attention(nn.Module):
         """One (q+k+v) matmul instead of three: fewer kernel launches per decode step."""
         self.wqkv = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]).detach()
 
-    def forward(self, x, cos, sin, start_pos, cache, layer_idx, attn_impl, sdpa_backend, tally, attn_mask=None,
-                capture=None):
+    def forward(self, x, cos, sin, start_pos: int, cache, layer_idx: int, opts: AttnOptions):
         cfg = self.cfg
+        tally, attn_mask, capture = opts.tally, opts.mask, opts.capture
         B, T, _ = x.shape
         H, Hkv, D, G = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
         if self.wqkv is not None:
@@ -159,7 +174,7 @@ class Attention(nn.Module):
             tally.matmul("attn_v", T, S, D, batch=B * H)
             tally.matmul("out_proj", B * T, H * D, cfg.d_model)
 
-        if attn_impl == "eager":
+        if opts.impl == "eager":
             # Group the G query heads that share a K/V head so K and V are never copied.
             qg = q.reshape(B, Hkv, G * T, D)  # rows ordered (g, t)
             scores = qg @ k.transpose(-1, -2) / math.sqrt(D)  # (B, Hkv, G*T, S)
@@ -173,15 +188,13 @@ class Attention(nn.Module):
             y = (probs @ v).view(B, H, T, D)  # (B, H, T, D)
             if capture is not None:
                 capture.append({"k": k, "v": v, "scores": raw_scores.view(B, H, T, S), "probs": probs.view(B, H, T, S)})
-        elif attn_impl == "sdpa":
+        else:  # "sdpa" (AttnOptions checked the name)
             if attn_mask is not None:
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask.to(q.dtype), enable_gqa=G > 1)
             else:
-                y = _sdpa(q, k, v, T, S, G, sdpa_backend)
+                y = _sdpa(q, k, v, T, S, G, opts.sdpa_backend)
             if capture is not None:
                 capture.append({"k": k, "v": v})
-        else:
-            raise ValueError(f"attn_impl must be one of {ATTN_IMPLS}, got {attn_impl!r}")
         y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
         return self.o_proj(y)
 
@@ -279,14 +292,12 @@ class TinyLlama(nn.Module):
             raise ValueError(
                 f"positions {start_pos}..{start_pos + T - 1} exceed the trained context of {cfg.max_seq_len} tokens"
             )
+        opts = AttnOptions(attn_impl, sdpa_backend, attn_mask, capture, tally)
         x = self.model.embed_tokens(idx)  # (B, T, d)
         cos = self.rope_cos[start_pos : start_pos + T, None].to(x.dtype)  # (T, 1, D): broadcast over heads
         sin = self.rope_sin[start_pos : start_pos + T, None].to(x.dtype)
         for i, layer in enumerate(self.model.layers):
-            x = x + layer.self_attn(
-                layer.input_layernorm(x), cos, sin, start_pos, cache, i, attn_impl, sdpa_backend, tally, attn_mask,
-                capture,
-            )
+            x = x + layer.self_attn(layer.input_layernorm(x), cos, sin, start_pos, cache, i, opts)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
             if tally is not None:
                 tally.matmul("mlp", B * T, cfg.d_model, 3 * cfg.d_ff)
@@ -296,6 +307,14 @@ class TinyLlama(nn.Module):
         if tally is not None:
             tally.matmul("lm_head", B * x.shape[1], cfg.d_model, cfg.vocab_size)
         return self.lm_head(x)  # (B, T or 1, V)
+
+    @property
+    def device(self) -> torch.device:
+        return self.lm_head.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.lm_head.weight.dtype
 
     def fuse_projections(self) -> TinyLlama:
         """For inference only (the fused copies do not follow later weight updates)."""
@@ -366,3 +385,21 @@ def load_model(
     except RuntimeError as exc:
         raise CheckpointError(f"checkpoint {path} does not match its config: {exc}") from exc
     return model.to(device=device, dtype=dtype).eval().requires_grad_(False).fuse_projections()
+
+
+def hf_twin(model: TinyLlama, attn_impl: str = "sdpa"):
+    """Hugging Face's LlamaForCausalLM with this model's config and weights (the parity oracle and the
+    benchmark's reference). transformers is a dev dependency: imported here only."""
+    import transformers
+
+    c = model.cfg
+    hc = transformers.LlamaConfig(
+        vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_ff,
+        num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads,
+        max_position_embeddings=c.max_seq_len, rms_norm_eps=c.norm_eps, rope_theta=c.rope_theta,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, attn_implementation=attn_impl,
+        bos_token_id=None, eos_token_id=None, pad_token_id=None,
+    )
+    hf = transformers.LlamaForCausalLM(hc).eval()
+    hf.load_state_dict(model.state_dict(), strict=True)  # every name maps one-to-one
+    return hf

@@ -6,13 +6,12 @@ A forward pass of the tiny model costs, to a good approximation,
 
 where `calls` counts forward calls (each pays a fixed cost per operator, which dominates a model
 this small), `tokens` the positions they process (projections, MLP, LM head), and `pairs` the
-(query, key) pairs attention scores. `measure_rates` fits the three rates from a few timed forward
-passes of the real model; the `*_work` functions count calls, tokens and pairs of each job exactly.
+(query, key) pairs attention scores. `sim.model.measure.measure_rates` fits the three rates from a few
+timed forward passes of the real model; the `*_work` functions count calls, tokens and pairs of each job exactly.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 
@@ -83,28 +82,3 @@ def fit_rates(samples: list[tuple[Work, float]]) -> ModelRates:
     x, *_ = np.linalg.lstsq(a / scale, b, rcond=None)
     x = np.maximum(x / scale, 0.0)
     return ModelRates(float(x[0]), float(x[1]), float(x[2]))
-
-
-def measure_rates(model, attn_impl: str = "sdpa", repeats: int = 3) -> ModelRates:
-    """Time forward passes of the real model at a few lengths and fit the three rates (~0.2 s on a CPU)."""
-    import torch
-
-    device = model.lm_head.weight.device
-    cfg = model.cfg
-    lengths = [1, 64, min(512, cfg.max_seq_len)]
-    samples: list[tuple[Work, float]] = []
-    with torch.inference_mode():
-        for t in lengths:
-            ids = torch.zeros(1, t, dtype=torch.long, device=device)  # (1, T)
-            model(ids, 0, None, attn_impl, last_only=True)  # warm-up
-            best = float("inf")
-            for _ in range(repeats):
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                t0 = time.perf_counter()
-                model(ids, 0, None, attn_impl, last_only=True)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                best = min(best, time.perf_counter() - t0)
-            samples.append((prefill_work(t), best))
-    return fit_rates(samples)
