@@ -1,4 +1,4 @@
-"""The Serving page: the numbers it shows are sim.serving.batching's for the same inputs, its state lives in the URL."""
+"""The Serving page: the numbers it shows are sim.serving's for the same inputs, its state lives in the URL."""
 
 
 import pandas as pd
@@ -8,7 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 from sim.alloc import paging as pg
 from sim.model import speculative as sp
-from sim.serving import batching as sv
+from sim.serving import comparison as cp
+from sim.serving import speculative as sps
 from tests.conftest import run_page
 
 
@@ -20,11 +21,11 @@ def open_page(**params) -> AppTest:
 
 
 def expected(batch=256, block_size=16, watermark=0.01, max_batched=8192, model="llama-3.1-8b", gpu="h100-sxm",
-             wdtype="bf16", kvdtype="fp16", util=0.9, kv_limit=0, rate=20.0, **wkw) -> sv.ServingComparison:
+             wdtype="bf16", kvdtype="fp16", util=0.9, kv_limit=0, rate=20.0, **wkw) -> cp.ServingComparison:
     if wkw.get("arrival") == "poisson":
-        wkw["arrival_rate"] = rate * sv.ARRIVAL_TICK_S
-    dep = sv.DeploymentConfig(model, gpu, wdtype, kvdtype, util, kv_limit)
-    return sv.run_serving(sv.ServingSetup(pg.WorkloadConfig(**wkw), dep, batch, block_size, watermark, max_batched))
+        wkw["arrival_rate"] = rate * cp.ARRIVAL_TICK_S
+    dep = cp.DeploymentConfig(model, gpu, wdtype, kvdtype, util, kv_limit)
+    return cp.run_serving(cp.ServingSetup(pg.WorkloadConfig(**wkw), dep, batch, block_size, watermark, max_batched))
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -36,7 +37,7 @@ def url_value(at: AppTest, key: str) -> str:
     return got[0] if isinstance(got, list) else got
 
 
-def assert_batching_matches(at: AppTest, cmp: sv.ServingComparison) -> None:
+def assert_batching_matches(at: AppTest, cmp: cp.ServingComparison) -> None:
     shown = metrics(at)
     static, cont = cmp.results["static"], cmp.results["continuous"]
     assert shown["Static batching (tokens/s)"] == f"{static.tokens_per_s:,.0f}"
@@ -58,12 +59,12 @@ def test_defaults_show_the_simulators_numbers_and_export_them():
     assert csv.decode().startswith("policy,throughput_tok_s,") and len(csv.decode().splitlines()) == 3
     # speculative decoding at the defaults: α = 0.8, k = 4, c from the roofline (70B drafted by 8B on an H100)
     shown = metrics(at)
-    timing = sv.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
-    mc = sv.simulate_speculative(0.8, 4, 20_000, 0)
-    assert shown["Tokens per target pass (formula)"] == f"{sv.expected_tokens_per_pass(0.8, 4):.3f}"
+    timing = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
+    mc = sps.simulate_speculative(0.8, 4, 20_000, 0)
+    assert shown["Tokens per target pass (formula)"] == f"{sps.expected_tokens_per_pass(0.8, 4):.3f}"
     assert shown["Monte Carlo"] == f"{mc.mean:.3f} ± {2 * mc.stderr:.3f}"
-    assert shown["Speedup"] == f"{sv.speculative_speedup(0.8, 4, timing.c):.2f}×"
-    assert shown["Best k here"] == str(sv.optimal_k(0.8, timing.c, 12))
+    assert shown["Speedup"] == f"{sps.speculative_speedup(0.8, 4, timing.c):.2f}×"
+    assert shown["Best k here"] == str(sps.optimal_k(0.8, timing.c, 12))
     assert not at.error and not at.warning
 
 
@@ -83,8 +84,8 @@ def test_widgets_change_the_numbers_and_the_url():
     assert not at.exception
     assert_batching_matches(at, expected(num_requests=300, batch=32, length_dist="uniform", gpu="a100-80gb"))
     shown = metrics(at)
-    assert shown["Tokens per target pass (formula)"] == f"{sv.expected_tokens_per_pass(0.6, 3):.3f}"
-    assert shown["Speedup"] == f"{sv.speculative_speedup(0.6, 3, 0.1):.2f}×"
+    assert shown["Tokens per target pass (formula)"] == f"{sps.expected_tokens_per_pass(0.6, 3):.3f}"
+    assert shown["Speedup"] == f"{sps.speculative_speedup(0.6, 3, 0.1):.2f}×"
     for key, value in (("requests", "300"), ("batch", "32"), ("lengths", "uniform"), ("gpu", "a100-80gb"),
                        ("alpha", "0.6"), ("k", "3"), ("c_mode", "manual"), ("c", "0.1")):
         assert url_value(at, key) == value
@@ -164,16 +165,16 @@ def test_captions_and_seed_checks_state_the_simulators_numbers():
     cmp = expected()
     assert f"the KV budget holds **{cmp.capacity_tokens:,} tokens**" in text
     assert f"decodes a token in {cmp.decode_s_batch1 * 1e3:,.2f} ms" in text
-    timing = sv.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
+    timing = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
     assert f"{timing.target_step_s * 1e3:.2f} ms → c = {timing.c:.3f}" in text
     assert f"k + 1 = 5 tokens in one target pass takes {timing.verify_s[4] * 1e3:.2f} ms" in text
-    points = sv.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
+    points = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
     turn = next(p.batch for p in points if p.verify_bound == "compute")
     assert f"from batch {turn} on it is compute-bound" in text
     # the seed checks: each computed from the simulators
     assert f"{cmp.speedup:.2f}× here (max batch 256, σ = 1, llama-3.1-8b on h100-sxm)" in text
-    assert f"E = {sv.expected_tokens_per_pass(0.8, 4):.2f} tokens per pass at α = 0.8, k = 4" in text
+    assert f"E = {sps.expected_tokens_per_pass(0.8, 4):.2f} tokens per pass at α = 0.8, k = 4" in text
     assert "best k at c = 0.1: α=0.5: 2, α=0.6: 3, α=0.7: 4, α=0.8: 6" in text
-    assert f"{sv.speculative_speedup(0.8, 4, 0.05):.2f}×" in text
-    assert ", ".join(f"α={a:g}: {timing.speedup(a, sv.optimal_k(a, timing.c)):.2f}×" for a in (0.6, 0.8, 0.9)) in text
+    assert f"{sps.speculative_speedup(0.8, 4, 0.05):.2f}×" in text
+    assert ", ".join(f"α={a:g}: {timing.speedup(a, sps.optimal_k(a, timing.c)):.2f}×" for a in (0.6, 0.8, 0.9)) in text
     assert "Lookahead decoding needs no draft model" in text

@@ -1,10 +1,9 @@
-"""Static vs continuous batching and speculative decoding (sim/serving/batching.py).
+"""Static vs continuous batching (sim/serving: step_cost, schedulers, result, comparison).
 
 Hand-worked schedules pin who runs in every forward pass and when each request's first and last
 tokens come out; property tests check conservation and the memory budget on random workloads; the
 continuous scheduler must reproduce sim.alloc.paging's paged schedule exactly; the step costs must equal
-sim.cost.roofline's; the speculative Monte Carlo must agree with the closed form; greedy speculative
-decoding on the real model must return exactly the target's tokens.
+sim.cost.roofline's.
 """
 
 import math
@@ -19,16 +18,17 @@ from sim.alloc import paging as pg
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
-from sim.model import speculative as sp
-from sim.serving import batching as sv
+from sim.serving import comparison as cp
+from sim.serving import schedulers as sch
+from sim.serving import step_cost as sc
 
-UNIT = sv.LinearCost(base_s=1.0)  # every forward pass takes one second: times count passes
+UNIT = sc.LinearCost(base_s=1.0)  # every forward pass takes one second: times count passes
 
 
-def sched(**kw) -> sv.SchedulerConfig:
+def sched(**kw) -> sch.SchedulerConfig:
     base = dict(max_batch=2, capacity_tokens=16, block_size=2, watermark=0.0, max_batched_tokens=16)
     base.update(kw)
-    return sv.SchedulerConfig(**base)
+    return sch.SchedulerConfig(**base)
 
 
 # --- hand-worked schedules ------------------------------------------------------------------------
@@ -40,7 +40,7 @@ THREE = dict(prompt_len=[2, 2, 2], output_len=[3, 1, 2], max_model_len=8)
 def test_static_schedule_by_hand():
     # batch 1 = {r0, r1}: pass 0 prefills both (first tokens), passes 1-2 decode r0 (o=3) while r1's row idles;
     # batch 2 = {r2}: pass 3 prefills, pass 4 decodes. Each pass takes 1 s.
-    r = sv.simulate_static(pg.workload_from_lengths(**THREE), sched(), UNIT)
+    r = sch.simulate_static(pg.workload_from_lengths(**THREE), sched(), UNIT)
     assert r.first_token_s.tolist() == [1, 1, 4]
     assert r.finish_s.tolist() == [3, 1, 5]
     assert r.seg_start_s.tolist() == [0, 0, 3]
@@ -57,7 +57,7 @@ def test_static_schedule_by_hand():
 def test_continuous_schedule_by_hand():
     # pass 0: prefill r0, r1 (r1 is done); pass 1: r0 decodes, r2 takes r1's place and is prefilled;
     # pass 2: r0 and r2 decode, both done.
-    r = sv.simulate_continuous(pg.workload_from_lengths(**THREE), sched(), UNIT, check=True)
+    r = sch.simulate_continuous(pg.workload_from_lengths(**THREE), sched(), UNIT, check=True)
     assert r.first_token_s.tolist() == [1, 1, 2]
     assert r.finish_s.tolist() == [3, 1, 3]
     assert r.seg_start_s.tolist() == [0, 0, 1]
@@ -70,15 +70,15 @@ def test_continuous_schedule_by_hand():
 
 def test_times_by_hand_with_a_per_token_cost():
     # a pass costs 1 s + 0.1 s per fed token (prompt tokens + one per decoding request)
-    cost = sv.LinearCost(base_s=1.0, per_token_s=0.1)
+    cost = sc.LinearCost(base_s=1.0, per_token_s=0.1)
     wl = pg.workload_from_lengths(**THREE)
-    s = sv.simulate_static(wl, sched(), cost)
+    s = sch.simulate_static(wl, sched(), cost)
     # batch 1: prefill 2 rows × 2 tokens = 1.4 s; decodes of the 2 padded rows 1.2 s each -> ends 1.4, 2.6, 3.8
     # batch 2: prefill 2 tokens 1.2 s -> 5.0; decode 1.1 s -> 6.1
     np.testing.assert_allclose(s.first_token_s, [1.4, 1.4, 5.0])
     np.testing.assert_allclose(s.finish_s, [3.8, 1.4, 6.1])
     np.testing.assert_allclose(s.tpot_s, [1.2, 1.1])
-    c = sv.simulate_continuous(wl, sched(), cost)
+    c = sch.simulate_continuous(wl, sched(), cost)
     # pass 0: 4 prompt tokens, 1.4 s; pass 1: r0's token + r2's 2 prompt tokens, 1.3 s; pass 2: 2 tokens, 1.2 s
     np.testing.assert_allclose(c.first_token_s, [1.4, 1.4, 2.7])
     np.testing.assert_allclose(c.finish_s, [3.9, 1.4, 3.9])
@@ -95,7 +95,7 @@ def test_preemption_by_recompute_by_hand():
     # pass 3: r1 needs 3 blocks, 1 is free: waits; r0 produces its 4th token and leaves.
     # pass 4: r1 recomputed (5-token prefill) -> its 3rd token; pass 5: its 4th.
     wl = pg.workload_from_lengths([3, 3], [4, 4], max_model_len=8)
-    r = sv.simulate_continuous(wl, sched(capacity_tokens=8), UNIT, check=True)
+    r = sch.simulate_continuous(wl, sched(capacity_tokens=8), UNIT, check=True)
     assert r.first_token_s.tolist() == [1, 1]
     assert r.finish_s.tolist() == [4, 6]
     assert r.num_preempted.tolist() == [0, 1]
@@ -113,13 +113,13 @@ def test_watermark_keeps_blocks_free_at_admission():
     # 2 blocks are left, so r2 (1 block) would leave 1 < 2 and must wait for r0 to finish.
     wl = pg.workload_from_lengths([8, 8, 2], [1, 2, 1], max_model_len=10)
     cfg = sched(max_batch=3, capacity_tokens=20, max_batched_tokens=64)
-    assert sv.simulate_continuous(wl, cfg, UNIT).it_prefills.tolist() == [3, 0]
-    assert sv.simulate_continuous(wl, replace(cfg, watermark=0.2), UNIT, check=True).it_prefills.tolist() == [2, 1]
+    assert sch.simulate_continuous(wl, cfg, UNIT).it_prefills.tolist() == [3, 0]
+    assert sch.simulate_continuous(wl, replace(cfg, watermark=0.2), UNIT, check=True).it_prefills.tolist() == [2, 1]
 
 
 def test_prefill_token_budget_spreads_admissions():
     wl = pg.workload_from_lengths([5, 5, 5], [2, 2, 2], max_model_len=10)
-    r = sv.simulate_continuous(wl, sched(max_batch=3, capacity_tokens=64, max_batched_tokens=10), UNIT)
+    r = sch.simulate_continuous(wl, sched(max_batch=3, capacity_tokens=64, max_batched_tokens=10), UNIT)
     assert r.it_prefill_tokens.tolist() == [10, 5, 0]
     assert r.first_token_s.tolist() == [1, 1, 2]
 
@@ -127,7 +127,7 @@ def test_prefill_token_budget_spreads_admissions():
 def test_static_batch_is_cut_to_what_its_padded_reservation_fits():
     # rows reserve longest prompt (4) + largest max_tokens (6) = 10 slots; 20 slots hold 2 rows, not 4
     wl = pg.workload_from_lengths([4, 4, 4, 4], [2, 2, 2, 2], max_tokens=6, max_model_len=10)
-    r = sv.simulate_static(wl, sched(max_batch=4, capacity_tokens=20), UNIT)
+    r = sch.simulate_static(wl, sched(max_batch=4, capacity_tokens=20), UNIT)
     assert r.it_rows.tolist() == [2, 2, 2, 2]
     assert r.it_kv_claimed.tolist() == [20, 20, 20, 20]
     assert r.finish_s.tolist() == [2, 2, 4, 4]
@@ -136,11 +136,11 @@ def test_static_batch_is_cut_to_what_its_padded_reservation_fits():
 def test_arrivals_and_idle_gaps():
     # r1 arrives at 10 s, long after r0 is done: both schedulers idle until then
     wl = pg.workload_from_lengths([2, 2], [2, 2], arrival=[0, 10], max_model_len=8)
-    for policy in sv.POLICIES:
-        r = sv.simulate(wl, sched(), UNIT, policy)
+    for policy in sch.POLICIES:
+        r = sch.simulate(wl, sched(), UNIT, policy)
         assert r.first_token_s.tolist() == [1, 11] and r.finish_s.tolist() == [2, 12]
         assert r.ttft_s.tolist() == [1, 1]
-    r = sv.simulate(wl, sched(), UNIT, "continuous", tick_s=0.5)  # arrival step 10 = 5 s
+    r = sch.simulate(wl, sched(), UNIT, "continuous", tick_s=0.5)  # arrival step 10 = 5 s
     assert r.first_token_s.tolist() == [1, 6]
     series = r.series(num_points=24)
     assert series.loc[series["time_s"].between(2.5, 4.5), "useful_rows"].eq(0).all()
@@ -157,8 +157,8 @@ def test_continuous_matches_the_paging_simulators_paged_schedule(arrival):
     paging = pg.ServingConfig(capacity_tokens=2048, block_size=16, max_num_seqs=24)
     ref = pg.simulate_paged_stepwise(wl, paging).result
     assert ref.num_preemptions > 0  # the budget is tight enough to preempt
-    cfg = sv.SchedulerConfig(max_batch=24, capacity_tokens=2048, block_size=16, watermark=0.0, max_batched_tokens=1 << 20)
-    r = sv.simulate_continuous(wl, cfg, UNIT)
+    cfg = sch.SchedulerConfig(max_batch=24, capacity_tokens=2048, block_size=16, watermark=0.0, max_batched_tokens=1 << 20)
+    r = sch.simulate_continuous(wl, cfg, UNIT)
     assert r.num_preemptions == ref.num_preemptions
     np.testing.assert_array_equal(r.seg_req, ref.segments.req)
     np.testing.assert_array_equal(r.seg_start_s, ref.segments.start)
@@ -180,10 +180,10 @@ def small_cases(draw):
     arrivals = sorted(draw(st.lists(st.integers(0, 20), min_size=n, max_size=n)))
     capacity = draw(st.integers(max_len, 4 * max_len))
     capacity = max(capacity, -(-max_len // bs) * bs)
-    cfg = sv.SchedulerConfig(max_batch=draw(st.integers(1, 6)), capacity_tokens=capacity, block_size=bs,
+    cfg = sch.SchedulerConfig(max_batch=draw(st.integers(1, 6)), capacity_tokens=capacity, block_size=bs,
                              watermark=draw(st.sampled_from([0.0, 0.05, 0.2])),
                              max_batched_tokens=max_len + draw(st.integers(0, 30)))
-    cost = sv.LinearCost(1.0, draw(st.sampled_from([0.0, 0.01])), draw(st.sampled_from([0.0, 0.001])))
+    cost = sc.LinearCost(1.0, draw(st.sampled_from([0.0, 0.01])), draw(st.sampled_from([0.0, 0.001])))
     return pg.workload_from_lengths(prompts, outputs, arrival=arrivals, max_model_len=max_len), cfg, cost
 
 
@@ -191,9 +191,9 @@ def small_cases(draw):
 @given(small_cases())
 def test_invariants_on_random_workloads(case):
     wl, cfg, cost = case
-    for policy in sv.POLICIES:
-        r = sv.simulate_continuous(wl, cfg, cost, check=True) if policy == "continuous" else \
-            sv.simulate_static(wl, cfg, cost)
+    for policy in sch.POLICIES:
+        r = sch.simulate_continuous(wl, cfg, cost, check=True) if policy == "continuous" else \
+            sch.simulate_static(wl, cfg, cost)
         n = wl.num_requests
         # every request finishes exactly once, after its first token, after it arrived
         assert np.isfinite(r.finish_s).all() and np.isfinite(r.first_token_s).all()
@@ -224,14 +224,14 @@ def test_invariants_on_random_workloads(case):
 def test_step_costs_equal_the_roofline(model, kv_dtype):
     arch = load_presets()[model]
     hw = hardware(load_gpus()["h100-sxm"])
-    cost = sv.RooflineCost(arch, "h100-sxm", "bf16", kv_dtype)
+    cost = sc.RooflineCost(arch, "h100-sxm", "bf16", kv_dtype)
     for batch, ctx in ((1, 1), (1, 700), (8, 1024), (64, 1500), (256, 5000), (3, 9000)):
         ctx = min(ctx, arch.max_position_embeddings)
         rc = RooflineConfig(arch, batch, ctx, "bf16", kv_dtype)
         assert cost.decode_seconds(batch, ctx) == pytest.approx(decode_step(rc).time(hw), rel=1e-12)
         assert cost.prefill_seconds(batch, ctx) == pytest.approx(prefill_step(rc).time(hw), rel=1e-12)
-        d = sv.extend_work(1, ctx - 1, cost.window)
-        w = sv.Work(batch, 0, d.keys_g * batch, d.keys_l * batch, d.kv_g * batch, d.kv_l * batch)
+        d = sc.extend_work(1, ctx - 1, cost.window)
+        w = sc.Work(batch, 0, d.keys_g * batch, d.keys_l * batch, d.kv_g * batch, d.kv_l * batch)
         assert float(cost.flops(w)) == pytest.approx(decode_step(rc).flops, rel=1e-12)
         assert float(cost.bytes(w)) == pytest.approx(decode_step(rc).bytes, rel=1e-12)
 
@@ -239,11 +239,11 @@ def test_step_costs_equal_the_roofline(model, kv_dtype):
 def test_sliding_window_sums_match_a_recount_of_every_pass():
     """The continuous loop keeps Σ min(context, window) incrementally; recount it pass by pass."""
     arch = load_presets()["gemma-3-27b"]  # 1,024-token window on 5 of every 6 layers
-    cost = sv.RooflineCost(arch, "h100-sxm")
+    cost = sc.RooflineCost(arch, "h100-sxm")
     wl = pg.workload_from_lengths([1000, 1020, 900, 10, 1030], [60, 30, 200, 40, 5], arrival=[0, 0, 3, 5, 9],
                                   max_model_len=2048)
-    cfg = sv.SchedulerConfig(max_batch=3, capacity_tokens=4096, block_size=16, watermark=0.0, max_batched_tokens=2048)
-    r = sv.simulate_continuous(wl, cfg, cost, tick_s=cost.decode_seconds(1, 1000))
+    cfg = sch.SchedulerConfig(max_batch=3, capacity_tokens=4096, block_size=16, watermark=0.0, max_batched_tokens=2048)
+    r = sch.simulate_continuous(wl, cfg, cost, tick_s=cost.decode_seconds(1, 1000))
     start_it = np.searchsorted(r.it_start_s, r.seg_start_s)
     end_it = start_it.copy()
     for i, e in enumerate(r.seg_end_s):
@@ -256,27 +256,27 @@ def test_sliding_window_sums_match_a_recount_of_every_pass():
         pre = start_it == t
         ctx = prompt_of_seg[dec] + (t - start_it[dec])
         p = prompt_of_seg[pre]
-        w = sv.Work(int(dec.sum() + p.sum()), float((p - 1).sum()), float(ctx.sum() + (p * (p + 1) / 2).sum()),
-                    float(np.minimum(ctx, W).sum() + sum(float(sv._keys_upto(x, W)) for x in p)),
+        w = sc.Work(int(dec.sum() + p.sum()), float((p - 1).sum()), float(ctx.sum() + (p * (p + 1) / 2).sum()),
+                    float(np.minimum(ctx, W).sum() + sum(float(sc.keys_upto(x, W)) for x in p)),
                     float(ctx.sum() + p.sum()), float(np.minimum(ctx, W).sum() + np.minimum(p, W).sum()))
         assert r.it_seconds[t] == pytest.approx(cost.seconds(w), rel=1e-12), t
 
 
 def test_kv_budget_from_gpu_memory():
-    dep = sv.DeploymentConfig("llama-3.1-8b", "h100-sxm")
+    dep = cp.DeploymentConfig("llama-3.1-8b", "h100-sxm")
     usable, w, slots = dep.kv_budget()
     assert usable == math.floor(80 * 2**30 * 0.9)
     assert slots == (usable - w) // (2 * 32 * 8 * 128 * 2)  # 128 KiB per token in fp16
-    assert sv.DeploymentConfig("llama-3.1-8b", "h100-sxm", kv_limit_tokens=5000).kv_budget()[2] == 5000
+    assert cp.DeploymentConfig("llama-3.1-8b", "h100-sxm", kv_limit_tokens=5000).kv_budget()[2] == 5000
     with pytest.raises(ValueError, match="GiB"):
-        sv.DeploymentConfig("llama-3.1-70b", "l4").kv_budget()
+        cp.DeploymentConfig("llama-3.1-70b", "l4").kv_budget()
 
 
 # --- the default workload --------------------------------------------------------------------------
 
 
 def test_default_setup_continuous_beats_static():
-    cmp = sv.run_serving(sv.ServingSetup())
+    cmp = cp.run_serving(cp.ServingSetup())
     static, cont = cmp.results["static"], cmp.results["continuous"]
     assert static.num_output_tokens == cont.num_output_tokens == int(cmp.workload.output_len.sum())
     assert static.tokens_per_s <= cont.tokens_per_s and cmp.speedup > 3
@@ -290,117 +290,52 @@ def test_default_setup_continuous_beats_static():
 
 def test_bounds_are_enforced():
     with pytest.raises(ValueError, match="max_batch"):
-        sv.SchedulerConfig(max_batch=0)
+        sch.SchedulerConfig(max_batch=0)
     with pytest.raises(ValueError, match="watermark"):
-        sv.SchedulerConfig(watermark=0.9)
+        sch.SchedulerConfig(watermark=0.9)
     with pytest.raises(ValueError, match="max_batched_tokens"):
-        sv.simulate_continuous(pg.workload_from_lengths([5], [5], max_model_len=64),
+        sch.simulate_continuous(pg.workload_from_lengths([5], [5], max_model_len=64),
                                sched(capacity_tokens=64, max_batched_tokens=32), UNIT)
     with pytest.raises(ValueError, match="forward passes"):
-        sv.simulate_continuous(pg.workload_from_lengths([1] * 400, [1000] * 400, max_model_len=1024),
+        sch.simulate_continuous(pg.workload_from_lengths([1] * 400, [1000] * 400, max_model_len=1024),
                                sched(max_batch=1, capacity_tokens=1024, max_batched_tokens=1024), UNIT)
     with pytest.raises(ValueError, match="trained context"):
-        sv.run_serving(sv.ServingSetup(deployment=sv.DeploymentConfig("gpt2", "h100-sxm")))
+        cp.run_serving(cp.ServingSetup(deployment=cp.DeploymentConfig("gpt2", "h100-sxm")))
     with pytest.raises(ValueError, match="less than one request"):
-        sv.run_serving(sv.ServingSetup(deployment=sv.DeploymentConfig(kv_limit_tokens=1000)))
+        cp.run_serving(cp.ServingSetup(deployment=cp.DeploymentConfig(kv_limit_tokens=1000)))
     with pytest.raises(ValueError, match="at most"):
-        sv.run_serving(sv.ServingSetup(workload=pg.WorkloadConfig(num_requests=sv.MAX_REQUESTS + 1)))
+        cp.run_serving(cp.ServingSetup(workload=pg.WorkloadConfig(num_requests=sch.MAX_REQUESTS + 1)))
 
 
-# --- speculative decoding ---------------------------------------------------------------------------
+# --- the page's comparison: sentences and the batch sweep ------------------------------------------
+
+SMALL = cp.ServingSetup(workload=pg.WorkloadConfig(num_requests=60), max_batch=16)
 
 
-def test_expected_tokens_closed_form_by_hand():
-    assert sv.expected_tokens_per_pass(0.5, 2) == 1.75  # 1 + 0.5 + 0.25
-    assert sv.expected_tokens_per_pass(0.0, 5) == 1.0
-    assert sv.expected_tokens_per_pass(1.0, 5) == 6.0
-    assert sv.expected_tokens_per_pass(0.8, 4) == pytest.approx(1 + 0.8 + 0.64 + 0.512 + 0.4096)
-    assert sv.speculative_speedup(0.8, 4, 0.05) == pytest.approx(3.3616 / 1.2)
-    assert sv.speculative_speedup(0.5, 1, 0.0) == 1.5
-    for a, c in ((0.6, 0.05), (0.8, 0.05), (0.9, 0.02), (0.3, 0.2)):
-        best = max(range(1, 17), key=lambda k, a=a, c=c: sv.speculative_speedup(a, k, c))
-        assert sv.optimal_k(a, c) == best
-    assert sv.optimal_k(0.8, 0.05) == 8 and sv.optimal_k(0.8, 0.2) == 4 and sv.optimal_k(0.3, 0.2) == 1
+def test_summary_and_budget_caption_are_worded_from_the_run():
+    cmp = cp.run_serving(SMALL)
+    static, cont = cmp.results["static"], cmp.results["continuous"]
+    caption = cmp.budget_caption()
+    assert caption.startswith("Llama 3.1 8B on one NVIDIA H100 SXM 80GB: 72.0 GiB usable")
+    assert f"the KV budget holds **{cmp.capacity_tokens:,} tokens** (128 KiB each)" in caption
+    assert f"Drawn: 60 requests, prompts {cmp.workload.prompt_len.mean():.0f} tokens on average" in caption
+    summary = cmp.summary()
+    assert summary.startswith(f"Both ran the same 60 requests ({static.num_output_tokens:,} output tokens).")
+    assert f"Static batching needed **{static.makespan_s:,.1f} s**, continuous batching **{cont.makespan_s:,.1f} s**: " \
+           f"**{cmp.speedup:.2f}×** the throughput." in summary
+    assert f"only **{100 * static.useful_row_share:.0f}%** of the rows" in summary
+    series = cmp.series()
+    assert list(series["policy"].unique()) == ["static", "continuous"] and len(series) == 2 * 600
 
 
-@pytest.mark.parametrize("alpha", [0.3, 0.6, 0.8, 0.9])
-@pytest.mark.parametrize("k", [1, 3, 5, 8])
-def test_monte_carlo_matches_the_closed_form(alpha, k):
-    mc = sv.simulate_speculative(alpha, k, num_passes=20_000, seed=0)
-    # tolerance: 4 standard errors of the mean (a fixed seed, so this is deterministic)
-    assert abs(mc.mean - mc.expected) <= 4 * mc.stderr
-    assert mc.stderr < 0.025
-    assert abs(mc.acceptance_rate - alpha) < 0.015
-    again = sv.simulate_speculative(alpha, k, num_passes=20_000, seed=0)
-    assert np.array_equal(mc.accepted, again.accepted)
-    assert mc.accepted.min() >= 0 and mc.accepted.max() <= k
-
-
-def test_speculative_bounds():
-    for bad in (dict(alpha=1.1, k=2), dict(alpha=-0.1, k=2), dict(alpha=0.5, k=0), dict(alpha=0.5, k=17),
-                dict(alpha=float("nan"), k=2)):
-        with pytest.raises(ValueError):
-            sv.expected_tokens_per_pass(**bad)
-    with pytest.raises(ValueError, match="num_passes"):
-        sv.simulate_speculative(0.5, 2, num_passes=0)
-    with pytest.raises(ValueError, match="cost ratio"):
-        sv.speculative_speedup(0.5, 2, -1.0)
-
-
-def test_roofline_timed_speculation():
-    t = sv.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
-    presets, hw = load_presets(), hardware(load_gpus()["h100-sxm"])
-    t70 = decode_step(RooflineConfig(presets["llama-3.1-70b"], 1, 1024)).time(hw)
-    t8 = decode_step(RooflineConfig(presets["llama-3.1-8b"], 1, 1024)).time(hw)
-    assert t.c == pytest.approx(t8 / t70, rel=1e-12)
-    assert 0.09 < t.c < 0.13  # about the ratio of the weights read
-    # a 5-token verify pass at batch 1 is still memory-bound: barely longer than one step
-    assert t.target_step_s <= t.verify_s[4] < 1.01 * t.target_step_s
-    assert t.speedup(0.8, 4) == pytest.approx(sv.expected_tokens_per_pass(0.8, 4) * t70 / (4 * t8 + t.verify_s[4]))
-    points = sv.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
-    assert points[0].batch == 1 and points[0].verify_bound == "memory"
-    assert points[0].speedup > 2 and points[-1].speedup < points[0].speedup
-    assert points[-1].verify_bound == "compute"
-
-
-# --- the real model -----------------------------------------------------------------------------------
-
-
-def test_truncated_draft_shares_the_targets_weights():
-    from tests.conftest import random_model
-
-    target = random_model()
-    draft = sp.truncated_draft(target, 2)
-    assert draft.cfg.n_layers == 2 and draft.lm_head is target.lm_head
-    assert draft.model.layers[1] is target.model.layers[1]
-    for bad in (0, target.cfg.n_layers):
-        with pytest.raises(ValueError, match="keeps 1"):
-            sp.truncated_draft(target, bad)
-
-
-@pytest.mark.parametrize("layers,k", [(1, 1), (2, 4)])
-def test_greedy_speculative_output_equals_the_target_on_a_random_model(layers, k):
-    from tests.conftest import random_model
-
-    target = random_model(seed=1)
-    run = sp.speculative_generate(target, sp.truncated_draft(target, layers), list(b"to be or not"), 24, k, repeats=1)
-    assert run.identical and len(run.new_ids) == 24
-    assert run.num_passes == len(run.accepted) and all(0 <= a <= k for a in run.accepted)
-    produced = sum(a + 1 for a in run.accepted)  # the prefill gave the first token; the last pass may overshoot
-    assert 23 <= produced <= 23 + k
-
-
-def test_greedy_speculative_output_equals_the_target_on_the_shipped_model():
-    from sim.model.transformer import checkpoint_path, load_model
-
-    if not checkpoint_path("mha").is_file():
-        pytest.skip("the bundled mha checkpoint is missing")
-    target = load_model("mha")
-    prompt = list(b"ROMEO.\nBut soft, what light through yonder window breaks?\n")
-    for layers, k in ((3, 4), (1, 2)):
-        run = sp.speculative_generate(target, sp.truncated_draft(target, layers), prompt, 48, k, repeats=1)
-        assert run.identical, f"first difference at token {run.first_difference}"
-        # every pass yields its accepted drafts plus one target token; the last pass may overshoot
-        produced = sum(a + 1 for a in run.accepted)
-        assert 47 <= produced <= 47 + k
-        assert 0 < run.acceptance_rate < 1
+def test_sweep_max_batch_runs_the_comparison_at_each_batch():
+    calls = []
+    sweep = cp.sweep_max_batch(SMALL, (8, 32), progress=lambda f, text: calls.append((f, text)))
+    assert calls == [(0.0, "max batch 8"), (0.5, "max batch 32")]
+    for b, s, c, ratio in zip(sweep.batches, sweep.static_tok_s, sweep.continuous_tok_s, sweep.ratios, strict=True):
+        cmp = cp.run_serving(replace(SMALL, max_batch=b))
+        assert s == cmp.results["static"].tokens_per_s and c == cmp.results["continuous"].tokens_per_s
+        assert ratio == cmp.speedup
+    frame = sweep.to_frame()
+    assert list(frame.columns) == ["max_batch", "static_tok_s", "continuous_tok_s", "ratio"]
+    assert list(frame["max_batch"]) == [8, 32]

@@ -9,9 +9,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, NAIVE, base_layout
+from sim.serving.result import POLICY_LABELS
+from sim.serving.speculative import SpecCurves
 
 POLICY_COLORS = {"static": NAIVE, "continuous": CACHED}
-POLICY_NAMES = {"static": "Static batching", "continuous": "Continuous batching"}
 QUEUE_COLOR = "#c7c7c7"
 HELD_COLORS = {"static": "#f4b6b6", "continuous": "#aec7e8"}
 ALPHA_COLORS = ["#9ecae1", "#6baed6", "#3182bd", "#08519c", "#08306b"]
@@ -28,7 +29,7 @@ def gantt(results: dict, num_requests: int) -> go.Figure:
     """One row per request (the first `num_requests`), one panel per policy: waiting, computing, and (static)
     finished but still holding its row until the batch's slowest request is done. Ticks: first token."""
     fig = make_subplots(rows=len(results), cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=[POLICY_NAMES[p] for p in results])
+                        subplot_titles=[r.label for r in results.values()])
     shown: set[str] = set()
     for row, (policy, r) in enumerate(results.items(), start=1):
         n = min(num_requests, r.num_requests)
@@ -50,7 +51,7 @@ def gantt(results: dict, num_requests: int) -> go.Figure:
                 continue
             key = name if name != bars[1][0] else f"{name} {policy}"
             fig.add_bar(y=y[mask], x=width[mask], base=base[mask], orientation="h", marker_color=color,
-                        name=name if name != bars[1][0] else f"computing: {POLICY_NAMES[policy].lower()}",
+                        name=name if name != bars[1][0] else f"computing: {r.label.lower()}",
                         legendgroup=key, showlegend=key not in shown, row=row, col=1,
                         customdata=np.stack([base[mask], base[mask] + width[mask]], axis=1),
                         hovertemplate="request %{y}: %{customdata[0]:.2f} s → %{customdata[1]:.2f} s<extra>" + name
@@ -76,7 +77,7 @@ def occupancy(series: pd.DataFrame, max_batch: int) -> go.Figure:
     """Rows in each forward pass over time: useful ones for both policies, padded ones for static."""
     fig = go.Figure()
     for policy, g in series.groupby("policy", sort=False):
-        fig.add_scatter(x=g["time_s"], y=g["useful_rows"], name=f"{POLICY_NAMES[policy]}: rows producing a token",
+        fig.add_scatter(x=g["time_s"], y=g["useful_rows"], name=f"{POLICY_LABELS[policy]}: rows producing a token",
                         line=dict(color=POLICY_COLORS[policy], width=2, shape="hv"))
         if policy == "static":
             fig.add_scatter(x=g["time_s"], y=g["rows"], name="Static batching: rows computed (padded batch)",
@@ -93,9 +94,9 @@ def kv_memory(series: pd.DataFrame, capacity_tokens: int) -> go.Figure:
         color = POLICY_COLORS[policy]
         claimed = "reserved (padded rectangle)" if policy == "static" else "blocks allocated"
         fig.add_scatter(x=g["time_s"], y=100 * g["kv_claimed"] / capacity_tokens,
-                        name=f"{POLICY_NAMES[policy]}: {claimed}", line=dict(color=color, width=2, shape="hv"))
+                        name=f"{POLICY_LABELS[policy]}: {claimed}", line=dict(color=color, width=2, shape="hv"))
         fig.add_scatter(x=g["time_s"], y=100 * g["kv_tokens"] / capacity_tokens,
-                        name=f"{POLICY_NAMES[policy]}: real tokens", line=dict(color=color, width=1.5, dash="dot",
+                        name=f"{POLICY_LABELS[policy]}: real tokens", line=dict(color=color, width=1.5, dash="dot",
                                                                                shape="hv"))
     fig.add_hline(y=100, line=dict(color=FORMULA, dash="dash", width=1), annotation_text="KV budget",
                   annotation_position="top left")
@@ -112,10 +113,10 @@ def latency_percentiles(table: pd.DataFrame) -> go.Figure:
         for _, row in table.iterrows():
             policy = row["policy"]
             vals = [row[f"{metric}_p{q}_{unit}"] for q in (50, 95, 99)]
-            fig.add_bar(x=["p50", "p95", "p99"], y=vals, name=POLICY_NAMES[policy], legendgroup=policy,
+            fig.add_bar(x=["p50", "p95", "p99"], y=vals, name=POLICY_LABELS[policy], legendgroup=policy,
                         marker_color=POLICY_COLORS[policy], showlegend=col == 1, row=1, col=col,
                         text=[f"{v:,.3g}" for v in vals], textposition="outside", cliponaxis=False,
-                        hovertemplate=f"{POLICY_NAMES[policy]} %{{x}}: %{{y:,.4g}} {unit}<extra></extra>")
+                        hovertemplate=f"{POLICY_LABELS[policy]} %{{x}}: %{{y:,.4g}} {unit}<extra></extra>")
         fig.update_yaxes(rangemode="tozero", title_text=f"latency ({unit})", row=1, col=col)
     fig.update_xaxes(title_text="percentile over requests")
     fig.update_layout(barmode="group")
@@ -126,7 +127,7 @@ def batch_sweep(frame: pd.DataFrame, chosen: int) -> go.Figure:
     """Throughput of both policies and their ratio as the max batch grows."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for policy in ("static", "continuous"):
-        fig.add_scatter(x=frame["max_batch"], y=frame[f"{policy}_tok_s"], name=POLICY_NAMES[policy],
+        fig.add_scatter(x=frame["max_batch"], y=frame[f"{policy}_tok_s"], name=POLICY_LABELS[policy],
                         mode="lines+markers", line=dict(color=POLICY_COLORS[policy], width=2))
     fig.add_scatter(x=frame["max_batch"], y=frame["ratio"], name="continuous ÷ static", mode="lines+markers+text",
                     text=[f"{v:.1f}×" for v in frame["ratio"]], textposition="top center",
@@ -138,39 +139,42 @@ def batch_sweep(frame: pd.DataFrame, chosen: int) -> go.Figure:
     return base_layout(fig, "Throughput as the max batch grows (same workload, same GPU)", "max batch", "")
 
 
-def speculative(ks: list[int], alphas: list[float], chosen_alpha: float, c: float, tokens: dict, speedups: dict,
-                mc: pd.DataFrame, optimum: dict, measured: dict | None = None,
-                timed: list[float] | None = None) -> go.Figure:
+def speculative(curves: SpecCurves, measured=None, measured_label: str = "") -> go.Figure:
     """Left: tokens per target pass vs k (closed form, Monte Carlo dots). Right: speedup vs k for several α,
-    each optimum marked; optionally the roofline-timed curve and the real model's measured point."""
+    each optimum marked; the roofline-timed curve when c came from the roofline; and `measured` (a real run's k,
+    tokens_per_pass and speedup) as a star."""
+    ks, chosen_alpha = list(curves.ks), curves.setup.alpha
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=[
-        "Tokens per target pass: (1 − α^(k+1)) / (1 − α)", f"Speedup E / (k·c + 1), c = {c:.3g}"])
-    for i, a in enumerate(alphas):
+        "Tokens per target pass: (1 − α^(k+1)) / (1 − α)", f"Speedup E / (k·c + 1), c = {curves.c:.3g}"])
+    for i, a in enumerate(curves.alphas):
         color = ALPHA_COLORS[i % len(ALPHA_COLORS)] if a != chosen_alpha else NAIVE
         width = 3 if a == chosen_alpha else 1.5
-        fig.add_scatter(x=ks, y=tokens[a], name=f"α = {a:g}", legendgroup=f"a{a}", line=dict(color=color, width=width),
-                        row=1, col=1, hovertemplate=f"α={a:g}, k=%{{x}}: %{{y:.3f}} tokens<extra></extra>")
-        fig.add_scatter(x=ks, y=speedups[a], name=f"α = {a:g}", legendgroup=f"a{a}", showlegend=False,
+        speedups = curves.speedups(a)
+        fig.add_scatter(x=ks, y=curves.tokens(a), name=f"α = {a:g}", legendgroup=f"a{a}",
+                        line=dict(color=color, width=width), row=1, col=1,
+                        hovertemplate=f"α={a:g}, k=%{{x}}: %{{y:.3f}} tokens<extra></extra>")
+        fig.add_scatter(x=ks, y=speedups, name=f"α = {a:g}", legendgroup=f"a{a}", showlegend=False,
                         line=dict(color=color, width=width), row=1, col=2,
                         hovertemplate=f"α={a:g}, k=%{{x}}: %{{y:.3f}}×<extra></extra>")
-        k_best = optimum[a]
-        fig.add_scatter(x=[k_best], y=[speedups[a][ks.index(k_best)]], mode="markers", legendgroup=f"a{a}",
+        k_best = curves.best_k(a)
+        fig.add_scatter(x=[k_best], y=[speedups[ks.index(k_best)]], mode="markers", legendgroup=f"a{a}",
                         showlegend=False, marker=dict(color=color, size=11, symbol="diamond-open", line=dict(width=2)),
                         row=1, col=2, hovertemplate=f"best k for α={a:g}: %{{x}} (%{{y:.3f}}×)<extra></extra>")
+    mc = curves.mc_frame()
     fig.add_scatter(x=mc["k"], y=mc["mean"], error_y=dict(type="data", array=2 * mc["stderr"], visible=True),
                     mode="markers", marker=dict(color=FORMULA, size=7, symbol="x"),
                     name=f"Monte Carlo at α = {chosen_alpha:g} (±2 s.e.)", row=1, col=1,
                     hovertemplate="k=%{x}: simulated %{y:.4f} tokens<extra></extra>")
-    if timed is not None:
-        fig.add_scatter(x=ks, y=timed, name=f"α = {chosen_alpha:g}, verify pass timed by the roofline",
+    if curves.timed is not None:
+        fig.add_scatter(x=ks, y=curves.timed, name=f"α = {chosen_alpha:g}, verify pass timed by the roofline",
                         line=dict(color=NAIVE, dash="dot", width=2), row=1, col=2,
                         hovertemplate="k=%{x}: %{y:.3f}×<extra></extra>")
     if measured is not None:
-        fig.add_scatter(x=[measured["k"]], y=[measured["tokens_per_pass"]], mode="markers",
+        fig.add_scatter(x=[measured.k], y=[measured.tokens_per_pass], mode="markers",
                         marker=dict(symbol="star", size=16, color="#2ca02c", line=dict(color=FORMULA, width=1)),
-                        name=measured["label"], legendgroup="measured", row=1, col=1,
+                        name=measured_label, legendgroup="measured", row=1, col=1,
                         hovertemplate="real model, k=%{x}: %{y:.3f} tokens per pass<extra></extra>")
-        fig.add_scatter(x=[measured["k"]], y=[measured["speedup"]], mode="markers", showlegend=False,
+        fig.add_scatter(x=[measured.k], y=[measured.speedup], mode="markers", showlegend=False,
                         marker=dict(symbol="star", size=16, color="#2ca02c", line=dict(color=FORMULA, width=1)),
                         legendgroup="measured", row=1, col=2,
                         hovertemplate="real model, k=%{x}: measured %{y:.3f}× (wall time)<extra></extra>")

@@ -1,0 +1,335 @@
+"""Serving many requests on one GPU: static vs continuous batching.
+
+Both schedulers run the same seeded workloads as the paging page (sim.alloc.paging) and are iteration-level: one
+iteration is one forward pass of the model over every row in the batch, timed by a step cost
+(sim.serving.step_cost).
+
+  static     : take up to `max_batch` waiting requests, pad them to a rectangle (the longest prompt,
+               then one decode step per token of the longest output) and run that batch to the end
+               before the next one starts. Rows that finished early still ride along (and are still
+               computed) until the batch's slowest request is done. The batch reserves its padded
+               KV rectangle, rows × (longest prompt + largest max_tokens), so it can never run out
+               mid-batch; a batch that would not fit in the KV budget is cut to the rows that fit.
+  continuous : (Orca's iteration-level scheduling with vLLM's paged memory.) Every iteration, the
+               running requests first get room for their next token from a sim.alloc.paging.BlockPool;
+               when the pool is empty the newest running request is preempted — its blocks are freed
+               and it goes back to the head of the queue, to be recomputed later (prompt + what it had
+               produced). Then, unless something was preempted, waiting requests are admitted
+               first-come first-served while there are fewer than `max_batch` running, their prompts
+               fit in `max_batched_tokens`, and the pool keeps `watermark` of its blocks free after
+               the prompt's blocks are taken. A request admitted at iteration s is prefilled at s
+               (its first token comes out of that pass) and decodes at s+1 .. s+o-1; finished
+               requests leave at the end of their last iteration, and their slots are reused at once.
+
+Token conventions are sim.alloc.paging's: after iteration s+j a request holds p+j tokens (the last sampled
+token is never fed back). A decode at iteration s+j attends to p+j keys.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.alloc.paging import BlockPool, ServingConfig, Workload, cdiv, check_fits
+from sim.serving.result import ServingResult
+from sim.serving.step_cost import Work, extend_work, keys_upto
+
+POLICIES = ("static", "continuous")
+MAX_REQUESTS = 5000  # the page's bound; a run is a Python loop over iterations
+MAX_ITERATIONS = 300_000  # a run needing more forward passes than this is refused (a few seconds)
+MAX_BATCH = 1024
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    max_batch: int = 256  # static: requests per batch; continuous: most requests running (vLLM's max_num_seqs)
+    capacity_tokens: int = 16_384  # KV token slots the GPU has left for the cache
+    block_size: int = 16
+    watermark: float = 0.01  # continuous: share of blocks an admission must leave free (vLLM's default)
+    max_batched_tokens: int = 8192  # continuous: prompt tokens one iteration may prefill
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_batch <= MAX_BATCH:
+            raise ValueError(f"max_batch must be 1..{MAX_BATCH}, got {self.max_batch}")
+        if not 0.0 <= self.watermark <= 0.5:
+            raise ValueError(f"watermark must be 0..0.5 of the blocks, got {self.watermark}")
+        if not 1 <= self.max_batched_tokens <= 1 << 20:
+            raise ValueError(f"max_batched_tokens must be 1..{1 << 20:,}, got {self.max_batched_tokens:,}")
+        ServingConfig(self.capacity_tokens, self.block_size, self.max_batch)  # validates capacity and block size
+
+    @property
+    def paging(self) -> ServingConfig:
+        return ServingConfig(self.capacity_tokens, self.block_size, self.max_batch)
+
+    @property
+    def num_blocks(self) -> int:
+        return self.capacity_tokens // self.block_size
+
+    @property
+    def watermark_blocks(self) -> int:
+        return int(self.watermark * self.num_blocks)
+
+
+def _check(wl: Workload, sched: SchedulerConfig) -> None:
+    if wl.num_requests > MAX_REQUESTS:
+        raise ValueError(f"at most {MAX_REQUESTS:,} requests, got {wl.num_requests:,}")
+    check_fits(wl, sched.paging)
+    if sched.max_batched_tokens < wl.max_model_len:
+        raise ValueError(f"max_batched_tokens {sched.max_batched_tokens:,} is below the maximum length "
+                         f"{wl.max_model_len:,}: a long (or recomputed) prompt could never be prefilled")
+    least = int(np.ceil(wl.output_len.sum() / sched.max_batch))
+    if least > MAX_ITERATIONS:
+        raise ValueError(f"{int(wl.output_len.sum()):,} output tokens at most {sched.max_batch} per pass need at least "
+                         f"{least:,} forward passes, past the simulator's limit of {MAX_ITERATIONS:,}: raise the "
+                         "batch size or use fewer or shorter requests")
+
+
+def simulate_static(wl: Workload, sched: SchedulerConfig, cost, tick_s: float = 1.0) -> ServingResult:
+    """Batches of up to max_batch waiting requests, each padded and run until its longest output is done."""
+    _check(wl, sched)
+    n, window = wl.num_requests, getattr(cost, "window", 1 << 40)
+    arrival = wl.arrival.astype(np.float64) * tick_s
+    p_all, o_all, mt_all = wl.prompt_len, wl.output_len, wl.max_tokens
+    start = np.zeros(n)
+    first = np.zeros(n)
+    finish = np.zeros(n)
+    row_end = np.zeros(n)
+    it_parts: dict[str, list[np.ndarray]] = {k: [] for k in ("start", "sec", "rows", "tok", "pre", "pret", "claim",
+                                                             "kvtok", "fin")}
+    now = 0.0
+    nxt = 0
+    total_its = 0
+    while nxt < n:
+        now = max(now, arrival[nxt])
+        ready = int(np.searchsorted(arrival, now, side="right"))  # requests that have arrived by now
+        b = min(sched.max_batch, ready - nxt)
+        # cut the batch to the rows whose padded reservation fits the KV budget
+        while b > 1:
+            rows = slice(nxt, nxt + b)
+            if b * (int(p_all[rows].max()) + int(mt_all[rows].max())) <= sched.capacity_tokens:
+                break
+            b -= 1
+        rows = slice(nxt, nxt + b)
+        p, o = p_all[rows], o_all[rows]
+        pmax, omax = int(p.max()), int(o.max())
+        reserve = b * (pmax + int(mt_all[rows].max()))  # one row always fits (check_fits)
+        total_its += omax
+        if total_its > MAX_ITERATIONS:
+            raise ValueError(f"static batching passed {MAX_ITERATIONS:,} forward passes: raise the batch size or "
+                             "use fewer or shorter requests")
+        pre = extend_work(pmax, 0, window, logits_rows=1)
+        secs = [np.atleast_1d(cost.seconds(Work(b * pmax, pre.lm_skip * b, pre.keys_g * b, pre.keys_l * b,
+                                                pre.kv_g * b, pre.kv_l * b)))]
+        if omax > 1:
+            ctx = pmax + np.arange(1, omax, dtype=np.float64)  # keys a decode at step j attends to
+            dw = extend_work(1, ctx - 1, window)
+            secs.append(np.atleast_1d(cost.seconds(Work(b, 0, dw.keys_g * b, dw.keys_l * b, dw.kv_g * b,
+                                                         dw.kv_l * b))) * np.ones(omax - 1))
+        sec = np.concatenate(secs)
+        ends = now + np.cumsum(sec)
+        start[rows] = now
+        first[rows] = ends[0]
+        finish[rows] = ends[o - 1]
+        row_end[rows] = ends[-1]
+        j = np.arange(omax)
+        o_sorted = np.sort(o)
+        alive = b - np.searchsorted(o_sorted, j, side="right")  # rows with o > j produce a token at step j
+        held = np.minimum(j[:, None], o[None, :] - 1) + p[None, :]  # (steps, rows) real tokens held
+        it_parts["start"].append(ends - sec)
+        it_parts["sec"].append(sec)
+        it_parts["rows"].append(np.full(omax, b))
+        it_parts["tok"].append(alive)
+        it_parts["pre"].append(np.r_[b, np.zeros(omax - 1, dtype=np.int64)])
+        it_parts["pret"].append(np.r_[int(p.sum()), np.zeros(omax - 1, dtype=np.int64)])
+        it_parts["claim"].append(np.full(omax, reserve))
+        it_parts["kvtok"].append(held.sum(axis=1))
+        it_parts["fin"].append(np.bincount(o - 1, minlength=omax))
+        now = float(ends[-1])
+        nxt += b
+    cat = {k: np.concatenate(v) for k, v in it_parts.items()}
+    idx = np.arange(n)
+    return ServingResult(
+        "static", sched.capacity_tokens, sched.max_batch, arrival, first, finish, p_all.copy(), o_all.copy(),
+        np.zeros(n, dtype=np.int64), idx, start, finish, row_end, cat["start"], cat["sec"], cat["rows"].astype(np.int64), cat["tok"].astype(np.int64),
+        cat["pre"].astype(np.int64), cat["pret"].astype(np.int64), cat["claim"].astype(np.int64),
+        cat["kvtok"].astype(np.int64), cat["fin"].astype(np.int64))
+
+
+def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: float = 1.0,
+                        check: bool = False) -> ServingResult:
+    """Iteration-level scheduling over a BlockPool, preemption by recompute (see the module docstring).
+
+    check=True asserts the pool's invariants after every iteration (slow; for tests)."""
+    _check(wl, sched)
+    n, bs, max_batch = wl.num_requests, sched.block_size, sched.max_batch
+    window = getattr(cost, "window", 1 << 40)
+    pool = BlockPool(sched.num_blocks, bs)
+    wm = sched.watermark_blocks
+    arrival_s = wl.arrival.astype(np.float64) * tick_s
+    arrival = arrival_s.tolist()
+    prompt, output = wl.prompt_len.tolist(), wl.output_len.tolist()
+    first = [math.nan] * n
+    finish = [math.nan] * n
+    preempted = [0] * n
+    waiting: deque[tuple[int, int, int]] = deque()  # (req, prompt to prefill, tokens still to produce)
+    running: dict[int, list[int]] = {}  # req -> [start it, prompt, output, segment]; insertion order = age
+    crossings: dict[int, list[tuple[int, int]]] = {}  # iteration -> (segment, request) needing a new block then
+    finish_at: dict[int, list[int]] = {}
+    cap_at: dict[int, list[int]] = {}  # iteration -> requests whose context reaches the window then
+    growing: set[int] = set()  # running requests whose context is still below the window
+    segs: tuple[list, list, list] = ([], [], [])  # req, start_s, end_s
+    its: tuple[list, ...] = tuple([] for _ in range(8))
+    (it_start, it_sec, it_rows, it_pre, it_pret, it_claim, it_kvtok, it_fin) = its
+    # Σ over running requests of (p - s): a request's context at iteration t is p - s + t
+    run_a, grow_a = 0, 0
+    n_capped = 0
+    now = 0.0
+    nxt = 0
+    t = 0
+    windowed = window < (1 << 40)
+
+    def leave(req: int, r: list[int]) -> None:
+        nonlocal run_a, grow_a, n_capped
+        run_a -= r[1] - r[0]
+        if windowed:
+            if req in growing:
+                growing.discard(req)
+                grow_a -= r[1] - r[0]
+            else:
+                n_capped -= 1
+
+    while nxt < n or waiting or running:
+        while nxt < n and arrival[nxt] <= now:
+            waiting.append((nxt, prompt[nxt], output[nxt]))
+            nxt += 1
+        if not running and not waiting:
+            now = arrival[nxt]
+            continue
+        if t >= MAX_ITERATIONS:
+            raise ValueError(f"continuous batching passed {MAX_ITERATIONS:,} forward passes with "
+                             f"{len(waiting) + n - nxt:,} requests waiting: raise the KV budget or the batch size")
+        if windowed:
+            for req in cap_at.pop(t, ()):
+                r = running.get(req)
+                if r is not None and req in growing and r[1] - r[0] + t >= window:
+                    growing.discard(req)
+                    grow_a -= r[1] - r[0]
+                    n_capped += 1
+        # 1. room for every running request's next token, oldest first; preempt the newest when the pool is empty
+        was_preempted = False
+        for seg, req in sorted(crossings.pop(t, ())):  # segment ids grow with admission: oldest first
+            r = running.get(req)
+            if r is None or r[3] != seg:
+                continue  # preempted since (and maybe re-admitted with another schedule)
+            need = r[1] + (t - r[0]) - pool.req_to_num_tokens[req]
+            while not pool.can_append(req, need):
+                victim = next(reversed(running))
+                v = running.pop(victim)
+                leave(victim, v)
+                pool.free(victim)
+                k = t - v[0]  # tokens it had produced
+                segs[2][v[3]] = now
+                finish_at[v[0] + v[2] - 1].remove(victim)
+                waiting.appendleft((victim, v[1] + k, v[2] - k))
+                preempted[victim] += 1
+                was_preempted = True
+                if victim == req:
+                    break
+            else:
+                pool.append(req, need)
+                nxt_cross = cdiv(pool.req_to_num_tokens[req], bs) * bs + 1 - r[1] + r[0]
+                if nxt_cross < r[0] + r[2]:
+                    crossings.setdefault(nxt_cross, []).append((seg, req))
+        # 2. admissions (none in an iteration that preempted)
+        adm_a, n_adm, adm_local = 0, 0, 0
+        pre_tokens, pre_skip, pre_kg, pre_kl, pre_kvl = 0, 0, 0.0, 0.0, 0.0
+        if not was_preempted:
+            while waiting and len(running) < max_batch:
+                req, p, o = waiting[0]
+                need = cdiv(p, bs)
+                if pre_tokens + p > sched.max_batched_tokens:
+                    break
+                if pool.num_free_blocks - need < (wm if running else 0):
+                    break
+                waiting.popleft()
+                pool.add_request(req, p)
+                running[req] = [t, p, o, len(segs[0])]
+                segs[0].append(req)
+                segs[1].append(now)
+                segs[2].append(math.nan)
+                finish_at.setdefault(t + o - 1, []).append(req)
+                first_cross = cdiv(p, bs) * bs + 1 - p + t
+                if first_cross < t + o:
+                    crossings.setdefault(first_cross, []).append((running[req][3], req))
+                run_a += p - t
+                adm_a += p - t
+                n_adm += 1
+                if windowed:
+                    if p >= window:  # its context is already the window
+                        n_capped += 1
+                        adm_local += window
+                    else:
+                        growing.add(req)
+                        grow_a += p - t
+                        adm_local += p
+                        cap_at.setdefault(t + window - p, []).append(req)
+                pre_tokens += p
+                pre_skip += p - 1
+                pre_kg += p * (p + 1) / 2
+                if windowed:
+                    pre_kl += float(keys_upto(p, window))
+                    pre_kvl += min(p, window)
+        # 3. the pass: prefills of the admitted, one decode for every other running request
+        n_dec = len(running) - n_adm
+        ctx_g = (run_a - adm_a) + n_dec * t  # Σ keys the decodes attend to (full-attention layers)
+        if windowed:
+            ctx_l = grow_a + len(growing) * t + n_capped * window - adm_local
+            work = Work(n_dec + pre_tokens, pre_skip, ctx_g + pre_kg, ctx_l + pre_kl, ctx_g + pre_tokens,
+                        ctx_l + pre_kvl)
+        else:  # no sliding window: local sums equal the full ones
+            work = Work(n_dec + pre_tokens, pre_skip, ctx_g + pre_kg, ctx_g + pre_kg, ctx_g + pre_tokens,
+                        ctx_g + pre_tokens)
+        sec = float(cost.seconds(work))
+        end = now + sec
+        for req in list(running)[len(running) - n_adm:] if n_adm else ():
+            if math.isnan(first[req]):
+                first[req] = end
+        it_start.append(now)
+        it_sec.append(sec)
+        it_rows.append(n_dec + n_adm)
+        it_pre.append(n_adm)
+        it_pret.append(pre_tokens)
+        it_claim.append(pool.num_used_blocks * bs)
+        it_kvtok.append(run_a + len(running) * t)
+        if check:
+            pool.check_invariants()
+            assert pool.num_used_blocks <= sched.num_blocks
+        done = finish_at.pop(t, ())
+        it_fin.append(len(done))
+        for req in done:
+            r = running.pop(req)
+            leave(req, r)
+            pool.free(req)
+            finish[req] = end
+            segs[2][r[3]] = end
+        now = end
+        t += 1
+    assert pool.num_free_blocks == pool.num_blocks, "blocks still held after every request finished"
+    seg_end = np.array(segs[2])
+    return ServingResult(
+        "continuous", sched.capacity_tokens, max_batch, arrival_s, np.array(first), np.array(finish),
+        wl.prompt_len.copy(), wl.output_len.copy(), np.array(preempted, dtype=np.int64),
+        np.array(segs[0], dtype=np.int64), np.array(segs[1]), seg_end, seg_end,
+        np.array(it_start), np.array(it_sec), np.array(it_rows, dtype=np.int64), np.array(it_rows, dtype=np.int64),
+        np.array(it_pre, dtype=np.int64), np.array(it_pret, dtype=np.int64), np.array(it_claim, dtype=np.int64),
+        np.array(it_kvtok, dtype=np.int64), np.array(it_fin, dtype=np.int64))
+
+
+def simulate(wl: Workload, sched: SchedulerConfig, cost, policy: str, tick_s: float = 1.0) -> ServingResult:
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    fn = simulate_static if policy == "static" else simulate_continuous
+    return fn(wl, sched, cost, tick_s)

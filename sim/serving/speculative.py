@@ -1,0 +1,285 @@
+"""Speculative decoding (Leviathan et al. 2023): the closed form, a Monte Carlo check, rounds timed by the roofline,
+and speculation inside a batch.
+
+A draft proposes k tokens; the target scores all of them in one pass and keeps the longest prefix it agrees with,
+plus one token of its own (the correction at the first disagreement, or a bonus token when all k were kept). When
+each draft token is accepted independently with probability α, the tokens per target pass are
+    E = 1 + α + α² + … + α^k = (1 − α^(k+1)) / (1 − α),
+and with a draft step costing c target steps, one round costs k·c + 1 target steps: speedup E / (k·c + 1).
+`simulate_speculative` draws the accept/reject of every draft token with a seeded RNG and is checked against E.
+sim.model.speculative runs it on the real tiny model (greedy: the output must be exactly the target's own).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.cost.gpus import load_gpus
+from sim.cost.presets import load_presets
+from sim.serving.step_cost import RooflineCost
+
+MAX_SPEC_K = 16
+MAX_MC_PASSES = 1_000_000
+SPEC_KS = tuple(range(1, 13))  # the draft lengths the page draws
+SPEC_ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9)  # the acceptance rates it draws, with the chosen one
+
+
+def check_spec(alpha: float, k: int) -> None:
+    if not (isinstance(alpha, int | float) and math.isfinite(alpha) and 0.0 <= alpha <= 1.0):
+        raise ValueError(f"acceptance rate α must be within 0..1, got {alpha!r}")
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= MAX_SPEC_K:
+        raise ValueError(f"draft length k must be a whole number 1..{MAX_SPEC_K}, got {k!r}")
+
+
+def expected_tokens_per_pass(alpha: float, k: int) -> float:
+    """(1 − α^(k+1)) / (1 − α): accepted drafts plus the target's own token, on average."""
+    check_spec(alpha, k)
+    if alpha == 1.0:
+        return float(k + 1)
+    return (1 - alpha ** (k + 1)) / (1 - alpha)
+
+
+def speculative_speedup(alpha: float, k: int, c: float) -> float:
+    """Leviathan et al.'s improvement in wall time: E / (k·c + 1), c = draft step / target step."""
+    if not (math.isfinite(c) and 0.0 <= c <= 10.0):
+        raise ValueError(f"cost ratio c must be within 0..10, got {c!r}")
+    return expected_tokens_per_pass(alpha, k) / (k * c + 1)
+
+
+def optimal_k(alpha: float, c: float, k_max: int = MAX_SPEC_K) -> int:
+    """The draft length 1..k_max with the largest speedup (the smallest on a tie)."""
+    return max(range(1, k_max + 1), key=lambda k: (speculative_speedup(alpha, k, c), -k))
+
+
+@dataclass(frozen=True)
+class SpecMonteCarlo:
+    alpha: float
+    k: int
+    accepted: np.ndarray  # (passes,) drafts kept in each target pass
+
+    @property
+    def num_passes(self) -> int:
+        return len(self.accepted)
+
+    @property
+    def tokens_per_pass(self) -> np.ndarray:
+        return self.accepted + 1
+
+    @property
+    def mean(self) -> float:
+        return float(self.tokens_per_pass.mean())
+
+    @property
+    def stderr(self) -> float:
+        return float(self.tokens_per_pass.std(ddof=1) / math.sqrt(self.num_passes)) if self.num_passes > 1 else math.inf
+
+    @property
+    def expected(self) -> float:
+        return expected_tokens_per_pass(self.alpha, self.k)
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Accepted drafts ÷ drafts the target judged (those after a rejection are never judged)."""
+        judged = self.accepted.sum() + np.count_nonzero(self.accepted < self.k)
+        return float(self.accepted.sum() / judged) if judged else math.nan
+
+
+def simulate_speculative(alpha: float, k: int, num_passes: int = 20_000, seed: int = 0) -> SpecMonteCarlo:
+    """Draw, for every draft token of every pass, whether the target accepts it (probability α, each
+    independent); a pass keeps drafts up to the first rejection."""
+    check_spec(alpha, k)
+    if not 1 <= num_passes <= MAX_MC_PASSES:
+        raise ValueError(f"num_passes must be 1..{MAX_MC_PASSES:,}, got {num_passes:,}")
+    rng = np.random.default_rng(seed)
+    ok = rng.random((num_passes, k)) < alpha  # (passes, k) per draft token
+    accepted = np.where(ok.all(axis=1), k, np.argmin(ok, axis=1))  # index of the first rejection
+    return SpecMonteCarlo(alpha, k, accepted.astype(np.int64))
+
+
+@dataclass(frozen=True)
+class SpecTiming:
+    """Speculative rounds timed with the roofline: a target and a draft model on one GPU, batch 1."""
+
+    target: str
+    draft: str
+    gpu: str
+    context: int
+    target_step_s: float  # one target decode step
+    draft_step_s: float
+    verify_s: dict[int, float]  # k -> one target pass over k + 1 tokens
+
+    @property
+    def c(self) -> float:
+        return self.draft_step_s / self.target_step_s
+
+    def speedup(self, alpha: float, k: int) -> float:
+        """E · t_target / (k · t_draft + t_verify(k+1)): Leviathan's formula with the verify pass timed too."""
+        return expected_tokens_per_pass(alpha, k) * self.target_step_s / (k * self.draft_step_s + self.verify_s[k])
+
+    def caption(self, k: int) -> str:
+        """Where c comes from, and what verifying k + 1 tokens costs, in one sentence."""
+        presets, ratio = load_presets(), self.verify_s[k] / self.target_step_s
+        why = ("about one decode step, because a batch-1 pass is bound by reading the weights, not by arithmetic"
+               if ratio < 1.1 else f"{ratio:.2f} decode steps: the extra tokens read more of the weights (experts) "
+               "or turn the pass toward compute-bound")
+        return (f"c from the roofline on one {load_gpus()[self.gpu].name} at batch 1 and {self.context:,} tokens of "
+                f"context: a {presets[self.draft].name} decode step takes {self.draft_step_s * 1e3:.2f} ms, a "
+                f"{presets[self.target].name} one {self.target_step_s * 1e3:.2f} ms → c = {self.c:.3f}. Verifying "
+                f"k + 1 = {k + 1} tokens in one target pass takes {self.verify_s[k] * 1e3:.2f} ms — {why}.")
+
+
+@dataclass(frozen=True)
+class SpecBatchPoint:
+    batch: int
+    target_step_s: float
+    round_s: float  # k draft steps + one verify pass, for the whole batch
+    speedup: float
+    verify_bound: str
+
+
+def spec_batch_sweep(target: str, draft: str, gpu: str, alpha: float, k: int, context: int = 1024,
+                     batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), weight_dtype: str = "bf16") -> list[SpecBatchPoint]:
+    """Speculation inside a batch: every request drafts k tokens and the target verifies batch × (k + 1) tokens
+    in one pass. At batch 1 the pass is memory-bound and the extra tokens are nearly free; as the batch grows
+    the verify pass turns compute-bound and costs about (k + 1) decode steps, so the gain fades."""
+    check_spec(alpha, k)
+    presets = load_presets()
+    tc = RooflineCost(presets[target], gpu, weight_dtype)
+    dc = RooflineCost(presets[draft], gpu, weight_dtype)
+    e = expected_tokens_per_pass(alpha, k)
+    out = []
+    for b in batches:
+        if not 1 <= b <= 4096:
+            raise ValueError(f"batch must be 1..4,096, got {b}")
+        t_dec = tc.decode_seconds(b, context)
+        vw = tc.verify_work(k + 1, context, b)
+        round_s = k * dc.decode_seconds(b, context) + tc.seconds(vw)
+        out.append(SpecBatchPoint(b, t_dec, round_s, e * t_dec / round_s, tc.bound(vw)))
+    return out
+
+
+def batch_sweep_caption(points: list[SpecBatchPoint]) -> str:
+    """What the sweep shows: from which batch on the verify pass is compute-bound."""
+    turn = next((p.batch for p in points if p.verify_bound == "compute"), None)
+    if turn is not None and turn == points[0].batch:
+        where = (f"Already at batch {turn} that pass is compute-bound and costs about k + 1 decode steps, so the "
+                 "gain is small. ")
+    else:
+        where = ("At batch 1 that pass is memory-bound and the extra tokens ride along for free; "
+                 + (f"from batch {turn} on it is compute-bound and costs about k + 1 decode steps, so the gain "
+                    "shrinks. " if turn else "the verify pass stays memory-bound over this range. "))
+    return ("Every request in the batch drafts k tokens and the target verifies batch × (k + 1) tokens in one pass. "
+            + where + "Continuous batching and speculation compete for the same idle compute.")
+
+
+def spec_timing(target: str, draft: str, gpu: str, context: int = 1024, weight_dtype: str = "bf16") -> SpecTiming:
+    presets = load_presets()
+    for name in (target, draft):
+        if name not in presets:
+            raise ValueError(f"unknown model {name!r}")
+    if not 1 <= context <= 131_072:
+        raise ValueError(f"context must be 1..131,072, got {context:,}")
+    tc = RooflineCost(presets[target], gpu, weight_dtype)
+    dc = RooflineCost(presets[draft], gpu, weight_dtype)
+    target_s, draft_s = tc.decode_seconds(1, context), dc.decode_seconds(1, context)
+    if draft_s >= target_s:
+        raise ValueError(f"the draft {presets[draft].name} takes {draft_s * 1e3:,.2f} ms per decode step, no less than "
+                         f"the target {presets[target].name}'s {target_s * 1e3:,.2f} ms (c = {draft_s / target_s:,.2f}): "
+                         "speculation only pays with a draft cheaper than its target; pick a smaller draft")
+    return SpecTiming(target, draft, gpu, context, target_s, draft_s,
+                      {k: tc.verify_seconds(k + 1, context) for k in range(1, MAX_SPEC_K + 1)})
+
+
+# ---------------------------------------------------------------------------------------------
+# The page's one call
+
+
+@dataclass(frozen=True)
+class SpecSetup:
+    alpha: float = 0.8
+    k: int = 4
+    c: float | None = None  # draft step ÷ target step; None: from the roofline of target and draft on gpu
+    target: str = "llama-3.1-70b"
+    draft: str = "llama-3.1-8b"
+    gpu: str = "h100-sxm"
+    mc_passes: int = 20_000
+    mc_seed: int = 0
+    ks: tuple[int, ...] = SPEC_KS
+    alphas: tuple[float, ...] = SPEC_ALPHAS
+
+
+@dataclass(frozen=True)
+class SpecCurves:
+    """Tokens per pass and speedup against k for several α (the chosen one included), the Monte Carlo check at
+    the chosen α, and, when c comes from the roofline, the chosen α with the verify pass timed."""
+
+    setup: SpecSetup
+    c: float
+    timing: SpecTiming | None
+    monte_carlo: tuple[SpecMonteCarlo, ...]  # at the chosen α, one per k of setup.ks
+
+    @property
+    def ks(self) -> tuple[int, ...]:
+        return self.setup.ks
+
+    @property
+    def alphas(self) -> list[float]:
+        return sorted(set(self.setup.alphas) | {self.setup.alpha})
+
+    def tokens(self, alpha: float) -> list[float]:
+        return [expected_tokens_per_pass(alpha, k) for k in self.ks]
+
+    def speedups(self, alpha: float) -> list[float]:
+        return [speculative_speedup(alpha, k, self.c) for k in self.ks]
+
+    def best_k(self, alpha: float) -> int:
+        return optimal_k(alpha, self.c, self.ks[-1])
+
+    @property
+    def timed(self) -> list[float] | None:
+        """The chosen α's speedups with the verify pass timed by the roofline (None with c set by hand)."""
+        return None if self.timing is None else [self.timing.speedup(self.setup.alpha, k) for k in self.ks]
+
+    @property
+    def chosen_monte_carlo(self) -> SpecMonteCarlo:
+        return self.monte_carlo[self.ks.index(self.setup.k)]
+
+    def mc_frame(self):
+        """One row per k: the closed form, the Monte Carlo mean, its standard error, the acceptance rate seen."""
+        import pandas as pd
+
+        return pd.DataFrame([{"k": mc.k, "closed_form": mc.expected, "mean": mc.mean, "stderr": mc.stderr,
+                              "acceptance_rate": mc.acceptance_rate} for mc in self.monte_carlo])
+
+
+def run_speculative(setup: SpecSetup) -> SpecCurves:
+    timing = spec_timing(setup.target, setup.draft, setup.gpu) if setup.c is None else None
+    check_spec(setup.alpha, setup.k)
+    if setup.k not in setup.ks:
+        raise ValueError(f"draft length k must be one of {setup.ks[0]}..{setup.ks[-1]}, got {setup.k}")
+    mc = tuple(simulate_speculative(setup.alpha, k, setup.mc_passes, setup.mc_seed) for k in setup.ks)
+    c = timing.c if timing is not None else setup.c
+    speculative_speedup(setup.alpha, setup.k, c)  # checks c
+    return SpecCurves(setup, c, timing, mc)
+
+
+def real_run_summary(run, num_layers: int) -> str:
+    """What a speculative run on the real tiny model shows (Markdown); `run` is a sim.model.speculative.SpecRun
+    (not imported: this package stays torch-free) and `num_layers` the target's layer count."""
+    same = ("The output is **identical** to the target decoding alone. " if run.identical else
+            f"**The output differs from the target's own from token {run.first_difference} on.** In exact arithmetic "
+            f"it cannot; in {run.dtype} on {run.device} a pass over k + 1 tokens rounds differently from a pass over "
+            "one, and a near-tie between the two best tokens can flip greedy's choice. ")
+    return (
+        f"{run.num_passes} target passes produced {len(run.new_ids)} tokens. The draft was right "
+        f"**{run.acceptance_rate:.0%}** of the time it was checked. " + same
+        + f"On this machine ({run.device}) the speculative loop took {run.spec_s * 1e3:,.0f} ms against "
+        f"{run.target_s * 1e3:,.0f} ms for the target alone; one verify pass over {run.k + 1} tokens took "
+        f"{run.verify_s * 1e3:.2f} ms against {run.target_step_s * 1e3:.2f} ms for a one-token step. A "
+        f"{num_layers}-layer model this small is bound by the fixed cost of each call, not by reading "
+        "its weights, so a draft with fewer layers is not proportionally cheaper (c is far above the layer ratio) "
+        "and the k + 1-token verify pass is not free — speculation pays off when the target is large and "
+        "memory-bound, as in the curves above.")

@@ -1,0 +1,180 @@
+"""Speculative decoding (sim/serving/speculative.py, sim/model/speculative.py).
+
+The Monte Carlo must agree with the closed form; the roofline-timed rounds must equal sim.cost.roofline's
+steps; the page's curves and sentences are worded from their numbers; greedy speculative decoding on the
+real model must return exactly the target's tokens.
+"""
+
+import numpy as np
+import pytest
+
+from sim.cost.gpus import load_gpus
+from sim.cost.presets import load_presets
+from sim.cost.roofline import RooflineConfig, decode_step, hardware
+from sim.model import speculative as sp
+from sim.serving import speculative as sps
+
+# --- speculative decoding ---------------------------------------------------------------------------
+
+
+def test_expected_tokens_closed_form_by_hand():
+    assert sps.expected_tokens_per_pass(0.5, 2) == 1.75  # 1 + 0.5 + 0.25
+    assert sps.expected_tokens_per_pass(0.0, 5) == 1.0
+    assert sps.expected_tokens_per_pass(1.0, 5) == 6.0
+    assert sps.expected_tokens_per_pass(0.8, 4) == pytest.approx(1 + 0.8 + 0.64 + 0.512 + 0.4096)
+    assert sps.speculative_speedup(0.8, 4, 0.05) == pytest.approx(3.3616 / 1.2)
+    assert sps.speculative_speedup(0.5, 1, 0.0) == 1.5
+    for a, c in ((0.6, 0.05), (0.8, 0.05), (0.9, 0.02), (0.3, 0.2)):
+        best = max(range(1, 17), key=lambda k, a=a, c=c: sps.speculative_speedup(a, k, c))
+        assert sps.optimal_k(a, c) == best
+    assert sps.optimal_k(0.8, 0.05) == 8 and sps.optimal_k(0.8, 0.2) == 4 and sps.optimal_k(0.3, 0.2) == 1
+
+
+@pytest.mark.parametrize("alpha", [0.3, 0.6, 0.8, 0.9])
+@pytest.mark.parametrize("k", [1, 3, 5, 8])
+def test_monte_carlo_matches_the_closed_form(alpha, k):
+    mc = sps.simulate_speculative(alpha, k, num_passes=20_000, seed=0)
+    # tolerance: 4 standard errors of the mean (a fixed seed, so this is deterministic)
+    assert abs(mc.mean - mc.expected) <= 4 * mc.stderr
+    assert mc.stderr < 0.025
+    assert abs(mc.acceptance_rate - alpha) < 0.015
+    again = sps.simulate_speculative(alpha, k, num_passes=20_000, seed=0)
+    assert np.array_equal(mc.accepted, again.accepted)
+    assert mc.accepted.min() >= 0 and mc.accepted.max() <= k
+
+
+def test_speculative_bounds():
+    for bad in (dict(alpha=1.1, k=2), dict(alpha=-0.1, k=2), dict(alpha=0.5, k=0), dict(alpha=0.5, k=17),
+                dict(alpha=float("nan"), k=2)):
+        with pytest.raises(ValueError):
+            sps.expected_tokens_per_pass(**bad)
+    with pytest.raises(ValueError, match="num_passes"):
+        sps.simulate_speculative(0.5, 2, num_passes=0)
+    with pytest.raises(ValueError, match="cost ratio"):
+        sps.speculative_speedup(0.5, 2, -1.0)
+
+
+def test_roofline_timed_speculation():
+    t = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
+    presets, hw = load_presets(), hardware(load_gpus()["h100-sxm"])
+    t70 = decode_step(RooflineConfig(presets["llama-3.1-70b"], 1, 1024)).time(hw)
+    t8 = decode_step(RooflineConfig(presets["llama-3.1-8b"], 1, 1024)).time(hw)
+    assert t.c == pytest.approx(t8 / t70, rel=1e-12)
+    assert 0.09 < t.c < 0.13  # about the ratio of the weights read
+    # a 5-token verify pass at batch 1 is still memory-bound: barely longer than one step
+    assert t.target_step_s <= t.verify_s[4] < 1.01 * t.target_step_s
+    assert t.speedup(0.8, 4) == pytest.approx(sps.expected_tokens_per_pass(0.8, 4) * t70 / (4 * t8 + t.verify_s[4]))
+    points = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
+    assert points[0].batch == 1 and points[0].verify_bound == "memory"
+    assert points[0].speedup > 2 and points[-1].speedup < points[0].speedup
+    assert points[-1].verify_bound == "compute"
+
+
+# --- the real model -----------------------------------------------------------------------------------
+
+
+def test_truncated_draft_shares_the_targets_weights():
+    from tests.conftest import random_model
+
+    target = random_model()
+    draft = sp.truncated_draft(target, 2)
+    assert draft.cfg.n_layers == 2 and draft.lm_head is target.lm_head
+    assert draft.model.layers[1] is target.model.layers[1]
+    for bad in (0, target.cfg.n_layers):
+        with pytest.raises(ValueError, match="keeps 1"):
+            sp.truncated_draft(target, bad)
+
+
+@pytest.mark.parametrize("layers,k", [(1, 1), (2, 4)])
+def test_greedy_speculative_output_equals_the_target_on_a_random_model(layers, k):
+    from tests.conftest import random_model
+
+    target = random_model(seed=1)
+    run = sp.speculative_generate(target, sp.truncated_draft(target, layers), list(b"to be or not"), 24, k, repeats=1)
+    assert run.identical and len(run.new_ids) == 24
+    assert run.num_passes == len(run.accepted) and all(0 <= a <= k for a in run.accepted)
+    produced = sum(a + 1 for a in run.accepted)  # the prefill gave the first token; the last pass may overshoot
+    assert 23 <= produced <= 23 + k
+
+
+def test_greedy_speculative_output_equals_the_target_on_the_shipped_model():
+    from sim.model.transformer import checkpoint_path, load_model
+
+    if not checkpoint_path("mha").is_file():
+        pytest.skip("the bundled mha checkpoint is missing")
+    target = load_model("mha")
+    prompt = list(b"ROMEO.\nBut soft, what light through yonder window breaks?\n")
+    for layers, k in ((3, 4), (1, 2)):
+        run = sp.speculative_generate(target, sp.truncated_draft(target, layers), prompt, 48, k, repeats=1)
+        assert run.identical, f"first difference at token {run.first_difference}"
+        # every pass yields its accepted drafts plus one target token; the last pass may overshoot
+        produced = sum(a + 1 for a in run.accepted)
+        assert 47 <= produced <= 47 + k
+        assert 0 < run.acceptance_rate < 1
+
+
+# --- the page's curves and sentences ---------------------------------------------------------------
+
+
+def test_curves_by_hand():
+    curves = sps.run_speculative(sps.SpecSetup(alpha=0.75, k=2, c=0.0, mc_passes=1000, ks=(1, 2, 3), alphas=(0.5,)))
+    assert curves.timing is None and curves.timed is None and curves.c == 0.0
+    assert curves.alphas == [0.5, 0.75]  # the chosen α joins the drawn ones
+    assert curves.tokens(0.5) == [1.5, 1.75, 1.875]
+    assert curves.speedups(0.5) == curves.tokens(0.5)  # a free draft: speedup = tokens per pass
+    assert curves.best_k(0.5) == 3
+    assert curves.chosen_monte_carlo.k == 2 and curves.chosen_monte_carlo.num_passes == 1000
+    frame = curves.mc_frame()
+    assert list(frame["k"]) == [1, 2, 3] and list(frame.columns) == ["k", "closed_form", "mean", "stderr",
+                                                                     "acceptance_rate"]
+    assert frame.loc[1, "mean"] == sps.simulate_speculative(0.75, 2, 1000, 0).mean
+
+
+def test_curves_take_c_from_the_roofline():
+    curves = sps.run_speculative(sps.SpecSetup())
+    timing = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
+    assert curves.timing == timing and curves.c == timing.c
+    assert curves.timed == [timing.speedup(0.8, k) for k in sps.SPEC_KS]
+    assert curves.best_k(0.8) == sps.optimal_k(0.8, timing.c, 12)
+    with pytest.raises(ValueError, match="one of 1..3"):
+        sps.run_speculative(sps.SpecSetup(k=4, c=0.1, ks=(1, 2, 3)))
+    with pytest.raises(ValueError, match="cheaper than its target"):
+        sps.run_speculative(sps.SpecSetup(target="llama-3.1-8b", draft="llama-3.1-70b"))
+
+
+def test_timing_caption_states_the_steps():
+    t = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
+    text = t.caption(4)
+    assert text.startswith("c from the roofline on one NVIDIA H100 SXM 80GB at batch 1 and 1,024 tokens of context: "
+                           f"a Llama 3.1 8B decode step takes {t.draft_step_s * 1e3:.2f} ms")
+    assert f"→ c = {t.c:.3f}. Verifying k + 1 = 5 tokens in one target pass takes {t.verify_s[4] * 1e3:.2f} ms — " \
+           "about one decode step" in text
+    slow = sps.SpecTiming("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 1024, 0.04, 0.004, {4: 0.06})
+    assert "— 1.50 decode steps:" in slow.caption(4)
+
+
+def test_batch_sweep_caption_names_the_first_compute_bound_batch():
+    def points(*bounds):
+        return [sps.SpecBatchPoint(2 ** i, 1.0, 1.0, 1.0, b) for i, b in enumerate(bounds)]
+
+    assert "from batch 4 on it is compute-bound" in sps.batch_sweep_caption(points("memory", "memory", "compute"))
+    assert "stays memory-bound over this range" in sps.batch_sweep_caption(points("memory", "memory"))
+    assert sps.batch_sweep_caption(points("compute")).startswith(
+        "Every request in the batch drafts k tokens and the target verifies batch × (k + 1) tokens in one pass. "
+        "Already at batch 1 that pass is compute-bound")
+    real = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
+    assert "from batch 128 on" in sps.batch_sweep_caption(real)
+
+
+def test_real_run_summary_is_worded_from_the_run():
+    run = sp.SpecRun(k=3, prompt_ids=[1, 2], new_ids=[5, 6, 7, 8, 9], target_ids=[5, 6, 7, 8, 9], accepted=[3, 0],
+                     spec_s=0.125, target_s=0.0675, draft_step_s=0.001, target_step_s=0.00227, verify_s=0.0029)
+    text = sps.real_run_summary(run, 4)
+    assert text.startswith("2 target passes produced 5 tokens. The draft was right **75%** of the time it was checked. "
+                           "The output is **identical** to the target decoding alone. ")
+    assert "the speculative loop took 125 ms against 68 ms for the target alone; one verify pass over 4 tokens took " \
+           "2.90 ms against 2.27 ms" in text
+    assert "A 4-layer model this small" in text
+    differs = sp.SpecRun(3, [1], [5, 6, 1], [5, 6, 7], [1], 0.1, 0.1, 0.01, 0.02, 0.03, "cuda", "bfloat16")
+    assert "**The output differs from the target's own from token 2 on.**" in sps.real_run_summary(differs, 4)
+    assert "in bfloat16 on cuda" in sps.real_run_summary(differs, 4)
