@@ -5,7 +5,8 @@ from functools import cache
 from streamlit.testing.v1 import AppTest
 
 from sim.model.quant_cache import make_scheme, scheme_bytes
-from sim.model.quant_experiments import EvalConfig, evaluate_scheme, free_run, heldout_windows
+from sim.model.quant_errors import EvalConfig, evaluate_scheme, heldout_windows
+from sim.model.quant_generation import free_run
 from sim.model.transformer import load_model
 from tests.conftest import metric_value as metric
 from tests.conftest import run_page, unescaped

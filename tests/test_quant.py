@@ -1,4 +1,4 @@
-"""sim/model/quant.py, sim/model/quant_cache.py and sim/model/quant_experiments.py: bounds, exact bytes, the residual
+"""sim/model/quant.py, sim/model/quant_cache.py and the quant_* experiment modules: bounds, exact bytes, the residual
 window, the one-pass evaluation against the literal cache, and the real model."""
 
 import math
@@ -30,14 +30,9 @@ from sim.model.quant_cache import (
     make_scheme,
     scheme_bytes,
 )
-from sim.model.quant_experiments import (
-    _attend,
-    cache_logits,
-    divergence_positions,
-    free_run,
-    outlier_demo,
-    teacher_forced_logits,
-)
+from sim.model.quant_channels import outlier_demo
+from sim.model.quant_forward import _attend, cache_logits, teacher_forced_logits
+from sim.model.quant_generation import divergence_positions, free_run
 from sim.model.transformer import ModelConfig
 from tests.conftest import random_model
 
@@ -345,14 +340,17 @@ def test_seed_bandwidth_claim_is_recomputed():
 
     from sim.cost.gpus import load_gpus
     from sim.cost.presets import load_presets
-    from sim.model.quant_experiments import seed_claims
+    from sim.model.quant_claims import seed_claims
 
-    claims = seed_claims(pd.DataFrame(columns=["scheme", "bits"]), 4, load_presets()["llama-3.1-8b"],
-                         load_gpus()["h100-sxm"])
+    check = seed_claims(pd.DataFrame(columns=["scheme", "bits"]), 4, load_presets()["llama-3.1-8b"],
+                        load_gpus()["h100-sxm"])
+    claims = check.claims
     # 16 × 32,768 tokens × 128 KiB = 64 GiB + 15.0 GiB of weights does not fit in 80 GiB × 0.9 = 72 GiB;
     # (72 − 15.0) GiB ÷ 4 GiB per request = 14 requests: 56 GiB ÷ 3.35 TB/s = 17.9 ms; FP8 half of it
-    assert "14 requests × 32,768 tokens" in claims[0].we_find
-    assert "16 requests would need 79.0 GiB in FP16, more than the 72.0 GiB usable at 90%" in claims[0].we_find
-    assert "reading the cache takes 17.9 ms in FP16 and 9.0 ms in FP8" in claims[0].we_find
-    assert "exactly 0.500 of FP16" in claims[1].we_find
-    assert claims[2].verdict == "—"  # nothing measured: the page says what to switch on
+    assert "14 requests × 32,768 tokens" in claims[0].computed
+    assert "16 requests would need 79.0 GiB in FP16, more than the 72.0 GiB usable at 90%" in claims[0].computed
+    assert "reading the cache takes 17.9 ms in FP16 and 9.0 ms in FP8" in claims[0].computed
+    assert "exactly 0.500 of FP16" in claims[1].computed
+    assert len(claims) == 2  # nothing measured: the page says what to switch on
+    assert check.unmeasured[0] == "FP8 / INT8: nearly safe"
+    assert "Switch on every scheme at every bit width (top of the page)" in check.unmeasured_sentence()

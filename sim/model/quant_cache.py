@@ -103,6 +103,11 @@ class CacheScheme:
         return base.replace("residual R", f"residual R={self.residual}").replace("first R", f"first {self.residual}")
 
     @property
+    def title(self) -> str:
+        """The label with the integer width in front ("INT4 KIVI: ..."); FP8 and full precision say theirs."""
+        return f"INT{self.bits} {self.label}" if self.key in SCHEME_KINDS else self.label
+
+    @property
     def short(self) -> str:
         return SHORT_LABELS.get(self.key, self.key).format(R=self.residual)
 

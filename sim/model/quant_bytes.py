@@ -1,0 +1,148 @@
+"""What each KV quantization scheme's cache weighs, counted exactly: the tiny model's cache by part,
+bytes per token as the context grows, and at real-model scale how many requests fit on a GPU and the
+bandwidth bound on a decode step."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sim.cost.gpus import GpuPreset
+from sim.cost.arch import ArchPreset, estimate_num_params
+from sim.model.quant_cache import FULL, FULL_BYTES, CacheScheme, scheme_bytes
+from sim.model.quant_errors import Metric
+from sim.model.transformer import ModelConfig
+
+CURVE_KEYS = ("fp16", "kivi", "token", "kivi_nores", "fp8_e4m3")  # the schemes drawn against context
+
+
+# --- the tiny model ------------------------------------------------------------------------------------
+
+
+def fp16_bytes_per_token(cfg: ModelConfig) -> float:
+    """Every layer's K and V of one token at 16 bits: 2 · L · H_kv · d_h · 2 B."""
+    return float(scheme_bytes(FULL, 1, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"])
+
+
+def bytes_per_value(cfg: ModelConfig, bytes_per_token: float) -> float:
+    """Average bytes of one cached number: bytes per token over the 2 · L · H_kv · d_h numbers a token adds."""
+    return bytes_per_token / (2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim)
+
+
+def tiny_bytes_rows(cfg: ModelConfig, schemes: Sequence[CacheScheme], num_tokens: int) -> list[dict]:
+    """The tiny model's cache after num_tokens tokens, by part, per scheme (16-bit residual)."""
+    rows = []
+    for s in [FULL, *schemes]:
+        b = scheme_bytes(s, num_tokens, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, full_bytes=FULL_BYTES)
+        rows.append({"scheme": s.key, "label": s.label, "short": s.short, **b,
+                     "bytes_per_token": b["total"] / num_tokens})
+    return rows
+
+
+def bytes_curves(cfg: ModelConfig, key_to_scheme: Mapping[str, CacheScheme]
+                 ) -> dict[str, tuple[str, list[int], list[float]]]:
+    """key -> (short label, contexts 1, 2, 4 … up to the trained context, average bytes per token) for
+    CURVE_KEYS: the residual window's cost fades as the context grows."""
+    xs = [n for n in (2**k for k in range(0, 11)) if n <= cfg.max_seq_len]
+    curves = {}
+    for key in CURVE_KEYS:
+        s = FULL if key == "fp16" else key_to_scheme[key]
+        curves[key] = (s.short, xs, [scheme_bytes(s, n, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"] / n
+                                     for n in xs])
+    return curves
+
+
+def tiny_bytes_caption(cfg: ModelConfig, variant: str, bits: int, residual: int) -> str:
+    return (f"Exact counts for the tiny {variant.upper()} model ({cfg.n_layers} layers × {cfg.n_kv_heads} KV heads × "
+            f"{cfg.head_dim} channels, K and V): codes bit-packed at {bits} bits, an fp16 scale and fp16 zero point per "
+            f"group, residual tokens at 16 bits. KIVI's R={residual} full-precision tokens cost a lot in a short "
+            f"context and fade in a long one; the cache's own `used_bytes()` is tested equal to these numbers.")
+
+
+# --- at real-model scale ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScaleRow:
+    key: str
+    label: str
+    title: str  # the label with its integer width ("INT4 KIVI: ...")
+    bytes_per_token: float  # averaged over the context (the residual window included)
+    per_request_bytes: int
+    vs_fp16: float
+    max_requests: int  # on the GPU, at the context, after the weights
+    step_seconds: float  # bandwidth bound of one decode step at that batch: (weights + KV) / bandwidth
+    tokens_per_s: float  # max_requests / step_seconds
+
+
+def scale_rows(arch: ArchPreset, schemes: Sequence[CacheScheme], context: int, gpu_bytes: int, bandwidth: float,
+               utilization: float = 0.9, weight_bytes_per_param: int = 2) -> list[ScaleRow]:
+    """Per-request cache bytes of each scheme for a standard-attention preset, and what that buys on
+    a GPU: the most requests that fit next to the weights and the bandwidth-bound decode rate.
+    The first row is FP16."""
+    if arch.attention == "MLA" or arch.sliding_window or arch.v_dim != arch.head_dim:
+        raise ValueError(f"{arch.name}: only models whose every layer caches full K and V heads are shown here")
+    if not 1 <= context <= arch.max_position_embeddings:
+        raise ValueError(f"context must be in 1..{arch.max_position_embeddings:,}, got {context:,}")
+    if not 0.05 <= utilization <= 1.0:
+        raise ValueError(f"utilization must be in 0.05..1.0, got {utilization}")
+    weights = estimate_num_params(arch) * weight_bytes_per_param
+    budget = math.floor(gpu_bytes * utilization) - weights
+    fp16 = scheme_bytes(FULL, context, arch.n_layers, arch.n_kv_heads, arch.head_dim)["total"]
+    rows = []
+    for s in [FULL, *schemes]:
+        per = scheme_bytes(s, context, arch.n_layers, arch.n_kv_heads, arch.head_dim)["total"]
+        n = max(0, budget // per) if budget > 0 else 0
+        step = (weights + n * per) / bandwidth
+        rows.append(ScaleRow(s.key, s.label, s.title, per / context, per, per / fp16, int(n), step,
+                             n / step if n else 0.0))
+    return rows
+
+
+@dataclass(frozen=True)
+class ScaleView:
+    """scale_rows for one preset on one GPU, with the table and the sentence the page shows."""
+
+    arch: ArchPreset
+    gpu: GpuPreset
+    context: int
+    utilization: float
+    rows: list[ScaleRow]  # FP16 first
+
+    def requests_vs_fp16(self, i: int) -> float:
+        return self.rows[i].max_requests / max(1, self.rows[0].max_requests)
+
+    def rate_vs_fp16(self, i: int) -> float:
+        return self.rows[i].tokens_per_s / max(1e-9, self.rows[0].tokens_per_s)
+
+    def metrics(self, bits: int) -> list[Metric]:
+        """FP16 against the first scheme (KIVI at `bits`): requests that fit and the decode rate bound."""
+        fp16, kivi = self.rows[0], self.rows[1]
+        return [Metric("FP16: requests that fit", f"{fp16.max_requests:,}"),
+                Metric(f"KIVI INT{bits}: requests that fit", f"{kivi.max_requests:,}",
+                       f"{self.requests_vs_fp16(1):.2f}× FP16"),
+                Metric(f"KIVI INT{bits}: decode tokens/s bound", f"{kivi.tokens_per_s:,.0f}",
+                       f"{self.rate_vs_fp16(1):.2f}× FP16")]
+
+    def frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([{"scheme": r.title, "bytes/token": r.bytes_per_token,
+                              "per request": r.per_request_bytes / 2**30, "vs FP16": r.vs_fp16,
+                              "max requests": r.max_requests, "decode step (ms)": r.step_seconds * 1e3,
+                              "tokens/s bound": r.tokens_per_s} for r in self.rows])
+
+    def caption(self) -> str:
+        gpu = self.gpu
+        return (f"{self.arch.name} at {self.context:,} tokens per request on one {gpu.name} ({gpu.memory_gib:g} GiB × "
+                f"{self.utilization:.2f} usable, weights in 16 bits). Decode is memory-bound: one step at the largest "
+                f"batch must read every weight once and every request's cache, so its time is at least (weights + KV "
+                f"bytes) ÷ {gpu.bandwidth_tb_s:g} TB/s. A bound, not a measurement: the dequantizing kernel must be "
+                "light enough not to eat the saving.")
+
+
+def scale_view(arch: ArchPreset, gpu: GpuPreset, schemes: Sequence[CacheScheme], context: int,
+               utilization: float) -> ScaleView:
+    rows = scale_rows(arch, schemes, context, gpu.memory_bytes, gpu.bandwidth_bytes_per_s, utilization)
+    return ScaleView(arch, gpu, context, utilization, rows)

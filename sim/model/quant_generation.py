@@ -1,0 +1,108 @@
+"""Free-running generation through a quantized KV cache: greedy text side by side with full precision,
+and the first position where they part."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from sim.model.generate import check_lengths, decode_one_token, first_difference, generate, prefill
+from sim.model.quant_cache import FULL, CacheScheme, QuantizedKVCache, scheme_bytes
+from sim.model.quant_errors import Metric
+from sim.model.quant_forward import teacher_forced_logits
+from sim.model.transformer import TinyLlama
+
+MARK = "▌"  # where the two texts part
+
+
+@dataclass(frozen=True)
+class FreeRun:
+    scheme: CacheScheme
+    prompt_ids: list[int]
+    ref_ids: list[int]  # greedy, full-precision cache
+    quant_ids: list[int]  # greedy, the scheme's cache
+    used_bytes: int  # the quantized cache after the run
+    full_bytes: int  # the same tokens at 16 bits
+
+    @property
+    def first_difference(self) -> int | None:
+        assert len(self.ref_ids) == len(self.quant_ids)
+        return first_difference(self.ref_ids, self.quant_ids)
+
+    @property
+    def num_same(self) -> int:
+        """Generated tokens before the first difference (all of them when there is none)."""
+        first = self.first_difference
+        return len(self.ref_ids) if first is None else first
+
+    @property
+    def bytes_vs_fp16(self) -> float:
+        return self.used_bytes / self.full_bytes
+
+    def metrics(self) -> list[Metric]:
+        first = self.first_difference
+        return [Metric("First differing token", "none" if first is None else f"{first}",
+                       help="Index among the generated tokens (0 = the first one)."),
+                Metric("Same tokens before it", f"{self.num_same} of {len(self.ref_ids)}"),
+                Metric("Cache after the run", f"{self.used_bytes:,} B", f"{self.bytes_vs_fp16:.1%} of FP16")]
+
+    def marked_text(self, ids: list[int]) -> str:
+        """The prompt and `ids` (ref_ids or quant_ids) as text, MARK where the two runs part."""
+        first = self.first_difference
+
+        def text(part: list[int]) -> str:
+            return bytes(part).decode("utf-8", errors="replace")
+
+        new = text(ids) if first is None else text(ids[:first]) + MARK + text(ids[first:])
+        return text(self.prompt_ids) + new
+
+
+@torch.inference_mode()
+def greedy(model: TinyLlama, prompt_ids: list[int], n_new: int, scheme: CacheScheme) -> tuple[list[int], int]:
+    """Greedy tokens through QuantizedKVCache(scheme): one prefill call, then one token a step.
+    Returns the tokens and the cache's used bytes."""
+    check_lengths(model, len(prompt_ids), n_new)
+    device, dtype = model.lm_head.weight.device, model.lm_head.weight.dtype
+    cache = QuantizedKVCache(model.cfg, scheme, 1, len(prompt_ids) + n_new - 1, device, dtype)
+    logits = prefill(model, torch.tensor([prompt_ids], device=device), cache)
+    out = [int(logits[0].argmax())]
+    for i in range(1, n_new):
+        logits = decode_one_token(model, torch.tensor([[out[-1]]], device=device), len(prompt_ids) + i - 1, cache)
+        out.append(int(logits[0].argmax()))
+    return out, cache.used_bytes()
+
+
+def free_run(model: TinyLlama, prompt_ids: list[int], n_new: int, scheme: CacheScheme) -> FreeRun:
+    """Greedy text through the plain full-precision cache (sim.model.generate) and through the scheme's."""
+    ref = generate(model, list(prompt_ids), n_new, "cached", count=False).new_ids
+    quant, used = greedy(model, prompt_ids, n_new, scheme)
+    cfg = model.cfg
+    full = scheme_bytes(FULL, len(prompt_ids) + n_new - 1, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"]
+    return FreeRun(scheme, list(prompt_ids), ref, quant, used, full)
+
+
+def divergence_positions(model: TinyLlama, prompt_ids: list[int], ref_ids: list[int],
+                         schemes: Sequence[CacheScheme]) -> dict[str, int | None]:
+    """The first generated token where greedy decoding through each scheme's cache would leave
+    the full-precision text: up to there both runs read the same tokens, so one teacher-forced
+    pass over prompt + full-precision text finds it."""
+    device = model.lm_head.weight.device
+    P = len(prompt_ids)
+    ids = torch.tensor([list(prompt_ids) + list(ref_ids[:-1])], device=device)
+    ref = torch.tensor(ref_ids, device=device)
+    out = {}
+    for s in schemes:
+        pred = teacher_forced_logits(model, ids, s, prefill_len=P)[0, P - 1 :].argmax(-1)
+        diff = (pred != ref).nonzero()
+        out[s.key] = int(diff[0]) if len(diff) else None
+    return out
+
+
+def divergence_frame(schemes: Sequence[CacheScheme], key_to_first: dict[str, int | None]):
+    """One row per scheme: where its greedy text first parts from full precision ("none": never)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"scheme": s.title, "first differing token": "none" if key_to_first[s.key] is None
+                          else str(key_to_first[s.key])} for s in schemes])
