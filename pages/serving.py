@@ -300,8 +300,8 @@ if ss["live"]:
     except ValueError as exc:
         st.error(f"Cannot speculate: {plain(exc)}")
 
-label = f"real tiny model, {ss['live_draft']} draft (measured)"
-st.plotly_chart(speculative_figure(spec, run, label), width="stretch")
+run_label = f"real tiny model, {ss['live_draft']} draft (measured)"
+st.plotly_chart(speculative_figure(spec, run, run_label), width="stretch")
 st.caption("Diamonds: the best k for each α. Crosses: the Monte Carlo means at the chosen α, which sit on the formula. "
            + ("Dotted: the chosen α with the verify pass timed by the roofline instead of assumed to cost one step. "
               if curves.timing is not None else "")
