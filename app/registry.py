@@ -16,7 +16,6 @@ class PageInfo:
     icon: str
     section: str
     summary: str
-    ready: bool  # False: a placeholder that says "coming" until its issue lands
 
     @property
     def path(self) -> Path:
@@ -24,32 +23,26 @@ class PageInfo:
 
 
 PAGES: tuple[PageInfo, ...] = (
-    PageInfo("home", "Home", ":material/home:", "Start", "What the lab teaches, and what this machine can run.", True),
+    PageInfo("home", "Home", ":material/home:", "Start", "What the lab teaches, and what this machine can run."),
     PageInfo("decode_cost", "Decode cost", ":material/speed:", "Generation",
-             "Naive vs KV-cached generation on the real model: FLOPs counted and timed per step.", True),
+             "Naive vs KV-cached generation on the real model: FLOPs counted and timed per step."),
     PageInfo("attention_masks", "Attention masks", ":material/grid_on:", "Generation",
-             "Causal, sliding-window, prefix-LM and padding masks; why -inf and not ×0; real attention maps.", True),
+             "Causal, sliding-window, prefix-LM and padding masks; why -inf and not ×0; real attention maps."),
     PageInfo("kv_memory", "KV memory", ":material/memory:", "Memory",
-             "Cache bytes by model, batch, context and dtype; GQA, MQA, MLA; what fits on a GPU.", True),
+             "Cache bytes by model, batch, context and dtype; GQA, MQA, MLA; what fits on a GPU."),
     PageInfo("paged_blocks", "Paged KV blocks", ":material/view_module:", "Memory",
-             "A vLLM-style block pool vs contiguous allocation, and the fragmentation each leaves.", True),
+             "A vLLM-style block pool vs contiguous allocation, and the fragmentation each leaves."),
     PageInfo("prefix_caching", "Prefix caching", ":material/account_tree:", "Memory",
-             "Hashed blocks chained to their parent; hit rates by workload and prompt layout.", True),
+             "Hashed blocks chained to their parent; hit rates by workload and prompt layout."),
     PageInfo("kv_quantization", "KV quantization", ":material/compress:", "Memory",
-             "KIVI-style K per channel, V per token: bytes saved against error by position.", True),
+             "KIVI-style K per channel, V per token: bytes saved against error by position."),
     PageInfo("attention_kernels", "Attention kernels", ":material/bolt:", "Speed",
-             "Eager vs SDPA backends timed live on this device; the online softmax, step by step.", True),
+             "Eager vs SDPA backends timed live on this device; the online softmax, step by step."),
     PageInfo("roofline", "Roofline", ":material/show_chart:", "Speed",
-             "Why decoding waits on memory: arithmetic intensity of prefill vs decode.", True),
+             "Why decoding waits on memory: arithmetic intensity of prefill vs decode."),
     PageInfo("serving", "Serving", ":material/dns:", "Speed",
-             "Static vs continuous batching and speculative decoding, simulated.", True),
+             "Static vs continuous batching and speculative decoding, simulated."),
 )
 
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(p.section for p in PAGES))
 
-
-def page(slug: str) -> PageInfo:
-    for p in PAGES:
-        if p.slug == slug:
-            return p
-    raise KeyError(slug)

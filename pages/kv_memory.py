@@ -1,15 +1,20 @@
 """KV memory: the cache's bytes by model, batch, context and dtype; what fits on a GPU; the real
 tiny model's cache measured; the seeds' figures checked."""
 
-import pandas as pd
 import streamlit as st
 
+from app.claims import render_claims
 from app.figures.memory import dtype_bars, kv_heatmap, memory_breakdown, variant_lines
 from app.text import code, for_plotly, plain
 from app.urlstate import UrlState
 from app.work import run_job
+from sim.cost.arch import estimate_num_params
+from sim.cost.capacity import GpuConfig, capacity, dtype_frame, dtype_table, fit_message, int8_vs_fp16
 from sim.cost.gpus import load_gpus
+from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
+from sim.cost.kv_claims import seed_claims
 from sim.cost.memory import (
+    ELEMENT_BYTES,
     GROUP_SIZES,
     KV_DTYPES,
     MAX_BATCH,
@@ -18,20 +23,16 @@ from sim.cost.memory import (
     MAX_LAYERS_PER_KV,
     MAX_TINY_BATCH,
     WEIGHT_DTYPE_BITS,
-    GpuConfig,
     MemoryConfig,
-    capacity,
-    claims_frame,
-    dtype_frame,
-    dtype_table,
     fmt_bytes,
     kv_grid,
     kv_memory,
-    seed_claims,
-    token_layer_bytes,
+    measurement_rows,
+    presets_frame,
     variant_curves,
+    variant_rows,
 )
-from sim.cost.presets import MAX_CONFIG_CHARS, estimate_num_params, load_presets, parse_hf_config_with_notes
+from sim.cost.presets import load_presets
 
 CUSTOM = "custom"
 TINY = ("mha", "gqa", "mqa")
@@ -130,8 +131,14 @@ arch = read_custom_config() if st.session_state["model"] == CUSTOM else presets[
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def views(cfg: MemoryConfig, gpu_cfg: GpuConfig):
-    return kv_memory(cfg), capacity(cfg, gpu_cfg), kv_grid(cfg), variant_curves(cfg), dtype_table(cfg, gpu_cfg)
+def sized(cfg: MemoryConfig, gpu_cfg: GpuConfig):
+    return kv_memory(cfg), capacity(cfg, gpu_cfg)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def tab_views(cfg: MemoryConfig, gpu_cfg: GpuConfig):
+    """The tabs' sweeps: computed after the first chart has been sent."""
+    return kv_grid(cfg), variant_curves(cfg), dtype_table(cfg, gpu_cfg)
 
 
 def render_calculator(arch) -> None:
@@ -141,7 +148,7 @@ def render_calculator(arch) -> None:
                            layers_per_kv=st.session_state["share"])
         gpu_cfg = GpuConfig(gpus[st.session_state["gpu"]], num_gpus=st.session_state["ngpu"],
                             utilization=float(st.session_state["util"]), weight_dtype=st.session_state["wdt"])
-        kv, cap, grid, curves, dtypes = views(cfg, gpu_cfg)
+        kv, cap = sized(cfg, gpu_cfg)
     except ValueError as exc:
         st.error(plain(exc), icon=":material/error:")
         return
@@ -179,7 +186,7 @@ def render_calculator(arch) -> None:
     with left:
         st.subheader("The formula, with your numbers")
         st.latex(r"\text{bytes} = 2 \cdot L \cdot H_{kv} \cdot d_h \cdot p \cdot B \cdot S")
-        st.table(pd.DataFrame([{"Step": s.what, "With your numbers": s.math} for s in kv.steps]), hide_index=True)
+        st.table(kv.steps_frame(), hide_index=True)
         st.caption(f"{name_md}: {arch.attention}, {arch.n_heads} query heads, {arch.n_kv_heads} K/V heads of "
                    f"{arch.head_dim}, {arch.describe_layers()}. Source: "
                    + (plain(arch.source) if custom else arch.source))
@@ -188,23 +195,13 @@ def render_calculator(arch) -> None:
     with right:
         st.subheader("Does it fit?")
         st.plotly_chart(memory_breakdown(cap, gpu_label), key="breakdown")
-        params = estimate_num_params(arch)
-        if budget <= 0:
-            st.warning(f"The weights alone ({fmt_bytes(cap.weight_bytes)} for {params / 1e9:.3g} B parameters in "
-                     f"{gpu_cfg.weight_dtype.upper()}) need more than the {fmt_bytes(cap.usable_bytes)} usable on "
-                     f"{gpu_label}: add GPUs or quantize the weights.", icon=":material/block:")
-        elif cap.fits:
-            st.success(f"Fits: {fmt_bytes(kv.total_bytes)} of KV next to {fmt_bytes(cap.weight_bytes)} of weights "
-                       f"({params / 1e9:.3g} B parameters), {fmt_bytes(cap.headroom_bytes)} to spare.",
-                       icon=":material/check_circle:")
-        else:
-            st.warning(f"Does not fit: the cache needs {fmt_bytes(kv.total_bytes)} but only {fmt_bytes(budget)} is left "
-                     f"after {fmt_bytes(cap.weight_bytes)} of weights. At {cfg.context:,} tokens at most "
-                     f"{cap.max_requests:,} requests fit; at batch {cfg.batch:,} at most {cap.max_context:,} tokens.",
-                     icon=":material/block:")
+        kind, message = fit_message(kv, cap, gpu_cfg, gpu_label, estimate_num_params(arch))
+        icon = ":material/check_circle:" if kind == "fits" else ":material/block:"
+        (st.success if kind == "fits" else st.warning)(message, icon=icon)
 
     tabs = st.tabs(["Batch × context", "MHA · GQA · MQA · MLA", "KV dtypes", "Measured on the real model",
                     "Claims in the seeds", "Model presets"])
+    grid, curves, dtypes = tab_views(cfg, gpu_cfg)
     with tabs[0]:
         st.plotly_chart(kv_heatmap(grid, budget, (cfg.context, cfg.batch), arch.max_position_embeddings,
                                    f"{name_plot}, {cfg.kv_dtype.upper()} cache: total KV bytes"), key="heatmap")
@@ -221,7 +218,7 @@ def render_calculator(arch) -> None:
     with tabs[3]:
         render_measured()
     with tabs[4]:
-        render_claims()
+        render_seed_claims()
     with tabs[5]:
         render_presets()
 
@@ -229,15 +226,7 @@ def render_calculator(arch) -> None:
 def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> None:
     st.plotly_chart(variant_lines(curves, budget, cfg.context,
                                   f"{name_plot} with each attention kind, batch {cfg.batch:,}"), key="variants")
-    rows = []
-    for name, a in curves.name_to_arch.items():
-        kv_part = (f"({a.kv_lora_rank} + {a.qk_rope_head_dim}) latent" if name == "MLA"
-                   else f"2 × {a.n_kv_heads} × {a.head_dim}" if a.v_dim == a.head_dim
-                   else f"{a.n_kv_heads} × ({a.head_dim} + {a.v_dim})")
-        rows.append({"Attention": name, "K/V heads": str(a.n_kv_heads) if name != "MLA" else "1 latent",
-                     "Values per token per layer": kv_part,
-                     "Bytes per token per layer": token_layer_bytes(a, cfg.kv_dtype, cfg.group_size),
-                     "Per token, all layers": fmt_bytes(curves.name_to_token_bytes[name])})
+    rows = variant_rows(curves, cfg.kv_dtype, cfg.group_size)
     st.dataframe(rows, hide_index=True, width="stretch")
     st.markdown(
         "- **MHA** keeps a K and a V head for every query head; **GQA** lets a group of query heads share one; "
@@ -254,7 +243,7 @@ def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> N
     )
 
 
-def arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
+def arrow_safe(df):
     """Byte counts past 2^63 (absurd configs only) cannot go through Arrow: show those columns as text."""
     out = df.copy()
     for col in out.columns:
@@ -273,7 +262,7 @@ def render_dtypes(cfg: MemoryConfig, rows) -> None:
                        mime="text/csv", on_click="ignore", icon=":material/download:", key="dl_dtypes")
     st.caption(f"FP8 here carries one scale per tensor (a few bytes per layer, not counted). The integer formats "
                f"store a 2-byte scale and a 2-byte zero point for every g = {cfg.group_size} values, so INT8 is "
-               f"{(8 * cfg.group_size + 32) / (16 * cfg.group_size):.4g}× FP16, not 0.5×. Halving the bytes per value "
+               f"{int8_vs_fp16(cfg.group_size):.4g}× FP16, not 0.5×. Halving the bytes per value "
                "doubles the requests that fit only when the weights stay the same: they do, the weight dtype is "
                "a separate choice.")
 
@@ -321,18 +310,8 @@ def render_measured() -> None:
         return
     if r is None:
         return
-    B, H, S, D = r.tensor_shape
-    p = {"fp32": 4, "fp16": 2, "bf16": 2}[r.dtype]
-    rows = [
-        {"Count": f"Measured: numel × element_size over the {r.num_tensors} filled K and V tensors",
-         "Bytes": r.measured_bytes},
-        {"Count": f"Formula 2·L·H_kv·d_h·p·B·S = 2·{r.num_tensors // 2}·{H}·{D}·{p}·{B}·{S} (sim/cost/opcount.py)",
-         "Bytes": r.opcount_bytes},
-        {"Count": "This page's calculator, from the preset", "Bytes": r.calculator_bytes},
-    ]
-    if r.cuda_allocated_delta is not None:
-        rows.append({"Count": "torch.cuda.memory_allocated() after − before allocating", "Bytes": r.cuda_allocated_delta})
-        rows.append({"Count": "Formula with each tensor rounded up to the allocator's 512 B", "Bytes": r.cuda_expected})
+    p = ELEMENT_BYTES[r.dtype]
+    rows = measurement_rows(r)
     st.dataframe(rows, hide_index=True, width="stretch", column_config={"Bytes": st.column_config.NumberColumn(format="%d")})
     st.caption(f"Device {r.device}, cache dtype {r.dtype.upper()} (p = {p}); each tensor is (B, H_kv, S, D) = "
                f"{r.tensor_shape}; weights: {r.weights}.")
@@ -345,33 +324,14 @@ def render_measured() -> None:
         st.error("Measured and formula differ — that is a bug in the lab, please report it.", icon=":material/error:")
 
 
-VERDICT_COLORS = {"correct": "#d9f2d9", "close": "#fff3c4", "ambiguous": "#fde2c4", "understated": "#fde2c4",
-                  "wrong": "#f8d0d0"}
-
-
-def render_claims() -> None:
-    df = claims_frame(seed_claims(presets, gpus))
+def render_seed_claims() -> None:
     st.markdown("Every KV-size figure in seeds 000, 001, 002 and 004, recomputed with this page's calculator "
                 "(Llama 3 70B has the same attention shape as the Llama 3.1 70B preset). GB = 10⁹ B, GiB = 2³⁰ B.")
-    counts = df["Verdict"].value_counts()
-    st.caption(" · ".join(f"{v}: {counts[v]}" for v in counts.index))
-    st.table(df.style.map(lambda v: f"background-color: {VERDICT_COLORS.get(v, 'white')}; font-weight: 600",
-                          subset=["Verdict"]), hide_index=True)
-    st.download_button("Download the claims (CSV)", df.to_csv(index=False), file_name="kv_seed_claims.csv",
-                       mime="text/csv", on_click="ignore", icon=":material/download:", key="dl_claims")
+    render_claims(seed_claims(presets, gpus), "kv_memory")
 
 
 def render_presets() -> None:
-    rows = []
-    for key, a in presets.items():
-        per_token = kv_memory(MemoryConfig(a, context=1)).bytes_per_token
-        rows.append({"Model": a.name, "Attention": a.attention, "Layers": a.describe_layers(),
-                     "Query heads": a.n_heads, "K/V heads": a.n_kv_heads, "Head dim": a.head_dim,
-                     "KV per token, FP16": fmt_bytes(per_token), "KV per token (B)": per_token,
-                     "Parameters (estimate)": f"{estimate_num_params(a) / 1e9:.4g} B",
-                     "Parameters (model card)": f"{a.params_card:g} B" if a.params_card else "",
-                     "Trained context": a.max_position_embeddings, "Source": a.source, "Key": key})
-    df = pd.DataFrame(rows)
+    df = presets_frame(presets)
     st.dataframe(df, hide_index=True, width="stretch", height=36 * (len(df) + 1) + 4,
                  column_config={"KV per token (B)": st.column_config.NumberColumn(format="localized"),
                                 "Trained context": st.column_config.NumberColumn(format="localized")})
@@ -386,5 +346,5 @@ if arch is not None:
     render_calculator(arch)
 else:
     st.subheader("Claims in the seeds")
-    render_claims()
+    render_seed_claims()
 url.sync()

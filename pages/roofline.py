@@ -3,6 +3,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from app.claims import render_claims
 from app.figures import CACHED, NAIVE
 from app.figures import roofline as figs
 from app.text import plain
@@ -16,13 +17,13 @@ from sim.cost.roofline import (
     Hardware,
     RooflineConfig,
     batch_sweep,
-    context_trend,
     decode_step,
     hardware,
     memory_bound_until,
     prefill_step,
     what_helps,
 )
+from sim.cost.roofline_claims import roofline_claims
 
 BATCHES = [2**k for k in range(13)]  # 1 … 4,096
 CONTEXTS = [2**k for k in range(7, 21)]  # 128 … 1,048,576
@@ -45,6 +46,7 @@ url.choice("wdtype", "bf16", list(WEIGHT_DTYPE_BITS), label="weight dtype")
 url.choice("kvdtype", "fp16", list(KV_DTYPES), label="KV dtype")
 url.int("batch", 1, 1, BATCHES[-1], label="batch")
 url.int("context", 4096, CONTEXTS[0], CONTEXTS[-1], label="context")
+url.bool("probe", False, label="measure this machine")
 url.show_problems()
 for key, allowed in (("batch", BATCHES), ("context", CONTEXTS)):  # snap URL integers to the slider's stops
     if st.session_state[key] not in allowed:
@@ -71,11 +73,13 @@ def machine_probe():
         return probe_machine()
 
 
+# The probe imports torch (seconds): it runs only when this machine is chosen or asked for.
 probe, probe_error = None, None
-try:
-    probe = machine_probe()
-except Exception as exc:  # a probe that fails must not take the page down
-    probe_error = f"{type(exc).__name__}: {exc}"
+if st.session_state["gpu"] == THIS_MACHINE or st.session_state["probe"]:
+    try:
+        probe = machine_probe()
+    except Exception as exc:  # a probe that fails must not take the page down
+        probe_error = f"{type(exc).__name__}: {exc}"
 
 arch = presets[st.session_state["model"]]
 try:
@@ -148,7 +152,12 @@ st.dataframe(pd.DataFrame([{"Change": x.name, "Bytes per step": x.bytes_per_step
                            for x in lv]), hide_index=True, width="stretch")
 
 st.header("Measured on this machine")
-if probe is None:
+st.toggle("Measure this machine", key="probe", disabled=st.session_state["gpu"] == THIS_MACHINE,
+          help="A copy-bandwidth and a matmul test (loads torch, so it is off until asked for).")
+if probe is None and probe_error is None:
+    st.info("Switch on **Measure this machine** (or choose it as the hardware) to time its bandwidth and matmuls.",
+            icon=":material/play_circle:")
+elif probe is None:
     st.warning(f"This machine could not be measured: {probe_error}. The presets above still work.")
 else:
     k = st.columns(3)
@@ -179,18 +188,5 @@ else:
             f"capture CUDA graphs.")
 
 st.header("The seeds' numbers")
-seventy = decode_step(RooflineConfig(presets["llama-3.1-70b"], 1, 1))
-h100 = hardware(gpus["h100-sxm"])
-st.dataframe(pd.DataFrame([
-    {"Seed": "000", "Claim": "a 70B decode step reads ~140 GB of weights for ~140 billion operations",
-     "Recomputed": f"{seventy.bytes_weights / 1e9:,.0f} GB, {seventy.flops / 1e9:,.0f} GFLOP (Llama 3.1 70B, bf16)",
-     "Verdict": "Right, counting a multiply-add as 2 FLOPs: 2 × 70B parameters ≈ 140 GFLOP."},
-    {"Seed": "000", "Claim": "about 1 flop/byte", "Recomputed": f"{seventy.intensity:.2f} FLOP/B",
-     "Verdict": context_trend(presets["llama-3.1-70b"]).verdict},
-    {"Seed": "000", "Claim": "an H100 balances at about 300 flop/byte", "Recomputed": f"{h100.ridge:,.0f} FLOP/B",
-     "Verdict": "Right for dense BF16 (989 TFLOP/s ÷ 3.35 TB/s); FP8 doubles it to ~590."},
-    {"Seed": "002", "Claim": "training is compute-bound, inference bandwidth-bound",
-     "Recomputed": f"prefill of 4,096 tokens: {prefill_step(RooflineConfig(presets['llama-3.1-8b'], 1, 4096)).intensity:,.0f} FLOP/B",
-     "Verdict": "Decode is; prefill (like training) multiplies each weight by many tokens and is compute-bound."},
-]), hide_index=True, width="stretch")
+render_claims(roofline_claims(presets, gpus), "roofline")
 url.sync()

@@ -9,40 +9,28 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sim.claims import Verdict
+from sim.cost.arch import ArchPreset, estimate_active_params, estimate_num_params
+from sim.cost.capacity import GpuConfig, capacity, dtype_table, max_context
 from sim.cost.gpus import load_gpus
+from sim.cost.hf_config import parse_hf_config, parse_hf_config_with_notes
+from sim.cost.kv_claims import seed_claims
 from sim.cost.memory import (
-    CLOSE,
-    CORRECT,
     GROUP_SIZES,
     KV_DTYPES,
-    VERDICTS,
-    WRONG,
     GiB,
-    GpuConfig,
     MemoryConfig,
-    capacity,
-    dtype_table,
     fmt_bytes,
     fmt_decimal,
     kv_grid,
     kv_memory,
-    max_context,
     request_bytes,
-    seed_claims,
     token_layer_bytes,
     variant_curves,
     vector_bytes,
     weight_bytes,
 )
-from sim.cost.presets import (
-    ArchPreset,
-    estimate_active_params,
-    estimate_num_params,
-    load_presets,
-    parse_hf_config,
-    parse_hf_config_with_notes,
-    tiny_model_configs,
-)
+from sim.cost.presets import load_presets, tiny_model_configs
 from sim.model.measure import measure_tiny_cache, untrained_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -443,17 +431,17 @@ def test_parse_never_crashes(mutation):
 def test_seed_claims_recomputed():
     claims = seed_claims(P, G)
     assert {c.seed for c in claims} == {"000", "001", "002", "004"}
-    assert all(c.verdict in VERDICTS and c.why for c in claims)
-    by_text = {c.seed_says: c for c in claims}
-    assert by_text["128 KiB"].our_bytes == 131_072 and by_text["128 KiB"].verdict == CORRECT
-    assert by_text["512 B"].our_bytes == 16_384 and by_text["512 B"].verdict == WRONG  # seed 002 omits the heads
-    assert by_text["16 KB"].our_bytes == 524_288 and by_text["512 MB"].our_bytes == 16 * GiB
-    assert by_text["≈ 2.5 GB"].our_bytes == 4000 * 327_680 and by_text["≈ 2.5 GB"].verdict == WRONG
-    assert by_text["≈ 20 GB"].our_bytes == 32000 * 327_680
-    assert by_text["10.4 GB"].our_bytes == 10 * GiB and by_text["10.4 GB"].verdict == CLOSE
-    assert by_text["32 GB"].our_bytes == 80 * GiB and by_text["32 GB"].verdict == WRONG
-    assert by_text["4,096 B"].our_bytes == 4096 and by_text["4,096 B"].verdict == CORRECT
-    assert by_text["−32 GiB, ×2 requests"].our_bytes == 32 * GiB
+    assert all(isinstance(c.verdict, Verdict) and c.why for c in claims)
+    by_text = {c.claimed: c for c in claims}
+    assert by_text["128 KiB"].value == 131_072 and by_text["128 KiB"].verdict == Verdict.RIGHT
+    assert by_text["512 B"].value == 16_384 and by_text["512 B"].verdict == Verdict.WRONG  # seed 002 omits the heads
+    assert by_text["16 KB"].value == 524_288 and by_text["512 MB"].value == 16 * GiB
+    assert by_text["≈ 2.5 GB"].value == 4000 * 327_680 and by_text["≈ 2.5 GB"].verdict == Verdict.WRONG
+    assert by_text["≈ 20 GB"].value == 32000 * 327_680
+    assert by_text["10.4 GB"].value == 10 * GiB and by_text["10.4 GB"].verdict == Verdict.CLOSE
+    assert by_text["32 GB"].value == 80 * GiB and by_text["32 GB"].verdict == Verdict.WRONG
+    assert by_text["4,096 B"].value == 4096 and by_text["4,096 B"].verdict == Verdict.RIGHT
+    assert by_text["−32 GiB, ×2 requests"].value == 32 * GiB
 
 
 @pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed articles are not next to this checkout")
@@ -496,7 +484,7 @@ def test_measured_cache_in_bf16_and_on_the_shipped_model():
 
 def test_gpu_comparisons_in_claims_are_computed():
     from sim.cost.gpus import load_gpus
-    from sim.cost.memory import _share_of_gpu, seed_claims
+    from sim.cost.kv_claims import _share_of_gpu, seed_claims
     from sim.cost.presets import load_presets
 
     gpus = load_gpus()

@@ -6,9 +6,12 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from sim.cost.capacity import GpuConfig, capacity
 from sim.cost.gpus import load_gpus
-from sim.cost.memory import GpuConfig, MemoryConfig, capacity, fmt_bytes, kv_memory, seed_claims
-from sim.cost.presets import load_presets, parse_hf_config
+from sim.cost.hf_config import parse_hf_config
+from sim.cost.kv_claims import seed_claims
+from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
+from sim.cost.presets import load_presets
 from tests.conftest import unescaped
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,7 +181,7 @@ def test_claims_table_equals_sim():
     claims = seed_claims(P, G)
     table = next(t.value for t in at.table if "Verdict" in t.value.columns)
     assert table["Verdict"].tolist() == [c.verdict for c in claims]
-    assert table["We compute"].tolist() == [c.we_compute for c in claims]
+    assert table["We compute"].tolist() == [c.computed for c in claims]
 
 
 def test_absurd_but_valid_config_shows_no_traceback():

@@ -5,7 +5,8 @@ from dataclasses import replace
 import pytest
 
 from sim.cost.gpus import load_gpus
-from sim.cost.presets import estimate_num_params, load_presets
+from sim.cost.arch import estimate_num_params
+from sim.cost.presets import load_presets
 from sim.cost.roofline import (
     Hardware,
     RooflineConfig,

@@ -8,7 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import CACHED, FORMULA, NAIVE, base_layout
-from sim.cost.memory import Capacity, DtypeRow, GiB, KvGrid, VariantCurves, fmt_bytes
+from sim.cost.capacity import Capacity, DtypeRow
+from sim.cost.memory import GiB, KvGrid, VariantCurves, fmt_bytes
 
 ATTENTION_COLORS = {"MHA": NAIVE, "GQA": CACHED, "MQA": "#2ca02c", "MLA": "#9467bd"}
 PART_COLORS = {

@@ -15,8 +15,8 @@ import math
 import time
 from dataclasses import dataclass, replace
 
+from sim.cost.arch import ArchPreset, estimate_active_params, estimate_num_params, with_kv_heads
 from sim.cost.memory import WEIGHT_DTYPE_BITS, MemoryConfig, request_bytes
-from sim.cost.presets import ArchPreset, estimate_active_params, estimate_num_params
 
 PHASES = ("prefill", "decode")
 COMPUTE_DTYPES = ("bf16", "fp8")
@@ -237,8 +237,6 @@ class Lever:
 
 def what_helps(cfg: RooflineConfig, hw: Hardware) -> list[Lever]:
     """Each change on its own against the chosen configuration, for the decode step."""
-    from sim.cost.presets import with_kv_heads
-
     def lever(name, c, note):
         s = decode_step(c)
         return Lever(name, s.bytes, c.batch / s.time(hw), note)

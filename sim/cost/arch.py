@@ -1,0 +1,254 @@
+"""A model's architecture as data: the shape numbers that decide KV-cache bytes, weight bytes and op counts.
+
+    ArchPreset                 one model's shape (validated against LIMITS on construction)
+    estimate_num_params(p)     total weights (all experts), for the memory breakdown
+    estimate_active_params(p)  weights one token passes through (MoE: the experts it uses)
+    attention_variants(p)      the same model as MHA, GQA, MQA and MLA
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+ATTENTION_KINDS = ("MHA", "GQA", "MQA", "MLA")
+LOCAL, GLOBAL = "L", "G"  # letters of ArchPreset.layer_pattern
+
+# Bounds on every number a config may set: generous for any real model, small enough that the
+# byte arithmetic stays meaningful and a hostile file cannot ask for absurd work.
+LIMITS: dict[str, tuple[int, int]] = {
+    "n_layers": (1, 1024),
+    "d_model": (1, 1 << 20),
+    "n_heads": (1, 16384),
+    "n_kv_heads": (1, 16384),
+    "head_dim": (1, 65536),
+    "v_head_dim": (0, 65536),
+    "d_ff": (1, 1 << 24),
+    "vocab_size": (1, 1 << 24),
+    "max_position_embeddings": (1, 1 << 27),
+    "sliding_window": (0, 1 << 27),
+    "num_experts": (1, 8192),
+    "num_experts_per_tok": (1, 8192),
+    "num_shared_experts": (0, 8192),
+    "moe_d_ff": (0, 1 << 24),
+    "first_dense_layers": (0, 1024),
+    "kv_lora_rank": (0, 1 << 16),
+    "qk_rope_head_dim": (0, 1 << 14),
+    "q_lora_rank": (0, 1 << 20),
+}
+MAX_PATTERN = 1024  # a layer pattern is at most one letter per layer
+
+
+@dataclass(frozen=True)
+class ArchPreset:
+    """One model's architecture, as far as KV bytes, weight bytes and op counts need it.
+
+    attention: "MHA" (n_kv_heads == n_heads), "GQA", "MQA" (n_kv_heads == 1) or "MLA" (a latent
+    of kv_lora_rank plus a shared RoPE key of qk_rope_head_dim is cached instead of K and V);
+    left "" it is derived. For MLA, head_dim is the query/key head size (nope + rope) and
+    v_head_dim the value head size.
+    layer_pattern: a cycle of letters applied from layer 0, "L" a sliding-window (local) layer,
+    "G" a full (global) one; "" means every layer is local when sliding_window > 0, else global.
+    """
+
+    name: str
+    family: str
+    n_layers: int
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_ff: int
+    vocab_size: int
+    max_position_embeddings: int
+    source: str
+    attention: str = ""
+    num_experts_per_tok: int = 1  # 1 for dense models
+    num_experts: int = 1  # routed experts per MoE layer; 1 = dense
+    num_shared_experts: int = 0
+    moe_d_ff: int = 0  # expert MLP width; 0 = d_ff
+    first_dense_layers: int = 0  # MoE models whose first layers keep a dense MLP
+    kv_lora_rank: int = 0  # MLA only
+    qk_rope_head_dim: int = 0  # MLA only
+    q_lora_rank: int = 0  # MLA only (0 = full-rank query projection)
+    v_head_dim: int = 0  # 0 = head_dim
+    sliding_window: int = 0  # 0 = none
+    layer_pattern: str = ""
+    tie_word_embeddings: bool = False
+    mlp_gated: bool = True  # SwiGLU/GeGLU (3 matrices) vs a plain 2-matrix MLP
+    key: str = ""
+    hf_id: str = ""
+    notes: str = ""
+    params_card: float = 0.0  # total parameters the model card states, in billions (0 = unknown)
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name, (lo, hi) in LIMITS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                problems.append(f"{name} must be a whole number, got {value!r}")
+            elif not lo <= value <= hi:
+                problems.append(f"{name}={value:,} is outside {lo:,}..{hi:,}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        if self.n_kv_heads > self.n_heads:
+            raise ValueError(f"n_kv_heads={self.n_kv_heads} is more than n_heads={self.n_heads}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}: "
+                "each K/V head must serve the same number of query heads"
+            )
+        if self.num_experts_per_tok > max(self.num_experts, 1):
+            raise ValueError(f"num_experts_per_tok={self.num_experts_per_tok} is more than num_experts={self.num_experts}")
+        if self.first_dense_layers > self.n_layers:
+            raise ValueError(f"first_dense_layers={self.first_dense_layers} is more than n_layers={self.n_layers}")
+        if (self.kv_lora_rank > 0) != (self.qk_rope_head_dim > 0):
+            raise ValueError(
+                f"MLA needs both kv_lora_rank and qk_rope_head_dim, got {self.kv_lora_rank} and {self.qk_rope_head_dim}"
+            )
+        if self.kv_lora_rank and self.qk_rope_head_dim >= self.head_dim:
+            raise ValueError(f"qk_rope_head_dim={self.qk_rope_head_dim} must be less than head_dim={self.head_dim}")
+        if len(self.layer_pattern) > MAX_PATTERN or set(self.layer_pattern) - {LOCAL, GLOBAL}:
+            raise ValueError(f"layer_pattern must be up to {MAX_PATTERN} letters L/G, got {self.layer_pattern[:40]!r}")
+        if LOCAL in self.layer_pattern and not self.sliding_window:
+            raise ValueError(f"layer_pattern {self.layer_pattern!r} has local layers but sliding_window is 0")
+        derived = self.derived_attention()
+        if not self.attention:
+            object.__setattr__(self, "attention", derived)
+        elif self.attention != derived:
+            raise ValueError(
+                f"attention={self.attention!r} contradicts the shape (n_heads={self.n_heads}, "
+                f"n_kv_heads={self.n_kv_heads}, kv_lora_rank={self.kv_lora_rank}): that is {derived}"
+            )
+
+    def derived_attention(self) -> str:
+        if self.kv_lora_rank > 0:
+            return "MLA"
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 1
+
+    @property
+    def layer_kinds(self) -> tuple[str, ...]:
+        """"L" or "G" for every layer, in order."""
+        if self.layer_pattern:
+            cycle = self.layer_pattern
+        else:
+            cycle = LOCAL if self.sliding_window else GLOBAL
+        return tuple(cycle[i % len(cycle)] for i in range(self.n_layers))
+
+    @property
+    def num_local_layers(self) -> int:
+        return self.layer_kinds.count(LOCAL)
+
+    @property
+    def num_global_layers(self) -> int:
+        return self.n_layers - self.num_local_layers
+
+    def describe_layers(self) -> str:
+        n_local = self.num_local_layers
+        if not n_local:
+            return f"{self.n_layers} full-attention layers"
+        if n_local == self.n_layers:
+            return f"{self.n_layers} layers, all with a {self.sliding_window:,}-token window"
+        return (f"{n_local} local ({self.sliding_window:,}-token window) + {self.num_global_layers} global layers, "
+                f"pattern {self.layer_pattern}")
+
+
+# --- parameter counts ------------------------------------------------------------------------
+
+
+def _attention_params(p: ArchPreset) -> int:
+    d, h = p.d_model, p.n_heads
+    if p.attention == "MLA":
+        q = d * p.q_lora_rank + p.q_lora_rank * h * p.head_dim if p.q_lora_rank else d * h * p.head_dim
+        nope = p.head_dim - p.qk_rope_head_dim
+        kv = d * (p.kv_lora_rank + p.qk_rope_head_dim) + p.kv_lora_rank * h * (nope + p.v_dim)
+        return q + kv + h * p.v_dim * d
+    return d * h * p.head_dim + d * p.n_kv_heads * (p.head_dim + p.v_dim) + h * p.v_dim * d
+
+
+def _mlp_params(p: ArchPreset, experts: int) -> tuple[int, int]:
+    """(dense layer MLP, MoE layer MLP with `experts` routed experts) parameters."""
+    mats = 3 if p.mlp_gated else 2
+    dense = mats * p.d_model * p.d_ff
+    moe_ff = p.moe_d_ff or p.d_ff
+    moe = (experts + p.num_shared_experts) * mats * p.d_model * moe_ff + p.d_model * p.num_experts
+    return dense, moe
+
+
+def _count(p: ArchPreset, experts: int) -> int:
+    dense, moe = _mlp_params(p, experts)
+    moe_layers = p.n_layers - p.first_dense_layers if p.is_moe else 0
+    layers = p.n_layers * _attention_params(p) + (p.n_layers - moe_layers) * dense + moe_layers * moe
+    embeddings = p.vocab_size * p.d_model * (1 if p.tie_word_embeddings else 2)
+    return layers + embeddings
+
+
+def estimate_num_params(p: ArchPreset) -> int:
+    """Every weight the GPU must hold (all experts): embeddings, attention and MLP matrices.
+    Norms, biases and learned position embeddings are left out (well under 1% for these models)."""
+    return _count(p, p.num_experts if p.is_moe else 0)
+
+
+def estimate_active_params(p: ArchPreset) -> int:
+    """Weights one token passes through: the routed experts it uses, not all of them."""
+    return _count(p, p.num_experts_per_tok if p.is_moe else 0)
+
+
+# --- the same model with another attention kind ------------------------------------------
+
+
+def with_kv_heads(p: ArchPreset, n_kv_heads: int) -> ArchPreset:
+    """The same model with another number of K/V heads (and no latent): MHA, GQA or MQA."""
+    return replace(p, n_kv_heads=n_kv_heads, kv_lora_rank=0, qk_rope_head_dim=0, q_lora_rank=0, attention="",
+                   name=f"{p.name} as {'MHA' if n_kv_heads == p.n_heads else 'MQA' if n_kv_heads == 1 else 'GQA'}")
+
+
+def with_mla(p: ArchPreset, kv_lora_rank: int | None = None, rope_dim: int | None = None) -> ArchPreset:
+    """The same model with DeepSeek-V2-style MLA: by default a latent of 4 × head_dim and a RoPE key of
+    head_dim / 2 (the ratios DeepSeek-V2 uses: 512 and 64 for head_dim 128)."""
+    if p.attention == "MLA" and kv_lora_rank is None:
+        return p
+    base = p.head_dim - p.qk_rope_head_dim if p.attention == "MLA" else p.head_dim
+    rope = rope_dim if rope_dim is not None else max(1, base // 2)
+    rank = kv_lora_rank if kv_lora_rank is not None else 4 * base
+    return replace(p, kv_lora_rank=rank, qk_rope_head_dim=rope, head_dim=base + rope, v_head_dim=p.v_dim,
+                   n_kv_heads=p.n_heads, attention="", name=f"{p.name} as MLA")
+
+
+def gqa_kv_heads(p: ArchPreset) -> int:
+    """The model's own K/V head count when it uses GQA, else 8 (the common choice), or the nearest
+    divisor of n_heads below it."""
+    if p.attention == "GQA":
+        return p.n_kv_heads
+    for k in range(min(8, max(1, p.n_heads // 2)), 0, -1):
+        if p.n_heads % k == 0 and 1 < k < p.n_heads:
+            return k
+    return 1
+
+
+def attention_variants(p: ArchPreset) -> dict[str, ArchPreset]:
+    """The same model as MHA, GQA, MQA and MLA (GQA left out when n_heads has no divisor between,
+    MLA when its latent would be out of bounds)."""
+    if p.attention == "MLA":
+        base = replace(p, kv_lora_rank=0, qk_rope_head_dim=0, q_lora_rank=0, n_kv_heads=p.n_heads, attention="")
+    else:
+        base = p
+    out = {"MHA": with_kv_heads(base, base.n_heads)}
+    g = gqa_kv_heads(base)
+    if 1 < g < base.n_heads:
+        out["GQA"] = with_kv_heads(base, g)
+    out["MQA"] = with_kv_heads(base, 1)
+    try:
+        out["MLA"] = p if p.attention == "MLA" else with_mla(p)
+    except ValueError:
+        pass  # a latent of 4 × head_dim would break the bounds (only for absurd head sizes)
+    return out
