@@ -57,6 +57,11 @@ def test_url_restores_the_view():
     assert not at.exception and not at.warning
     assert at.success[0].value.startswith("Identical tokens: all 12 tokens")
     assert at.radio(key="variant").value == "mqa" and at.select_slider(key="scale_n").value == 65536
+    claims = at.table[0].value  # the seeds' numbers, drawn by app.claims.render_claims
+    assert claims.loc["100 tokens: naive O(N²) = 5,050, cached O(N) = 100", "We compute"] == (
+        "K/V vectors computed, summed over steps: naive 5,050, cached 100")
+    assert claims.loc["a 4K-token response: 16 million attention operations", "Verdict"] == "close"
+    assert "6 claims checked: 4 right, 1 close, 1 needs context." in [c.value for c in at.caption]
 
 
 def test_bad_input_is_explained():
