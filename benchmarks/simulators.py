@@ -24,14 +24,16 @@ def median_ms(fn, repeats: int) -> float:
 
 
 def paging_fields() -> dict[str, float]:
-    from sim.alloc import paging as pg
+    from sim.alloc.policies import compare_policies
+    from sim.alloc.schedule import ServingConfig
+    from sim.alloc.workload import LengthWorkloadConfig, make_workload
 
-    default = pg.make_workload(pg.WorkloadConfig())
-    big = pg.make_workload(pg.WorkloadConfig(num_requests=100_000))
-    serving = pg.ServingConfig()
+    default = make_workload(LengthWorkloadConfig())
+    big = make_workload(LengthWorkloadConfig(num_requests=100_000))
+    serving = ServingConfig()
     return {
-        "paging_default_ms": median_ms(lambda: pg.compare_policies(default, serving), 5),
-        "paging_100k_ms": median_ms(lambda: pg.compare_policies(big, serving), 3),
+        "paging_default_ms": median_ms(lambda: compare_policies(default, serving), 5),
+        "paging_100k_ms": median_ms(lambda: compare_policies(big, serving), 3),
     }
 
 
@@ -39,27 +41,20 @@ def prefix_fields() -> dict[str, float]:
     """prefix_default_ms: the default workload drawn and run through the prefix cache (one page rerun's
     simulation); prefix_page_ms: everything the Prefix caching page simulates on a cold start (both layouts,
     every workload, the capacity and block-size sweeps, the tree)."""
-    from dataclasses import replace
+    from sim.alloc import prefix_sweeps as ps
+    from sim.alloc.prefix_cache import CacheConfig, simulate_prefix_cache
+    from sim.alloc.workload import PrefixWorkloadConfig, make_trace
 
-    from sim.alloc import prefix_cache as pc
-
-    cfg, cache = pc.WorkloadConfig(), pc.CacheConfig()
+    cfg, cache = PrefixWorkloadConfig(), CacheConfig()
 
     def page() -> None:
-        for layout in pc.LAYOUTS:
-            trace = pc.make_trace(replace(cfg, layout=layout))
-            pc.simulate(trace, cache)
-            pc.capacity_sweep(trace, cache)
-            pc.block_size_sweep(trace, cache)
-        pc.compare_workloads(cfg, cache)
-        trace = pc.make_trace(cfg)
-        pc.radix_view(trace, cache.block_size, 8)
-        pc.radix_hit_tokens(trace, cache.block_size)
-        room = sum(pc.cdiv(r.num_stored, cache.block_size) for r in trace.requests) * cache.block_size
-        pc.simulate(trace, pc.CacheConfig(cache.block_size, room, 1))
+        ps.run_both_layouts(cfg, cache)
+        ps.compare_workloads(cfg, cache)
+        ps.sweep_both_layouts(cfg, cache)
+        ps.tree_view(cfg, cache.block_size, 8)
 
     return {
-        "prefix_default_ms": median_ms(lambda: pc.simulate(pc.make_trace(cfg), cache), 5),
+        "prefix_default_ms": median_ms(lambda: simulate_prefix_cache(make_trace(cfg), cache), 5),
         "prefix_page_ms": median_ms(page, 1),
     }
 

@@ -7,7 +7,18 @@ from app.text import plain
 from app.urlstate import UrlState
 from app.work import run_job
 from app.workload import register_workload
-from sim.alloc import paging as pg
+from sim.alloc.block_pool import MAX_CAPACITY_TOKENS, ForkResult, block_usage, simulate_parallel_sampling
+from sim.alloc.paged_schedule import simulate_paged_stepwise
+from sim.alloc.policies import Comparison, block_size_tradeoff, compare_policies
+from sim.alloc.schedule import POLICIES, ServingConfig
+from sim.alloc.workload import (
+    ARRIVALS,
+    LENGTH_DISTS,
+    MAX_LENGTH_WORKLOAD_REQUESTS,
+    MAX_MODEL_LEN,
+    LengthWorkloadConfig,
+    make_workload,
+)
 
 NUM_FRAMES = 41  # snapshots of the block pool the time slider steps through
 GRID_MAX_STEP = 20_000  # the block grid replays the pool step by step: only this far into a run
@@ -27,15 +38,15 @@ st.markdown(
 )
 
 url = UrlState("paged_blocks")
-register_workload(url, pg.MAX_REQUESTS)
-url.int("capacity", 16_384, 1024, pg.MAX_CAPACITY_TOKENS, label="KV capacity")
+register_workload(url, MAX_LENGTH_WORKLOAD_REQUESTS)
+url.int("capacity", 16_384, 1024, MAX_CAPACITY_TOKENS, label="KV capacity")
 url.int("block_size", 16, 1, 256, label="block size")
-url.choice("arrival", "burst", pg.ARRIVALS, label="arrivals")
+url.choice("arrival", "burst", ARRIVALS, label="arrivals")
 url.float("rate", 0.5, 0.001, 1000.0, label="arrival rate")
 url.int("seed", 0, 0, 2**31 - 1, label="seed")
 url.int("frame", NUM_FRAMES // 2, 0, NUM_FRAMES - 1, label="time frame")
-url.int("req", 0, 0, pg.MAX_REQUESTS - 1, label="request to inspect")
-url.int("tokens", 17, 1, pg.MAX_MODEL_LEN, label="tokens in the block example")
+url.int("req", 0, 0, MAX_LENGTH_WORKLOAD_REQUESTS - 1, label="request to inspect")
+url.int("tokens", 17, 1, MAX_MODEL_LEN, label="tokens in the block example")
 url.int("fork_prompt", 40, 1, 2048, label="shared prompt length")
 url.int("fork_n", 4, 1, 16, label="branches")
 url.int("fork_gen", 24, 0, 512, label="tokens per branch")
@@ -50,19 +61,19 @@ url.show_problems()
 
 
 @st.cache_data(max_entries=8, show_spinner="Simulating the four allocators…")
-def compare(wcfg: pg.WorkloadConfig, scfg: pg.ServingConfig) -> pg.Comparison:
-    return pg.compare_policies(pg.make_workload(wcfg), scfg)
+def compare(wcfg: LengthWorkloadConfig, scfg: ServingConfig) -> Comparison:
+    return compare_policies(make_workload(wcfg), scfg)
 
 
 @st.cache_data(max_entries=8, show_spinner="Replaying the block pool…")
-def pool_frames(wcfg: pg.WorkloadConfig, scfg: pg.ServingConfig, steps: tuple[int, ...]) -> dict:
-    wl = pg.make_workload(wcfg)
-    return pg.simulate_paged_stepwise(wl, scfg, steps, lazy=True, until=max(steps)).snapshots
+def pool_frames(wcfg: LengthWorkloadConfig, scfg: ServingConfig, steps: tuple[int, ...]) -> dict:
+    wl = make_workload(wcfg)
+    return simulate_paged_stepwise(wl, scfg, steps, lazy=True, until=max(steps)).snapshots
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def fork_run(prompt_len: int, n: int, gen: int, bs: int) -> pg.ForkResult:
-    return pg.simulate_parallel_sampling(prompt_len, n, gen, bs)
+def fork_run(prompt_len: int, n: int, gen: int, bs: int) -> ForkResult:
+    return simulate_parallel_sampling(prompt_len, n, gen, bs)
 
 
 # Measured here: a paged decode step (gathering K/V through the block table) costs about twice a
@@ -88,41 +99,41 @@ def live_run(prompt: str, n_new: int, branches: int, temp: float, bs: int, seed:
 with st.container(border=True):
     st.markdown("**Workload and memory** — the same requests go through every allocator.")
     c = st.columns(5)
-    c[0].number_input("Requests", 1, pg.MAX_REQUESTS, step=100, key="requests",
-                      help=f"1 to {pg.MAX_REQUESTS:,} chat completions.")
-    c[1].selectbox("Lengths", pg.LENGTH_DISTS, key="lengths",
+    c[0].number_input("Requests", 1, MAX_LENGTH_WORKLOAD_REQUESTS, step=100, key="requests",
+                      help=f"1 to {MAX_LENGTH_WORKLOAD_REQUESTS:,} chat completions.")
+    c[1].selectbox("Lengths", LENGTH_DISTS, key="lengths",
                    format_func={"chat": "chat (long-tailed)", "uniform": "uniform", "fixed": "fixed"}.get,
                    help="chat: log-normal, most requests short and a few very long (like ShareGPT); "
                         "uniform: 1 … 2×mean−1; fixed: every request the mean.")
-    c[2].number_input("Mean prompt tokens", 1, pg.MAX_MODEL_LEN - 1, key="prompt_mean",
+    c[2].number_input("Mean prompt tokens", 1, MAX_MODEL_LEN - 1, key="prompt_mean",
                       help="ShareGPT's mean is 161 (vLLM paper).")
-    c[3].number_input("Mean output tokens", 1, pg.MAX_MODEL_LEN - 1, key="output_mean",
+    c[3].number_input("Mean output tokens", 1, MAX_MODEL_LEN - 1, key="output_mean",
                       help="ShareGPT's mean is 338 (vLLM paper). Outputs stop at max_tokens.")
     c[4].slider("Spread σ (chat only)", 0.05, 3.0, step=0.05, key="spread",
                 help="Sigma of the log-normal: larger means a longer tail.")
     c = st.columns(5)
-    c[0].number_input("Max model length", 64, pg.MAX_MODEL_LEN, step=256, key="max_len",
+    c[0].number_input("Max model length", 64, MAX_MODEL_LEN, step=256, key="max_len",
                       help="What a server reserving 'the maximum length' sets aside per request.")
-    c[1].number_input("max_tokens (client's output cap)", 1, pg.MAX_MODEL_LEN - 1, step=128, key="max_tokens",
+    c[1].number_input("max_tokens (client's output cap)", 1, MAX_MODEL_LEN - 1, step=128, key="max_tokens",
                       help="A server reserving 'prompt + max_tokens' sets this much aside for the output.")
-    c[2].number_input("KV capacity (token slots)", 1024, pg.MAX_CAPACITY_TOKENS, step=1024, key="capacity",
+    c[2].number_input("KV capacity (token slots)", 1024, MAX_CAPACITY_TOKENS, step=1024, key="capacity",
                       help="Slots for one token's K and V in every layer. For Llama-2-7B in fp16 a slot is "
                            "512 KiB, so 16,384 slots are 8 GiB.")
     c[3].slider("Block size (tokens)", 1, 256, key="block_size", help="vLLM's default is 16.")
     c[4].number_input("Seed", 0, 2**31 - 1, key="seed")
     c = st.columns([2, 2, 6])
-    c[0].radio("Arrivals", pg.ARRIVALS, key="arrival", horizontal=True,
+    c[0].radio("Arrivals", ARRIVALS, key="arrival", horizontal=True,
                format_func={"burst": "all queued at once", "poisson": "Poisson"}.get)
     c[1].number_input("Arrival rate (requests / step)", 0.001, 1000.0, step=0.1, format="%.3f", key="rate",
                       disabled=st.session_state["arrival"] != "poisson")
 
 ss = st.session_state
 try:
-    wcfg = pg.WorkloadConfig(
+    wcfg = LengthWorkloadConfig(
         num_requests=ss["requests"], length_dist=ss["lengths"], prompt_mean=ss["prompt_mean"],
         output_mean=ss["output_mean"], spread=ss["spread"], max_model_len=ss["max_len"],
         max_tokens=ss["max_tokens"], arrival=ss["arrival"], arrival_rate=ss["rate"], seed=ss["seed"])
-    scfg = pg.ServingConfig(capacity_tokens=ss["capacity"], block_size=ss["block_size"])
+    scfg = ServingConfig(capacity_tokens=ss["capacity"], block_size=ss["block_size"])
     cmp = compare(wcfg, scfg)
 except ValueError as exc:
     st.error(f"These settings cannot be simulated: {plain(exc)}")
@@ -131,7 +142,7 @@ except ValueError as exc:
 
 table = cmp.to_frame()
 res = cmp.results
-paged, max_len, max_tok, heap = (res[p] for p in pg.POLICIES)
+paged, max_len, max_tok, heap = (res[p] for p in POLICIES)
 wl = cmp.workload
 st.caption(f"Drawn: {wl.num_requests:,} requests, prompts {wl.prompt_len.mean():.0f} tokens on average "
            f"(longest {wl.prompt_len.max():,}), outputs {wl.output_len.mean():.0f} (longest {wl.output_len.max():,}); "
@@ -141,7 +152,7 @@ st.caption(f"Drawn: {wl.num_requests:,} requests, prompts {wl.prompt_len.mean():
 st.header("How much of the KV memory holds real tokens")
 st.caption("Real tokens ÷ KV slots claimed by requests (and stranded between them), summed over every step.")
 cols = st.columns(4)
-for col, policy in zip(cols, pg.POLICIES, strict=True):
+for col, policy in zip(cols, POLICIES, strict=True):
     r = res[policy]
     col.metric(figs.POLICY_SHORT[policy], f"{100 * r.token_share:.1f}%",
                help=f"{r.label}: token slots ÷ slots claimed (summed over every step).")
@@ -161,7 +172,7 @@ st.markdown(
 st.header("How many requests fit at once")
 st.caption("Requests running at once, averaged over the time each allocator needs for the whole workload.")
 cols = st.columns(4)
-for col, policy in zip(cols, pg.POLICIES, strict=True):
+for col, policy in zip(cols, POLICIES, strict=True):
     r = res[policy]
     col.metric(figs.POLICY_SHORT[policy], f"{r.mean_running:.1f}",
                help=f"Peak {r.peak_running}; the workload took {r.makespan:,} decode steps.")
@@ -210,7 +221,7 @@ else:
                          help="Requests holding blocks at this step; its blocks are outlined in the grid.")
             req = ss["req"]
             n_tok = snap.req_to_num_tokens[req]
-            blocks, slots, share = pg.block_usage(n_tok, scfg.block_size)
+            blocks, slots, share = block_usage(n_tok, scfg.block_size)
             st.markdown(f"Request **{req}** holds **{n_tok}** tokens in **{blocks}** blocks "
                         f"({share:.0%} of their {slots} slots).")
             st.dataframe(snap.table_frame(req), hide_index=True, width="stretch", height=300)
@@ -240,15 +251,15 @@ else:
 
 # --- Block size -------------------------------------------------------------------------------
 st.header("Block size: last-block waste against table length")
-trade = pg.block_size_tradeoff(wl, sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, scfg.block_size}))
+trade = block_size_tradeoff(wl, sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, scfg.block_size}))
 tf = trade.to_frame()
 row = tf[tf["block_size"] == scfg.block_size].iloc[0]
 left, right = st.columns([3, 1])
 left.plotly_chart(figs.block_size_tradeoff(tf, scfg.block_size, row["last_block_waste"], row["mean_table_len"]),
                   width="stretch")
 with right:
-    st.number_input("Tokens in one request", 1, pg.MAX_MODEL_LEN, key="tokens")
-    blocks, slots, share = pg.block_usage(ss["tokens"], scfg.block_size)
+    st.number_input("Tokens in one request", 1, MAX_MODEL_LEN, key="tokens")
+    blocks, slots, share = block_usage(ss["tokens"], scfg.block_size)
     st.metric(f"Blocks of {scfg.block_size}", f"{blocks:,}")
     st.metric("Share of their slots used", f"{100 * share:.1f}%")
     st.caption(f"{ss['tokens']:,} tokens take {blocks:,} blocks = {slots:,} slots. Only the last block can be "

@@ -3,11 +3,16 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from app.claims import render_claims
 from app.figures import prefix_cache as figs
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued, run_job
-from sim.alloc import prefix_cache as pc
+from sim.alloc import prefix_claims as claims
+from sim.alloc import prefix_sweeps as ps
+from sim.alloc import workload as wk
+from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
+from sim.alloc.prefix_cache import MAX_RUNNING, CacheConfig
 from sim.model import prefix_run as pr
 
 DEMO_TEXT = ("System: You are the Globe Theatre's box office. Time: 2025-05-01 14:03:27.\n"
@@ -54,17 +59,17 @@ url = UrlState("prefix_caching")
 url.text("demo_text", DEMO_TEXT, max_len=DEMO_MAX_BYTES, label="prompt A")
 url.int("demo_pos", DEMO_TEXT.index("27.") + 1, 0, DEMO_MAX_BYTES - 1, label="changed byte")
 url.choice("demo_bs", "16", DEMO_BLOCK_SIZES, label="demo block size")
-url.choice("workload", "system_prompt", pc.WORKLOADS, label="workload")
-url.choice("layout", "fixed_first", pc.LAYOUTS, label="layout")
-url.int("requests", 200, 1, pc.MAX_REQUESTS, label="requests")
-url.int("shared", 500, 1, pc.MAX_SHARED_LEN, label="shared tokens")
-url.int("variable", 64, 1, pc.MAX_VARIABLE_LEN, label="new tokens per request")
-url.int("output", 64, 1, pc.MAX_OUTPUT_LEN, label="output tokens")
-url.int("groups", 4, 1, pc.MAX_GROUPS, label="groups")
+url.choice("workload", "system_prompt", wk.PREFIX_WORKLOADS, label="workload")
+url.choice("layout", "fixed_first", wk.LAYOUTS, label="layout")
+url.int("requests", 200, 1, wk.MAX_PREFIX_WORKLOAD_REQUESTS, label="requests")
+url.int("shared", 500, 1, wk.MAX_SHARED_LEN, label="shared tokens")
+url.int("variable", 64, 1, wk.MAX_VARIABLE_LEN, label="new tokens per request")
+url.int("output", 64, 1, wk.MAX_OUTPUT_LEN, label="output tokens")
+url.int("groups", 4, 1, wk.MAX_GROUPS, label="groups")
 url.int("seed", 0, 0, 2**32 - 1, label="seed")
 url.choice("block_size", "16", BLOCK_SIZES, label="block size")
-url.int("capacity", 16_384, 256, pc.MAX_CAPACITY_TOKENS, label="cache capacity")
-url.int("running", 8, 1, pc.MAX_RUNNING, label="requests running at once")
+url.int("capacity", 16_384, 256, MAX_CAPACITY_TOKENS, label="cache capacity")
+url.int("running", 8, 1, MAX_RUNNING, label="requests running at once")
 url.float("decode_weight", 10.0, 0.0, 100.0, label="decode step cost")
 url.int("tree_n", 8, 2, MAX_TREE, label="requests in the tree")
 url.bool("live", True, label="run on the real model")
@@ -75,44 +80,10 @@ url.int("repeats", 3, 1, pr.MAX_REPEATS, label="timing repeats")
 url.int("kv_pos", 40, 0, KV_DEMO_BYTES - 1, label="changed byte (K/V)")
 url.show_problems()
 ss = st.session_state
-found: dict[str, str] = {}  # numbers the seeds table quotes
-
-
-@st.cache_data(max_entries=16, show_spinner="Simulating the prefix cache…")
-def run_both_layouts(cfg: pc.WorkloadConfig, cache: pc.CacheConfig) -> dict:
-    out = {}
-    for layout in pc.LAYOUTS:
-        trace = pc.make_trace(replace(cfg, layout=layout))
-        out[layout] = (pc.simulate(trace, cache), trace.requests[-1].layout_text(), trace.requests[-1].label)
-    return out
-
-
-@st.cache_data(max_entries=8, show_spinner="Simulating every workload in both layouts…")
-def overview(sizes: pc.WorkloadConfig, cache: pc.CacheConfig) -> pd.DataFrame:
-    return pc.compare_workloads(sizes, cache)
-
-
-@st.cache_data(max_entries=8, show_spinner="Sweeping capacity and block size…")
-def sweeps(cfg: pc.WorkloadConfig, cache: pc.CacheConfig) -> tuple[dict, dict]:
-    cap, bsz = {}, {}
-    for layout in pc.LAYOUTS:
-        trace = pc.make_trace(replace(cfg, layout=layout))
-        cap[layout] = pc.capacity_sweep(trace, cache)
-        bsz[layout] = pc.block_size_sweep(trace, cache)
-    return cap, bsz
-
-
-@st.cache_data(max_entries=8, show_spinner="Building the tree…")
-def tree(cfg: pc.WorkloadConfig, block_size: int, n: int):
-    trace = pc.make_trace(cfg)
-    frame, hits = pc.radix_view(trace, block_size, n)
-    labels = [r.label for r in trace.requests[:n]]
-    radix_total = int(pc.radix_hit_tokens(trace, block_size).sum())
-    room = sum(pc.cdiv(r.num_stored, block_size) for r in trace.requests) * block_size
-    hashed_total = None
-    if room <= pc.MAX_CAPACITY_TOKENS:
-        hashed_total = pc.simulate(trace, pc.CacheConfig(block_size, max(room, block_size), 1)).num_hit_tokens
-    return frame, hits, labels, radix_total, hashed_total
+run_both_layouts = st.cache_data(max_entries=16, show_spinner="Simulating the prefix cache…")(ps.run_both_layouts)
+overview = st.cache_data(max_entries=8, show_spinner="Simulating every workload in both layouts…")(ps.compare_workloads)
+sweeps = st.cache_data(max_entries=8, show_spinner="Sweeping capacity and block size…")(ps.sweep_both_layouts)
+tree = st.cache_data(max_entries=8, show_spinner="Building the tree…")(ps.tree_view)
 
 
 def live_branch(prefix: tuple[int, ...], suffixes: tuple[tuple[int, ...], ...], n_new: int, repeats: int):
@@ -136,9 +107,9 @@ def live_kv(ids: tuple[int, ...], pos: int):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def trace_tokens(cfg: pc.WorkloadConfig) -> int:
+def trace_tokens(cfg: wk.PrefixWorkloadConfig) -> int:
     """Tokens the chosen workload's trace stores: what every simulation of it walks through."""
-    return sum(r.num_stored for r in pc.make_trace(cfg).requests)
+    return wk.make_trace(cfg).num_stored_tokens
 
 
 # --- 1. Block hashes ------------------------------------------------------------------------------
@@ -152,6 +123,7 @@ st.markdown(
 )
 c = st.columns([5, 3, 3])
 c[0].text_area("Prompt A", key="demo_text", height=110, max_chars=DEMO_MAX_BYTES)
+demo = None
 ids_a = to_bytes(ss["demo_text"])
 if len(ids_a) < 2 or len(ids_a) > DEMO_MAX_BYTES:
     st.error(f"Prompt A is {len(ids_a)} bytes; it needs 2..{DEMO_MAX_BYTES} bytes (one token per byte).")
@@ -165,86 +137,72 @@ else:
     k, bs_demo = ss["demo_pos"], int(ss["demo_bs"])
     ids_b = list(ids_a)
     ids_b[k] = pr.other_byte(ids_a[k])
-    demo, demo_res = pc.compare_two_prompts(ids_a, ids_b, bs_demo)
-    hit_b = int(demo_res.hit_tokens[1])
-    n_blocks_b = pc.cdiv(len(ids_b), bs_demo)
+    demo = ps.compare_two_prompts(ids_a, ids_b, bs_demo, k)
     m = st.columns(3)
-    m[0].metric("Blocks of B reused", f"{hit_b // bs_demo} of {n_blocks_b}")
-    m[1].metric("Tokens of B read from the cache", f"{hit_b:,}")
-    m[2].metric("Tokens of B computed", f"{len(ids_b) - hit_b:,}")
-    st.plotly_chart(figs.block_rows(demo, k, bs_demo, f"Byte {k} changed: {show_char(ids_a[k])} → "
+    m[0].metric("Blocks of B reused", f"{demo.num_hit_blocks_b} of {demo.num_blocks_b}")
+    m[1].metric("Tokens of B read from the cache", f"{demo.num_hit_tokens_b:,}")
+    m[2].metric("Tokens of B computed", f"{demo.num_computed_b:,}")
+    st.plotly_chart(figs.block_rows(demo.frame, k, bs_demo, f"Byte {k} changed: {show_char(ids_a[k])} → "
                                     f"{show_char(ids_b[k])} (block {k // bs_demo})"), width="stretch")
-    last_full = len(ids_a) // bs_demo
-    note = ""
-    if k // bs_demo >= last_full or hit_b // bs_demo < k // bs_demo:
-        note = (f" Here the change sits in the last, partial block or after it: B could reuse up to "
-                f"{(len(ids_b) - 1) // bs_demo} full blocks, because the block holding the last prompt token is "
-                "always computed again (its logits pick the first output token), and a partial block is never "
-                "cached.")
-    st.markdown(
-        f"B reuses **{hit_b // bs_demo}** blocks (**{hit_b:,}** tokens) and computes **{len(ids_b) - hit_b:,}** "
-        f"tokens, although it differs from A in one byte of {len(ids_b):,}. A prefix shorter than one block "
-        f"({bs_demo} tokens) can never hit: only full blocks are cached.{note}"
-    )
+    st.markdown(demo.summary())
     with st.expander("Every block, its hash and its parent's hash"):
-        st.dataframe(demo.assign(text=[figs.printable(x) for x in demo["ids"]])
+        st.dataframe(demo.frame.assign(text=[figs.printable(x) for x in demo.frame["ids"]])
                      [["request", "block", "tokens", "text", "hash", "parent hash", "fate"]],
                      hide_index=True, width="stretch")
         st.caption("Hash: the first 64 bits of BLAKE2b over the parent's hash, the block's token ids and any extra "
                    "keys (vLLM adds LoRA adapter, multimodal inputs and a cache salt there). The root's parent is "
                    "all zeros.")
-    found["demo"] = (f"changing byte {k} of {len(ids_a)} leaves {hit_b // bs_demo} of {n_blocks_b} blocks reusable "
-                     f"(section 1)")
 
 
 # --- 2. Workloads -------------------------------------------------------------------------------
-def workload_sections() -> None:
+def workload_section():
+    """Section 2; (cfg, cache, tokens in the trace, the chosen run, the overview), or None when it cannot run."""
     st.header("2. Hit rate by workload and prompt layout")
     with st.container(border=True):
         st.markdown("**Workload and cache** — seeded synthetic requests; token ids are random, only what repeats "
                     "matters.")
         c = st.columns([4, 4, 2, 2])
-        c[0].selectbox("Workload", pc.WORKLOADS, key="workload", format_func=pc.WORKLOAD_LABELS.get)
-        c[1].radio("Layout", pc.LAYOUTS, key="layout", format_func=pc.LAYOUT_LABELS.get, horizontal=True,
+        c[0].selectbox("Workload", wk.PREFIX_WORKLOADS, key="workload", format_func=wk.PREFIX_WORKLOAD_LABELS.get)
+        c[1].radio("Layout", wk.LAYOUTS, key="layout", format_func=wk.LAYOUT_LABELS.get, horizontal=True,
                    help="Fixed first: the content that repeats comes first, what is new in each request last. "
                         "Variable first: the new content is moved to the top.")
-        c[2].number_input("Requests", 1, pc.MAX_REQUESTS, step=50, key="requests")
+        c[2].number_input("Requests", 1, wk.MAX_PREFIX_WORKLOAD_REQUESTS, step=50, key="requests")
         c[3].number_input("Seed", 0, 2**32 - 1, key="seed")
         c = st.columns(7)
-        c[0].number_input("Shared tokens", 1, pc.MAX_SHARED_LEN, step=64, key="shared",
+        c[0].number_input("Shared tokens", 1, wk.MAX_SHARED_LEN, step=64, key="shared",
                           help="Length of the content that repeats: system prompt, examples, tool descriptions, "
                                "one document set.")
-        c[1].number_input("New tokens", 1, pc.MAX_VARIABLE_LEN, step=16, key="variable",
+        c[1].number_input("New tokens", 1, wk.MAX_VARIABLE_LEN, step=16, key="variable",
                           help="Mean length of what is new in each request (question, message, observation); "
                                "drawn within ±50%.")
-        c[2].number_input("Output tokens", 1, pc.MAX_OUTPUT_LEN, step=16, key="output",
+        c[2].number_input("Output tokens", 1, wk.MAX_OUTPUT_LEN, step=16, key="output",
                           help="Mean answer length, within ±50%. Outputs are cached too: a chat's next turn "
                                "reuses them.")
-        c[3].number_input("Groups", 1, pc.MAX_GROUPS, key="groups",
-                          help="; ".join(f"{pc.WORKLOAD_LABELS[w]}: {g}" for w, g in pc.GROUP_MEANING.items()))
+        c[3].number_input("Groups", 1, wk.MAX_GROUPS, key="groups",
+                          help="; ".join(f"{wk.PREFIX_WORKLOAD_LABELS[w]}: {g}" for w, g in wk.GROUP_MEANING.items()))
         c[4].selectbox("Block size", BLOCK_SIZES, key="block_size", help="vLLM's default is 16 tokens.")
-        c[5].number_input("Cache slots", 256, pc.MAX_CAPACITY_TOKENS, step=4096, key="capacity",
+        c[5].number_input("Cache slots", 256, MAX_CAPACITY_TOKENS, step=4096, key="capacity",
                           help="KV slots in the pool; blocks of running requests and free cached blocks share it.")
-        c[6].number_input("Running at once", 1, pc.MAX_RUNNING, key="running",
+        c[6].number_input("Running at once", 1, MAX_RUNNING, key="running",
                           help="The last N requests keep their blocks pinned; a request that does not fit "
                                "finishes the oldest running ones first.")
     try:
-        cfg = pc.WorkloadConfig(ss["workload"], ss["layout"], ss["requests"], ss["shared"], ss["variable"],
+        cfg = wk.PrefixWorkloadConfig(ss["workload"], ss["layout"], ss["requests"], ss["shared"], ss["variable"],
                                 ss["output"], ss["groups"], ss["seed"])
-        cache = pc.CacheConfig(int(ss["block_size"]), ss["capacity"], ss["running"])
+        cache = CacheConfig(int(ss["block_size"]), ss["capacity"], ss["running"])
         num_tokens = trace_tokens(cfg)
         sizes = replace(cfg, workload="system_prompt", layout="fixed_first")
-        got = run_job("prefix_caching.workloads", (cfg, cache), SIM_S_PER_TOKEN * num_tokens * 2 * (1 + len(pc.WORKLOADS)),
+        got = run_job("prefix_caching.workloads", (cfg, cache), SIM_S_PER_TOKEN * num_tokens * 2 * (1 + len(wk.PREFIX_WORKLOADS)),
                       lambda progress: (run_both_layouts(cfg, cache), overview(sizes, cache)), real_model=False,
                       what=f"Simulating {cfg.num_requests:,} requests in both layouts, and every workload")
     except ValueError as exc:
         st.error(f"These settings cannot be simulated: {plain(exc)}")
-        return
+        return None
     if got is None:
-        return
-    both, table = got
-    res, layout_text, layout_label = both[cfg.layout]
-    wl_name = pc.WORKLOAD_LABELS[cfg.workload]
+        return None
+    both, view = got
+    res, table = both[cfg.layout].result, view.to_frame()
+    wl_name = wk.PREFIX_WORKLOAD_LABELS[cfg.workload]
     m = st.columns(6)
     m[0].metric("Token hit rate", f"{100 * res.hit_rate:.1f}%",
                 help=f"{res.num_hit_tokens:,} of {res.num_prompt_tokens:,} prompt tokens came from the cache.")
@@ -260,29 +218,25 @@ def workload_sections() -> None:
 
     st.subheader("The same content, two layouts")
     cols = st.columns(2)
-    for col, layout in zip(cols, pc.LAYOUTS, strict=True):
-        r, text, label = both[layout]
-        col.metric(f"Hit rate · {pc.LAYOUT_LABELS[layout]}", f"{100 * r.hit_rate:.1f}%",
+    for col, layout in zip(cols, wk.LAYOUTS, strict=True):
+        r = both[layout].result
+        col.metric(f"Hit rate · {wk.LAYOUT_LABELS[layout]}", f"{100 * r.hit_rate:.1f}%",
                    help=f"{r.num_hit_tokens:,} of {r.num_prompt_tokens:,} prompt tokens.")
-        col.caption(f"Last request ({label}): {text}")
-    fixed, var = both["fixed_first"][0], both["variable_first"][0]
+        col.caption(f"Last request ({both[layout].last_label}): {both[layout].last_layout_text}")
+    fixed, var = both["fixed_first"].result, both["variable_first"].result
     st.markdown(
         f"**{wl_name}**: with the repeated content first, **{100 * fixed.hit_rate:.1f}%** of prompt tokens are "
         f"served from the cache; moving what changes to the top drops it to **{100 * var.hit_rate:.1f}%** — every "
         "block after the first difference has a new hash."
     )
-    st.plotly_chart(figs.layout_bars(table, pc.WORKLOAD_LABELS, cfg.workload), width="stretch")
+    st.plotly_chart(figs.layout_bars(table, wk.PREFIX_WORKLOAD_LABELS, cfg.workload), width="stretch")
     st.caption(f"Every workload with the sizes above ({cfg.num_requests:,} requests, {cfg.shared_len:,} shared "
                f"tokens, ~{cfg.variable_len:,} new and ~{cfg.output_len:,} output tokens, {cfg.num_groups} groups) "
                f"and the same cache. RAG's 12-token instruction header is shared in both layouts but shorter "
                f"than a block of {cache.block_size}, so the question-first layout gets nothing from it.")
-    for w in ("rag", "system_prompt", "timestamp"):
-        for layout in pc.LAYOUTS:
-            row = table[(table["workload"] == w) & (table["layout"] == layout)].iloc[0]
-            found[f"{w}/{layout}"] = f"{100 * row['hit_rate']:.1f}%"
 
     frame = res.to_frame()
-    st.plotly_chart(figs.per_request(frame, f"{wl_name}, {pc.LAYOUT_LABELS[cfg.layout]}: each request's prompt, "
+    st.plotly_chart(figs.per_request(frame, f"{wl_name}, {wk.LAYOUT_LABELS[cfg.layout]}: each request's prompt, "
                                      "hit vs computed"), width="stretch")
     c = st.columns(2)
     c[0].download_button("Download per-request results (CSV)", frame.to_csv(index=False).encode(),
@@ -299,31 +253,23 @@ def workload_sections() -> None:
                            "token is compute-bound and a decode step memory-bound: at a batch of 8–64 one decode "
                            "token costs roughly 3–20 prefill tokens. 0 counts prefill alone (the upper bound).")
     w = float(ss["decode_weight"])
-    gain = res.throughput_gain(w)
-    agent = table[(table["workload"] == "agent") & (table["layout"] == "fixed_first")].iloc[0]
-    agent_gain = pc.work_ratio(int(agent["prompt_tokens"]), int(agent["computed_tokens"]), int(agent["decode_steps"]), w)
+    agent = view.get("agent", "fixed_first")
     c = st.columns(4)
-    c[0].metric("Throughput gain, this workload", f"{gain:.2f}×",
+    c[0].metric("Throughput gain, this workload", f"{res.throughput_gain(w):.2f}×",
                 help=f"(P + w·D) / (P − hits + w·D) with P = {res.num_prompt_tokens:,} prompt tokens, "
                      f"D = {res.num_decode_steps:,} decode steps, w = {w:g}.")
-    c[1].metric("Agent loop: hit rate", f"{100 * agent['hit_rate']:.1f}%")
-    c[2].metric("Agent loop: prefill speed-up", f"{agent['prefill_speedup']:.2f}×")
-    c[3].metric("Agent loop: throughput gain", f"{agent_gain:.2f}×")
-    st.markdown(
-        f"Seed 002 says agent workloads with repeated tool prompts *often get about 5× throughput* from prefix "
-        f"caching. With the sizes above the simulated agent loop hits **{100 * agent['hit_rate']:.1f}%** of its "
-        f"prompt tokens, so its prefill work drops **{agent['prefill_speedup']:.2f}×**; counting each decode step "
-        f"as {w:g} prefill tokens the whole run gets **{agent_gain:.2f}×** faster. The 5× is not a constant: it needs "
-        "a hit rate of at least 80% (1 / (1 − 0.8) = 5) *and* prompts long enough that prefill dominates. Shorter "
-        "tool descriptions, longer answers or a cache too small for the running agents all shrink it."
-    )
-    found["agent"] = (f"simulated agent loop: {100 * agent['hit_rate']:.1f}% hit, prefill "
-                      f"{agent['prefill_speedup']:.2f}× less, throughput ≈ {agent_gain:.2f}× (decode step = "
-                      f"{w:g} prefill tokens)")
+    c[1].metric("Agent loop: hit rate", f"{100 * agent.hit_rate:.1f}%")
+    c[2].metric("Agent loop: prefill speed-up", f"{agent.prefill_speedup:.2f}×")
+    c[3].metric("Agent loop: throughput gain", f"{agent.throughput_gain(w):.2f}×")
+    st.markdown(claims.agent_paragraph(agent, w))
+    return cfg, cache, num_tokens, res, view
 
+
+def sweep_and_tree_sections(cfg: wk.PrefixWorkloadConfig, cache: CacheConfig, num_tokens: int, res) -> None:
+    wl_name = wk.PREFIX_WORKLOAD_LABELS[cfg.workload]
     # --- 3. sweeps ------------------------------------------------------------------------------
     st.header("3. Cache capacity and block size")
-    num_sims = len(set(pc.DEFAULT_CAPACITIES) | {cache.capacity_tokens}) + len(set(pc.DEFAULT_BLOCK_SIZES) | {cache.block_size})
+    num_sims = ps.num_sweep_runs(cache)
     swept = run_job("prefix_caching.sweeps", (cfg, cache),
                     num_tokens * 2 * (SIM_S_PER_TOKEN + RESIM_S_PER_TOKEN * num_sims),
                     lambda progress: sweeps(cfg, cache), real_model=False,
@@ -354,9 +300,8 @@ def workload_sections() -> None:
                     what="Building the radix tree of every request")
     if grown is None:
         return
-    frame_t, hits_t, labels, radix_total, hashed_total = grown
-    st.plotly_chart(figs.radix_tree(frame_t, cache.block_size, labels,
-                                    f"The first {n} requests of '{wl_name}' ({pc.LAYOUT_LABELS[cfg.layout]}) as "
+    st.plotly_chart(figs.radix_tree(grown.segments, cache.block_size, list(grown.labels),
+                                    f"The first {n} requests of '{wl_name}' ({wk.LAYOUT_LABELS[cfg.layout]}) as "
                                     "paths of blocks"), width="stretch")
     st.markdown(
         "SGLang keeps the cache as a **radix tree**: every request is a path from the root, shared prefixes are "
@@ -364,14 +309,14 @@ def workload_sections() -> None:
         "*k* branches off at the block holding *k*; everything after it is a separate path, even where its tokens "
         "equal another request's. With variable content first, every request branches at the root."
     )
-    if hashed_total is not None:
-        same = "equal" if radix_total == hashed_total else "DIFFERENT"
-        st.caption(f"Over all {cfg.num_requests:,} requests the tree (which never evicts) finds {radix_total:,} hit "
-                   f"tokens, and the hashed block pool with room for everything finds {hashed_total:,}: {same}. With "
-                   f"the {cache.capacity_tokens:,}-slot cache above it finds {res.num_hit_tokens:,}.")
+    agreement = grown.agreement(cache.capacity_tokens, res.num_hit_tokens)
+    if agreement:
+        st.caption(agreement)
 
 
-workload_sections()
+section2 = workload_section()
+if section2 is not None:
+    sweep_and_tree_sections(*section2[:4])
 
 # --- 5. Real model ------------------------------------------------------------------------------
 st.header("5. On the real model: prefill a prefix once, branch many continuations")
@@ -382,6 +327,7 @@ st.markdown(
     "branch truncates the cache back to P, prefills only the continuation and decodes greedily."
 )
 st.toggle("Run on the real model", key="live")
+real_finding = kv_finding = None
 if ss["live"]:
     c = st.columns([3, 2])
     c[0].text_area("Shared prefix P", key="prefix", height=230, max_chars=MAX_PREFIX_BYTES)
@@ -445,9 +391,7 @@ if ss["live"]:
                  "from scratch": decode(run.scratch_tokens[b]),
                  "same": run.branch_tokens[b] == run.scratch_tokens[b]} for b in range(run.num_branches)]
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-        found["real"] = (f"{run.num_branches} branches on a {len(run.prefix_ids)}-byte prefix: prefill time "
-                         f"−{100 * run.prefill_saved_share:.0f}% (tokens −{100 * run.token_saved_share:.0f}%), tokens "
-                         f"{'identical' if run.tokens_identical else 'DIFFERENT'}")
+        real_finding = claims.branch_finding(run)
 
         st.subheader("Why one early byte invalidates every later block")
         kv_ids = prefix_ids[:KV_DEMO_BYTES]
@@ -464,50 +408,13 @@ if ss["live"]:
                 f"K and V after changing byte {kp} ({show_char(kv_ids[kp])} → {show_char(kc.changed_ids[kp])}), "
                 f"measured in all {kc.num_layers} layers"), width="stretch")
             counts = [kc.num_changed_positions(layer) for layer in range(kc.num_layers)]
-            after = len(kv_ids) - kp
-            st.markdown(
-                f"Positions before {kp} are **exactly** unchanged in every layer (causal attention never looks "
-                f"ahead). In layer 0 only **{counts[0]}** position changed — there a token's K and V depend on that "
-                f"token alone. From layer 1 on, attention has mixed the changed byte into every later token: "
-                + ", ".join(f"layer {i}: **{n}**" for i, n in enumerate(counts[1:], start=1))
-                + f" of the {after} positions from {kp} on differ. So a cached block after the change would hold "
-                "wrong K/V in every layer but the first — seed 000's point, measured."
-            )
-            deeper = counts[1:]
-            if deeper and min(deeper) == max(deeper):
-                deep_text = f"layers 1–{kc.num_layers - 1} change {'all ' if min(deeper) == after else ''}{min(deeper)}"
-            else:
-                deep_text = f"layers 1–{kc.num_layers - 1} change {min(deeper, default=0)}–{max(deeper, default=0)}"
-            found["kv"] = (f"changing byte {kp}: layer 0 changes {counts[0]} position, {deep_text} of the {after} "
-                           f"positions from {kp} on (section 5)")
+            kv_text, kv_finding = claims.kv_change_text(counts, kp, len(kv_ids))
+            st.markdown(kv_text)
 else:
     st.info("Turn on *Run on the real model* to prefill and branch on the tiny model.")
 
 # --- 6. Seeds ---------------------------------------------------------------------------------------
 st.header("6. The seeds' claims, checked")
-na = "turn on the real model (section 5)"
-claims = [
-    ("000", "A prompt (prefix) cache only works for a contiguous prefix from the start; one changed byte "
-            "invalidates everything after it.",
-     f"{found.get('demo', 'section 1')}; on the real model {found.get('kv', na)}.",
-     "Right. Nuance: in the first layer only the changed position differs; every deeper layer differs at every "
-     "later position, so the whole rest must be recomputed."),
-    ("000", "Put fixed content first and variable content last.",
-     f"RAG, documents before the question: {found.get('rag/fixed_first', '?')} hit, after it: "
-     f"{found.get('rag/variable_first', '?')}. Timestamp below the system prompt: "
-     f"{found.get('timestamp/fixed_first', '?')}, above it: {found.get('timestamp/variable_first', '?')}.",
-     "Right, and an 8-token timestamp at the top is enough to lose everything."),
-    ("002", "Prefix caching reuses the KV of identical system prompts, few-shot examples and long documents "
-            "across calls.",
-     f"Shared system prompt: {found.get('system_prompt/fixed_first', '?')} of prompt tokens hit (section 2).",
-     "Right, as long as the cache holds them until the next call (section 3) and the layout keeps them first."),
-    ("002", "Agent workloads with repeated tool prompts often get about 5× throughput from prefix caching alone.",
-     found.get("agent", "section 2"),
-     "Needs context: 5× is what an 80% hit rate gives when prefill dominates. It depends on prompt vs output "
-     "length, hit rate and cache size; the simulation gives the number above."),
-    ("002", "Exercise: prefill P once, branch the completions from its cache, measure the speed-up vs "
-            "re-encoding P.", found.get("real", na),
-     "Done live in section 5; identical tokens are checked every run."),
-]
-st.table(pd.DataFrame(claims, columns=["Seed", "Claim", "What the lab measures", "Verdict"]).set_index("Seed"))
+render_claims(claims.prefix_claims(demo, None if section2 is None else section2[4], float(ss["decode_weight"]),
+                                   real_finding, kv_finding), "prefix_caching")
 url.sync()

@@ -11,7 +11,8 @@ from app.text import plain
 from app.urlstate import UrlState
 from app.work import AUTO_RUN_S, job_seconds, run_job
 from app.workload import register_workload
-from sim.alloc import paging as pg
+from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
+from sim.alloc.workload import ARRIVALS, LENGTH_DISTS, MAX_MODEL_LEN, LengthWorkloadConfig
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS
 from sim.cost.presets import load_presets, tiny_model_configs
@@ -55,9 +56,9 @@ url.choice("gpu", "h100-sxm", list(gpus), label="GPU")
 url.choice("wdtype", "bf16", list(WEIGHT_DTYPE_BITS), label="weight dtype")
 url.choice("kvdtype", "fp16", list(KV_DTYPES), label="KV dtype")
 url.float("util", 0.9, 0.05, 1.0, label="memory utilization")
-url.int("kv_limit", 0, 0, pg.MAX_CAPACITY_TOKENS, label="KV slots cap")
+url.int("kv_limit", 0, 0, MAX_CAPACITY_TOKENS, label="KV slots cap")
 register_workload(url, MAX_REQUESTS)
-url.choice("arrival", "burst", pg.ARRIVALS, label="arrivals")
+url.choice("arrival", "burst", ARRIVALS, label="arrivals")
 url.float("rate", 20.0, 0.1, MAX_RATE, label="arrival rate (requests/s)")
 url.int("seed", 0, 0, 2**31 - 1, label="seed")
 url.int("batch", 256, 1, MAX_BATCH, label="max batch")
@@ -148,22 +149,22 @@ with st.container(border=True):
     c[3].selectbox("KV cache", list(KV_DTYPES), key="kvdtype", format_func=lambda k: KV_DTYPES[k].label)
     c[4].slider("Memory utilization", 0.05, 1.0, step=0.01, key="util",
                 help="vLLM's --gpu-memory-utilization: the share of GPU memory the server may use.")
-    c[5].number_input("Cap KV slots (0 = none)", 0, pg.MAX_CAPACITY_TOKENS, step=4096, key="kv_limit",
+    c[5].number_input("Cap KV slots (0 = none)", 0, MAX_CAPACITY_TOKENS, step=4096, key="kv_limit",
                       help="Shrink the KV budget to watch continuous batching run out of blocks and preempt.")
     st.markdown("**Workload** — the paging page's seeded generator: the same requests go to both schedulers.")
     c = st.columns(6)
     c[0].number_input("Requests", 1, MAX_REQUESTS, step=100, key="requests")
-    c[1].selectbox("Lengths", pg.LENGTH_DISTS, key="lengths",
+    c[1].selectbox("Lengths", LENGTH_DISTS, key="lengths",
                    format_func={"chat": "chat (log-normal)", "uniform": "uniform", "fixed": "all equal"}.get)
-    c[2].number_input("Mean prompt", 1, pg.MAX_MODEL_LEN - 1, step=16, key="prompt_mean")
-    c[3].number_input("Mean output", 1, pg.MAX_MODEL_LEN - 1, step=16, key="output_mean")
+    c[2].number_input("Mean prompt", 1, MAX_MODEL_LEN - 1, step=16, key="prompt_mean")
+    c[3].number_input("Mean output", 1, MAX_MODEL_LEN - 1, step=16, key="output_mean")
     c[4].slider("Spread (σ)", 0.05, 3.0, step=0.05, key="spread", help="Log-normal sigma: larger, longer tail.")
     c[5].number_input("Seed", 0, 2**31 - 1, key="seed")
     c = st.columns(6)
-    c[0].number_input("Max model length", 64, pg.MAX_MODEL_LEN, step=256, key="max_len")
-    c[1].number_input("max_tokens", 1, pg.MAX_MODEL_LEN - 1, step=128, key="max_tokens",
+    c[0].number_input("Max model length", 64, MAX_MODEL_LEN, step=256, key="max_len")
+    c[1].number_input("max_tokens", 1, MAX_MODEL_LEN - 1, step=128, key="max_tokens",
                       help="The client's cap on output tokens: what a static batch must reserve per row.")
-    c[2].radio("Arrivals", pg.ARRIVALS, key="arrival", horizontal=True,
+    c[2].radio("Arrivals", ARRIVALS, key="arrival", horizontal=True,
                format_func={"burst": "all at once", "poisson": "Poisson"}.get)
     c[3].number_input("Rate (requests/s)", 0.1, MAX_RATE, step=5.0, key="rate",
                       disabled=ss["arrival"] != "poisson")
@@ -177,7 +178,7 @@ with st.container(border=True):
                       help="vLLM's max_num_batched_tokens: prompts admitted in one pass share this budget.")
 
 try:
-    wcfg = pg.WorkloadConfig(
+    wcfg = LengthWorkloadConfig(
         num_requests=ss["requests"], length_dist=ss["lengths"], prompt_mean=ss["prompt_mean"],
         output_mean=ss["output_mean"], spread=ss["spread"], max_model_len=ss["max_len"], max_tokens=ss["max_tokens"],
         arrival=ss["arrival"], arrival_rate=ss["rate"] * cp.ARRIVAL_TICK_S, seed=ss["seed"])

@@ -7,7 +7,11 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
-from sim.alloc import paging as pg
+from sim.alloc.block_pool import simulate_parallel_sampling
+from sim.alloc.paged_schedule import simulate_paged_stepwise
+from sim.alloc.policies import Comparison, compare_policies
+from sim.alloc.schedule import POLICIES, ServingConfig
+from sim.alloc.workload import LengthWorkloadConfig, make_workload
 from sim.model.transformer import checkpoint_path
 from tests.conftest import run_page, unescaped
 
@@ -19,9 +23,9 @@ def open_page(**params) -> AppTest:
     return at
 
 
-def expected(**kw) -> pg.Comparison:
+def expected(**kw) -> Comparison:
     serving = {k: kw.pop(k) for k in ("capacity_tokens", "block_size") if k in kw}
-    return pg.compare_policies(pg.make_workload(pg.WorkloadConfig(**kw)), pg.ServingConfig(**serving))
+    return compare_policies(make_workload(LengthWorkloadConfig(**kw)), ServingConfig(**serving))
 
 
 def shown_numbers(at: AppTest) -> tuple[list[str], list[str]]:
@@ -29,10 +33,10 @@ def shown_numbers(at: AppTest) -> tuple[list[str], list[str]]:
     return values[0:4], values[4:8]  # real-token shares, then mean running requests, in POLICIES order
 
 
-def assert_matches(at: AppTest, cmp: pg.Comparison) -> None:
+def assert_matches(at: AppTest, cmp: Comparison) -> None:
     shares, running = shown_numbers(at)
-    assert shares == [f"{100 * cmp.results[p].token_share:.1f}%" for p in pg.POLICIES]
-    assert running == [f"{cmp.results[p].mean_running:.1f}" for p in pg.POLICIES]
+    assert shares == [f"{100 * cmp.results[p].token_share:.1f}%" for p in POLICIES]
+    assert running == [f"{cmp.results[p].mean_running:.1f}" for p in POLICIES]
     table = cmp.to_frame().drop(columns=["allocation"]).round(2)
     pd.testing.assert_frame_equal(at.dataframe[0].value.reset_index(drop=True), table)
     speedup = cmp.results["reserve_max_len"].makespan / cmp.results["paged"].makespan
@@ -104,11 +108,11 @@ def test_impossible_settings_are_an_error_not_a_traceback(params, message):
 
 def test_block_grid_and_table_come_from_the_pool():
     at = open_page(requests=200, frame=10)
-    wcfg, scfg = pg.WorkloadConfig(num_requests=200), pg.ServingConfig()
-    cmp = pg.compare_policies(pg.make_workload(wcfg), scfg)
+    wcfg, scfg = LengthWorkloadConfig(num_requests=200), ServingConfig()
+    cmp = compare_policies(make_workload(wcfg), scfg)
     last = min(cmp.results["paged"].makespan - 1, 20_000)
     step = int(round(10 * last / 40))
-    snap = pg.simulate_paged_stepwise(pg.make_workload(wcfg), scfg, [step]).snapshots[step]
+    snap = simulate_paged_stepwise(make_workload(wcfg), scfg, [step]).snapshots[step]
     running = sorted(snap.req_to_block_table)
     box = at.selectbox(key="req")
     assert box.options == [str(r) for r in running] and box.value == running[0]
@@ -125,7 +129,7 @@ def test_block_grid_and_table_come_from_the_pool():
 
 def test_parallel_sampling_numbers():
     at = open_page(fork_prompt=33, fork_n=5, fork_gen=40, block_size=8)
-    r = pg.simulate_parallel_sampling(33, 5, 40, 8)
+    r = simulate_parallel_sampling(33, 5, 40, 8)
     metrics = {m.label: m.value for m in at.metric}
     # 33 tokens = 4 full blocks + 1 token; each branch ends with 73 tokens = 10 blocks, 4 of them shared
     assert metrics["Blocks in use (shared)"] == f"{r.num_used_blocks:,}" == "34"

@@ -6,7 +6,10 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
-from sim.alloc import prefix_cache as pc
+from sim.alloc.block_pool import cdiv
+from sim.alloc.prefix_cache import CacheConfig, simulate_prefix_cache
+from sim.alloc.prefix_sweeps import compare_two_prompts, compare_workloads
+from sim.alloc.workload import LAYOUT_LABELS, LAYOUTS, PrefixWorkloadConfig, make_trace
 from sim.model import prefix_run as pr
 from sim.model.transformer import checkpoint_path
 from tests.conftest import run_page, unescaped
@@ -28,9 +31,9 @@ def param(at: AppTest, key: str) -> str:
     return got[0] if isinstance(got, list) else got
 
 
-def assert_shows(at: AppTest, cfg: pc.WorkloadConfig, cache: pc.CacheConfig, decode_weight: float = 10.0) -> None:
+def assert_shows(at: AppTest, cfg: PrefixWorkloadConfig, cache: CacheConfig, decode_weight: float = 10.0) -> None:
     shown = metrics(at)
-    res = pc.simulate(pc.make_trace(cfg), cache)
+    res = simulate_prefix_cache(make_trace(cfg), cache)
     assert shown["Token hit rate"] == f"{100 * res.hit_rate:.1f}%"
     assert shown["Prefill tokens computed"] == f"{res.num_computed_tokens:,}"
     assert shown["Prefill tokens saved"] == f"{res.num_hit_tokens:,}"
@@ -38,17 +41,17 @@ def assert_shows(at: AppTest, cfg: pc.WorkloadConfig, cache: pc.CacheConfig, dec
     assert shown["Blocks reused"] == f"{res.num_hit_blocks:,}"
     assert shown["Evictions"] == f"{res.num_evictions:,}"
     assert shown["Throughput gain, this workload"] == f"{res.throughput_gain(decode_weight):.2f}×"
-    for layout in pc.LAYOUTS:
-        other = pc.simulate(pc.make_trace(replace(cfg, layout=layout)), cache)
-        assert shown[f"Hit rate · {pc.LAYOUT_LABELS[layout]}"] == f"{100 * other.hit_rate:.1f}%"
-    agent = pc.simulate(pc.make_trace(replace(cfg, workload="agent", layout="fixed_first")), cache)
+    for layout in LAYOUTS:
+        other = simulate_prefix_cache(make_trace(replace(cfg, layout=layout)), cache)
+        assert shown[f"Hit rate · {LAYOUT_LABELS[layout]}"] == f"{100 * other.hit_rate:.1f}%"
+    agent = simulate_prefix_cache(make_trace(replace(cfg, workload="agent", layout="fixed_first")), cache)
     assert shown["Agent loop: hit rate"] == f"{100 * agent.hit_rate:.1f}%"
     assert shown["Agent loop: throughput gain"] == f"{agent.throughput_gain(decode_weight):.2f}×"
 
 
 def test_defaults_show_the_simulators_numbers_and_export_them():
     at = open_page()
-    cfg, cache = pc.WorkloadConfig(), pc.CacheConfig()
+    cfg, cache = PrefixWorkloadConfig(), CacheConfig()
     assert_shows(at, cfg, cache)
     shown = metrics(at)
     assert float(shown["Token hit rate"].rstrip("%")) > 80 and shown["Hit rate · variable content first"] == "0.0%"
@@ -57,20 +60,20 @@ def test_defaults_show_the_simulators_numbers_and_export_them():
     a = list(text.encode())
     b = list(a)
     b[72] = pr.other_byte(a[72])
-    _, demo = pc.compare_two_prompts(a, b, 16)
-    assert shown["Blocks of B reused"] == f"{demo.hit_tokens[1] // 16} of {pc.cdiv(len(b), 16)}" == "4 of 9"
+    demo = compare_two_prompts(a, b, 16).result
+    assert shown["Blocks of B reused"] == f"{demo.hit_tokens[1] // 16} of {cdiv(len(b), 16)}" == "4 of 9"
     assert shown["Tokens of B read from the cache"] == "64"
     assert shown["Tokens of B computed"] == f"{len(b) - 64}"
     # the CSV behind the first download button is the per-request table
-    csv = pc.simulate(pc.make_trace(cfg), cache).to_frame().to_csv(index=False).encode()
+    csv = simulate_prefix_cache(make_trace(cfg), cache).to_frame().to_csv(index=False).encode()
     button = at.get("download_button")[0]
     assert button.proto.url.endswith(
         f"/{_calculate_file_id(csv, 'text/csv', 'prefix_cache_system_prompt_fixed_first.csv')}.csv")
     assert csv.decode().startswith("request,label,prompt_tokens,hit_tokens,computed_tokens,")
     # the seeds table quotes the overview's RAG numbers
-    table = pc.compare_workloads(cfg, cache).set_index(["workload", "layout"])
+    table = compare_workloads(cfg, cache).to_frame().set_index(["workload", "layout"])
     claims = at.table[0].value
-    assert f"before the question: {100 * table.loc[('rag', 'fixed_first'), 'hit_rate']:.1f}% hit" in claims.iloc[1, 1]
+    assert f"before the question: {100 * table.loc[('rag', 'fixed_first'), 'hit_rate']:.1f}% hit" in claims["We compute"].iloc[1]
 
 
 def test_widgets_change_the_numbers_and_the_url():
@@ -83,8 +86,8 @@ def test_widgets_change_the_numbers_and_the_url():
     at.number_input(key="decode_weight").set_value(2.0)
     at.run()
     assert not at.exception
-    cfg = pc.WorkloadConfig("rag", "variable_first", num_requests=60)
-    cache = pc.CacheConfig(4, 8192)
+    cfg = PrefixWorkloadConfig("rag", "variable_first", num_requests=60)
+    cache = CacheConfig(4, 8192)
     assert_shows(at, cfg, cache, decode_weight=2.0)
     # blocks of 4: the 12-token RAG header now hits three blocks per request, even with the question first
     assert metrics(at)["Token hit rate"] != "0.0%"
@@ -101,8 +104,8 @@ def test_a_shared_link_opens_the_same_view():
     assert at.slider(key="tree_n").value == 5
     assert at.radio(key="demo_bs").value == "8"
     assert not at.warning
-    cfg = pc.WorkloadConfig("chat", num_requests=80, num_groups=3, seed=5, shared_len=300, output_len=100)
-    assert_shows(at, cfg, pc.CacheConfig(max_running=4))
+    cfg = PrefixWorkloadConfig("chat", num_requests=80, num_groups=3, seed=5, shared_len=300, output_len=100)
+    assert_shows(at, cfg, CacheConfig(max_running=4))
     # byte 3 sits in block 0: prompt B reuses nothing
     assert metrics(at)["Blocks of B reused"].startswith("0 of ")
     assert any("The first 5 requests" in str(c.proto) for c in at.get("plotly_chart"))
@@ -114,7 +117,7 @@ def test_bad_url_values_fall_back_with_a_warning():
     for key in ("requests", "block_size", "workload", "decode_weight", "capacity", "demo_pos"):
         assert f"`{key}`" in warned
     assert "`-5` is outside 256..4194304" in warned
-    assert_shows(at, pc.WorkloadConfig(), pc.CacheConfig())
+    assert_shows(at, PrefixWorkloadConfig(), CacheConfig())
 
 
 @pytest.mark.parametrize("params, message", [

@@ -6,7 +6,7 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
-from sim.alloc import paging as pg
+from sim.alloc.workload import LengthWorkloadConfig
 from sim.model import speculative as sp
 from sim.serving import comparison as cp
 from sim.serving import speculative as sps
@@ -25,7 +25,7 @@ def expected(batch=256, block_size=16, watermark=0.01, max_batched=8192, model="
     if wkw.get("arrival") == "poisson":
         wkw["arrival_rate"] = rate * cp.ARRIVAL_TICK_S
     dep = cp.DeploymentConfig(model, gpu, wdtype, kvdtype, util, kv_limit)
-    return cp.run_serving(cp.ServingSetup(pg.WorkloadConfig(**wkw), dep, batch, block_size, watermark, max_batched))
+    return cp.run_serving(cp.ServingSetup(LengthWorkloadConfig(**wkw), dep, batch, block_size, watermark, max_batched))
 
 
 def metrics(at: AppTest) -> dict[str, str]:

@@ -11,7 +11,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.alloc import paging as pg
+from sim.alloc.block_pool import BlockPool, block_usage, simulate_parallel_sampling
+from sim.alloc.paged_schedule import simulate_paged_stepwise
+from sim.alloc.policies import block_size_tradeoff, compare_policies, simulate_policy
+from sim.alloc.schedule import POLICIES, ServingConfig, paged_slot_steps, token_slot_steps
+from sim.alloc.workload import LengthWorkloadConfig, make_workload, workload_from_lengths
 from sim.model.generate import SamplingConfig, encode
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.paged_cache import PagedKVCache, paged_generate
@@ -22,7 +26,7 @@ from tests.conftest import random_model
 
 
 def test_pool_scenario_exact_block_ids_and_free_queue():
-    pool = pg.BlockPool(8, 4)
+    pool = BlockPool(8, 4)
     assert pool.add_request(1, 5) == [0, 1]
     assert pool.block_num_tokens[:2] == [4, 1]
     assert pool.add_request(2, 3) == [2]
@@ -61,7 +65,7 @@ def test_pool_scenario_exact_block_ids_and_free_queue():
 
 
 def test_pool_refuses_without_changing_anything():
-    pool = pg.BlockPool(3, 4)
+    pool = BlockPool(3, 4)
     pool.add_request(0, 8)
     with pytest.raises(ValueError, match="needs 2 blocks for 5 tokens; 1 of 3 are free"):
         pool.add_request(1, 5)
@@ -75,12 +79,12 @@ def test_pool_refuses_without_changing_anything():
     with pytest.raises(ValueError, match="already exists"):
         pool.fork(0, 0)
     with pytest.raises(ValueError, match="block_size must be 1..4096"):
-        pg.BlockPool(4, 0)
+        BlockPool(4, 0)
     pool.check_invariants()
 
 
 def test_parallel_sampling_scenario():
-    r = pg.simulate_parallel_sampling(prompt_len=5, num_branches=3, num_generated=4, block_size=4)
+    r = simulate_parallel_sampling(prompt_len=5, num_branches=3, num_generated=4, block_size=4)
     assert r.after_prefill.req_to_block_table == {0: (0, 1)}
     assert r.after_fork.ref_cnt[:2].tolist() == [3, 3]
     # the first write of branches 0 and 1 copies the partly filled block 1; branch 2 then owns it alone
@@ -91,7 +95,7 @@ def test_parallel_sampling_scenario():
 
 
 def test_snapshot_table_frame():
-    pool = pg.BlockPool(6, 4)
+    pool = BlockPool(6, 4)
     pool.add_request(0, 2)
     pool.add_request(1, 6)
     snap = pool.snapshot(3)
@@ -106,10 +110,10 @@ def test_snapshot_table_frame():
 
 
 def test_block_usage_seed_example():
-    assert pg.block_usage(17, 16) == (2, 32, 17 / 32)  # 53% of the slots
-    assert pg.block_usage(16, 16) == (1, 16, 1.0)
+    assert block_usage(17, 16) == (2, 32, 17 / 32)  # 53% of the slots
+    assert block_usage(16, 16) == (1, 16, 1.0)
     with pytest.raises(ValueError):
-        pg.block_usage(0, 16)
+        block_usage(0, 16)
 
 
 # --- BlockPool properties ---------------------------------------------------------------------
@@ -121,7 +125,7 @@ OPS = st.lists(st.tuples(st.sampled_from(["add", "append", "fork", "free"]), st.
 @settings(max_examples=150, deadline=None)
 @given(num_blocks=st.integers(1, 24), block_size=st.integers(1, 6), ops=OPS)
 def test_pool_invariants_under_random_operations(num_blocks, block_size, ops):
-    pool = pg.BlockPool(num_blocks, block_size)
+    pool = BlockPool(num_blocks, block_size)
     tokens: dict[int, int] = {}  # the model: tokens each live request holds
     next_id = 100
     for op, pick, n in ops:
@@ -168,20 +172,20 @@ def test_pool_invariants_under_random_operations(num_blocks, block_size, ops):
 
 
 def test_workload_is_seeded_and_bounded():
-    cfg = pg.WorkloadConfig()
-    a, b = pg.make_workload(cfg), pg.make_workload(cfg)
+    cfg = LengthWorkloadConfig()
+    a, b = make_workload(cfg), make_workload(cfg)
     assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("arrival", "prompt_len", "output_len"))
-    c = pg.make_workload(pg.WorkloadConfig(seed=1))
+    c = make_workload(LengthWorkloadConfig(seed=1))
     assert not np.array_equal(a.prompt_len, c.prompt_len)
     assert a.num_requests == 1000 and a.prompt_len.min() >= 1 and a.output_len.min() >= 1
     assert np.all(a.output_len <= a.max_tokens) and np.all(a.prompt_len + a.max_tokens <= 2048)
     assert np.all(a.max_tokens <= 1024)
     assert 120 < a.prompt_len.mean() < 200 and 250 < a.output_len.mean() < 360  # long tail clipped at the caps
-    fixed = pg.make_workload(pg.WorkloadConfig(num_requests=5, length_dist="fixed", prompt_mean=17, output_mean=9))
+    fixed = make_workload(LengthWorkloadConfig(num_requests=5, length_dist="fixed", prompt_mean=17, output_mean=9))
     assert fixed.prompt_len.tolist() == [17] * 5 and fixed.output_len.tolist() == [9] * 5
-    uni = pg.make_workload(pg.WorkloadConfig(num_requests=20_000, length_dist="uniform", prompt_mean=50, output_mean=20))
+    uni = make_workload(LengthWorkloadConfig(num_requests=20_000, length_dist="uniform", prompt_mean=50, output_mean=20))
     assert uni.prompt_len.min() >= 1 and uni.prompt_len.max() <= 99 and abs(uni.prompt_len.mean() - 50) < 1
-    poisson = pg.make_workload(pg.WorkloadConfig(num_requests=2000, arrival="poisson", arrival_rate=0.5))
+    poisson = make_workload(LengthWorkloadConfig(num_requests=2000, arrival="poisson", arrival_rate=0.5))
     assert np.all(np.diff(poisson.arrival) >= 0) and 3600 < poisson.arrival[-1] < 4400
 
 
@@ -195,16 +199,16 @@ def test_workload_is_seeded_and_bounded():
 ])
 def test_workload_config_errors_name_the_numbers(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        pg.WorkloadConfig(**kwargs)
+        LengthWorkloadConfig(**kwargs)
 
 
 def test_capacity_must_hold_one_longest_request():
-    wl = pg.make_workload(pg.WorkloadConfig(num_requests=10))
+    wl = make_workload(LengthWorkloadConfig(num_requests=10))
     with pytest.raises(ValueError, match="capacity of 1,024 token slots cannot hold one request of the maximum "
                                          "length 2,048"):
-        pg.compare_policies(wl, pg.ServingConfig(capacity_tokens=1024))
+        compare_policies(wl, ServingConfig(capacity_tokens=1024))
     with pytest.raises(ValueError, match=r"10 blocks of 200 slots \(2,000\)"):
-        pg.compare_policies(wl, pg.ServingConfig(capacity_tokens=2100, block_size=200))
+        compare_policies(wl, ServingConfig(capacity_tokens=2100, block_size=200))
 
 
 # --- Hand-worked fragmentation -------------------------------------------------------------------
@@ -212,10 +216,10 @@ def test_capacity_must_hold_one_longest_request():
 
 def test_two_requests_by_hand():
     # r0: prompt 5, output 4 -> holds 5, 6, 7, 8 tokens on its 4 steps; r1: prompt 3, output 2 -> 3, 4
-    wl = pg.workload_from_lengths([5, 3], [4, 2], max_tokens=[6, 5], max_model_len=16)
-    assert pg.token_slot_steps(wl) == 26 + 7
-    assert pg.paged_slot_steps(wl, 4) == (2 + 2 + 2 + 2 + 1 + 1) * 4
-    cmp = pg.compare_policies(wl, pg.ServingConfig(capacity_tokens=32, block_size=4))
+    wl = workload_from_lengths([5, 3], [4, 2], max_tokens=[6, 5], max_model_len=16)
+    assert token_slot_steps(wl) == 26 + 7
+    assert paged_slot_steps(wl, 4) == (2 + 2 + 2 + 2 + 1 + 1) * 4
+    cmp = compare_policies(wl, ServingConfig(capacity_tokens=32, block_size=4))
     paged, max_len, max_tok = (cmp.results[p] for p in ("paged", "reserve_max_len", "reserve_max_tokens"))
     assert paged.slot_steps == {"tokens": 33, "last_block": 7, "future": 0, "never_used": 0, "external": 0}
     assert paged.token_share == 33 / 40
@@ -226,7 +230,7 @@ def test_two_requests_by_hand():
     # reserve prompt + max_tokens = 11 and 8: 44 + 16 = 60 = 33 + 7 + 20
     assert max_tok.slot_steps["never_used"] == 20 and max_tok.token_share == 33 / 60
     # with room for one maximum-length request only, the reservations run one after the other
-    tight = pg.compare_policies(wl, pg.ServingConfig(capacity_tokens=16, block_size=4))
+    tight = compare_policies(wl, ServingConfig(capacity_tokens=16, block_size=4))
     assert tight.results["reserve_max_len"].segments.start.tolist() == [0, 4]
     assert tight.results["reserve_max_len"].makespan == 6
     assert tight.results["paged"].makespan == 4 and tight.results["paged"].peak_running == 2
@@ -235,24 +239,24 @@ def test_two_requests_by_hand():
 def test_first_fit_external_fragmentation_by_hand():
     # Four 4-slot extents fill a 16-slot heap; A and C finish after step 0, leaving two 4-slot holes.
     # E needs 8 contiguous slots: 8 are free from step 1, but not in one piece until B and D finish at step 3.
-    wl = pg.workload_from_lengths(prompt_len=[2, 1, 2, 1, 4], output_len=[1, 3, 1, 3, 1], max_tokens=[2, 3, 2, 3, 4],
+    wl = workload_from_lengths(prompt_len=[2, 1, 2, 1, 4], output_len=[1, 3, 1, 3, 1], max_tokens=[2, 3, 2, 3, 4],
                                   max_model_len=16)
-    serving = pg.ServingConfig(capacity_tokens=16, block_size=4)
-    heap = pg.simulate_policy(wl, serving, "first_fit")
+    serving = ServingConfig(capacity_tokens=16, block_size=4)
+    heap = simulate_policy(wl, serving, "first_fit")
     assert heap.offset.tolist() == [0, 4, 8, 12, 0]
     assert heap.segments.start.tolist() == [0, 0, 0, 0, 3]
     assert [x.tolist() for x in heap.external] == [[1], [3], [8]]
     assert heap.slot_steps == {"tokens": 20, "last_block": 0, "future": 6, "never_used": 14, "external": 16}
     assert heap.token_share == 20 / 56
-    summed = pg.simulate_policy(wl, serving, "reserve_max_tokens")  # same reservations, no address space
+    summed = simulate_policy(wl, serving, "reserve_max_tokens")  # same reservations, no address space
     assert summed.segments.start.tolist() == [0, 0, 0, 0, 1] and summed.slot_steps["external"] == 0
     frame = heap.series()
     assert frame.set_index("step").loc[[1, 2, 3], "external"].tolist() == [8, 8, 0]
 
 
 def test_block_size_tradeoff():
-    wl = pg.make_workload(pg.WorkloadConfig(num_requests=300))
-    t = pg.block_size_tradeoff(wl)
+    wl = make_workload(LengthWorkloadConfig(num_requests=300))
+    t = block_size_tradeoff(wl)
     assert t.block_size.tolist() == [1, 2, 4, 8, 16, 32, 64, 128, 256]
     assert t.last_block_waste[0] == 0 and np.all(np.diff(t.last_block_waste) > 0)
     assert np.all(np.diff(t.mean_table_len) < 0)
@@ -274,18 +278,18 @@ def small_cases(draw):
     bs = draw(st.integers(1, 8))
     cap = draw(st.integers(L, 3 * L))
     cap = max(cap, -(-L // bs) * bs)
-    wl = pg.workload_from_lengths(prompt, output, arrival, max_tok, L)
-    return wl, pg.ServingConfig(cap, bs, draw(st.integers(1, 8)))
+    wl = workload_from_lengths(prompt, output, arrival, max_tok, L)
+    return wl, ServingConfig(cap, bs, draw(st.integers(1, 8)))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=small_cases())
 def test_fast_paged_loop_equals_block_pool_step_by_step(case):
     wl, serving = case
-    fast = pg.simulate_policy(wl, serving, "paged")
+    fast = simulate_policy(wl, serving, "paged")
     steps = range(0, fast.makespan, 3)
-    token = pg.simulate_paged_stepwise(wl, serving, steps, check=True)
-    lazy = pg.simulate_paged_stepwise(wl, serving, steps, lazy=True, check=True)
+    token = simulate_paged_stepwise(wl, serving, steps, check=True)
+    lazy = simulate_paged_stepwise(wl, serving, steps, lazy=True, check=True)
     for trace in (token, lazy):
         r = trace.result
         assert r.used_blocks.tolist() == fast.used_blocks.tolist()
@@ -298,8 +302,8 @@ def test_fast_paged_loop_equals_block_pool_step_by_step(case):
         assert a.fill.tolist() == b.fill.tolist() and a.num_used_blocks == fast.used_blocks[s]
     # conservation, totals and limits
     assert fast.used_blocks.max() <= serving.num_blocks
-    assert fast.slot_steps["tokens"] == pg.token_slot_steps(wl)
-    assert fast.slot_steps["tokens"] + fast.slot_steps["last_block"] == pg.paged_slot_steps(wl, serving.block_size)
+    assert fast.slot_steps["tokens"] == token_slot_steps(wl)
+    assert fast.slot_steps["tokens"] + fast.slot_steps["last_block"] == paged_slot_steps(wl, serving.block_size)
     seg = fast.segments
     assert np.all(seg.end > seg.start)
     done = np.zeros(wl.num_requests, dtype=np.int64)
@@ -308,7 +312,7 @@ def test_fast_paged_loop_equals_block_pool_step_by_step(case):
     running, _ = seg.tokens_at(np.arange(fast.makespan))
     assert running.max() <= serving.max_num_seqs
     for policy in ("reserve_max_len", "reserve_max_tokens", "first_fit"):
-        r = pg.simulate_policy(wl, serving, policy)
+        r = simulate_policy(wl, serving, policy)
         assert np.all(r.segments.start >= wl.arrival) and np.all(np.diff(r.segments.start) >= 0)  # FCFS
         live = r.segments.amount_at(np.arange(r.makespan), r.reserve)
         assert live.max() <= serving.capacity_tokens
@@ -321,9 +325,9 @@ def test_fast_paged_loop_equals_block_pool_step_by_step(case):
 
 def test_preemption_scenario():
     # 2 blocks of 4 slots; both 4-token prompts start at once, then each needs a second block.
-    wl = pg.workload_from_lengths([4, 4], [3, 3], max_tokens=[4, 4], max_model_len=8)
-    serving = pg.ServingConfig(capacity_tokens=8, block_size=4)
-    trace = pg.simulate_paged_stepwise(wl, serving, snapshot_steps=[0, 1, 3], check=True)
+    wl = workload_from_lengths([4, 4], [3, 3], max_tokens=[4, 4], max_model_len=8)
+    serving = ServingConfig(capacity_tokens=8, block_size=4)
+    trace = simulate_paged_stepwise(wl, serving, snapshot_steps=[0, 1, 3], check=True)
     r = trace.result
     assert r.num_preemptions == 1
     # step 1: request 0 needs a second block, none is free: request 1 (the newest) is preempted and request 0
@@ -335,47 +339,47 @@ def test_preemption_scenario():
     assert trace.snapshots[0].req_to_block_table == {0: (0,), 1: (1,)}
     assert trace.snapshots[1].req_to_block_table == {0: (0, 1)}
     assert trace.snapshots[3].req_to_block_table == {1: (1, 0)}
-    assert pg.simulate_policy(wl, serving, "paged").used_blocks.tolist() == r.used_blocks.tolist()
+    assert simulate_policy(wl, serving, "paged").used_blocks.tolist() == r.used_blocks.tolist()
 
 
 def test_default_workload_headline_numbers():
     """The seed-002 exercise on the default 1,000 chat completions (the numbers the page shows)."""
-    cmp = pg.compare_policies(pg.make_workload(pg.WorkloadConfig()), pg.ServingConfig())
+    cmp = compare_policies(make_workload(LengthWorkloadConfig()), ServingConfig())
     share = {p: r.token_share for p, r in cmp.results.items()}
     assert share["paged"] > 0.96  # the paper: under 4% wasted
     assert 0.20 <= share["reserve_max_len"] < share["first_fit"] < share["reserve_max_tokens"] <= 0.40
     assert cmp.results["paged"].mean_running > 4 * cmp.results["reserve_max_len"].mean_running
     frame = cmp.to_frame()
-    assert frame["policy"].tolist() == list(pg.POLICIES)
+    assert frame["policy"].tolist() == list(POLICIES)
     pct = frame[[c for c in frame if c.endswith("_pct") and c != "capacity_used_by_tokens_pct"]].sum(axis=1)
     assert np.allclose(pct, 100)
     series = cmp.series(200)
-    assert set(series["policy"]) == set(pg.POLICIES)
+    assert set(series["policy"]) == set(POLICIES)
     paged = series[series["policy"] == "paged"]
     assert (paged["tokens"] + paged["last_block"] <= 16_384).all()
 
 
 @pytest.mark.slow
 def test_hundred_thousand_requests_conserve_memory():
-    wl = pg.make_workload(pg.WorkloadConfig(num_requests=100_000))
-    cmp = pg.compare_policies(wl, pg.ServingConfig())
+    wl = make_workload(LengthWorkloadConfig(num_requests=100_000))
+    cmp = compare_policies(wl, ServingConfig())
     paged = cmp.results["paged"]
-    assert paged.slot_steps["tokens"] + paged.slot_steps["last_block"] == pg.paged_slot_steps(wl, 16)
+    assert paged.slot_steps["tokens"] + paged.slot_steps["last_block"] == paged_slot_steps(wl, 16)
     assert paged.used_blocks.max() <= 1024
-    assert all(r.slot_steps["tokens"] == pg.token_slot_steps(wl) for r in cmp.results.values())
+    assert all(r.slot_steps["tokens"] == token_slot_steps(wl) for r in cmp.results.values())
 
 
 def test_runaway_runs_are_refused():
-    wl = pg.make_workload(pg.WorkloadConfig(num_requests=5000, length_dist="fixed", prompt_mean=10, output_mean=10,
+    wl = make_workload(LengthWorkloadConfig(num_requests=5000, length_dist="fixed", prompt_mean=10, output_mean=10,
                                             arrival="poisson", arrival_rate=0.001))
     with pytest.raises(ValueError, match="past the simulator's limit of 4,000,000 steps"):
-        pg.simulate_policy(wl, pg.ServingConfig(), "paged")
+        simulate_policy(wl, ServingConfig(), "paged")
     # refused up front: each request holds 1023..2046 tokens over its 1024 steps, sum of ceil(n/16) =
     # S(2046) - S(1022) = 131,840 - 33,152 = 98,688 block-steps; 100,000 of them in 128 blocks need 77.1M steps
-    big = pg.make_workload(pg.WorkloadConfig(num_requests=100_000, length_dist="fixed", prompt_mean=1023,
+    big = make_workload(LengthWorkloadConfig(num_requests=100_000, length_dist="fixed", prompt_mean=1023,
                                              output_mean=1024, max_model_len=2048, max_tokens=1024))
     with pytest.raises(ValueError, match="needs at least 77,100,000 decode steps in 128 blocks"):
-        pg.simulate_policy(big, pg.ServingConfig(capacity_tokens=2048), "paged")
+        simulate_policy(big, ServingConfig(capacity_tokens=2048), "paged")
 
 
 # --- The paged cache on the real model ----------------------------------------------------------

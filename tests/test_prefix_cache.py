@@ -11,7 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.alloc import prefix_cache as pc
+from sim.alloc.block_pool import cdiv
+from sim.alloc.prefix_cache import CacheConfig, block_hashes, hash_block_tokens, simulate_prefix_cache, work_ratio
+from sim.alloc.prefix_sweeps import block_size_sweep, capacity_sweep, compare_two_prompts, compare_workloads
+from sim.alloc.radix_tree import radix_hit_tokens, radix_view
+from sim.alloc.workload import LAYOUTS, PREFIX_WORKLOADS, PrefixWorkloadConfig, make_trace, trace_from_lists
 from sim.model import prefix_run as pr
 
 
@@ -31,24 +35,24 @@ def test_block_hash_covers_parent_hash_tokens_and_extra_keys():
     h0 = blake(bytes(8), [1, 2, 3, 4])
     h1 = blake(h8(h0), [5, 6, 7, 8])
     assert h0 == 658132497017838498 and h1 == 7641984106258271874  # pinned: a change of scheme shows here
-    assert pc.block_hashes(list(range(1, 11)), 4) == [h0, h1]  # tokens 9, 10 fill no block: no hash
-    assert pc.hash_block_tokens(None, [1, 2, 3, 4]) == h0
-    assert pc.hash_block_tokens(h0, [5, 6, 7, 8]) == h1
-    salted = pc.block_hashes(list(range(1, 9)), 4, ("lora-a",))
+    assert block_hashes(list(range(1, 11)), 4) == [h0, h1]  # tokens 9, 10 fill no block: no hash
+    assert hash_block_tokens(None, [1, 2, 3, 4]) == h0
+    assert hash_block_tokens(h0, [5, 6, 7, 8]) == h1
+    salted = block_hashes(list(range(1, 9)), 4, ("lora-a",))
     e = repr(("lora-a",)).encode()
     assert salted == [blake(bytes(8), [1, 2, 3, 4], e), blake(h8(blake(bytes(8), [1, 2, 3, 4], e)), [5, 6, 7, 8], e)]
     assert salted[0] != h0 and salted[1] != h1
-    assert pc.block_hashes([1, 2, 3], 4) == []
+    assert block_hashes([1, 2, 3], 4) == []
 
 
 def test_one_changed_token_changes_its_block_and_every_later_one():
     rng = np.random.default_rng(1)
     ids = rng.integers(0, 50, 64).tolist()
-    base = pc.block_hashes(ids, 8)
+    base = block_hashes(ids, 8)
     for k in range(64):
         changed = list(ids)
         changed[k] += 1
-        new = pc.block_hashes(changed, 8)
+        new = block_hashes(changed, 8)
         b = k // 8
         assert new[:b] == base[:b]
         assert all(x != y for x, y in zip(new[b:], base[b:], strict=True))
@@ -70,14 +74,14 @@ def test_hand_worked_trace_exact_blocks_hits_and_evictions():
         [1, 2, 3, 4, 5, 6, 7, 99, 9, 10],     # 5: hits [1-4]; popping for its tail evicts block 1 ([5-8])
         A,                                    # 6: [5-8] was evicted: hits [1-4] only
     ]
-    res = pc.simulate(pc.trace_from_lists(prompts), pc.CacheConfig(block_size=4, capacity_tokens=32, max_running=1),
+    res = simulate_prefix_cache(trace_from_lists(prompts), CacheConfig(block_size=4, capacity_tokens=32, max_running=1),
                       check=True)
     assert res.hit_tokens.tolist() == [0, 8, 4, 0, 0, 4, 4]
     # free queue, step by step (one request runs at a time; a finished request's blocks go to the tail,
     # last block first): 0..7 | 3..7 2 1 0 -> hits 0 1 | 4..7 2 3 1 0 -> hit 0 | 5 6 7 2 3 1 4 0 |
     # 6 7 2 3 1 4 0 5 | 3 1 4 5 2 7 6 (0 hit) -> pops 3, then 1, which evicts [5-8] | ...
     assert res.block_tables == ((0, 1, 2), (0, 1, 3), (0, 4), (5,), (6, 7, 2), (0, 3, 1), (0, 4, 5))
-    assert res.evictions == ((5, 1, pc.hash_block_tokens(pc.hash_block_tokens(None, A[:4]), A[4:8])),)
+    assert res.evictions == ((5, 1, hash_block_tokens(hash_block_tokens(None, A[:4]), A[4:8])),)
     assert res.new_cached_blocks.tolist() == [2, 0, 0, 0, 2, 1, 1]
     assert res.num_cached_blocks == sum(res.new_cached_blocks) - res.num_evictions == 5
     assert res.num_prompt_tokens == 10 + 11 + 8 + 3 + 10 + 10 + 10
@@ -89,7 +93,7 @@ def test_last_prompt_token_is_always_recomputed():
     bs = 16
     for n, want in ((32, 16), (33, 32), (17, 16), (16, 0), (48, 32)):
         ids = list(range(n))
-        res = pc.simulate(pc.trace_from_lists([ids, ids]), pc.CacheConfig(bs, 1024, 2))
+        res = simulate_prefix_cache(trace_from_lists([ids, ids]), CacheConfig(bs, 1024, 2))
         assert res.hit_tokens.tolist() == [0, want], n
         assert want <= n - 1
 
@@ -97,26 +101,26 @@ def test_last_prompt_token_is_always_recomputed():
 def test_a_shared_prefix_shorter_than_one_block_never_hits():
     shared = list(range(100, 115))  # 15 tokens
     prompts = [shared + [i] * 20 for i in range(1, 5)]
-    assert pc.simulate(pc.trace_from_lists(prompts), pc.CacheConfig(16, 4096, 4)).num_hit_tokens == 0
+    assert simulate_prefix_cache(trace_from_lists(prompts), CacheConfig(16, 4096, 4)).num_hit_tokens == 0
     longer = [list(range(100, 116)) + [i] * 20 for i in range(1, 5)]  # 16 shared: one block each after the first
-    assert pc.simulate(pc.trace_from_lists(longer), pc.CacheConfig(16, 4096, 4)).hit_tokens.tolist() == [0, 16, 16, 16]
-    assert pc.simulate(pc.trace_from_lists(prompts), pc.CacheConfig(4, 4096, 4)).hit_tokens.tolist() == [0, 12, 12, 12]
+    assert simulate_prefix_cache(trace_from_lists(longer), CacheConfig(16, 4096, 4)).hit_tokens.tolist() == [0, 16, 16, 16]
+    assert simulate_prefix_cache(trace_from_lists(prompts), CacheConfig(4, 4096, 4)).hit_tokens.tolist() == [0, 12, 12, 12]
     # RAG with the question first: only the 12-token header is shared, below one 16-token block
-    cfg = pc.WorkloadConfig(workload="rag", layout="variable_first", num_requests=60)
-    assert pc.simulate_workload(cfg, pc.CacheConfig(16)).num_hit_tokens == 0
-    hits = pc.simulate_workload(cfg, pc.CacheConfig(4)).hit_tokens
+    cfg = PrefixWorkloadConfig(workload="rag", layout="variable_first", num_requests=60)
+    assert simulate_prefix_cache(make_trace(cfg), CacheConfig(16)).num_hit_tokens == 0
+    hits = simulate_prefix_cache(make_trace(cfg), CacheConfig(4)).hit_tokens
     assert hits[0] == 0 and set(hits[1:].tolist()) == {12}
     # a system prompt shorter than the block size never hits, whatever the capacity
-    tiny = pc.make_trace(pc.WorkloadConfig(shared_len=10, num_requests=50))
-    sweep = pc.block_size_sweep(tiny, pc.CacheConfig(capacity_tokens=65_536), (4, 8, 16, 32))
+    tiny = make_trace(PrefixWorkloadConfig(shared_len=10, num_requests=50))
+    sweep = block_size_sweep(tiny, CacheConfig(capacity_tokens=65_536), (4, 8, 16, 32))
     assert sweep.set_index("block_size").loc[[16, 32], "hit_tokens"].tolist() == [0, 0]
     assert sweep.set_index("block_size").loc[8, "hit_tokens"] > 0
 
 
 def test_lru_eviction_order_is_exact_and_a_hit_refreshes_a_block():
-    trace = pc.trace_from_lists([[1, 2, 3], [5, 6, 7], [1, 2, 9], [10, 11, 12], [5, 6, 1], [1, 2, 3]])
-    res = pc.simulate(trace, pc.CacheConfig(block_size=2, capacity_tokens=8, max_running=1), check=True)
-    h12, h56, h1011 = (pc.hash_block_tokens(None, p) for p in ([1, 2], [5, 6], [10, 11]))
+    trace = trace_from_lists([[1, 2, 3], [5, 6, 7], [1, 2, 9], [10, 11, 12], [5, 6, 1], [1, 2, 3]])
+    res = simulate_prefix_cache(trace, CacheConfig(block_size=2, capacity_tokens=8, max_running=1), check=True)
+    h12, h56, h1011 = (hash_block_tokens(None, p) for p in ([1, 2], [5, 6], [10, 11]))
     # queue 0 1 2 3 -> r0 takes 0 1 | r1 takes 2 3 | r2 hits 0 ([1 2]) and takes 1 | r3: queue 3 2 1 0,
     # takes 3 and 2: [5 6] (freed before [1 2] was last used) goes first, not [1 2] (cached earlier)
     assert res.block_tables == ((0, 1), (2, 3), (0, 1), (3, 2), (1, 0), (2, 3))
@@ -126,7 +130,7 @@ def test_lru_eviction_order_is_exact_and_a_hit_refreshes_a_block():
 
 def test_running_requests_share_blocks_and_pin_them():
     ids = list(range(40))
-    res = pc.simulate(pc.trace_from_lists([ids + [100 + i] for i in range(5)]), pc.CacheConfig(8, 1024, 5), check=True)
+    res = simulate_prefix_cache(trace_from_lists([ids + [100 + i] for i in range(5)]), CacheConfig(8, 1024, 5), check=True)
     assert res.hit_tokens.tolist() == [0, 40, 40, 40, 40]
     assert res.max_ref_cnt == 5  # all five hold the five shared blocks at once
     assert res.num_hit_blocks == 20 and res.num_distinct_reused == 5
@@ -134,21 +138,21 @@ def test_running_requests_share_blocks_and_pin_them():
 
 
 def test_a_request_that_does_not_fit_finishes_the_oldest_running_ones():
-    trace = pc.trace_from_lists([list(range(i * 100, i * 100 + 16)) for i in range(4)])
-    res = pc.simulate(trace, pc.CacheConfig(4, 32, max_running=4), check=True)  # 8 blocks, 4 per request
+    trace = trace_from_lists([list(range(i * 100, i * 100 + 16)) for i in range(4)])
+    res = simulate_prefix_cache(trace, CacheConfig(4, 32, max_running=4), check=True)  # 8 blocks, 4 per request
     assert res.num_early_finishes == 2 and res.hit_tokens.sum() == 0
 
 
 def test_extra_keys_keep_identical_prompts_apart():
     ids = list(range(33))
-    res = pc.simulate(pc.trace_from_lists([ids, ids, ids], extra_keys=["tenant-a", "tenant-b", "tenant-a"]),
-                      pc.CacheConfig(16, 1024, 3))
+    res = simulate_prefix_cache(trace_from_lists([ids, ids, ids], extra_keys=["tenant-a", "tenant-b", "tenant-a"]),
+                      CacheConfig(16, 1024, 3))
     assert res.hit_tokens.tolist() == [0, 0, 32]
 
 
 def test_caching_off_computes_everything():
-    trace = pc.make_trace(pc.WorkloadConfig(num_requests=50))
-    res = pc.simulate(trace, pc.CacheConfig(enable_caching=False), check=True)
+    trace = make_trace(PrefixWorkloadConfig(num_requests=50))
+    res = simulate_prefix_cache(trace, CacheConfig(enable_caching=False), check=True)
     assert res.num_hit_tokens == 0 and res.num_evictions == 0 and res.num_cached_blocks == 0
 
 
@@ -156,37 +160,37 @@ def test_caching_off_computes_everything():
 
 
 def test_workloads_are_seeded_and_layouts_hold_the_same_content():
-    for wl in pc.WORKLOADS:
-        cfg = pc.WorkloadConfig(workload=wl, num_requests=40, shared_len=100, variable_len=20, output_len=20)
-        a, b = pc.make_trace(cfg), pc.make_trace(cfg)
+    for wl in PREFIX_WORKLOADS:
+        cfg = PrefixWorkloadConfig(workload=wl, num_requests=40, shared_len=100, variable_len=20, output_len=20)
+        a, b = make_trace(cfg), make_trace(cfg)
         assert all(np.array_equal(x.prompt, y.prompt) and np.array_equal(x.output, y.output)
                    for x, y in zip(a.requests, b.requests, strict=True))
-        other = pc.make_trace(replace(cfg, seed=1))
+        other = make_trace(replace(cfg, seed=1))
         assert not np.array_equal(a.requests[0].prompt, other.requests[0].prompt)
-        var = pc.make_trace(replace(cfg, layout="variable_first"))
+        var = make_trace(replace(cfg, layout="variable_first"))
         for x, y in zip(a.requests, var.requests, strict=True):  # same tokens, other order
             assert np.array_equal(np.sort(x.prompt), np.sort(y.prompt)) and np.array_equal(x.output, y.output)
             assert sorted(x.segments) == sorted(y.segments)
 
 
 def test_system_prompt_hits_are_exact_with_room_for_everything():
-    cfg = pc.WorkloadConfig(num_requests=120, shared_len=500, num_groups=3)
-    trace = pc.make_trace(cfg)
-    res = pc.simulate(trace, pc.CacheConfig(16, 1 << 20, 8))
+    cfg = PrefixWorkloadConfig(num_requests=120, shared_len=500, num_groups=3)
+    trace = make_trace(cfg)
+    res = simulate_prefix_cache(trace, CacheConfig(16, 1 << 20, 8))
     assert res.num_evictions == 0
     seen = set()
     for i, label in enumerate(res.labels):
         group = label.split(",")[0]
         assert res.hit_tokens[i] == (0 if group not in seen else 496)  # 31 full blocks of the 500 shared tokens
         seen.add(group)
-    assert pc.simulate(pc.make_trace(replace(cfg, layout="variable_first")), pc.CacheConfig(16, 1 << 20)).hit_rate == 0
+    assert simulate_prefix_cache(make_trace(replace(cfg, layout="variable_first")), CacheConfig(16, 1 << 20)).hit_rate == 0
 
 
 def test_chat_turns_hit_everything_the_previous_turn_stored():
-    cfg = pc.WorkloadConfig(workload="chat", num_requests=30, shared_len=100, variable_len=30, output_len=30,
+    cfg = PrefixWorkloadConfig(workload="chat", num_requests=30, shared_len=100, variable_len=30, output_len=30,
                             num_groups=1)
-    trace = pc.make_trace(cfg)
-    res = pc.simulate(trace, pc.CacheConfig(16, 1 << 20))
+    trace = make_trace(cfg)
+    res = simulate_prefix_cache(trace, CacheConfig(16, 1 << 20))
     for prev, cur, hit in zip(trace.requests, trace.requests[1:], res.hit_tokens[1:], strict=False):
         assert hit == prev.num_stored // 16 * 16  # its own prompt and all but the last output token
         assert np.array_equal(cur.prompt[:prev.prompt_len], prev.prompt[: prev.prompt_len]) or \
@@ -194,9 +198,9 @@ def test_chat_turns_hit_everything_the_previous_turn_stored():
 
 
 def test_every_sharing_workload_hits_with_fixed_content_first_and_loses_it_otherwise():
-    table = pc.compare_workloads(pc.WorkloadConfig(num_requests=80), pc.CacheConfig())
+    table = compare_workloads(PrefixWorkloadConfig(num_requests=80), CacheConfig()).to_frame()
     rate = table.set_index(["workload", "layout"])["hit_rate"]
-    for wl in pc.WORKLOADS:
+    for wl in PREFIX_WORKLOADS:
         assert rate[wl, "variable_first"] == 0.0
         if wl == "random":
             assert rate[wl, "fixed_first"] == 0.0
@@ -205,25 +209,25 @@ def test_every_sharing_workload_hits_with_fixed_content_first_and_loses_it_other
 
 
 def test_sweeps_are_plain_simulations():
-    trace = pc.make_trace(pc.WorkloadConfig(num_requests=60))
-    cache = pc.CacheConfig(16, 8192, 4)
-    cap = pc.capacity_sweep(trace, cache, (512, 1024, 4096, 65_536))
+    trace = make_trace(PrefixWorkloadConfig(num_requests=60))
+    cache = CacheConfig(16, 8192, 4)
+    cap = capacity_sweep(trace, cache, (512, 1024, 4096, 65_536))
     assert cap["capacity_tokens"].tolist() == [1024, 4096, 8192, 65_536]  # 512 cannot hold one request
     for row in cap.itertuples():
-        assert row.hit_rate == pc.simulate(trace, replace(cache, capacity_tokens=row.capacity_tokens)).hit_rate
-    bsz = pc.block_size_sweep(trace, cache, (8, 64))
+        assert row.hit_rate == simulate_prefix_cache(trace, replace(cache, capacity_tokens=row.capacity_tokens)).hit_rate
+    bsz = block_size_sweep(trace, cache, (8, 64))
     for row in bsz.itertuples():
-        assert row.hit_tokens == pc.simulate(trace, replace(cache, block_size=row.block_size)).num_hit_tokens
+        assert row.hit_tokens == simulate_prefix_cache(trace, replace(cache, block_size=row.block_size)).num_hit_tokens
 
 
 def test_throughput_arithmetic():
-    assert pc.work_ratio(1000, 200, 100, 0) == 5.0  # prefill alone: 1 / (1 - 0.8)
-    assert pc.work_ratio(1000, 200, 100, 10) == pytest.approx(2000 / 1200)
-    res = pc.simulate(pc.trace_from_lists([list(range(33))] * 2, outputs=[[1, 2, 3]] * 2), pc.CacheConfig(16, 1024, 2))
+    assert work_ratio(1000, 200, 100, 0) == 5.0  # prefill alone: 1 / (1 - 0.8)
+    assert work_ratio(1000, 200, 100, 10) == pytest.approx(2000 / 1200)
+    res = simulate_prefix_cache(trace_from_lists([list(range(33))] * 2, outputs=[[1, 2, 3]] * 2), CacheConfig(16, 1024, 2))
     assert res.num_decode_steps == 4 and res.prefill_speedup == 66 / 34
     assert res.throughput_gain(2) == pytest.approx((66 + 8) / (34 + 8))
     with pytest.raises(ValueError, match="decode_weight must be >= 0"):
-        pc.work_ratio(10, 5, 1, -1)
+        work_ratio(10, 5, 1, -1)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -233,17 +237,17 @@ def test_throughput_arithmetic():
 ])
 def test_bad_workload_settings_name_the_numbers(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        pc.WorkloadConfig(**kwargs)
+        PrefixWorkloadConfig(**kwargs)
 
 
 def test_impossible_runs_name_the_numbers():
     with pytest.raises(ValueError, match="capacity_tokens must be 16..4,194,304"):
-        pc.CacheConfig(16, 8)
-    trace = pc.make_trace(pc.WorkloadConfig(shared_len=2000, num_requests=5))
+        CacheConfig(16, 8)
+    trace = make_trace(PrefixWorkloadConfig(shared_len=2000, num_requests=5))
     with pytest.raises(ValueError, match=r"stores [\d,]+ tokens = \d+ blocks of 16, but the cache holds 64 blocks"):
-        pc.simulate(trace, pc.CacheConfig(16, 1024))
+        simulate_prefix_cache(trace, CacheConfig(16, 1024))
     with pytest.raises(ValueError, match="past the simulator's limit of 4,000,000"):
-        pc.make_trace(pc.WorkloadConfig(num_requests=2000, shared_len=4096))
+        make_trace(PrefixWorkloadConfig(num_requests=2000, shared_len=4096))
 
 
 # --- two prompts, block by block ----------------------------------------------------------------
@@ -253,12 +257,14 @@ def test_compare_two_prompts_fates():
     a = list(b"abcdefghij")
     b = list(a)
     b[5] = ord("F")
-    frame, res = pc.compare_two_prompts(a, b, 4)
+    demo = compare_two_prompts(a, b, 4)
+    frame, res = demo.frame, demo.result
     fates = frame.groupby("request")["fate"].apply(list).to_dict()
     assert fates["A"] == ["computed, cached", "computed, cached", "computed, partial block: not cached"]
     assert fates["B"] == ["hit", "computed, cached", "computed, partial block: not cached"]
     assert res.hit_tokens.tolist() == [0, 4]
-    frame, res = pc.compare_two_prompts(list(b"abcdefgh"), list(b"abcdefgh"), 4)  # identical: last token recomputed
+    demo = compare_two_prompts(list(b"abcdefgh"), list(b"abcdefgh"), 4)  # identical: last token recomputed
+    frame, res = demo.frame, demo.result
     assert frame[frame["request"] == "B"]["fate"].tolist() == ["hit", "computed again: holds the last prompt token"]
     assert frame["parent hash"].tolist()[:2] == ["root", frame["hash"].iloc[0]]
 
@@ -274,15 +280,15 @@ def traces(draw):
     prompts = [draw(token_lists) for _ in range(n)]
     outputs = [draw(st.lists(st.integers(0, 2), min_size=1, max_size=4)) for _ in range(n)]
     keys = [draw(st.sampled_from([None, None, "x"])) for _ in range(n)]
-    return pc.trace_from_lists(prompts, outputs, keys)
+    return trace_from_lists(prompts, outputs, keys)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trace=traces(), bs=st.integers(1, 4), extra_blocks=st.integers(0, 12), running=st.integers(1, 4))
 def test_invariants_on_random_traces(trace, bs, extra_blocks, running):
-    cap = (pc.cdiv(trace.max_stored, bs) + extra_blocks) * bs
-    res = pc.simulate(trace, pc.CacheConfig(bs, cap, running), check=True)  # pool invariants after every request
-    best = pc.radix_hit_tokens(trace, bs)
+    cap = (cdiv(trace.max_stored, bs) + extra_blocks) * bs
+    res = simulate_prefix_cache(trace, CacheConfig(bs, cap, running), check=True)  # pool invariants after every request
+    best = radix_hit_tokens(trace, bs)
     for i, req in enumerate(trace.requests):
         hit = int(res.hit_tokens[i])
         assert hit % bs == 0 and 0 <= hit <= req.prompt_len - 1
@@ -294,27 +300,27 @@ def test_invariants_on_random_traces(trace, bs, extra_blocks, running):
     assert len({b for _, b, _ in res.evictions}) <= cap // bs
     # with room for every block ever written nothing is evicted, and the hashed cache finds exactly
     # what the radix tree finds
-    room = sum(pc.cdiv(r.num_stored, bs) for r in trace.requests) * bs
-    big = pc.simulate(trace, pc.CacheConfig(bs, room, running), check=True)
+    room = sum(cdiv(r.num_stored, bs) for r in trace.requests) * bs
+    big = simulate_prefix_cache(trace, CacheConfig(bs, room, running), check=True)
     assert big.num_evictions == 0
     assert big.hit_tokens.tolist() == best.tolist()
 
 
 def test_radix_equals_hashed_on_every_workload():
-    for wl in pc.WORKLOADS:
-        for layout in pc.LAYOUTS:
-            trace = pc.make_trace(pc.WorkloadConfig(wl, layout, num_requests=60, shared_len=120, variable_len=24,
+    for wl in PREFIX_WORKLOADS:
+        for layout in LAYOUTS:
+            trace = make_trace(PrefixWorkloadConfig(wl, layout, num_requests=60, shared_len=120, variable_len=24,
                                                     output_len=24, num_groups=3))
-            room = sum(pc.cdiv(r.num_stored, 16) for r in trace.requests) * 16
-            res = pc.simulate(trace, pc.CacheConfig(16, room))
+            room = sum(cdiv(r.num_stored, 16) for r in trace.requests) * 16
+            res = simulate_prefix_cache(trace, CacheConfig(16, room))
             assert res.num_evictions == 0
-            assert res.hit_tokens.tolist() == pc.radix_hit_tokens(trace, 16).tolist(), (wl, layout)
+            assert res.hit_tokens.tolist() == radix_hit_tokens(trace, 16).tolist(), (wl, layout)
 
 
 def test_radix_view_segments():
     shared = list(range(100, 132))  # two blocks of 16
-    trace = pc.trace_from_lists([shared + [1] * 20, shared + [2] * 20, [7] * 40])
-    frame, hits = pc.radix_view(trace, 16, 3)
+    trace = trace_from_lists([shared + [1] * 20, shared + [2] * 20, [7] * 40])
+    frame, hits = radix_view(trace, 16, 3)
     assert hits.tolist() == [0, 32, 0]
     rows = frame.to_dict("records")
     assert [(r["start_block"], r["end_block"], r["requests"], r["lane"]) for r in rows] == [
@@ -419,3 +425,12 @@ def test_branch_summary_says_which_way_each_comparison_went():
     noisy = _branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236).summary()
     assert "Decoding took 147 ms branched vs 236 ms from scratch" in noisy and "61% gap" in noisy
     assert "costs about the same" not in noisy
+
+
+def test_a_hit_may_share_a_block_behind_equal_tokens_in_other_blocks():
+    # found by the property test above: request 8 computes [0] again in a private block (the cached one holds
+    # its last prompt token) and caches [0, 0] behind it; request 9 hits the first [0] block and that [0, 0] one
+    prompts, outputs = [[0]] * 9 + [[0, 0, 0]], [[0]] * 8 + [[0, 0], [0]]
+    res = simulate_prefix_cache(trace_from_lists(prompts, outputs), CacheConfig(1, 13, 2), check=True)
+    assert res.block_tables[8][1] == res.block_tables[9][1] and res.block_tables[8][0] != res.block_tables[9][0]
+    assert res.hit_tokens.tolist() == [0] * 9 + [2]

@@ -14,7 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.alloc import paging as pg
+from sim.alloc.paged_schedule import simulate_paged_stepwise
+from sim.alloc.schedule import ServingConfig
+from sim.alloc.workload import LengthWorkloadConfig, make_workload, workload_from_lengths
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
@@ -40,7 +42,7 @@ THREE = dict(prompt_len=[2, 2, 2], output_len=[3, 1, 2], max_model_len=8)
 def test_static_schedule_by_hand():
     # batch 1 = {r0, r1}: pass 0 prefills both (first tokens), passes 1-2 decode r0 (o=3) while r1's row idles;
     # batch 2 = {r2}: pass 3 prefills, pass 4 decodes. Each pass takes 1 s.
-    r = sch.simulate_static(pg.workload_from_lengths(**THREE), sched(), UNIT)
+    r = sch.simulate_static(workload_from_lengths(**THREE), sched(), UNIT)
     assert r.first_token_s.tolist() == [1, 1, 4]
     assert r.finish_s.tolist() == [3, 1, 5]
     assert r.seg_start_s.tolist() == [0, 0, 3]
@@ -57,7 +59,7 @@ def test_static_schedule_by_hand():
 def test_continuous_schedule_by_hand():
     # pass 0: prefill r0, r1 (r1 is done); pass 1: r0 decodes, r2 takes r1's place and is prefilled;
     # pass 2: r0 and r2 decode, both done.
-    r = sch.simulate_continuous(pg.workload_from_lengths(**THREE), sched(), UNIT, check=True)
+    r = sch.simulate_continuous(workload_from_lengths(**THREE), sched(), UNIT, check=True)
     assert r.first_token_s.tolist() == [1, 1, 2]
     assert r.finish_s.tolist() == [3, 1, 3]
     assert r.seg_start_s.tolist() == [0, 0, 1]
@@ -71,7 +73,7 @@ def test_continuous_schedule_by_hand():
 def test_times_by_hand_with_a_per_token_cost():
     # a pass costs 1 s + 0.1 s per fed token (prompt tokens + one per decoding request)
     cost = sc.LinearCost(base_s=1.0, per_token_s=0.1)
-    wl = pg.workload_from_lengths(**THREE)
+    wl = workload_from_lengths(**THREE)
     s = sch.simulate_static(wl, sched(), cost)
     # batch 1: prefill 2 rows × 2 tokens = 1.4 s; decodes of the 2 padded rows 1.2 s each -> ends 1.4, 2.6, 3.8
     # batch 2: prefill 2 tokens 1.2 s -> 5.0; decode 1.1 s -> 6.1
@@ -94,7 +96,7 @@ def test_preemption_by_recompute_by_hand():
     #         again with prompt 3 + 2 = 5, 2 tokens to go; r0 takes a freed block. No admission in that pass.
     # pass 3: r1 needs 3 blocks, 1 is free: waits; r0 produces its 4th token and leaves.
     # pass 4: r1 recomputed (5-token prefill) -> its 3rd token; pass 5: its 4th.
-    wl = pg.workload_from_lengths([3, 3], [4, 4], max_model_len=8)
+    wl = workload_from_lengths([3, 3], [4, 4], max_model_len=8)
     r = sch.simulate_continuous(wl, sched(capacity_tokens=8), UNIT, check=True)
     assert r.first_token_s.tolist() == [1, 1]
     assert r.finish_s.tolist() == [4, 6]
@@ -111,14 +113,14 @@ def test_preemption_by_recompute_by_hand():
 def test_watermark_keeps_blocks_free_at_admission():
     # 10 blocks of 2; prompts 8, 8, 2 (4, 4, 1 blocks). A 20% watermark keeps 2 blocks free: after r0 and r1
     # 2 blocks are left, so r2 (1 block) would leave 1 < 2 and must wait for r0 to finish.
-    wl = pg.workload_from_lengths([8, 8, 2], [1, 2, 1], max_model_len=10)
+    wl = workload_from_lengths([8, 8, 2], [1, 2, 1], max_model_len=10)
     cfg = sched(max_batch=3, capacity_tokens=20, max_batched_tokens=64)
     assert sch.simulate_continuous(wl, cfg, UNIT).it_prefills.tolist() == [3, 0]
     assert sch.simulate_continuous(wl, replace(cfg, watermark=0.2), UNIT, check=True).it_prefills.tolist() == [2, 1]
 
 
 def test_prefill_token_budget_spreads_admissions():
-    wl = pg.workload_from_lengths([5, 5, 5], [2, 2, 2], max_model_len=10)
+    wl = workload_from_lengths([5, 5, 5], [2, 2, 2], max_model_len=10)
     r = sch.simulate_continuous(wl, sched(max_batch=3, capacity_tokens=64, max_batched_tokens=10), UNIT)
     assert r.it_prefill_tokens.tolist() == [10, 5, 0]
     assert r.first_token_s.tolist() == [1, 1, 2]
@@ -126,7 +128,7 @@ def test_prefill_token_budget_spreads_admissions():
 
 def test_static_batch_is_cut_to_what_its_padded_reservation_fits():
     # rows reserve longest prompt (4) + largest max_tokens (6) = 10 slots; 20 slots hold 2 rows, not 4
-    wl = pg.workload_from_lengths([4, 4, 4, 4], [2, 2, 2, 2], max_tokens=6, max_model_len=10)
+    wl = workload_from_lengths([4, 4, 4, 4], [2, 2, 2, 2], max_tokens=6, max_model_len=10)
     r = sch.simulate_static(wl, sched(max_batch=4, capacity_tokens=20), UNIT)
     assert r.it_rows.tolist() == [2, 2, 2, 2]
     assert r.it_kv_claimed.tolist() == [20, 20, 20, 20]
@@ -135,7 +137,7 @@ def test_static_batch_is_cut_to_what_its_padded_reservation_fits():
 
 def test_arrivals_and_idle_gaps():
     # r1 arrives at 10 s, long after r0 is done: both schedulers idle until then
-    wl = pg.workload_from_lengths([2, 2], [2, 2], arrival=[0, 10], max_model_len=8)
+    wl = workload_from_lengths([2, 2], [2, 2], arrival=[0, 10], max_model_len=8)
     for policy in sch.POLICIES:
         r = sch.simulate(wl, sched(), UNIT, policy)
         assert r.first_token_s.tolist() == [1, 11] and r.finish_s.tolist() == [2, 12]
@@ -151,11 +153,11 @@ def test_arrivals_and_idle_gaps():
 
 @pytest.mark.parametrize("arrival", ["burst", "poisson"])
 def test_continuous_matches_the_paging_simulators_paged_schedule(arrival):
-    wcfg = pg.WorkloadConfig(num_requests=150, prompt_mean=60, output_mean=80, max_model_len=512, max_tokens=256,
+    wcfg = LengthWorkloadConfig(num_requests=150, prompt_mean=60, output_mean=80, max_model_len=512, max_tokens=256,
                              arrival=arrival, arrival_rate=0.4, seed=3)
-    wl = pg.make_workload(wcfg)
-    paging = pg.ServingConfig(capacity_tokens=2048, block_size=16, max_num_seqs=24)
-    ref = pg.simulate_paged_stepwise(wl, paging).result
+    wl = make_workload(wcfg)
+    paging = ServingConfig(capacity_tokens=2048, block_size=16, max_num_seqs=24)
+    ref = simulate_paged_stepwise(wl, paging).result
     assert ref.num_preemptions > 0  # the budget is tight enough to preempt
     cfg = sch.SchedulerConfig(max_batch=24, capacity_tokens=2048, block_size=16, watermark=0.0, max_batched_tokens=1 << 20)
     r = sch.simulate_continuous(wl, cfg, UNIT)
@@ -184,7 +186,7 @@ def small_cases(draw):
                              watermark=draw(st.sampled_from([0.0, 0.05, 0.2])),
                              max_batched_tokens=max_len + draw(st.integers(0, 30)))
     cost = sc.LinearCost(1.0, draw(st.sampled_from([0.0, 0.01])), draw(st.sampled_from([0.0, 0.001])))
-    return pg.workload_from_lengths(prompts, outputs, arrival=arrivals, max_model_len=max_len), cfg, cost
+    return workload_from_lengths(prompts, outputs, arrival=arrivals, max_model_len=max_len), cfg, cost
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -240,7 +242,7 @@ def test_sliding_window_sums_match_a_recount_of_every_pass():
     """The continuous loop keeps Σ min(context, window) incrementally; recount it pass by pass."""
     arch = load_presets()["gemma-3-27b"]  # 1,024-token window on 5 of every 6 layers
     cost = sc.RooflineCost(arch, "h100-sxm")
-    wl = pg.workload_from_lengths([1000, 1020, 900, 10, 1030], [60, 30, 200, 40, 5], arrival=[0, 0, 3, 5, 9],
+    wl = workload_from_lengths([1000, 1020, 900, 10, 1030], [60, 30, 200, 40, 5], arrival=[0, 0, 3, 5, 9],
                                   max_model_len=2048)
     cfg = sch.SchedulerConfig(max_batch=3, capacity_tokens=4096, block_size=16, watermark=0.0, max_batched_tokens=2048)
     r = sch.simulate_continuous(wl, cfg, cost, tick_s=cost.decode_seconds(1, 1000))
@@ -294,22 +296,22 @@ def test_bounds_are_enforced():
     with pytest.raises(ValueError, match="watermark"):
         sch.SchedulerConfig(watermark=0.9)
     with pytest.raises(ValueError, match="max_batched_tokens"):
-        sch.simulate_continuous(pg.workload_from_lengths([5], [5], max_model_len=64),
+        sch.simulate_continuous(workload_from_lengths([5], [5], max_model_len=64),
                                sched(capacity_tokens=64, max_batched_tokens=32), UNIT)
     with pytest.raises(ValueError, match="forward passes"):
-        sch.simulate_continuous(pg.workload_from_lengths([1] * 400, [1000] * 400, max_model_len=1024),
+        sch.simulate_continuous(workload_from_lengths([1] * 400, [1000] * 400, max_model_len=1024),
                                sched(max_batch=1, capacity_tokens=1024, max_batched_tokens=1024), UNIT)
     with pytest.raises(ValueError, match="trained context"):
         cp.run_serving(cp.ServingSetup(deployment=cp.DeploymentConfig("gpt2", "h100-sxm")))
     with pytest.raises(ValueError, match="less than one request"):
         cp.run_serving(cp.ServingSetup(deployment=cp.DeploymentConfig(kv_limit_tokens=1000)))
     with pytest.raises(ValueError, match="at most"):
-        cp.run_serving(cp.ServingSetup(workload=pg.WorkloadConfig(num_requests=sch.MAX_REQUESTS + 1)))
+        cp.run_serving(cp.ServingSetup(workload=LengthWorkloadConfig(num_requests=sch.MAX_REQUESTS + 1)))
 
 
 # --- the page's comparison: sentences and the batch sweep ------------------------------------------
 
-SMALL = cp.ServingSetup(workload=pg.WorkloadConfig(num_requests=60), max_batch=16)
+SMALL = cp.ServingSetup(workload=LengthWorkloadConfig(num_requests=60), max_batch=16)
 
 
 def test_summary_and_budget_caption_are_worded_from_the_run():

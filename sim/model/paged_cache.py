@@ -1,7 +1,7 @@
 """A paged KV cache for the real model: K/V live in a pool of physical blocks, found through block tables.
 
 Per layer, K and V are one tensor each of shape (num_blocks, Hkv, block_size, D). Which blocks a
-request owns, in which order, is kept by a `sim.alloc.paging.BlockPool` (free queue, ref counts,
+request owns, in which order, is kept by a `sim.alloc.block_pool.BlockPool` (free queue, ref counts,
 copy-on-write). `update(layer, start_pos, k, v)` is the same interface as ContiguousKVCache: it
 writes the new tokens into their slots and returns every key/value to attend to as
 (B, Hkv, S, D), gathered block by block through the table. Row b of the model's batch is request
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.alloc.paging import BlockPool, PoolSnapshot, cdiv
+from sim.alloc.block_pool import BlockPool, PoolSnapshot, cdiv
 from sim.model.generate import SamplingConfig, check_lengths, decode_loop, generate, prefill
 from sim.model.transformer import TinyLlama
 

@@ -7,7 +7,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from sim.alloc.paging import MAX_CAPACITY_TOKENS, Workload, WorkloadConfig, make_workload
+from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
+from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload
 from sim.cost.arch import ArchPreset
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import weight_bytes
@@ -67,7 +68,7 @@ class DeploymentConfig:
 
 @dataclass(frozen=True)
 class ServingSetup:
-    workload: WorkloadConfig = WorkloadConfig(num_requests=1000)
+    workload: LengthWorkloadConfig = LengthWorkloadConfig(num_requests=1000)
     deployment: DeploymentConfig = DeploymentConfig()
     max_batch: int = 256
     block_size: int = 16

@@ -33,7 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.alloc.paging import BlockPool, ServingConfig, Workload, cdiv, check_fits
+from sim.alloc.block_pool import BlockPool, cdiv
+from sim.alloc.schedule import ServingConfig, check_fits
+from sim.alloc.workload import Workload
 from sim.serving.result import ServingResult
 from sim.serving.step_cost import Work, extend_work, keys_upto
 
