@@ -9,23 +9,20 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, NAIVE, base_layout
+from sim.alloc.prefix_sweeps import BlockFate
 
 HIT = CACHED
 COMPUTED = "#ff7f0e"
 RECOMPUTED = NAIVE
 PARTIAL = "#c7c7c7"
 LAYOUT_COLORS = {"fixed_first": CACHED, "variable_first": NAIVE}
-FATE_COLORS = {
-    "hit": HIT,
-    "computed, cached": COMPUTED,
-    "computed again: holds the last prompt token": RECOMPUTED,
-    "computed, partial block: not cached": PARTIAL,
-}
+FATE_COLORS = {BlockFate.HIT: HIT, BlockFate.CACHED: COMPUTED, BlockFate.RECOMPUTED: RECOMPUTED,
+               BlockFate.PARTIAL: PARTIAL}
 FATE_SHORT = {
-    "hit": "hit (read from the cache)",
-    "computed, cached": "computed, then cached",
-    "computed again: holds the last prompt token": "computed again (last prompt token)",
-    "computed, partial block: not cached": "partial block (never cached)",
+    BlockFate.HIT: "hit (read from the cache)",
+    BlockFate.CACHED: "computed, then cached",
+    BlockFate.RECOMPUTED: "computed again (last prompt token)",
+    BlockFate.PARTIAL: "partial block (never cached)",
 }
 
 
