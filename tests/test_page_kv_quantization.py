@@ -50,6 +50,10 @@ def test_light_view_shows_what_sim_computes():
     assert metric(at, "Cache after the run") == f"{run.used_bytes:,} B"
     assert at.get("download_button")
     assert len(at.get("plotly_chart")) >= 6
+    claims = at.table[0].value  # seed 001's claims, through app.claims.render_claims
+    assert "reading the cache takes 17.9 ms in FP16 and 9.0 ms in FP8" in claims.loc[
+        "Decoding is bandwidth-bound: a cache half the size is read in half the time", "We compute"]
+    assert any(c.value.startswith("7 claims checked: ") for c in at.caption)
 
 
 def test_changing_widgets_updates_numbers_and_url():

@@ -8,8 +8,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sim.cost.gpus import GpuPreset
 from sim.cost.arch import ArchPreset, estimate_num_params
+from sim.cost.gpus import GpuPreset
 from sim.model.quant_cache import FULL, FULL_BYTES, CacheScheme, scheme_bytes
 from sim.model.quant_errors import Metric
 from sim.model.transformer import ModelConfig

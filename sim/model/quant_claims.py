@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.claims import Claim, Verdict
-from sim.cost.gpus import GpuPreset
 from sim.cost.arch import ArchPreset, estimate_num_params
+from sim.cost.gpus import GpuPreset
 from sim.model.quant_cache import FULL, make_scheme, scheme_bytes
 
 SEED = "001"

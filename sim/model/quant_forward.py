@@ -14,7 +14,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from sim.model.generate import decode_one_token
+from sim.model.generate import decode_one_token, prefill
 from sim.model.quant_cache import (
     FULL,
     CacheScheme,
@@ -122,15 +122,14 @@ def teacher_forced_logits(model: TinyLlama, ids: torch.Tensor, scheme: CacheSche
 
 @torch.inference_mode()
 def cache_logits(model: TinyLlama, ids: torch.Tensor, scheme: CacheScheme, prefill_len: int = 0) -> torch.Tensor:
-    """The slow, literal path: prefill then one token at a time through QuantizedKVCache.
-    The prefill is a direct forward call: its every position is scored, not only the last."""
+    """The slow, literal path: prefill then one token at a time through QuantizedKVCache, every
+    position's logits kept (B, T, V)."""
     B, T = ids.shape
-    device, dtype = model.lm_head.weight.device, model.lm_head.weight.dtype
-    cache = QuantizedKVCache(model.cfg, scheme, B, T, device, dtype)
+    cache = QuantizedKVCache(model.cfg, scheme, B, T, model.device, model.dtype)
     out = []
     pos = 0
     if prefill_len:
-        out.append(model(ids[:, :prefill_len], 0, cache).float())
+        out.append(prefill(model, ids[:, :prefill_len], cache, last_only=False).float())
         pos = prefill_len
     for t in range(pos, T):
         out.append(decode_one_token(model, ids[:, t : t + 1], t, cache).float()[:, None])  # (B, 1, V)

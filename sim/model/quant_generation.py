@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.model.generate import check_lengths, decode_one_token, first_difference, generate, prefill
+from sim.model.generate import decode_loop, first_difference, generate
 from sim.model.quant_cache import FULL, CacheScheme, QuantizedKVCache, scheme_bytes
 from sim.model.quant_errors import Metric
 from sim.model.quant_forward import teacher_forced_logits
@@ -59,28 +59,15 @@ class FreeRun:
         return text(self.prompt_ids) + new
 
 
-@torch.inference_mode()
-def greedy(model: TinyLlama, prompt_ids: list[int], n_new: int, scheme: CacheScheme) -> tuple[list[int], int]:
-    """Greedy tokens through QuantizedKVCache(scheme): one prefill call, then one token a step.
-    Returns the tokens and the cache's used bytes."""
-    check_lengths(model, len(prompt_ids), n_new)
-    device, dtype = model.lm_head.weight.device, model.lm_head.weight.dtype
-    cache = QuantizedKVCache(model.cfg, scheme, 1, len(prompt_ids) + n_new - 1, device, dtype)
-    logits = prefill(model, torch.tensor([prompt_ids], device=device), cache)
-    out = [int(logits[0].argmax())]
-    for i in range(1, n_new):
-        logits = decode_one_token(model, torch.tensor([[out[-1]]], device=device), len(prompt_ids) + i - 1, cache)
-        out.append(int(logits[0].argmax()))
-    return out, cache.used_bytes()
-
-
 def free_run(model: TinyLlama, prompt_ids: list[int], n_new: int, scheme: CacheScheme) -> FreeRun:
-    """Greedy text through the plain full-precision cache (sim.model.generate) and through the scheme's."""
-    ref = generate(model, list(prompt_ids), n_new, "cached", count=False).new_ids
-    quant, used = greedy(model, prompt_ids, n_new, scheme)
+    """Greedy text through the plain full-precision cache (sim.model.generate) and, by the same loop,
+    through the scheme's QuantizedKVCache: one prefill call, then one token a step."""
+    ref = generate(model, list(prompt_ids), n_new, "cached", count=False).new_ids  # checks the lengths
+    cache = QuantizedKVCache(model.cfg, scheme, 1, len(prompt_ids) + n_new - 1, model.device, model.dtype)
+    quant = [s.token for s in decode_loop(model, list(prompt_ids), n_new, cache)]
     cfg = model.cfg
     full = scheme_bytes(FULL, len(prompt_ids) + n_new - 1, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"]
-    return FreeRun(scheme, list(prompt_ids), ref, quant, used, full)
+    return FreeRun(scheme, list(prompt_ids), ref, quant, cache.used_bytes(), full)
 
 
 def divergence_positions(model: TinyLlama, prompt_ids: list[int], ref_ids: list[int],
