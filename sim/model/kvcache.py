@@ -2,7 +2,8 @@
 
 The interface is one method: `update(layer, start_pos, k, v)` stores the new keys/values at
 their positions and returns every key/value the layer should attend to, (B, Hkv, S, D) with
-S = start_pos + T. Paged and quantized caches plug in behind the same method.
+S = start_pos + T. Paged and quantized caches plug in behind the same method. The model writes
+every layer once per forward, in layer order; `num_tokens` is what the cache holds after that.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sim.cost.memory import MAX_TINY_BATCH, MemoryConfig, _check_int, kv_memory
 from sim.cost.arch import ArchPreset
+from sim.cost.memory import MAX_TINY_BATCH, MemoryConfig, _check_int, kv_memory
 from sim.work.run_cost import ModelRates, Work, fit_rates, prefill_work
 
 # --- measured on the real tiny model -----------------------------------------------------------
