@@ -4,8 +4,8 @@ from dataclasses import replace
 
 import pytest
 
-from sim.cost.gpus import load_gpus
 from sim.cost.arch import estimate_num_params
+from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.cost.roofline import (
     Hardware,
