@@ -30,7 +30,7 @@ def model(name: str):
 
 def model_or_stop(name: str):
     """The model, or a clear error in the page (a missing or corrupt checkpoint) and stop."""
-    from sim.model.transformer import CheckpointError
+    from sim.model.errors import CheckpointError
 
     try:
         return model(name)

@@ -271,8 +271,8 @@ def render_dtypes(cfg: MemoryConfig, rows) -> None:
 def measure(name: str, batch: int, context: int):
     from app.resources import model as tiny_model
     from sim.model.device import pick_device, pick_dtype
+    from sim.model.errors import CheckpointError
     from sim.model.measure import measure_tiny_cache, untrained_tiny_model
-    from sim.model.transformer import CheckpointError
 
     try:
         m = tiny_model(name)

@@ -307,7 +307,7 @@ if ss["live"]:
     c[3].slider("Temperature", 0.0, 2.0, step=0.05, key="live_temp")
     c[4].selectbox("Block size", [str(b) for b in LIVE_BLOCK_SIZES], key="live_bs")
     c[5].number_input("Seed", 0, 2**31 - 1, key="live_seed")
-    from sim.model.transformer import CheckpointError
+    from sim.model.errors import CheckpointError
 
     try:
         run = live_run(ss["live_prompt"], ss["live_new"], ss["live_branches"], ss["live_temp"], int(ss["live_bs"]),

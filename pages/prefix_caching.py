@@ -352,7 +352,7 @@ if ss["live"]:
     if problem:
         st.error(problem)
     else:
-        from sim.model.transformer import CheckpointError
+        from sim.model.errors import CheckpointError
 
         try:
             run = live_branch(tuple(prefix_ids), tuple(tuple(s) for s in suffix_ids), ss["live_new"], ss["repeats"])

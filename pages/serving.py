@@ -292,7 +292,7 @@ if ss["live"]:
     c[1].selectbox("Draft", LIVE_DRAFTS, key="live_draft", format_func=draft_label)
     c[2].number_input("k", 1, 8, key="live_k")
     c[3].number_input("New tokens", 8, 256, key="live_new")
-    from sim.model.transformer import CheckpointError
+    from sim.model.errors import CheckpointError
 
     try:
         run = live_run(ss["live_prompt"], ss["live_new"], ss["live_k"], ss["live_draft"])

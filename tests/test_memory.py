@@ -467,7 +467,8 @@ def test_measured_cache_equals_formula(name):
 def test_measured_cache_in_bf16_and_on_the_shipped_model():
     import torch
 
-    from sim.model.transformer import CheckpointError, load_model
+    from sim.model.errors import CheckpointError
+    from sim.model.transformer import load_model
 
     model = untrained_tiny_model("gqa", dtype=torch.bfloat16)
     r = measure_tiny_cache(model, batch=3, context=100, preset=P["tiny-gqa"])

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from sim.cost.opcount import kv_cache_bytes, step_flops
+from sim.model.errors import CheckpointError
 from sim.model.generate import (
     SamplingConfig,
     check_lengths,
@@ -14,7 +15,7 @@ from sim.model.generate import (
     prefill,
 )
 from sim.model.kvcache import ContiguousKVCache
-from sim.model.transformer import PRESETS, AttnOptions, CheckpointError, ModelConfig, load_model, save_checkpoint
+from sim.model.transformer import PRESETS, AttnOptions, ModelConfig, load_model, save_checkpoint
 from tests.conftest import random_model
 
 PROMPT = encode("HAMLET.\nTo be, or not to be")

@@ -22,6 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from sim.cost.opcount import FlopTally
+from sim.model.errors import CheckpointError
 
 ATTN_IMPLS = ("eager", "sdpa")
 ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
@@ -329,10 +330,6 @@ class TinyLlama(nn.Module):
 
 # ---------------------------------------------------------------------------------------------
 # Checkpoints: safetensors, with the config as JSON in the file's metadata.
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is missing, unreadable, or does not match its config."""
 
 
 def save_checkpoint(model: TinyLlama, path: Path, extra_metadata: dict[str, str] | None = None) -> None:
