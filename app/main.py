@@ -9,12 +9,16 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
+from app.present import apply_page_style, read_present  # noqa: E402
 from app.registry import PAGES, SECTIONS  # noqa: E402
 from app.sidebar import render_sidebar  # noqa: E402
 
 # A bundled image, not a ":material/...:" icon: Streamlit fetches those favicons from an outside
 # font host, and the lab must work with no network at all.
-st.set_page_config(page_title="KV Cache Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide")
+# Presenter mode (?present=1) starts with the sidebar folded away: the projector gets the full width.
+present = read_present()
+st.set_page_config(page_title="KV Cache Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide",
+                   initial_sidebar_state="collapsed" if present else "auto")
 
 nav = {
     section: [
@@ -26,4 +30,5 @@ nav = {
 }
 pg = st.navigation(nav)
 render_sidebar()
+apply_page_style(st.session_state.get("present", False))
 pg.run()

@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from sim.model.device import pick_device, pick_dtype, pick_num_threads, probe_sdpa_backends
+from sim.model.device import pick_device, pick_dtype, probe_sdpa_backends
+from sim.work.threads import pick_num_threads
 
 
 def test_env_overrides_device():

@@ -1,0 +1,104 @@
+"""Presenter mode and the lab's page style: one place decides how text, tables and charts look.
+
+`?present=1` (or the sidebar toggle) is the one setting that is not a page's own: it follows the teacher
+from page to page, so it lives in the session and is written back into every page's URL. Pages show
+charts with `show_chart` (presenter mode enlarges fonts after the figure builder is done, so a builder
+never needs to know) and big tables with `show_table` (folded into an expander on a projector).
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app.urlstate import parse_bool
+
+PRESENT_KEY = "present"  # session key and URL name
+SEEN_KEY = "_present.url"  # the URL value this session last saw (a new one wins over the toggle)
+
+# Sizes in CSS px. Ticks of 16 px and titles of 20 px stay readable from the back of a classroom.
+NORMAL = {"font": 14, "tick": 13, "title": 17}
+PRESENTER = {"font": 17, "tick": 16, "title": 21}
+
+# Always on: at 1024 px wide (sidebar open) columns wrap two to a row instead of squeezing metrics to
+# "1…" and select boxes to "Llam"; long table cells wrap instead of being cut off.
+BASE_CSS = """
+<style>
+@media (max-width: 1180px) {
+  div[data-testid="stHorizontalBlock"] { flex-wrap: wrap; row-gap: 0.5rem; }
+  div[data-testid="stHorizontalBlock"] > div[data-testid="stColumn"] { min-width: calc(50% - 1rem); }
+}
+div[data-testid="stMetricValue"] > div { overflow: visible; text-overflow: clip; white-space: normal; }
+div[data-testid="stTable"] td, div[data-testid="stTable"] th { white-space: normal; overflow-wrap: anywhere; }
+</style>
+"""
+
+# Presenter mode: larger type everywhere, full-contrast text (captions are not light grey).
+PRESENTER_CSS = """
+<style>
+html { font-size: 19px; }
+.stApp, .stApp p, .stApp li, .stApp label, .stApp td, .stApp th { color: var(--text-color, #000) !important; }
+div[data-testid="stCaptionContainer"], div[data-testid="stCaptionContainer"] p { font-size: 0.95rem; opacity: 1; }
+div[data-testid="stMetricValue"] { font-size: 2.4rem; }
+div[data-testid="stMetricLabel"] p { font-size: 1.05rem; }
+h1 { font-size: 2.6rem !important; }
+</style>
+"""
+
+
+def read_present() -> bool:
+    """The presenter setting for this run. A link's `present=` counts when it is new (a link just opened, or
+    edited by hand); after that the sidebar toggle owns the setting and the URL only mirrors it."""
+    ss = st.session_state
+    raw = st.query_params.get(PRESENT_KEY)
+    if raw != ss.get(SEEN_KEY):
+        ss[SEEN_KEY] = raw
+        if raw is not None:
+            value, problem = parse_bool(raw, False)
+            if problem is None:
+                ss[PRESENT_KEY] = value
+    return bool(ss.get(PRESENT_KEY, False))
+
+
+def apply_page_style(present: bool) -> None:
+    """The CSS of this run, and `present` mirrored into the URL so a copied link keeps it (navigating to another
+    page clears the URL; the session carries the setting over and writes it back)."""
+    st.html(BASE_CSS + (PRESENTER_CSS if present else ""))
+    want = "1" if present else None
+    if st.query_params.get(PRESENT_KEY) != want:
+        if want:
+            st.query_params[PRESENT_KEY] = want
+        else:
+            del st.query_params[PRESENT_KEY]
+    st.session_state[SEEN_KEY] = want
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get(PRESENT_KEY, False))
+
+
+def styled(fig: go.Figure, present: bool) -> go.Figure:
+    """The figure with the lab's type sizes (larger in presenter mode); axis titles are never touched."""
+    sizes = PRESENTER if present else NORMAL
+    fig.update_layout(font=dict(size=sizes["font"]), title_font=dict(size=sizes["title"]))
+    fig.update_xaxes(tickfont=dict(size=sizes["tick"]), title_font=dict(size=sizes["font"]))
+    fig.update_yaxes(tickfont=dict(size=sizes["tick"]), title_font=dict(size=sizes["font"]))
+    if present and fig.layout.height:
+        fig.update_layout(height=round(fig.layout.height * 1.15))
+    return fig
+
+
+def show_chart(fig: go.Figure, **kwargs) -> None:
+    """st.plotly_chart with the lab's style; the Streamlit theme (light or dark) colours it."""
+    kwargs.setdefault("config", {"displaylogo": False})
+    st.plotly_chart(styled(fig, presenting()), **kwargs)
+
+
+def show_table(df, label: str, **kwargs) -> None:
+    """A results table: inline normally, folded into an expander in presenter mode (a dense table is
+    unreadable on a projector; the chart above it carries the point)."""
+    if presenting():
+        with st.expander(label):
+            st.dataframe(df, **kwargs)
+    else:
+        st.dataframe(df, **kwargs)

@@ -1,0 +1,36 @@
+"""Presenter mode: from the link, kept across pages, turned off by the toggle, enlarging charts' type."""
+
+import plotly.graph_objects as go
+
+from app.present import NORMAL, PRESENTER, styled
+from tests.conftest import ROOT, run_in_app
+
+
+def _toggle(at):
+    return next(t for t in at.toggle if t.key == "present")
+
+
+def test_present_from_the_link_stays_across_pages_and_the_toggle_turns_it_off():
+    at = run_in_app("roofline", {"present": "1"})
+    assert not at.exception
+    assert _toggle(at).value is True and at.query_params["present"] == "1"
+    at.query_params.clear()  # a sidebar click: the next page opens with a bare URL
+    at.switch_page(str(ROOT / "pages" / "kv_memory.py")).run()
+    assert _toggle(at).value is True and at.query_params["present"] == "1"  # written back for the link
+    _toggle(at).set_value(False).run()
+    assert _toggle(at).value is False and "present" not in at.query_params
+
+
+def test_a_bad_present_value_is_ignored():
+    at = run_in_app("home", {"present": "maybe"})
+    assert not at.exception and _toggle(at).value is False
+
+
+def test_styled_sets_type_sizes_and_keeps_axis_titles():
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
+    fig.update_layout(height=400, xaxis_title="context (tokens)", yaxis_title="KV cache (GiB)")
+    styled(fig, True)
+    assert fig.layout.xaxis.tickfont.size == PRESENTER["tick"] == fig.layout.yaxis.tickfont.size
+    assert fig.layout.height == 460
+    assert (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text) == ("context (tokens)", "KV cache (GiB)")
+    assert styled(go.Figure(), False).layout.font.size == NORMAL["font"]
