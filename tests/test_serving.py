@@ -2,7 +2,7 @@
 
 Hand-worked schedules pin who runs in every forward pass and when each request's first and last
 tokens come out; property tests check conservation and the memory budget on random workloads; the
-continuous scheduler must reproduce sim.alloc.paging's paged schedule exactly; the step costs must equal
+continuous scheduler must reproduce sim.alloc.paged_schedule's paged schedule exactly; the step costs must equal
 sim.cost.roofline's.
 """
 

@@ -93,6 +93,7 @@ def test_greedy_speculative_output_equals_the_target_on_a_random_model(layers, k
     run = sp.speculative_generate(target, sp.truncated_draft(target, layers), list(b"to be or not"), 24, k, repeats=1)
     assert run.identical and len(run.new_ids) == 24
     assert run.num_passes == len(run.accepted) and all(0 <= a <= k for a in run.accepted)
+    assert (run.target_layers, run.draft_layers) == (target.cfg.n_layers, layers)  # the summary's layer ratio
     produced = sum(a + 1 for a in run.accepted)  # the prefill gave the first token; the last pass may overshoot
     assert 23 <= produced <= 23 + k
 
@@ -166,15 +167,84 @@ def test_batch_sweep_caption_names_the_first_compute_bound_batch():
     assert "from batch 128 on" in sps.batch_sweep_caption(real)
 
 
-def test_real_run_summary_is_worded_from_the_run():
+def test_spec_run_summary_is_worded_from_the_run():
     run = sp.SpecRun(k=3, prompt_ids=[1, 2], new_ids=[5, 6, 7, 8, 9], target_ids=[5, 6, 7, 8, 9], accepted=[3, 0],
-                     spec_s=0.125, target_s=0.0675, draft_step_s=0.001, target_step_s=0.00227, verify_s=0.0029)
-    text = sps.real_run_summary(run, 4)
+                     spec_s=0.125, target_s=0.0675, draft_step_s=0.001, target_step_s=0.00227, verify_s=0.0029,
+                     target_layers=4, draft_layers=1)
+    text = run.summary()
     assert text.startswith("2 target passes produced 5 tokens. The draft was right **75%** of the time it was checked. "
                            "The output is **identical** to the target decoding alone. ")
     assert "the speculative loop took 125 ms against 68 ms for the target alone; one verify pass over 4 tokens took " \
            "2.90 ms against 2.27 ms" in text
     assert "A 4-layer model this small" in text
+    # c = 1 / 2.27 = 0.44, far above the draft's 1 of 4 layers; verify = 2.9 / 2.27 = 1.28 steps; 67.5 / 125 = 0.54×
+    assert text.endswith(
+        "for a one-token step. A 4-layer model this small is bound by the fixed cost of each call, not by reading its "
+        "weights: a draft with 1 of its 4 layers costs c = 0.44 of a target step, far above the layer ratio 0.25. "
+        "The 4-token verify pass is not free: it costs 1.28 one-token steps. Here it did not pay off (0.54×): "
+        "speculation pays off when the target is large and memory-bound, as in the curves above.")
     differs = sp.SpecRun(3, [1], [5, 6, 1], [5, 6, 7], [1], 0.1, 0.1, 0.01, 0.02, 0.03, "cuda", "bfloat16")
-    assert "**The output differs from the target's own from token 2 on.**" in sps.real_run_summary(differs, 4)
-    assert "in bfloat16 on cuda" in sps.real_run_summary(differs, 4)
+    assert "**The output differs from the target's own from token 2 on.**" in differs.summary()
+    assert "in bfloat16 on cuda" in differs.summary()
+    assert "The draft costs c = 0.50 of a target step." in differs.summary()  # no layer counts: no ratio
+
+
+def test_spec_run_cost_summary_follows_the_measurements():
+    def run(draft_step_s, verify_s, spec_s, draft_layers=2):
+        return sp.SpecRun(4, [1], [5, 6], [5, 6], [4], spec_s, 0.16, draft_step_s, 0.01, verify_s,
+                          target_layers=4, draft_layers=draft_layers)
+
+    # c = 0.0055 / 0.01 = 0.55 against 2 / 4 layers; verify 0.011 / 0.01 = 1.1 steps; 0.16 / 0.1 = 1.6×
+    assert run(0.0055, 0.011, 0.1).cost_summary() == (
+        "A draft with 2 of the target's 4 layers costs c = 0.55 of a target step, close to the layer ratio 0.50. "
+        "The 5-token verify pass costs 1.10 one-token steps: about one, as the formula assumes. Speculation paid off "
+        "here (1.60×); it pays most when the target is large and memory-bound, as in the curves above.")
+    assert "costs c = 0.10 of a target step, well below the layer ratio 0.50." in run(0.001, 0.011, 0.1).cost_summary()
+    assert "far above the layer ratio 0.50." in run(0.0075, 0.011, 0.1).cost_summary()  # 0.75 = 1.5 × 0.5
+    assert "close to the layer ratio 1.00." in run(0.009, 0.011, 0.1, draft_layers=4).cost_summary()
+
+
+def test_spec_run_formula_tokens_per_pass():
+    run = sp.SpecRun(3, [1], [5, 6, 7, 8, 9], [5, 6, 7, 8, 9], [3, 0], 1.0, 1.0, 0.001, 0.002, 0.004)
+    assert run.acceptance_rate == 0.75  # 3 accepted of 3 + 1 judged
+    assert run.formula_tokens_per_pass == pytest.approx((1 - 0.75**4) / 0.25)  # 2.734375
+    assert run.verify_steps == 2.0
+    none = sp.SpecRun(3, [1], [5], [5], [], 1.0, 1.0, 0.001, 0.002, 0.004)
+    assert np.isnan(none.formula_tokens_per_pass)
+
+
+def test_drafts_on_offer():
+    from sim.model.transformer import ASSETS_DIR, PRESETS, checkpoint_path
+
+    assert sp.CHECKPOINTS == ASSETS_DIR
+    assert sp.target_layers() == PRESETS["mha"].n_layers == 4
+    trained = [name for name in PRESETS if name != "mha" and checkpoint_path(name).is_file()]
+    assert sp.available_drafts() == ["first1", "first2", "first3", *trained]
+    assert sp.draft_label("first2") == "the target's first 2 of 4 layers (early exit)"
+    assert sp.draft_label("gqa") == "the separately trained GQA model"
+    assert sp.draft_layers("first3") == 3 and sp.draft_layers("mqa") is None
+
+
+def test_make_draft_truncates_the_target_or_loads_the_model():
+    from tests.conftest import random_model
+
+    target = random_model()
+    loaded = []
+    draft = sp.make_draft(target, "first2", loaded.append)
+    assert draft.cfg.n_layers == 2 and draft.lm_head is target.lm_head and not loaded
+    assert sp.make_draft(target, "gqa", lambda key: f"loaded {key}") == "loaded gqa"
+
+
+def test_spec_run_seconds_counts_k_plus_two_steps_per_token():
+    from sim.work.run_cost import ModelRates
+
+    # cached_work(10, 5): a prefill and 4 one-token steps = 5 calls; (k + 2) = 6 of those at 1 s a call
+    assert sp.spec_run_seconds(ModelRates(1.0, 0.0, 0.0), 10, 5, 4) == 30.0
+
+
+def test_curves_chosen_and_best_speedup():
+    curves = sps.run_speculative(sps.SpecSetup(alpha=0.8, k=4, c=0.1, mc_passes=100))
+    # E(0.8, 4) = (1 − 0.8⁵) / 0.2 = 3.3616, over 4 · 0.1 + 1; the best k at c = 0.1 is 6: 3.951424 / 1.6
+    assert curves.chosen_speedup == pytest.approx(3.3616 / 1.4)
+    k, speedup = curves.best_speedup
+    assert k == 6 and speedup == pytest.approx(3.951424 / 1.6)

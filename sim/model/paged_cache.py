@@ -15,8 +15,14 @@ from dataclasses import dataclass
 import torch
 
 from sim.alloc.block_pool import BlockPool, PoolSnapshot, cdiv
-from sim.model.generate import SamplingConfig, check_lengths, decode_loop, generate, prefill
+from sim.alloc.pool_views import marked_block_table
+from sim.model.generate import SamplingConfig, check_lengths, decode, decode_loop, generate, prefill
 from sim.model.transformer import TinyLlama
+from sim.work.run_cost import ModelRates, cached_work
+
+# Measured here: a paged decode step (gathering K/V through the block table) costs about twice a
+# contiguous one; a run decodes every branch paged, then each again alone with a contiguous cache.
+PAGED_STEP_FACTOR = 2.0
 
 
 class PagedKVCache:
@@ -129,6 +135,28 @@ class PagedRun:
     @property
     def used_bytes(self) -> int:
         return self.final.num_used_blocks * self.bytes_per_block
+
+    @property
+    def bytes_if_copied(self) -> int:
+        return self.num_blocks_if_copied * self.bytes_per_block
+
+    def branch_frame(self):
+        """One row per branch: the text it wrote and its block table, shared blocks starred."""
+        import pandas as pd
+
+        return pd.DataFrame([{"branch": b, "text it wrote": decode(ids),
+                              "block table (* = shared)": marked_block_table(self.final, b)}
+                             for b, ids in enumerate(self.branch_ids)])
+
+    @property
+    def grid_title(self) -> str:
+        return (f"The real model's block pool: {self.final.num_used_blocks} blocks of {self.block_size} tokens "
+                "(colour and r# = branch, ×n = shared)")
+
+
+def paged_run_seconds(rates: ModelRates, prompt_len: int, max_new_tokens: int, num_branches: int) -> float:
+    """What `paged_generate` will take: every branch decoded paged, then again alone with a contiguous cache."""
+    return (PAGED_STEP_FACTOR + 1) * num_branches * rates.seconds(cached_work(prompt_len, max_new_tokens))
 
 
 def paged_generate(

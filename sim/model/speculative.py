@@ -1,14 +1,63 @@
-"""Speculative decoding on the real tiny model: a truncated draft, greedy verification, and the
-tokens proven identical to the target's own greedy output."""
+"""Speculative decoding on the real tiny model: the drafts on offer (the target's first layers, or another
+bundled model), greedy verification, the tokens proven identical to the target's own greedy output, and
+what a run shows, worded from its measurements. Importing this module needs no torch."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
-from sim.serving.speculative import check_spec
+from sim.cost.presets import tiny_model_configs
+from sim.serving.speculative import check_spec, expected_tokens_per_pass
+from sim.work.run_cost import ModelRates, cached_work
+
+TARGET = "mha"  # the bundled model that is always the target
+CHECKPOINTS = Path(__file__).resolve().parents[2] / "assets" / "models"  # sim.model.transformer.ASSETS_DIR, no torch
+C_FAR_ABOVE = 1.5  # a measured c this many times the draft's share of the target's layers is "far above" it
+VERIFY_ABOUT_ONE = 1.2  # a verify pass up to this many one-token steps costs "about one"
+
+
+# ---------------------------------------------------------------------------------------------
+# The drafts on offer
+
+
+def target_layers() -> int:
+    return int(tiny_model_configs()[TARGET].get("n_layers", 4))
+
+
+def available_drafts() -> list[str]:
+    """"firstN" (the target's first N layers, an early exit) for N = 1 .. layers − 1, then every other bundled
+    model whose checkpoint is on disk."""
+    return [f"first{n}" for n in range(1, target_layers())] + [
+        name for name in tiny_model_configs() if name != TARGET and (CHECKPOINTS / f"{name}.safetensors").is_file()]
+
+
+def draft_layers(key: str) -> int | None:
+    """The layers an early-exit draft keeps (None for a separately trained model)."""
+    return int(key.removeprefix("first")) if key.startswith("first") else None
+
+
+def draft_label(key: str) -> str:
+    n = draft_layers(key)
+    if n is not None:
+        return f"the target's first {n} of {target_layers()} layers (early exit)"
+    return f"the separately trained {key.upper()} model"
+
+
+def make_draft(target, key: str, load: Callable[[str], object]):
+    """The draft a key names: an early exit of `target`, or the bundled model `load(key)` returns."""
+    n = draft_layers(key)
+    return truncated_draft(target, n) if n is not None else load(key)
+
+
+def spec_run_seconds(rates: ModelRates, prompt_len: int, max_new_tokens: int, k: int) -> float:
+    """What `speculative_generate` will take: the target alone, then rounds of k draft steps and one verify pass,
+    so at most (k + 2) steps per token."""
+    return (k + 2) * rates.seconds(cached_work(prompt_len, max_new_tokens))
 
 # ---------------------------------------------------------------------------------------------
 # Speculative decoding on the real tiny model (torch is imported only here)
@@ -49,6 +98,8 @@ class SpecRun:
     verify_s: float  # median target pass over k + 1 tokens
     device: str = "cpu"
     dtype: str = "float32"
+    target_layers: int | None = None
+    draft_layers: int | None = None
 
     @property
     def identical(self) -> bool:
@@ -83,10 +134,64 @@ class SpecRun:
         return self.tokens_per_pass * self.target_step_s / (self.k * self.draft_step_s + self.verify_s)
 
     @property
+    def formula_tokens_per_pass(self) -> float:
+        """E at the measured acceptance rate (nan when no draft was judged)."""
+        a = self.acceptance_rate
+        return expected_tokens_per_pass(a, self.k) if math.isfinite(a) else math.nan
+
+    @property
+    def verify_steps(self) -> float:
+        """One verify pass over k + 1 tokens, in one-token target steps."""
+        return self.verify_s / self.target_step_s
+
+    @property
     def first_difference(self) -> int | None:
         from sim.model.generate import first_difference
 
         return first_difference(self.new_ids, self.target_ids)
+
+    def summary(self) -> str:
+        """What the run shows (Markdown): tokens per pass, acceptance, identity, and the measured costs."""
+        same = ("The output is **identical** to the target decoding alone. " if self.identical else
+                f"**The output differs from the target's own from token {self.first_difference} on.** In exact "
+                f"arithmetic it cannot; in {self.dtype} on {self.device} a pass over k + 1 tokens rounds differently "
+                "from a pass over one, and a near-tie between the two best tokens can flip greedy's choice. ")
+        return (
+            f"{self.num_passes} target passes produced {len(self.new_ids)} tokens. The draft was right "
+            f"**{self.acceptance_rate:.0%}** of the time it was checked. " + same
+            + f"On this machine ({self.device}) the speculative loop took {self.spec_s * 1e3:,.0f} ms against "
+            f"{self.target_s * 1e3:,.0f} ms for the target alone; one verify pass over {self.k + 1} tokens took "
+            f"{self.verify_s * 1e3:.2f} ms against {self.target_step_s * 1e3:.2f} ms for a one-token step. "
+            + self.cost_summary())
+
+    def cost_summary(self) -> str:
+        """The measured draft cost against the draft's share of the layers, the verify pass against one step,
+        and whether speculation paid off here."""
+        parts = []
+        tl, dl, c = self.target_layers, self.draft_layers, self.c
+        if tl and dl and math.isfinite(c):
+            ratio = dl / tl
+            if c >= C_FAR_ABOVE * ratio:
+                parts.append(f"A {tl}-layer model this small is bound by the fixed cost of each call, not by reading "
+                             f"its weights: a draft with {dl} of its {tl} layers costs c = {c:.2f} of a target step, "
+                             f"far above the layer ratio {ratio:.2f}.")
+            else:
+                where = "close to" if c > ratio / C_FAR_ABOVE else "well below"
+                parts.append(f"A draft with {dl} of the target's {tl} layers costs c = {c:.2f} of a target step, "
+                             f"{where} the layer ratio {ratio:.2f}.")
+        elif math.isfinite(c):
+            parts.append(f"The draft costs c = {c:.2f} of a target step.")
+        v = self.verify_steps
+        if math.isfinite(v):
+            parts.append(f"The {self.k + 1}-token verify pass is not free: it costs {v:.2f} one-token steps." if
+                         v > VERIFY_ABOUT_ONE else
+                         f"The {self.k + 1}-token verify pass costs {v:.2f} one-token steps: about one, as the "
+                         "formula assumes.")
+        parts.append(f"Speculation paid off here ({self.speedup:.2f}×); it pays most when the target is large and "
+                     "memory-bound, as in the curves above." if self.speedup > 1 else
+                     f"Here it did not pay off ({self.speedup:.2f}×): speculation pays off when the target is large "
+                     "and memory-bound, as in the curves above.")
+        return " ".join(parts)
 
 
 def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: int, k: int,
@@ -165,4 +270,4 @@ def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: i
     return SpecRun(k, list(prompt_ids), new, plain_ids, accepted, spec_s, target_s,
                    statistics.median(draft_times) if draft_times else math.nan, statistics.median(steps),
                    statistics.median(verify_times) if verify_times else math.nan, str(device),
-                   str(dtype).removeprefix("torch."))
+                   str(dtype).removeprefix("torch."), target.cfg.n_layers, draft.cfg.n_layers)

@@ -1,6 +1,6 @@
 """Serving many requests on one GPU: static vs continuous batching.
 
-Both schedulers run the same seeded workloads as the paging page (sim.alloc.paging) and are iteration-level: one
+Both schedulers run the same seeded workloads as the paging page (sim.alloc.workload) and are iteration-level: one
 iteration is one forward pass of the model over every row in the batch, timed by a step cost
 (sim.serving.step_cost).
 
@@ -11,7 +11,7 @@ iteration is one forward pass of the model over every row in the batch, timed by
                KV rectangle, rows × (longest prompt + largest max_tokens), so it can never run out
                mid-batch; a batch that would not fit in the KV budget is cut to the rows that fit.
   continuous : (Orca's iteration-level scheduling with vLLM's paged memory.) Every iteration, the
-               running requests first get room for their next token from a sim.alloc.paging.BlockPool;
+               running requests first get room for their next token from a sim.alloc.block_pool.BlockPool;
                when the pool is empty the newest running request is preempted — its blocks are freed
                and it goes back to the head of the queue, to be recomputed later (prompt + what it had
                produced). Then, unless something was preempted, waiting requests are admitted
@@ -21,7 +21,7 @@ iteration is one forward pass of the model over every row in the batch, timed by
                (its first token comes out of that pass) and decodes at s+1 .. s+o-1; finished
                requests leave at the end of their last iteration, and their slots are reused at once.
 
-Token conventions are sim.alloc.paging's: after iteration s+j a request holds p+j tokens (the last sampled
+Token conventions are sim.alloc.schedule's: after iteration s+j a request holds p+j tokens (the last sampled
 token is never fed back). A decode at iteration s+j attends to p+j keys.
 """
 

@@ -239,6 +239,17 @@ class SpecCurves:
         return optimal_k(alpha, self.c, self.ks[-1])
 
     @property
+    def chosen_speedup(self) -> float:
+        """The speedup at the chosen α and k."""
+        return speculative_speedup(self.setup.alpha, self.setup.k, self.c)
+
+    @property
+    def best_speedup(self) -> tuple[int, float]:
+        """(the best k at the chosen α, its speedup)."""
+        k = self.best_k(self.setup.alpha)
+        return k, speculative_speedup(self.setup.alpha, k, self.c)
+
+    @property
     def timed(self) -> list[float] | None:
         """The chosen α's speedups with the verify pass timed by the roofline (None with c set by hand)."""
         return None if self.timing is None else [self.timing.speedup(self.setup.alpha, k) for k in self.ks]
@@ -264,22 +275,3 @@ def run_speculative(setup: SpecSetup) -> SpecCurves:
     c = timing.c if timing is not None else setup.c
     speculative_speedup(setup.alpha, setup.k, c)  # checks c
     return SpecCurves(setup, c, timing, mc)
-
-
-def real_run_summary(run, num_layers: int) -> str:
-    """What a speculative run on the real tiny model shows (Markdown); `run` is a sim.model.speculative.SpecRun
-    (not imported: this package stays torch-free) and `num_layers` the target's layer count."""
-    same = ("The output is **identical** to the target decoding alone. " if run.identical else
-            f"**The output differs from the target's own from token {run.first_difference} on.** In exact arithmetic "
-            f"it cannot; in {run.dtype} on {run.device} a pass over k + 1 tokens rounds differently from a pass over "
-            "one, and a near-tie between the two best tokens can flip greedy's choice. ")
-    return (
-        f"{run.num_passes} target passes produced {len(run.new_ids)} tokens. The draft was right "
-        f"**{run.acceptance_rate:.0%}** of the time it was checked. " + same
-        + f"On this machine ({run.device}) the speculative loop took {run.spec_s * 1e3:,.0f} ms against "
-        f"{run.target_s * 1e3:,.0f} ms for the target alone; one verify pass over {run.k + 1} tokens took "
-        f"{run.verify_s * 1e3:.2f} ms against {run.target_step_s * 1e3:.2f} ms for a one-token step. A "
-        f"{num_layers}-layer model this small is bound by the fixed cost of each call, not by reading "
-        "its weights, so a draft with fewer layers is not proportionally cheaper (c is far above the layer ratio) "
-        "and the k + 1-token verify pass is not free — speculation pays off when the target is large and "
-        "memory-bound, as in the curves above.")
