@@ -22,7 +22,8 @@ from sim.attention.limits import device_limits, sweep_lengths
 from sim.attention.measure import matmul_rate, matmul_size
 from sim.attention.shapes import DTYPES, SHAPE_PRESETS, dtypes_for
 from sim.attention.timing import time_attention
-from sim.model.device import pick_device, pick_num_threads
+from sim.model.device import pick_device
+from sim.work.threads import pick_num_threads
 
 
 def main() -> None:

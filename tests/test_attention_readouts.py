@@ -95,11 +95,11 @@ def fake_result_for(shape: AttentionShape) -> TimingResult:
 def test_sweep_metrics():
     sweep = SweepResult((fake_result(128), fake_result(4096)), 1.5e12)
     m = sweep_metrics(sweep, "median", 1024)
-    assert [(x["label"], x["value"]) for x in m] == [
+    assert [(x.label, x.value) for x in m] == [
         ("FLASH vs eager time at N = 4,096", "3.0×"), ("Eager / FLASH peak memory at N = 4,096", "64×"),
         ("Matmul ceiling (measured)", "1.5 TFLOP/s")]
-    assert "One 1,024³ matmul" in m[2]["help"]
-    assert sweep_metrics(sweep, "fastest block", 1024)[0]["value"] == "4.0×"
+    assert "One 1,024³ matmul" in m[2].help
+    assert sweep_metrics(sweep, "fastest block", 1024)[0].value == "4.0×"
 
 
 def test_timing_readouts():
@@ -111,10 +111,10 @@ def test_timing_readouts():
     assert rows[3]["Status"] == "unavailable (see above)" and rows[3]["Peak memory"] == ""
     assert "Compile s (once)" not in rows[0]
     assert timing_rows(fake_result(128, flash_peak=None))[2]["Peak memory"] == "n/a"
-    m = {x["label"]: x for x in timing_metrics(r)}
-    assert m["FLASH vs eager, time"]["value"] == "3.0×" and m["Eager / FLASH peak memory"]["value"] == "64.0×"
-    assert m["Fastest kernel"]["value"] == "FLASH" and m["Fastest kernel"]["delta"] == "1 ms per call"
-    assert m["Largest |Δ| vs MATH"]["value"] == "2.00e-07"
+    m = {x.label: x for x in timing_metrics(r)}
+    assert m["FLASH vs eager, time"].value == "3.0×" and m["Eager / FLASH peak memory"].value == "64.0×"
+    assert m["Fastest kernel"].value == "FLASH" and m["Fastest kernel"].delta == "1 ms per call"
+    assert m["Largest |Δ| vs MATH"].value == "2.00e-07"
     assert flex_note(r) is None
     failed = TimingResult(r.shape, "cpu", 2, (*r.rows, KernelTiming("flex", "timed out", "took over 1 s")), "a test")
     assert flex_note(failed) == (False, "FlexAttention did not give a timing: timed out — took over 1 s. The other "
@@ -124,8 +124,8 @@ def test_timing_readouts():
 def test_shape_metrics():
     shape = AttentionShape()  # B=1, H=4, N=1,024, d=32, causal, fp32
     m = shape_metrics(shape, 4 * shape.score_bytes + shape.qkvo_bytes)
-    assert [x["value"] for x in m] == ["0.2684 GFLOP", "4,194,304", "16 MiB", "66 MiB"]  # 4 × 16 MiB + Q, K, V, O (2 MiB)
-    assert m[0]["help"] == "268,435,456 = 4·B·H·N_q·N_k·d, halved for the causal mask"
+    assert [x.value for x in m] == ["0.2684 GFLOP", "4,194,304", "16 MiB", "66 MiB"]  # 4 × 16 MiB + Q, K, V, O (2 MiB)
+    assert m[0].help == "268,435,456 = 4·B·H·N_q·N_k·d, halved for the causal mask"
 
 
 def test_held_bytes_model_by_hand():
@@ -142,7 +142,7 @@ def test_held_bytes_model_by_hand():
 
 def test_traffic_metrics():
     t = FL.hbm_traffic(1, 1, 4, 4, 2, elem_bytes=4, tile_q=2, tile_k=2, causal=False)  # 384 vs 208 B (by hand)
-    assert [x["value"] for x in traffic_metrics(t)] == ["384 B", "208 B", "1.8×", "64 B"]
+    assert [x.value for x in traffic_metrics(t)] == ["384 B", "208 B", "1.8×", "64 B"]
 
 
 def test_stepper_sentences():

@@ -90,6 +90,8 @@ def _flex_child(request: dict) -> dict:
     import torch
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
+    from sim.model.device import synchronize
+
     shape = AttentionShape(**request["shape"])
     device = torch.device(request["device"])
     torch.set_num_threads(int(request["threads"]))
@@ -105,8 +107,7 @@ def _flex_child(request: dict) -> dict:
                   if shape.is_causal else None)
     compiled = torch.compile(flex_attention, dynamic=False)
     out = compiled(q, k, v, block_mask=block_mask)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+    synchronize(device)
     first_s = time.perf_counter() - t0
 
     def fn():

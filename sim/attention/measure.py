@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.attention.implementations import torch_dtype
+from sim.work.threads import pick_num_threads
 
 
 def run_alone(queue, fn: Callable, *args, **kwargs):
@@ -99,11 +100,13 @@ def cuda_peak_bytes(fn: Callable[[], object], device) -> tuple[object, int]:
     """Run `fn` once: (its output, max_memory_allocated during the call minus what was allocated before)."""
     import torch
 
-    torch.cuda.synchronize(device)
+    from sim.model.device import synchronize
+
+    synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
     base = torch.cuda.memory_allocated(device)
     out = fn()
-    torch.cuda.synchronize(device)
+    synchronize(device)
     return out, int(torch.cuda.max_memory_allocated(device) - base)
 
 
@@ -154,8 +157,6 @@ def first_line(exc: BaseException) -> str:
 def torch_threads(num_threads: int | None) -> Iterator[int]:
     """Run with `num_threads` intra-op threads (None: the lab's default), then restore the old count."""
     import torch
-
-    from sim.model.device import pick_num_threads
 
     want = pick_num_threads() if num_threads is None else num_threads
     if want < 1:

@@ -1,5 +1,5 @@
 """What the Attention kernels page shows, built from results: tables (rows of column -> text),
-metrics (dicts of label, value and optional help / delta, as `st.metric` takes them) and the
+metrics (`sim.readout.Metric`s, drawn by `app.metrics.show_metrics`) and the
 sentences that state numbers. Torch-free."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from sim.attention.online_softmax import OnlineSoftmaxTrace, SoftmaxDemo, Traffi
 from sim.attention.shapes import IMPL_LABELS, IMPL_SHORT, TOLERANCE, AttentionShape
 from sim.attention.timing import SweepResult, TimingResult
 from sim.cost.memory import fmt_bytes
+from sim.readout import Metric
 
 
 def fmt_ratio(x: float | None) -> str:
@@ -37,30 +38,37 @@ def status_rows(statuses: list[ImplStatus]) -> list[dict]:
             for s in statuses]
 
 
-def shape_metrics(shape: AttentionShape, eager_peak_bytes: int) -> list[dict]:
+def backends_caption(device: str, flex_timeout_s: int) -> str:
+    """How the table of kernels that run here was found."""
+    return (f"Device `{device}`; each SDPA backend was forced with `torch.nn.attention.sdpa_kernel` on a tiny causal "
+            "input (`sim/model/device.py`). FlexAttention is compiled with `torch.compile` in a separate process that "
+            f"is stopped after {flex_timeout_s} s, so a slow compile can never hang this page.")
+
+
+def shape_metrics(shape: AttentionShape, eager_peak_bytes: int) -> list[Metric]:
     """FLOPs, score entries, one N² matrix and eager's estimated peak (the memory guard's number)."""
     return [
-        {"label": "FLOPs per call", "value": f"{shape.flops / 1e9:,.4f} GFLOP",
-         "help": f"{shape.flops:,} = 4·B·H·N_q·N_k·d" + (", halved for the causal mask" if shape.is_causal else "")},
-        {"label": "Score entries B·H·N_q·N_k", "value": f"{shape.score_elems:,}"},
-        {"label": "One N² matrix (eager must hold)", "value": fmt_bytes(shape.score_bytes)},
-        {"label": "Eager peak, estimated", "value": fmt_bytes(eager_peak_bytes),
-         "help": "4 N² tensors (scores, scaled, masked, probabilities) + Q, K, V, O: the guard's estimate."},
+        Metric("FLOPs per call", f"{shape.flops / 1e9:,.4f} GFLOP",
+               help=f"{shape.flops:,} = 4·B·H·N_q·N_k·d" + (", halved for the causal mask" if shape.is_causal else "")),
+        Metric("Score entries B·H·N_q·N_k", f"{shape.score_elems:,}"),
+        Metric("One N² matrix (eager must hold)", fmt_bytes(shape.score_bytes)),
+        Metric("Eager peak, estimated", fmt_bytes(eager_peak_bytes),
+               help="4 N² tensors (scores, scaled, masked, probabilities) + Q, K, V, O: the guard's estimate."),
     ]
 
 
-def timing_metrics(result: TimingResult) -> list[dict]:
+def timing_metrics(result: TimingResult) -> list[Metric]:
     """FLASH over eager (time, memory), the fastest kernel, and the largest difference from MATH."""
     ok_rows = [r for r in result.rows if r.ok]
     flash_ok = "flash" in [r.impl for r in ok_rows]
     best = max(ok_rows, key=lambda r: r.tflops)
     return [
-        {"label": "FLASH vs eager, time", "value": fmt_ratio(result.speedup("flash")) if flash_ok else "n/a",
-         "help": "median eager time / median FLASH time"},
-        {"label": "Eager / FLASH peak memory", "value": fmt_ratio(result.memory_ratio("flash")) if flash_ok else "n/a"},
-        {"label": "Fastest kernel", "value": IMPL_SHORT[best.impl], "delta": f"{best.stats.median_s * 1e3:,.3g} ms per call"},
-        {"label": "Largest |Δ| vs MATH", "value": f"{max(r.max_abs_diff for r in ok_rows):.2e}",
-         "help": f"Tolerance for {result.shape.dtype}: {TOLERANCE[result.shape.dtype]:.0e}"},
+        Metric("FLASH vs eager, time", fmt_ratio(result.speedup("flash")) if flash_ok else "n/a",
+               help="median eager time / median FLASH time"),
+        Metric("Eager / FLASH peak memory", fmt_ratio(result.memory_ratio("flash")) if flash_ok else "n/a"),
+        Metric("Fastest kernel", IMPL_SHORT[best.impl], delta=f"{best.stats.median_s * 1e3:,.3g} ms per call"),
+        Metric("Largest |Δ| vs MATH", f"{max(r.max_abs_diff for r in ok_rows):.2e}",
+               help=f"Tolerance for {result.shape.dtype}: {TOLERANCE[result.shape.dtype]:.0e}"),
     ]
 
 
@@ -88,6 +96,21 @@ def timing_rows(result: TimingResult) -> list[dict]:
     return rows
 
 
+def timing_heading(result: TimingResult, measured_at: str) -> str:
+    """Markdown: the shape timed, when, where and with how many threads."""
+    return (f"**{result.shape.label()}** — measured at {measured_at} on `{result.device}` with "
+            f"{result.num_threads} thread(s). Same shape again gives the cached numbers; "
+            "**Measure again** takes fresh ones.")
+
+
+def stale_timing_note(result: TimingResult, shape: AttentionShape | None) -> str | None:
+    """When the last timing is of another shape than the form's: which shape the numbers are for."""
+    if shape is None or result.shape == shape:
+        return None
+    return (f"The numbers below are for {result.shape.label()}. Press **Time these kernels** to measure the "
+            "shape in the form.")
+
+
 def flex_note(result: TimingResult) -> tuple[bool, str] | None:
     """(FlexAttention gave a timing, the sentence about it), or None when it was not asked for."""
     flex = next((r for r in result.rows if r.impl == "flex"), None)
@@ -102,28 +125,50 @@ def flex_note(result: TimingResult) -> tuple[bool, str] | None:
 
 # --- sweep over N --------------------------------------------------------------------------------
 
-def sweep_metrics(sweep: SweepResult, stat: str, matmul_n: int) -> list[dict]:
+def no_sweep_warning(shape: AttentionShape) -> str:
+    """Not even the sweep's first N fits this device's cap at the shape's B·H."""
+    return f"At B·H = {shape.batch * shape.heads} not even N = 128 fits this device's cap; lower B or H."
+
+
+def one_length_caption(lengths: list[int]) -> str:
+    return f"Only N = {lengths[0]:,} fits at this B·H."
+
+
+def lengths_up_to(lengths: list[int], largest: int) -> list[int]:
+    """The sweep's lengths no longer than the chosen largest N."""
+    return [n for n in lengths if n <= largest]
+
+
+def sweep_progress(i: int, n: int, num_lengths: int) -> str:
+    return f"N = {n:,} ({i + 1} of {num_lengths})"
+
+
+def sweep_heading(sweep: SweepResult) -> str:
+    return f"**{sweep.label}** — N = {sweep.lengths[0]:,} … {sweep.lengths[-1]:,}"
+
+
+def sweep_metrics(sweep: SweepResult, stat: str, matmul_n: int) -> list[Metric]:
     """FLASH over eager at the largest N (time by `stat`, peak memory), and the measured matmul ceiling."""
     out = []
     if (got := sweep.flash_vs_eager(stat)) is not None:
-        out.append({"label": f"FLASH vs eager time at N = {got.num_keys:,}", "value": f"{got.time_ratio:,.1f}×"})
-        out.append({"label": f"Eager / FLASH peak memory at N = {got.num_keys:,}",
-                    "value": "n/a" if got.memory_ratio is None else f"{got.memory_ratio:,.0f}×"})
-    out.append({"label": "Matmul ceiling (measured)", "value": f"{sweep.ceiling_flops / 1e12:,.3g} TFLOP/s",
-                "help": f"One {matmul_n:,}³ matmul in the same dtype and thread count: the rate attention's matmuls "
-                        "could reach on this device."})
+        out.append(Metric(f"FLASH vs eager time at N = {got.num_keys:,}", f"{got.time_ratio:,.1f}×"))
+        out.append(Metric(f"Eager / FLASH peak memory at N = {got.num_keys:,}",
+                          "n/a" if got.memory_ratio is None else f"{got.memory_ratio:,.0f}×"))
+    out.append(Metric("Matmul ceiling (measured)", f"{sweep.ceiling_flops / 1e12:,.3g} TFLOP/s",
+                      help=f"One {matmul_n:,}³ matmul in the same dtype and thread count: the rate attention's matmuls "
+                           "could reach on this device."))
     return out
 
 
 # --- the online softmax, stepped -------------------------------------------------------------------
 
-def tile_metrics(trace: OnlineSoftmaxTrace, step: int, row: int) -> list[dict]:
+def tile_metrics(trace: OnlineSoftmaxTrace, step: int, row: int) -> list[Metric]:
     cur, f = trace.steps[step - 1], fmt_num
     return [
-        {"label": f"Tile {step} of {len(trace.steps)}", "value": f"keys {cur.start}–{cur.stop - 1}"},
-        {"label": "Running max m", "value": f"{f(float(cur.m_old[row]))} → {f(float(cur.m_new[row]))}"},
-        {"label": "Rescale e^(m_old − m_new)", "value": f(float(cur.rescale[row]))},
-        {"label": "Running sum l", "value": f"{f(float(cur.l_old[row]))} → {f(float(cur.l_new[row]))}"},
+        Metric(f"Tile {step} of {len(trace.steps)}", f"keys {cur.start}–{cur.stop - 1}"),
+        Metric("Running max m", f"{f(float(cur.m_old[row]))} → {f(float(cur.m_new[row]))}"),
+        Metric("Rescale e^(m_old − m_new)", f(float(cur.rescale[row]))),
+        Metric("Running sum l", f"{f(float(cur.l_old[row]))} → {f(float(cur.l_new[row]))}"),
     ]
 
 
@@ -147,12 +192,12 @@ def final_outputs(trace: OnlineSoftmaxTrace, row: int) -> str:
     return f"**After the last tile:** tiled = [{out}]; softmax over all keys at once = [{ref}]."
 
 
-def parity_metrics(trace: OnlineSoftmaxTrace, demo: SoftmaxDemo) -> list[dict]:
+def parity_metrics(trace: OnlineSoftmaxTrace, demo: SoftmaxDemo) -> list[Metric]:
     return [
-        {"label": "max |tiled − plain|", "value": f"{trace.max_abs_diff:.2e}",
-         "help": f"all {demo.num_queries} rows, {demo.dtype}"},
-        {"label": "tiled vs float64 truth", "value": f"{trace.tiled_error:.2e}"},
-        {"label": "plain vs float64 truth", "value": f"{trace.plain_error:.2e}"},
+        Metric("max |tiled − plain|", f"{trace.max_abs_diff:.2e}",
+               help=f"all {demo.num_queries} rows, {demo.dtype}"),
+        Metric("tiled vs float64 truth", f"{trace.tiled_error:.2e}"),
+        Metric("plain vs float64 truth", f"{trace.plain_error:.2e}"),
     ]
 
 
@@ -175,14 +220,14 @@ def shape_traffic(shape: AttentionShape, tile: int) -> Traffic:
                        shape.elem_bytes, tile, tile, shape.is_causal)
 
 
-def traffic_metrics(traffic: Traffic) -> list[dict]:
+def traffic_metrics(traffic: Traffic) -> list[Metric]:
     return [
-        {"label": "Standard: bytes moved", "value": fmt_bytes(traffic.standard_bytes)},
-        {"label": "Tiled: bytes moved", "value": fmt_bytes(traffic.tiled_bytes)},
-        {"label": "Standard / tiled", "value": f"{traffic.standard_bytes / traffic.tiled_bytes:,.1f}×"},
-        {"label": "N² bytes standard holds", "value": fmt_bytes(traffic.standard_held),
-         "help": "S and P are each this big; tiled keeps one fp32 statistic per row instead: "
-                 + fmt_bytes(traffic.tiled_held)},
+        Metric("Standard: bytes moved", fmt_bytes(traffic.standard_bytes)),
+        Metric("Tiled: bytes moved", fmt_bytes(traffic.tiled_bytes)),
+        Metric("Standard / tiled", f"{traffic.standard_bytes / traffic.tiled_bytes:,.1f}×"),
+        Metric("N² bytes standard holds", fmt_bytes(traffic.standard_held),
+               help="S and P are each this big; tiled keeps one fp32 statistic per row instead: "
+                    + fmt_bytes(traffic.tiled_held)),
     ]
 
 

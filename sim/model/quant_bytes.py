@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from sim.cost.arch import ArchPreset, estimate_num_params
 from sim.cost.gpus import GpuPreset
 from sim.model.quant_cache import FULL, FULL_BYTES, CacheScheme, scheme_bytes
-from sim.model.quant_errors import Metric
 from sim.model.transformer import ModelConfig
+from sim.readout import Metric
 
 CURVE_KEYS = ("fp16", "kivi", "token", "kivi_nores", "fp8_e4m3")  # the schemes drawn against context
 
@@ -58,6 +58,14 @@ def tiny_bytes_caption(cfg: ModelConfig, variant: str, bits: int, residual: int)
             f"{cfg.head_dim} channels, K and V): codes bit-packed at {bits} bits, an fp16 scale and fp16 zero point per "
             f"group, residual tokens at 16 bits. KIVI's R={residual} full-precision tokens cost a lot in a short "
             f"context and fade in a long one; the cache's own `used_bytes()` is tested equal to these numbers.")
+
+
+def bytes_formula(cfg: ModelConfig, bits: int, kivi_bytes_per_token: float, num_tokens: int) -> str:
+    """LaTeX: bytes per token as 2·L·H_kv·d_h·p with the tiny model's numbers, p for FP16 and for KIVI."""
+    L, Hkv, D = cfg.n_layers, cfg.n_kv_heads, cfg.head_dim
+    return (rf"\text{{bytes per token}} = 2 \cdot L \cdot H_{{kv}} \cdot d_h \cdot p = 2 \cdot {L}\cdot {Hkv} \cdot {D}"
+            rf" \cdot p, \qquad p_{{\mathrm{{FP16}}}} = 2\,\mathrm{{B}},\quad p_{{\mathrm{{KIVI\,INT{bits}}}}} = "
+            rf"{bytes_per_value(cfg, kivi_bytes_per_token):.4f}\,\mathrm{{B}}\ \text{{at {num_tokens} tokens}}")
 
 
 # --- at real-model scale ----------------------------------------------------------------------------------
@@ -140,6 +148,20 @@ class ScaleView:
                 f"batch must read every weight once and every request's cache, so its time is at least (weights + KV "
                 f"bytes) ÷ {gpu.bandwidth_tb_s:g} TB/s. A bound, not a measurement: the dequantizing kernel must be "
                 "light enough not to eat the saving.")
+
+
+def scale_presets(presets: Mapping[str, ArchPreset]) -> dict[str, ArchPreset]:
+    """The presets a K/V cache scheme applies to as it is: full attention with K and V of one width (no MLA,
+    no sliding window)."""
+    return {k: p for k, p in presets.items() if p.attention != "MLA" and not p.sliding_window and p.v_dim == p.head_dim}
+
+
+def context_for(arch: ArchPreset, context: int) -> tuple[int, str | None]:
+    """The context counted per request (at most what the model was trained for), and a note when cut."""
+    ctx = min(context, arch.max_position_embeddings)
+    if ctx < context:
+        return ctx, f"{arch.name} was trained for {arch.max_position_embeddings:,} tokens: counting {ctx:,} per request."
+    return ctx, None
 
 
 def scale_view(arch: ArchPreset, gpu: GpuPreset, schemes: Sequence[CacheScheme], context: int,

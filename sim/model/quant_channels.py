@@ -59,7 +59,7 @@ class ChannelStats:
 def channel_stats(model: TinyLlama, ids: torch.Tensor) -> ChannelStats:
     """Capture every layer's cached K and V for ids (1, T)."""
     cap: list = []
-    model(ids.to(model.lm_head.weight.device), capture=cap, attn_impl="sdpa")
+    model(ids.to(model.device), capture=cap, attn_impl="sdpa")
     k = torch.stack([c["k"][0] for c in cap]).float().abs().cpu().numpy()
     v = torch.stack([c["v"][0] for c in cap]).float().abs().cpu().numpy()
     return ChannelStats(k, v)
@@ -111,8 +111,20 @@ def queries_and_keys(model: TinyLlama, ids: torch.Tensor, layer: int, kv_head: i
         raise ValueError(f"layer must be in 0..{cfg.n_layers - 1} and KV head in 0..{cfg.n_kv_heads - 1}, "
                          f"got {layer}, {kv_head}")
     cap: list = []
-    teacher_forced_logits(model, ids.to(model.lm_head.weight.device), FULL, capture=cap)
+    teacher_forced_logits(model, ids.to(model.device), FULL, capture=cap)
     return cap[layer]["q"][0, kv_head * cfg.group_size].float().cpu(), cap[layer]["k"][0, kv_head].float().cpu()
+
+
+def outlier_frame(cases: list[OutlierCase]):
+    """One row per case of outlier_demo, for its chart."""
+    import pandas as pd
+
+    return pd.DataFrame([vars(x) for x in cases])
+
+
+def channels_caption(num_tokens: int) -> str:
+    return (f"|K| and |V| as cached (K after RoPE, which is what gets quantized) on the first held-out window of "
+            f"{num_tokens} tokens.")
 
 
 def outlier_caption(cases: list[OutlierCase], layer: int, head: int, channel: int, factor: float, bits: int,

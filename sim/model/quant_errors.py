@@ -17,9 +17,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from sim.model.quant import fp8_backend
 from sim.model.quant_cache import FP8_KINDS, FULL, CacheScheme, scheme_bytes
 from sim.model.quant_forward import teacher_forced_logits
 from sim.model.transformer import TinyLlama
+from sim.readout import Metric
 
 MAX_WINDOWS = 16
 
@@ -145,7 +147,7 @@ def _window_batches(num_windows: int, T: int) -> list[slice]:
 def evaluate_scheme(model: TinyLlama, windows: torch.Tensor, scheme: CacheScheme,
                     ref_logits: torch.Tensor | None = None) -> PositionErrors:
     """windows (W, T + 1) -> PositionErrors against the full-precision logits."""
-    device = model.lm_head.weight.device
+    device = model.device
     ids, targets = windows[:, :-1].to(device), windows[:, 1:].to(device)
     if ref_logits is None:
         ref_logits = reference_logits(model, windows)
@@ -164,7 +166,7 @@ def evaluate_scheme(model: TinyLlama, windows: torch.Tensor, scheme: CacheScheme
 
 
 def reference_logits(model: TinyLlama, windows: torch.Tensor) -> torch.Tensor:
-    device = model.lm_head.weight.device
+    device = model.device
     ids = windows[:, :-1].to(device)
     return torch.cat([teacher_forced_logits(model, ids[sl]) for sl in _window_batches(ids.shape[0], ids.shape[1])])
 
@@ -196,14 +198,18 @@ def metric_grid(results: Mapping[tuple[str, int], PositionErrors], metric: str, 
     return grid
 
 
-@dataclass(frozen=True)
-class Metric:
-    """One number as the page shows it: a label, the formatted value, a descriptive delta, a help line."""
+def binned_frame(key_to_result: Mapping[str, PositionErrors], width: int):
+    """Every scheme's errors in bins of `width` positions, one frame (column `key`: the scheme's kind)."""
+    import pandas as pd
 
-    label: str
-    value: str
-    delta: str | None = None
-    help: str | None = None
+    return pd.concat([r.binned(width).assign(key=k) for k, r in key_to_result.items()])
+
+
+def grid_caption(num_tokens: int) -> str:
+    """Under the bits × scheme heatmap: what FP8 means here (real torch float8 or emulated)."""
+    fp8 = "torch float8 dtypes" if fp8_backend("e4m3") == "torch" else "emulated, this torch has no float8"
+    return (f"The metric chosen above for the position chart. FP8 is 8 bits only (each value cast on its own, one "
+            f"per-tensor scale of 1; {fp8}). Bytes per token at {num_tokens} tokens are in the table below.")
 
 
 def headline_metrics(kivi: PositionErrors, naive: PositionErrors, cfg, residual: int) -> list[Metric]:

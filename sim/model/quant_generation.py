@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import torch
 
 from sim.model.generate import decode_loop, first_difference, generate
-from sim.model.quant_cache import FULL, CacheScheme, QuantizedKVCache, scheme_bytes
-from sim.model.quant_errors import Metric
+from sim.model.quant_cache import FULL, SCHEME_KINDS, CacheScheme, QuantizedKVCache, scheme_bytes
 from sim.model.quant_forward import teacher_forced_logits
 from sim.model.transformer import TinyLlama
+from sim.readout import Metric
 
 MARK = "▌"  # where the two texts part
 
@@ -75,7 +75,7 @@ def divergence_positions(model: TinyLlama, prompt_ids: list[int], ref_ids: list[
     """The first generated token where greedy decoding through each scheme's cache would leave
     the full-precision text: up to there both runs read the same tokens, so one teacher-forced
     pass over prompt + full-precision text finds it."""
-    device = model.lm_head.weight.device
+    device = model.device
     P = len(prompt_ids)
     ids = torch.tensor([list(prompt_ids) + list(ref_ids[:-1])], device=device)
     ref = torch.tensor(ref_ids, device=device)
@@ -85,6 +85,11 @@ def divergence_positions(model: TinyLlama, prompt_ids: list[int], ref_ids: list[
         diff = (pred != ref).nonzero()
         out[s.key] = int(diff[0]) if len(diff) else None
     return out
+
+
+def text_heading(scheme: CacheScheme) -> str:
+    """Markdown, bold: the quantized text's scheme, with its integer width where it has one."""
+    return f"**{scheme.label}" + (f", INT{scheme.bits}**" if scheme.key in SCHEME_KINDS else "**")
 
 
 def divergence_frame(schemes: Sequence[CacheScheme], key_to_first: dict[str, int | None]):

@@ -1,0 +1,180 @@
+"""The Attention kernels page's URL values and widgets: the shape to time (an `AttentionShape`), the sweep's
+largest N, the online-softmax stepper (a `SoftmaxDemo`) and the traffic tile. Widget keys are the URL keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from app.urlstate import UrlState
+from sim.attention import online_softmax as FL
+from sim.attention import shapes as S
+from sim.attention.limits import Limits, check_shape
+from sim.attention.measure import STATS
+from sim.attention.readouts import lengths_up_to, one_length_caption
+from sim.work.threads import pick_num_threads
+
+FLEX_TIMEOUT_S = 120
+TRAFFIC_TILES = (16, 32, 64, 128, 256)
+
+
+def snap(key: str, allowed) -> None:
+    st.session_state[key] = S.nearest(st.session_state[key], allowed)
+
+
+def register(dtypes: tuple[str, ...], num_cpus: int) -> UrlState:
+    """Every value the page keeps in its link, checked (bad ones fall back with one warning)."""
+    url = UrlState("attention_kernels")
+    url.int("b", 1, 1, S.MAX_BATCH, label="batch")
+    url.int("h", 4, 1, S.MAX_HEADS, label="heads")
+    url.int("n", 1024, 1, S.MAX_SEQ_LEN, label="sequence length")
+    url.int("d", 32, S.HEAD_DIMS[0], S.HEAD_DIMS[-1], label="head dim")
+    url.bool("causal", True, label="causal")
+    url.choice("kind", "prefill", list(S.KINDS), label="shape")
+    url.choice("dtype", dtypes[0], list(dtypes), label="dtype")
+    url.int("threads", min(pick_num_threads(), num_cpus), 1, num_cpus, label="CPU threads")
+    url.bool("flex", False, label="FlexAttention")
+    url.int("sweep_max", 4096, 128, S.MAX_SEQ_LEN, label="largest N of the sweep")
+    url.int("sm_keys", 10, 1, FL.MAX_DEMO_KEYS, label="keys")
+    url.int("sm_tile", 4, 1, FL.MAX_DEMO_KEYS, label="tile size")
+    url.int("sm_rows", 1, 1, FL.MAX_DEMO_QUERIES, label="query rows")
+    url.int("sm_row", 0, 0, FL.MAX_DEMO_QUERIES - 1, label="row shown")
+    url.bool("sm_causal", False, label="causal (stepper)")
+    url.int("sm_pad", 0, 0, FL.MAX_DEMO_KEYS - 1, label="masked keys")
+    url.float("sm_scale", 1.0, 0.01, 1000.0, label="score scale")
+    url.int("sm_seed", 0, 0, 9999, label="seed")
+    url.choice("sm_dtype", "float32", ["float32", "float64"], label="stepper dtype")
+    url.int("sm_step", 1, 1, FL.MAX_DEMO_KEYS, label="step")
+    url.int("tile", 128, TRAFFIC_TILES[0], TRAFFIC_TILES[-1], label="traffic tile")
+    url.choice("stat", "median", list(STATS), label="sweep statistic")
+    url.show_problems()
+    snap("d", S.HEAD_DIMS)
+    snap("tile", TRAFFIC_TILES)
+    return url
+
+
+# --- one shape -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TimeForm:
+    submitted: bool  # the form's button, or "Measure again"
+    threads: int | None  # torch threads for the timing (None: not a CPU)
+    flex: bool  # FlexAttention too
+
+
+def load_preset() -> None:
+    if (p := S.SHAPE_PRESETS.get(st.session_state.get("preset"))) is not None:
+        st.session_state.update(b=p.batch, h=p.heads, n=p.seq_len, d=p.head_dim, causal=p.causal, kind=p.kind)
+    st.session_state["preset"] = None
+
+
+def measure_again() -> None:
+    st.session_state["trial"] = st.session_state.get("trial", 0) + 1
+    st.session_state["ak_again"] = True
+
+
+def trial() -> int:
+    """How many times "Measure again" was pressed: part of the timing cache's key."""
+    return st.session_state.get("trial", 0)
+
+
+def time_form(dtypes: tuple[str, ...], cpu: bool, num_cpus: int) -> TimeForm:
+    st.selectbox("Load a preset", list(S.SHAPE_PRESETS), index=None, key="preset", on_change=load_preset,
+                 format_func=S.PRESET_LABELS.get, placeholder="Tiny model, Llama-like head, sweep base…")
+    with st.form("time_form"):
+        c = st.columns(4)
+        c[0].number_input("Batch B", 1, S.MAX_BATCH, key="b")
+        c[1].number_input("Heads H", 1, S.MAX_HEADS, key="h")
+        c[2].number_input("Sequence length N", 1, S.MAX_SEQ_LEN, key="n",
+                          help="Keys; and queries too when prefill-shaped.")
+        c[3].select_slider("Head dim d", list(S.HEAD_DIMS), key="d")
+        c = st.columns(4)
+        c[0].radio("Shape", list(S.KINDS), key="kind", horizontal=True,
+                   format_func={"prefill": "prefill (N queries)", "decode": "decode (1 query)"}.get)
+        c[1].toggle("Causal mask", key="causal",
+                    help="Prefill only: a decode query is the newest token and sees every key.")
+        c[2].selectbox("dtype", list(dtypes), key="dtype")
+        c[3].number_input("CPU threads", 1, num_cpus, key="threads", disabled=not cpu,
+                          help="torch intra-op threads during the timing (restored after).")
+        compile_note = ("the first compile of a shape took about 25 s on this lab's 2-core CPU, about 10 s once "
+                        "torch's compile cache is warm" if cpu else "its first compile takes tens of seconds")
+        st.checkbox(f"Include FlexAttention (compiled in a separate process: {compile_note}; stopped after "
+                    f"{FLEX_TIMEOUT_S} s)", key="flex")
+        submitted = st.form_submit_button("Time these kernels", type="primary")
+    go = submitted or st.session_state.pop("ak_again", False)
+    return TimeForm(go, st.session_state["threads"] if cpu else None, st.session_state["flex"])
+
+
+def chosen_shape(limits: Limits) -> S.AttentionShape:
+    """The form's shape; ValueError (with the numbers) when it is not a shape or over this device's caps."""
+    ss = st.session_state
+    shape = S.AttentionShape(batch=ss["b"], heads=ss["h"], seq_len=ss["n"], head_dim=ss["d"], causal=ss["causal"],
+                             kind=ss["kind"], dtype=ss["dtype"])
+    check_shape(shape, limits)
+    return shape
+
+
+# --- the sweep -------------------------------------------------------------------------------------
+
+def sweep_form(lengths: list[int]) -> list[int] | None:
+    """The lengths to sweep once its button is pressed, else None."""
+    snap("sweep_max", lengths)
+    with st.form("sweep_form"):
+        if len(lengths) > 1:
+            st.select_slider("Largest N", lengths, key="sweep_max", format_func=lambda v: f"{v:,}")
+        else:
+            st.caption(one_length_caption(lengths))
+        go = st.form_submit_button("Run the sweep", type="primary")
+    return lengths_up_to(lengths, st.session_state["sweep_max"]) if go else None
+
+
+def sweep_stat() -> str:
+    st.radio("Curves and ratios from", list(STATS), key="stat", horizontal=True,
+             help="The median of the timed blocks is the honest typical cost; the fastest block is the cost with "
+                  "the least interference from other work on the machine.")
+    return st.session_state["stat"]
+
+
+# --- the online softmax stepper --------------------------------------------------------------------
+
+def stepper() -> FL.SoftmaxDemo:
+    """The stepper's widgets (each bounded by the others) and its demo; ValueError when it is not one."""
+    ss = st.session_state
+    keys_now = ss["sm_keys"]
+    ss.update(sm_tile=min(ss["sm_tile"], keys_now), sm_rows=min(ss["sm_rows"], keys_now))
+    c = st.columns(5)
+    c[0].number_input("Keys", 1, FL.MAX_DEMO_KEYS, key="sm_keys")
+    c[1].number_input("Tile size", 1, keys_now, key="sm_tile", help="The last tile is shorter when it does not divide.")
+    c[2].number_input("Query rows in the block", 1, min(FL.MAX_DEMO_QUERIES, keys_now), key="sm_rows")
+    c[3].toggle("Causal", key="sm_causal", help="The rows are the last positions; each sees keys up to its own.")
+    c[4].selectbox("dtype", ["float32", "float64"], key="sm_dtype")
+    rows_now = ss["sm_rows"]
+    max_pad = FL.max_masked_prefix(keys_now, rows_now, ss["sm_causal"])
+    ss.update(sm_pad=min(ss["sm_pad"], max_pad), sm_row=min(ss["sm_row"], rows_now - 1))
+    c = st.columns(4)
+    c[0].number_input("Masked keys at the start (padding)", 0, max_pad, key="sm_pad",
+                      help="Hidden from every row. A whole tile of them is a fully masked tile.")
+    c[1].number_input("Score scale", 0.01, 1000.0, key="sm_scale", step=10.0, format="%.2f",
+                      help="Multiplies every score: 100 or 1000 gives scores in the hundreds or thousands. e^s would "
+                           "overflow float32 past s ≈ 88; the running max keeps every exponent ≤ 0.")
+    c[2].number_input("Seed", 0, 9999, key="sm_seed")
+    c[3].number_input("Query row shown", 0, rows_now - 1, key="sm_row")
+    return FL.SoftmaxDemo(num_keys=keys_now, tile=ss["sm_tile"], num_queries=rows_now, causal=ss["sm_causal"],
+                          masked_prefix=ss["sm_pad"], score_scale=float(ss["sm_scale"]), seed=ss["sm_seed"],
+                          dtype=ss["sm_dtype"])
+
+
+def step_and_row(num_steps: int) -> tuple[int, int]:
+    """The step slider (a caption when one tile holds every key): (tiles processed, query row shown)."""
+    st.session_state["sm_step"] = max(1, min(st.session_state["sm_step"], num_steps))
+    if num_steps > 1:
+        st.slider("Step: tiles processed", 1, num_steps, key="sm_step")
+    else:
+        st.caption("One tile holds every key: a single step.")
+    return st.session_state["sm_step"], st.session_state["sm_row"]
+
+
+def traffic_tile() -> int:
+    st.select_slider("Tile size (rows of Q, and of K/V, per tile)", list(TRAFFIC_TILES), key="tile")
+    return st.session_state["tile"]

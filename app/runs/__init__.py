@@ -1,0 +1,1 @@
+"""Each page's cached runs and the jobs it hands to the server's queue."""

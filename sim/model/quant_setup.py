@@ -1,0 +1,120 @@
+"""The KV quantization page's choices as one frozen config: the schemes they name, the teacher-forced runs
+each view needs, what those runs are estimated to cost, and the sentences built from those numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sim.model.quant_cache import FP8_KINDS, SCHEME_KINDS, CacheScheme, make_scheme
+from sim.model.quant_errors import EvalConfig, PositionErrors
+from sim.work.run_cost import ModelRates, cached_work, prefill_work
+
+INT_KINDS, ALL_KINDS = tuple(SCHEME_KINDS), (*SCHEME_KINDS, *FP8_KINDS)
+POSITION_KINDS = (*SCHEME_KINDS, "fp8_e4m3")  # the schemes drawn by token position, in legend order
+SCALE_KINDS = ("kivi", "token", "kivi_nores", "kivi8", "fp8_e4m3")  # compared at real-model scale
+MAX_PROMPT, MAX_NEW = 128, 512  # bytes of prompt, tokens generated: a free run always fits the trained context
+# Measured here: a teacher-forced pass through a quantized cache costs about twice an eager prefill,
+# greedy decoding through one about four times a plain cached decode.
+QUANT_EVAL_FACTOR, QUANT_DECODE_FACTOR = 2.0, 4.0
+
+Job = tuple[str, int]  # (scheme kind, bits)
+
+
+@dataclass(frozen=True)
+class QuantSetup:
+    """One view of the page: the tiny model variant, the bit width, KIVI's K chunk G, V group g and
+    residual window R, symmetric or not, and the held-out text the schemes are measured on."""
+
+    variant: str = "mha"
+    bits: int = 4
+    chunk: int = 32  # G
+    channel_group: int = 32  # g
+    residual: int = 128  # R
+    symmetric: bool = False
+    eval: EvalConfig = field(default_factory=lambda: EvalConfig(4, 256))
+
+    def scheme(self, kind: str, bits: int | None = None) -> CacheScheme:
+        """ValueError (with the numbers) when G, g and R do not fit together."""
+        return make_scheme(kind, self.bits if bits is None else bits, self.chunk, self.channel_group, self.residual,
+                           self.symmetric)
+
+    def schemes(self) -> dict[str, CacheScheme]:
+        """Every kind at this bit width (FP8 at 8)."""
+        return {kind: self.scheme(kind) for kind in ALL_KINDS}
+
+    def scale_schemes(self) -> list[CacheScheme]:
+        """KIVI, naive per-token and KIVI without residual at this width, KIVI at 8 bits, FP8 e4m3."""
+        return [self.scheme("kivi", 8) if k == "kivi8" else self.scheme(k) for k in SCALE_KINDS]
+
+    @property
+    def chosen_jobs(self) -> list[Job]:
+        """Every integer scheme at this width, and FP8: what the headline and the position chart need."""
+        return [(kind, self.bits) for kind in INT_KINDS] + [(k, 8) for k in FP8_KINDS]
+
+    def grid_jobs(self, every_scheme: bool, bit_widths: Sequence[int]) -> list[Job]:
+        """The bits × scheme table: KIVI and naive per-token at every width, or every scheme."""
+        kinds = INT_KINDS if every_scheme else ("kivi", "token")
+        return [(kind, b) for b in bit_widths for kind in kinds]
+
+    def chosen(self, results: Mapping[Job, PositionErrors]) -> dict[str, PositionErrors]:
+        """kind -> its result at this width (FP8 at 8), from `results` once `chosen_jobs` are measured."""
+        return {kind: results[(kind, self.bits if kind in SCHEME_KINDS else 8)] for kind in ALL_KINDS}
+
+    def job_params(self, todo: Sequence[Job]) -> tuple:
+        """What names a batch of teacher-forced runs in the server's result cache."""
+        return (self.variant, self.eval, self.chunk, self.channel_group, self.residual, self.symmetric, tuple(todo))
+
+    def eval_seconds(self, eager: ModelRates) -> float:
+        """Estimated seconds of one teacher-forced run over the held-out windows."""
+        return QUANT_EVAL_FACTOR * eager.seconds(prefill_work(self.eval.window_len, self.eval.num_windows))
+
+    def jobs_sentence(self, what: str, num_runs: int) -> str:
+        return f"{what}: {num_runs} teacher-forced runs over {self.eval.num_windows} × {self.eval.window_len} tokens"
+
+    def standard_error_caption(self) -> str:
+        return (f"± is the standard error over the {self.eval.num_windows} windows. Δ loss is the noisiest of the "
+                "three measures: on a given passage a blurred cache can be luckier than the exact one. KL and top-1 "
+                "agreement compare the two next-byte distributions directly and stay steady.")
+
+    def blank_cells_note(self) -> str:
+        """Why the bits × scheme table has blanks when only KIVI and naive are measured at every width."""
+        return ("Blank cells: KIVI and naive per-token are measured at every bit width, the other schemes only at "
+                f"INT{self.bits}. Switch on *Every scheme at every bit width* at the top to fill the table (cached "
+                "after).")
+
+    def csv_name(self) -> str:
+        return f"kv_quantization_{self.variant}_G{self.chunk}_g{self.channel_group}_R{self.residual}.csv"
+
+    def outlier_tokens(self) -> int:
+        """Keys the outlier demo quantizes: the first window cut to whole chunks of G. ValueError when not one."""
+        S, G = self.eval.window_len, self.chunk
+        if S // G == 0:
+            raise ValueError(f"The window of {S} tokens is shorter than one chunk of G={G}; choose a longer window "
+                             "or a smaller G.")
+        return S // G * G
+
+    def free_key(self, prompt_ids: Sequence[int], num_new: int, kind: str) -> tuple:
+        """What names a free run (both texts and every scheme's first difference) in the server's cache."""
+        return (self.variant, tuple(prompt_ids), num_new, kind, self.bits, self.chunk, self.channel_group,
+                self.residual, self.symmetric)
+
+
+def prompt_problem(prompt_ids: Sequence[int]) -> str | None:
+    """Why a prompt (UTF-8 bytes) can not be run, or None."""
+    if not prompt_ids:
+        return "The prompt is empty: type at least one character."
+    if len(prompt_ids) > MAX_PROMPT:
+        return f"The prompt is {len(prompt_ids)} bytes; the limit is {MAX_PROMPT}. Shorten it."
+    return None
+
+
+def free_sentence(num_new: int) -> str:
+    return f"Generating {num_new} tokens through the full-precision and the quantized cache"
+
+
+def free_seconds(prompt_len: int, num_new: int, sdpa: ModelRates, eager: ModelRates,
+                 num_schemes: int = len(ALL_KINDS)) -> float:
+    """Estimated seconds of greedy decoding through both caches plus one teacher-forced pass per scheme."""
+    return (QUANT_DECODE_FACTOR * sdpa.seconds(cached_work(prompt_len, num_new))
+            + QUANT_EVAL_FACTOR * num_schemes * eager.seconds(prefill_work(prompt_len + num_new)))

@@ -1,0 +1,123 @@
+"""The KV quantization page's config (QuantSetup) and the sentences, tables and estimates it and the quant
+modules build for the page: worked out by hand, no model run."""
+
+import numpy as np
+import pytest
+
+from sim.cost.presets import load_presets
+from sim.model.quant import fp8_backend
+from sim.model.quant_bytes import bytes_formula, context_for, scale_presets
+from sim.model.quant_cache import FP8_KINDS, SCHEME_KINDS, make_scheme
+from sim.model.quant_channels import OutlierCase, channels_caption, outlier_frame
+from sim.model.quant_errors import EvalConfig, binned_frame, grid_caption
+from sim.model.quant_generation import text_heading
+from sim.model.quant_setup import (
+    ALL_KINDS,
+    MAX_PROMPT,
+    POSITION_KINDS,
+    QuantSetup,
+    free_seconds,
+    free_sentence,
+    prompt_problem,
+)
+from sim.model.transformer import ModelConfig
+from sim.work.run_cost import ModelRates, cached_work, prefill_work
+from tests.test_quant_results import errors
+
+SETUP = QuantSetup("gqa", 2, 16, 8, 64, True, EvalConfig(3, 128))
+RATES = ModelRates(per_call_s=1e-3, per_token_s=1e-5, per_pair_s=1e-8)
+
+
+def test_schemes_at_the_chosen_width_and_fp8_at_8():
+    schemes = SETUP.schemes()
+    assert list(schemes) == [*SCHEME_KINDS, *FP8_KINDS] == list(ALL_KINDS)
+    assert schemes["kivi"] == make_scheme("kivi", 2, 16, 8, 64, True)
+    assert schemes["fp8_e4m3"] == make_scheme("fp8_e4m3")
+    assert SETUP.scheme("token", 8) == make_scheme("token", 8, 16, 8, 64, True)
+    assert [s.title for s in SETUP.scale_schemes()] == [
+        make_scheme("kivi", 2, 16, 8, 64, True).title, make_scheme("token", 2, 16, 8, 64, True).title,
+        make_scheme("kivi_nores", 2, 16, 8, 64, True).title, make_scheme("kivi", 8, 16, 8, 64, True).title,
+        "FP8 e4m3 (K and V)"]
+    assert POSITION_KINDS == (*SCHEME_KINDS, "fp8_e4m3")
+    with pytest.raises(ValueError, match="R=64 is not a multiple of K's group of 128 tokens"):
+        QuantSetup(chunk=128, residual=64).schemes()
+
+
+def test_jobs_and_the_results_they_name():
+    assert SETUP.chosen_jobs == [(k, 2) for k in SCHEME_KINDS] + [("fp8_e4m3", 8), ("fp8_e5m2", 8)]
+    assert SETUP.grid_jobs(False, (8, 4)) == [("kivi", 8), ("token", 8), ("kivi", 4), ("token", 4)]
+    assert SETUP.grid_jobs(True, (3,)) == [(k, 3) for k in SCHEME_KINDS]
+    results = {job: errors(job[0], job[1]) for job in SETUP.chosen_jobs + SETUP.grid_jobs(False, (8,))}
+    chosen = SETUP.chosen(results)
+    assert list(chosen) == list(ALL_KINDS)
+    assert chosen["kivi"] is results[("kivi", 2)] and chosen["fp8_e5m2"] is results[("fp8_e5m2", 8)]
+    assert SETUP.job_params([("kivi", 8)]) == ("gqa", EvalConfig(3, 128), 16, 8, 64, True, (("kivi", 8),))
+    assert SETUP.free_key([65, 66], 24, "kivi") == ("gqa", (65, 66), 24, "kivi", 2, 16, 8, 64, True)
+
+
+def test_estimates_are_the_cost_model_times_the_measured_factors():
+    # one run: 2 × (1 call + 3·128 tokens + 3·128·129/2 pairs)
+    assert SETUP.eval_seconds(RATES) == pytest.approx(2 * (1e-3 + 384e-5 + 24768e-8))
+    assert SETUP.eval_seconds(RATES) == pytest.approx(2 * RATES.seconds(prefill_work(128, 3)))
+    got = free_seconds(7, 24, RATES, RATES)
+    assert got == pytest.approx(4 * RATES.seconds(cached_work(7, 24)) + 2 * 8 * RATES.seconds(prefill_work(31)))
+    assert free_seconds(7, 24, RATES, RATES, num_schemes=0) == pytest.approx(4 * RATES.seconds(cached_work(7, 24)))
+
+
+def test_sentences_carry_the_setting():
+    assert SETUP.jobs_sentence("Comparing", 8) == "Comparing: 8 teacher-forced runs over 3 × 128 tokens"
+    assert SETUP.standard_error_caption().startswith("± is the standard error over the 3 windows. Δ loss is")
+    assert "the other schemes only at INT2. Switch on" in SETUP.blank_cells_note()
+    assert SETUP.csv_name() == "kv_quantization_gqa_G16_g8_R64.csv"
+    assert free_sentence(24) == "Generating 24 tokens through the full-precision and the quantized cache"
+    assert channels_caption(256).endswith("on the first held-out window of 256 tokens.")
+    fp8 = "torch float8 dtypes" if fp8_backend("e4m3") == "torch" else "emulated, this torch has no float8"
+    assert grid_caption(128) == ("The metric chosen above for the position chart. FP8 is 8 bits only (each value "
+                                 f"cast on its own, one per-tensor scale of 1; {fp8}). Bytes per token at 128 tokens "
+                                 "are in the table below.")
+    assert text_heading(make_scheme("kivi", 3, residual=64)) == "**KIVI: K per-channel, V per-token, residual R=64, INT3**"
+    assert text_heading(make_scheme("fp8_e5m2")) == "**FP8 e5m2 (K and V)**"
+
+
+def test_outlier_tokens_are_whole_chunks():
+    assert SETUP.outlier_tokens() == 128  # 8 chunks of 16
+    assert QuantSetup(chunk=64, residual=128, eval=EvalConfig(1, 100)).outlier_tokens() == 64
+    with pytest.raises(ValueError, match="The window of 16 tokens is shorter than one chunk of G=32"):
+        QuantSetup(eval=EvalConfig(1, 16)).outlier_tokens()
+
+
+def test_prompt_problems():
+    assert prompt_problem([]) == "The prompt is empty: type at least one character."
+    assert prompt_problem([65] * MAX_PROMPT) is None
+    assert prompt_problem([65] * 130) == "The prompt is 130 bytes; the limit is 128. Shorten it."
+
+
+def test_context_is_cut_to_what_the_model_was_trained_for():
+    arch = load_presets()["llama-2-7b"]  # trained for 4,096 tokens
+    assert context_for(arch, 2048) == (2048, None)
+    assert context_for(arch, 32768) == (4096, "Llama 2 7B was trained for 4,096 tokens: counting 4,096 per request.")
+
+
+def test_scale_presets_leave_out_mla_and_sliding_windows():
+    presets = load_presets()
+    kept = scale_presets(presets)
+    assert "llama-3.1-8b" in kept and "qwen2.5-7b" in kept
+    assert "deepseek-v3" not in kept and "gemma-2-9b" not in kept  # MLA; sliding-window layers
+    assert all(p.attention != "MLA" and not p.sliding_window for p in kept.values())
+
+
+def test_bytes_formula_has_the_model_numbers():
+    cfg = ModelConfig(n_layers=4, n_kv_heads=2, max_seq_len=1024)  # 512 numbers a token
+    tex = bytes_formula(cfg, 2, 392.0, 128)
+    assert r"= 2 \cdot 4\cdot 2 \cdot 32 \cdot p" in tex
+    assert r"p_{\mathrm{KIVI\,INT2}} = 0.7656\,\mathrm{B}\ \text{at 128 tokens}" in tex  # 392 / 512
+
+
+def test_frames_for_the_charts():
+    frame = binned_frame({"kivi": errors("kivi", 4), "token": errors("token", 4, kl=(1.0, 3.0, 5.0, 7.0))}, 2)
+    assert list(frame["key"]) == ["kivi", "kivi", "token", "token"]
+    assert list(frame["kl"]) == pytest.approx([0.0, 2e-3, 2.0, 6.0]) and list(frame["position"]) == [0.5, 2.5] * 2
+    cases = [OutlierCase("injected", "token", 0.5, 0.25, 0.1), OutlierCase("real", "channel", 0.1, 0.05, 0.01)]
+    df = outlier_frame(cases)
+    assert list(df.columns) == list(vars(cases[0])) and list(df["case"]) == ["injected", "real"]
+    assert np.allclose(df.iloc[0, 2:].astype(float), [0.5, 0.25, 0.1])
