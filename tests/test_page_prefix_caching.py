@@ -91,6 +91,8 @@ def test_widgets_change_the_numbers_and_the_url():
     assert_shows(at, cfg, cache, decode_weight=2.0)
     # blocks of 4: the 12-token RAG header now hits three blocks per request, even with the question first
     assert metrics(at)["Token hit rate"] != "0.0%"
+    assert any("fills 3 full blocks of 4, so even the question-first layout can reuse 12 tokens" in c.value
+               for c in at.caption)
     for key, value in (("workload", "rag"), ("layout", "variable_first"), ("block_size", "4"), ("capacity", "8192"),
                        ("requests", "60"), ("decode_weight", "2.0")):
         assert param(at, key) == value

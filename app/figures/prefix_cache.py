@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, NAIVE, base_layout
+from sim.alloc.byte_tokens import printable
 from sim.alloc.prefix_sweeps import BlockFate
 
 HIT = CACHED
@@ -24,11 +25,6 @@ FATE_SHORT = {
     BlockFate.RECOMPUTED: "computed again (last prompt token)",
     BlockFate.PARTIAL: "partial block (never cached)",
 }
-
-
-def printable(ids) -> str:
-    text = bytes(int(i) for i in ids).decode("utf-8", errors="replace")
-    return text.replace("\n", "⏎")
 
 
 def block_rows(frame: pd.DataFrame, changed_pos: int, block_size: int, title: str) -> go.Figure:

@@ -1,13 +1,11 @@
 """The seeds' claims about prefix caching, checked against the lab's own runs, and the sentences that
-quote those runs (seed 002's 5x for agents, seed 000's one changed byte measured in K and V).
+quote those runs (seed 002's 5x for agents, the branch run's finding).
 
-Pure functions: every number comes from the result passed in. The real-model results (sim/model's
-branch run and K/V change) are read by their fields only, so this module never imports torch.
+Pure functions: every number comes from the result passed in. The real-model branch run (sim/model) is
+read by its fields only, and the K/V change arrives as its own finding, so this module never imports torch.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from sim.alloc.prefix_cache import HitTotals
 from sim.alloc.prefix_sweeps import TwoPrompts, WorkloadOverview
@@ -39,29 +37,6 @@ def branch_finding(run) -> str:
     return (f"{run.num_branches} branches on a {len(run.prefix_ids)}-byte prefix: prefill time "
             f"−{100 * run.prefill_saved_share:.0f}% (tokens −{100 * run.token_saved_share:.0f}%), tokens "
             f"{'identical' if run.tokens_identical else 'DIFFERENT'}")
-
-
-def kv_change_text(counts: Sequence[int], pos: int, num_positions: int) -> tuple[str, str]:
-    """(paragraph in Markdown, the seeds table's words) for `counts[layer]` positions whose K/V changed after
-    byte `pos` of a `num_positions`-byte prompt changed."""
-    after = num_positions - pos
-    paragraph = (
-        f"Positions before {pos} are **exactly** unchanged in every layer (causal attention never looks "
-        f"ahead). In layer 0 only **{counts[0]}** position changed — there a token's K and V depend on that "
-        f"token alone. From layer 1 on, attention has mixed the changed byte into every later token: "
-        + ", ".join(f"layer {i}: **{n}**" for i, n in enumerate(counts[1:], start=1))
-        + f" of the {after} positions from {pos} on differ. So a cached block after the change would hold "
-        "wrong K/V in every layer but the first — seed 000's point, measured."
-    )
-    deeper = list(counts[1:])
-    last = len(counts) - 1
-    if deeper and min(deeper) == max(deeper):
-        deep_text = f"layers 1–{last} change {'all ' if min(deeper) == after else ''}{min(deeper)}"
-    else:
-        deep_text = f"layers 1–{last} change {min(deeper, default=0)}–{max(deeper, default=0)}"
-    finding = (f"changing byte {pos}: layer 0 changes {counts[0]} position, {deep_text} of the {after} "
-               f"positions from {pos} on (section 5)")
-    return paragraph, finding
 
 
 def prefix_claims(demo: TwoPrompts | None, overview: WorkloadOverview | None, decode_weight: float,

@@ -13,9 +13,11 @@ from enum import StrEnum
 import numpy as np
 
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS, cdiv
+from sim.alloc.byte_tokens import other_byte, printable, show_byte
 from sim.alloc.prefix_cache import CacheConfig, HitTotals, PrefixCacheResult, simulate_prefix_cache, trace_block_hashes
 from sim.alloc.radix_tree import radix_hit_tokens, radix_view
 from sim.alloc.workload import LAYOUTS, PREFIX_WORKLOADS, PrefixWorkloadConfig, Trace, make_trace, trace_from_lists
+from sim.readout import Metric
 
 DEFAULT_CAPACITIES = tuple(2**k for k in range(10, 19))  # 1,024 .. 262,144 tokens
 DEFAULT_BLOCK_SIZES = (8, 16, 32, 64, 128, 256)  # the chosen size is always added
@@ -44,6 +46,8 @@ class TwoPrompts:
     len_b: int
     changed_pos: int
     block_size: int
+    ids_a: tuple[int, ...] = ()
+    ids_b: tuple[int, ...] = ()
 
     @property
     def num_hit_tokens_b(self) -> int:
@@ -73,6 +77,22 @@ class TwoPrompts:
         return (f"B reuses **{self.num_hit_blocks_b}** blocks (**{self.num_hit_tokens_b:,}** tokens) and computes "
                 f"**{self.num_computed_b:,}** tokens, although it differs from A in one byte of {self.len_b:,}. A "
                 f"prefix shorter than one block ({bs} tokens) can never hit: only full blocks are cached.{note}")
+
+    def metrics(self) -> list[Metric]:
+        return [Metric("Blocks of B reused", f"{self.num_hit_blocks_b} of {self.num_blocks_b}"),
+                Metric("Tokens of B read from the cache", f"{self.num_hit_tokens_b:,}"),
+                Metric("Tokens of B computed", f"{self.num_computed_b:,}")]
+
+    def chart_title(self) -> str:
+        """The changed byte, before and after, and its block."""
+        k = self.changed_pos
+        return (f"Byte {k} changed: {show_byte(self.ids_a[k])} → {show_byte(self.ids_b[k])} "
+                f"(block {k // self.block_size})")
+
+    def block_table(self):
+        """Every block of both prompts with its text, hash and parent's hash (the page's table)."""
+        return (self.frame.assign(text=[printable(x) for x in self.frame["ids"]])
+                [["request", "block", "tokens", "text", "hash", "parent hash", "fate"]])
 
     def finding(self) -> str:
         """The seeds table's words for this view."""
@@ -111,7 +131,24 @@ def compare_two_prompts(ids_a: Sequence[int], ids_b: Sequence[int], block_size: 
                          "parent hash": f"{parent:016x}" if parent is not None else ("root" if full else "—"),
                          "fate": fate, "ids": list(ids[lo:hi])})
         seen.update(hashes[r])
-    return TwoPrompts(pd.DataFrame(rows), res, len(ids_a), len(ids_b), changed_pos, block_size)
+    return TwoPrompts(pd.DataFrame(rows), res, len(ids_a), len(ids_b), changed_pos, block_size, tuple(ids_a),
+                      tuple(ids_b))
+
+
+def demo_prompt_problem(ids: Sequence[int], max_bytes: int) -> str | None:
+    """Why a prompt cannot be the first view's prompt A (None: it can)."""
+    if 2 <= len(ids) <= max_bytes:
+        return None
+    return f"Prompt A is {len(ids)} bytes; it needs 2..{max_bytes} bytes (one token per byte)."
+
+
+def change_one_byte(ids_a: Sequence[int], pos: int, block_size: int) -> TwoPrompts:
+    """Prompt A, then A with byte `pos` replaced by a visibly different one, through one cache."""
+    if not 0 <= pos < len(ids_a):
+        raise ValueError(f"the changed byte must be 0..{len(ids_a) - 1}, got {pos}")
+    ids_b = list(ids_a)
+    ids_b[pos] = other_byte(ids_a[pos])
+    return compare_two_prompts(ids_a, ids_b, block_size, pos)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,6 +174,17 @@ class WorkloadOverview:
                               "evictions": t.num_evictions, "requests_with_hit": t.num_requests_with_hit,
                               "decode_steps": t.num_decode_steps} for (wl, layout), t in self.totals.items()])
 
+    def to_csv_frame(self):
+        """The overview as its download has it: hit rate in percent (2 decimals), speed-up to 3."""
+        table = self.to_frame()
+        return table.assign(hit_rate=(100 * table["hit_rate"]).round(2),
+                            prefill_speedup=table["prefill_speedup"].round(3))
+
+
+def sizes_only(cfg: PrefixWorkloadConfig) -> PrefixWorkloadConfig:
+    """cfg with its workload and layout reset: what compare_workloads depends on (one cache entry for all)."""
+    return replace(cfg, workload="system_prompt", layout="fixed_first")
+
 
 def compare_workloads(cfg: PrefixWorkloadConfig, cache: CacheConfig, workloads=PREFIX_WORKLOADS) -> WorkloadOverview:
     """Every workload in both layouts, the sizes of cfg (its workload and layout are ignored)."""
@@ -155,6 +203,9 @@ class LayoutRun:
     result: PrefixCacheResult
     last_layout_text: str
     last_label: str
+
+    def last_request_caption(self) -> str:
+        return f"Last request ({self.last_label}): {self.last_layout_text}"
 
 
 def run_both_layouts(cfg: PrefixWorkloadConfig, cache: CacheConfig) -> dict[str, LayoutRun]:

@@ -1,15 +1,76 @@
 """The real model and a shared prefix: prefill it once and branch continuations from its cache
-(BranchRun), and what one changed byte does to every later K/V (KVChange)."""
+(BranchRun), and what one changed byte does to every later K/V (KVChange). Each result words its own
+metrics and sentences; torch is imported only by the functions that run the model."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from sim.alloc.byte_tokens import from_bytes, show_byte, to_bytes
+from sim.alloc.byte_tokens import other_byte as other_byte  # where the K/V view's changed byte comes from
+from sim.alloc.prefix_readouts import JobPlan
+from sim.readout import Metric
+
 MAX_BRANCHES = 8  # real model: continuations branched from one prefix
 MAX_BRANCH_NEW = 128
 MAX_REPEATS = 10
+MAX_PREFIX_BYTES = 700  # the page's shared prefix
+MAX_SUFFIX_BYTES = 80  # one continuation, its newline included
+KV_DEMO_BYTES = 120  # the K/V view's prompt: the prefix's first bytes
+
+
+@dataclass(frozen=True)
+class BranchInputs:
+    """A shared prefix and continuations as typed (one per line, a newline added to each), as byte tokens,
+    with what is wrong with them (None: they can run)."""
+
+    prefix_ids: tuple[int, ...]
+    continuations: tuple[str, ...]
+    suffix_ids: tuple[tuple[int, ...], ...]
+    num_new: int
+    repeats: int
+    problem: str | None
+
+    @property
+    def kv_ids(self) -> tuple[int, ...]:
+        """The K/V view's prompt: the prefix's first KV_DEMO_BYTES bytes."""
+        return self.prefix_ids[:KV_DEMO_BYTES]
+
+    @property
+    def kv_problem(self) -> str | None:
+        return "The prefix needs at least 2 bytes for this view." if len(self.kv_ids) < 2 else None
+
+    def job(self, rates) -> JobPlan:
+        """Both ways, every branch, every repetition plus one warm-up, each branch costed as the longest one
+        (`rates.seconds(Work)`: the tiny model's fitted cost on this machine)."""
+        from sim.work.run_cost import cached_work
+
+        per_branch = max(rates.seconds(cached_work(len(self.prefix_ids) + len(s), self.num_new))
+                         for s in self.suffix_ids)
+        return JobPlan(2 * len(self.suffix_ids) * (self.repeats + 1) * per_branch,
+                       f"Prefilling once and branching {len(self.suffix_ids)} continuations, {self.repeats} timed "
+                       "repetitions")
+
+
+def branch_inputs(prefix: str, suffixes: str, num_new: int, repeats: int) -> BranchInputs:
+    """The page's text boxes as byte tokens; blank lines are dropped."""
+    prefix_ids = to_bytes(prefix)
+    lines = [s for s in suffixes.split("\n") if s.strip()]
+    suffix_ids = [to_bytes(s + "\n") for s in lines]
+    problem = None
+    if not prefix_ids:
+        problem = "The shared prefix is empty: type at least one character."
+    elif len(prefix_ids) > MAX_PREFIX_BYTES:
+        problem = f"The shared prefix is {len(prefix_ids):,} bytes; the limit is {MAX_PREFIX_BYTES}."
+    elif not 1 <= len(suffix_ids) <= MAX_BRANCHES:
+        problem = f"Give 1..{MAX_BRANCHES} continuations (one per line); there are {len(suffix_ids)}."
+    elif max(len(s) for s in suffix_ids) > MAX_SUFFIX_BYTES:
+        problem = f"A continuation is {max(len(s) for s in suffix_ids)} bytes; the limit is {MAX_SUFFIX_BYTES}."
+    return BranchInputs(tuple(prefix_ids), tuple(lines), tuple(tuple(s) for s in suffix_ids), num_new, repeats,
+                        problem)
 
 # ---------------------------------------------------------------------------------------------
 # The real model: prefill a shared prefix once, branch several continuations from it
@@ -94,6 +155,60 @@ class BranchRun:
                            f"{self.num_branches} × {self.num_new - 1} steps over caches of the same length: the "
                            f"{abs(a - b) / min(a, b):.0%} gap is this machine's timing noise, not the cache.")
         return " ".join(out)
+
+    @property
+    def decode_step_in_prefill_tokens(self) -> float | None:
+        """From scratch: one decode step's time over one prefill token's (None with no decode step)."""
+        if self.num_new <= 1:
+            return None
+        per_decode = self.scratch_decode_s / max(1, self.num_branches * (self.num_new - 1))
+        return per_decode / (self.scratch_prefill_total_s / self.scratch_prefill_tokens)
+
+    def report(self) -> str:
+        """summary(), and what one decode step costs in prefill tokens when there was one (Markdown)."""
+        ratio = self.decode_step_in_prefill_tokens
+        if ratio is None:
+            return self.summary()
+        return (self.summary() + f" One decode step here (batch 1) costs as much as **{ratio:.0f}** prefill "
+                "tokens.")
+
+    def metrics(self) -> list[Metric]:
+        return [
+            Metric("Prefill from scratch", f"{1e3 * self.scratch_prefill_total_s:.1f} ms",
+                   help=f"{self.scratch_prefill_tokens:,} tokens in {self.num_branches} passes."),
+            Metric("Prefill, prefix cached", f"{1e3 * self.branch_prefill_s:.1f} ms",
+                   help=f"{self.branch_prefill_tokens:,} tokens in {self.num_branches + 1} passes."),
+            Metric("Prefill time saved", f"{100 * self.prefill_saved_share:.0f}%",
+                   help=f"Prefill tokens saved: {100 * self.token_saved_share:.0f}%."),
+            Metric("Tokens identical", "yes" if self.tokens_identical else "NO",
+                   help="Greedy decoding; every branch compared token by token with its from-scratch run."),
+            Metric("Largest logit diff", f"{self.max_abs_logit_diff:.1e}",
+                   help="Over every branch and every step: the cached prefix's K/V enter attention in a different "
+                        "summation order than one long prefill, so the last bits can differ."),
+        ]
+
+    def mismatch_warning(self) -> str | None:
+        """Why the tokens can differ, when they did (None when every branch matched)."""
+        if self.tokens_identical:
+            return None
+        return (f"Some branch produced different tokens from its from-scratch run. In {self.dtype} the two ways "
+                "round differently (the cached prefix's K/V meet the continuation's queries in another summation "
+                "order), and a near tie between two bytes can flip. In float32 on a CPU they agree (the tests "
+                "check it).")
+
+    def chart_title(self) -> str:
+        return (f"{self.num_branches} branches from a {len(self.prefix_ids)}-token prefix on {self.device} "
+                f"({self.dtype})")
+
+    def to_frame(self, continuations: Sequence[str]):
+        """One row per branch: its continuation as typed, both ways' new text, and whether they match."""
+        import pandas as pd
+
+        return pd.DataFrame([{"branch": b + 1, "continuation": continuations[b],
+                              "branched": from_bytes(self.branch_tokens[b]),
+                              "from scratch": from_bytes(self.scratch_tokens[b]),
+                              "same": self.branch_tokens[b] == self.scratch_tokens[b]}
+                             for b in range(self.num_branches)])
 
 
 def _continue(model, cache, ids: list[int], start: int, num_new: int, attn_impl: str):
@@ -215,15 +330,48 @@ class KVChange:
     def num_changed_positions(self, layer: int) -> int:
         return int(((self.k_diff[layer] > 0) | (self.v_diff[layer] > 0)).sum())
 
+    def changed_counts(self) -> list[int]:
+        """Positions whose K or V changed, per layer."""
+        return [self.num_changed_positions(layer) for layer in range(self.num_layers)]
 
-def other_byte(b: int) -> int:
-    """A visibly different byte: flip an ASCII letter's case, step a digit (9 -> 0), anything else -> 'X'."""
-    c = chr(b) if b < 128 else ""
-    if c.isalpha():
-        return ord(c.swapcase())
-    if c.isdigit():
-        return ord(str((int(c) + 1) % 10))
-    return ord("X")
+    def position_labels(self) -> list[str]:
+        return [show_byte(b) for b in self.ids]
+
+    def chart_title(self) -> str:
+        k = self.position
+        return (f"K and V after changing byte {k} ({show_byte(self.ids[k])} → {show_byte(self.changed_ids[k])}), "
+                f"measured in all {self.num_layers} layers")
+
+    def summary(self) -> str:
+        """What changed where, layer by layer (Markdown)."""
+        return kv_change_text(self.changed_counts(), self.position, len(self.ids))[0]
+
+    def finding(self) -> str:
+        """The seeds table's words for this view."""
+        return kv_change_text(self.changed_counts(), self.position, len(self.ids))[1]
+
+
+def kv_change_text(counts: Sequence[int], pos: int, num_positions: int) -> tuple[str, str]:
+    """(paragraph in Markdown, the seeds table's words) for `counts[layer]` positions whose K/V changed after
+    byte `pos` of a `num_positions`-byte prompt changed."""
+    after = num_positions - pos
+    paragraph = (
+        f"Positions before {pos} are **exactly** unchanged in every layer (causal attention never looks "
+        f"ahead). In layer 0 only **{counts[0]}** position changed — there a token's K and V depend on that "
+        f"token alone. From layer 1 on, attention has mixed the changed byte into every later token: "
+        + ", ".join(f"layer {i}: **{n}**" for i, n in enumerate(counts[1:], start=1))
+        + f" of the {after} positions from {pos} on differ. So a cached block after the change would hold "
+        "wrong K/V in every layer but the first — seed 000's point, measured."
+    )
+    deeper = list(counts[1:])
+    last = len(counts) - 1
+    if deeper and min(deeper) == max(deeper):
+        deep_text = f"layers 1–{last} change {'all ' if min(deeper) == after else ''}{min(deeper)}"
+    else:
+        deep_text = f"layers 1–{last} change {min(deeper, default=0)}–{max(deeper, default=0)}"
+    finding = (f"changing byte {pos}: layer 0 changes {counts[0]} position, {deep_text} of the {after} "
+               f"positions from {pos} on (section 5)")
+    return paragraph, finding
 
 
 def kv_change(model, ids: list[int], position: int, new_token: int | None = None) -> KVChange:

@@ -1,0 +1,70 @@
+"""The Prefix caching page's cached simulations and the jobs it gates: each returns the result, or None while
+the job waits for its button."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.work import queued, run_job
+from sim.alloc import prefix_readouts as ro
+from sim.alloc import prefix_sweeps as ps
+from sim.alloc import workload as wk
+from sim.alloc.prefix_cache import CacheConfig
+from sim.model import prefix_run as pr
+
+both_layouts = st.cache_data(max_entries=16, show_spinner="Simulating the prefix cache…")(ps.run_both_layouts)
+overview = st.cache_data(max_entries=8, show_spinner="Simulating every workload in both layouts…")(
+    ps.compare_workloads)
+sweeps = st.cache_data(max_entries=8, show_spinner="Sweeping capacity and block size…")(ps.sweep_both_layouts)
+tree = st.cache_data(max_entries=8, show_spinner="Building the tree…")(ps.tree_view)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def trace_tokens(cfg: wk.PrefixWorkloadConfig) -> int:
+    """Tokens the chosen workload's trace stores: what every simulation of it walks through."""
+    return wk.make_trace(cfg).num_stored_tokens
+
+
+def workloads(cfg: wk.PrefixWorkloadConfig, cache: CacheConfig):
+    """(both layouts of the chosen workload, every workload's overview)."""
+    job = ro.workloads_job(cfg, trace_tokens(cfg))
+    return run_job("prefix_caching.workloads", (cfg, cache), job.estimate_s,
+                   lambda progress: (both_layouts(cfg, cache), overview(ps.sizes_only(cfg), cache)),
+                   real_model=False, what=job.what)
+
+
+def capacity_and_block_size(cfg: wk.PrefixWorkloadConfig, cache: CacheConfig):
+    job = ro.sweeps_job(cache, trace_tokens(cfg))
+    return run_job("prefix_caching.sweeps", (cfg, cache), job.estimate_s, lambda progress: sweeps(cfg, cache),
+                   real_model=False, what=job.what)
+
+
+def radix_tree(cfg: wk.PrefixWorkloadConfig, block_size: int, num_drawn: int):
+    job = ro.tree_job(trace_tokens(cfg))
+    return run_job("prefix_caching.tree", (cfg, block_size, num_drawn), job.estimate_s,
+                   lambda progress: tree(cfg, block_size, num_drawn), real_model=False, what=job.what)
+
+
+def branch(inputs: pr.BranchInputs):
+    """The tiny model prefilling the prefix once and branching every continuation (a queued, gated job)."""
+    from app.resources import model, model_rates
+
+    job = inputs.job(model_rates("mha", "sdpa"))
+    return run_job("prefix_caching.live", (inputs.prefix_ids, inputs.suffix_ids, inputs.num_new, inputs.repeats),
+                   job.estimate_s,
+                   lambda progress: pr.branch_from_prefix(model("mha"), list(inputs.prefix_ids),
+                                                          [list(s) for s in inputs.suffix_ids], inputs.num_new,
+                                                          inputs.repeats),
+                   what=job.what)
+
+
+@st.cache_data(max_entries=16, show_spinner="Running both prompts through the model…")
+def _kv_change(ids: tuple[int, ...], pos: int):
+    from app.resources import model
+
+    return pr.kv_change(model("mha"), list(ids), pos)
+
+
+def kv_change(ids: tuple[int, ...], pos: int):
+    """Both prompts through the model in the server's queue (well under a second)."""
+    return queued(lambda: _kv_change(ids, pos), "Running both prompts through the model")
