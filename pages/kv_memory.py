@@ -4,43 +4,21 @@ tiny model's cache measured; the seeds' figures checked."""
 import streamlit as st
 
 from app.claims import render_claims
+from app.controls import kv_memory as controls
 from app.figures.memory import dtype_bars, kv_heatmap, memory_breakdown, variant_lines
+from app.metrics import show_metrics
+from app.runs import kv_memory as runs
 from app.text import code, for_plotly, plain
-from app.urlstate import UrlState
-from app.work import run_job
+from sim.cost import kv_readouts as say
 from sim.cost.arch import estimate_num_params
-from sim.cost.capacity import GpuConfig, capacity, dtype_frame, dtype_table, fit_message, int8_vs_fp16
+from sim.cost.capacity import dtype_frame, fit_message
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
 from sim.cost.kv_claims import seed_claims
-from sim.cost.memory import (
-    ELEMENT_BYTES,
-    GROUP_SIZES,
-    KV_DTYPES,
-    MAX_BATCH,
-    MAX_CONTEXT,
-    MAX_GPUS,
-    MAX_LAYERS_PER_KV,
-    MAX_TINY_BATCH,
-    WEIGHT_DTYPE_BITS,
-    MemoryConfig,
-    fmt_bytes,
-    kv_grid,
-    kv_memory,
-    measurement_rows,
-    presets_frame,
-    variant_curves,
-    variant_rows,
-)
+from sim.cost.memory import MemoryConfig, measurement_rows, presets_frame, variant_rows
 from sim.cost.presets import load_presets
 
-CUSTOM = "custom"
-TINY = ("mha", "gqa", "mqa")
-MAX_URL_CONFIG = 8000
-
-presets = load_presets()
-gpus = load_gpus()
-model_options = [*presets, CUSTOM]
+presets, gpus = load_presets(), load_gpus()
 
 st.title("KV memory")
 st.markdown(
@@ -49,54 +27,18 @@ st.markdown(
     "weights stay the same size. Choose a model, a batch and a context; the page counts the bytes exactly and "
     "checks whether they fit on a GPU."
 )
-
-url = UrlState("kv_memory")
-url.choice("model", "llama-3.1-8b", model_options, label="model")
-url.choice("kv", "fp16", list(KV_DTYPES), label="KV dtype")
-url.choice("group", "128", [str(g) for g in GROUP_SIZES], label="group size")
-url.int("batch", 16, 1, MAX_BATCH, label="batch")
-url.int("ctx", 32768, 1, MAX_CONTEXT, label="context")
-url.int("share", 1, 1, MAX_LAYERS_PER_KV, label="layers sharing one K/V")
-url.choice("gpu", "h100-sxm", list(gpus), label="GPU")
-url.int("ngpu", 1, 1, MAX_GPUS, label="number of GPUs")
-url.float("util", 0.9, 0.05, 1.0, label="memory utilization")
-url.choice("wdt", "bf16", list(WEIGHT_DTYPE_BITS), label="weight dtype")
-url.bool("measure", False, label="measure the real model")
-url.choice("tiny", "mha", list(TINY), label="tiny model")
-url.int("tbatch", 4, 1, MAX_TINY_BATCH, label="tiny-model batch")
-url.int("tctx", 256, 1, 1024, label="tiny-model context")
-if st.session_state["model"] == CUSTOM:
-    url.text("cfg", "", max_len=MAX_URL_CONFIG, label="pasted config.json")
-
-c = st.columns([3, 2, 1.2, 1.3, 1.6])
-c[0].selectbox("Model", model_options, key="model",
-               format_func=lambda k: "Your own config.json (paste or upload)" if k == CUSTOM else presets[k].name)
-c[1].selectbox("KV cache dtype", list(KV_DTYPES), key="kv", format_func=lambda k: KV_DTYPES[k].label)
-c[2].selectbox("Group size g", [str(g) for g in GROUP_SIZES], key="group", disabled=not KV_DTYPES[st.session_state["kv"]].grouped,
-               help="Integer formats store a scale and a zero point (2 B each) for every g values.")
-c[3].number_input("Batch B (requests)", min_value=1, max_value=MAX_BATCH, step=1, key="batch")
-c[4].number_input("Context S (tokens)", min_value=1, max_value=MAX_CONTEXT, step=1024, key="ctx")
-c = st.columns([3, 1.2, 1.6, 1.3, 1.6])
-c[0].selectbox("GPU", list(gpus), key="gpu", format_func=lambda k: gpus[k].name)
-c[1].number_input("GPUs", min_value=1, max_value=MAX_GPUS, step=1, key="ngpu",
-                  help="Their memory is pooled, as tensor parallelism splits weights and K/V heads across them.")
-c[2].slider("Memory utilization", 0.05, 1.0, step=0.01, key="util",
-            help="The share a server may fill (vLLM's --gpu-memory-utilization, 0.9 by default); the rest is kept "
-                 "for activations and the CUDA context.")
-c[3].selectbox("Weight dtype", list(WEIGHT_DTYPE_BITS), key="wdt", format_func=str.upper)
-c[4].number_input("Layers sharing one K/V", min_value=1, max_value=MAX_LAYERS_PER_KV, step=1, key="share",
-                  help="Cross-layer sharing (as in Cross-Layer Attention): k adjacent layers of the same kind read "
-                       "one stored K/V. 1 = none, which is what every preset does.")
-url.show_problems()
+url = controls.register(presets, gpus)
+choices = controls.draw(url, presets, gpus)
 
 
 def read_custom_config():
     """The architecture from the uploaded file, else from the pasted text; None with a message shown."""
     with st.expander("Your config.json", expanded=True, icon=":material/upload_file:"):
         st.caption("Parsed as data only (JSON, never run). An uploaded file wins over pasted text; only pasted "
-                   f"text (up to {MAX_URL_CONFIG:,} characters) is kept in the link.")
+                   f"text (up to {controls.MAX_URL_CONFIG:,} characters) is kept in the link.")
         cols = st.columns(2)
-        text = cols[0].text_area("Paste a Hugging Face config.json", key="cfg", height=180, max_chars=MAX_URL_CONFIG,
+        text = cols[0].text_area("Paste a Hugging Face config.json", key="cfg", height=180,
+                                 max_chars=controls.MAX_URL_CONFIG,
                                  placeholder='{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, ...}')
         upload = cols[1].file_uploader("…or upload one", type=["json"], key="cfg_file", max_upload_size=1)
         source = "pasted config.json"
@@ -122,112 +64,64 @@ def read_custom_config():
             return None
         for note in notes:
             st.info(plain(note), icon=":material/info:")
-        st.success(f"Read {code(arch.name)}: {arch.attention}, {arch.n_layers} layers, {arch.n_kv_heads} K/V heads of "
-                   f"{arch.head_dim}, {arch.describe_layers()}.", icon=":material/check_circle:")
+        st.success(say.config_read(arch, code(arch.name)), icon=":material/check_circle:")
         return arch
-
-
-arch = read_custom_config() if st.session_state["model"] == CUSTOM else presets[st.session_state["model"]]
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def sized(cfg: MemoryConfig, gpu_cfg: GpuConfig):
-    return kv_memory(cfg), capacity(cfg, gpu_cfg)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def tab_views(cfg: MemoryConfig, gpu_cfg: GpuConfig):
-    """The tabs' sweeps: computed after the first chart has been sent."""
-    return kv_grid(cfg), variant_curves(cfg), dtype_table(cfg, gpu_cfg)
 
 
 def render_calculator(arch) -> None:
     try:
-        cfg = MemoryConfig(arch, batch=st.session_state["batch"], context=st.session_state["ctx"],
-                           kv_dtype=st.session_state["kv"], group_size=int(st.session_state["group"]),
-                           layers_per_kv=st.session_state["share"])
-        gpu_cfg = GpuConfig(gpus[st.session_state["gpu"]], num_gpus=st.session_state["ngpu"],
-                            utilization=float(st.session_state["util"]), weight_dtype=st.session_state["wdt"])
-        kv, cap = sized(cfg, gpu_cfg)
+        cfg, gpu_cfg = choices.memory_config(arch), choices.gpu_config(gpus)
+        kv, cap = runs.sized(cfg, gpu_cfg)
     except ValueError as exc:
         st.error(plain(exc), icon=":material/error:")
         return
-    gpu_label = f"{gpu_cfg.num_gpus} × {gpu_cfg.gpu.name}" if gpu_cfg.num_gpus > 1 else gpu_cfg.gpu.name
     custom = arch.key not in presets
     name_md = code(arch.name) if custom else arch.name  # a pasted config's name is user text
-    name_plot = for_plotly(arch.name)
-
-    if cfg.context > arch.max_position_embeddings:
-        st.warning(f"{cfg.context:,} tokens is beyond {name_md}'s trained context of "
-                   f"{arch.max_position_embeddings:,}: the bytes are still counted, the model would not cope.",
-                   icon=":material/warning:")
-    if gpu_cfg.num_gpus > arch.n_kv_heads and arch.attention != "MLA":
-        st.caption(f":material/info: With {gpu_cfg.num_gpus} GPUs and {arch.n_kv_heads} K/V heads, tensor parallelism "
-                   "would copy some K/V heads onto several GPUs; those copies are not counted here.")
-
-    m = st.columns(6)
-    windows = (f" while the context fits every window; averaged over these {cfg.context:,} tokens it is "
-               f"{fmt_bytes(kv.avg_bytes_per_token)}") if kv.per_request_bytes < kv.bytes_per_token * cfg.context else ""
-    m[0].metric("Per token", fmt_bytes(kv.bytes_per_token), help=f"{kv.bytes_per_token:,} B, all layers{windows}")
-    m[1].metric("Per request", fmt_bytes(kv.per_request_bytes), help=f"{kv.per_request_bytes:,} B")
-    m[2].metric("All requests", fmt_bytes(kv.total_bytes), help=f"{kv.total_bytes:,} B")
-    budget = cap.kv_budget_bytes
-    m[3].metric("Room for KV", fmt_bytes(budget) if budget > 0 else "none",
-                help=f"{gpu_label}: {fmt_bytes(cap.total_bytes)} × {gpu_cfg.utilization:g} − weights "
-                     f"{fmt_bytes(cap.weight_bytes)} = {budget:,} B")
-    m[4].metric("Max requests", f"{cap.max_requests:,}", delta=f"at S = {cfg.context:,}", delta_color="off",
-                delta_arrow="off", help="Concurrent requests whose cache fits at this context")
-    m[5].metric("Max context", f"{cap.max_context:,}", delta=f"at B = {cfg.batch:,}", delta_color="off",
-                delta_arrow="off",
-                help="Limited by the model's trained context" if cap.max_context_limited_by == "model"
-                else "Longest context whose cache fits for this batch (limited by memory)")
+    if (beyond := say.beyond_trained_context(cfg, name_md)) is not None:
+        st.warning(beyond, icon=":material/warning:")
+    if (note := say.replicated_heads_note(arch, gpu_cfg)) is not None:
+        st.caption(f":material/info: {note}")
+    show_metrics(say.kv_metrics(kv, cap, gpu_cfg))
 
     left, right = st.columns([3, 2])
+    with right:  # the chart first: the browser draws it while the formula's table is still on its way
+        st.subheader("Does it fit?")
+        st.plotly_chart(memory_breakdown(cap, say.gpu_label(gpu_cfg)), key="breakdown")
+        kind, message = fit_message(kv, cap, gpu_cfg, say.gpu_label(gpu_cfg), estimate_num_params(arch))
+        icon = ":material/check_circle:" if kind == "fits" else ":material/block:"
+        (st.success if kind == "fits" else st.warning)(message, icon=icon)
     with left:
         st.subheader("The formula, with your numbers")
         st.latex(r"\text{bytes} = 2 \cdot L \cdot H_{kv} \cdot d_h \cdot p \cdot B \cdot S")
         st.table(kv.steps_frame(), hide_index=True)
-        st.caption(f"{name_md}: {arch.attention}, {arch.n_heads} query heads, {arch.n_kv_heads} K/V heads of "
-                   f"{arch.head_dim}, {arch.describe_layers()}. Source: "
-                   + (plain(arch.source) if custom else arch.source))
+        st.caption(say.shape_caption(arch, name_md) + " Source: " + (plain(arch.source) if custom else arch.source))
         if arch.notes:
             st.caption(plain(arch.notes) if custom else arch.notes)
-    with right:
-        st.subheader("Does it fit?")
-        st.plotly_chart(memory_breakdown(cap, gpu_label), key="breakdown")
-        kind, message = fit_message(kv, cap, gpu_cfg, gpu_label, estimate_num_params(arch))
-        icon = ":material/check_circle:" if kind == "fits" else ":material/block:"
-        (st.success if kind == "fits" else st.warning)(message, icon=icon)
 
-    tabs = st.tabs(["Batch × context", "MHA · GQA · MQA · MLA", "KV dtypes", "Measured on the real model",
-                    "Claims in the seeds", "Model presets"])
-    grid, curves, dtypes = tab_views(cfg, gpu_cfg)
-    with tabs[0]:
-        st.plotly_chart(kv_heatmap(grid, budget, (cfg.context, cfg.batch), arch.max_position_embeddings,
-                                   f"{name_plot}, {cfg.kv_dtype.upper()} cache: total KV bytes"), key="heatmap")
-        st.caption("Each cell is batch × context of one model: the cache is linear in both, so every step up or right "
-                   "multiplies it. Left of and below the orange line the cache fits next to the weights; "
-                   "sliding-window layers bend the colours once the context passes their window.")
-        st.download_button("Download this grid (CSV)", grid.to_frame(budget).to_csv(index=False),
-                           file_name=f"kv_grid_{arch.key or 'custom'}_{cfg.kv_dtype}.csv", mime="text/csv",
-                           on_click="ignore", icon=":material/download:", key="dl_grid")
-    with tabs[1]:
-        render_variants(cfg, curves, budget, name_plot)
-    with tabs[2]:
-        render_dtypes(cfg, dtypes)
-    with tabs[3]:
-        render_measured()
-    with tabs[4]:
-        render_seed_claims()
-    with tabs[5]:
-        render_presets()
+    slug, tab = controls.open_tab(url)  # only the open tab's body runs
+    with tab:
+        {"grid": lambda: render_grid(cfg, cap.kv_budget_bytes, for_plotly(arch.name)),
+         "variants": lambda: render_variants(cfg, runs.curves(cfg), cap.kv_budget_bytes, for_plotly(arch.name)),
+         "dtypes": lambda: render_dtypes(cfg, runs.dtypes(cfg, gpu_cfg)),
+         "measured": render_measured, "claims": render_seed_claims, "presets": render_presets}[slug]()
+
+
+def render_grid(cfg: MemoryConfig, budget: int, name_plot: str) -> None:
+    grid = runs.grid(cfg)
+    st.plotly_chart(kv_heatmap(grid, budget, (cfg.context, cfg.batch), cfg.arch.max_position_embeddings,
+                               f"{name_plot}, {cfg.kv_dtype.upper()} cache: total KV bytes"), key="heatmap")
+    st.caption("Each cell is batch × context of one model: the cache is linear in both, so every step up or right "
+               "multiplies it. Left of and below the orange line the cache fits next to the weights; "
+               "sliding-window layers bend the colours once the context passes their window.")
+    st.download_button("Download this grid (CSV)", grid.to_frame(budget).to_csv(index=False),
+                       file_name=f"kv_grid_{cfg.arch.key or 'custom'}_{cfg.kv_dtype}.csv", mime="text/csv",
+                       on_click="ignore", icon=":material/download:", key="dl_grid")
 
 
 def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> None:
     st.plotly_chart(variant_lines(curves, budget, cfg.context,
                                   f"{name_plot} with each attention kind, batch {cfg.batch:,}"), key="variants")
-    rows = variant_rows(curves, cfg.kv_dtype, cfg.group_size)
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.dataframe(variant_rows(curves, cfg.kv_dtype, cfg.group_size), hide_index=True, width="stretch")
     st.markdown(
         "- **MHA** keeps a K and a V head for every query head; **GQA** lets a group of query heads share one; "
         "**MQA** keeps a single one. The cache scales with the number of K/V heads, nothing else changes.\n"
@@ -243,28 +137,15 @@ def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> N
     )
 
 
-def arrow_safe(df):
-    """Byte counts past 2^63 (absurd configs only) cannot go through Arrow: show those columns as text."""
-    out = df.copy()
-    for col in out.columns:
-        if out[col].dtype == object and any(isinstance(v, int) and abs(v) >= 1 << 62 for v in out[col]):
-            out[col] = [f"{v:,}" for v in out[col]]
-    return out
-
-
 def render_dtypes(cfg: MemoryConfig, rows) -> None:
     st.plotly_chart(dtype_bars(rows, cfg.kv_dtype, cfg.context), key="dtypes")
     df = dtype_frame(rows)
-    st.dataframe(arrow_safe(df), hide_index=True, width="stretch",
+    st.dataframe(say.arrow_safe(df), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="localized")
                                 for c in ("Per token (B)", "Per request (B)", "All requests (B)")})
     st.download_button("Download this table (CSV)", df.to_csv(index=False), file_name="kv_dtypes.csv",
                        mime="text/csv", on_click="ignore", icon=":material/download:", key="dl_dtypes")
-    st.caption(f"FP8 here carries one scale per tensor (a few bytes per layer, not counted). The integer formats "
-               f"store a 2-byte scale and a 2-byte zero point for every g = {cfg.group_size} values, so INT8 is "
-               f"{int8_vs_fp16(cfg.group_size):.4g}× FP16, not 0.5×. Halving the bytes per value "
-               "doubles the requests that fit only when the weights stay the same: they do, the weight dtype is "
-               "a separate choice.")
+    st.caption(say.dtypes_caption(cfg.group_size))
 
 
 @st.cache_data(max_entries=16, show_spinner="Allocating and filling the tiny model's cache…")
@@ -288,36 +169,23 @@ def render_measured() -> None:
     st.markdown("The lab's own tiny model runs on this machine. This allocates its real `ContiguousKVCache` "
                 "(`sim/model/kvcache.py`) for the batch and context below, fills it with a real prefill, and counts "
                 "the bytes of the K and V tensors next to the formula.")
-    c = st.columns([1.4, 1, 1, 1.2])
-    c[0].selectbox("Tiny model", list(TINY), key="tiny", format_func=lambda k: presets[f"tiny-{k}"].name)
-    c[1].number_input("Batch", min_value=1, max_value=MAX_TINY_BATCH, step=1, key="tbatch")
-    c[2].number_input("Context", min_value=1, max_value=1024, step=64, key="tctx")
-    c[3].toggle("Run it", key="measure", help="Loads torch and the model, so it is off until asked for.")
-    if not st.session_state["measure"]:
+    tiny = controls.draw_tiny(presets)
+    if not tiny.run:
         st.info("Switch on **Run it** to allocate and measure.", icon=":material/play_circle:")
         return
-    name, batch, context = st.session_state["tiny"], st.session_state["tbatch"], st.session_state["tctx"]
     try:
-        from app.resources import model_rates
-        from sim.work.run_cost import prefill_work
-
-        r = run_job("kv_memory.measure", (name, batch, context),
-                    model_rates(name, "sdpa").seconds(prefill_work(context, batch)),
-                    lambda progress: measure(name, batch, context),
-                    what=f"Filling the tiny model's cache with a prefill of {batch} × {context:,} tokens")
+        r = runs.measured(tiny.name, tiny.batch, tiny.context, measure)
     except ValueError as exc:
         st.error(plain(exc), icon=":material/error:")
         return
     if r is None:
         return
-    p = ELEMENT_BYTES[r.dtype]
-    rows = measurement_rows(r)
-    st.dataframe(rows, hide_index=True, width="stretch", column_config={"Bytes": st.column_config.NumberColumn(format="%d")})
-    st.caption(f"Device {r.device}, cache dtype {r.dtype.upper()} (p = {p}); each tensor is (B, H_kv, S, D) = "
-               f"{r.tensor_shape}; weights: {r.weights}.")
+    st.dataframe(measurement_rows(r), hide_index=True, width="stretch",
+                 column_config={"Bytes": st.column_config.NumberColumn(format="%d")})
+    st.caption(r.caption)
     if r.agree:
-        st.success(f"They agree: {r.measured_bytes:,} B = {fmt_bytes(r.measured_bytes)}.", icon=":material/check_circle:")
-        if r.cuda_allocated_delta is not None and r.cuda_allocated_delta != r.measured_bytes:
+        st.success(r.agreement, icon=":material/check_circle:")
+        if r.allocator_rounds_up:
             st.caption("On the GPU the allocator hands out blocks in multiples of 512 B, so small tensors take a "
                        "little more than their bytes; the formula with that rounding matches exactly.")
     else:
@@ -342,6 +210,7 @@ def render_presets() -> None:
                        mime="text/csv", on_click="ignore", icon=":material/download:", key="dl_presets")
 
 
+arch = read_custom_config() if choices.model == controls.CUSTOM else presets[choices.model]
 if arch is not None:
     render_calculator(arch)
 else:

@@ -1,6 +1,5 @@
 from dataclasses import replace
 
-import pandas as pd
 import streamlit as st
 
 from app.claims import render_claims
@@ -19,8 +18,11 @@ from sim.cost.roofline import (
     batch_sweep,
     decode_step,
     hardware,
+    levers_frame,
     memory_bound_until,
     prefill_step,
+    steps_frame,
+    turning_points,
     what_helps,
 )
 from sim.cost.roofline_claims import roofline_claims
@@ -67,7 +69,7 @@ c[2].select_slider("Context (tokens per request)", CONTEXTS, key="context", form
 @st.cache_resource(show_spinner="Measuring this machine (copy bandwidth, matmul FLOP/s)…")
 def machine_probe():
     from app.work import server
-    from sim.cost.roofline import probe_machine
+    from sim.model.probe import probe_machine
 
     with server().queue.slot(exclusive=True):  # measured alone: no other session's model run shares the machine
         return probe_machine()
@@ -122,11 +124,7 @@ st.plotly_chart(figs.roofline(hw.peak_flops, hw.bandwidth, hw.name, points, trac
 st.plotly_chart(figs.bytes_breakdown([("decode", dec.bytes_weights, dec.bytes_kv, dec.bytes_activations),
                                       ("prefill", pre.bytes_weights, pre.bytes_kv, pre.bytes_activations)]),
                 width="stretch")
-table = pd.DataFrame([{
-    "Step": s.phase, "FLOPs": s.flops, "Bytes: weights": s.bytes_weights, "Bytes: KV": s.bytes_kv,
-    "Bytes: activations": s.bytes_activations, "Intensity (FLOP/B)": s.intensity,
-    "Compute time (ms)": s.time_compute(hw) * 1e3, "Memory time (ms)": s.time_memory(hw) * 1e3,
-    "Bound": s.bound(hw)} for s in (pre, dec)])
+table = steps_frame([pre, dec], hw)
 st.dataframe(table, hide_index=True, width="stretch")
 st.download_button("Download this table (CSV)", table.to_csv(index=False), "roofline.csv", "text/csv")
 
@@ -137,19 +135,13 @@ g = st.columns(2)
 g[0].plotly_chart(figs.sweep_lines(rows, "intensity", "FLOPs per byte", hw.ridge), width="stretch")
 g[1].plotly_chart(figs.sweep_lines(rows, "tokens_per_s", "tokens/s"), width="stretch")
 turns = {S: memory_bound_until(replace(cfg, context=S), hw) for S in contexts}
-st.markdown(" · ".join(f"context {S:,}: " + (f"compute-bound from batch **{b:,}**" if b else
-                                               "**memory-bound at every batch up to 4,096**")
-                       for S, b in turns.items()))
+st.markdown(turning_points(turns))
 st.caption("Each request added to a decode batch reuses the weights already read — but brings its own KV cache, "
            "read in full every step. With long contexts the cache bytes grow exactly as fast as the FLOPs, so the "
            "intensity stops rising below the ridge and the step never becomes compute-bound.")
 
 st.header("What helps a decode step")
-lv = what_helps(cfg, hw)
-st.dataframe(pd.DataFrame([{"Change": x.name, "Bytes per step": x.bytes_per_step,
-                            "Predicted tokens/s": x.tokens_per_s,
-                            "vs as chosen": f"{x.tokens_per_s / lv[0].tokens_per_s:,.2f}×", "Why": x.note}
-                           for x in lv]), hide_index=True, width="stretch")
+st.dataframe(levers_frame(what_helps(cfg, hw)), hide_index=True, width="stretch")
 
 st.header("Measured on this machine")
 st.toggle("Measure this machine", key="probe", disabled=st.session_state["gpu"] == THIS_MACHINE,
@@ -167,7 +159,7 @@ else:
     st.caption(f"Method: {probe.method}. Measured once per server process.")
     if st.button("Measure the tiny model's decode step here"):
         from app.resources import model_or_stop
-        from sim.cost.roofline import measure_tiny_decode
+        from sim.model.probe import measure_tiny_decode
 
         st.session_state["tiny_point"] = queued(lambda: measure_tiny_decode(model_or_stop("mha"), probe),
                                                 "Timing the tiny model's decode step")
@@ -179,13 +171,7 @@ else:
              "color": CACHED},
             {"name": "tiny model, decode (roofline prediction)", "intensity": tp.intensity,
              "flops_per_s": tp.attainable_flops, "color": NAIVE, "symbol": "diamond"}], []), width="stretch")
-        st.markdown(
-            f"One cached decode step of the tiny model moves {tp.bytes_per_step / 1e6:,.2f} MB and does "
-            f"{tp.flops_per_step / 1e6:,.2f} MFLOP. The roofline says it could take {tp.predicted_s * 1e6:,.0f} µs; "
-            f"it took **{tp.measured_s * 1e6:,.0f} µs** — {tp.fraction_of_roof:.1%} of what the roof allows. "
-            f"A model this small is bound by neither compute nor bandwidth but by the fixed cost of launching "
-            f"each of its ~{tp.num_ops} operations per token: the reason real servers batch, fuse kernels and "
-            f"capture CUDA graphs.")
+        st.markdown(tp.verdict)
 
 st.header("The seeds' numbers")
 render_claims(roofline_claims(presets, gpus), "roofline")

@@ -4,12 +4,15 @@ pasted and uploaded config.json files, and the real tiny model's measured cache.
 import json
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.controls.kv_memory import TAB_WIDGET, TABS
 from sim.cost.capacity import GpuConfig, capacity
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import parse_hf_config
 from sim.cost.kv_claims import seed_claims
+from sim.cost.kv_readouts import dtypes_caption
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.presets import load_presets
 from tests.conftest import unescaped
@@ -68,7 +71,9 @@ def test_default_view_shows_sim_numbers():
         f"{fmt_bytes(cap.weight_bytes)} of weights. At 32,768 tokens at most 14 requests fit; at batch 16 at most "
         f"{cap.max_context:,} tokens."]
     assert at.query_params["model"] == "llama-3.1-8b" and at.query_params["ctx"] == "32768"
-    labels = [b.proto.label for b in at.get("download_button")]
+    assert at.query_params["tab"] == "grid"  # the first tab is open, and only its body ran
+    labels = [b.proto.label for slug in TABS for b in (at if slug == "grid" else run_page({"tab": slug}))
+              .get("download_button")]
     assert labels == ["Download this grid (CSV)", "Download this table (CSV)", "Download the claims (CSV)",
                       "Download the presets (CSV)"]
 
@@ -164,7 +169,7 @@ def test_pasted_garbage_shows_an_error_not_a_traceback():
 
 
 def test_measured_on_the_real_model_matches_the_formula():
-    at = run_page({"measure": "1", "tiny": "mqa", "tbatch": "2", "tctx": "50"})
+    at = run_page({"measure": "1", "tiny": "mqa", "tbatch": "2", "tctx": "50", "tab": "measured"})
     table = next(d.value for d in at.dataframe if "Count" in d.value.columns)
     expected_bytes = 2 * 4 * 1 * 32 * 4 * 2 * 50  # 2 · L · H_kv · d_h · 4 B (fp32 on CPU) · B · S
     import torch
@@ -177,20 +182,50 @@ def test_measured_on_the_real_model_matches_the_formula():
 
 
 def test_claims_table_equals_sim():
-    at = run_page()
+    at = run_page({"tab": "claims"})
     claims = seed_claims(P, G)
     table = next(t.value for t in at.table if "Verdict" in t.value.columns)
     assert table["Verdict"].tolist() == [c.verdict for c in claims]
     assert table["We compute"].tolist() == [c.computed for c in claims]
 
 
-def test_absurd_but_valid_config_shows_no_traceback():
-    """Every field at its upper bound: byte counts past 2^63 still render (as text where Arrow can't)."""
+@pytest.mark.parametrize("tab", ["grid", "variants", "dtypes"])
+def test_absurd_but_valid_config_shows_no_traceback(tab):
+    """Every field at its upper bound: byte counts past 2^63 still render (as text where Arrow can't), in
+    each tab that sweeps them."""
     cfg = {"hidden_size": 2**20, "num_hidden_layers": 1024, "num_attention_heads": 16384,
            "num_key_value_heads": 16384, "head_dim": 65536, "vocab_size": 2**24, "intermediate_size": 2**24,
            "max_position_embeddings": 2**27, "sliding_window": 2**26, "sliding_window_pattern": 2}
     at = run_page({"model": "custom", "cfg": json.dumps(cfg), "batch": "65536", "ctx": str(2**27), "ngpu": "64",
-                   "kv": "fp32"})
+                   "kv": "fp32", "tab": tab})
     _, _, shown = expected(parse_hf_config(json.dumps(cfg)), 65536, 2**27, kv="fp32", ngpu=64)
     assert metrics(at)["All requests"] == shown["All requests"] == "48 YiB"
     assert any("The weights alone" in w.value for w in at.warning)
+
+
+def test_only_the_open_tab_runs_and_the_link_keeps_it():
+    at = run_page()
+    assert [t.label for t in at.tabs] == list(TABS.values())
+    assert len(at.get("plotly_chart")) == 2 and not any("Verdict" in t.value.columns for t in at.table)  # + heatmap
+    at.session_state[TAB_WIDGET] = TABS["presets"]  # what a click on the tab sends
+    at.run()
+    assert not at.exception and at.query_params["tab"] == "presets"
+    assert [b.proto.label for b in at.get("download_button")] == ["Download the presets (CSV)"]
+    again = run_page({"tab": "dtypes", "kv": "int8"})
+    assert again.session_state[TAB_WIDGET] == TABS["dtypes"] and again.query_params["tab"] == "dtypes"
+    assert dtypes_caption(128) in [c.value for c in again.caption] and "INT8 is 0.5156× FP16" in dtypes_caption(128)
+
+
+def test_a_bad_tab_in_the_link_opens_the_first_with_a_warning():
+    at = run_page({"tab": "nope"})
+    assert "`tab` (tab): `nope` is not one of grid, variants, dtypes" in " ".join(w.value for w in at.warning)
+    assert at.query_params["tab"] == "grid" and at.session_state[TAB_WIDGET] == TABS["grid"]
+
+
+@pytest.mark.parametrize("tab", ["variants", "dtypes"])
+def test_each_tabs_chart_titles_its_axes(tab):
+    """The chart axes test opens the page at its default tab; these tabs' charts are checked here."""
+    from tests.test_chart_axes import charts, untitled_axes
+
+    figs = charts(run_page({"tab": tab}))
+    assert len(figs) == 2 and all(untitled_axes(f) == [] for f in figs)

@@ -15,9 +15,9 @@ from sim.cost.roofline import (
     hardware,
     memory_bound_until,
     prefill_step,
-    probe_machine,
     what_helps,
 )
+from sim.model.probe import probe_machine
 
 P = load_presets()
 G = load_gpus()
@@ -131,3 +131,24 @@ def test_the_context_trend_sentence_follows_the_numbers():
     assert "stays about there" in mha.verdict and "rises" not in mha.verdict
     falling = ContextTrend(1, 4096, 1.0, 0.5, 1)
     assert "falls as context grows (1.00 at 1 token, 0.50 at 4,096 tokens)" in falling.verdict
+
+
+def test_the_pages_tables_and_sentences():
+    from sim.cost.roofline import TinyDecodePoint, levers_frame, steps_frame, turning_points
+
+    cfg, hw = RooflineConfig(P["llama-3.1-70b"], 1, 4096), hardware(G["h100-sxm"])
+    dec, pre = decode_step(cfg), prefill_step(cfg)
+    table = steps_frame([pre, dec], hw)
+    assert table["Step"].tolist() == ["prefill", "decode"] and table["Bound"].tolist() == ["compute", "memory"]
+    assert table["Memory time (ms)"].tolist() == [pre.bytes / hw.bandwidth * 1e3, dec.bytes / hw.bandwidth * 1e3]
+    levers = what_helps(cfg, hw)
+    shown = levers_frame(levers)
+    assert shown["vs as chosen"].iloc[0] == "1.00×" and shown["Change"].tolist() == [x.name for x in levers]
+    assert turning_points({512: 64, 131072: None}) == (
+        "context 512: compute-bound from batch **64** · context 131,072: **memory-bound at every batch up to 4,096**")
+    # 2 MB and 1 MFLOP per step; the roof allows 50 µs, it took 500 µs: 10% of the roof, 120 operations
+    tp = TinyDecodePoint(2e6, 1e6, 500e-6, 50e-6, 120, 0.5, 2e9, 1e9)
+    assert tp.verdict.startswith("One cached decode step of the tiny model moves 2.00 MB and does 1.00 MFLOP. "
+                                 "The roofline says it could take 50 µs; it took **500 µs** — 10.0% of what the roof "
+                                 "allows.")
+    assert "each of its ~120 operations per token" in tp.verdict

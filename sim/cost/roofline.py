@@ -11,8 +11,6 @@ it uses once, the whole KV cache of every request it decodes, and the matmul inp
 
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import dataclass, replace
 
 from sim.cost.arch import ArchPreset, estimate_active_params, estimate_num_params, with_kv_heads
@@ -256,7 +254,33 @@ def what_helps(cfg: RooflineConfig, hw: Hardware) -> list[Lever]:
     return out
 
 
-# --- this machine, measured ---------------------------------------------------------------
+def steps_frame(steps: list[StepCost], hw: Hardware):
+    """One row per step: FLOPs, bytes by kind, intensity, both times and what bounds it."""
+    import pandas as pd
+
+    return pd.DataFrame([{
+        "Step": s.phase, "FLOPs": s.flops, "Bytes: weights": s.bytes_weights, "Bytes: KV": s.bytes_kv,
+        "Bytes: activations": s.bytes_activations, "Intensity (FLOP/B)": s.intensity,
+        "Compute time (ms)": s.time_compute(hw) * 1e3, "Memory time (ms)": s.time_memory(hw) * 1e3,
+        "Bound": s.bound(hw)} for s in steps])
+
+
+def levers_frame(levers: list[Lever]):
+    """What each lever does to a decode step, against the first (the configuration as chosen)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"Change": x.name, "Bytes per step": x.bytes_per_step, "Predicted tokens/s": x.tokens_per_s,
+                          "vs as chosen": f"{x.tokens_per_s / levers[0].tokens_per_s:,.2f}×", "Why": x.note}
+                         for x in levers])
+
+
+def turning_points(turns: dict[int, int | None]) -> str:
+    """{context: the batch from which decode is compute-bound, or None} as one line."""
+    return " · ".join(f"context {S:,}: " + (f"compute-bound from batch **{b:,}**" if b else
+                                          "**memory-bound at every batch up to 4,096**") for S, b in turns.items())
+
+
+# --- this machine, measured (by sim/model/probe.py, with torch) ---------------------------------
 
 
 @dataclass(frozen=True)
@@ -266,50 +290,6 @@ class MachineProbe:
     device: str
     dtype: str
     method: str
-
-
-def probe_machine(device=None, dtype=None, copy_mib: int = 64, matmul_n: int = 1024, repeats: int = 10) -> MachineProbe:
-    """A copy-bandwidth test (read + write of a large buffer) and a matmul FLOP/s test, each the
-    best of `repeats` runs after a warm-up. Short: well under a second on a small CPU."""
-    import torch
-
-    from sim.model.device import pick_device, pick_dtype
-
-    device = torch.device(device) if device is not None else pick_device()
-    dtype = dtype or pick_dtype(device)
-    if not 1 <= copy_mib <= 4096 or not 64 <= matmul_n <= 8192:
-        raise ValueError(f"probe sizes out of range: copy {copy_mib} MiB (1..4096), matmul {matmul_n} (64..8192)")
-
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    def best(fn):
-        fn()
-        sync()
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            sync()
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
-    n = copy_mib * 2**20 // 4
-    src = torch.empty(n, dtype=torch.float32, device=device).fill_(1.0)
-    dst = torch.empty_like(src)
-    t_copy = best(lambda: dst.copy_(src))
-    a = torch.randn(matmul_n, matmul_n, device=device, dtype=dtype)
-    b = torch.randn(matmul_n, matmul_n, device=device, dtype=dtype)
-    t_mm = best(lambda: a @ b)
-    bw = 2 * n * 4 / t_copy
-    flops = 2 * matmul_n**3 / t_mm
-    if not (math.isfinite(bw) and bw > 0 and math.isfinite(flops) and flops > 0):
-        raise RuntimeError("the probe measured no positive figure")
-    method = (f"bandwidth: copy {copy_mib} MiB fp32 (read + write = {2 * copy_mib} MiB moved), best of {repeats}; "
-              f"compute: {matmul_n}×{matmul_n} @ {matmul_n}×{matmul_n} in {str(dtype).removeprefix('torch.')}, "
-              f"2·n³ FLOPs, best of {repeats}")
-    return MachineProbe(bw, flops, str(device), str(dtype).removeprefix("torch."), method)
 
 
 @dataclass(frozen=True)
@@ -327,50 +307,15 @@ class TinyDecodePoint:
     def fraction_of_roof(self) -> float:
         return self.predicted_s / self.measured_s
 
-
-def count_ops(fn) -> int:
-    """How many aten operations `fn()` dispatches (each one a kernel launch on a GPU)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Counter(TorchDispatchMode):
-        n = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            Counter.n += 1
-            return func(*args, **(kwargs or {}))
-
-    with Counter():
-        fn()
-    return Counter.n
-
-
-def measure_tiny_decode(model, probe: MachineProbe, num_tokens: int = 96) -> TinyDecodePoint:
-    """Cached decoding on the real model: bytes and FLOPs per step from the op counter, time
-    measured; the median decode step (the prefill is left out)."""
-    import statistics
-
-    import torch
-
-    from sim.model.generate import decode_one_token, generate, prefill
-    from sim.model.kvcache import ContiguousKVCache
-
-    if not 8 <= num_tokens <= 1000:
-        raise ValueError(f"num_tokens must be 8..1000, got {num_tokens}")
-    prompt = list(b"ROMEO.\n")
-    generate(model, prompt, 8, "cached")  # warm-up
-    steps = generate(model, prompt, num_tokens, "cached").steps[1:]
-    mid = sorted(steps, key=lambda s: s.wall_s)[len(steps) // 2]
-    wall = statistics.median(s.wall_s for s in steps)
-    nbytes, flops = mid.bytes_weights + mid.bytes_kv, mid.flops
-    device = model.lm_head.weight.device
-    cache = ContiguousKVCache(model.cfg, 1, 16, device, model.lm_head.weight.dtype)
-    ids = torch.tensor([prompt], device=device)
-    prefill(model, ids, cache)
-    ops = count_ops(lambda: decode_one_token(model, ids[:, -1:], len(prompt), cache))
-    intensity = flops / nbytes
-    attainable = min(probe.peak_flops, intensity * probe.bandwidth)
-    predicted = max(flops / probe.peak_flops, nbytes / probe.bandwidth)
-    return TinyDecodePoint(nbytes, flops, wall, predicted, ops, intensity, flops / wall, attainable)
+    @property
+    def verdict(self) -> str:
+        """What one measured step moved, did and took, against the roof."""
+        return (f"One cached decode step of the tiny model moves {self.bytes_per_step / 1e6:,.2f} MB and does "
+                f"{self.flops_per_step / 1e6:,.2f} MFLOP. The roofline says it could take {self.predicted_s * 1e6:,.0f} "
+                f"µs; it took **{self.measured_s * 1e6:,.0f} µs** — {self.fraction_of_roof:.1%} of what the roof "
+                f"allows. A model this small is bound by neither compute nor bandwidth but by the fixed cost of "
+                f"launching each of its ~{self.num_ops} operations per token: the reason real servers batch, fuse "
+                f"kernels and capture CUDA graphs.")
 
 
 @dataclass(frozen=True)

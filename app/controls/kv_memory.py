@@ -1,0 +1,143 @@
+"""The KV memory page's URL values and widgets: the model, cache dtype, batch, context and GPU (a
+`KvChoices`, turned into a `MemoryConfig` and a `GpuConfig`), the open tab, and the tiny model to
+measure (a `TinyChoices`). Widget keys are the URL keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from app.urlstate import UrlState
+from sim.cost.arch import ArchPreset
+from sim.cost.capacity import GpuConfig
+from sim.cost.gpus import GpuPreset
+from sim.cost.memory import (
+    GROUP_SIZES,
+    KV_DTYPES,
+    MAX_BATCH,
+    MAX_CONTEXT,
+    MAX_GPUS,
+    MAX_LAYERS_PER_KV,
+    MAX_TINY_BATCH,
+    WEIGHT_DTYPE_BITS,
+    MemoryConfig,
+)
+
+CUSTOM = "custom"
+TINY = ("mha", "gqa", "mqa")
+MAX_TINY_CONTEXT = 1024
+MAX_URL_CONFIG = 8000
+# The tabs under the calculator: the link's `tab` value -> the tab's label. Only the open one runs.
+TABS = {
+    "grid": "Batch × context",
+    "variants": "MHA · GQA · MQA · MLA",
+    "dtypes": "KV dtypes",
+    "measured": "Measured on the real model",
+    "claims": "Claims in the seeds",
+    "presets": "Model presets",
+}
+TAB_WIDGET = "kv_tab"  # the st.tabs key: holds the open tab's label
+
+
+@dataclass(frozen=True)
+class KvChoices:
+    model: str  # a preset key or CUSTOM
+    kv_dtype: str
+    group_size: int
+    batch: int
+    context: int
+    layers_per_kv: int
+    gpu: str
+    num_gpus: int
+    utilization: float
+    weight_dtype: str
+
+    def memory_config(self, arch: ArchPreset) -> MemoryConfig:
+        return MemoryConfig(arch, batch=self.batch, context=self.context, kv_dtype=self.kv_dtype,
+                            group_size=self.group_size, layers_per_kv=self.layers_per_kv)
+
+    def gpu_config(self, gpus: dict[str, GpuPreset]) -> GpuConfig:
+        return GpuConfig(gpus[self.gpu], num_gpus=self.num_gpus, utilization=self.utilization,
+                         weight_dtype=self.weight_dtype)
+
+
+@dataclass(frozen=True)
+class TinyChoices:
+    name: str  # one of TINY
+    batch: int
+    context: int
+    run: bool
+
+
+def register(presets: dict[str, ArchPreset], gpus: dict[str, GpuPreset]) -> UrlState:
+    """Every value the page keeps in its link, checked (bad ones fall back with one warning, shown later)."""
+    url = UrlState("kv_memory")
+    url.choice("model", "llama-3.1-8b", [*presets, CUSTOM], label="model")
+    url.choice("kv", "fp16", list(KV_DTYPES), label="KV dtype")
+    url.choice("group", "128", [str(g) for g in GROUP_SIZES], label="group size")
+    url.int("batch", 16, 1, MAX_BATCH, label="batch")
+    url.int("ctx", 32768, 1, MAX_CONTEXT, label="context")
+    url.int("share", 1, 1, MAX_LAYERS_PER_KV, label="layers sharing one K/V")
+    url.choice("gpu", "h100-sxm", list(gpus), label="GPU")
+    url.int("ngpu", 1, 1, MAX_GPUS, label="number of GPUs")
+    url.float("util", 0.9, 0.05, 1.0, label="memory utilization")
+    url.choice("wdt", "bf16", list(WEIGHT_DTYPE_BITS), label="weight dtype")
+    url.bool("measure", False, label="measure the real model")
+    url.choice("tiny", "mha", list(TINY), label="tiny model")
+    url.int("tbatch", 4, 1, MAX_TINY_BATCH, label="tiny-model batch")
+    url.int("tctx", 256, 1, MAX_TINY_CONTEXT, label="tiny-model context")
+    url.choice("tab", "grid", list(TABS), label="tab")
+    if st.session_state["model"] == CUSTOM:
+        url.text("cfg", "", max_len=MAX_URL_CONFIG, label="pasted config.json")
+    return url
+
+
+def draw(url: UrlState, presets: dict[str, ArchPreset], gpus: dict[str, GpuPreset]) -> KvChoices:
+    """The two rows of widgets above the calculator, then the link's problems."""
+    ss = st.session_state
+    c = st.columns([3, 2, 1.2, 1.3, 1.6])
+    c[0].selectbox("Model", [*presets, CUSTOM], key="model",
+                   format_func=lambda k: "Your own config.json (paste or upload)" if k == CUSTOM else presets[k].name)
+    c[1].selectbox("KV cache dtype", list(KV_DTYPES), key="kv", format_func=lambda k: KV_DTYPES[k].label)
+    c[2].selectbox("Group size g", [str(g) for g in GROUP_SIZES], key="group", disabled=not KV_DTYPES[ss["kv"]].grouped,
+                   help="Integer formats store a scale and a zero point (2 B each) for every g values.")
+    c[3].number_input("Batch B (requests)", min_value=1, max_value=MAX_BATCH, step=1, key="batch")
+    c[4].number_input("Context S (tokens)", min_value=1, max_value=MAX_CONTEXT, step=1024, key="ctx")
+    c = st.columns([3, 1.2, 1.6, 1.3, 1.6])
+    c[0].selectbox("GPU", list(gpus), key="gpu", format_func=lambda k: gpus[k].name)
+    c[1].number_input("GPUs", min_value=1, max_value=MAX_GPUS, step=1, key="ngpu",
+                      help="Their memory is pooled, as tensor parallelism splits weights and K/V heads across them.")
+    c[2].slider("Memory utilization", 0.05, 1.0, step=0.01, key="util",
+                help="The share a server may fill (vLLM's --gpu-memory-utilization, 0.9 by default); the rest is kept "
+                     "for activations and the CUDA context.")
+    c[3].selectbox("Weight dtype", list(WEIGHT_DTYPE_BITS), key="wdt", format_func=str.upper)
+    c[4].number_input("Layers sharing one K/V", min_value=1, max_value=MAX_LAYERS_PER_KV, step=1, key="share",
+                      help="Cross-layer sharing (as in Cross-Layer Attention): k adjacent layers of the same kind read "
+                           "one stored K/V. 1 = none, which is what every preset does.")
+    url.show_problems()
+    return KvChoices(ss["model"], ss["kv"], int(ss["group"]), ss["batch"], ss["ctx"], ss["share"], ss["gpu"],
+                     ss["ngpu"], float(ss["util"]), ss["wdt"])
+
+
+def open_tab(url: UrlState):
+    """The tabs, with the link's tab open; (its key in TABS, its container). Switching tabs reruns the
+    page and only the open tab's body is drawn, so the browser builds one tab, not six."""
+    ss = st.session_state
+    if url.entering or TAB_WIDGET not in ss:  # the link (or this page's memory) picks the tab
+        ss[TAB_WIDGET] = TABS[ss["tab"]]
+    tabs = st.tabs(list(TABS.values()), key=TAB_WIDGET, on_change="rerun")
+    slug = next(k for k, label in TABS.items() if label == ss[TAB_WIDGET])
+    ss["tab"] = slug  # written to the link by url.sync()
+    return slug, tabs[list(TABS).index(slug)]
+
+
+def draw_tiny(presets: dict[str, ArchPreset]) -> TinyChoices:
+    """Which tiny model to fill, how big, and the switch that loads torch."""
+    c = st.columns([1.4, 1, 1, 1.2])
+    c[0].selectbox("Tiny model", list(TINY), key="tiny", format_func=lambda k: presets[f"tiny-{k}"].name)
+    c[1].number_input("Batch", min_value=1, max_value=MAX_TINY_BATCH, step=1, key="tbatch")
+    c[2].number_input("Context", min_value=1, max_value=MAX_TINY_CONTEXT, step=64, key="tctx")
+    c[3].toggle("Run it", key="measure", help="Loads torch and the model, so it is off until asked for.")
+    ss = st.session_state
+    return TinyChoices(ss["tiny"], ss["tbatch"], ss["tctx"], ss["measure"])

@@ -1,0 +1,44 @@
+"""The KV memory page's cached results: the calculator's numbers, each tab's sweep (computed only
+when its tab is open), and the tiny-model measurement handed to the server's queue."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from app.work import run_job
+from sim.cost.capacity import Capacity, DtypeRow, GpuConfig, capacity, dtype_table
+from sim.cost.memory import KvGrid, KvMemory, MemoryConfig, VariantCurves, kv_grid, kv_memory, variant_curves
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def sized(cfg: MemoryConfig, gpu: GpuConfig) -> tuple[KvMemory, Capacity]:
+    return kv_memory(cfg), capacity(cfg, gpu)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def grid(cfg: MemoryConfig) -> KvGrid:
+    return kv_grid(cfg)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def curves(cfg: MemoryConfig) -> VariantCurves:
+    return variant_curves(cfg)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def dtypes(cfg: MemoryConfig, gpu: GpuConfig) -> tuple[DtypeRow, ...]:
+    return dtype_table(cfg, gpu)
+
+
+def measured(name: str, batch: int, context: int, measure: Callable):
+    """`measure(name, batch, context)` through the server's queue, estimated from the model's own
+    prefill rate; None while it waits for its button."""
+    from app.resources import model_rates
+    from sim.work.run_cost import prefill_work
+
+    return run_job("kv_memory.measure", (name, batch, context),
+                   model_rates(name, "sdpa").seconds(prefill_work(context, batch)),
+                   lambda progress: measure(name, batch, context),
+                   what=f"Filling the tiny model's cache with a prefill of {batch} × {context:,} tokens")

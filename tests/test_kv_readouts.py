@@ -1,0 +1,116 @@
+"""The KV memory page's sentences and metrics, worked out by hand from the presets."""
+
+import pandas as pd
+
+from sim.cost.capacity import GpuConfig, capacity
+from sim.cost.gpus import load_gpus
+from sim.cost.kv_readouts import (
+    arrow_safe,
+    beyond_trained_context,
+    config_read,
+    dtypes_caption,
+    gpu_label,
+    kv_metrics,
+    replicated_heads_note,
+    shape_caption,
+)
+from sim.cost.memory import MemoryConfig, kv_memory
+from sim.cost.presets import load_presets
+from sim.model.measure import CacheMeasurement
+
+P = load_presets()
+G = load_gpus()
+
+
+def metrics_of(cfg, gpu):
+    return {m.label: m for m in kv_metrics(kv_memory(cfg), capacity(cfg, gpu), gpu)}
+
+
+def test_gpu_label_counts_several():
+    assert gpu_label(GpuConfig(G["l4"])) == "NVIDIA L4 24GB"
+    assert gpu_label(GpuConfig(G["l4"], num_gpus=2)) == "2 × NVIDIA L4 24GB"
+
+
+def test_llama_8b_metrics_at_seed_001s_point():
+    """16 requests of 32,768 tokens: 128 KiB per token (2·32·8·128·2 B), 64 GiB in all, 14 requests fit."""
+    m = metrics_of(MemoryConfig(P["llama-3.1-8b"], batch=16, context=32768), GpuConfig(G["h100-sxm"]))
+    assert list(m) == ["Per token", "Per request", "All requests", "Room for KV", "Max requests", "Max context"]
+    assert (m["Per token"].value, m["Per token"].help) == ("128 KiB", "131,072 B, all layers")
+    assert (m["Per request"].value, m["Per request"].help) == ("4 GiB", "4,294,967,296 B")
+    assert m["All requests"].value == "64 GiB"
+    assert m["Room for KV"].help.startswith("NVIDIA H100 SXM 80GB: ") and " × 0.9 − weights " in m["Room for KV"].help
+    assert (m["Max requests"].value, m["Max requests"].delta) == ("14", "at S = 32,768")
+    assert m["Max context"].delta == "at B = 16"
+    assert m["Max context"].help == "Longest context whose cache fits for this batch (limited by memory)"
+    assert m["Per token"].delta is None and m["Room for KV"].delta is None
+
+
+def test_sliding_windows_average_the_per_token_bytes():
+    """Mistral 7B v0.1 keeps 4,096 tokens in each of 32 layers: 32 · 4,096 · 4,096 B = 512 MiB per request,
+    so 10,000 tokens average 53,687.09 B = 52.43 KiB each."""
+    m = metrics_of(MemoryConfig(P["mistral-7b-v0.1"], batch=1, context=10_000), GpuConfig(G["h100-sxm"]))
+    assert m["Per request"].value == "512 MiB"
+    assert m["Per token"].help == ("131,072 B, all layers while the context fits every window; averaged over these "
+                                   "10,000 tokens it is 52.43 KiB")
+
+
+def test_no_room_and_the_models_own_limit():
+    tiny_gpu = GpuConfig(G["l4"], weight_dtype="fp32")  # 70B in FP32 on 24 GB: the weights alone do not fit
+    assert metrics_of(MemoryConfig(P["llama-3.1-70b"]), tiny_gpu)["Room for KV"].value == "none"
+    m = metrics_of(MemoryConfig(P["llama-3.1-8b"], batch=1, context=1000), GpuConfig(G["h100-sxm"]))
+    assert (m["Max context"].value, m["Max context"].help) == ("131,072", "Limited by the model's trained context")
+
+
+def test_warnings_name_the_numbers():
+    arch = P["llama-3.1-8b"]
+    assert beyond_trained_context(MemoryConfig(arch, context=131_072), arch.name) is None
+    assert beyond_trained_context(MemoryConfig(arch, context=200_000), "`x`") == (
+        "200,000 tokens is beyond `x`'s trained context of 131,072: the bytes are still counted, "
+        "the model would not cope.")
+    assert replicated_heads_note(arch, GpuConfig(G["h100-sxm"], num_gpus=8)) is None
+    assert replicated_heads_note(arch, GpuConfig(G["h100-sxm"], num_gpus=16)) == (
+        "With 16 GPUs and 8 K/V heads, tensor parallelism would copy some K/V heads onto several GPUs; "
+        "those copies are not counted here.")
+    assert replicated_heads_note(P["deepseek-v3"], GpuConfig(G["h100-sxm"], num_gpus=64)) is None  # MLA: one latent
+
+
+def test_shape_sentences():
+    arch = P["llama-3.1-8b"]
+    assert shape_caption(arch, arch.name) == \
+        "Llama 3.1 8B: GQA, 32 query heads, 8 K/V heads of 128, 32 full-attention layers."
+    assert config_read(arch, "`mine`") == "Read `mine`: GQA, 32 layers, 8 K/V heads of 128, 32 full-attention layers."
+
+
+def test_dtypes_caption_states_int8_with_its_group_scales():
+    """(8·g + 8·4) / (16·g): g = 128 -> 1,056 / 2,048 = 0.515625; g = 32 -> 288 / 512 = 0.5625."""
+    assert "every g = 128 values, so INT8 is 0.5156× FP16, not 0.5×" in dtypes_caption(128)
+    assert "every g = 32 values, so INT8 is 0.5625× FP16" in dtypes_caption(32)
+
+
+def test_arrow_safe_turns_only_huge_integer_columns_into_text():
+    df = pd.DataFrame({"small": [1, 2], "huge": pd.Series([5, 1 << 70], dtype=object), "name": ["a", "b"]})
+    out = arrow_safe(df)
+    assert out["huge"].tolist() == ["5", f"{1 << 70:,}"]
+    assert out["small"].tolist() == [1, 2] and out["name"].tolist() == ["a", "b"]
+    assert df["huge"].tolist() == [5, 1 << 70]  # the input is left alone
+
+
+def measurement(**over) -> CacheMeasurement:
+    base = dict(model_name="tiny-mqa", weights="trained checkpoint", device="cpu", dtype="fp32", batch=2, context=50,
+                tensor_shape=(2, 1, 50, 32), num_tensors=8, measured_bytes=102_400, reserved_bytes=102_400,
+                opcount_bytes=102_400, calculator_bytes=102_400, cuda_allocated_delta=None, cuda_expected=None)
+    return CacheMeasurement(**(base | over))
+
+
+def test_measurement_sentences():
+    """8 tensors of 2·1·50·32 fp32 values = 8 · 12,800 B = 102,400 B = 100 KiB."""
+    r = measurement()
+    assert r.agree and not r.allocator_rounds_up
+    assert r.agreement == "They agree: 102,400 B = 100 KiB."
+    assert r.caption == ("Device cpu, cache dtype FP32 (p = 4); each tensor is (B, H_kv, S, D) = (2, 1, 50, 32); "
+                         "weights: trained checkpoint.")
+    gpu = measurement(device="cuda:0", dtype="bf16", measured_bytes=51_200, opcount_bytes=51_200,
+                      calculator_bytes=51_200, cuda_allocated_delta=8 * 6656, cuda_expected=8 * 6656)
+    assert gpu.agree and gpu.allocator_rounds_up  # 6,400 B per tensor rounds up to 13 · 512 = 6,656 B
+    assert "cache dtype BF16 (p = 2)" in gpu.caption
+    assert not measurement(calculator_bytes=1).agree
