@@ -10,14 +10,15 @@ from app.claims import render_claims
 from app.controls import attention_kernels as ctl
 from app.figures import kernels as figs
 from app.metrics import show_metrics
+from app.present import show_chart
 from app.runs import attention_kernels as runs
 from app.text import plain
 from sim.attention import online_softmax as FL
 from sim.attention import readouts as R
 from sim.attention import shapes as S
+from sim.attention.kernel_claims import kernel_claims
 from sim.attention.limits import eager_peak_estimate, sweep_lengths
 from sim.attention.measure import STATS, matmul_size
-from sim.attention.seed_claims import kernel_claims
 from sim.model.device import pick_device
 
 st.title("Attention kernels")
@@ -72,7 +73,7 @@ if (timing := runs.last_timing()) is not None:
     show_metrics(R.timing_metrics(result))
     st.dataframe(pd.DataFrame(R.timing_rows(result)), hide_index=True, width="stretch")
     df = pd.DataFrame(result.to_records())
-    st.plotly_chart(figs.kernel_bars(df, result.shape.score_bytes), width="stretch")
+    show_chart(figs.kernel_bars(df, result.shape.score_bytes), width="stretch")
     if (note := R.flex_note(result)) is not None:
         (st.info if note[0] else st.warning)(note[1], icon=":material/timer:" if note[0] else ":material/timer_off:")
     st.caption(f"Peak memory: {result.memory_method}. Timing: `torch.utils.benchmark` blocks after a warm-up call; "
@@ -138,9 +139,9 @@ if demo is not None:
     trace = FL.run_softmax_demo(demo)
     step, row = ctl.step_and_row(len(trace.steps))
     show_metrics(R.tile_metrics(trace, step, row))
-    st.plotly_chart(figs.softmax_step(trace, row, step), width="stretch")
+    show_chart(figs.softmax_step(trace, row, step), width="stretch")
     st.markdown(R.tile_updates(trace, step, row))
-    st.plotly_chart(figs.softmax_trace_table(trace, row, step), width="stretch")
+    show_chart(figs.softmax_trace_table(trace, row, step), width="stretch")
     st.caption("rescale α = e^(m before − m after): 1 when the tile did not raise the max, below 1 when it did, 0 "
                "while nothing has been seen. Orange: this step; blue: steps done. — means undefined (l is still 0).")
     st.markdown(R.final_outputs(trace, row))
@@ -163,7 +164,7 @@ else:
     tile = ctl.traffic_tile()
     traffic = R.shape_traffic(shape, tile)
     show_metrics(R.traffic_metrics(traffic))
-    st.plotly_chart(figs.traffic_bars(traffic, shape.label()), width="stretch")
+    show_chart(figs.traffic_bars(traffic, shape.label()), width="stretch")
     st.caption(R.traffic_caption(shape, tile))
     got = runs.last_timing()
     if got and got[0].shape == shape and (rows := R.memory_model_rows(got[0], traffic)):

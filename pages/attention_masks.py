@@ -2,6 +2,7 @@ import pandas as pd
 import streamlit as st
 
 from app.figures import masks as figs
+from app.present import show_chart
 from app.resources import model_or_stop as load_model
 from app.text import plain
 from app.urlstate import UrlState
@@ -92,7 +93,7 @@ if pad:
     labels_shown = [f"pad<sub>{i}</sub>" if i < pad else lab for i, lab in enumerate(labels_shown)]
 else:
     mask_shown, labels_shown = mask, labels
-st.plotly_chart(figs.mask_heatmap(mask_shown.numpy(), labels_shown, f"{KIND_LABELS[kind]} mask"
+show_chart(figs.mask_heatmap(mask_shown.numpy(), labels_shown, f"{KIND_LABELS[kind]} mask"
                                   + (f", left-padded by {pad}" if pad else "") + " — blue: may attend"),
                 width="stretch")
 empty_rows = int((~mask_shown.any(-1)).sum())
@@ -125,7 +126,7 @@ for v in VARIANTS:
 st.dataframe(pd.DataFrame(leak_rows), hide_index=True, width="stretch",
              column_config={"Mean leaked mass per row": st.column_config.NumberColumn(format="%.4f"),
                             "Worst row": st.column_config.NumberColumn(format="%.4f")})
-st.plotly_chart(figs.row_weights({k: w[row].numpy() for k, w in weights.items()
+show_chart(figs.row_weights({k: w[row].numpy() for k, w in weights.items()
                                   if k in (VARIANTS[0].label, VARIANTS[1].label, VARIANTS[4].label)},
                                  mask[row].numpy(), labels, row), width="stretch")
 st.caption("Leaked mass: the probability a query gives to keys its mask forbids. ×0 leaks because a zeroed score "
@@ -145,7 +146,7 @@ if n > 1:
     c[0].slider("Sliding window for the right-hand map", 1, n, key="map_w")
 win = st.session_state["map_w"]
 cap_win = queued(lambda: capture_attention(model, ids, sliding_window(n, win)), "Reading the windowed attention")
-st.plotly_chart(figs.attention_pair(cap.probs[layer, head].numpy(), cap_win.probs[layer, head].numpy(), labels,
+show_chart(figs.attention_pair(cap.probs[layer, head].numpy(), cap_win.probs[layer, head].numpy(), labels,
                                     (f"causal — layer {layer}, head {head}", f"sliding window w={win}")),
                 width="stretch")
 same = int((cap.logits.argmax(-1) == cap_win.logits.argmax(-1)).sum())
@@ -162,7 +163,7 @@ else:
     k = st.columns(2)
     k[0].metric("Causal: max change at positions 0..N−1", f"{with_mask.max_diff:.2e}")
     k[1].metric("No mask: max change at positions 0..N−1", f"{without.max_diff:.2e}")
-    st.plotly_chart(figs.row_diffs(with_mask.row_diffs, without.row_diffs), width="stretch")
+    show_chart(figs.row_diffs(with_mask.row_diffs, without.row_diffs), width="stretch")
     st.caption(f"Prefill of the first {n - 1} tokens, then of all {n}: with the causal mask the appended token is "
                "invisible to every earlier query, so their outputs — and every layer's K and V — do not move, and "
                "the cached K/V stay correct. Without the mask each earlier token would attend to the new one, and "

@@ -2,6 +2,7 @@ import streamlit as st
 
 from app.claims import render_claims
 from app.figures import decode as figs
+from app.present import show_chart
 from app.resources import model_or_stop as load_model
 from app.resources import model_rates
 from app.text import plain
@@ -135,24 +136,24 @@ if not error and res is not None:
     tabs = st.tabs(["FLOPs per step", "Cumulative FLOPs", "Wall time per step", "FLOPs by part", "What gets computed"])
     with tabs[0]:
         st.toggle("Log scale", key="log")
-        st.plotly_chart(figs.flops_per_step(frames["naive"], frames["cached"], formula["naive"], formula["cached"],
+        show_chart(figs.flops_per_step(frames["naive"], frames["cached"], formula["naive"], formula["cached"],
                                             st.session_state["log"]), width="stretch")
         st.caption("Dots: FLOPs counted from the matmul shapes the model executed. Lines: the closed-form formula "
                    "in `sim/cost/opcount.py`. They agree exactly (a test checks every step).")
     with tabs[1]:
-        st.plotly_chart(figs.cumulative_flops(frames["naive"], frames["cached"]), width="stretch")
+        show_chart(figs.cumulative_flops(frames["naive"], frames["cached"]), width="stretch")
     with tabs[2]:
-        st.plotly_chart(figs.wall_time_per_step(frames["naive"], frames["cached"]), width="stretch")
+        show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"]), width="stretch")
         st.caption("Measured on this machine, this run. A cached step of a model this small is dominated by fixed "
                    "per-operation overhead, which is why its time barely grows with N.")
     with tabs[3]:
-        st.plotly_chart(figs.flops_by_part(frames["naive"], frames["cached"]), width="stretch")
+        show_chart(figs.flops_by_part(frames["naive"], frames["cached"]), width="stretch")
         st.caption("Naive: every part grows with N, attention fastest (N² per step). Cached: projections, MLP and "
                    "LM head are constant per step; only attention (one query against N keys) grows, linearly.")
     with tabs[4]:
         rows = min(GRID_STEPS, n_new)
         labels = [repr(chr(t))[1:-1] if 32 <= t < 127 else "·" for t in (prompt_ids + cached_ids)[: len(prompt_ids) + rows - 1]]
-        st.plotly_chart(figs.computed_grid(computed_grid(len(prompt_ids), rows, "naive"),
+        show_chart(figs.computed_grid(computed_grid(len(prompt_ids), rows, "naive"),
                                            computed_grid(len(prompt_ids), rows, "cached"), labels), width="stretch")
         st.caption(f"First {rows} steps. Naive fills the whole triangle again and again; cached computes one new "
                    "row per step and reads the rest from the cache.")

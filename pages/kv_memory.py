@@ -7,6 +7,7 @@ from app.claims import render_claims
 from app.controls import kv_memory as controls
 from app.figures.memory import dtype_bars, kv_heatmap, memory_breakdown, variant_lines
 from app.metrics import show_metrics
+from app.present import show_chart
 from app.runs import kv_memory as runs
 from app.text import code, for_plotly, plain
 from sim.cost import kv_readouts as say
@@ -86,7 +87,7 @@ def render_calculator(arch) -> None:
     left, right = st.columns([3, 2])
     with right:  # the chart first: the browser draws it while the formula's table is still on its way
         st.subheader("Does it fit?")
-        st.plotly_chart(memory_breakdown(cap, say.gpu_label(gpu_cfg)), key="breakdown")
+        show_chart(memory_breakdown(cap, say.gpu_label(gpu_cfg)), key="breakdown")
         kind, message = fit_message(kv, cap, gpu_cfg, say.gpu_label(gpu_cfg), estimate_num_params(arch))
         icon = ":material/check_circle:" if kind == "fits" else ":material/block:"
         (st.success if kind == "fits" else st.warning)(message, icon=icon)
@@ -108,7 +109,7 @@ def render_calculator(arch) -> None:
 
 def render_grid(cfg: MemoryConfig, budget: int, name_plot: str) -> None:
     grid = runs.grid(cfg)
-    st.plotly_chart(kv_heatmap(grid, budget, (cfg.context, cfg.batch), cfg.arch.max_position_embeddings,
+    show_chart(kv_heatmap(grid, budget, (cfg.context, cfg.batch), cfg.arch.max_position_embeddings,
                                f"{name_plot}, {cfg.kv_dtype.upper()} cache: total KV bytes"), key="heatmap")
     st.caption("Each cell is batch × context of one model: the cache is linear in both, so every step up or right "
                "multiplies it. Left of and below the orange line the cache fits next to the weights; "
@@ -119,7 +120,7 @@ def render_grid(cfg: MemoryConfig, budget: int, name_plot: str) -> None:
 
 
 def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> None:
-    st.plotly_chart(variant_lines(curves, budget, cfg.context,
+    show_chart(variant_lines(curves, budget, cfg.context,
                                   f"{name_plot} with each attention kind, batch {cfg.batch:,}"), key="variants")
     st.dataframe(variant_rows(curves, cfg.kv_dtype, cfg.group_size), hide_index=True, width="stretch")
     st.markdown(
@@ -138,7 +139,7 @@ def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> N
 
 
 def render_dtypes(cfg: MemoryConfig, rows) -> None:
-    st.plotly_chart(dtype_bars(rows, cfg.kv_dtype, cfg.context), key="dtypes")
+    show_chart(dtype_bars(rows, cfg.kv_dtype, cfg.context), key="dtypes")
     df = dtype_frame(rows)
     st.dataframe(say.arrow_safe(df), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="localized")

@@ -7,6 +7,7 @@ from app.claims import render_claims
 from app.controls import kv_quantization as ctl
 from app.figures import quant as figs
 from app.metrics import show_metrics
+from app.present import show_chart
 from app.resources import model_or_stop, model_rates
 from app.runs import kv_quantization as runs
 from app.text import plain
@@ -59,7 +60,7 @@ st.caption(setup.standard_error_caption())
 
 st.subheader("Error by token position")
 metric, width, log = ctl.position_controls()
-st.plotly_chart(figs.error_by_position(qe.binned_frame(chosen, width), metric, log, list(qs.POSITION_KINDS)),
+show_chart(figs.error_by_position(qe.binned_frame(chosen, width), metric, log, list(qs.POSITION_KINDS)),
                 width="stretch")
 st.caption(qe.position_caption(kivi, naive, setup.eval.num_windows, R))
 
@@ -69,7 +70,7 @@ if ctl.every_scheme():
 else:
     measured.run(setup.grid_jobs(False, INT_BITS), "Measuring KIVI and naive at 8, 4, 3, 2 bits", "bits")
 table = qe.results_frame(list(measured.results.values()), qb.fp16_bytes_per_token(model.cfg))
-st.plotly_chart(figs.bits_heatmap(qe.metric_grid(measured.results, metric, qs.ALL_KINDS, INT_BITS), metric),
+show_chart(figs.bits_heatmap(qe.metric_grid(measured.results, metric, qs.ALL_KINDS, INT_BITS), metric),
                 width="stretch")
 st.caption(qe.grid_caption(S))
 shown = table[["format", *ctl.TABLE_COLUMNS]]
@@ -124,7 +125,7 @@ if got is not None:
 st.header("Keys vs values, channel by channel")
 stats = queued(lambda: runs.stats_for(variant, S), "Reading K and V channel by channel")
 layer, head = ctl.channel_controls(model.cfg.n_kv_heads)
-st.plotly_chart(figs.channel_heatmaps(stats.k_abs[layer, head], stats.v_abs[layer, head], layer, head),
+show_chart(figs.channel_heatmaps(stats.k_abs[layer, head], stats.v_abs[layer, head], layer, head),
                 width="stretch")
 c = st.columns([3, 2])
 c[0].plotly_chart(figs.channel_bars(stats.channel_mean("k")[layer, head], stats.channel_mean("v")[layer, head]),
@@ -143,7 +144,7 @@ except ValueError as exc:
 else:
     cases = queued(lambda: runs.demo_for(variant, S, T_demo, layer, head, bits, setup.chunk, setup.channel_group, ch,
                                          factor), "Injecting the outlier")
-    st.plotly_chart(figs.outlier_errors(qc.outlier_frame(cases)), width="stretch")
+    show_chart(figs.outlier_errors(qc.outlier_frame(cases)), width="stretch")
     st.caption(qc.outlier_caption(cases, layer, head, ch, factor, bits, setup.chunk, setup.channel_group))
 
 st.header("Seed 001's claims, checked")

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app.controls import paged_blocks as controls
 from app.figures import paging as figs
+from app.present import show_chart
 from app.runs import paged_blocks as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -51,7 +52,7 @@ st.caption("Real tokens ÷ KV slots claimed by requests (and stranded between th
 for col, policy in zip(st.columns(4), POLICIES, strict=True):
     col.metric(figs.POLICY_SHORT[policy], f"{100 * res[policy].token_share:.1f}%",
                help=f"{res[policy].label}: token slots ÷ slots claimed (summed over every step).")
-st.plotly_chart(figs.breakdown_bars(cmp.to_frame()), width="stretch")
+show_chart(figs.breakdown_bars(cmp.to_frame()), width="stretch")
 st.markdown(cmp.memory_summary())
 
 # --- How many fit -----------------------------------------------------------------------------
@@ -63,8 +64,8 @@ for col, policy in zip(st.columns(4), POLICIES, strict=True):
                help=f"Peak {r.peak_running}; the workload took {r.makespan:,} decode steps.")
 st.markdown(cmp.concurrency_summary())
 series = cmp.series()
-st.plotly_chart(figs.concurrency_over_time(series), width="stretch")
-st.plotly_chart(figs.memory_over_time(series, scfg.capacity_tokens), width="stretch")
+show_chart(figs.concurrency_over_time(series), width="stretch")
+show_chart(figs.memory_over_time(series, scfg.capacity_tokens), width="stretch")
 st.caption("Time is counted in decode steps: every running request produces one token per step, whatever the batch "
            "size. On a GPU a decode step grows slowly with the batch, so real speed-ups are somewhat smaller.")
 
@@ -96,12 +97,12 @@ else:
     with left:
         fig = figs.block_grid(snap.owner, snap.ref_cnt, snap.fill, snap.logical_index, scfg.block_size,
                               views.pool_title(snap, step), highlight_blocks=list(snap.req_to_block_table.get(req, ())))
-        st.plotly_chart(fig, width="stretch")
+        show_chart(fig, width="stretch")
         st.caption("Each square is one physical block (id = row label + column), coloured by the request that owns "
                    "it; grey is free. The inspected request's blocks are outlined: consecutive logical blocks sit "
                    "anywhere in the pool. Hover a block for its owner, logical index and filled slots.")
     if (hv := views.heap_at(heap, step)) is not None:
-        st.plotly_chart(figs.heap_map(hv.offset, hv.reserve, hv.stored, hv.req, hv.capacity_tokens, hv.title),
+        show_chart(figs.heap_map(hv.offset, hv.reserve, hv.stored, hv.req, hv.capacity_tokens, hv.title),
                         width="stretch")
 
 # --- Block size -------------------------------------------------------------------------------
@@ -128,7 +129,7 @@ c[1].metric("Blocks if copied", f"{fork.num_blocks_if_copied:,}",
 c[2].metric("Memory saved", f"{100 * fork.saved_share:.1f}%")
 c[3].metric("Copy-on-write copies", f"{len(fork.cow_copies):,}")
 st.markdown(views.fork_summary(fork))
-st.plotly_chart(pool_chart(fork.final, scfg.block_size, views.fork_grid_title(fork)), width="stretch")
+show_chart(pool_chart(fork.final, scfg.block_size, views.fork_grid_title(fork)), width="stretch")
 
 # --- Real model -------------------------------------------------------------------------------
 st.header("The real model decoding through block tables")
@@ -151,7 +152,7 @@ if (choice := controls.live()) is not None:
                     help=f"{run.final.num_used_blocks} blocks × {run.bytes_per_block:,} bytes (K and V, all layers).")
         c[3].metric("If each branch had its own copy", f"{run.bytes_if_copied:,}")
         st.dataframe(run.branch_frame(), hide_index=True, width="stretch")
-        st.plotly_chart(pool_chart(run.final, run.block_size, run.grid_title), width="stretch")
+        show_chart(pool_chart(run.final, run.block_size, run.grid_title), width="stretch")
         st.caption("The prompt was prefilled once and forked; each branch samples with its own seed. Decoding each "
                    "branch alone with a contiguous cache gives the tokens compared above.")
 url.sync()

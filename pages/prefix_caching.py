@@ -4,6 +4,7 @@ from app.claims import render_claims
 from app.controls import prefix_caching as controls
 from app.figures import prefix_cache as figs
 from app.metrics import show_metrics
+from app.present import show_chart
 from app.runs import prefix_caching as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -39,7 +40,7 @@ choice = controls.demo_prompt()
 demo = None if choice is None else ps.change_one_byte(choice.ids, choice.pos, choice.block_size)
 if demo is not None:
     show_metrics(demo.metrics())
-    st.plotly_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, demo.chart_title()),
+    show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, demo.chart_title()),
                     width="stretch")
     st.markdown(demo.summary())
     with st.expander("Every block, its hash and its parent's hash"):
@@ -72,11 +73,11 @@ def workload_section():
         col.metric(m.label, m.value, help=m.help)
         col.caption(both[layout].last_request_caption())
     st.markdown(ro.layout_sentence(cfg.workload, both))
-    st.plotly_chart(figs.layout_bars(table, wk.PREFIX_WORKLOAD_LABELS, cfg.workload), width="stretch")
+    show_chart(figs.layout_bars(table, wk.PREFIX_WORKLOAD_LABELS, cfg.workload), width="stretch")
     st.caption(ro.workloads_caption(cfg, cache))
 
     frame = res.to_frame()
-    st.plotly_chart(figs.per_request(frame, f"{wl_name}, {wk.LAYOUT_LABELS[cfg.layout]}: each request's prompt, "
+    show_chart(figs.per_request(frame, f"{wl_name}, {wk.LAYOUT_LABELS[cfg.layout]}: each request's prompt, "
                                      "hit vs computed"), width="stretch")
     c = st.columns(2)
     c[0].download_button("Download per-request results (CSV)", frame.to_csv(index=False).encode(),
@@ -115,7 +116,7 @@ def sweep_and_tree_sections(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
     grown = runs.radix_tree(cfg, cache.block_size, n)
     if grown is None:
         return
-    st.plotly_chart(figs.radix_tree(grown.segments, cache.block_size, list(grown.labels), ro.tree_title(cfg, n)),
+    show_chart(figs.radix_tree(grown.segments, cache.block_size, list(grown.labels), ro.tree_title(cfg, n)),
                     width="stretch")
     st.markdown(
         "SGLang keeps the cache as a **radix tree**: every request is a path from the root, shared prefixes are "
@@ -157,7 +158,7 @@ if run is not None:
     show_metrics(run.metrics())
     if run.mismatch_warning():
         st.warning(run.mismatch_warning())
-    st.plotly_chart(figs.prefill_times(run, run.chart_title()), width="stretch")
+    show_chart(figs.prefill_times(run, run.chart_title()), width="stretch")
     st.markdown(run.report())
     st.dataframe(run.to_frame(inputs.continuations), hide_index=True, width="stretch")
     real_finding = claims.branch_finding(run)
@@ -167,7 +168,7 @@ if run is not None:
         st.info(inputs.kv_problem)
     else:
         kc = runs.kv_change(inputs.kv_ids, controls.kv_position(len(inputs.kv_ids)))
-        st.plotly_chart(figs.kv_difference(kc, kc.position_labels(), kc.chart_title()), width="stretch")
+        show_chart(figs.kv_difference(kc, kc.position_labels(), kc.chart_title()), width="stretch")
         st.markdown(kc.summary())
         kv_finding = kc.finding()
 

@@ -5,6 +5,7 @@ import streamlit as st
 from app.claims import render_claims
 from app.figures import CACHED, NAIVE
 from app.figures import roofline as figs
+from app.present import show_chart
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued
@@ -120,8 +121,8 @@ points = [
     {"name": "decode", "intensity": dec.intensity, "flops_per_s": dec.attainable_flops(hw), "color": CACHED},
     {"name": "prefill", "intensity": pre.intensity, "flops_per_s": pre.attainable_flops(hw), "color": NAIVE},
 ]
-st.plotly_chart(figs.roofline(hw.peak_flops, hw.bandwidth, hw.name, points, traces), width="stretch")
-st.plotly_chart(figs.bytes_breakdown([("decode", dec.bytes_weights, dec.bytes_kv, dec.bytes_activations),
+show_chart(figs.roofline(hw.peak_flops, hw.bandwidth, hw.name, points, traces), width="stretch")
+show_chart(figs.bytes_breakdown([("decode", dec.bytes_weights, dec.bytes_kv, dec.bytes_activations),
                                       ("prefill", pre.bytes_weights, pre.bytes_kv, pre.bytes_activations)]),
                 width="stretch")
 table = steps_frame([pre, dec], hw)
@@ -166,7 +167,7 @@ else:
     tp = st.session_state.get("tiny_point")
     if tp is not None:
         mhw = Hardware("this machine", probe.peak_flops, probe.bandwidth)
-        st.plotly_chart(figs.roofline(mhw.peak_flops, mhw.bandwidth, mhw.name, [
+        show_chart(figs.roofline(mhw.peak_flops, mhw.bandwidth, mhw.name, [
             {"name": "tiny model, decode (measured)", "intensity": tp.intensity, "flops_per_s": tp.achieved_flops,
              "color": CACHED},
             {"name": "tiny model, decode (roofline prediction)", "intensity": tp.intensity,

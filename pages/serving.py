@@ -6,12 +6,13 @@ import streamlit as st
 from app.claims import render_claims
 from app.controls import serving as controls
 from app.figures import serving as figs
+from app.present import show_chart
 from app.runs import serving as runs
 from app.text import plain
 from app.urlstate import UrlState
 from sim.cost.presets import load_presets
 from sim.serving import speculative as sps
-from sim.serving.claims import seed_claims
+from sim.serving.serving_claims import seed_claims
 
 st.title("Serving")
 st.markdown(
@@ -53,14 +54,14 @@ if cmp is not None:
 
     st.header("Who runs when")
     shown = runs.batching_figures(setup, controls.gantt_rows())
-    st.plotly_chart(shown["gantt"], width="stretch")
+    show_chart(shown["gantt"], width="stretch")
     st.caption("Grey: waiting in the queue (and, after a preemption, waiting to be recomputed). Dark: computing. "
                "Pale red: the request is finished but its row stays in the static batch until the longest request "
                "of the batch is done. Black tick: the first token.")
     g = st.columns(2)
     g[0].plotly_chart(shown["occupancy"], width="stretch")
     g[1].plotly_chart(shown["kv"], width="stretch")
-    st.plotly_chart(shown["latency"], width="stretch")
+    show_chart(shown["latency"], width="stretch")
 
     if controls.sweep_on():
         sw = None
@@ -70,7 +71,7 @@ if cmp is not None:
             st.error(f"The sweep cannot run with these settings: {plain(exc)}")
         if sw is not None:
             frame = sw.to_frame()
-            st.plotly_chart(figs.batch_sweep(frame, setup.max_batch), width="stretch")
+            show_chart(figs.batch_sweep(frame, setup.max_batch), width="stretch")
             st.dataframe(frame.round(2), hide_index=True, width="stretch")
 
 # --- Speculative decoding ---------------------------------------------------------------------
@@ -116,7 +117,7 @@ if (live := controls.live()) is not None:
         st.error(f"Cannot speculate: {plain(exc)}")
 
 run_label = f"real tiny model, {st.session_state['live_draft']} draft (measured)"
-st.plotly_chart(runs.speculative_figure(spec, run, run_label), width="stretch")
+show_chart(runs.speculative_figure(spec, run, run_label), width="stretch")
 st.caption("Diamonds: the best k for each α. Crosses: the Monte Carlo means at the chosen α, which sit on the formula. "
            + ("Dotted: the chosen α with the verify pass timed by the roofline instead of assumed to cost one step. "
               if curves.timing is not None else "")
@@ -150,7 +151,7 @@ except ValueError as exc:
 if points:
     presets = load_presets()
     label = f"{presets[choice.batch_target].name} drafted by {presets[choice.batch_draft].name}"
-    st.plotly_chart(figs.spec_vs_batch(points, spec.alpha, spec.k, label), width="stretch")
+    show_chart(figs.spec_vs_batch(points, spec.alpha, spec.k, label), width="stretch")
     st.caption(sps.batch_sweep_caption(points))
 
 st.header("Seed 002's numbers, checked")

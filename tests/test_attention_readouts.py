@@ -3,6 +3,7 @@
 import pytest
 
 from sim.attention import online_softmax as FL
+from sim.attention.kernel_claims import kernel_claims
 from sim.attention.limits import Limits
 from sim.attention.measure import STATS, KernelTiming, Stats
 from sim.attention.readouts import (
@@ -18,7 +19,6 @@ from sim.attention.readouts import (
     timing_rows,
     traffic_metrics,
 )
-from sim.attention.seed_claims import kernel_claims
 from sim.attention.shapes import HEAD_DIMS, AttentionShape, nearest
 from sim.attention.timing import SweepResult, TimingResult, sweep_attention
 from sim.claims import Verdict

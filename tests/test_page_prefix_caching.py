@@ -7,10 +7,10 @@ from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
 from sim.alloc.block_pool import cdiv
+from sim.alloc.byte_tokens import other_byte
 from sim.alloc.prefix_cache import CacheConfig, simulate_prefix_cache
 from sim.alloc.prefix_sweeps import compare_two_prompts, compare_workloads
 from sim.alloc.workload import LAYOUT_LABELS, LAYOUTS, PrefixWorkloadConfig, make_trace
-from sim.model import prefix_run as pr
 from sim.model.transformer import checkpoint_path
 from tests.conftest import run_page, unescaped
 
@@ -59,7 +59,7 @@ def test_defaults_show_the_simulators_numbers_and_export_them():
     text = at.text_area(key="demo_text").value
     a = list(text.encode())
     b = list(a)
-    b[72] = pr.other_byte(a[72])
+    b[72] = other_byte(a[72])
     demo = compare_two_prompts(a, b, 16).result
     assert shown["Blocks of B reused"] == f"{demo.hit_tokens[1] // 16} of {cdiv(len(b), 16)}" == "4 of 9"
     assert shown["Tokens of B read from the cache"] == "64"

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.alloc.block_pool import cdiv
+from sim.alloc.byte_tokens import other_byte
 from sim.alloc.prefix_cache import CacheConfig, block_hashes, hash_block_tokens, simulate_prefix_cache, work_ratio
 from sim.alloc.prefix_sweeps import block_size_sweep, capacity_sweep, compare_two_prompts, compare_workloads
 from sim.alloc.radix_tree import radix_hit_tokens, radix_view
@@ -344,8 +345,8 @@ def one_thread():
 
 
 def test_other_byte():
-    assert [chr(pr.other_byte(ord(c))) for c in "aZ79 X\n"] == ["A", "z", "8", "0", "X", "x", "X"]
-    assert pr.other_byte(0xC3) == ord("X")
+    assert [chr(other_byte(ord(c))) for c in "aZ79 X\n"] == ["A", "z", "8", "0", "X", "x", "X"]
+    assert other_byte(0xC3) == ord("X")
 
 
 def test_branching_from_a_cached_prefix_matches_from_scratch_random_model(one_thread):
@@ -396,7 +397,7 @@ def test_one_changed_byte_changes_kv_of_every_later_position_from_layer_1_on(one
     model = random_model()
     ids = list(range(30, 90))
     kc = pr.kv_change(model, ids, 17)
-    assert kc.changed_ids[17] == pr.other_byte(ids[17]) and kc.changed_ids[:17] == ids[:17]
+    assert kc.changed_ids[17] == other_byte(ids[17]) and kc.changed_ids[:17] == ids[:17]
     assert (kc.k_diff[:, :17] == 0).all() and (kc.v_diff[:, :17] == 0).all()  # causal: nothing before changes
     assert np.flatnonzero(kc.k_diff[0]).tolist() == [17] == np.flatnonzero(kc.v_diff[0]).tolist()
     for layer in range(1, kc.num_layers):

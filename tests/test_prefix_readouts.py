@@ -21,7 +21,6 @@ def test_byte_tokens():
     assert bt.from_bytes([97, 195]) == "a\ufffd"  # a cut character
     assert [bt.show_byte(b) for b in (10, 32, 65, 0x7F, 0xC3)] == ["⏎", "␣", "A", "\\x7f", "\\xc3"]
     assert bt.printable(b"ab\ncd") == "ab⏎cd"
-    assert pr.other_byte is bt.other_byte
 
 
 def test_two_prompts_metrics_title_and_table():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NUMPY_ONLY = [*(ROOT / "sim" / pkg for pkg in ("cost", "alloc", "serving", "work")), ROOT / "sim" / "claims.py"]
+NUMPY_ONLY = [*(ROOT / "sim" / pkg for pkg in ("cost", "alloc", "serving", "work")), ROOT / "sim" / "claims.py", ROOT / "sim" / "readout.py"]
 MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
                  for d in NUMPY_ONLY for p in ([d] if d.is_file() else sorted(d.rglob("*.py"))))
 # Default views that need no model; run directly (app/main.py opens Home, which shows torch's version).

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.work.threads import DEVICE_ENV, THREADS_ENV, pick_num_threads  # noqa: F401  (re-exported)
+from sim.work.threads import DEVICE_ENV, pick_num_threads
 
 # The SDPA backends torch can be forced onto, in the order the pages list them.
 SDPA_BACKEND_NAMES = ("math", "flash", "efficient", "cudnn")

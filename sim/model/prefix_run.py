@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.alloc.byte_tokens import from_bytes, show_byte, to_bytes
-from sim.alloc.byte_tokens import other_byte as other_byte  # where the K/V view's changed byte comes from
+from sim.alloc.byte_tokens import from_bytes, other_byte, show_byte, to_bytes
 from sim.alloc.prefix_readouts import JobPlan
 from sim.readout import Metric
 

@@ -1,0 +1,74 @@
+"""On a projector: every page at 1024×768 (sidebar open) and in presenter mode at 1280×720.
+
+Every plotly chart's every visible axis has a title (read from plotly's own full layout in the page, so a
+title wiped after the figure was built is caught); nothing scrolls sideways; presenter mode really enlarges
+the tick labels. Presenter-mode screenshots go to test-output/screenshots/present-<page>.png.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from app.present import PRESENTER
+from app.registry import PAGES
+from tests.test_browser import DONE, SHOTS, app_url, browser  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.browser
+
+# For each chart on the page: the axes plotly shows with an empty title, and the smallest tick font.
+AXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(el => {
+  const fl = el._fullLayout || {};
+  const untitled = [];
+  let minTick = 1e9;
+  for (const [name, ax] of Object.entries(fl)) {
+    if (!/^[xyz]axis\\d*$/.test(name) || !ax || ax.visible === false) continue;
+    if (ax.showticklabels === false && !(ax.title && ax.title.text)) continue;  // a bare axis (heat strip)
+    if (!(ax.title && String(ax.title.text || '').trim())) untitled.push(name);
+    if (ax.tickfont && ax.tickfont.size) minTick = Math.min(minTick, ax.tickfont.size);
+  }
+  return {title: (fl.title && fl.title.text) || '', untitled, minTick};
+})"""
+
+
+def _open(chromium, url: str, width: int, height: int):
+    page = chromium.new_page(viewport={"width": width, "height": height})
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+    page.wait_for_selector(DONE, timeout=180_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
+    page.wait_for_timeout(700)
+    return page
+
+
+def _check(page, slug: str) -> list[dict]:
+    assert page.locator('[data-testid="stException"]').count() == 0
+    charts = page.evaluate(AXES_JS)
+    bad = [c for c in charts if c["untitled"]]
+    assert bad == [], f"{slug}: charts with untitled axes: {bad}"
+    sw, iw = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert sw <= iw, f"{slug}: the page scrolls sideways ({sw} px of content in a {iw} px window)"
+    return charts
+
+
+@pytest.mark.parametrize("slug", [p.slug for p in PAGES])
+def test_small_screen(app_url, browser, slug):  # noqa: F811
+    page = _open(browser, f"{app_url}/{'' if slug == 'home' else slug}", 1024, 768)
+    try:
+        _check(page, slug)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("slug", [p.slug for p in PAGES])
+def test_presenter_mode(app_url, browser, slug):  # noqa: F811
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = _open(browser, f"{app_url}/{'' if slug == 'home' else slug}?present=1", 1280, 720)
+    try:
+        charts = _check(page, slug)
+        assert all(c["minTick"] >= PRESENTER["tick"] for c in charts if c["minTick"] < 1e9), charts
+        # the setting stays in the URL (a copied link keeps it) and the sidebar starts collapsed
+        assert "present=1" in page.url
+        assert page.locator('[data-testid="stSidebar"][aria-expanded="true"]').count() == 0
+        page.screenshot(path=str(Path(SHOTS) / f"present-{slug}.png"), full_page=True)
+    finally:
+        page.close()
