@@ -94,6 +94,12 @@ def show_chart(fig: go.Figure, **kwargs) -> None:
     st.plotly_chart(styled(fig, presenting()), **kwargs)
 
 
+def show_chart_in(where, fig: go.Figure, **kwargs) -> None:
+    """show_chart inside a column or container (`show_chart_in(cols[0], fig)`)."""
+    kwargs.setdefault("config", {"displaylogo": False})
+    where.plotly_chart(styled(fig, presenting()), **kwargs)
+
+
 def show_table(df, label: str, **kwargs) -> None:
     """A results table: inline normally, folded into an expander in presenter mode (a dense table is
     unreadable on a projector; the chart above it carries the point)."""

@@ -10,7 +10,7 @@ from app.claims import render_claims
 from app.controls import attention_kernels as ctl
 from app.figures import kernels as figs
 from app.metrics import show_metrics
-from app.present import show_chart
+from app.present import show_chart, show_chart_in
 from app.runs import attention_kernels as runs
 from app.text import plain
 from sim.attention import online_softmax as FL
@@ -109,10 +109,10 @@ else:
         col = STATS[stat]
         show_metrics(R.sweep_metrics(sweep, stat, matmul_size(device.type)))
         g = st.columns(2)
-        g[0].plotly_chart(figs.sweep_time(sdf, col), width="stretch")
-        g[1].plotly_chart(figs.sweep_memory(sdf), width="stretch")
-        g[0].plotly_chart(figs.sweep_speedup(sdf, col), width="stretch")
-        g[1].plotly_chart(figs.sweep_tflops(sdf, col, sweep.ceiling_flops / 1e12,
+        show_chart_in(g[0], figs.sweep_time(sdf, col), width="stretch")
+        show_chart_in(g[1], figs.sweep_memory(sdf), width="stretch")
+        show_chart_in(g[0], figs.sweep_speedup(sdf, col), width="stretch")
+        show_chart_in(g[1], figs.sweep_tflops(sdf, col, sweep.ceiling_flops / 1e12,
                                             f"{matmul_size(device.type):,}³ matmul here"), width="stretch")
         st.caption("Eager and MATH grow like N² in time *and* memory; FLASH grows like N² in time but only like N in "
                    "memory (its output plus a working buffer per thread, so its peak — and the memory ratio — also "

@@ -2,7 +2,7 @@ import streamlit as st
 
 from app.claims import render_claims
 from app.figures import decode as figs
-from app.present import show_chart
+from app.present import show_chart, show_chart_in
 from app.resources import model_or_stop as load_model
 from app.resources import model_rates
 from app.text import plain
@@ -176,8 +176,8 @@ k[2].metric("Naive, N tokens in all", human_flops(at.naive_total))
 k[3].metric("Cached, N tokens in all", human_flops(at.cached_total), f"{at.naive_total / at.cached_total:,.0f}× fewer",
             delta_color="off", delta_arrow="off")
 g = st.columns(2)
-g[0].plotly_chart(figs.scale_figure(points, False, preset.name), width="stretch")
-g[1].plotly_chart(figs.scale_figure(points, True, preset.name), width="stretch")
+show_chart_in(g[0], figs.scale_figure(points, False, preset.name), width="stretch")
+show_chart_in(g[1], figs.scale_figure(points, True, preset.name), width="stretch")
 st.caption("Per step: naive O(N·D² + N²·D) vs cached O(D² + N·D). Whole answer: naive O(N²·D² + N³·D) vs cached "
            "O(N·D² + N²·D). Matmul FLOPs only; a mixture-of-experts MLP counts the experts each token uses. MLA models "
            "are left out here: their latent K/V changes the attention formula.")

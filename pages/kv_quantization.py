@@ -7,7 +7,7 @@ from app.claims import render_claims
 from app.controls import kv_quantization as ctl
 from app.figures import quant as figs
 from app.metrics import show_metrics
-from app.present import show_chart
+from app.present import show_chart, show_chart_in
 from app.resources import model_or_stop, model_rates
 from app.runs import kv_quantization as runs
 from app.text import plain
@@ -81,8 +81,8 @@ if not ctl.every_scheme():
 
 st.header("Bytes: codes, scales, zero points and the residual window")
 c = st.columns([3, 2])
-c[0].plotly_chart(figs.bytes_by_part(qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S), S), width="stretch")
-c[1].plotly_chart(figs.bytes_vs_context(qb.bytes_curves(model.cfg, schemes), R), width="stretch")
+show_chart_in(c[0], figs.bytes_by_part(qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S), S), width="stretch")
+show_chart_in(c[1], figs.bytes_vs_context(qb.bytes_curves(model.cfg, schemes), R), width="stretch")
 st.latex(qb.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S))
 st.caption(qb.tiny_bytes_caption(model.cfg, variant, bits, R))
 
@@ -128,7 +128,7 @@ layer, head = ctl.channel_controls(model.cfg.n_kv_heads)
 show_chart(figs.channel_heatmaps(stats.k_abs[layer, head], stats.v_abs[layer, head], layer, head),
                 width="stretch")
 c = st.columns([3, 2])
-c[0].plotly_chart(figs.channel_bars(stats.channel_mean("k")[layer, head], stats.channel_mean("v")[layer, head]),
+show_chart_in(c[0], figs.channel_bars(stats.channel_mean("k")[layer, head], stats.channel_mean("v")[layer, head]),
                   width="stretch")
 c[1].dataframe(stats.ratios_frame(), hide_index=True, width="stretch", height=340,
                column_config=ctl.columns(ctl.RATIO_COLUMNS))

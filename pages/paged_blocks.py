@@ -5,7 +5,7 @@ import streamlit as st
 
 from app.controls import paged_blocks as controls
 from app.figures import paging as figs
-from app.present import show_chart
+from app.present import show_chart, show_chart_in
 from app.runs import paged_blocks as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -109,7 +109,7 @@ else:
 st.header("Block size: last-block waste against table length")
 trade = block_size_tradeoff(cmp.workload, chosen=scfg.block_size)
 left, right = st.columns([3, 1])
-left.plotly_chart(figs.block_size_tradeoff(trade.to_frame(), scfg.block_size, *trade.at(scfg.block_size)),
+show_chart_in(left, figs.block_size_tradeoff(trade.to_frame(), scfg.block_size, *trade.at(scfg.block_size)),
                   width="stretch")
 with right:
     tokens = controls.tokens_in_one_request()

@@ -4,7 +4,7 @@ from app.claims import render_claims
 from app.controls import prefix_caching as controls
 from app.figures import prefix_cache as figs
 from app.metrics import show_metrics
-from app.present import show_chart
+from app.present import show_chart, show_chart_in
 from app.runs import prefix_caching as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -103,10 +103,10 @@ def sweep_and_tree_sections(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
         return
     cap, bsz = swept
     c = st.columns(2)
-    c[0].plotly_chart(figs.sweep(cap, "capacity_tokens", cache.capacity_tokens,
+    show_chart_in(c[0], figs.sweep(cap, "capacity_tokens", cache.capacity_tokens,
                                  f"{wl_name}: hit rate vs cache capacity", "cache capacity (token slots)"),
                       width="stretch")
-    c[1].plotly_chart(figs.sweep(bsz, "block_size", cache.block_size, f"{wl_name}: hit rate vs block size",
+    show_chart_in(c[1], figs.sweep(bsz, "block_size", cache.block_size, f"{wl_name}: hit rate vs block size",
                                  "block size (tokens)"), width="stretch")
     st.caption(ro.sweep_caption(cache))
 

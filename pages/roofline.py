@@ -5,7 +5,7 @@ import streamlit as st
 from app.claims import render_claims
 from app.figures import CACHED, NAIVE
 from app.figures import roofline as figs
-from app.present import show_chart
+from app.present import show_chart, show_chart_in
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued
@@ -133,8 +133,8 @@ st.header("Batching: shared weights, private caches")
 contexts = sorted({512, 8192, 131072, cfg.context})
 rows = batch_sweep(cfg, hw, BATCHES, contexts)
 g = st.columns(2)
-g[0].plotly_chart(figs.sweep_lines(rows, "intensity", "FLOPs per byte", hw.ridge), width="stretch")
-g[1].plotly_chart(figs.sweep_lines(rows, "tokens_per_s", "tokens/s"), width="stretch")
+show_chart_in(g[0], figs.sweep_lines(rows, "intensity", "FLOPs per byte", hw.ridge), width="stretch")
+show_chart_in(g[1], figs.sweep_lines(rows, "tokens_per_s", "tokens/s"), width="stretch")
 turns = {S: memory_bound_until(replace(cfg, context=S), hw) for S in contexts}
 st.markdown(turning_points(turns))
 st.caption("Each request added to a decode batch reuses the weights already read — but brings its own KV cache, "

@@ -6,7 +6,7 @@ import streamlit as st
 from app.claims import render_claims
 from app.controls import serving as controls
 from app.figures import serving as figs
-from app.present import show_chart
+from app.present import show_chart, show_chart_in
 from app.runs import serving as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -59,8 +59,8 @@ if cmp is not None:
                "Pale red: the request is finished but its row stays in the static batch until the longest request "
                "of the batch is done. Black tick: the first token.")
     g = st.columns(2)
-    g[0].plotly_chart(shown["occupancy"], width="stretch")
-    g[1].plotly_chart(shown["kv"], width="stretch")
+    show_chart_in(g[0], shown["occupancy"], width="stretch")
+    show_chart_in(g[1], shown["kv"], width="stretch")
     show_chart(shown["latency"], width="stretch")
 
     if controls.sweep_on():

@@ -34,3 +34,11 @@ def test_styled_sets_type_sizes_and_keeps_axis_titles():
     assert fig.layout.height == 460
     assert (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text) == ("context (tokens)", "KV cache (GiB)")
     assert styled(go.Figure(), False).layout.font.size == NORMAL["font"]
+
+
+def test_every_chart_goes_through_the_lab_style():
+    """A page that calls plotly_chart itself would stay small on a projector."""
+    offenders = [f"{p.relative_to(ROOT)}:{i}" for d in ("pages", "app") for p in sorted((ROOT / d).rglob("*.py"))
+                 if p.name != "present.py"
+                 for i, line in enumerate(p.read_text().splitlines(), 1) if ".plotly_chart(" in line]
+    assert offenders == []
