@@ -100,11 +100,35 @@ def show_chart_in(where, fig: go.Figure, **kwargs) -> None:
     where.plotly_chart(styled(fig, presenting()), **kwargs)
 
 
-def show_table(df, label: str, **kwargs) -> None:
-    """A results table: inline normally, folded into an expander in presenter mode (a dense table is
-    unreadable on a projector; the chart above it carries the point)."""
+def number_formats(df) -> dict:
+    """Column formats for a results table: whole numbers with thousands separators (582,748,632,776,704,
+    not 582748632776704), large floats rounded to whole numbers, the rest to 4 significant digits."""
+    import pandas as pd
+
+    formats = {}
+    for name in df.columns:
+        col = df[name]
+        if pd.api.types.is_bool_dtype(col) or not pd.api.types.is_numeric_dtype(col):
+            continue
+        finite = col[pd.notna(col)]
+        if pd.api.types.is_integer_dtype(col) or (len(finite) and (finite.abs().min() >= 1e4 or
+                                                                   (finite == finite.round()).all())):
+            formats[name] = st.column_config.NumberColumn(format="localized")
+        else:
+            formats[name] = st.column_config.NumberColumn(format="%.4g")
+    return formats
+
+
+def show_table(df, label: str = "Show the table", where=None, **kwargs) -> None:
+    """A results table with readable numbers (its toolbar downloads it as CSV): inline normally, folded into
+    an expander in presenter mode (a dense table is unreadable on a projector; the chart carries the point)."""
+    import pandas as pd
+
+    if isinstance(df, pd.DataFrame):
+        kwargs["column_config"] = {**number_formats(df), **(kwargs.get("column_config") or {})}
+    target = where if where is not None else st
     if presenting():
-        with st.expander(label):
+        with target.expander(label):
             st.dataframe(df, **kwargs)
     else:
-        st.dataframe(df, **kwargs)
+        target.dataframe(df, **kwargs)

@@ -10,7 +10,7 @@ from app.claims import render_claims
 from app.controls import attention_kernels as ctl
 from app.figures import kernels as figs
 from app.metrics import show_metrics
-from app.present import show_chart, show_chart_in
+from app.present import show_chart, show_chart_in, show_table
 from app.runs import attention_kernels as runs
 from app.text import plain
 from sim.attention import online_softmax as FL
@@ -42,7 +42,7 @@ url = ctl.register(dtypes, os.cpu_count() or 1)
 
 # --- 1. what runs here --------------------------------------------------------------------------
 st.header("Which kernels run on this device")
-st.dataframe(pd.DataFrame(R.status_rows(runs.statuses(dev, st.session_state["dtype"]))), hide_index=True,
+show_table(pd.DataFrame(R.status_rows(runs.statuses(dev, st.session_state["dtype"]))), hide_index=True,
              width="stretch", column_config={"Implementation": st.column_config.TextColumn(width="medium"),
                                              "Runs here": st.column_config.TextColumn(width="small"),
                                              "Why not": st.column_config.TextColumn(width="large")})
@@ -71,7 +71,7 @@ if (timing := runs.last_timing()) is not None:
         st.info(stale, icon=":material/info:")
     st.markdown(R.timing_heading(result, measured_at))
     show_metrics(R.timing_metrics(result))
-    st.dataframe(pd.DataFrame(R.timing_rows(result)), hide_index=True, width="stretch")
+    show_table(pd.DataFrame(R.timing_rows(result)), hide_index=True, width="stretch")
     df = pd.DataFrame(result.to_records())
     show_chart(figs.kernel_bars(df, result.shape.score_bytes), width="stretch")
     if (note := R.flex_note(result)) is not None:
@@ -169,7 +169,7 @@ else:
     got = runs.last_timing()
     if got and got[0].shape == shape and (rows := R.memory_model_rows(got[0], traffic)):
         st.markdown("**Next to the measured memory** (the timing above, same shape):")
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        show_table(pd.DataFrame(rows), hide_index=True, width="stretch")
         st.caption("Eager holds several N² tensors at once (scores, their scaled and masked copies, "
                    "probabilities), so its measured peak is a small multiple of one matrix. FLASH holds the "
                    "output plus working buffers per thread: it does not grow with N².")

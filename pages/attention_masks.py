@@ -2,7 +2,7 @@ import pandas as pd
 import streamlit as st
 
 from app.figures import masks as figs
-from app.present import show_chart
+from app.present import show_chart, show_table
 from app.resources import model_or_stop as load_model
 from app.text import plain
 from app.urlstate import UrlState
@@ -123,7 +123,7 @@ for v in VARIANTS:
     leak_rows.append({"How the mask is applied": v.label, "Mean leaked mass per row": float(leak.nanmean()),
                       "Worst row": float(leak.nan_to_num(0).max()), "NaN rows": int(w.isnan().any(-1).sum()),
                       "Weight error vs −inf fp32 (max)": float((w - weights[VARIANTS[0].label]).abs().nan_to_num(0).max())})
-st.dataframe(pd.DataFrame(leak_rows), hide_index=True, width="stretch",
+show_table(pd.DataFrame(leak_rows), hide_index=True, width="stretch",
              column_config={"Mean leaked mass per row": st.column_config.NumberColumn(format="%.4f"),
                             "Worst row": st.column_config.NumberColumn(format="%.4f")})
 show_chart(figs.row_weights({k: w[row].numpy() for k, w in weights.items()
@@ -133,7 +133,7 @@ st.caption("Leaked mass: the probability a query gives to keys its mask forbids.
            "still weighs e⁰ = 1 against the others. −1e4 and −1e9 leak nothing measurable here (e^−10000 underflows "
            "to 0), but fp16 cannot hold −1e9: it overflows to −∞, and fp16 softmax rounds the weights themselves.")
 st.subheader("A fully masked row")
-st.dataframe(pd.DataFrame([{"Where": k, "Result": v} for k, v in masked_row_behaviour().items()]),
+show_table(pd.DataFrame([{"Where": k, "Result": v} for k, v in masked_row_behaviour().items()]),
              hide_index=True, width="stretch")
 st.caption("A left-pad query has no key to attend to. Plain softmax over all −∞ is 0/0 = NaN, and NaN spreads "
            "through every later layer; a large finite negative gives a uniform row instead. torch's SDPA kernels "

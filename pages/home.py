@@ -1,9 +1,11 @@
 import pandas as pd
 import streamlit as st
 
+from app.present import show_table
 from app.registry import PAGES
 from app.resources import device_info
 from app.urlstate import UrlState
+from sim.claims import SEEDS
 
 st.title("KV Cache Lab")
 UrlState("home")  # no controls here; marks the page so the next page knows it is entered
@@ -20,9 +22,16 @@ on a real tiny language model** running on this machine — and says why they di
 """
 )
 
+st.markdown(
+    "**The seeds.** The lab follows four Korean articles on the KV cache — its cost, its memory, FlashAttention "
+    "and quantization. Pages call them *seed 000 … 004*, quote them, and recompute every number they state; "
+    "where a seed's number is off, the page shows the right one and says why."
+)
+st.caption(" · ".join(f"seed {k}: {en} (“{ko}”)" for k, (ko, en) in SEEDS.items()))
+
 st.subheader("Map of the lab")
 rows = [{"Page": p.title, "Section": p.section, "What it shows": p.summary} for p in PAGES if p.slug != "home"]
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+show_table(pd.DataFrame(rows), hide_index=True, width="stretch")
 cols = st.columns(3)
 for i, p in enumerate(q for q in PAGES if q.slug != "home"):
     cols[i % 3].page_link(p.path, label=p.title, icon=p.icon)
@@ -38,7 +47,7 @@ c[3].metric("torch", info.torch_version)
 st.caption(f"Device name: {info.device_name}. Set `KVLAB_DEVICE=cpu` or `cuda` to override the automatic choice.")
 st.markdown("**Scaled-dot-product attention backends** — each one was forced and run on a tiny causal "
             "input just now; a backend that refused says why.")
-st.dataframe(
+show_table(
     pd.DataFrame([{"Backend": b.name, "Runs here": "yes" if b.runs else "no", "Why not": b.reason}
                   for b in info.backends]),
     hide_index=True, width="stretch",

@@ -7,7 +7,7 @@ from app.claims import render_claims
 from app.controls import kv_memory as controls
 from app.figures.memory import dtype_bars, kv_heatmap, memory_breakdown, variant_lines
 from app.metrics import show_metrics
-from app.present import show_chart
+from app.present import show_chart, show_table
 from app.runs import kv_memory as runs
 from app.text import code, for_plotly, plain
 from sim.cost import kv_readouts as say
@@ -122,7 +122,7 @@ def render_grid(cfg: MemoryConfig, budget: int, name_plot: str) -> None:
 def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> None:
     show_chart(variant_lines(curves, budget, cfg.context,
                                   f"{name_plot} with each attention kind, batch {cfg.batch:,}"), key="variants")
-    st.dataframe(variant_rows(curves, cfg.kv_dtype, cfg.group_size), hide_index=True, width="stretch")
+    show_table(variant_rows(curves, cfg.kv_dtype, cfg.group_size), hide_index=True, width="stretch")
     st.markdown(
         "- **MHA** keeps a K and a V head for every query head; **GQA** lets a group of query heads share one; "
         "**MQA** keeps a single one. The cache scales with the number of K/V heads, nothing else changes.\n"
@@ -141,7 +141,7 @@ def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> N
 def render_dtypes(cfg: MemoryConfig, rows) -> None:
     show_chart(dtype_bars(rows, cfg.kv_dtype, cfg.context), key="dtypes")
     df = dtype_frame(rows)
-    st.dataframe(say.arrow_safe(df), hide_index=True, width="stretch",
+    show_table(say.arrow_safe(df), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="localized")
                                 for c in ("Per token (B)", "Per request (B)", "All requests (B)")})
     st.download_button("Download this table (CSV)", df.to_csv(index=False), file_name="kv_dtypes.csv",
@@ -181,7 +181,7 @@ def render_measured() -> None:
         return
     if r is None:
         return
-    st.dataframe(measurement_rows(r), hide_index=True, width="stretch",
+    show_table(measurement_rows(r), hide_index=True, width="stretch",
                  column_config={"Bytes": st.column_config.NumberColumn(format="%d")})
     st.caption(r.caption)
     if r.agree:
@@ -201,7 +201,7 @@ def render_seed_claims() -> None:
 
 def render_presets() -> None:
     df = presets_frame(presets)
-    st.dataframe(df, hide_index=True, width="stretch", height=36 * (len(df) + 1) + 4,
+    show_table(df, hide_index=True, width="stretch", height=36 * (len(df) + 1) + 4,
                  column_config={"KV per token (B)": st.column_config.NumberColumn(format="localized"),
                                 "Trained context": st.column_config.NumberColumn(format="localized")})
     st.caption("Presets are data (assets/presets/models.json): each model's published config.json fields, parsed "

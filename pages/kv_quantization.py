@@ -7,7 +7,7 @@ from app.claims import render_claims
 from app.controls import kv_quantization as ctl
 from app.figures import quant as figs
 from app.metrics import show_metrics
-from app.present import show_chart, show_chart_in
+from app.present import show_chart, show_chart_in, show_table
 from app.resources import model_or_stop, model_rates
 from app.runs import kv_quantization as runs
 from app.text import plain
@@ -74,7 +74,7 @@ show_chart(figs.bits_heatmap(qe.metric_grid(measured.results, metric, qs.ALL_KIN
                 width="stretch")
 st.caption(qe.grid_caption(S))
 shown = table[["format", *ctl.TABLE_COLUMNS]]
-st.dataframe(shown, hide_index=True, width="stretch", column_config=ctl.columns(ctl.TABLE_COLUMNS))
+show_table(shown, hide_index=True, width="stretch", column_config=ctl.columns(ctl.TABLE_COLUMNS))
 st.download_button("Download the bits × scheme table (CSV)", shown.to_csv(index=False), setup.csv_name(), "text/csv")
 if not ctl.every_scheme():
     st.info(setup.blank_cells_note())
@@ -98,7 +98,7 @@ except ValueError as exc:
     view = None
 if view is not None:
     show_metrics(view.metrics(bits), 3)
-    st.dataframe(view.frame(), hide_index=True, width="stretch", column_config=ctl.columns(ctl.SCALE_COLUMNS))
+    show_table(view.frame(), hide_index=True, width="stretch", column_config=ctl.columns(ctl.SCALE_COLUMNS))
     st.caption(view.caption())
 
 st.header("Free-running: where greedy text first parts from full precision")
@@ -120,7 +120,7 @@ if got is not None:
     st.caption(f"Greedy decoding, one prefill call for the prompt and then one token per step through the cache. "
                f"{qg.MARK} marks where the texts part. Every scheme at this setting (one teacher-forced pass over the "
                "full-precision text finds the same position):")
-    st.dataframe(qg.divergence_frame(list(schemes.values()), div), hide_index=True, width="stretch")
+    show_table(qg.divergence_frame(list(schemes.values()), div), hide_index=True, width="stretch")
 
 st.header("Keys vs values, channel by channel")
 stats = queued(lambda: runs.stats_for(variant, S), "Reading K and V channel by channel")
@@ -130,7 +130,7 @@ show_chart(figs.channel_heatmaps(stats.k_abs[layer, head], stats.v_abs[layer, he
 c = st.columns([3, 2])
 show_chart_in(c[0], figs.channel_bars(stats.channel_mean("k")[layer, head], stats.channel_mean("v")[layer, head]),
                   width="stretch")
-c[1].dataframe(stats.ratios_frame(), hide_index=True, width="stretch", height=340,
+show_table(where=c[1], df=stats.ratios_frame(), hide_index=True, width="stretch", height=340,
                column_config=ctl.columns(ctl.RATIO_COLUMNS))
 st.markdown(stats.outlier_sentence())
 st.caption(qc.channels_caption(S))

@@ -5,7 +5,7 @@ import streamlit as st
 
 from app.controls import paged_blocks as controls
 from app.figures import paging as figs
-from app.present import show_chart, show_chart_in
+from app.present import show_chart, show_chart_in, show_table
 from app.runs import paged_blocks as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -71,7 +71,7 @@ st.caption("Time is counted in decode steps: every running request produces one 
 
 st.subheader("Results table")
 shown = cmp.results_frame()
-st.dataframe(shown, hide_index=True, width="stretch")
+show_table(shown, hide_index=True, width="stretch")
 st.download_button("Download the results (CSV)", shown.to_csv(index=False).encode(), file_name="paged_blocks.csv",
                    mime="text/csv")
 
@@ -90,7 +90,7 @@ else:
         if running:
             req = controls.request_to_inspect(running)
             st.markdown(views.request_line(snap, req))
-            st.dataframe(snap.table_frame(req), hide_index=True, width="stretch", height=300)
+            show_table(snap.table_frame(req), hide_index=True, width="stretch", height=300)
         else:
             st.info("No request holds blocks at this step.")
         st.markdown(views.free_queue_line(snap))
@@ -151,7 +151,7 @@ if (choice := controls.live()) is not None:
         c[2].metric("KV bytes in blocks", f"{run.used_bytes:,}",
                     help=f"{run.final.num_used_blocks} blocks × {run.bytes_per_block:,} bytes (K and V, all layers).")
         c[3].metric("If each branch had its own copy", f"{run.bytes_if_copied:,}")
-        st.dataframe(run.branch_frame(), hide_index=True, width="stretch")
+        show_table(run.branch_frame(), hide_index=True, width="stretch")
         show_chart(pool_chart(run.final, run.block_size, run.grid_title), width="stretch")
         st.caption("The prompt was prefilled once and forked; each branch samples with its own seed. Decoding each "
                    "branch alone with a contiguous cache gives the tokens compared above.")

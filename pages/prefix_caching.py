@@ -4,7 +4,7 @@ from app.claims import render_claims
 from app.controls import prefix_caching as controls
 from app.figures import prefix_cache as figs
 from app.metrics import show_metrics
-from app.present import show_chart, show_chart_in
+from app.present import show_chart, show_chart_in, show_table
 from app.runs import prefix_caching as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -44,7 +44,7 @@ if demo is not None:
                     width="stretch")
     st.markdown(demo.summary())
     with st.expander("Every block, its hash and its parent's hash"):
-        st.dataframe(demo.block_table(), hide_index=True, width="stretch")
+        show_table(demo.block_table(), hide_index=True, width="stretch")
         st.caption("Hash: the first 64 bits of BLAKE2b over the parent's hash, the block's token ids and any extra "
                    "keys (vLLM adds LoRA adapter, multimodal inputs and a cache salt there). The root's parent is "
                    "all zeros.")
@@ -160,7 +160,7 @@ if run is not None:
         st.warning(run.mismatch_warning())
     show_chart(figs.prefill_times(run, run.chart_title()), width="stretch")
     st.markdown(run.report())
-    st.dataframe(run.to_frame(inputs.continuations), hide_index=True, width="stretch")
+    show_table(run.to_frame(inputs.continuations), hide_index=True, width="stretch")
     real_finding = claims.branch_finding(run)
 
     st.subheader("Why one early byte invalidates every later block")

@@ -5,7 +5,7 @@ import streamlit as st
 from app.claims import render_claims
 from app.figures import CACHED, NAIVE
 from app.figures import roofline as figs
-from app.present import show_chart, show_chart_in
+from app.present import show_chart, show_chart_in, show_table
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued
@@ -126,7 +126,7 @@ show_chart(figs.bytes_breakdown([("decode", dec.bytes_weights, dec.bytes_kv, dec
                                       ("prefill", pre.bytes_weights, pre.bytes_kv, pre.bytes_activations)]),
                 width="stretch")
 table = steps_frame([pre, dec], hw)
-st.dataframe(table, hide_index=True, width="stretch")
+show_table(table, hide_index=True, width="stretch")
 st.download_button("Download this table (CSV)", table.to_csv(index=False), "roofline.csv", "text/csv")
 
 st.header("Batching: shared weights, private caches")
@@ -142,7 +142,7 @@ st.caption("Each request added to a decode batch reuses the weights already read
            "intensity stops rising below the ridge and the step never becomes compute-bound.")
 
 st.header("What helps a decode step")
-st.dataframe(levers_frame(what_helps(cfg, hw)), hide_index=True, width="stretch")
+show_table(levers_frame(what_helps(cfg, hw)), hide_index=True, width="stretch")
 
 st.header("Measured on this machine")
 st.toggle("Measure this machine", key="probe", disabled=st.session_state["gpu"] == THIS_MACHINE,

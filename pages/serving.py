@@ -6,7 +6,7 @@ import streamlit as st
 from app.claims import render_claims
 from app.controls import serving as controls
 from app.figures import serving as figs
-from app.present import show_chart, show_chart_in
+from app.present import show_chart, show_chart_in, show_table
 from app.runs import serving as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -44,7 +44,7 @@ if cmp is not None:
                 help="Requests evicted when the block pool ran dry, recomputed later from prompt + output so far.")
     st.markdown(cmp.summary())
     table = cmp.to_frame().round(3)
-    st.dataframe(table, hide_index=True, width="stretch")
+    show_table(table, hide_index=True, width="stretch")
     st.download_button("Download the metrics (CSV)", table.to_csv(index=False).encode(), file_name="serving.csv",
                        mime="text/csv")
     st.caption("TTFT: arrival → first token. TPOT: (last token − first token) ÷ (output − 1), for outputs of 2+ "
@@ -72,7 +72,7 @@ if cmp is not None:
         if sw is not None:
             frame = sw.to_frame()
             show_chart(figs.batch_sweep(frame, setup.max_batch), width="stretch")
-            st.dataframe(frame.round(2), hide_index=True, width="stretch")
+            show_table(frame.round(2), hide_index=True, width="stretch")
 
 # --- Speculative decoding ---------------------------------------------------------------------
 st.header("Speculative decoding")

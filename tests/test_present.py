@@ -42,3 +42,16 @@ def test_every_chart_goes_through_the_lab_style():
                  if p.name != "present.py"
                  for i, line in enumerate(p.read_text().splitlines(), 1) if ".plotly_chart(" in line]
     assert offenders == []
+
+
+def test_number_formats_give_big_numbers_separators_and_round_the_rest():
+    import pandas as pd
+
+    from app.present import number_formats
+
+    df = pd.DataFrame({"Step": ["prefill", "decode"], "FLOPs": [582748632776704, 149740847104],
+                       "Intensity (FLOP/B)": [2507.8174, 1.051], "Bytes: KV": [1.3e9, 1.3e9], "ok": [True, False]})
+    f = number_formats(df)
+    assert sorted(f) == ["Bytes: KV", "FLOPs", "Intensity (FLOP/B)"]  # text and booleans keep their look
+    assert f["FLOPs"]["type_config"]["format"] == "localized" == f["Bytes: KV"]["type_config"]["format"]
+    assert f["Intensity (FLOP/B)"]["type_config"]["format"] == "%.4g"

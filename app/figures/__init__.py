@@ -16,11 +16,16 @@ PART_COLORS = {
 }
 
 
+# Under the plot, in a band of its own (plotly reserves the room): at half width a legend beside the title
+# wrapped over it, and one placed at a negative paper y collided with the x-axis title.
+LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", xanchor="left", x=0)
+
+
 def base_layout(fig: go.Figure, title: str, x: str, y: str, height: int = 380) -> go.Figure:
     fig.update_layout(
         title=title, height=height, margin=dict(l=10, r=10, t=50, b=10),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0), template="plotly_white",
-        font=dict(size=14),
+        legend=LEGEND_BELOW,
+        template="plotly_white", font=dict(size=14),
     )
     # an empty x or y leaves the axis titles a builder set earlier (per subplot) alone: never wipe them
     if x:

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import CACHED, FORMULA, NAIVE, base_layout
+from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from sim.attention.readouts import fmt_num
 from sim.attention.shapes import IMPL_SHORT
 
@@ -77,7 +77,7 @@ def _log_axes(fig: go.Figure, df: pd.DataFrame) -> None:
 
 def _sweep_layout(fig: go.Figure, title: str, y: str) -> go.Figure:
     base_layout(fig, title, "sequence length N", y, height=420)
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0.0))
+    fig.update_layout(legend=LEGEND_BELOW)
     return fig
 
 
@@ -194,7 +194,7 @@ def softmax_step(trace, row: int, step: int) -> go.Figure:
     fig.update_xaxes(title_text="key index", dtick=1 if nk <= 32 else 4, row=2, col=1)
     base_layout(fig, "", "", "", height=640)
     fig.update_layout(font=dict(size=BIG - 2), margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0.0))
+                      legend=LEGEND_BELOW)
     fig.update_annotations(font_size=BIG - 2)
     return fig
 
@@ -246,6 +246,6 @@ def traffic_bars(traffic, label: str) -> go.Figure:
     fig.update_xaxes(range=[0, mib(max(traffic.standard_bytes, traffic.tiled_bytes)) * 1.2])
     base_layout(fig, f"Bytes moved to and from main memory, forward pass<br><sup>{label}</sup>", "bytes moved (MiB)",
                 "kernel", height=380)
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0.0),
+    fig.update_layout(legend=LEGEND_BELOW,
                       margin=dict(l=10, r=10, t=70, b=10))
     return fig

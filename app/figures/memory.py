@@ -7,7 +7,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from app.figures import CACHED, FORMULA, NAIVE, base_layout
+from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from sim.cost.capacity import Capacity, DtypeRow
 from sim.cost.memory import GiB, KvGrid, VariantCurves, fmt_bytes
 
@@ -132,7 +132,7 @@ def memory_breakdown(cap: Capacity, gpu_label: str) -> go.Figure:
     fig.update_layout(barmode="stack", uniformtext=dict(minsize=11, mode="hide"))
     fig.update_yaxes(showticklabels=False)  # one bar: the GPU; its parts are labelled inside
     fig = base_layout(fig, "Where the GPU memory goes", "GPU memory (GiB)", "", height=260)
-    fig.update_layout(legend=dict(y=-0.45, yanchor="top", x=0, xanchor="left", traceorder="normal"),
+    fig.update_layout(legend=dict(LEGEND_BELOW, traceorder="normal"),
                       margin=dict(b=60))
     return fig
 

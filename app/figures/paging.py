@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import CACHED, NAIVE, base_layout
+from app.figures import CACHED, LEGEND_BELOW, NAIVE, base_layout
 
 POLICY_COLORS = {
     "paged": CACHED,
@@ -67,7 +67,7 @@ def breakdown_bars(frame: pd.DataFrame) -> go.Figure:
     base_layout(fig, "Where the KV memory held by requests went (averaged over the run)",
                 "share of the claimed KV memory (%)", "allocation policy", height=470)
     fig.update_layout(barmode="stack", yaxis=dict(autorange="reversed"), margin=dict(t=80),
-                      legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0))
+                      legend=LEGEND_BELOW)
     return fig
 
 
@@ -97,7 +97,7 @@ def memory_over_time(series: pd.DataFrame, capacity: int) -> go.Figure:
     fig.update_yaxes(title_text="token slots", col=1)
     fig.update_xaxes(title_text="decode step", row=2)
     base_layout(fig, "KV memory over time by what it holds (dashed line: capacity)", "", "", height=680)
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0))
+    fig.update_layout(legend=LEGEND_BELOW)
     return fig
 
 

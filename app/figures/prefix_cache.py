@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import CACHED, NAIVE, base_layout
+from app.figures import CACHED, LEGEND_BELOW, NAIVE, base_layout
 from sim.alloc.byte_tokens import printable
 from sim.alloc.prefix_sweeps import BlockFate
 
@@ -66,7 +66,7 @@ def block_rows(frame: pd.DataFrame, changed_pos: int, block_size: int, title: st
                      showgrid=False, zeroline=False)
     fig.update_yaxes(autorange="reversed", showgrid=False)
     base_layout(fig, title, f"block (of {block_size} tokens)", "prompt", height=380)
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
+    fig.update_layout(legend=LEGEND_BELOW,
                       margin=dict(t=60, b=10))
     return fig
 

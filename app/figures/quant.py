@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import CACHED, FORMULA, NAIVE, base_layout
+from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 
 SCHEME_COLORS = {
     "fp16": FORMULA,
@@ -38,7 +38,7 @@ def bytes_by_part(rows: list[dict], num_tokens: int) -> go.Figure:
     fig.update_layout(barmode="stack", yaxis=dict(autorange="reversed"))
     fig = base_layout(fig, f"Bytes per token at {num_tokens:,} tokens (every layer, K and V)", "bytes per token (B)", "scheme",
                       height=170 + 38 * len(rows))
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0.0))
+    fig.update_layout(legend=LEGEND_BELOW)
     return fig
 
 
@@ -53,7 +53,7 @@ def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], resi
     fig.update_xaxes(type="log", tickvals=[4**k for k in range(8)])
     fig = base_layout(fig, "Bytes per token as the context grows", "tokens in the cache (log scale)",
                       "bytes per token (average)", height=170 + 38 * 9)
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0))
+    fig.update_layout(legend=LEGEND_BELOW)
     return fig
 
 
@@ -73,7 +73,7 @@ def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[
         fig.update_yaxes(type="log", exponentformat="power")
     fig = base_layout(fig, f"{METRIC_LABELS[metric].split(',')[0]} by token position (teacher-forced, held-out text)",
                       "token position", METRIC_LABELS[metric], height=460)
-    fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1.0, xanchor="left", x=1.01))
+    fig.update_layout(legend=dict(orientation="v", yref="paper", yanchor="top", y=1.0, xanchor="left", x=1.01))
     return fig
 
 
@@ -140,6 +140,6 @@ def outlier_errors(frame: pd.DataFrame) -> go.Figure:
     fig = base_layout(fig, "", "", "", height=380)
     fig.update_yaxes(title_text="relative RMS error (%)")
     fig.update_xaxes(title_text="keys quantized")
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="center", x=0.5),
+    fig.update_layout(legend=dict(LEGEND_BELOW, xanchor="center", x=0.5),
                       margin=dict(t=40))
     return fig

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import CACHED, FORMULA, NAIVE, base_layout
+from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from sim.serving.result import POLICY_LABELS
 from sim.serving.speculative import SpecCurves
 
@@ -20,7 +20,7 @@ ALPHA_COLORS = ["#9ecae1", "#6baed6", "#3182bd", "#08519c", "#08306b"]
 
 def legend_below(fig: go.Figure, height: int) -> go.Figure:
     """Legend under the plot, so it never covers a title or a subplot title."""
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.14, xanchor="left", x=0.0), height=height,
+    fig.update_layout(legend=LEGEND_BELOW, height=height,
                       margin=dict(l=10, r=10, t=60, b=10))
     return fig
 
@@ -68,7 +68,7 @@ def gantt(results: dict, num_requests: int) -> go.Figure:
     fig.update_xaxes(title_text="time (s)", row=len(results), col=1)
     n_rows = min(num_requests, next(iter(results.values())).num_requests)
     fig = base_layout(fig, f"The first {n_rows} requests over time", "", "")
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.04, xanchor="left", x=0.0),
+    fig.update_layout(legend=LEGEND_BELOW,
                       margin=dict(l=10, r=10, t=110, b=10), height=220 + 9 * max(n_rows, 10) * len(results))
     return fig
 
@@ -184,7 +184,7 @@ def speculative(curves: SpecCurves, measured=None, measured_label: str = "") -> 
     fig.update_yaxes(title_text="tokens per target pass", row=1, col=1)
     fig.update_yaxes(title_text="speedup over plain decoding (×)", row=1, col=2)
     fig = legend_below(base_layout(fig, "", "", ""), 520)
-    fig.update_layout(legend=dict(y=-0.2), margin=dict(t=40))
+    fig.update_layout(margin=dict(t=40))
     return fig
 
 
