@@ -119,15 +119,25 @@ def number_formats(df) -> dict:
     return formats
 
 
+def is_dense(df) -> bool:
+    """Too many numbers to read from the back of a room: more than 8 rows, or more than 4 numeric columns.
+    A short table of words (what helps a decode step) is the content itself and stays open."""
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        return True
+    return len(df) > 8 or sum(pd.api.types.is_numeric_dtype(df[c]) for c in df.columns) > 4
+
+
 def show_table(df, label: str = "Show the table", where=None, **kwargs) -> None:
-    """A results table with readable numbers (its toolbar downloads it as CSV): inline normally, folded into
-    an expander in presenter mode (a dense table is unreadable on a projector; the chart carries the point)."""
+    """A results table with readable numbers (its toolbar downloads it as CSV): inline normally; in presenter
+    mode a dense one is folded into an expander (unreadable on a projector; the chart carries the point)."""
     import pandas as pd
 
     if isinstance(df, pd.DataFrame):
         kwargs["column_config"] = {**number_formats(df), **(kwargs.get("column_config") or {})}
     target = where if where is not None else st
-    if presenting():
+    if presenting() and is_dense(df):
         with target.expander(label):
             st.dataframe(df, **kwargs)
     else:

@@ -55,3 +55,13 @@ def test_number_formats_give_big_numbers_separators_and_round_the_rest():
     assert sorted(f) == ["Bytes: KV", "FLOPs", "Intensity (FLOP/B)"]  # text and booleans keep their look
     assert f["FLOPs"]["type_config"]["format"] == "localized" == f["Bytes: KV"]["type_config"]["format"]
     assert f["Intensity (FLOP/B)"]["type_config"]["format"] == "%.4g"
+
+
+def test_dense_tables_fold_and_short_word_tables_stay():
+    import pandas as pd
+
+    from app.present import is_dense
+
+    assert not is_dense(pd.DataFrame({"Lever": ["GQA", "FP8 KV"], "What it does": ["fewer heads", "half bytes"]}))
+    assert is_dense(pd.DataFrame({c: [1.0, 2.0] for c in "abcde"}))  # five numeric columns
+    assert is_dense(pd.DataFrame({"x": range(9)}))  # nine rows
