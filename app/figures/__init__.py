@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 # One palette for the whole lab, so "naive" and "cached" look the same on every page.
 NAIVE = "#d62728"
 CACHED = "#1f77b4"
-FORMULA = "#111111"
+FORMULA = "#6e6e6e"  # a mid grey: the formula line stays visible on the light and the dark theme
 PART_COLORS = {
     "qkv_proj": "#4c78a8",
     "attn_scores": "#e45756",

@@ -21,7 +21,7 @@ IMPL_COLORS = {
     "cudnn": "#b279a2",
     "flex": "#f58518",
 }
-DONE, CURRENT, LATER, MAX_LINE = CACHED, "#f58518", "#d9d9d9", "#111111"
+DONE, CURRENT, LATER, MAX_LINE = CACHED, "#f58518", "#d9d9d9", FORMULA
 BIG = 18  # font size for the stepper: it is read from the back of a room
 
 
@@ -176,7 +176,7 @@ def softmax_step(trace, row: int, step: int) -> go.Figure:
     m_now = float(cur.m_new[row])
     if math.isfinite(m_now):
         fig.add_annotation(x=cur.stop - 0.5, y=m_now, text=f"<b>m = {fmt_num(m_now)}</b>", showarrow=False,
-                           xanchor="left", xshift=4, font=dict(size=BIG), bgcolor="rgba(255,255,255,0.9)",
+                           xanchor="left", xshift=4, font=dict(size=BIG), bgcolor="rgba(128,128,128,0.2)",
                            row=1, col=1)
     seen = keys < cur.stop
     l_now = float(cur.l_new[row])

@@ -72,7 +72,7 @@ def kv_heatmap(grid: KvGrid, kv_budget: int | None, point: tuple[int, int], max_
     fig.update_xaxes(tickvals=xt, ticktext=xl, range=[x.min() - 0.25, x.max() + 0.25])
     fig.update_yaxes(tickvals=yt, ticktext=yl, range=[y.min() - 0.25, y.max() + 0.25])
     fig = base_layout(fig, title, "context (tokens per request)", "batch (concurrent requests)", height=480)
-    fig.update_layout(legend=dict(bgcolor="rgba(255,255,255,0.85)"))
+    fig.update_layout(legend=dict(bgcolor="rgba(128,128,128,0.15)"))  # readable on either theme
     return fig
 
 

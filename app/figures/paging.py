@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import CACHED, LEGEND_BELOW, NAIVE, base_layout
+from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 
 POLICY_COLORS = {
     "paged": CACHED,
@@ -57,10 +57,10 @@ def breakdown_bars(frame: pd.DataFrame) -> go.Figure:
         fig.add_bar(y=labels, x=values, orientation="h", name=KIND_LABELS[kind], marker_color=KIND_COLORS[kind],
                     text=[f"{v:.1f}%" if v >= 4 else "" for v in values], textposition="inside",
                     insidetextanchor="middle", hovertemplate="%{y}: %{x:.2f}% " + KIND_LABELS[kind] + "<extra></extra>")
-    fig.add_vrect(x0=20.4, x1=38.2, fillcolor="#000000", opacity=0.08, line_width=0, layer="above")
+    fig.add_vrect(x0=20.4, x1=38.2, fillcolor=FORMULA, opacity=0.15, line_width=0, layer="above")
     fig.add_annotation(x=29.3, y=1.0, yref="paper", yanchor="bottom", showarrow=False, font=dict(size=12),
                        text="vLLM paper: earlier systems kept 20.4–38.2% real tokens")
-    fig.add_vline(x=96.3, line=dict(color="#000000", width=2, dash="dot"))
+    fig.add_vline(x=96.3, line=dict(color=FORMULA, width=2, dash="dot"))
     fig.add_annotation(x=96.3, y=-0.02, yref="paper", yanchor="top", xanchor="right", showarrow=False,
                        font=dict(size=12), text="vLLM: 96.3%")
     fig.update_xaxes(range=[0, 100], ticksuffix="%")
@@ -93,7 +93,7 @@ def memory_over_time(series: pd.DataFrame, capacity: int) -> go.Figure:
             fig.add_scatter(x=df["step"], y=df[kind], name=label, stackgroup=f"g{i}", mode="lines",
                             line=dict(width=0.5, color=KIND_COLORS[kind]), fillcolor=KIND_COLORS[kind],
                             legendgroup=kind, showlegend=i == 0, row=row, col=col)
-        fig.add_hline(y=capacity, line=dict(color="#000000", dash="dash", width=1), row=row, col=col)
+        fig.add_hline(y=capacity, line=dict(color=FORMULA, dash="dash", width=1), row=row, col=col)
     fig.update_yaxes(title_text="token slots", col=1)
     fig.update_xaxes(title_text="decode step", row=2)
     base_layout(fig, "KV memory over time by what it holds (dashed line: capacity)", "", "", height=680)

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import CACHED, LEGEND_BELOW, NAIVE, base_layout
+from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from sim.alloc.byte_tokens import printable
 from sim.alloc.prefix_sweeps import BlockFate
 
@@ -61,7 +61,7 @@ def block_rows(frame: pd.DataFrame, changed_pos: int, block_size: int, title: st
     b = changed_pos // block_size
     fig.add_shape(type="rect", x0=b - 0.5, x1=b + 0.5, y0=0.5, y1=1.5, line=dict(color="#000000", width=4))
     fig.add_annotation(x=b, y=1.5, yanchor="top", text=f"changed byte {changed_pos}", showarrow=False,
-                       font=dict(size=13), bgcolor="#ffffff", yshift=-2)
+                       font=dict(size=13, color="#000000"), bgcolor="#ffffff", yshift=-2)
     fig.update_xaxes(title_text=f"block (of {block_size} tokens)", tickmode="array", tickvals=list(range(nb)),
                      showgrid=False, zeroline=False)
     fig.update_yaxes(autorange="reversed", showgrid=False)
@@ -112,7 +112,7 @@ def sweep(frames: dict[str, pd.DataFrame], x: str, chosen: int, title: str, x_ti
                         line=dict(color=LAYOUT_COLORS[layout], width=3), marker=dict(size=9),
                         customdata=df["evictions"],
                         hovertemplate="%{x:,}: %{y:.1f}% hit, %{customdata:,} evictions<extra>" + name + "</extra>")
-    fig.add_vline(x=chosen, line=dict(color="#000000", dash="dot", width=2))
+    fig.add_vline(x=chosen, line=dict(color=FORMULA, dash="dot", width=2))
     ticks = sorted(set().union(*(set(df[x].tolist()) for df in frames.values()))) if frames else []
     fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{v:,}" if v < 1024 else f"{v // 1024:,}k" for v in ticks])
     fig.update_yaxes(range=[-3, 103], ticksuffix="%")
