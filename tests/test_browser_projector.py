@@ -2,7 +2,8 @@
 
 Every plotly chart's every visible axis has a title (read from plotly's own full layout in the page, so a
 title wiped after the figure was built is caught); nothing scrolls sideways; presenter mode really enlarges
-the tick labels. Presenter-mode screenshots go to test-output/screenshots/present-<page>.png.
+the tick labels. Presenter-mode screenshots (the page's top and its first chart) go to
+test-output/screenshots/present-<page>.png and present-<page>-chart.png.
 """
 
 from pathlib import Path
@@ -69,6 +70,10 @@ def test_presenter_mode(app_url, browser, slug):  # noqa: F811
         # the setting stays in the URL (a copied link keeps it) and the sidebar starts collapsed
         assert "present=1" in page.url
         assert page.locator('[data-testid="stSidebar"][aria-expanded="true"]').count() == 0
-        page.screenshot(path=str(Path(SHOTS) / f"present-{slug}.png"), full_page=True)
+        page.screenshot(path=str(Path(SHOTS) / f"present-{slug}.png"))
+        charts_on_page = page.locator(".js-plotly-plot")
+        if charts_on_page.count():  # the first chart too: Streamlit scrolls an inner pane, not the document
+            charts_on_page.first.scroll_into_view_if_needed()
+            charts_on_page.first.screenshot(path=str(Path(SHOTS) / f"present-{slug}-chart.png"))
     finally:
         page.close()
