@@ -141,7 +141,7 @@ if not error and res is not None:
         st.caption("Dots: FLOPs counted from the matmul shapes the model executed. Lines: the closed-form formula "
                    "in `sim/cost/opcount.py`. They agree exactly (a test checks every step).")
     with tabs[1]:
-        show_chart(figs.cumulative_flops(frames["naive"], frames["cached"]), width="stretch")
+        show_chart(figs.cumulative_flops(frames["naive"], frames["cached"], res.flops_takeaway()), width="stretch")
     with tabs[2]:
         show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"]), width="stretch")
         st.caption("Measured on this machine, this run. A cached step of a model this small is dominated by fixed "

@@ -87,8 +87,9 @@ def render_calculator(arch) -> None:
     left, right = st.columns([3, 2])
     with right:  # the chart first: the browser draws it while the formula's table is still on its way
         st.subheader("Does it fit?")
-        show_chart(memory_breakdown(cap, say.gpu_label(gpu_cfg)), key="breakdown")
-        kind, message = fit_message(kv, cap, gpu_cfg, say.gpu_label(gpu_cfg), estimate_num_params(arch))
+        gpu_label = say.gpu_label(gpu_cfg)
+        show_chart(memory_breakdown(cap, gpu_label, cap.takeaway(gpu_label)), key="breakdown")
+        kind, message = fit_message(kv, cap, gpu_cfg, gpu_label, estimate_num_params(arch))
         icon = ":material/check_circle:" if kind == "fits" else ":material/block:"
         (st.success if kind == "fits" else st.warning)(message, icon=icon)
     with left:

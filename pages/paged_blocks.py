@@ -52,7 +52,7 @@ st.caption("Real tokens ÷ KV slots claimed by requests (and stranded between th
 for col, policy in zip(st.columns(4), POLICIES, strict=True):
     col.metric(figs.POLICY_SHORT[policy], f"{100 * res[policy].token_share:.1f}%",
                help=f"{res[policy].label}: token slots ÷ slots claimed (summed over every step).")
-show_chart(figs.breakdown_bars(cmp.to_frame()), width="stretch")
+show_chart(figs.breakdown_bars(cmp.to_frame(), cmp.memory_takeaway()), width="stretch")
 st.markdown(cmp.memory_summary())
 
 # --- How many fit -----------------------------------------------------------------------------

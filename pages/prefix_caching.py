@@ -73,7 +73,8 @@ def workload_section():
         col.metric(m.label, m.value, help=m.help)
         col.caption(both[layout].last_request_caption())
     st.markdown(ro.layout_sentence(cfg.workload, both))
-    show_chart(figs.layout_bars(table, wk.PREFIX_WORKLOAD_LABELS, cfg.workload), width="stretch")
+    show_chart(figs.layout_bars(table, wk.PREFIX_WORKLOAD_LABELS, cfg.workload, view.layout_takeaway(cfg.workload)),
+               width="stretch")
     st.caption(ro.workloads_caption(cfg, cache))
 
     frame = res.to_frame()

@@ -22,6 +22,7 @@ from sim.cost.roofline import (
     levers_frame,
     memory_bound_until,
     prefill_step,
+    roofline_takeaway,
     steps_frame,
     turning_points,
     what_helps,
@@ -121,7 +122,8 @@ points = [
     {"name": "decode", "intensity": dec.intensity, "flops_per_s": dec.attainable_flops(hw), "color": CACHED},
     {"name": "prefill", "intensity": pre.intensity, "flops_per_s": pre.attainable_flops(hw), "color": NAIVE},
 ]
-show_chart(figs.roofline(hw.peak_flops, hw.bandwidth, hw.name, points, traces), width="stretch")
+show_chart(figs.roofline(hw.peak_flops, hw.bandwidth, hw.name, points, traces, roofline_takeaway(dec, pre, hw)),
+           width="stretch")
 show_chart(figs.bytes_breakdown([("decode", dec.bytes_weights, dec.bytes_kv, dec.bytes_activations),
                                       ("prefill", pre.bytes_weights, pre.bytes_kv, pre.bytes_activations)]),
                 width="stretch")
@@ -171,7 +173,8 @@ else:
             {"name": "tiny model, decode (measured)", "intensity": tp.intensity, "flops_per_s": tp.achieved_flops,
              "color": CACHED},
             {"name": "tiny model, decode (roofline prediction)", "intensity": tp.intensity,
-             "flops_per_s": tp.attainable_flops, "color": NAIVE, "symbol": "diamond"}], []), width="stretch")
+             "flops_per_s": tp.attainable_flops, "color": NAIVE, "symbol": "diamond"}], [], "Roofline"),
+            width="stretch")
         st.markdown(tp.verdict)
 
 st.header("The seeds' numbers")

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, NAIVE, PART_COLORS, base_layout
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 
 PART_LABELS = {
     "qkv_proj": "Q/K/V projections",
@@ -31,11 +32,13 @@ def flops_per_step(naive: pd.DataFrame, cached: pd.DataFrame, formula_naive: lis
     return base_layout(fig, "FLOPs per step", "step (0 = prefill)", "FLOPs")
 
 
-def cumulative_flops(naive: pd.DataFrame, cached: pd.DataFrame) -> go.Figure:
+def cumulative_flops(naive: pd.DataFrame, cached: pd.DataFrame, title: str) -> go.Figure:
+    """title: the takeaway (DecodeComparison.flops_takeaway)."""
     fig = go.Figure()
     fig.add_scatter(x=naive["step"], y=naive["flops"].cumsum(), name="naive", line=dict(color=NAIVE, width=3))
     fig.add_scatter(x=cached["step"], y=cached["flops"].cumsum(), name="cached", line=dict(color=CACHED, width=3))
-    return base_layout(fig, "Cumulative FLOPs", "step", "FLOPs so far")
+    base_layout(fig, "", "step", "FLOPs so far")
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def wall_time_per_step(naive: pd.DataFrame, cached: pd.DataFrame) -> go.Figure:

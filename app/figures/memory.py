@@ -8,10 +8,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
+from app.figures.headline import set_headline
 from sim.cost.capacity import Capacity, DtypeRow
 from sim.cost.memory import GiB, KvGrid, VariantCurves, fmt_bytes
 
 ATTENTION_COLORS = {"MHA": NAIVE, "GQA": CACHED, "MQA": "#2ca02c", "MLA": "#9467bd"}
+NARROW_CHARS = 40  # the "Does it fit?" chart sits in the page's narrower column
 PART_COLORS = {
     "Weights": "#4c78a8",
     "KV cache": "#e45756",
@@ -112,8 +114,9 @@ def variant_lines(curves: VariantCurves, kv_budget: int | None, context: int, ti
                        f"KV cache for {curves.batch:,} request(s)", height=440)
 
 
-def memory_breakdown(cap: Capacity, gpu_label: str) -> go.Figure:
-    """One stacked bar: weights, KV cache, free room, the part kept aside; past the GPU's end = over."""
+def memory_breakdown(cap: Capacity, gpu_label: str, title: str) -> go.Figure:
+    """One stacked bar: weights, KV cache, free room, the part kept aside; past the GPU's end = over.
+    title: whether it fits (Capacity.takeaway), wrapped for the narrow column the page gives it."""
     fig = go.Figure()
     for part, b in cap.breakdown():
         if b <= 0:
@@ -131,10 +134,10 @@ def memory_breakdown(cap: Capacity, gpu_label: str) -> go.Figure:
                            font=dict(color=NAIVE, size=16), xshift=8, yshift=-40)
     fig.update_layout(barmode="stack", uniformtext=dict(minsize=11, mode="hide"))
     fig.update_yaxes(showticklabels=False)  # one bar: the GPU; its parts are labelled inside
-    fig = base_layout(fig, "Where the GPU memory goes", "GPU memory (GiB)", "", height=260)
+    fig = base_layout(fig, "", "GPU memory (GiB)", "", height=260)
     fig.update_layout(legend=dict(LEGEND_BELOW, traceorder="normal"),
                       margin=dict(b=60))
-    return fig
+    return set_headline(fig, title, NARROW_CHARS, below_px=24)  # below it: the GPU's label on its line
 
 
 def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, context: int) -> go.Figure:

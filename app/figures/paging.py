@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 
 POLICY_COLORS = {
     "paged": CACHED,
@@ -47,8 +48,9 @@ def owner_color(req: int) -> str:
     return OWNER_COLORS[req % len(OWNER_COLORS)]
 
 
-def breakdown_bars(frame: pd.DataFrame) -> go.Figure:
-    """Horizontal 100% bars: where each policy's claimed KV memory went (from Comparison.to_frame)."""
+def breakdown_bars(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Horizontal 100% bars: where each policy's claimed KV memory went (from Comparison.to_frame);
+    title: the takeaway (Comparison.memory_takeaway)."""
     fig = go.Figure()
     labels = [POLICY_SHORT[p] for p in frame["policy"]]
     for kind in KIND_LABELS:
@@ -64,11 +66,10 @@ def breakdown_bars(frame: pd.DataFrame) -> go.Figure:
     fig.add_annotation(x=96.3, y=-0.02, yref="paper", yanchor="top", xanchor="right", showarrow=False,
                        font=dict(size=12), text="vLLM: 96.3%")
     fig.update_xaxes(range=[0, 100], ticksuffix="%")
-    base_layout(fig, "Where the KV memory held by requests went (averaged over the run)",
-                "share of the claimed KV memory (%)", "allocation policy", height=470)
+    base_layout(fig, "", "share of the claimed KV memory (%)", "allocation policy", height=470)
     fig.update_layout(barmode="stack", yaxis=dict(autorange="reversed"), margin=dict(t=80),
                       legend=LEGEND_BELOW)
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=20)  # below it: the paper's band label
 
 
 def concurrency_over_time(series: pd.DataFrame) -> go.Figure:

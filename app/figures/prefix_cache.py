@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.alloc.byte_tokens import printable
 from sim.alloc.prefix_sweeps import BlockFate
 
@@ -71,8 +72,9 @@ def block_rows(frame: pd.DataFrame, changed_pos: int, block_size: int, title: st
     return fig
 
 
-def layout_bars(frame: pd.DataFrame, labels: dict[str, str], selected: str) -> go.Figure:
-    """Token hit rate of every workload, fixed content first vs variable content first."""
+def layout_bars(frame: pd.DataFrame, labels: dict[str, str], selected: str, title: str) -> go.Figure:
+    """Token hit rate of every workload, fixed content first vs variable content first; title: the takeaway
+    (WorkloadOverview.layout_takeaway)."""
     fig = go.Figure()
     order = list(dict.fromkeys(frame["workload"]))
     ylab = [("▶ " if w == selected else "") + labels[w] for w in order]
@@ -85,10 +87,9 @@ def layout_bars(frame: pd.DataFrame, labels: dict[str, str], selected: str) -> g
                     hovertemplate="%{y}: %{x:.1f}% (%{customdata[0]:,} of %{customdata[1]:,} prompt tokens)"
                                   f" — {name}<extra></extra>")
     fig.update_xaxes(range=[0, 112], ticksuffix="%")
-    base_layout(fig, "Prompt tokens served from the cache, by workload and layout", "token hit rate (% of prompt tokens)",
-                "workload", height=470)
+    base_layout(fig, "", "token hit rate (% of prompt tokens)", "workload", height=470)
     fig.update_layout(barmode="group", yaxis=dict(autorange="reversed"), bargap=0.25)
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def per_request(frame: pd.DataFrame, title: str) -> go.Figure:

@@ -6,11 +6,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import CACHED, NAIVE, base_layout
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 
 
-def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dict], traces: list[dict]) -> go.Figure:
+def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dict], traces: list[dict],
+             title: str) -> go.Figure:
     """points: {name, intensity, flops_per_s, color, symbol}; traces: {name, x, y, color} lines
-    of points as one setting changes."""
+    of points as one setting changes; title: the chart's headline (built by sim, never user text)."""
     xs = [p["intensity"] for p in points] + [x for t in traces for x in t["x"]] + [peak_flops / bandwidth]
     lo = 10 ** np.floor(np.log10(max(min(xs), 1e-3)) - 1)
     hi = 10 ** np.ceil(np.log10(max(xs)) + 1)
@@ -33,7 +35,8 @@ def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dic
                                     line=dict(color="white", width=1)))
     fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOPs per byte moved)")
     fig.update_yaxes(type="log", title_text="attainable FLOP/s")
-    return base_layout(fig, "Roofline", "", "", height=520)
+    base_layout(fig, "", "", "", height=520)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def sweep_lines(rows: list, metric: str, ylabel: str, ridge: float | None = None) -> go.Figure:

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.serving.result import POLICY_LABELS
 from sim.serving.speculative import SpecCurves
 
@@ -25,9 +26,10 @@ def legend_below(fig: go.Figure, height: int) -> go.Figure:
     return fig
 
 
-def gantt(results: dict, num_requests: int) -> go.Figure:
+def gantt(results: dict, num_requests: int, title: str) -> go.Figure:
     """One row per request (the first `num_requests`), one panel per policy: waiting, computing, and (static)
-    finished but still holding its row until the batch's slowest request is done. Ticks: first token."""
+    finished but still holding its row until the batch's slowest request is done. Ticks: first token.
+    title: the takeaway (ServingComparison.takeaway)."""
     fig = make_subplots(rows=len(results), cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=[r.label for r in results.values()])
     shown: set[str] = set()
@@ -67,10 +69,10 @@ def gantt(results: dict, num_requests: int) -> go.Figure:
     fig.update_layout(barmode="overlay", bargap=0.25)
     fig.update_xaxes(title_text="time (s)", row=len(results), col=1)
     n_rows = min(num_requests, next(iter(results.values())).num_requests)
-    fig = base_layout(fig, f"The first {n_rows} requests over time", "", "")
+    fig = base_layout(fig, "", "", "")
     fig.update_layout(legend=LEGEND_BELOW,
                       margin=dict(l=10, r=10, t=110, b=10), height=220 + 9 * max(n_rows, 10) * len(results))
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=24)  # below it: the first panel's title
 
 
 def occupancy(series: pd.DataFrame, max_batch: int) -> go.Figure:

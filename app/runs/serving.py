@@ -28,7 +28,7 @@ def batching_figures(setup: cp.ServingSetup, gantt_n: int) -> dict:
     """Built once per input and only read afterwards (plotly figures take tens of ms to build)."""
     cmp = serve(setup)
     series = cmp.series()
-    return {"gantt": figs.gantt(cmp.results, gantt_n), "occupancy": figs.occupancy(series, setup.max_batch),
+    return {"gantt": figs.gantt(cmp.results, gantt_n, cmp.takeaway(gantt_n)), "occupancy": figs.occupancy(series, setup.max_batch),
             "kv": figs.kv_memory(series, cmp.capacity_tokens),
             "latency": figs.latency_percentiles(cmp.to_frame().round(3))}
 

@@ -93,6 +93,22 @@ class Comparison:
             f"(waste {100 * (1 - paged.token_share):.1f}%, only the unused tail of each request's last block; the "
             f"paper: under {PAPER_PAGED_WASTE_PCT}%).")
 
+    def memory_takeaway(self) -> str:
+        """The breakdown chart's title: paged's share of claimed memory holding real tokens against the
+        contiguous policies' range, worded by where paged falls."""
+        paged = 100 * self.results["paged"].token_share
+        shares = sorted(100 * r.token_share for p, r in self.results.items() if p != "paged")
+        lo, hi = shares[0], shares[-1]
+        span = f"{lo:.1f}%" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}–{hi:.1f}%"
+        policies = "the contiguous policy" if len(shares) == 1 else "the contiguous policies"
+        if span == f"{paged:.1f}%":
+            return f"Paged blocks keep {span} of claimed KV memory for real tokens, the same as {policies}"
+        if paged > hi:
+            return f"Paged blocks keep {paged:.1f}% of claimed KV memory for real tokens vs {span} for {policies}"
+        if paged < lo:
+            return f"Paged blocks keep only {paged:.1f}% of claimed KV memory for real tokens vs {span} for {policies}"
+        return f"Paged blocks keep {paged:.1f}% of claimed KV memory for real tokens, within {span} for {policies}"
+
     def concurrency_summary(self) -> str:
         """How many requests ran at once, paged against reserving the maximum length, and the preemptions (Markdown)."""
         paged, max_len = self.results["paged"], self.results["reserve_max_len"]

@@ -16,7 +16,15 @@ from sim.alloc.block_pool import MAX_CAPACITY_TOKENS, cdiv
 from sim.alloc.byte_tokens import other_byte, printable, show_byte
 from sim.alloc.prefix_cache import CacheConfig, HitTotals, PrefixCacheResult, simulate_prefix_cache, trace_block_hashes
 from sim.alloc.radix_tree import radix_hit_tokens, radix_view
-from sim.alloc.workload import LAYOUTS, PREFIX_WORKLOADS, PrefixWorkloadConfig, Trace, make_trace, trace_from_lists
+from sim.alloc.workload import (
+    LAYOUTS,
+    PREFIX_WORKLOAD_LABELS,
+    PREFIX_WORKLOADS,
+    PrefixWorkloadConfig,
+    Trace,
+    make_trace,
+    trace_from_lists,
+)
 from sim.readout import Metric
 
 DEFAULT_CAPACITIES = tuple(2**k for k in range(10, 19))  # 1,024 .. 262,144 tokens
@@ -163,6 +171,19 @@ class WorkloadOverview:
 
     def get(self, workload: str, layout: str) -> HitTotals:
         return self.totals[(workload, layout)]
+
+    def layout_takeaway(self, workload: str) -> str:
+        """The overview chart's title: the chosen workload's token hit rate in both layouts, worded by which
+        layout serves more prompt tokens from the cache."""
+        fixed, var = (100 * self.get(workload, layout).hit_rate for layout in ("fixed_first", "variable_first"))
+        name = PREFIX_WORKLOAD_LABELS[workload]
+        if f"{fixed:.1f}" == f"{var:.1f}":
+            return f"{name}: both layouts serve {fixed:.1f}% of prompt tokens from the cache"
+        if fixed > var:
+            return (f"{name}: fixed content first serves {fixed:.1f}% of prompt tokens from the cache, "
+                    f"variable first only {var:.1f}%")
+        return (f"{name}: variable content first serves {var:.1f}% of prompt tokens from the cache, "
+                f"fixed first only {fixed:.1f}%")
 
     def to_frame(self):
         """One row per workload and layout (the overview chart and its CSV)."""

@@ -78,6 +78,16 @@ class Capacity:
             parts.append(("Free for more KV", self.headroom_bytes))
         return parts + [("Kept aside (1 − utilization)", self.total_bytes - self.usable_bytes)]
 
+    def takeaway(self, gpu_label: str) -> str:
+        """The "Does it fit?" chart's title: weights + KV against the memory usable on gpu_label."""
+        usable = f"the {fmt_bytes(self.usable_bytes)} usable on {gpu_label}"
+        if self.kv_budget_bytes <= 0:
+            return f"Does not fit: the weights alone ({fmt_bytes(self.weight_bytes)}) leave no room for KV in {usable}"
+        need = f"{fmt_bytes(self.weight_bytes)} of weights + {fmt_bytes(self.kv_bytes)} of KV"
+        if self.fits:
+            return f"Fits: {need} within {usable}, {fmt_bytes(self.headroom_bytes)} to spare"
+        return f"Does not fit: {need} is {fmt_bytes(-self.headroom_bytes)} over {usable}"
+
 
 def max_context(cfg: MemoryConfig, kv_budget: int) -> tuple[int, str]:
     """Largest context (≤ the model's trained context) whose cache for cfg.batch requests fits in

@@ -274,6 +274,26 @@ def levers_frame(levers: list[Lever]):
                          for x in levers])
 
 
+def _times(x: float) -> str:
+    return f"{x:,.0f}×" if x >= 10 else f"{x:.1f}×"
+
+
+def _against_ridge(s: StepCost, hw: Hardware) -> str:
+    """'memory-bound, 281× below the ridge' / 'compute-bound, 8.5× above it' / 'exactly at the ridge'."""
+    if s.intensity < hw.ridge:
+        return f"memory-bound, {_times(hw.ridge / s.intensity)} below the ridge"
+    if s.intensity > hw.ridge:
+        return f"compute-bound, {_times(s.intensity / hw.ridge)} above the ridge"
+    return "exactly at the ridge"
+
+
+def roofline_takeaway(decode: StepCost, prefill: StepCost, hw: Hardware) -> str:
+    """The roofline chart's title: where each phase sits against the ridge, worded from the numbers
+    (decode's intensity with 2 decimals, prefill's and the ridge's rounded, as the page's metrics)."""
+    return (f"Decode at {decode.intensity:,.2f} FLOP/B is {_against_ridge(decode, hw)} of {hw.ridge:,.0f} FLOP/B; "
+            f"prefill at {prefill.intensity:,.0f} FLOP/B is {_against_ridge(prefill, hw)}")
+
+
 def turning_points(turns: dict[int, int | None]) -> str:
     """{context: the batch from which decode is compute-bound, or None} as one line."""
     return " · ".join(f"context {S:,}: " + (f"compute-bound from batch **{b:,}**" if b else

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from sim.cost.decode import human_flops
 from sim.cost.opcount import FlopTally, step_bytes
 from sim.model.device import Stopwatch
 from sim.model.kvcache import ContiguousKVCache
@@ -262,6 +263,19 @@ class DecodeComparison:
     def flops(self, mode: str, steps: int | None = None) -> int:
         recs = self.naive if mode == "naive" else self.cached
         return sum(r.flops for r in recs[: steps if steps is not None else len(recs)])
+
+    def flops_takeaway(self) -> str:
+        """The cumulative-FLOPs chart's title: naive against cached FLOPs over the tokens both produced."""
+        k = self.compared
+        naive, cached = self.flops("naive", k), self.flops("cached", k)
+        over = (f"over all {k:,} token{'s' if k != 1 else ''}" if self.naive_complete
+                else f"over the first {k:,} token{'s' if k != 1 else ''} (naive's budget ran out)")
+        both = f"{human_flops(naive)} vs {human_flops(cached)}"
+        if naive > cached:
+            return f"Naive decoding did {naive / cached:,.1f}× the FLOPs of cached {over}: {both}"
+        if naive < cached:
+            return f"Cached decoding did {cached / naive:,.1f}× the FLOPs of naive {over}: {both}"
+        return f"Naive and cached decoding did the same FLOPs {over}: {human_flops(naive)} each"
 
     def to_frame(self, mode: str):
         """One row per step of `mode`: what was fed, the token, FLOPs (total and by part), wall time."""

@@ -1,0 +1,27 @@
+"""A chart title that states the chart's takeaway in a sentence: plotly never wraps a title, so it is
+wrapped here into lines that fit the chart's width, and the top margin grows to hold them."""
+
+from __future__ import annotations
+
+import textwrap
+
+import plotly.graph_objects as go
+
+LINE_PX = 28  # one title line at presenter mode's 21 px type (plotly spaces lines 1.3 em apart)
+PAD_PX = 10  # above the first line
+GAP_PX = 16  # between the last line and whatever sits at the plot's top
+FULL_WIDTH_CHARS = 90  # a chart across the page at 1280 px, presenter type
+
+
+def set_headline(fig: go.Figure, text: str, chars_per_line: int, below_px: int = 0) -> go.Figure:
+    """Title `text` (already escaped if it holds user text), wrapped at chars_per_line and anchored to the
+    figure's top. The top margin becomes what the lines need if that is more than the builder's own, and the
+    figure grows by as much, so the plot keeps its height. below_px: room the builder keeps between the title
+    and the plot (annotations, subplot titles)."""
+    lines = textwrap.wrap(text, chars_per_line, break_long_words=False, break_on_hyphens=False) or [""]
+    top = fig.layout.margin.t if fig.layout.margin.t is not None else 100  # plotly's default
+    new_top = max(top, PAD_PX + LINE_PX * len(lines) + GAP_PX + below_px)
+    height = (fig.layout.height or 450) + new_top - top  # 450: plotly's default height
+    fig.update_layout(title=dict(text="<br>".join(lines), y=1 - (PAD_PX + 20) / height, yref="container",
+                                 yanchor="top"), margin=dict(t=new_top), height=height)
+    return fig
