@@ -50,3 +50,17 @@ def model_rates(name: str, attn_impl: str):
     m = model(name)
     with server().queue.slot(exclusive=True):  # a timing: nothing else may run beside it
         return measure_rates(m, attn_impl)
+
+
+def live_result(run, cannot: str):
+    """`run()` on the real model, or None with the reason in the page: a missing checkpoint is a warning (the
+    simulators above still hold), bad settings an error starting with `cannot` ("Cannot decode")."""
+    from sim.model.errors import CheckpointError
+
+    try:
+        return run()
+    except CheckpointError as exc:
+        st.warning(f"The tiny model is not available: {plain(exc)}")
+    except ValueError as exc:
+        st.error(f"{cannot}: {plain(exc)}")
+    return None

@@ -6,6 +6,7 @@ import streamlit as st
 from app.controls import paged_blocks as controls
 from app.figures import paging as figs
 from app.present import show_chart, show_chart_in, show_table
+from app.resources import live_result
 from app.runs import paged_blocks as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -134,15 +135,7 @@ show_chart(pool_chart(fork.final, scfg.block_size, views.fork_grid_title(fork)),
 # --- Real model -------------------------------------------------------------------------------
 st.header("The real model decoding through block tables")
 if (choice := controls.live()) is not None:
-    from sim.model.errors import CheckpointError
-
-    run = None
-    try:
-        run = runs.live_run(choice)
-    except CheckpointError as exc:
-        st.warning(f"The tiny model is not available: {plain(exc)}")
-    except ValueError as exc:
-        st.error(f"Cannot decode: {plain(exc)}")
+    run = live_result(lambda: runs.live_run(choice), "Cannot decode")
     if run is not None:
         c = st.columns(4)
         c[0].metric("Same tokens as a contiguous cache", "yes" if run.tokens_identical else "NO",

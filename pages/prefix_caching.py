@@ -5,6 +5,7 @@ from app.controls import prefix_caching as controls
 from app.figures import prefix_cache as figs
 from app.metrics import show_metrics
 from app.present import show_chart, show_chart_in, show_table
+from app.resources import live_result
 from app.runs import prefix_caching as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -12,7 +13,6 @@ from sim.alloc import prefix_claims as claims
 from sim.alloc import prefix_readouts as ro
 from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
-from sim.model.errors import CheckpointError
 
 st.title("Prefix caching")
 st.markdown(
@@ -149,12 +149,7 @@ if inputs is None:
 elif inputs.problem:
     st.error(inputs.problem)
 else:
-    try:
-        run = runs.branch(inputs)
-    except CheckpointError as exc:
-        st.warning(f"The tiny model is not available: {plain(exc)}")
-    except ValueError as exc:
-        st.error(f"Cannot run: {plain(exc)}")
+    run = live_result(lambda: runs.branch(inputs), "Cannot run")
 if run is not None:
     show_metrics(run.metrics())
     if run.mismatch_warning():

@@ -7,6 +7,7 @@ from app.claims import render_claims
 from app.controls import serving as controls
 from app.figures import serving as figs
 from app.present import show_chart, show_chart_in, show_table
+from app.resources import live_result
 from app.runs import serving as runs
 from app.text import plain
 from app.urlstate import UrlState
@@ -107,14 +108,7 @@ if curves.timing is not None:
 run = None
 st.subheader("On the real tiny model")
 if (live := controls.live()) is not None:
-    from sim.model.errors import CheckpointError
-
-    try:
-        run = runs.live_run(live)
-    except CheckpointError as exc:
-        st.warning(f"The tiny model is not available: {plain(exc)}")
-    except ValueError as exc:
-        st.error(f"Cannot speculate: {plain(exc)}")
+    run = live_result(lambda: runs.live_run(live), "Cannot speculate")
 
 run_label = f"real tiny model, {st.session_state['live_draft']} draft (measured)"
 show_chart(runs.speculative_figure(spec, run, run_label), width="stretch")
