@@ -7,7 +7,7 @@ from app.resources import model_or_stop as load_model
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued
-from sim.attention.maps import cache_validity, capture_attention
+from sim.attention.maps import append_takeaway, cache_validity, capture_attention
 from sim.attention.masks import (
     MASK_KINDS,
     VARIANTS,
@@ -163,7 +163,8 @@ else:
     k = st.columns(2)
     k[0].metric("Causal: max change at positions 0..N−1", f"{with_mask.max_diff:.2e}")
     k[1].metric("No mask: max change at positions 0..N−1", f"{without.max_diff:.2e}")
-    show_chart(figs.row_diffs(with_mask.row_diffs, without.row_diffs), width="stretch")
+    show_chart(figs.row_diffs(with_mask.row_diffs, without.row_diffs, append_takeaway(with_mask, without)),
+               width="stretch")
     st.caption(f"Prefill of the first {n - 1} tokens, then of all {n}: with the causal mask the appended token is "
                "invisible to every earlier query, so their outputs — and every layer's K and V — do not move, and "
                "the cached K/V stay correct. Without the mask each earlier token would attend to the new one, and "

@@ -143,7 +143,8 @@ if not error and res is not None:
     with tabs[1]:
         show_chart(figs.cumulative_flops(frames["naive"], frames["cached"], res.flops_takeaway()), width="stretch")
     with tabs[2]:
-        show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"]), width="stretch")
+        show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"], res.wall_time_takeaway()),
+                   width="stretch")
         st.caption("Measured on this machine, this run. A cached step of a model this small is dominated by fixed "
                    "per-operation overhead, which is why its time barely grows with N.")
     with tabs[3]:

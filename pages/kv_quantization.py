@@ -81,7 +81,8 @@ if not ctl.every_scheme():
 
 st.header("Bytes: codes, scales, zero points and the residual window")
 c = st.columns([3, 2])
-show_chart_in(c[0], figs.bytes_by_part(qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S), S), width="stretch")
+bytes_rows = qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S)
+show_chart_in(c[0], figs.bytes_by_part(bytes_rows, S, qb.bytes_takeaway(bytes_rows, S, bits)), width="stretch")
 show_chart_in(c[1], figs.bytes_vs_context(qb.bytes_curves(model.cfg, schemes), R), width="stretch")
 st.latex(qb.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S))
 st.caption(qb.tiny_bytes_caption(model.cfg, variant, bits, R))

@@ -65,7 +65,7 @@ for col, policy in zip(st.columns(4), POLICIES, strict=True):
                help=f"Peak {r.peak_running}; the workload took {r.makespan:,} decode steps.")
 st.markdown(cmp.concurrency_summary())
 series = cmp.series()
-show_chart(figs.concurrency_over_time(series), width="stretch")
+show_chart(figs.concurrency_over_time(series, cmp.concurrency_takeaway()), width="stretch")
 show_chart(figs.memory_over_time(series, scfg.capacity_tokens), width="stretch")
 st.caption("Time is counted in decode steps: every running request produces one token per step, whatever the batch "
            "size. On a GPU a decode step grows slowly with the batch, so real speed-ups are somewhat smaller.")

@@ -17,6 +17,7 @@ from sim.cost.roofline import (
     Hardware,
     RooflineConfig,
     batch_sweep,
+    bytes_takeaway,
     decode_step,
     hardware,
     levers_frame,
@@ -125,7 +126,8 @@ points = [
 show_chart(figs.roofline(hw.peak_flops, hw.bandwidth, hw.name, points, traces, roofline_takeaway(dec, pre, hw)),
            width="stretch")
 show_chart(figs.bytes_breakdown([("decode", dec.bytes_weights, dec.bytes_kv, dec.bytes_activations),
-                                      ("prefill", pre.bytes_weights, pre.bytes_kv, pre.bytes_activations)]),
+                                      ("prefill", pre.bytes_weights, pre.bytes_kv, pre.bytes_activations)],
+                                     bytes_takeaway(dec)),
                 width="stretch")
 table = steps_frame([pre, dec], hw)
 show_table(table, hide_index=True, width="stretch")

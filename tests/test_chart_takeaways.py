@@ -120,3 +120,112 @@ def test_builders_show_the_takeaway_as_their_title():
     assert lines == 3 and fig.layout.margin.t == 10 + 28 * lines + 16 + 24  # + the GPU's label under it
     assert fig.layout.height == 260 + fig.layout.margin.t - 50  # the bar keeps its height
     assert fig.layout.xaxis.title.text == "GPU memory (GiB)"
+
+
+def test_more_builders_show_the_takeaway_and_keep_their_axes():
+    import pandas as pd
+
+    from app.figures.decode import wall_time_per_step
+    from app.figures.masks import row_diffs
+    from app.figures.paging import concurrency_over_time
+    from app.figures.quant import bytes_by_part
+    from app.figures.roofline import bytes_breakdown
+
+    steps = pd.DataFrame({"step": [0, 1], "wall_s": [0.002, 0.001]})
+    series = pd.DataFrame({"policy": ["paged", "paged"], "step": [0, 1], "running": [1, 2]})
+    part = {"codes": 10, "scales": 1, "zero_points": 1, "full_precision": 0}
+    cases = [
+        (bytes_breakdown([("decode", 1e9, 2e9, 0.0)], "T1"), "moved per step (GB, 10⁹ bytes)", "step"),
+        (concurrency_over_time(series, "T2"), "decode step", "running requests"),
+        (wall_time_per_step(steps, steps, "T3"), "step", "milliseconds"),
+        (row_diffs([0.0], [1.0], "T4"), "position", "max |Δ logit|"),
+        (bytes_by_part([{"short": "KIVI", **part}], 4, "T5"), "bytes per token (B)", "scheme"),
+    ]
+    for i, (fig, x, y) in enumerate(cases, 1):
+        assert fig.layout.title.text == f"T{i}"
+        assert (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text) == (x, y)
+
+
+def test_bytes_takeaway_names_the_larger_share_of_a_decode_step():
+    from sim.cost.roofline import bytes_takeaway
+
+    def step(weights, kv, acts=0.0):
+        return StepCost("decode", 1.0, 0.0, weights, kv, acts, 1)
+
+    assert bytes_takeaway(step(141.1e9, 1.342e9, 0.1e9)) == (
+        "Decode reads 141.1 GB of weights and 1.342 GB of KV cache a step: 99% of it is weights")
+    assert bytes_takeaway(step(16e9, 1.1e12)) == (
+        "Decode reads 16 GB of weights and 1.1 TB of KV cache a step: 99% of it is KV cache")
+    assert bytes_takeaway(step(811.7e9, 2.1e9)) == (
+        "Decode reads 811.7 GB of weights and 2.1 GB of KV cache a step: over 99% of it is weights")
+    assert bytes_takeaway(step(1e9, 1e9)) == (
+        "Decode reads 1 GB of weights and 1 GB of KV cache a step: 50% of it each")
+
+
+def _running(paged: float, max_len: float) -> Comparison:
+    return Comparison(None, None, {"paged": SimpleNamespace(mean_running=paged),
+                                   "reserve_max_len": SimpleNamespace(mean_running=max_len)})
+
+
+def test_concurrency_takeaway_compares_paged_with_reserving_the_maximum():
+    assert _running(12.34, 3.1).concurrency_takeaway() == (
+        "Paged blocks run 12.3 requests at once on average vs 3.1 when every request reserves the maximum length: "
+        "4.0× as many")
+    assert _running(2.0, 5.0).concurrency_takeaway() == (
+        "Paged blocks run only 2.0 requests at once on average vs 5.0 when every request reserves the maximum length")
+    assert _running(4.01, 4.04).concurrency_takeaway() == (
+        "Paged blocks and reserving the maximum length both run 4.0 requests at once on average")
+
+
+def test_wall_time_takeaway_compares_the_last_step_both_ran():
+    from sim.model.generate import DecodeComparison, StepRecord
+
+    def recs(ms):
+        return [StepRecord(i, 8 + i, 65, 1, 8 + i, {"mlp": 1}, 0, 0, t / 1e3) for i, t in enumerate(ms)]
+
+    assert DecodeComparison(recs([5, 8.4]), recs([5, 1.2]), 2, None).wall_time_takeaway() == (
+        "At step 1, a cached step took 1.20 ms vs 8.40 ms naive: 7.0× faster")
+    assert DecodeComparison(recs([5, 1.0]), recs([5, 3.0, 3.0]), 3, 1.0).wall_time_takeaway() == (
+        "At step 1, naive's last before its budget ran out, a naive step took 1.00 ms vs 3.00 ms cached: 3.0× faster")
+    assert DecodeComparison(recs([2.001]), recs([2.004]), 1, None).wall_time_takeaway() == (
+        "At step 0, a cached step and a naive step both took 2.00 ms")
+
+
+def test_append_takeaway_compares_the_masks():
+    from sim.attention.maps import CacheValidity, append_takeaway
+
+    def validity(rows):
+        return CacheValidity(len(rows), max(rows), 0.0, 0.0, rows)
+
+    assert append_takeaway(validity([0.0, 0.0, 0.0]), validity([0.5, 3.214, 0.0])) == (
+        "Appending one token leaves every earlier position's logits exactly unchanged with the causal mask; "
+        "without it the logits at 2 of 3 earlier positions change, by up to 3.21")
+    assert append_takeaway(validity([2.4e-6, 0.0]), validity([0.01, 0.02])) == (
+        "Appending one token changes the earlier positions' logits by at most 2.4e-06 with the causal mask; "
+        "without it the logits at 2 of 2 earlier positions change, by up to 0.02")
+    assert append_takeaway(validity([0.3, 0.0]), validity([0.1, 0.0])) == (
+        "Appending one token changes the earlier positions' logits more with the causal mask (up to 0.3) "
+        "than without it (up to 0.1)")
+    assert append_takeaway(validity([0.0]), validity([0.0])) == (
+        "Appending one token leaves every earlier position's logits exactly unchanged, with or without the mask")
+    assert append_takeaway(validity([0.25]), validity([0.25])) == (
+        "Appending one token changes the earlier positions' logits by up to 0.25 with or without the mask")
+
+
+def test_quant_bytes_takeaway_compares_the_scheme_with_fp16():
+    from sim.model.quant_bytes import bytes_takeaway, tiny_bytes_rows
+    from sim.model.quant_cache import make_scheme
+
+    cfg = SimpleNamespace(n_layers=4, n_kv_heads=4, head_dim=32)
+    rows = tiny_bytes_rows(cfg, [make_scheme("kivi", 3, residual=32), make_scheme("token", 3)], 128)
+    assert bytes_takeaway(rows, 128, 3) == (
+        "At 128 tokens, INT3 KIVI (R=32) stores 34.4% of FP16's bytes: 704.0 vs 2,048 B per token "
+        "(every layer, K and V)")
+    short = tiny_bytes_rows(cfg, [make_scheme("kivi", 3, residual=32)], 16)  # all 16 inside the residual
+    assert bytes_takeaway(short, 16, 3) == (
+        "At 16 tokens, INT3 KIVI (R=32) stores as many bytes as FP16: 2,048.0 vs 2,048 B per token "
+        "(every layer, K and V)")
+    more = [{"scheme": "fp16", "short": "full precision", "total": 1000, "bytes_per_token": 100.0},
+            {"scheme": "kivi", "short": "KIVI (R=4)", "total": 1250, "bytes_per_token": 125.0}]
+    assert bytes_takeaway(more, 10, 2) == (
+        "At 10 tokens, INT2 KIVI (R=4) stores 1.25× FP16's bytes: 125.0 vs 100 B per token (every layer, K and V)")

@@ -41,13 +41,15 @@ def cumulative_flops(naive: pd.DataFrame, cached: pd.DataFrame, title: str) -> g
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def wall_time_per_step(naive: pd.DataFrame, cached: pd.DataFrame) -> go.Figure:
+def wall_time_per_step(naive: pd.DataFrame, cached: pd.DataFrame, title: str) -> go.Figure:
+    """title: the takeaway (DecodeComparison.wall_time_takeaway)."""
     fig = go.Figure()
     fig.add_scatter(x=naive["step"], y=naive["wall_s"] * 1e3, name="naive", mode="lines+markers",
                     line=dict(color=NAIVE), marker=dict(size=4))
     fig.add_scatter(x=cached["step"], y=cached["wall_s"] * 1e3, name="cached", mode="lines+markers",
                     line=dict(color=CACHED), marker=dict(size=4))
-    return base_layout(fig, "Measured wall time per step", "step", "milliseconds")
+    base_layout(fig, "", "step", "milliseconds")
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def flops_by_part(naive: pd.DataFrame, cached: pd.DataFrame) -> go.Figure:

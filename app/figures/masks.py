@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, NAIVE, base_layout
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 
 
 def token_labels(ids: list[int]) -> list[str]:
@@ -53,11 +54,12 @@ def row_weights(variant_to_weights: dict[str, np.ndarray], allowed: np.ndarray, 
     return base_layout(fig, f"Softmax weights of query row {row}", "key", "weight", height=400)
 
 
-def row_diffs(causal: list[float], full: list[float]) -> go.Figure:
+def row_diffs(causal: list[float], full: list[float], title: str) -> go.Figure:
+    """title: the takeaway (sim.attention.maps.append_takeaway)."""
     fig = go.Figure()
     x = list(range(len(causal)))
     fig.add_bar(x=x, y=full, name="no mask (every token sees every token)", marker_color=NAIVE)
     fig.add_bar(x=x, y=causal, name="causal mask", marker_color=CACHED)
     fig.update_layout(barmode="group")
-    return base_layout(fig, "max |Δ output| at each earlier position after appending one token", "position",
-                       "max |Δ logit|", height=360)
+    base_layout(fig, "", "position", "max |Δ logit|", height=360)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)

@@ -72,13 +72,14 @@ def breakdown_bars(frame: pd.DataFrame, title: str) -> go.Figure:
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=20)  # below it: the paper's band label
 
 
-def concurrency_over_time(series: pd.DataFrame) -> go.Figure:
+def concurrency_over_time(series: pd.DataFrame, title: str) -> go.Figure:
+    """title: the takeaway (Comparison.concurrency_takeaway)."""
     fig = go.Figure()
     for policy, df in series.groupby("policy", sort=False):
         fig.add_scatter(x=df["step"], y=df["running"], name=POLICY_SHORT[policy], mode="lines",
                         line=dict(color=POLICY_COLORS[policy], width=2.5, shape="hv"))
-    return base_layout(fig, "Requests running at once (until each policy finishes the workload)",
-                       "decode step", "running requests", height=380)
+    base_layout(fig, "", "decode step", "running requests", height=380)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def memory_over_time(series: pd.DataFrame, capacity: int) -> go.Figure:

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
+from app.figures.headline import set_headline
 
 SCHEME_COLORS = {
     "fp16": FORMULA,
@@ -23,12 +24,14 @@ SCHEME_COLORS = {
 PART_LABELS = {"codes": "codes (bit-packed)", "scales": "scales (fp16)", "zero_points": "zero points (fp16)",
                "full_precision": "full-precision residual (fp16)"}
 PART_COLORS = {"codes": "#4c78a8", "scales": "#f58518", "zero_points": "#e45756", "full_precision": "#b0b0b0"}
+WIDE_COLUMN_CHARS = 52  # the bytes chart sits in the wider of two columns (3 : 2)
 METRIC_LABELS = {"kl": "KL(full ‖ quantized), nats", "delta_loss": "Δ loss, nats per byte",
                  "agreement": "top-1 agreement with full precision"}
 
 
-def bytes_by_part(rows: list[dict], num_tokens: int) -> go.Figure:
-    """Horizontal stacked bars: bytes per token of each scheme, split into codes / scales / ... ."""
+def bytes_by_part(rows: list[dict], num_tokens: int, title: str) -> go.Figure:
+    """Horizontal stacked bars: bytes per token of each scheme, split into codes / scales / ... ;
+    title: the takeaway (sim.model.quant_bytes.bytes_takeaway)."""
     labels = [r["short"] for r in rows]
     fig = go.Figure()
     for part, name in PART_LABELS.items():
@@ -36,10 +39,9 @@ def bytes_by_part(rows: list[dict], num_tokens: int) -> go.Figure:
                     marker_color=PART_COLORS[part],
                     hovertemplate="%{y}<br>" + name + ": %{x:,.1f} B/token<extra></extra>")
     fig.update_layout(barmode="stack", yaxis=dict(autorange="reversed"))
-    fig = base_layout(fig, f"Bytes per token at {num_tokens:,} tokens (every layer, K and V)", "bytes per token (B)", "scheme",
-                      height=170 + 38 * len(rows))
+    fig = base_layout(fig, "", "bytes per token (B)", "scheme", height=170 + 38 * len(rows))
     fig.update_layout(legend=LEGEND_BELOW)
-    return fig
+    return set_headline(fig, title, WIDE_COLUMN_CHARS)
 
 
 def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], residual: int) -> go.Figure:

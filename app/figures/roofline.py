@@ -56,8 +56,8 @@ def sweep_lines(rows: list, metric: str, ylabel: str, ridge: float | None = None
     return base_layout(fig, f"Decode step: {ylabel} vs batch", "", "", height=400)
 
 
-def bytes_breakdown(rows: list[tuple[str, float, float, float]]) -> go.Figure:
-    """rows: (label, weights, kv, activations) bytes."""
+def bytes_breakdown(rows: list[tuple[str, float, float, float]], title: str) -> go.Figure:
+    """rows: (label, weights, kv, activations) bytes; title: the takeaway (sim.cost.roofline.bytes_takeaway)."""
     fig = go.Figure()
     labels = [r[0] for r in rows]
     for i, (part, color) in enumerate((("weights", "#4c78a8"), ("KV cache", "#e45756"), ("activations", "#72b7b2"))):
@@ -67,4 +67,5 @@ def bytes_breakdown(rows: list[tuple[str, float, float, float]]) -> go.Figure:
     # in GB, not plotly's SI "150B" (billions), which reads as 150 bytes
     fig.update_xaxes(title_text="moved per step (GB, 10⁹ bytes)")
     fig.update_yaxes(title_text="step")
-    return base_layout(fig, "What a step moves", "", "", height=260)
+    base_layout(fig, "", "", "", height=260)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)

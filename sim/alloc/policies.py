@@ -109,6 +109,18 @@ class Comparison:
             return f"Paged blocks keep only {paged:.1f}% of claimed KV memory for real tokens vs {span} for {policies}"
         return f"Paged blocks keep {paged:.1f}% of claimed KV memory for real tokens, within {span} for {policies}"
 
+    def concurrency_takeaway(self) -> str:
+        """The running-requests chart's title: paged against reserve-max-length, requests at once on average."""
+        paged, max_len = self.results["paged"].mean_running, self.results["reserve_max_len"].mean_running
+        p, m = f"{paged:.1f}", f"{max_len:.1f}"
+        if p == m:
+            return f"Paged blocks and reserving the maximum length both run {p} requests at once on average"
+        if paged > max_len:
+            return (f"Paged blocks run {p} requests at once on average vs {m} when every request reserves the "
+                    f"maximum length: {paged / max_len:,.1f}× as many")
+        return (f"Paged blocks run only {p} requests at once on average vs {m} when every request reserves the "
+                f"maximum length")
+
     def concurrency_summary(self) -> str:
         """How many requests ran at once, paged against reserving the maximum length, and the preemptions (Markdown)."""
         paged, max_len = self.results["paged"], self.results["reserve_max_len"]

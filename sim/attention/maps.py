@@ -70,3 +70,26 @@ def cache_validity(model: TinyLlama, ids: list[int], causal_mask: bool = True) -
     dk = max((ka - kb[:, :n]).abs().max().item() for (ka, _), (kb, _) in zip(kva, kvb, strict=True))
     dv = max((va - vb[:, :n]).abs().max().item() for (_, va), (_, vb) in zip(kva, kvb, strict=True))
     return CacheValidity(n, rows.max().item(), dk, dv, rows.tolist())
+
+
+def _change(x: float) -> str:
+    """A logit change as the chart's title writes it: 0 exactly, 3 significant digits, or in e-notation when tiny."""
+    return "0" if x == 0 else f"{x:.3g}" if x >= 1e-3 else f"{x:.1e}"
+
+
+def append_takeaway(with_mask: CacheValidity, without: CacheValidity) -> str:
+    """The append chart's title: how far appending one token moves the earlier positions' logits with the
+    causal mask against without it, worded by which moves them more."""
+    c, f = max(with_mask.row_diffs), max(without.row_diffs)
+    n, moved = without.num_tokens, sum(d > 0 for d in without.row_diffs)
+    causal = ("leaves every earlier position's logits exactly unchanged with the causal mask" if c == 0 else
+              f"changes the earlier positions' logits by at most {_change(c)} with the causal mask")
+    if c < f:
+        return (f"Appending one token {causal}; without it the logits at {moved} of {n} earlier positions change, "
+                f"by up to {_change(f)}")
+    if c > f:
+        return (f"Appending one token changes the earlier positions' logits more with the causal mask "
+                f"(up to {_change(c)}) than without it (up to {_change(f)})")
+    if c == 0:
+        return "Appending one token leaves every earlier position's logits exactly unchanged, with or without the mask"
+    return f"Appending one token changes the earlier positions' logits by up to {_change(c)} with or without the mask"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from sim.cost.arch import ArchPreset, estimate_active_params, estimate_num_params, with_kv_heads
-from sim.cost.memory import WEIGHT_DTYPE_BITS, MemoryConfig, request_bytes
+from sim.cost.memory import WEIGHT_DTYPE_BITS, MemoryConfig, fmt_decimal, request_bytes
 
 PHASES = ("prefill", "decode")
 COMPUTE_DTYPES = ("bf16", "fp8")
@@ -292,6 +292,23 @@ def roofline_takeaway(decode: StepCost, prefill: StepCost, hw: Hardware) -> str:
     (decode's intensity with 2 decimals, prefill's and the ridge's rounded, as the page's metrics)."""
     return (f"Decode at {decode.intensity:,.2f} FLOP/B is {_against_ridge(decode, hw)} of {hw.ridge:,.0f} FLOP/B; "
             f"prefill at {prefill.intensity:,.0f} FLOP/B is {_against_ridge(prefill, hw)}")
+
+
+def _share(x: float) -> str:
+    """A share as a whole percent, never rounded up to a 100% it is not."""
+    return "over 99%" if 0.995 <= x < 1 else f"{x:.0%}"
+
+
+def bytes_takeaway(decode: StepCost) -> str:
+    """The bytes chart's title: what a decode step reads, weights against KV cache, and the larger one's
+    share of all the step's bytes (activations included)."""
+    w, kv = decode.bytes_weights, decode.bytes_kv
+    reads = f"Decode reads {fmt_decimal(w)} of weights and {fmt_decimal(kv)} of KV cache a step"
+    if w > kv:
+        return f"{reads}: {_share(w / decode.bytes)} of it is weights"
+    if kv > w:
+        return f"{reads}: {_share(kv / decode.bytes)} of it is KV cache"
+    return f"{reads}: {_share(w / decode.bytes)} of it each"
 
 
 def turning_points(turns: dict[int, int | None]) -> str:

@@ -277,6 +277,18 @@ class DecodeComparison:
             return f"Cached decoding did {cached / naive:,.1f}× the FLOPs of naive {over}: {both}"
         return f"Naive and cached decoding did the same FLOPs {over}: {human_flops(naive)} each"
 
+    def wall_time_takeaway(self) -> str:
+        """The wall-time chart's title: one cached step against one naive step, at the last step both ran."""
+        k = self.compared
+        naive, cached = self.naive[k - 1], self.cached[k - 1]
+        at = f"At step {naive.step:,}" + ("" if self.naive_complete else ", naive's last before its budget ran out")
+        n_ms, c_ms = f"{naive.wall_s * 1e3:,.2f} ms", f"{cached.wall_s * 1e3:,.2f} ms"
+        if n_ms == c_ms:
+            return f"{at}, a cached step and a naive step both took {c_ms}"
+        if naive.wall_s > cached.wall_s:
+            return f"{at}, a cached step took {c_ms} vs {n_ms} naive: {naive.wall_s / cached.wall_s:,.1f}× faster"
+        return f"{at}, a naive step took {n_ms} vs {c_ms} cached: {cached.wall_s / naive.wall_s:,.1f}× faster"
+
     def to_frame(self, mode: str):
         """One row per step of `mode`: what was fed, the token, FLOPs (total and by part), wall time."""
         import pandas as pd

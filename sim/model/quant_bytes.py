@@ -40,6 +40,21 @@ def tiny_bytes_rows(cfg: ModelConfig, schemes: Sequence[CacheScheme], num_tokens
     return rows
 
 
+def bytes_takeaway(rows: Sequence[dict], num_tokens: int, bits: int, key: str = "kivi") -> str:
+    """The bytes chart's title: the page's scheme (KIVI at the chosen width) against FP16, from
+    `tiny_bytes_rows`, worded by whether it stores fewer bytes or more."""
+    fp16 = next(r for r in rows if r["scheme"] == FULL.key)
+    row = next(r for r in rows if r["scheme"] == key)
+    name = f"At {num_tokens:,} tokens, INT{bits} {row['short']}"
+    per = (f"{row['bytes_per_token']:,.1f} vs {fp16['bytes_per_token']:,.0f} B per token "
+           "(every layer, K and V)")
+    if row["total"] < fp16["total"]:
+        return f"{name} stores {row['total'] / fp16['total']:.1%} of FP16's bytes: {per}"
+    if row["total"] > fp16["total"]:
+        return f"{name} stores {row['total'] / fp16['total']:,.2f}× FP16's bytes: {per}"
+    return f"{name} stores as many bytes as FP16: {per}"
+
+
 def bytes_curves(cfg: ModelConfig, key_to_scheme: Mapping[str, CacheScheme]
                  ) -> dict[str, tuple[str, list[int], list[float]]]:
     """key -> (short label, contexts 1, 2, 4 … up to the trained context, average bytes per token) for
