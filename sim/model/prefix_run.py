@@ -271,32 +271,25 @@ def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]]
     diff = 0.0
     for rep in range(repeats + 1):
         for way in (("scratch", "branch") if rep % 2 else ("branch", "scratch")):
+            branched = way == "branch"
             toks, logits, decode_s = [], [], 0.0
-            if way == "branch":
-                cache.truncate(0)
+            cache.truncate(0)
+            if branched:
                 t_shared = _prefill_only(model, cache, prefix_ids, attn_impl)
-                for b, s in enumerate(suffix_ids):
-                    cache.truncate(p)  # forget the previous branch, keep the prefix
-                    tk, lg, tp, td = _continue(model, cache, s, p, num_new, attn_impl)
-                    toks.append(tk)
-                    logits.append(lg)
-                    decode_s += td
-                    if rep:
-                        suffix_t[b].append(tp)
+            start = p if branched else 0  # branched: every continuation starts on the cached prefix
+            for b, s in enumerate(suffix_ids):
+                cache.truncate(start)  # forget the previous continuation (and, from scratch, everything)
+                ids = list(s) if branched else list(prefix_ids) + list(s)
+                tk, lg, tp, td = _continue(model, cache, ids, start, num_new, attn_impl)
+                toks.append(tk)
+                logits.append(lg)
+                decode_s += td
                 if rep:
+                    (suffix_t if branched else scratch_t)[b].append(tp)
+            if rep:
+                (dec_b if branched else dec_s).append(decode_s)
+                if branched:
                     shared_t.append(t_shared)
-                    dec_b.append(decode_s)
-            else:
-                for b, s in enumerate(suffix_ids):
-                    cache.truncate(0)
-                    tk, lg, tp, td = _continue(model, cache, list(prefix_ids) + list(s), 0, num_new, attn_impl)
-                    toks.append(tk)
-                    logits.append(lg)
-                    decode_s += td
-                    if rep:
-                        scratch_t[b].append(tp)
-                if rep:
-                    dec_s.append(decode_s)
             got[way] = (toks, logits)
         for lb, ls in zip(got["branch"][1], got["scratch"][1], strict=True):
             for x, y in zip(lb, ls, strict=True):
