@@ -92,8 +92,7 @@ def styled(fig: go.Figure, present: bool) -> go.Figure:
 
 def show_chart(fig: go.Figure, **kwargs) -> None:
     """st.plotly_chart with the lab's style; the Streamlit theme (light or dark) colours it."""
-    kwargs.setdefault("config", {"displaylogo": False})
-    st.plotly_chart(styled(fig, presenting()), **kwargs)
+    show_chart_in(st, fig, **kwargs)
 
 
 def show_chart_in(where, fig: go.Figure, **kwargs) -> None:
