@@ -3,6 +3,7 @@ from dataclasses import replace
 import streamlit as st
 
 from app.claims import render_claims
+from app.controls.roofline import BATCHES, CONTEXTS, TABS, THIS_MACHINE
 from app.figures import CACHED, NAIVE
 from app.figures import roofline as figs
 from app.present import show_chart, show_chart_in, show_table
@@ -30,10 +31,6 @@ from sim.cost.roofline import (
 )
 from sim.cost.roofline_claims import roofline_claims
 
-BATCHES = [2**k for k in range(13)]  # 1 … 4,096
-CONTEXTS = [2**k for k in range(7, 21)]  # 128 … 1,048,576
-THIS_MACHINE = "this-machine"
-
 st.title("Roofline")
 st.markdown(
     "A step cannot finish faster than its **FLOPs ÷ peak FLOP/s** nor faster than its **bytes ÷ memory "
@@ -52,6 +49,7 @@ url.choice("kvdtype", "fp16", list(KV_DTYPES), label="KV dtype")
 url.int("batch", 1, 1, BATCHES[-1], label="batch")
 url.int("context", 4096, CONTEXTS[0], CONTEXTS[-1], label="context")
 url.bool("probe", False, label="measure this machine")
+TABS.register(url)
 url.show_problems()
 for key, allowed in (("batch", BATCHES), ("context", CONTEXTS)):  # snap URL integers to the slider's stops
     if st.session_state[key] not in allowed:
@@ -109,76 +107,99 @@ m[1].metric("Decode step (predicted)", f"{dec.time(hw) * 1e3:,.2f} ms",
 m[2].metric("Prefill intensity", f"{pre.intensity:,.0f} FLOP/B", f"{pre.bound(hw)}-bound", delta_color="off", delta_arrow="off")
 m[3].metric("Ridge point", f"{hw.ridge:,.0f} FLOP/B", help="peak FLOP/s ÷ bandwidth")
 
-traces = []
-sweep_b = [decode_step(replace(cfg, batch=b)) for b in BATCHES]
-traces.append({"name": "decode as batch grows", "x": [s.intensity for s in sweep_b],
-               "y": [s.attainable_flops(hw) for s in sweep_b], "color": CACHED,
-               "labels": [f"decode, batch {b}" for b in BATCHES]})
-ctx_range = [x for x in CONTEXTS if x <= max(arch.max_position_embeddings, 128)]
-sweep_p = [prefill_step(replace(cfg, context=s)) for s in ctx_range]
-traces.append({"name": "prefill as the prompt grows", "x": [s.intensity for s in sweep_p],
-               "y": [s.attainable_flops(hw) for s in sweep_p], "color": NAIVE,
-               "labels": [f"prefill, {s:,} tokens" for s in ctx_range]})
-points = [
-    {"name": "decode", "intensity": dec.intensity, "flops_per_s": dec.attainable_flops(hw), "color": CACHED},
-    {"name": "prefill", "intensity": pre.intensity, "flops_per_s": pre.attainable_flops(hw), "color": NAIVE},
-]
-show_chart(figs.roofline(hw.peak_flops, hw.bandwidth, hw.name, points, traces, roofline_takeaway(dec, pre, hw)),
-           width="stretch")
-show_chart(figs.bytes_breakdown([("decode", dec.bytes_weights, dec.bytes_kv, dec.bytes_activations),
-                                      ("prefill", pre.bytes_weights, pre.bytes_kv, pre.bytes_activations)],
-                                     bytes_takeaway(dec)),
+
+def render_roofline() -> None:
+    """The step on the roofline, with how decode and prefill move as batch and prompt grow."""
+    traces = []
+    sweep_b = [decode_step(replace(cfg, batch=b)) for b in BATCHES]
+    traces.append({"name": "decode as batch grows", "x": [s.intensity for s in sweep_b],
+                   "y": [s.attainable_flops(hw) for s in sweep_b], "color": CACHED,
+                   "labels": [f"decode, batch {b}" for b in BATCHES]})
+    ctx_range = [x for x in CONTEXTS if x <= max(arch.max_position_embeddings, 128)]
+    sweep_p = [prefill_step(replace(cfg, context=s)) for s in ctx_range]
+    traces.append({"name": "prefill as the prompt grows", "x": [s.intensity for s in sweep_p],
+                   "y": [s.attainable_flops(hw) for s in sweep_p], "color": NAIVE,
+                   "labels": [f"prefill, {s:,} tokens" for s in ctx_range]})
+    points = [
+        {"name": "decode", "intensity": dec.intensity, "flops_per_s": dec.attainable_flops(hw), "color": CACHED},
+        {"name": "prefill", "intensity": pre.intensity, "flops_per_s": pre.attainable_flops(hw), "color": NAIVE},
+    ]
+    show_chart(figs.roofline(hw.peak_flops, hw.bandwidth, hw.name, points, traces, roofline_takeaway(dec, pre, hw)),
+               width="stretch")
+
+
+def render_bytes() -> None:
+    """The step's bytes by kind, and both steps' costs as a table."""
+    show_chart(figs.bytes_breakdown([("decode", dec.bytes_weights, dec.bytes_kv, dec.bytes_activations),
+                                          ("prefill", pre.bytes_weights, pre.bytes_kv, pre.bytes_activations)],
+                                         bytes_takeaway(dec)),
+                    width="stretch")
+    table = steps_frame([pre, dec], hw)
+    show_table(table, hide_index=True, width="stretch")
+    st.download_button("Download this table (CSV)", table.to_csv(index=False), "roofline.csv", "text/csv")
+
+
+def render_batching() -> None:
+    """Batch sweeps at a few contexts: intensity and tokens/s."""
+    st.subheader('Batching: shared weights, private caches')
+    contexts = sorted({512, 8192, 131072, cfg.context})
+    rows = batch_sweep(cfg, hw, BATCHES, contexts)
+    g = st.columns(2)
+    show_chart_in(g[0], figs.sweep_lines(rows, "intensity", "FLOPs per byte", hw.ridge), width="stretch")
+    show_chart_in(g[1], figs.sweep_lines(rows, "tokens_per_s", "tokens/s"), width="stretch")
+    turns = {S: memory_bound_until(replace(cfg, context=S), hw) for S in contexts}
+    st.markdown(turning_points(turns))
+    st.caption("Each request added to a decode batch reuses the weights already read — but brings its own KV cache, "
+               "read in full every step. With long contexts the cache bytes grow exactly as fast as the FLOPs, so the "
+               "intensity stops rising below the ridge and the step never becomes compute-bound.")
+
+
+def render_levers() -> None:
+    """What each lever does to the decode step."""
+    st.subheader('What helps a decode step')
+    show_table(levers_frame(what_helps(cfg, hw)), hide_index=True, width="stretch")
+
+
+def render_machine() -> None:
+    """This machine's bandwidth and matmul rate, and the tiny model's decode step on its roofline."""
+    st.toggle("Measure this machine", key="probe", disabled=st.session_state["gpu"] == THIS_MACHINE,
+              help="A copy-bandwidth and a matmul test (loads torch, so it is off until asked for).")
+    if probe is None and probe_error is None:
+        st.info("Switch on **Measure this machine** (or choose it as the hardware) to time its bandwidth and matmuls.",
+                icon=":material/play_circle:")
+    elif probe is None:
+        st.warning(f"This machine could not be measured: {probe_error}. The presets above still work.")
+    else:
+        k = st.columns(3)
+        k[0].metric("Copy bandwidth", f"{probe.bandwidth / 1e9:,.1f} GB/s")
+        k[1].metric(f"Matmul ({probe.dtype})", f"{probe.peak_flops / 1e9:,.1f} GFLOP/s")
+        k[2].metric("Ridge", f"{probe.peak_flops / probe.bandwidth:,.1f} FLOP/B")
+        st.caption(f"Method: {probe.method}. Measured once per server process.")
+        if st.button("Measure the tiny model's decode step here"):
+            from app.resources import model_or_stop
+            from sim.model.probe import measure_tiny_decode
+
+            st.session_state["tiny_point"] = queued(lambda: measure_tiny_decode(model_or_stop("mha"), probe),
+                                                    "Timing the tiny model's decode step")
+        tp = st.session_state.get("tiny_point")
+        if tp is not None:
+            mhw = Hardware("this machine", probe.peak_flops, probe.bandwidth)
+            show_chart(figs.roofline(mhw.peak_flops, mhw.bandwidth, mhw.name, [
+                {"name": "tiny model, decode (measured)", "intensity": tp.intensity, "flops_per_s": tp.achieved_flops,
+                 "color": CACHED},
+                {"name": "tiny model, decode (roofline prediction)", "intensity": tp.intensity,
+                 "flops_per_s": tp.attainable_flops, "color": NAIVE, "symbol": "diamond"}], [], tp.takeaway),
                 width="stretch")
-table = steps_frame([pre, dec], hw)
-show_table(table, hide_index=True, width="stretch")
-st.download_button("Download this table (CSV)", table.to_csv(index=False), "roofline.csv", "text/csv")
+            st.markdown(tp.verdict)
 
-st.header("Batching: shared weights, private caches")
-contexts = sorted({512, 8192, 131072, cfg.context})
-rows = batch_sweep(cfg, hw, BATCHES, contexts)
-g = st.columns(2)
-show_chart_in(g[0], figs.sweep_lines(rows, "intensity", "FLOPs per byte", hw.ridge), width="stretch")
-show_chart_in(g[1], figs.sweep_lines(rows, "tokens_per_s", "tokens/s"), width="stretch")
-turns = {S: memory_bound_until(replace(cfg, context=S), hw) for S in contexts}
-st.markdown(turning_points(turns))
-st.caption("Each request added to a decode batch reuses the weights already read — but brings its own KV cache, "
-           "read in full every step. With long contexts the cache bytes grow exactly as fast as the FLOPs, so the "
-           "intensity stops rising below the ridge and the step never becomes compute-bound.")
 
-st.header("What helps a decode step")
-show_table(levers_frame(what_helps(cfg, hw)), hide_index=True, width="stretch")
+def render_claims_tab() -> None:
+    """The seeds' roofline figures, recomputed."""
+    render_claims(roofline_claims(presets, gpus), "roofline")
 
-st.header("Measured on this machine")
-st.toggle("Measure this machine", key="probe", disabled=st.session_state["gpu"] == THIS_MACHINE,
-          help="A copy-bandwidth and a matmul test (loads torch, so it is off until asked for).")
-if probe is None and probe_error is None:
-    st.info("Switch on **Measure this machine** (or choose it as the hardware) to time its bandwidth and matmuls.",
-            icon=":material/play_circle:")
-elif probe is None:
-    st.warning(f"This machine could not be measured: {probe_error}. The presets above still work.")
-else:
-    k = st.columns(3)
-    k[0].metric("Copy bandwidth", f"{probe.bandwidth / 1e9:,.1f} GB/s")
-    k[1].metric(f"Matmul ({probe.dtype})", f"{probe.peak_flops / 1e9:,.1f} GFLOP/s")
-    k[2].metric("Ridge", f"{probe.peak_flops / probe.bandwidth:,.1f} FLOP/B")
-    st.caption(f"Method: {probe.method}. Measured once per server process.")
-    if st.button("Measure the tiny model's decode step here"):
-        from app.resources import model_or_stop
-        from sim.model.probe import measure_tiny_decode
 
-        st.session_state["tiny_point"] = queued(lambda: measure_tiny_decode(model_or_stop("mha"), probe),
-                                                "Timing the tiny model's decode step")
-    tp = st.session_state.get("tiny_point")
-    if tp is not None:
-        mhw = Hardware("this machine", probe.peak_flops, probe.bandwidth)
-        show_chart(figs.roofline(mhw.peak_flops, mhw.bandwidth, mhw.name, [
-            {"name": "tiny model, decode (measured)", "intensity": tp.intensity, "flops_per_s": tp.achieved_flops,
-             "color": CACHED},
-            {"name": "tiny model, decode (roofline prediction)", "intensity": tp.intensity,
-             "flops_per_s": tp.attainable_flops, "color": NAIVE, "symbol": "diamond"}], [], "Roofline"),
-            width="stretch")
-        st.markdown(tp.verdict)
-
-st.header("The seeds' numbers")
-render_claims(roofline_claims(presets, gpus), "roofline")
+slug, tab = TABS.open(url)  # only the open tab's body runs
+with tab:
+    {"roofline": render_roofline, "bytes": render_bytes, "batching": render_batching, "levers": render_levers,
+     "machine": render_machine, "claims": render_claims_tab}[slug]()
 url.sync()

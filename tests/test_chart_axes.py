@@ -49,6 +49,8 @@ def test_untitled_axes_are_found():
     *[(p.slug, {}) for p in PAGES if p.slug != "home"],
     ("serving", {"sweep": "1"}),
     ("kv_memory", {"measure": "1", "tbatch": "2", "tctx": "64"}),
+    *[("kv_memory", {"tab": t}) for t in ("grid", "variants", "dtypes")],  # the tabs a link opens, each drawn alone
+    *[("roofline", {"tab": t}) for t in ("bytes", "batching")],
 ])
 def test_every_axis_has_a_title(slug, params):
     at = run_page(slug, params)

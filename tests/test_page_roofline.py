@@ -2,6 +2,7 @@
 
 from streamlit.testing.v1 import AppTest
 
+from app.controls.roofline import TABS
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
@@ -23,7 +24,20 @@ def test_defaults_llama_70b_on_h100():
     assert metric(at, "Decode intensity").value == f"{dec.intensity:,.2f} FLOP/B" == "1.05 FLOP/B"
     assert metric(at, "Decode intensity").delta == "memory-bound"
     assert metric(at, "Ridge point").value == "295 FLOP/B"
-    assert len(at.get("plotly_chart")) >= 4
+    assert at.query_params["tab"] == "roofline" and len(at.get("plotly_chart")) == 1  # only the open tab ran
+
+
+def test_each_tab_opens_from_the_link_and_draws_its_section():
+    charts = {slug: len(page({"tab": slug}).get("plotly_chart")) for slug in TABS.tabs}
+    assert charts == {"roofline": 1, "bytes": 1, "batching": 2, "levers": 0, "machine": 0, "claims": 0}
+    at = page({"tab": "levers"})
+    assert not at.exception and at.query_params["tab"] == "levers" and len(at.dataframe) == 1
+    at.session_state[TABS.widget_key] = TABS.tabs["batching"]  # what a click on the tab sends
+    at.run()
+    assert at.query_params["tab"] == "batching" and len(at.get("plotly_chart")) == 2
+    at = page({"tab": "nope"})
+    assert not at.exception and at.query_params["tab"] == "roofline"
+    assert "`nope` is not one of" in " ".join(w.value for w in at.warning)
 
 
 def test_widgets_change_the_numbers_and_url():
@@ -53,10 +67,11 @@ def test_bad_choices_explained():
 
 
 def test_this_machine_and_the_tiny_model_point():
-    at = page({"gpu": "this-machine", "model": "tiny-mha", "context": "128"})
+    at = page({"gpu": "this-machine", "model": "tiny-mha", "context": "128", "tab": "machine"})
     assert not at.exception and not at.error
     at.button[0].click().run()
     assert not at.exception
     tp = at.session_state["tiny_point"]
     assert tp.num_ops > 50 and tp.bytes_per_step > 0 and tp.measured_s > 0
     assert any("it took" in m.value for m in at.markdown)
+    assert len(at.get("plotly_chart")) == 1  # the tiny model's step on this machine's roofline

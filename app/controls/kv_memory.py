@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app.tabs import LazyTabs
 from app.urlstate import UrlState
 from sim.cost.arch import ArchPreset
 from sim.cost.capacity import GpuConfig
@@ -30,6 +31,7 @@ MAX_TINY_CONTEXT = 1024
 MAX_URL_CONFIG = 8000
 # The tabs under the calculator: the link's `tab` value -> the tab's label. Only the open one runs.
 TABS = {
+    "formula": "The formula, with your numbers",
     "grid": "Batch × context",
     "variants": "MHA · GQA · MQA · MLA",
     "dtypes": "KV dtypes",
@@ -37,7 +39,8 @@ TABS = {
     "claims": "Claims in the seeds",
     "presets": "Model presets",
 }
-TAB_WIDGET = "kv_tab"  # the st.tabs key: holds the open tab's label
+KV_TABS = LazyTabs("kv_memory", TABS)
+TAB_WIDGET = KV_TABS.widget_key
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ def register(presets: dict[str, ArchPreset], gpus: dict[str, GpuPreset]) -> UrlS
     url.choice("tiny", "mha", list(TINY), label="tiny model")
     url.int("tbatch", 4, 1, MAX_TINY_BATCH, label="tiny-model batch")
     url.int("tctx", 256, 1, MAX_TINY_CONTEXT, label="tiny-model context")
-    url.choice("tab", "grid", list(TABS), label="tab")
+    KV_TABS.register(url)
     if st.session_state["model"] == CUSTOM:
         url.text("cfg", "", max_len=MAX_URL_CONFIG, label="pasted config.json")
     return url
@@ -121,15 +124,8 @@ def draw(url: UrlState, presets: dict[str, ArchPreset], gpus: dict[str, GpuPrese
 
 
 def open_tab(url: UrlState):
-    """The tabs, with the link's tab open; (its key in TABS, its container). Switching tabs reruns the
-    page and only the open tab's body is drawn, so the browser builds one tab, not six."""
-    ss = st.session_state
-    if url.entering or TAB_WIDGET not in ss:  # the link (or this page's memory) picks the tab
-        ss[TAB_WIDGET] = TABS[ss["tab"]]
-    tabs = st.tabs(list(TABS.values()), key=TAB_WIDGET, on_change="rerun")
-    slug = next(k for k, label in TABS.items() if label == ss[TAB_WIDGET])
-    ss["tab"] = slug  # written to the link by url.sync()
-    return slug, tabs[list(TABS).index(slug)]
+    """The tabs, with the link's tab open: (its key in TABS, its container); only that tab's body runs."""
+    return KV_TABS.open(url)
 
 
 def draw_tiny(presets: dict[str, ArchPreset]) -> TinyChoices:
