@@ -7,7 +7,7 @@ from app.claims import render_claims
 from app.controls import kv_memory as controls
 from app.figures.memory import dtype_bars, kv_heatmap, memory_breakdown, variant_lines
 from app.metrics import show_metrics
-from app.present import show_chart, show_table
+from app.present import show_chart, show_chart_in, show_table
 from app.runs import kv_memory as runs
 from app.text import code, for_plotly, plain
 from sim.cost import kv_readouts as say
@@ -84,28 +84,31 @@ def render_calculator(arch) -> None:
         st.caption(f":material/info: {note}")
     show_metrics(say.kv_metrics(kv, cap, gpu_cfg))
 
-    left, right = st.columns([3, 2])
-    with right:  # the chart first: the browser draws it while the formula's table is still on its way
-        st.subheader("Does it fit?")
-        gpu_label = say.gpu_label(gpu_cfg)
-        show_chart(memory_breakdown(cap, gpu_label, cap.takeaway(gpu_label)), key="breakdown")
+    left, right = st.columns([3, 2], vertical_alignment="center")
+    gpu_label = say.gpu_label(gpu_cfg)
+    show_chart_in(left, memory_breakdown(cap, gpu_label, cap.takeaway(gpu_label)), key="breakdown")
+    with right:
         kind, message = fit_message(kv, cap, gpu_cfg, gpu_label, estimate_num_params(arch))
         icon = ":material/check_circle:" if kind == "fits" else ":material/block:"
         (st.success if kind == "fits" else st.warning)(message, icon=icon)
-    with left:
-        st.subheader("The formula, with your numbers")
-        st.latex(r"\text{bytes} = 2 \cdot L \cdot H_{kv} \cdot d_h \cdot p \cdot B \cdot S")
-        st.table(kv.steps_frame(), hide_index=True)
         st.caption(say.shape_caption(arch, name_md) + " Source: " + (plain(arch.source) if custom else arch.source))
         if arch.notes:
             st.caption(plain(arch.notes) if custom else arch.notes)
 
     slug, tab = controls.open_tab(url)  # only the open tab's body runs
     with tab:
-        {"grid": lambda: render_grid(cfg, cap.kv_budget_bytes, for_plotly(arch.name)),
+        {"formula": lambda: render_formula(kv),
+         "grid": lambda: render_grid(cfg, cap.kv_budget_bytes, for_plotly(arch.name)),
          "variants": lambda: render_variants(cfg, runs.curves(cfg), cap.kv_budget_bytes, for_plotly(arch.name)),
          "dtypes": lambda: render_dtypes(cfg, runs.dtypes(cfg, gpu_cfg)),
          "measured": render_measured, "claims": render_seed_claims, "presets": render_presets}[slug]()
+
+
+def render_formula(kv) -> None:
+    st.latex(r"\text{bytes} = 2 \cdot L \cdot H_{kv} \cdot d_h \cdot p \cdot B \cdot S")
+    st.table(kv.steps_frame(), hide_index=True)
+    st.caption("L layers, H_kv K/V heads of d_h values, p bytes per value, B requests of S tokens each; the 2 is one "
+               "key and one value. Change any control above and every line is recomputed.")
 
 
 def render_grid(cfg: MemoryConfig, budget: int, name_plot: str) -> None:

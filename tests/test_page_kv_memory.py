@@ -71,8 +71,8 @@ def test_default_view_shows_sim_numbers():
         f"{fmt_bytes(cap.weight_bytes)} of weights. At 32,768 tokens at most 14 requests fit; at batch 16 at most "
         f"{cap.max_context:,} tokens."]
     assert at.query_params["model"] == "llama-3.1-8b" and at.query_params["ctx"] == "32768"
-    assert at.query_params["tab"] == "grid"  # the first tab is open, and only its body ran
-    labels = [b.proto.label for slug in TABS for b in (at if slug == "grid" else run_page({"tab": slug}))
+    assert at.query_params["tab"] == "formula"  # the first tab is open, and only its body ran
+    labels = [b.proto.label for slug in TABS for b in (at if slug == "formula" else run_page({"tab": slug}))
               .get("download_button")]
     assert labels == ["Download this grid (CSV)", "Download this table (CSV)", "Download the claims (CSV)",
                       "Download the presets (CSV)"]
@@ -206,7 +206,8 @@ def test_absurd_but_valid_config_shows_no_traceback(tab):
 def test_only_the_open_tab_runs_and_the_link_keeps_it():
     at = run_page()
     assert [t.label for t in at.tabs] == list(TABS.values())
-    assert len(at.get("plotly_chart")) == 2 and not any("Verdict" in t.value.columns for t in at.table)  # + heatmap
+    assert len(at.get("plotly_chart")) == 1 and not any("Verdict" in t.value.columns for t in at.table)  # no heatmap
+    assert len(run_page({"tab": "grid"}).get("plotly_chart")) == 2  # the fit chart + the batch × context heatmap
     at.session_state[TAB_WIDGET] = TABS["presets"]  # what a click on the tab sends
     at.run()
     assert not at.exception and at.query_params["tab"] == "presets"
@@ -218,8 +219,8 @@ def test_only_the_open_tab_runs_and_the_link_keeps_it():
 
 def test_a_bad_tab_in_the_link_opens_the_first_with_a_warning():
     at = run_page({"tab": "nope"})
-    assert "`tab` (tab): `nope` is not one of grid, variants, dtypes" in " ".join(w.value for w in at.warning)
-    assert at.query_params["tab"] == "grid" and at.session_state[TAB_WIDGET] == TABS["grid"]
+    assert "`tab` (tab): `nope` is not one of formula, grid, variants" in " ".join(w.value for w in at.warning)
+    assert at.query_params["tab"] == "formula" and at.session_state[TAB_WIDGET] == TABS["formula"]
 
 
 @pytest.mark.parametrize("tab", ["variants", "dtypes"])
