@@ -7,7 +7,7 @@ from sim.alloc.prefix_cache import HitTotals
 from sim.alloc.prefix_sweeps import WorkloadOverview
 from sim.cost.capacity import Capacity
 from sim.cost.memory import GiB
-from sim.cost.roofline import Hardware, StepCost, roofline_takeaway
+from sim.cost.roofline import Hardware, StepCost, TinyDecodePoint, roofline_takeaway
 from sim.serving.comparison import ServingComparison
 
 
@@ -25,6 +25,17 @@ def test_roofline_takeaway_says_which_side_of_the_ridge():
         "prefill at 50 FLOP/B is memory-bound, 2.0× below the ridge")
     assert roofline_takeaway(_step("decode", 100, 1), _step("prefill", 100, 1), hw).endswith(
         "prefill at 100 FLOP/B is exactly at the ridge")
+
+
+def test_tiny_decode_point_blames_launch_overhead_only_when_far_below_the_roof():
+    far = TinyDecodePoint(2e6, 4e6, measured_s=1e-3, predicted_s=1e-4, num_ops=700, intensity=2.0,
+                          achieved_flops=4e9, attainable_flops=4e10)
+    assert far.takeaway == "The tiny model's measured decode step reaches 10.0% of its roofline"
+    assert "10.0% of what the roof allows" in far.verdict and "fixed cost of launching each of its ~700" in far.verdict
+    near = TinyDecodePoint(2e6, 4e6, measured_s=1e-4, predicted_s=0.8e-4, num_ops=700, intensity=2.0,
+                           achieved_flops=4e10, attainable_flops=5e10)
+    assert near.takeaway.endswith("reaches 80.0% of its roofline")
+    assert "fixed cost" not in near.verdict and "bandwidth or compute does" in near.verdict
 
 
 def _capacity(weights_gib: int, kv_gib: int) -> Capacity:

@@ -345,14 +345,23 @@ class TinyDecodePoint:
         return self.predicted_s / self.measured_s
 
     @property
+    def takeaway(self) -> str:
+        """The chart's title: how close the measured step came to its roof."""
+        return f"The tiny model's measured decode step reaches {self.fraction_of_roof:.1%} of its roofline"
+
+    @property
     def verdict(self) -> str:
         """What one measured step moved, did and took, against the roof."""
-        return (f"One cached decode step of the tiny model moves {self.bytes_per_step / 1e6:,.2f} MB and does "
+        said = (f"One cached decode step of the tiny model moves {self.bytes_per_step / 1e6:,.2f} MB and does "
                 f"{self.flops_per_step / 1e6:,.2f} MFLOP. The roofline says it could take {self.predicted_s * 1e6:,.0f} "
                 f"µs; it took **{self.measured_s * 1e6:,.0f} µs** — {self.fraction_of_roof:.1%} of what the roof "
-                f"allows. A model this small is bound by neither compute nor bandwidth but by the fixed cost of "
-                f"launching each of its ~{self.num_ops} operations per token: the reason real servers batch, fuse "
-                f"kernels and capture CUDA graphs.")
+                f"allows. ")
+        if self.fraction_of_roof < 0.25:
+            return said + (f"A model this small is bound by neither compute nor bandwidth but by the fixed cost of "
+                           f"launching each of its ~{self.num_ops} operations per token: the reason real servers "
+                           f"batch, fuse kernels and capture CUDA graphs.")
+        return said + (f"That is close enough to the roof that its {self.num_ops} operations' launch cost is not what "
+                       f"sets the pace here: bandwidth or compute does.")
 
 
 @dataclass(frozen=True)
