@@ -28,7 +28,8 @@ BASE_CSS = """
   div[data-testid="stHorizontalBlock"] { flex-wrap: wrap; row-gap: 0.5rem; }
   div[data-testid="stHorizontalBlock"] > div[data-testid="stColumn"] { min-width: calc(50% - 1rem); }
 }
-div[data-testid="stMetricValue"] > div { overflow: visible; text-overflow: clip; white-space: normal; }
+div[data-testid="stMetricValue"] > div, div[data-testid="stMetricValue"] p { overflow: visible; text-overflow: clip;
+  white-space: normal; }
 div[data-testid="stMetricLabel"], div[data-testid="stMetricLabel"] * { overflow: visible; text-overflow: clip;
   white-space: normal; }
 div[data-testid="stTable"] td, div[data-testid="stTable"] th { white-space: normal; overflow-wrap: anywhere; }

@@ -55,8 +55,15 @@ def browser():
         b.close()
 
 
-def open_page(browser, url: str):
-    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+# Metric values wider than their column run into the next metric ("57.04 GiB14"): list them.
+OVERFLOWING_METRICS_JS = """() => [...document.querySelectorAll('[data-testid="stMetric"]')].filter(m => {
+  const box = m.getBoundingClientRect();
+  return [...m.querySelectorAll('[data-testid="stMetricValue"] *')].some(e => e.getBoundingClientRect().right > box.right + 1);
+}).map(m => m.innerText.replace(/\\s+/g, ' ').slice(0, 60))"""
+
+
+def open_page(browser, url: str, width: int = 1400, height: int = 1800):
+    page = browser.new_page(viewport={"width": width, "height": height})
     page.goto(url, wait_until="domcontentloaded")
     # Streamlit renders after its websocket connects: wait for the app, then for the run to end.
     page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
@@ -71,10 +78,11 @@ def open_page(browser, url: str):
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
 def test_page_in_browser(app_url, browser, slug):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page = open_page(browser, f"{app_url}/{'' if slug == 'home' else slug}")
+    page = open_page(browser, f"{app_url}/{'' if slug == 'home' else slug}", 1280, 1600)  # a laptop, sidebar open
     try:
         page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
         assert page.locator('[data-testid="stException"]').count() == 0
+        assert page.evaluate(OVERFLOWING_METRICS_JS) == [], f"{slug}: metric values run past their column"
         title = "KV Cache Lab" if slug == "home" else next(p.title for p in PAGES if p.slug == slug)
         assert page.locator("h1").first.inner_text().strip() == title
     finally:

@@ -12,7 +12,7 @@ import pytest
 
 from app.present import PRESENTER
 from app.registry import PAGES
-from tests.test_browser import DONE, SHOTS, app_url, browser  # noqa: F401  (fixtures)
+from tests.test_browser import DONE, OVERFLOWING_METRICS_JS, SHOTS, app_url, browser  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -46,6 +46,7 @@ def _check(page, slug: str) -> list[dict]:
     charts = page.evaluate(AXES_JS)
     bad = [c for c in charts if c["untitled"]]
     assert bad == [], f"{slug}: charts with untitled axes: {bad}"
+    assert page.evaluate(OVERFLOWING_METRICS_JS) == [], f"{slug}: metric values run past their column"
     sw, iw = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
     assert sw <= iw, f"{slug}: the page scrolls sideways ({sw} px of content in a {iw} px window)"
     return charts
