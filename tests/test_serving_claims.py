@@ -29,6 +29,13 @@ def test_batching_gain_against_the_seeds_range():
     assert c.claimed == "5–10×" and c.value == 7.031 and c.verdict is Verdict.NEEDS_CONTEXT
     assert c.computed == "7.03× here (max batch 256, σ = 1, llama-3.1-8b on h100-sxm)"
     assert c.why.startswith("7.03× is within the range here, and it is a range with conditions")
+    assert c.why.endswith("depends on the max batch. Turn on the sweep to see by how much.")
+    sweep = cp.BatchSweep((16, 512), (100.0, 200.0), (300.0, 1600.0))
+    with_sweep = sc.batching_claim(SimpleNamespace(speedup=7.031, setup=cp.ServingSetup()), sweep)
+    assert with_sweep.why.endswith("In the sweep here it grows from 3.00× at max batch 16 to 8.00× at 512.")
+    falling = cp.BatchSweep((16, 512), (100.0, 200.0), (300.0, 400.0))
+    assert sc.batching_claim(SimpleNamespace(speedup=2.0, setup=cp.ServingSetup()), falling).why.endswith(
+        "In the sweep here it shrinks from 3.00× at max batch 16 to 2.00× at 512.")
     assert claim(1.95).why.startswith("1.95× is below the range")
     assert claim(12.0).why.startswith("12.00× is above the range")
 
@@ -49,6 +56,9 @@ def test_typical_k_names_the_alphas_where_it_holds():
     assert c.why.startswith("Right for a draft about 10× cheaper than the target with α of 0.6–0.7.")
     assert sc.typical_k_claim((0.7,)).why.startswith("Right for a draft about 10× cheaper than the target with α = 0.7.")
     assert sc.typical_k_claim((0.7,)).verdict is Verdict.RIGHT
+    assert "The curve is flat near its top: at α = 0.8 every k from 4 to 9 is within 5% of the best (k = 6)." in c.why
+    assert "The curve peaks sharply: at α = 0.8 only k = 1 comes within 5% of the best." in \
+        sc.typical_k_claim(c=0.9).why  # a draft almost as slow as the target
     none = sc.typical_k_claim(c=0.0)  # a free draft: the longest k always wins
     assert none.verdict is Verdict.WRONG and none.why.startswith("Not at c = 0: the best k is outside 3–5")
 
@@ -64,7 +74,11 @@ def test_draft_head_and_draft_model_gains():
                               "α=0.9: 3.21×")
     assert model.verdict is Verdict.NEEDS_CONTEXT
     assert model.why == ("Within the range for α of 0.8–0.9 with a draft 9× cheaper (c = 0.115); below 2× at α = 0.6; "
-                         "4× is not reached even at α = 0.9 (3.21×). At large batch sizes the gain fades (chart above).")
+                         "4× is not reached even at α = 0.9 (3.21×).")
+    points = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
+    swept = sc.draft_model_claim(TIMING, points=points)  # the batch chart's trend, computed
+    assert swept.why.endswith("(3.21×). At α = 0.8, k = 4 the gain fades as the batch grows, to a loss: 2.30× at "
+                              "batch 1, 0.69× at batch 512 (chart above).")
     assert "; 4× from α = 0.95." in sc.draft_model_claim(TIMING, (0.6, 0.8, 0.9, 0.95, 0.99)).why
 
 

@@ -13,6 +13,7 @@ from sim.cost.arch import ArchPreset
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import weight_bytes
 from sim.cost.presets import load_presets
+from sim.serving import readouts as ro
 from sim.serving.result import ServingResult
 from sim.serving.schedulers import MAX_REQUESTS, POLICIES, SchedulerConfig, simulate
 from sim.serving.step_cost import RooflineCost
@@ -130,18 +131,52 @@ class ServingComparison:
             f"{wl.prompt_len.mean():.0f} tokens on average, outputs {wl.output_len.mean():.0f} (longest "
             f"{wl.output_len.max():,}).")
 
-    def summary(self) -> str:
-        """What the two runs show, worded from their numbers (Markdown)."""
+    def occupancy_takeaway(self) -> str:
+        """The occupancy chart's title: useful requests in an average pass, both schedulers."""
         static, cont = self.results["static"], self.results["continuous"]
+        return ro.occupancy_takeaway(static.mean_batch, cont.mean_batch, static.max_batch)
+
+    def kv_takeaway(self) -> str:
+        """The KV memory chart's title: each scheduler's peak and mean claim on the KV budget."""
+        static, cont = self.results["static"], self.results["continuous"]
+        return ro.kv_takeaway(self.capacity_tokens, static.peak_kv_claimed, cont.peak_kv_claimed,
+                              static.mean_kv_claimed, cont.mean_kv_claimed)
+
+    def latency_takeaway(self) -> str:
+        """The latency chart's title: end-to-end p50 and p99, which scheduler is lower and by how much."""
+        static, cont = self.results["static"], self.results["continuous"]
+
+        def p50_p99(r: ServingResult) -> tuple[float, float]:
+            p = r.percentiles(r.e2e_s)
+            return p[0], p[-1]
+
+        return ro.latency_takeaway(p50_p99(static), p50_p99(cont))
+
+    def summary(self) -> str:
+        """What the two runs show, worded from their numbers (Markdown); each comparison names the side it
+        favours."""
+        static, cont = self.results["static"], self.results["continuous"]
+        share = static.useful_row_share
+        rows = (f"In the static batches only **{ro.whole_pct(share)}** of the rows computed produced a token anyone "
+                "asked for — the rest were padding and requests already finished, waiting for their batch's longest "
+                "answer." if share < 1 else
+                "In the static batches every row computed produced a token anyone asked for: no padding, and no "
+                "finished request waiting for its batch's longest answer.")
+        sb, cb = f"{static.mean_batch:,.0f}", f"{cont.mean_batch:,.0f}"
+        batch = (f"Both kept **{cb}** requests in an average pass" if sb == cb else
+                 f"Continuous batching kept **{cb}** requests in an average pass against **{sb}**"
+                 if cont.mean_batch > static.mean_batch else
+                 f"Static batching kept **{sb}** requests in an average pass against **{cb}**")
+        ts, tc = static.percentiles(static.ttft_s)[0], cont.percentiles(cont.ttft_s)[0]
+        fs, fc = f"{ts:,.2f} s", f"{tc:,.2f} s"
+        first = (f"the median request got its first token after **{fc}** with either" if fs == fc else
+                 f"the median request got its first token after **{fc}** with continuous batching, "
+                 + (f"{ts / tc:,.1f}× sooner than the **{fs}** of static" if tc < ts else
+                    f"later than the **{fs}** of static"))
         return (
             f"Both ran the same {self.workload.num_requests:,} requests ({static.num_output_tokens:,} output tokens). "
             f"Static batching needed **{static.makespan_s:,.1f} s**, continuous batching **{cont.makespan_s:,.1f} s**: "
-            f"**{self.speedup:.2f}×** the throughput. In the static batches only "
-            f"**{100 * static.useful_row_share:.0f}%** of the rows computed produced a token anyone asked for — the "
-            "rest were padding and requests already finished, waiting for their batch's longest answer. Continuous "
-            f"batching kept **{cont.mean_batch:.0f}** requests in an average pass against **{static.mean_batch:.0f}**, "
-            f"and the median request got its first token after **{cont.percentiles(cont.ttft_s)[0]:,.2f} s** instead "
-            f"of **{static.percentiles(static.ttft_s)[0]:,.2f} s**.")
+            f"**{self.speedup:.2f}×** the throughput. {rows} {batch}, and {first}.")
 
 
 def run_serving(setup: ServingSetup) -> ServingComparison:
@@ -184,6 +219,10 @@ class BatchSweep:
 
         return pd.DataFrame({"max_batch": self.batches, "static_tok_s": self.static_tok_s,
                              "continuous_tok_s": self.continuous_tok_s, "ratio": self.ratios})
+
+    def takeaway(self) -> str:
+        """The sweep chart's title: where each scheduler's throughput stops growing, and which one leads."""
+        return ro.sweep_takeaway(self.batches, self.static_tok_s, self.continuous_tok_s)
 
 
 def sweep_max_batch(setup: ServingSetup, batches: tuple[int, ...] = SWEEP_BATCHES,

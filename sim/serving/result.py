@@ -108,6 +108,11 @@ class ServingResult:
     def peak_kv_claimed(self) -> int:
         return int(self.it_kv_claimed.max())
 
+    @property
+    def mean_kv_claimed(self) -> float:
+        """KV slots claimed in an average pass, weighted by each pass's duration (as mean_batch)."""
+        return float(np.sum(self.it_kv_claimed * self.it_seconds) / self.busy_s)
+
     def percentiles(self, values: np.ndarray) -> tuple[float, ...]:
         if len(values) == 0:
             return tuple(math.nan for _ in PERCENTILES)

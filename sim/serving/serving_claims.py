@@ -6,8 +6,17 @@ from __future__ import annotations
 
 from sim.claims import Claim, Verdict
 from sim.cost.presets import load_presets
-from sim.serving.comparison import ServingComparison
-from sim.serving.speculative import SpecTiming, expected_tokens_per_pass, optimal_k, speculative_speedup
+from sim.serving import readouts as ro
+from sim.serving.comparison import BatchSweep, ServingComparison
+from sim.serving.speculative import (
+    MAX_SPEC_K,
+    SpecBatchPoint,
+    SpecTiming,
+    batch_gain_sentence,
+    expected_tokens_per_pass,
+    optimal_k,
+    speculative_speedup,
+)
 
 SEED = "002"
 BATCHING_GAIN = (5.0, 10.0)  # the seed's "5–10×"
@@ -31,7 +40,8 @@ def _verdict(num_holding: int, num_checked: int) -> Verdict:
     return Verdict.RIGHT if num_holding == num_checked else Verdict.NEEDS_CONTEXT if num_holding else Verdict.WRONG
 
 
-def batching_claim(cmp: ServingComparison) -> Claim:
+def batching_claim(cmp: ServingComparison, sweep: BatchSweep | None = None) -> Claim:
+    """`sweep`: the same comparison at several max batches, when the page ran it (its trend is then stated)."""
     setup, x = cmp.setup, cmp.speedup
     lo, hi = BATCHING_GAIN
     return Claim(
@@ -40,8 +50,10 @@ def batching_claim(cmp: ServingComparison) -> Claim:
         f"{setup.deployment.gpu})", Verdict.NEEDS_CONTEXT,
         f"{x:.2f}× is {_where(x, BATCHING_GAIN)} the range here, and it is a range with conditions: the gain comes "
         "from rows wasted waiting for the longest answer and from memory reserved for max_tokens, so it grows with "
-        "the batch size and the spread of output lengths (turn on the sweep) and shrinks to nothing when every "
-        "answer has the same length ('all equal').",
+        "the spread of output lengths, shrinks to nothing when every answer has the same length ('fixed' lengths), and "
+        "depends on the max batch. "
+        + (ro.batching_trend_sentence(sweep.batches, sweep.ratios) if sweep is not None else
+           "Turn on the sweep to see by how much."),
         "일반적인 채팅(chat) 작업 부하(workload)에서 처리량(throughput)을 5~10배 끌어올립니다.", x)
 
 
@@ -56,6 +68,13 @@ def tokens_per_pass_claim(alpha: float = 0.8, k: int = 4) -> Claim:
         "검증에서 k개가 받아들여지면 큰 모델의 순방향 전파 1번으로 k개의 생성을 마친 셈입니다.", e)
 
 
+def _near_best(alpha: float, c: float) -> str:
+    best = optimal_k(alpha, c)
+    top = speculative_speedup(alpha, best, c)
+    near = [k for k in range(1, MAX_SPEC_K + 1) if speculative_speedup(alpha, k, c) >= (1 - ro.NEAR_BEST) * top]
+    return ro.near_best_sentence(alpha, near, best)
+
+
 def typical_k_claim(alphas: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8), c: float = DRAFT_C) -> Claim:
     best = {a: optimal_k(a, c) for a in alphas}
     lo, hi = TYPICAL_K
@@ -68,8 +87,8 @@ def typical_k_claim(alphas: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8), c: float =
         + f"; at α = 0.8 k = 4 gives {speculative_speedup(0.8, 4, c):.2f}× against "
         f"{speculative_speedup(0.8, optimal_k(0.8, c), c):.2f}× at the best k",
         _verdict(len(holding), len(alphas)),
-        why + " The curve is flat near its top, and in practice acceptance falls further into the draft (the "
-        "formula assumes every token is accepted with the same α), which favours the shorter end.",
+        why + " " + _near_best(0.8, c) + " In practice acceptance falls further into the draft (the formula "
+        "assumes every token is accepted with the same α), which favours the shorter end.",
         "코드와 산문 영역에서 일반적인 k는 3~5 정도입니다.")
 
 
@@ -89,7 +108,9 @@ def draft_head_claim(alpha: float = 0.8, k: int = 4, c: float = HEAD_C) -> Claim
         "2~3배 속도 향상을 냅니다.", s)
 
 
-def draft_model_claim(timing: SpecTiming, alphas: tuple[float, ...] = (0.6, 0.8, 0.9)) -> Claim:
+def draft_model_claim(timing: SpecTiming, alphas: tuple[float, ...] = (0.6, 0.8, 0.9),
+                      points: list[SpecBatchPoint] | None = None, alpha: float = 0.8, k: int = 4) -> Claim:
+    """`points`: the same pair swept over the batch at `alpha`, `k` (the chart above), whose trend is stated."""
     presets = load_presets()
     gain = {a: float(timing.speedup(a, optimal_k(a, timing.c))) for a in alphas}
     lo, hi = DRAFT_GAIN
@@ -107,7 +128,7 @@ def draft_model_claim(timing: SpecTiming, alphas: tuple[float, ...] = (0.6, 0.8,
         f"{presets[timing.target].name} drafted by {presets[timing.draft].name}: c = {timing.c:.3f}; "
         + ", ".join(f"α={a:g}: {gain[a]:.2f}×" for a in alphas),
         _verdict(len(within), len(alphas)),
-        "; ".join(parts) + ". At large batch sizes the gain fades (chart above).",
+        "; ".join(parts) + "." + (" " + batch_gain_sentence(points, alpha, k) if points else ""),
         "초안 모델(draft model)을 사용하는 추측 디코딩. 소비자(consumer)용 하드웨어에서도 2~4배 속도 향상을 보입니다.")
 
 
@@ -133,13 +154,15 @@ def lookahead_claim() -> Claim:
         "필요 없지만")
 
 
-def seed_claims(cmp: ServingComparison | None, timing: SpecTiming | None, run=None) -> tuple[Claim, ...]:
-    """Every claim the page can check: the batching one when `cmp` ran, the draft model's with roofline `timing`,
-    the quality one with a real-model `run`."""
-    out = [batching_claim(cmp)] if cmp is not None else []
+def seed_claims(cmp: ServingComparison | None, timing: SpecTiming | None, run=None, sweep: BatchSweep | None = None,
+                points: list[SpecBatchPoint] | None = None, alpha: float = 0.8, k: int = 4) -> tuple[Claim, ...]:
+    """Every claim the page can check: the batching one when `cmp` ran (its trend over the max batch with
+    `sweep`), the draft model's with roofline `timing` (its trend over the batch with `points`, the same pair at
+    `alpha` and `k`), the quality one with a real-model `run`."""
+    out = [batching_claim(cmp, sweep)] if cmp is not None else []
     out += [tokens_per_pass_claim(), typical_k_claim(), draft_head_claim()]
     if timing is not None:
-        out.append(draft_model_claim(timing))
+        out.append(draft_model_claim(timing, points=points, alpha=alpha, k=k))
     if run is not None:
         out.append(quality_claim(run))
     out.append(lookahead_claim())

@@ -19,6 +19,7 @@ import numpy as np
 
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
+from sim.serving import readouts as ro
 from sim.serving.step_cost import RooflineCost
 
 MAX_SPEC_K = 16
@@ -161,6 +162,16 @@ def spec_batch_sweep(target: str, draft: str, gpu: str, alpha: float, k: int, co
     return out
 
 
+def batch_sweep_takeaway(points: list[SpecBatchPoint], label: str, alpha: float, k: int) -> str:
+    """The batch chart's title: up to which batch speculation pays, or that it pays at every batch or none."""
+    return ro.spec_batch_takeaway(label, alpha, k, [p.batch for p in points], [p.speedup for p in points])
+
+
+def batch_gain_sentence(points: list[SpecBatchPoint], alpha: float, k: int) -> str:
+    """How the gain changes from the smallest batch to the largest, as one sentence."""
+    return ro.batch_gain_sentence(alpha, k, [p.batch for p in points], [p.speedup for p in points])
+
+
 def batch_sweep_caption(points: list[SpecBatchPoint]) -> str:
     """What the sweep shows: from which batch on the verify pass is compute-bound."""
     turn = next((p.batch for p in points if p.verify_bound == "compute"), None)
@@ -257,6 +268,25 @@ class SpecCurves:
     @property
     def chosen_monte_carlo(self) -> SpecMonteCarlo:
         return self.monte_carlo[self.ks.index(self.setup.k)]
+
+    def takeaway(self) -> str:
+        """The curves' title: the best draft length at the chosen α and c against the chosen k, or that no k
+        pays."""
+        best_k, best = self.best_speedup
+        return ro.spec_curves_takeaway(self.setup.alpha, self.c, self.setup.k, self.chosen_speedup, best_k, best)
+
+    @property
+    def num_mc_within(self) -> int:
+        """Monte Carlo means within 2 standard errors of the closed form."""
+        return sum(abs(mc.mean - mc.expected) <= 2 * mc.stderr for mc in self.monte_carlo)
+
+    def caption(self, measured: bool) -> str:
+        """What the chart's marks are, the Monte Carlo agreement counted; `measured`: a real run's star is drawn."""
+        return ("Diamonds: the best k for each α. "
+                + ro.monte_carlo_sentence(self.setup.alpha, self.num_mc_within, len(self.monte_carlo))
+                + (" Dotted: the chosen α with the verify pass timed by the roofline instead of assumed to cost one "
+                   "step." if self.timing is not None else "")
+                + (" Star: the real model's measured tokens per pass and wall-time speedup." if measured else ""))
 
     def mc_frame(self):
         """One row per k: the closed form, the Monte Carlo mean, its standard error, the acceptance rate seen."""
