@@ -26,6 +26,7 @@ st.markdown(
 )
 
 url = UrlState("serving")
+sw = None  # the batch sweep, when it runs
 controls.register(url)
 try:
     setup = controls.serving_setup()
@@ -65,14 +66,13 @@ if cmp is not None:
     show_chart(shown["latency"], width="stretch")
 
     if controls.sweep_on():
-        sw = None
         try:
             sw = runs.sweep(setup)
         except ValueError as exc:
             st.error(f"The sweep cannot run with these settings: {plain(exc)}")
         if sw is not None:
             frame = sw.to_frame()
-            show_chart(figs.batch_sweep(frame, setup.max_batch), width="stretch")
+            show_chart(figs.batch_sweep(frame, setup.max_batch, sw.takeaway()), width="stretch")
             show_table(frame.round(2), hide_index=True, width="stretch")
 
 # --- Speculative decoding ---------------------------------------------------------------------
@@ -112,10 +112,7 @@ if (live := controls.live()) is not None:
 
 run_label = f"real tiny model, {st.session_state['live_draft']} draft (measured)"
 show_chart(runs.speculative_figure(spec, run, run_label), width="stretch")
-st.caption("Diamonds: the best k for each α. Crosses: the Monte Carlo means at the chosen α, which sit on the formula. "
-           + ("Dotted: the chosen α with the verify pass timed by the roofline instead of assumed to cost one step. "
-              if curves.timing is not None else "")
-           + ("Star: the real model's measured tokens per pass and wall-time speedup." if run is not None else ""))
+st.caption(curves.caption(run is not None))
 if run is not None:
     from sim.model.generate import decode
 
@@ -145,9 +142,10 @@ except ValueError as exc:
 if points:
     presets = load_presets()
     label = f"{presets[choice.batch_target].name} drafted by {presets[choice.batch_draft].name}"
-    show_chart(figs.spec_vs_batch(points, spec.alpha, spec.k, label), width="stretch")
+    show_chart(figs.spec_vs_batch(points, sps.batch_sweep_takeaway(points, label, spec.alpha, spec.k)),
+               width="stretch")
     st.caption(sps.batch_sweep_caption(points))
 
 st.header("Seed 002's numbers, checked")
-render_claims(seed_claims(cmp, curves.timing, run), "serving")
+render_claims(seed_claims(cmp, curves.timing, run, sw, points, spec.alpha, spec.k), "serving")
 url.sync()

@@ -17,6 +17,8 @@ POLICY_COLORS = {"static": NAIVE, "continuous": CACHED}
 QUEUE_COLOR = "#c7c7c7"
 HELD_COLORS = {"static": "#f4b6b6", "continuous": "#aec7e8"}
 ALPHA_COLORS = ["#9ecae1", "#6baed6", "#3182bd", "#08519c", "#08306b"]
+HALF_WIDTH_CHARS = 42  # the occupancy and KV charts sit side by side in two equal columns
+SUBPLOT_TITLE_PX = 24  # room between the headline and the subplot titles under it
 
 
 def legend_below(fig: go.Figure, height: int) -> go.Figure:
@@ -75,8 +77,9 @@ def gantt(results: dict, num_requests: int, title: str) -> go.Figure:
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=24)  # below it: the first panel's title
 
 
-def occupancy(series: pd.DataFrame, max_batch: int) -> go.Figure:
-    """Rows in each forward pass over time: useful ones for both policies, padded ones for static."""
+def occupancy(series: pd.DataFrame, max_batch: int, title: str) -> go.Figure:
+    """Rows in each forward pass over time: useful ones for both policies, padded ones for static.
+    title: the takeaway (ServingComparison.occupancy_takeaway)."""
     fig = go.Figure()
     for policy, g in series.groupby("policy", sort=False):
         fig.add_scatter(x=g["time_s"], y=g["useful_rows"], name=f"{POLICY_LABELS[policy]}: rows producing a token",
@@ -86,11 +89,13 @@ def occupancy(series: pd.DataFrame, max_batch: int) -> go.Figure:
                             line=dict(color=POLICY_COLORS[policy], width=1.5, dash="dot", shape="hv"))
     fig.add_hline(y=max_batch, line=dict(color=FORMULA, dash="dash", width=1),
                   annotation_text=f"max batch {max_batch}", annotation_position="top left")
-    return legend_below(base_layout(fig, "Batch occupancy: requests doing useful work in each pass", "time (s)",
-                                    "requests in the pass"), 470)
+    fig = legend_below(base_layout(fig, "", "time (s)", "requests in the pass"), 470)
+    return set_headline(fig, title, HALF_WIDTH_CHARS)
 
 
-def kv_memory(series: pd.DataFrame, capacity_tokens: int) -> go.Figure:
+def kv_memory(series: pd.DataFrame, capacity_tokens: int, title: str) -> go.Figure:
+    """KV slots claimed and holding real tokens over time, as % of the budget.
+    title: the takeaway (ServingComparison.kv_takeaway)."""
     fig = go.Figure()
     for policy, g in series.groupby("policy", sort=False):
         color = POLICY_COLORS[policy]
@@ -102,12 +107,13 @@ def kv_memory(series: pd.DataFrame, capacity_tokens: int) -> go.Figure:
                                                                                shape="hv"))
     fig.add_hline(y=100, line=dict(color=FORMULA, dash="dash", width=1), annotation_text="KV budget",
                   annotation_position="top left")
-    return legend_below(base_layout(fig, f"KV memory over time (% of {capacity_tokens:,} token slots)", "time (s)",
-                                    "% of budget"), 470)
+    fig = legend_below(base_layout(fig, "", "time (s)", "% of the KV budget"), 470)
+    return set_headline(fig, title, HALF_WIDTH_CHARS)
 
 
-def latency_percentiles(table: pd.DataFrame) -> go.Figure:
-    """Grouped bars of p50/p95/p99 for TTFT, TPOT and end-to-end latency, one panel each."""
+def latency_percentiles(table: pd.DataFrame, title: str) -> go.Figure:
+    """Grouped bars of p50/p95/p99 for TTFT, TPOT and end-to-end latency, one panel each.
+    title: the takeaway (ServingComparison.latency_takeaway)."""
     panels = (("ttft", "s", "Time to first token (s)"), ("tpot", "ms", "Time per output token (ms)"),
               ("e2e", "s", "End-to-end latency (s)"))
     fig = make_subplots(rows=1, cols=3, subplot_titles=[p[2] for p in panels], horizontal_spacing=0.07)
@@ -122,11 +128,13 @@ def latency_percentiles(table: pd.DataFrame) -> go.Figure:
         fig.update_yaxes(rangemode="tozero", title_text=f"latency ({unit})", row=1, col=col)
     fig.update_xaxes(title_text="percentile over requests")
     fig.update_layout(barmode="group")
-    return legend_below(base_layout(fig, "Latency percentiles", "", ""), 440)
+    fig = legend_below(base_layout(fig, "", "", ""), 440)
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
-def batch_sweep(frame: pd.DataFrame, chosen: int) -> go.Figure:
-    """Throughput of both policies and their ratio as the max batch grows."""
+def batch_sweep(frame: pd.DataFrame, chosen: int, title: str) -> go.Figure:
+    """Throughput of both policies and their ratio as the max batch grows (same workload, same GPU).
+    title: the takeaway (BatchSweep.takeaway)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for policy in ("static", "continuous"):
         fig.add_scatter(x=frame["max_batch"], y=frame[f"{policy}_tok_s"], name=POLICY_LABELS[policy],
@@ -138,13 +146,13 @@ def batch_sweep(frame: pd.DataFrame, chosen: int) -> go.Figure:
     fig.update_xaxes(type="log", tickvals=list(frame["max_batch"]))
     fig.update_yaxes(title_text="output tokens/s", secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text="continuous ÷ static", secondary_y=True, rangemode="tozero", showgrid=False)
-    return base_layout(fig, "Throughput as the max batch grows (same workload, same GPU)", "max batch", "")
+    return set_headline(base_layout(fig, "", "max batch", ""), title, FULL_WIDTH_CHARS)
 
 
-def speculative(curves: SpecCurves, measured=None, measured_label: str = "") -> go.Figure:
+def speculative(curves: SpecCurves, measured=None, measured_label: str = "", title: str = "") -> go.Figure:
     """Left: tokens per target pass vs k (closed form, Monte Carlo dots). Right: speedup vs k for several α,
     each optimum marked; the roofline-timed curve when c came from the roofline; and `measured` (a real run's k,
-    tokens_per_pass and speedup) as a star."""
+    tokens_per_pass and speedup) as a star. title: the takeaway (SpecCurves.takeaway)."""
     ks, chosen_alpha = list(curves.ks), curves.setup.alpha
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=[
         "Tokens per target pass: (1 − α^(k+1)) / (1 − α)", f"Speedup E / (k·c + 1), c = {curves.c:.3g}"])
@@ -186,11 +194,12 @@ def speculative(curves: SpecCurves, measured=None, measured_label: str = "") -> 
     fig.update_yaxes(title_text="tokens per target pass", row=1, col=1)
     fig.update_yaxes(title_text="speedup over plain decoding (×)", row=1, col=2)
     fig = legend_below(base_layout(fig, "", "", ""), 520)
-    fig.update_layout(margin=dict(t=40))
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
-def spec_vs_batch(points: list, alpha: float, k: int, label: str) -> go.Figure:
+def spec_vs_batch(points: list, title: str) -> go.Figure:
+    """Speculation's speedup at each batch size; title: the takeaway (speculative.batch_sweep_takeaway), which
+    names the pair, α and k."""
     b = [p.batch for p in points]
     fig = go.Figure()
     fig.add_scatter(x=b, y=[p.speedup for p in points], mode="lines+markers+text", line=dict(color=CACHED, width=2),
@@ -201,5 +210,5 @@ def spec_vs_batch(points: list, alpha: float, k: int, label: str) -> go.Figure:
                   annotation_position="bottom left")
     fig.update_xaxes(type="log", tickvals=b)
     fig.update_yaxes(rangemode="tozero")
-    return base_layout(fig, f"{label}: speedup as the batch grows (α = {alpha:g}, k = {k})", "requests in the batch",
-                       "speedup over plain decoding", height=360)
+    fig = base_layout(fig, "", "requests in the batch", "speedup over plain decoding", height=360)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)

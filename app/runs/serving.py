@@ -28,9 +28,10 @@ def batching_figures(setup: cp.ServingSetup, gantt_n: int) -> dict:
     """Built once per input and only read afterwards (plotly figures take tens of ms to build)."""
     cmp = serve(setup)
     series = cmp.series()
-    return {"gantt": figs.gantt(cmp.results, gantt_n, cmp.takeaway(gantt_n)), "occupancy": figs.occupancy(series, setup.max_batch),
-            "kv": figs.kv_memory(series, cmp.capacity_tokens),
-            "latency": figs.latency_percentiles(cmp.to_frame().round(3))}
+    return {"gantt": figs.gantt(cmp.results, gantt_n, cmp.takeaway(gantt_n)),
+            "occupancy": figs.occupancy(series, setup.max_batch, cmp.occupancy_takeaway()),
+            "kv": figs.kv_memory(series, cmp.capacity_tokens, cmp.kv_takeaway()),
+            "latency": figs.latency_percentiles(cmp.to_frame().round(3), cmp.latency_takeaway())}
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -40,7 +41,8 @@ def spec_curves(spec: sps.SpecSetup) -> sps.SpecCurves:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def speculative_figure(spec: sps.SpecSetup, run: sp.SpecRun | None, label: str) -> object:
-    return figs.speculative(spec_curves(spec), run, label)
+    curves = spec_curves(spec)
+    return figs.speculative(curves, run, label, curves.takeaway())
 
 
 def sweep(setup: cp.ServingSetup):
