@@ -5,9 +5,11 @@ Markdown beyond that."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sim.cost.arch import ArchPreset
-from sim.cost.capacity import Capacity, GpuConfig, int8_vs_fp16
-from sim.cost.memory import KvMemory, MemoryConfig, fmt_bytes
+from sim.cost.capacity import Capacity, DtypeRow, GpuConfig, int8_vs_fp16
+from sim.cost.memory import KvGrid, KvMemory, MemoryConfig, VariantCurves, fmt_bytes, request_bytes
 from sim.readout import Metric
 
 ARROW_INT_LIMIT = 1 << 62  # past this a Python int column cannot be sent as Arrow int64
@@ -83,3 +85,100 @@ def arrow_safe(df):
         if out[col].dtype == object and any(isinstance(v, int) and abs(v) >= ARROW_INT_LIMIT for v in out[col]):
             out[col] = [f"{v:,}" for v in out[col]]
     return out
+
+
+# --- the tabs' chart titles and captions, worded from the results they describe -----------------
+
+
+def _requests(n: int) -> str:
+    return f"{n:,} request{'s' if n != 1 else ''}"
+
+
+def grid_takeaway(grid: KvGrid, cfg: MemoryConfig, kv_budget: int, name: str) -> str:
+    """The batch × context heatmap's title: up to which batch the chosen context fits in the room left for KV,
+    or that nothing / everything the grid shows fits. name: the model's name, already escaped."""
+    head = f"{name}, {cfg.kv_dtype.upper()} cache"
+    if kv_budget <= 0:
+        return f"{head}: the weights leave no room for KV on this GPU, so no batch × context shown fits"
+    room = f"the {fmt_bytes(kv_budget)} left for KV"
+    cells = [v for row in grid.total_bytes for v in row]
+    if min(cells) > kv_budget:
+        return (f"{head}: nothing shown fits: even {_requests(grid.batches[0])} of {grid.contexts[0]:,} tokens needs "
+                f"{fmt_bytes(grid.total_bytes[0][0])}, more than {room}")
+    if max(cells) <= kv_budget:
+        return (f"{head}: everything shown fits, up to {_requests(grid.batches[-1])} of {grid.contexts[-1]:,} "
+                f"tokens ({fmt_bytes(grid.total_bytes[-1][-1])}) in {room}")
+    per_request = request_bytes(cfg)
+    most = kv_budget // per_request
+    if most == 0:
+        return (f"{head}: at {cfg.context:,} tokens not even 1 request fits: it needs {fmt_bytes(per_request)}, "
+                f"more than {room}")
+    verdict = "fits" if cfg.batch <= most else "does not fit"
+    return (f"{head}: at {cfg.context:,} tokens up to {_requests(most)} fit in {room}, so batch {cfg.batch:,} "
+            f"({fmt_bytes(cfg.batch * per_request)}) {verdict}")
+
+
+def grid_caption(grid: KvGrid, cfg: MemoryConfig, kv_budget: int) -> str:
+    """Under the heatmap: how the cache grows across the grid (windows bend it) and what the orange line marks."""
+    arch = cfg.arch
+    window = arch.sliding_window if arch.num_local_layers else 0
+    if window and grid.contexts[-1] > window:
+        after = ("then stops growing: every layer keeps only its last W tokens" if arch.num_global_layers == 0 else
+                 f"then only the {arch.num_global_layers} global layers' share keeps growing")
+        growth = (f"The cache is linear in batch; in context it grows linearly up to the window W = {window:,}, "
+                  f"{after}.")
+    else:
+        growth = "The cache is linear in both batch and context: doubling either doubles it."
+    cells = [v for row in grid.total_bytes for v in row]
+    if kv_budget <= 0:
+        line = "No cell fits: the weights alone leave no room for KV, so there is no orange line."
+    elif min(cells) > kv_budget:
+        line = (f"No cell fits in the {fmt_bytes(kv_budget)} left for KV (the smallest needs "
+                f"{fmt_bytes(min(cells))}), so there is no orange line.")
+    elif max(cells) <= kv_budget:
+        line = (f"Every cell fits in the {fmt_bytes(kv_budget)} left for KV (the largest needs "
+                f"{fmt_bytes(max(cells))}), so there is no orange line.")
+    else:
+        line = (f"Left of and below the orange line the cache fits in the {fmt_bytes(kv_budget)} left next to the "
+                "weights.")
+    return f"Each cell is batch × context of one model. {growth} {line}"
+
+
+def variants_takeaway(curves: VariantCurves, cfg: MemoryConfig, name: str) -> str:
+    """The attention kinds chart's title: which kind needs the smallest cache at the chosen context, and by what
+    factor against MHA. name: the model's name, already escaped."""
+    kind_to_bytes = {k: cfg.batch * request_bytes(replace(cfg, arch=a)) for k, a in curves.name_to_arch.items()}
+    least = min(kind_to_bytes.values())
+    smallest = [k for k, v in kind_to_bytes.items() if v == least]
+    mha = kind_to_bytes["MHA"]
+    head = f"{name} at {cfg.context:,} tokens, batch {cfg.batch:,}"
+    if "MHA" in smallest:
+        return f"{head}: no attention kind shrinks the cache below MHA's {fmt_bytes(mha)}"
+    who = f"{smallest[0]} needs" if len(smallest) == 1 else " and ".join(smallest) + " tie for"
+    factor = mha / least
+    times = f"{factor:,.0f}×" if factor >= 10 else f"{factor:.1f}×"
+    return f"{head}: {who} the smallest cache, {fmt_bytes(least)}; MHA's {fmt_bytes(mha)} is {times} as much"
+
+
+def dtypes_takeaway(rows: tuple[DtypeRow, ...], chosen: str, context: int) -> str:
+    """The KV dtypes chart's title: how many requests fit at the chosen dtype against the smallest dtype."""
+    by_name = {r.kv_dtype: r for r in rows}
+    mine = by_name[chosen]
+    least = min(rows, key=lambda r: r.per_request_bytes)
+    at = f"at {context:,} tokens"
+    if least.max_requests == 0:
+        return f"Not one request of {context:,} tokens fits with any KV dtype, not even {least.kv_dtype.upper()}"
+    if mine.kv_dtype == least.kv_dtype:
+        fp16 = by_name["fp16"]
+        return (f"{mine.kv_dtype.upper()}, the smallest KV dtype, fits {_requests(mine.max_requests)} {at}, "
+                f"vs {fp16.max_requests:,} with FP16")
+    if mine.max_requests == 0:
+        return (f"No request of {context:,} tokens fits with {mine.kv_dtype.upper()}; the smallest KV dtype, "
+                f"{least.kv_dtype.upper()}, fits {least.max_requests:,}")
+    if mine.max_requests == least.max_requests:
+        return (f"{mine.kv_dtype.upper()} fits {_requests(mine.max_requests)} {at}, as many as the smallest KV "
+                f"dtype, {least.kv_dtype.upper()}")
+    factor = least.max_requests / mine.max_requests
+    times = f"{factor:,.0f}×" if factor >= 10 else f"{factor:.1f}×"
+    return (f"{mine.kv_dtype.upper()} fits {_requests(mine.max_requests)} {at}; the smallest KV dtype, "
+            f"{least.kv_dtype.upper()}, fits {least.max_requests:,} ({times} as many)")

@@ -317,6 +317,84 @@ def turning_points(turns: dict[int, int | None]) -> str:
                                           "**memory-bound at every batch up to 4,096**") for S, b in turns.items())
 
 
+def decode_intensity_limit(cfg: RooflineConfig) -> float:
+    """The decode step's FLOPs per byte as the batch grows without end: the weights' bytes are shared (bounded),
+    each request's FLOPs, KV cache and activations are its own, so the intensity tends to their ratio."""
+    one = decode_step(replace(cfg, batch=1))
+    return one.flops / (one.bytes_kv + one.bytes_activations)
+
+
+def _reach_by_context(rows: list[SweepPoint], ridge: float) -> dict[int, int | None]:
+    """{context: the first swept batch whose decode intensity is at or above the ridge, or None}."""
+    out: dict[int, int | None] = {}
+    for r in sorted(rows, key=lambda r: (r.context, r.batch)):
+        out.setdefault(r.context, None)
+        if out[r.context] is None and r.intensity >= ridge:
+            out[r.context] = r.batch
+    return out
+
+
+def _contexts(values: list[int]) -> str:
+    shown = [f"{v:,}" for v in values]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def intensity_takeaway(rows: list[SweepPoint], ridge: float) -> str:
+    """The batch sweep's intensity chart title: at which of its contexts decode reaches the ridge, and by which
+    swept batch (rows: `batch_sweep`'s points, the ones the chart draws)."""
+    reach = _reach_by_context(rows, ridge)
+    top = max(r.batch for r in rows)
+    at_ridge = f"the ridge of {ridge:,.0f} FLOP/B"
+    never = [S for S, b in reach.items() if b is None]
+    if len(never) == len(reach):
+        peak = max(rows, key=lambda r: r.intensity)
+        return (f"Decode stays below {at_ridge} at every batch up to {top:,} and every context shown: at most "
+                f"{peak.intensity:,.0f} FLOP/B (context {peak.context:,}, batch {peak.batch:,})")
+    reached = "; ".join(f"context {S:,} by batch {b:,}" for S, b in reach.items() if b is not None)
+    if not never:
+        return f"Decode reaches {at_ridge} at every context shown: {reached}"
+    return (f"Decode reaches {at_ridge} at {reached}, but at context{'s' if len(never) > 1 else ''} "
+            f"{_contexts(never)} not at any batch up to {top:,}")
+
+
+def _rate(x: float) -> str:
+    """A rate (tokens/s, FLOP/B) to the unit from 100 up, else to 3 significant figures (24 would hide a 2% step)."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def tokens_takeaway(rows: list[SweepPoint], context: int) -> str:
+    """The batch sweep's tokens/s chart title: what the largest swept batch gains over batch 1 at `context`."""
+    pts = sorted((r for r in rows if r.context == context), key=lambda r: r.batch)
+    lo, hi = pts[0], pts[-1]
+    gain, more = hi.tokens_per_s / lo.tokens_per_s, hi.batch / lo.batch
+    both = f"({_rate(hi.tokens_per_s)} vs {_rate(lo.tokens_per_s)} tokens/s)"
+    head = f"At context {context:,}, batch {hi.batch:,}"
+    if gain < 1.1:
+        return f"{head} decodes barely more tokens/s than batch {lo.batch:,} {both}"
+    if gain >= 0.8 * more:
+        return (f"{head} decodes {_times(gain)} the tokens/s of batch {lo.batch:,} {both}: nearly in proportion to "
+                f"its {_times(more)} the requests")
+    return f"{head} decodes only {_times(gain)} the tokens/s of batch {lo.batch:,} {both} for {_times(more)} the requests"
+
+
+def batching_caption(cfg: RooflineConfig, hw: Hardware, max_batch: int = 4096) -> str:
+    """Under the batch sweep: why the intensity levels off, and whether that level is above the ridge at the
+    chosen context (from the step's own FLOPs and bytes)."""
+    limit = decode_intensity_limit(cfg)
+    shown, ridge = _rate(limit), _rate(hw.ridge)  # 3 figures below 100: a limit near the ridge reads apart from it
+    said = ("Each request added to a decode batch reuses the weights already read — but brings its own KV cache, "
+            f"read in full every step. So at context {cfg.context:,} the intensity can never pass {shown} "
+            "FLOP/B, one request's FLOPs over its own bytes, however large the batch")
+    if limit <= hw.ridge:  # it only approaches its limit: at the ridge exactly it never gets there
+        return (said + f": {_times(hw.ridge / limit)} below the ridge of {ridge} FLOP/B, so at this context "
+                "the step never becomes compute-bound.")
+    above = said + f": above the ridge of {ridge} FLOP/B, so at this context the step "
+    turn = memory_bound_until(cfg, hw, max_batch)
+    if turn is None:
+        return above + f"would become compute-bound only past batch {max_batch:,}, beyond this sweep."
+    return above + f"is compute-bound from batch {turn:,} on."
+
+
 # --- this machine, measured (by sim/model/probe.py, with torch) ---------------------------------
 
 
