@@ -114,18 +114,16 @@ def render_formula(kv) -> None:
 def render_grid(cfg: MemoryConfig, budget: int, name_plot: str) -> None:
     grid = runs.grid(cfg)
     show_chart(kv_heatmap(grid, budget, (cfg.context, cfg.batch), cfg.arch.max_position_embeddings,
-                               f"{name_plot}, {cfg.kv_dtype.upper()} cache: total KV bytes"), key="heatmap")
-    st.caption("Each cell is batch × context of one model: the cache is linear in both, so every step up or right "
-               "multiplies it. Left of and below the orange line the cache fits next to the weights; "
-               "sliding-window layers bend the colours once the context passes their window.")
+                          say.grid_takeaway(grid, cfg, budget, name_plot)), key="heatmap")
+    st.caption(say.grid_caption(grid, cfg, budget))
     st.download_button("Download this grid (CSV)", grid.to_frame(budget).to_csv(index=False),
                        file_name=f"kv_grid_{cfg.arch.key or 'custom'}_{cfg.kv_dtype}.csv", mime="text/csv",
                        on_click="ignore", icon=":material/download:", key="dl_grid")
 
 
 def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> None:
-    show_chart(variant_lines(curves, budget, cfg.context,
-                                  f"{name_plot} with each attention kind, batch {cfg.batch:,}"), key="variants")
+    show_chart(variant_lines(curves, budget, cfg.context, say.variants_takeaway(curves, cfg, name_plot)),
+               key="variants")
     show_table(variant_rows(curves, cfg.kv_dtype, cfg.group_size), hide_index=True, width="stretch")
     st.markdown(
         "- **MHA** keeps a K and a V head for every query head; **GQA** lets a group of query heads share one; "
@@ -143,7 +141,7 @@ def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> N
 
 
 def render_dtypes(cfg: MemoryConfig, rows) -> None:
-    show_chart(dtype_bars(rows, cfg.kv_dtype, cfg.context), key="dtypes")
+    show_chart(dtype_bars(rows, cfg.kv_dtype, say.dtypes_takeaway(rows, cfg.kv_dtype, cfg.context)), key="dtypes")
     df = dtype_frame(rows)
     show_table(say.arrow_safe(df), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="localized")

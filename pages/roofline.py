@@ -18,14 +18,17 @@ from sim.cost.roofline import (
     Hardware,
     RooflineConfig,
     batch_sweep,
+    batching_caption,
     bytes_takeaway,
     decode_step,
     hardware,
+    intensity_takeaway,
     levers_frame,
     memory_bound_until,
     prefill_step,
     roofline_takeaway,
     steps_frame,
+    tokens_takeaway,
     turning_points,
     what_helps,
 )
@@ -145,13 +148,13 @@ def render_batching() -> None:
     contexts = sorted({512, 8192, 131072, cfg.context})
     rows = batch_sweep(cfg, hw, BATCHES, contexts)
     g = st.columns(2)
-    show_chart_in(g[0], figs.sweep_lines(rows, "intensity", "FLOPs per byte", hw.ridge), width="stretch")
-    show_chart_in(g[1], figs.sweep_lines(rows, "tokens_per_s", "tokens/s"), width="stretch")
+    show_chart_in(g[0], figs.sweep_lines(rows, "intensity", "FLOPs per byte (FLOP/B)",
+                                         intensity_takeaway(rows, hw.ridge), hw.ridge), width="stretch")
+    show_chart_in(g[1], figs.sweep_lines(rows, "tokens_per_s", "decode throughput (tokens/s)",
+                                         tokens_takeaway(rows, cfg.context)), width="stretch")
     turns = {S: memory_bound_until(replace(cfg, context=S), hw) for S in contexts}
     st.markdown(turning_points(turns))
-    st.caption("Each request added to a decode batch reuses the weights already read — but brings its own KV cache, "
-               "read in full every step. With long contexts the cache bytes grow exactly as fast as the FLOPs, so the "
-               "intensity stops rising below the ridge and the step never becomes compute-bound.")
+    st.caption(batching_caption(cfg, hw))
 
 
 def render_levers() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
-from app.figures.headline import set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.cost.capacity import Capacity, DtypeRow
 from sim.cost.memory import GiB, KvGrid, VariantCurves, fmt_bytes
 
@@ -39,7 +39,8 @@ def _log2_ticks(values) -> tuple[list[float], list[str]]:
 
 def kv_heatmap(grid: KvGrid, kv_budget: int | None, point: tuple[int, int], max_context: int, title: str) -> go.Figure:
     """Total KV bytes over batch (y) × context (x), both on log2 axes; the GPU's room for the cache
-    as a white contour line; the chosen (context, batch) as a marker."""
+    as an orange contour line; the chosen (context, batch) as a marker. title: the takeaway
+    (sim.cost.kv_readouts.grid_takeaway), any user text in it already escaped."""
     z_bytes = np.array(grid.total_bytes, dtype=float)  # (batches, contexts)
     z = np.log10(z_bytes)
     x = np.log2(np.array(grid.contexts, dtype=float))
@@ -73,9 +74,9 @@ def kv_heatmap(grid: KvGrid, kv_budget: int | None, point: tuple[int, int], max_
     yt, yl = _log2_ticks(grid.batches)
     fig.update_xaxes(tickvals=xt, ticktext=xl, range=[x.min() - 0.25, x.max() + 0.25])
     fig.update_yaxes(tickvals=yt, ticktext=yl, range=[y.min() - 0.25, y.max() + 0.25])
-    fig = base_layout(fig, title, "context (tokens per request)", "batch (concurrent requests)", height=480)
+    fig = base_layout(fig, "", "context (tokens per request)", "batch (concurrent requests)", height=480)
     fig.update_layout(legend=dict(bgcolor="rgba(128,128,128,0.15)"))  # readable on either theme
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def _byte_ticks(lo: float, hi: float, max_ticks: int = 8) -> tuple[list[float], list[str]]:
@@ -87,7 +88,8 @@ def _byte_ticks(lo: float, hi: float, max_ticks: int = 8) -> tuple[list[float], 
 
 
 def variant_lines(curves: VariantCurves, kv_budget: int | None, context: int, title: str) -> go.Figure:
-    """Total KV bytes vs context for MHA / GQA / MQA / MLA of the same model, log-log."""
+    """Total KV bytes vs context for MHA / GQA / MQA / MLA of the same model, log-log. title: the takeaway
+    (sim.cost.kv_readouts.variants_takeaway), any user text in it already escaped."""
     fig = go.Figure()
     values_all = [v for vs in curves.name_to_bytes.values() for v in vs]
     x_ends = [curves.contexts[0], curves.contexts[-1]]
@@ -110,8 +112,9 @@ def variant_lines(curves: VariantCurves, kv_budget: int | None, context: int, ti
     yt, yl = _byte_ticks(min(values_all), max(values_all))
     fig.update_xaxes(type="log", tickvals=[2**v for v in xt], ticktext=xl)
     fig.update_yaxes(type="log", tickvals=yt, ticktext=yl)
-    return base_layout(fig, title, f"context (tokens per request); dotted line: your {context:,}",
-                       f"KV cache for {curves.batch:,} request(s)", height=440)
+    base_layout(fig, "", f"context (tokens per request); dotted line: your {context:,}",
+                f"KV cache for {curves.batch:,} request(s)", height=440)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def memory_breakdown(cap: Capacity, gpu_label: str, title: str) -> go.Figure:
@@ -140,8 +143,9 @@ def memory_breakdown(cap: Capacity, gpu_label: str, title: str) -> go.Figure:
     return set_headline(fig, title, NARROW_CHARS, below_px=24)  # below it: the GPU's label on its line
 
 
-def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, context: int) -> go.Figure:
-    """Max concurrent requests at this context for every KV dtype."""
+def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, title: str) -> go.Figure:
+    """Max concurrent requests at the chosen context for every KV dtype; title: the takeaway
+    (sim.cost.kv_readouts.dtypes_takeaway)."""
     fig = go.Figure()
     fig.add_bar(
         x=[r.kv_dtype.upper() for r in rows], y=[r.max_requests for r in rows],
@@ -152,5 +156,5 @@ def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, context: int) -> go.Figu
     )
     top = max([r.max_requests for r in rows] + [1])
     fig.update_yaxes(range=[0, top * 1.25])
-    return base_layout(fig, f"Concurrent requests that fit at {context:,} tokens, by KV dtype", "KV cache dtype",
-                       "max concurrent requests", height=400)
+    base_layout(fig, "", "KV cache dtype", "max concurrent requests", height=400)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)

@@ -39,7 +39,12 @@ def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dic
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def sweep_lines(rows: list, metric: str, ylabel: str, ridge: float | None = None) -> go.Figure:
+HALF_WIDTH_CHARS = 44  # the batch sweeps sit side by side, each half the page
+
+
+def sweep_lines(rows: list, metric: str, ylabel: str, title: str, ridge: float | None = None) -> go.Figure:
+    """One line per context of a decode batch sweep (sim.cost.roofline.batch_sweep's points): `metric` against
+    batch; title: the takeaway (intensity_takeaway / tokens_takeaway), never user text."""
     fig = go.Figure()
     contexts = sorted({r.context for r in rows})
     colors = [CACHED, "#2ca02c", "#ff7f0e", NAIVE, "#9467bd"]
@@ -53,7 +58,8 @@ def sweep_lines(rows: list, metric: str, ylabel: str, ridge: float | None = None
                            xanchor="left", yanchor="bottom")
     fig.update_xaxes(type="log", title_text="batch (requests decoded together)")
     fig.update_yaxes(type="log", title_text=ylabel)
-    return base_layout(fig, f"Decode step: {ylabel} vs batch", "", "", height=400)
+    base_layout(fig, "", "", "", height=400)
+    return set_headline(fig, title, HALF_WIDTH_CHARS)
 
 
 def bytes_breakdown(rows: list[tuple[str, float, float, float]], title: str) -> go.Figure:
