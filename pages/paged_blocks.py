@@ -10,6 +10,7 @@ from app.resources import live_result
 from app.runs import paged_blocks as runs
 from app.text import plain
 from app.urlstate import UrlState
+from sim.alloc import paging_readouts as readouts
 from sim.alloc import pool_views as views
 from sim.alloc.block_pool import PoolSnapshot, block_usage
 from sim.alloc.policies import block_size_tradeoff
@@ -66,7 +67,7 @@ for col, policy in zip(st.columns(4), POLICIES, strict=True):
 st.markdown(cmp.concurrency_summary())
 series = cmp.series()
 show_chart(figs.concurrency_over_time(series, cmp.concurrency_takeaway()), width="stretch")
-show_chart(figs.memory_over_time(series, scfg.capacity_tokens), width="stretch")
+show_chart(figs.memory_over_time(series, scfg.capacity_tokens, readouts.capacity_takeaway(res)), width="stretch")
 st.caption("Time is counted in decode steps: every running request produces one token per step, whatever the batch "
            "size. On a GPU a decode step grows slowly with the batch, so real speed-ups are somewhat smaller.")
 
@@ -110,8 +111,8 @@ else:
 st.header("Block size: last-block waste against table length")
 trade = block_size_tradeoff(cmp.workload, chosen=scfg.block_size)
 left, right = st.columns([3, 1])
-show_chart_in(left, figs.block_size_tradeoff(trade.to_frame(), scfg.block_size, *trade.at(scfg.block_size)),
-                  width="stretch")
+show_chart_in(left, figs.block_size_tradeoff(trade.to_frame(), scfg.block_size, *trade.at(scfg.block_size),
+                                            readouts.block_size_takeaway(trade, scfg.block_size)), width="stretch")
 with right:
     tokens = controls.tokens_in_one_request()
     blocks, _, share = block_usage(tokens, scfg.block_size)
@@ -131,6 +132,7 @@ c[2].metric("Memory saved", f"{100 * fork.saved_share:.1f}%")
 c[3].metric("Copy-on-write copies", f"{len(fork.cow_copies):,}")
 st.markdown(views.fork_summary(fork))
 show_chart(pool_chart(fork.final, scfg.block_size, views.fork_grid_title(fork)), width="stretch")
+st.caption(views.GRID_KEY)
 
 # --- Real model -------------------------------------------------------------------------------
 st.header("The real model decoding through block tables")
@@ -146,6 +148,6 @@ if (choice := controls.live()) is not None:
         c[3].metric("If each branch had its own copy", f"{run.bytes_if_copied:,}")
         show_table(run.branch_frame(), hide_index=True, width="stretch")
         show_chart(pool_chart(run.final, run.block_size, run.grid_title), width="stretch")
-        st.caption("The prompt was prefilled once and forked; each branch samples with its own seed. Decoding each "
+        st.caption(views.GRID_KEY + " The prompt was prefilled once and forked; each branch samples with its own seed. Decoding each "
                    "branch alone with a contiguous cache gives the tokens compared above.")
 url.sync()

@@ -125,8 +125,8 @@ def test_fork_summary_with_copy_on_write():
         "into it copies it (copy-on-write: 4→5, 4→6, 4→7, 4→8); the last branch finds ref_cnt 1 and writes in place. "
         "4 blocks stay shared (labelled ×n).")
     assert "(copy-on-write: 4→5, 4→6 …)" in views.fork_summary(fork, shown=2)
-    assert views.fork_grid_title(fork) == ("The pool after 40 tokens per branch (colour and r# = branch, ×n = shared "
-                                           "by n branches)")
+    assert views.fork_grid_title(fork) == ("After 40 tokens per branch, sharing saves 32%: 5 branches hold 34 blocks "
+                                           "of 8 tokens instead of 50 as unshared copies, 4 blocks still shared")
 
 
 def test_fork_summary_without_copies():
@@ -197,8 +197,8 @@ def test_paged_run_table_and_title():
                    num_copied_blocks=1, bytes_per_block=1000, num_blocks_if_copied=4)
     pd.testing.assert_frame_equal(run.branch_frame(), pd.DataFrame(
         {"branch": [0, 1], "text it wrote": ["Hi", "hi!"], "block table (* = shared)": ["0* 1", "0* 2"]}))
-    assert run.grid_title == ("The real model's block pool: 3 blocks of 4 tokens (colour and r# = branch, ×n = "
-                              "shared)")
+    assert run.grid_title == ("On the real model, sharing saves 25%: 2 branches hold 3 blocks of 4 tokens (3,000 "
+                              "bytes) instead of 4 (4,000 bytes) as unshared copies, 1 block still shared")
     assert run.used_bytes == 3000 and run.bytes_if_copied == 4000
 
 

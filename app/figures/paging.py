@@ -37,6 +37,7 @@ KIND_LABELS = {
     "external": "free but unusable (external fragmentation)",
 }
 FREE_COLOR = "#ececec"
+COLUMN_CHARS = 66  # a chart in three quarters of the page
 # Distinct, projector-friendly colours for owners (free blocks are light grey).
 OWNER_COLORS = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
@@ -82,8 +83,9 @@ def concurrency_over_time(series: pd.DataFrame, title: str) -> go.Figure:
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def memory_over_time(series: pd.DataFrame, capacity: int) -> go.Figure:
-    """2×2 small multiples: each policy's KV memory by kind over time, against the capacity."""
+def memory_over_time(series: pd.DataFrame, capacity: int, title: str) -> go.Figure:
+    """2×2 small multiples: each policy's KV memory by kind over time, against the capacity (a dashed line,
+    labelled in each panel); title: the takeaway (paging_readouts.capacity_takeaway)."""
     policies = list(dict.fromkeys(series["policy"]))
     fig = make_subplots(rows=2, cols=2, shared_yaxes=True, shared_xaxes="all", vertical_spacing=0.1,
                         horizontal_spacing=0.04,
@@ -95,12 +97,14 @@ def memory_over_time(series: pd.DataFrame, capacity: int) -> go.Figure:
             fig.add_scatter(x=df["step"], y=df[kind], name=label, stackgroup=f"g{i}", mode="lines",
                             line=dict(width=0.5, color=KIND_COLORS[kind]), fillcolor=KIND_COLORS[kind],
                             legendgroup=kind, showlegend=i == 0, row=row, col=col)
-        fig.add_hline(y=capacity, line=dict(color=FORMULA, dash="dash", width=1), row=row, col=col)
+        fig.add_hline(y=capacity, line=dict(color=FORMULA, dash="dash", width=1), row=row, col=col,
+                      annotation_text=f"capacity {capacity:,} slots", annotation_position="top left",
+                      annotation_font=dict(size=11, color=FORMULA))
     fig.update_yaxes(title_text="token slots", col=1)
     fig.update_xaxes(title_text="decode step", row=2)
-    base_layout(fig, "KV memory over time by what it holds (dashed line: capacity)", "", "", height=680)
+    base_layout(fig, "", "", "", height=680)
     fig.update_layout(legend=LEGEND_BELOW)
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=24)  # below it: the first panels' titles
 
 
 def block_grid(owner: np.ndarray, ref_cnt: np.ndarray, fill: np.ndarray, logical: np.ndarray, block_size: int,
@@ -173,9 +177,9 @@ def block_grid(owner: np.ndarray, ref_cnt: np.ndarray, fill: np.ndarray, logical
     fig.update_yaxes(showgrid=False, zeroline=False, autorange="reversed", tickmode="array",
                      tickvals=list(range(rows)), ticktext=[str(r * cols) for r in range(rows)],
                      scaleanchor="x", constrain="domain", title_text="first block id of the row")
-    base_layout(fig, title, "", "", height=int(110 + rows * cell))
+    base_layout(fig, "", "", "", height=int(110 + rows * cell))
     fig.update_layout(margin=dict(l=10, r=10, t=80, b=10))
-    return fig
+    return set_headline(fig, title, max(40, int(width_px) // 10), below_px=40)  # below it: the top axis
 
 
 def heap_map(offsets: np.ndarray, sizes: np.ndarray, stored: np.ndarray, reqs: np.ndarray, capacity: int,
@@ -196,7 +200,10 @@ def heap_map(offsets: np.ndarray, sizes: np.ndarray, stored: np.ndarray, reqs: n
     return base_layout(fig, title, "address (token slots); gaps are free holes", "", height=200)
 
 
-def block_size_tradeoff(frame: pd.DataFrame, chosen: int, chosen_waste: float, chosen_table: float) -> go.Figure:
+def block_size_tradeoff(frame: pd.DataFrame, chosen: int, chosen_waste: float, chosen_table: float,
+                        title: str) -> go.Figure:
+    """Last-block waste and block-table length by block size, the chosen size starred; title: the takeaway
+    (paging_readouts.block_size_takeaway)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_scatter(x=frame["block_size"], y=100 * frame["last_block_waste"], name="empty slots in last blocks (%)",
                     mode="lines+markers", line=dict(color=KIND_COLORS["never_used"], width=3))
@@ -208,10 +215,9 @@ def block_size_tradeoff(frame: pd.DataFrame, chosen: int, chosen_waste: float, c
     fig.add_scatter(x=[chosen], y=[chosen_table], mode="markers+text", text=[f"{chosen_table:.1f} entries"],
                     textposition="bottom left", marker=dict(size=16, color=CACHED, symbol="star"),
                     secondary_y=True, showlegend=False)
-    base_layout(fig, "Block size: small blocks waste little, large blocks need short tables",
-                "block size (tokens)", "", height=420)
+    base_layout(fig, "", "block size (tokens)", "", height=420)
     fig.update_xaxes(type="log", tickvals=frame["block_size"].tolist())
     fig.update_yaxes(title_text="% of allocated slots left empty", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text="block-table entries per request", type="log", tickvals=[1, 10, 100, 1000, 10000],
                      showgrid=False, secondary_y=True)
-    return fig
+    return set_headline(fig, title, COLUMN_CHARS)

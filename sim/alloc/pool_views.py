@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.alloc.block_pool import ForkResult, PoolSnapshot, block_usage
+from sim.alloc.paging_readouts import sharing_takeaway
 from sim.alloc.schedule import PolicyResult
 
 NUM_FRAMES = 41  # snapshots of the block pool the time slider steps through
@@ -124,7 +125,13 @@ def fork_summary(fork: ForkResult, shown: int = COPIES_SHOWN) -> str:
 
 
 def fork_grid_title(fork: ForkResult) -> str:
-    return f"The pool after {fork.num_generated} tokens per branch (colour and r# = branch, ×n = shared by n branches)"
+    """The parallel-sampling grid's title: what sharing the prompt's blocks saved after the branches wrote."""
+    return sharing_takeaway(fork.num_branches, fork.num_used_blocks, fork.num_blocks_if_copied,
+                            fork.num_shared_blocks, fork.block_size,
+                            lead=f"After {fork.num_generated:,} tokens per branch, ")
+
+
+GRID_KEY = "Colour and r# = branch (request), ×n = a block shared by n branches (dotted outline)."
 
 
 def marked_block_table(snap: PoolSnapshot, req: int) -> str:

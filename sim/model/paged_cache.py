@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from sim.alloc.block_pool import BlockPool, PoolSnapshot, cdiv
+from sim.alloc.paging_readouts import sharing_takeaway
 from sim.alloc.pool_views import marked_block_table
 from sim.model.generate import SamplingConfig, check_lengths, decode, decode_loop, generate, prefill
 from sim.model.transformer import TinyLlama
@@ -149,9 +150,15 @@ class PagedRun:
                              for b, ids in enumerate(self.branch_ids)])
 
     @property
+    def num_shared_blocks(self) -> int:
+        return int((self.final.ref_cnt > 1).sum())
+
+    @property
     def grid_title(self) -> str:
-        return (f"The real model's block pool: {self.final.num_used_blocks} blocks of {self.block_size} tokens "
-                "(colour and r# = branch, ×n = shared)")
+        """The real pool's title: the blocks (and bytes) the branches hold against unshared copies."""
+        return sharing_takeaway(len(self.branch_ids), self.final.num_used_blocks, self.num_blocks_if_copied,
+                                self.num_shared_blocks, self.block_size, self.bytes_per_block,
+                                lead="On the real model, ")
 
 
 def paged_run_seconds(rates: ModelRates, prompt_len: int, max_new_tokens: int, num_branches: int) -> float:
