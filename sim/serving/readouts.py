@@ -53,15 +53,19 @@ def kv_takeaway(capacity_tokens: int, static_peak: int, cont_peak: int, static_m
     return f"Continuous batching claims up to {pc} of the {cap}, static only {ps} (mean {mc} vs {ms})"
 
 
+def _by(ratio: float) -> str:
+    """How much larger one latency is than another (ratio ≥ 1): a multiple, or a percent below 1.005×."""
+    return f"{ratio:,.2f}×" if ratio >= 1.005 else f"{100 * (ratio - 1):.1f}%"
+
+
 def _against(q: str, a: float, b: float) -> str:
     """`a` against `b` at percentile q, as the subject's clause."""
+    both = f"({_seconds(a)} vs {_seconds(b)})"
     if _seconds(a) == _seconds(b):
         return f"the same at {q} ({_seconds(a)})"
     if a < b:
-        return f"{b / a:,.2f}× lower at {q} ({_seconds(a)} vs {_seconds(b)})" if a > 0 else \
-            f"lower at {q} ({_seconds(a)} vs {_seconds(b)})"
-    return f"{a / b:,.2f}× higher at {q} ({_seconds(a)} vs {_seconds(b)})" if b > 0 else \
-        f"higher at {q} ({_seconds(a)} vs {_seconds(b)})"
+        return f"{_by(b / a)} lower at {q} {both}" if a > 0 else f"lower at {q} {both}"
+    return f"{_by(a / b)} higher at {q} {both}" if b > 0 else f"higher at {q} {both}"
 
 
 def latency_takeaway(static_e2e: tuple[float, float], cont_e2e: tuple[float, float]) -> str:
@@ -136,14 +140,15 @@ def spec_batch_takeaway(label: str, alpha: float, k: int, batches: Sequence[int]
 def spec_curves_takeaway(alpha: float, c: float, k: int, speedup: float, best_k: int, best_speedup: float) -> str:
     """The speculative curves' title: the best draft length at the chosen α and c, against the chosen k, or
     that no k pays."""
-    head = f"At α = {alpha:g} and c = {c:.3f}"
+    head = f"At α = {alpha:g} and c = {c:.3f},"
     if not _pays(best_speedup):
         return (f"{head} speculation pays at no k: even the best, k = {best_k}, runs at {best_speedup:,.2f}× the "
                 "speed of plain decoding")
     if k == best_k:
         return f"{head} the chosen k = {k} is the best draft length: {speedup:,.2f}× faster than plain decoding"
-    chosen = f"the chosen k = {k} gives {speedup:,.2f}×" + (", no faster than plain decoding" if not _pays(speedup)
-                                                            else "")
+    chosen = f"the chosen k = {k} gives {speedup:,.2f}×"
+    if not _pays(speedup):
+        chosen += ", slower than plain decoding" if round(speedup, 2) < PAYS_FROM else ", no faster than plain decoding"
     return f"{head} the best draft length is k = {best_k}, {best_speedup:,.2f}× faster than plain decoding; {chosen}"
 
 
