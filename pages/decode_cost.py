@@ -9,6 +9,15 @@ from app.text import plain
 from app.urlstate import UrlState
 from app.work import run_job
 from sim.cost.decode import computed_grid, flop_shape, human_flops, scale_curve, seed_claims
+from sim.cost.decode_readouts import (
+    formula_agreement,
+    grid_takeaway,
+    parts_takeaway,
+    per_step_takeaway,
+    scale_takeaway,
+    speedup_caption,
+    wall_time_caption,
+)
 from sim.cost.opcount import generation_flops
 from sim.cost.presets import load_presets
 from sim.model.generate import MODES, SamplingConfig, encode, run_comparison
@@ -126,9 +135,7 @@ if not error and res is not None:
     m[2].metric("Measured speedup", f"{res.speedup:,.1f}×", help=f"naive time / cached time over the same {k} tokens")
     m[3].metric("FLOPs naive / cached", f"{res.flops('naive', k) / res.flops('cached', k):,.1f}×",
                 help=f"{res.flops('naive', k):,} vs {res.flops('cached', k):,} FLOPs over {k} tokens")
-    st.caption("Why is the measured speedup smaller than the FLOP ratio? A model this small does little arithmetic "
-               "per token, so a cached step is dominated by a fixed cost per operation (about a millisecond per "
-               "token on a CPU); the naive step's extra FLOPs only dominate as N grows. Try 512 tokens.")
+    st.caption(speedup_caption(res.naive, res.cached))
     st.code(st.session_state["prompt"] + bytes(cached_ids).decode("utf-8", errors="replace"), language=None,
             wrap_lines=True)
 
@@ -137,27 +144,30 @@ if not error and res is not None:
     with tabs[0]:
         st.toggle("Log scale", key="log")
         show_chart(figs.flops_per_step(frames["naive"], frames["cached"], formula["naive"], formula["cached"],
-                                            st.session_state["log"]), width="stretch")
+                                       st.session_state["log"], per_step_takeaway(res.naive, res.cached)),
+                   width="stretch")
         st.caption("Dots: FLOPs counted from the matmul shapes the model executed. Lines: the closed-form formula "
-                   "in `sim/cost/opcount.py`. They agree exactly (a test checks every step).")
+                   "in `sim/cost/opcount.py`. " + formula_agreement(
+                       {mo: frames[mo]["flops"].tolist() for mo in MODES}, formula))
     with tabs[1]:
         show_chart(figs.cumulative_flops(frames["naive"], frames["cached"], res.flops_takeaway()), width="stretch")
     with tabs[2]:
         show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"], res.wall_time_takeaway()),
                    width="stretch")
-        st.caption("Measured on this machine, this run. A cached step of a model this small is dominated by fixed "
-                   "per-operation overhead, which is why its time barely grows with N.")
+        st.caption(wall_time_caption(res.cached))
     with tabs[3]:
-        show_chart(figs.flops_by_part(frames["naive"], frames["cached"]), width="stretch")
-        st.caption("Naive: every part grows with N, attention fastest (N² per step). Cached: projections, MLP and "
-                   "LM head are constant per step; only attention (one query against N keys) grows, linearly.")
+        show_chart(figs.flops_by_part(frames["naive"], frames["cached"], parts_takeaway(res.naive, res.cached)),
+                   width="stretch")
+        st.caption("Per step at length N, naive attention costs O(N²·D) and every other part O(N·D²); cached "
+                   "attention (one query against N keys) costs O(N·D) and every other part O(D²).")
     with tabs[4]:
         rows = min(GRID_STEPS, n_new)
         labels = [repr(chr(t))[1:-1] if 32 <= t < 127 else "·" for t in (prompt_ids + cached_ids)[: len(prompt_ids) + rows - 1]]
-        show_chart(figs.computed_grid(computed_grid(len(prompt_ids), rows, "naive"),
-                                           computed_grid(len(prompt_ids), rows, "cached"), labels), width="stretch")
-        st.caption(f"First {rows} steps. Naive fills the whole triangle again and again; cached computes one new "
-                   "row per step and reads the rest from the cache.")
+        grids = {mo: computed_grid(len(prompt_ids), rows, mo) for mo in MODES}
+        show_chart(figs.computed_grid(grids["naive"], grids["cached"], labels,
+                                      grid_takeaway(grids["naive"], grids["cached"])), width="stretch")
+        st.caption(f"Red: Q, K, V computed at that step; blue: K, V read from the cache; grey: not in the sequence "
+                   f"yet. The first {rows:,} of {n_new:,} steps are shown, one row each.")
     table = frames["cached"].merge(frames["naive"], on="step", how="left", suffixes=("_cached", "_naive"))
     st.download_button("Download the per-step table (CSV)", table.to_csv(index=False), "decode_cost_steps.csv",
                        "text/csv")
@@ -177,8 +187,9 @@ k[2].metric("Naive, N tokens in all", human_flops(at.naive_total))
 k[3].metric("Cached, N tokens in all", human_flops(at.cached_total), f"{at.naive_total / at.cached_total:,.0f}× fewer",
             delta_color="off", delta_arrow="off")
 g = st.columns(2)
-show_chart_in(g[0], figs.scale_figure(points, False, preset.name), width="stretch")
-show_chart_in(g[1], figs.scale_figure(points, True, preset.name), width="stretch")
+for col, total in ((g[0], False), (g[1], True)):
+    show_chart_in(col, figs.scale_figure(points, total, scale_takeaway(points, at.length, total, preset.name)),
+                  width="stretch")
 st.caption("Per step: naive O(N·D² + N²·D) vs cached O(D² + N·D). Whole answer: naive O(N²·D² + N³·D) vs cached "
            "O(N·D² + N²·D). Matmul FLOPs only; a mixture-of-experts MLP counts the experts each token uses. MLA models "
            "are left out here: their latent K/V changes the attention formula.")

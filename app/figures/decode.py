@@ -9,19 +9,15 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, NAIVE, PART_COLORS, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from sim.cost.decode_readouts import PART_LABELS
 
-PART_LABELS = {
-    "qkv_proj": "Q/K/V projections",
-    "attn_scores": "attention scores QKᵀ",
-    "attn_v": "attention · V",
-    "out_proj": "output projection",
-    "mlp": "MLP",
-    "lm_head": "LM head",
-}
+HALF_WIDTH_CHARS = 44  # the two at-scale charts share the page's width
+SUBPLOT_TITLES_PX = 24  # room for the subplot titles between the headline and the plots
 
 
 def flops_per_step(naive: pd.DataFrame, cached: pd.DataFrame, formula_naive: list[int],
-                   formula_cached: list[int], log_y: bool) -> go.Figure:
+                   formula_cached: list[int], log_y: bool, title: str) -> go.Figure:
+    """title: the takeaway (sim.cost.decode_readouts.per_step_takeaway)."""
     fig = go.Figure()
     for df, formula, name, color in ((naive, formula_naive, "naive", NAIVE), (cached, formula_cached, "cached", CACHED)):
         fig.add_scatter(x=df["step"], y=df["flops"], mode="markers", name=f"{name}: counted on the model",
@@ -29,7 +25,8 @@ def flops_per_step(naive: pd.DataFrame, cached: pd.DataFrame, formula_naive: lis
         fig.add_scatter(x=df["step"], y=formula, mode="lines", name=f"{name}: closed-form formula",
                         line=dict(color=FORMULA, width=1.5, dash="dot" if name == "cached" else "dash"))
     fig.update_yaxes(type="log" if log_y else "linear")
-    return base_layout(fig, "FLOPs per step", "step (0 = prefill)", "FLOPs")
+    base_layout(fig, "", "step (0 = prefill)", "FLOPs")
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def cumulative_flops(naive: pd.DataFrame, cached: pd.DataFrame, title: str) -> go.Figure:
@@ -52,7 +49,8 @@ def wall_time_per_step(naive: pd.DataFrame, cached: pd.DataFrame, title: str) ->
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def flops_by_part(naive: pd.DataFrame, cached: pd.DataFrame) -> go.Figure:
+def flops_by_part(naive: pd.DataFrame, cached: pd.DataFrame, title: str) -> go.Figure:
+    """title: the takeaway (sim.cost.decode_readouts.parts_takeaway)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("naive: recompute everything", "cached: one new token"))
     for col, df in ((1, naive), (2, cached)):
         for part, label in PART_LABELS.items():
@@ -61,10 +59,12 @@ def flops_by_part(naive: pd.DataFrame, cached: pd.DataFrame) -> go.Figure:
                             showlegend=col == 1, row=1, col=col)
     fig.update_yaxes(title_text="FLOPs per step")
     fig.update_xaxes(title_text="step (0 = prefill)")
-    return base_layout(fig, "FLOPs per step by part — which part grows with N?", "", "", height=420)
+    base_layout(fig, "", "", "", height=420)
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLES_PX)
 
 
-def computed_grid(naive: np.ndarray, cached: np.ndarray, token_labels: list[str]) -> go.Figure:
+def computed_grid(naive: np.ndarray, cached: np.ndarray, token_labels: list[str], title: str) -> go.Figure:
+    """title: the takeaway (sim.cost.decode_readouts.grid_takeaway); the colours are named in the page's caption."""
     colorscale = [[0, "#f4f4f4"], [0.33, "#f4f4f4"], [0.34, "#9ecae1"], [0.66, "#9ecae1"], [0.67, "#d62728"], [1, "#d62728"]]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06,
                         subplot_titles=("naive: Q, K, V recomputed for every position",
@@ -78,10 +78,12 @@ def computed_grid(naive: np.ndarray, cached: np.ndarray, token_labels: list[str]
     fig.update_yaxes(autorange="reversed", title_text="step (one per new token)")
     fig.update_xaxes(title_text="position (token)", tickmode="array", tickvals=list(range(len(token_labels))),
                      ticktext=token_labels, tickangle=0, tickfont=dict(size=10))
-    return base_layout(fig, "What gets computed at each step (red: computed, blue: read from cache)", "", "", height=460)
+    base_layout(fig, "", "", "", height=460)
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLES_PX)
 
 
-def scale_figure(points, total: bool, model_name: str) -> go.Figure:
+def scale_figure(points, total: bool, title: str) -> go.Figure:
+    """title: the takeaway (sim.cost.decode_readouts.scale_takeaway)."""
     x = [p.length for p in points]
     naive = [p.naive_total if total else p.naive_step for p in points]
     cached = [p.cached_total if total else p.cached_step for p in points]
@@ -92,5 +94,5 @@ def scale_figure(points, total: bool, model_name: str) -> go.Figure:
                     line=dict(color=CACHED, width=3))
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    what = "to generate N tokens" if total else "of the step at length N"
-    return base_layout(fig, f"{model_name}: FLOPs {what}", "sequence length N", "FLOPs")
+    base_layout(fig, "", "sequence length N (tokens)", "FLOPs to generate N tokens" if total else "FLOPs of the step at N")
+    return set_headline(fig, title, HALF_WIDTH_CHARS)
