@@ -7,7 +7,16 @@ from app.resources import model_or_stop as load_model
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued
-from sim.attention.maps import append_takeaway, cache_validity, capture_attention
+from sim.attention.maps import append_caption, append_takeaway, cache_validity, capture_attention
+from sim.attention.mask_readouts import (
+    leak_caption,
+    mask_name,
+    mask_takeaway,
+    masked_row_caption,
+    row_takeaway,
+    window_caption,
+    window_takeaway,
+)
 from sim.attention.masks import (
     MASK_KINDS,
     VARIANTS,
@@ -15,8 +24,8 @@ from sim.attention.masks import (
     combine,
     fully_masked_row_behaviour,
     leaked_mass,
-    left_padding,
     masked_softmax,
+    padding,
     segments_from_text,
     sliding_window,
 )
@@ -88,17 +97,17 @@ if pad:
     # the same mask for the padded sequence, then pad keys (and pad queries) removed
     padded = build(kind, n + pad, window=st.session_state["w"], prefix_len=min(st.session_state["p"] + pad, n + pad),
                                 segment_ids=[0] * pad + segments_from_text(ids))
-    mask_shown = combine(padded, left_padding([n], n + pad)[0])
+    mask_shown = combine(padded, padding([n], n + pad)[0])  # pad keys and queries out, the mask's own shape kept
     labels_shown = ["pad"] * pad + labels
     labels_shown = [f"pad<sub>{i}</sub>" if i < pad else lab for i, lab in enumerate(labels_shown)]
 else:
     mask_shown, labels_shown = mask, labels
-show_chart(figs.mask_heatmap(mask_shown.numpy(), labels_shown, f"{KIND_LABELS[kind]} mask"
-                                  + (f", left-padded by {pad}" if pad else "") + " — blue: may attend"),
-                width="stretch")
+name = mask_name(kind, st.session_state["w"], min(st.session_state["p"], n), pad)
+show_chart(figs.mask_heatmap(mask_shown.numpy(), labels_shown, mask_takeaway(mask_shown.numpy(), name)),
+           width="stretch")
 empty_rows = int((~mask_shown.any(-1)).sum())
-st.caption(f"{int(mask_shown.sum())} of {mask_shown.numel()} query–key pairs allowed."
-           + (f" {empty_rows} pad row(s) have no key at all: see the fully masked row below." if empty_rows else ""))
+st.caption("Blue: the query (row) may attend to the key (column); grey: masked, −∞ is added to its score."
+           + (f" {empty_rows:,} pad row(s) have no key at all: see the fully masked row below." if empty_rows else ""))
 
 st.header("2 · −∞ vs ×0 vs a large negative number, on the model's real scores")
 model = load_model(st.session_state["variant"])
@@ -126,18 +135,16 @@ for v in VARIANTS:
 show_table(pd.DataFrame(leak_rows), hide_index=True, width="stretch",
              column_config={"Mean leaked mass per row": st.column_config.NumberColumn(format="%.4f"),
                             "Worst row": st.column_config.NumberColumn(format="%.4f")})
-show_chart(figs.row_weights({k: w[row].numpy() for k, w in weights.items()
-                                  if k in (VARIANTS[0].label, VARIANTS[1].label, VARIANTS[4].label)},
-                                 mask[row].numpy(), labels, row), width="stretch")
-st.caption("Leaked mass: the probability a query gives to keys its mask forbids. ×0 leaks because a zeroed score "
-           "still weighs e⁰ = 1 against the others. −1e4 and −1e9 leak nothing measurable here (e^−10000 underflows "
-           "to 0), but fp16 cannot hold −1e9: it overflows to −∞, and fp16 softmax rounds the weights themselves.")
+shown = (VARIANTS[0], VARIANTS[1], VARIANTS[4])
+show_chart(figs.row_weights({v.label: weights[v.label][row].numpy() for v in shown}, mask[row].numpy(), labels,
+                            row_takeaway(row, {v.key: weights[v.label][row].numpy() for v in shown},
+                                         mask[row].numpy())), width="stretch")
+st.caption(leak_caption({v.key: r["Mean leaked mass per row"] for v, r in zip(VARIANTS, leak_rows, strict=True)},
+                        int((~mask).sum())))
 st.subheader("A fully masked row")
-show_table(pd.DataFrame([{"Where": k, "Result": v} for k, v in masked_row_behaviour().items()]),
-             hide_index=True, width="stretch")
-st.caption("A left-pad query has no key to attend to. Plain softmax over all −∞ is 0/0 = NaN, and NaN spreads "
-           "through every later layer; a large finite negative gives a uniform row instead. torch's SDPA kernels "
-           "(measured just now on this device) return zeros for such rows.")
+behaviour = masked_row_behaviour()
+show_table(pd.DataFrame([{"Where": k, "Result": v} for k, v in behaviour.items()]), hide_index=True, width="stretch")
+st.caption(masked_row_caption(behaviour))
 
 st.header("3 · Real attention maps")
 c = st.columns(2)
@@ -146,13 +153,12 @@ if n > 1:
     c[0].slider("Sliding window for the right-hand map", 1, n, key="map_w")
 win = st.session_state["map_w"]
 cap_win = queued(lambda: capture_attention(model, ids, sliding_window(n, win)), "Reading the windowed attention")
-show_chart(figs.attention_pair(cap.probs[layer, head].numpy(), cap_win.probs[layer, head].numpy(), labels,
-                                    (f"causal — layer {layer}, head {head}", f"sliding window w={win}")),
-                width="stretch")
+causal_probs = cap.probs[layer, head].numpy()
+show_chart(figs.attention_pair(causal_probs, cap_win.probs[layer, head].numpy(), labels,
+                               (f"causal — layer {layer}, head {head}", f"sliding window w={win}"),
+                               window_takeaway(causal_probs, win, layer, head)), width="stretch")
 same = int((cap.logits.argmax(-1) == cap_win.logits.argmax(-1)).sum())
-st.caption(f"The window removes every key more than {win - 1} positions back; the weight it held is spread over "
-           f"the keys that remain. The model was trained with full causal attention, so its next-byte guess "
-           f"stays the same at {same} of {n} positions under the window.")
+st.caption(window_caption(same, n, win))
 
 st.header("4 · Why the cache is valid")
 if n < 2:
@@ -165,8 +171,5 @@ else:
     k[1].metric("No mask: max change at positions 0..N−1", f"{without.max_diff:.2e}")
     show_chart(figs.row_diffs(with_mask.row_diffs, without.row_diffs, append_takeaway(with_mask, without)),
                width="stretch")
-    st.caption(f"Prefill of the first {n - 1} tokens, then of all {n}: with the causal mask the appended token is "
-               "invisible to every earlier query, so their outputs — and every layer's K and V — do not move, and "
-               "the cached K/V stay correct. Without the mask each earlier token would attend to the new one, and "
-               "everything cached would have to be recomputed.")
+    st.caption(append_caption(with_mask, without))
 url.sync()

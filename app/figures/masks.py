@@ -9,6 +9,8 @@ from plotly.subplots import make_subplots
 from app.figures import CACHED, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 
+SUBPLOT_TITLES_PX = 24  # room for the subplot titles between the headline and the maps
+
 
 def token_labels(ids: list[int]) -> list[str]:
     """One short printable label per byte, made unique by position for the axis."""
@@ -20,6 +22,8 @@ def token_labels(ids: list[int]) -> list[str]:
 
 
 def mask_heatmap(mask: np.ndarray, labels: list[str], title: str) -> go.Figure:
+    """title: the takeaway (sim.attention.mask_readouts.mask_takeaway); the colours are named in the page's caption.
+    The key labels sit on top, under the title: they take the room a subplot title would."""
     z = mask.astype(float)
     fig = go.Figure(go.Heatmap(
         z=z, x=labels, y=labels, zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
@@ -29,29 +33,46 @@ def mask_heatmap(mask: np.ndarray, labels: list[str], title: str) -> go.Figure:
     fig.update_yaxes(autorange="reversed", title_text="query (row)")
     fig.update_xaxes(title_text="key (column)", side="top", tickangle=0)
     n = len(labels)
-    return base_layout(fig, title, "", "", height=max(360, min(720, 18 * n + 120)))
+    base_layout(fig, "", "", "", height=max(360, min(720, 18 * n + 120)))
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=48)  # below it: the key labels and their title
 
 
-def attention_pair(a: np.ndarray, b: np.ndarray, labels: list[str], titles: tuple[str, str]) -> go.Figure:
+def attention_pair(a: np.ndarray, b: np.ndarray, labels: list[str], titles: tuple[str, str], title: str) -> go.Figure:
+    """title: the takeaway (sim.attention.mask_readouts.window_takeaway)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.08)
     for col, z in ((1, a), (2, b)):
         fig.add_heatmap(z=z, x=labels, y=labels, zmin=0, zmax=1, colorscale="Blues", showscale=col == 2,
+                        colorbar=dict(title=dict(text="weight<br>(rows<br>sum to 1)")),
                         hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>", row=1, col=col)
     fig.update_yaxes(autorange="reversed", title_text="query (token)", tickfont=dict(size=9))
     fig.update_xaxes(tickangle=0, tickfont=dict(size=9), title_text="key (token)")
-    return base_layout(fig, "Attention weights (rows sum to 1)", "", "", height=520)
+    base_layout(fig, "", "", "", height=520)
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLES_PX)
 
 
-def row_weights(variant_to_weights: dict[str, np.ndarray], allowed: np.ndarray, labels: list[str], row: int) -> go.Figure:
+def _runs(flags: list[bool]) -> list[tuple[int, int]]:
+    """(first, last) index of each run of True."""
+    out: list[tuple[int, int]] = []
+    for i, f in enumerate(flags):
+        if f and out and out[-1][1] == i - 1:
+            out[-1] = (out[-1][0], i)
+        elif f:
+            out.append((i, i))
+    return out
+
+
+def row_weights(variant_to_weights: dict[str, np.ndarray], allowed: np.ndarray, labels: list[str],
+                title: str) -> go.Figure:
+    """title: the takeaway (sim.attention.mask_readouts.row_takeaway). Each run of masked keys is shaded."""
     fig = go.Figure()
     for name, w in variant_to_weights.items():
         fig.add_bar(x=labels, y=w, name=name)
-    forbidden = [i for i, ok in enumerate(allowed) if not ok]
-    if forbidden:
-        fig.add_vrect(x0=forbidden[0] - 0.5, x1=forbidden[-1] + 0.5, fillcolor=NAIVE, opacity=0.08, line_width=0,
-                      annotation_text="masked (future) keys", annotation_position="top left")
+    for k, (first, last) in enumerate(_runs([not ok for ok in allowed])):
+        fig.add_vrect(x0=first - 0.5, x1=last + 0.5, fillcolor=NAIVE, opacity=0.08, line_width=0,
+                      **(dict(annotation_text="masked keys", annotation_position="top left") if k == 0 else {}))
     fig.update_layout(barmode="group")
-    return base_layout(fig, f"Softmax weights of query row {row}", "key", "weight", height=400)
+    base_layout(fig, "", "key (token)", "softmax weight (share of the row)", height=400)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def row_diffs(causal: list[float], full: list[float], title: str) -> go.Figure:

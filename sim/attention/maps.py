@@ -93,3 +93,21 @@ def append_takeaway(with_mask: CacheValidity, without: CacheValidity) -> str:
     if c == 0:
         return "Appending one token leaves every earlier position's logits exactly unchanged, with or without the mask"
     return f"Appending one token changes the earlier positions' logits by up to {_change(c)} with or without the mask"
+
+
+def append_caption(with_mask: CacheValidity, without: CacheValidity) -> str:
+    """The append chart's caption: how far every layer's K and V at the earlier positions move with the causal
+    mask against without it, and so whether the cached K/V stay valid."""
+    n = with_mask.num_tokens
+    c, f = max(with_mask.max_diff_k, with_mask.max_diff_v), max(without.max_diff_k, without.max_diff_v)
+    runs = f"Prefill of the first {n:,} tokens, then of all {n + 1:,}: "
+    moved = "stay bit-identical" if c == 0 else f"change by at most {_change(c)}"
+    if c < f:
+        return (f"{runs}with the causal mask the appended token is invisible to every earlier query, so every "
+                f"layer's K and V at positions 0..{n - 1:,} {moved} and the cached K/V stay correct. Without the "
+                f"mask each earlier token attends to the new one, its K and V change by up to {_change(f)}, and "
+                "everything cached would have to be recomputed.")
+    if c > f:
+        return (f"{runs}every layer's K and V at positions 0..{n - 1:,} change more with the causal mask (up to "
+                f"{_change(c)}) than without it (up to {_change(f)}).")
+    return f"{runs}every layer's K and V at positions 0..{n - 1:,} {moved}, with or without the mask."

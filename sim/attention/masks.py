@@ -54,16 +54,22 @@ def document(segment_ids: list[int]) -> torch.Tensor:
     return causal(len(seg)) & (seg[:, None] == seg[None, :])
 
 
-def left_padding(lengths: list[int], n: int) -> torch.Tensor:
-    """(B, n, n) causal masks for a batch whose sequences are left-padded to n. Pad keys are
-    never attended; pad query rows end up with no key at all (the fully masked row)."""
+def padding(lengths: list[int], n: int) -> torch.Tensor:
+    """(B, n, n) masks for a batch whose sequences are left-padded to n, and nothing else: combined with any
+    mask it removes the pad keys, and pad query rows end up with no key at all (the fully masked row)."""
     if any(not 0 <= L <= n for L in lengths):
         raise ValueError(f"every length must be 0..{n}, got {lengths}")
     out = []
     for L in lengths:
         real = torch.arange(n) >= n - L  # (n,) True on real tokens
-        out.append(causal(n) & real[None, :] & real[:, None])
+        out.append(real[None, :] & real[:, None])
     return torch.stack(out)
+
+
+def left_padding(lengths: list[int], n: int) -> torch.Tensor:
+    """(B, n, n) causal masks for a batch whose sequences are left-padded to n. Pad keys are
+    never attended; pad query rows end up with no key at all (the fully masked row)."""
+    return causal(n) & padding(lengths, n)
 
 
 def combine(*masks: torch.Tensor) -> torch.Tensor:
