@@ -7,12 +7,13 @@ from app.metrics import show_metrics
 from app.present import show_chart, show_chart_in, show_table
 from app.resources import live_result
 from app.runs import prefix_caching as runs
-from app.text import plain
+from app.text import for_plotly, plain
 from app.urlstate import UrlState
 from sim.alloc import prefix_claims as claims
 from sim.alloc import prefix_readouts as ro
 from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
+from sim.alloc.byte_tokens import show_byte
 
 st.title("Prefix caching")
 st.markdown(
@@ -36,12 +37,17 @@ st.markdown(
     "from the cache; the block with the change and **every block after it** get new hashes, although their "
     "tokens are identical."
 )
+def shown_byte(b: int) -> str:
+    """A byte of user text as a chart label: escaped for plotly."""
+    return for_plotly(show_byte(b))
+
+
 choice = controls.demo_prompt()
 demo = None if choice is None else ps.change_one_byte(choice.ids, choice.pos, choice.block_size)
 if demo is not None:
     show_metrics(demo.metrics())
-    show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, demo.chart_title()),
-                    width="stretch")
+    show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, demo.chart_title(shown_byte)),
+               width="stretch")
     st.markdown(demo.summary())
     with st.expander("Every block, its hash and its parent's hash"):
         show_table(demo.block_table(), hide_index=True, width="stretch")
@@ -64,7 +70,6 @@ def workload_section():
         return None
     both, view = got
     res, table = both[cfg.layout].result, view.to_frame()
-    wl_name = wk.PREFIX_WORKLOAD_LABELS[cfg.workload]
     show_metrics(ro.hit_metrics(res))
 
     st.subheader("The same content, two layouts")
@@ -78,8 +83,7 @@ def workload_section():
     st.caption(ro.workloads_caption(cfg, cache))
 
     frame = res.to_frame()
-    show_chart(figs.per_request(frame, f"{wl_name}, {wk.LAYOUT_LABELS[cfg.layout]}: each request's prompt, "
-                                     "hit vs computed"), width="stretch")
+    show_chart(figs.per_request(frame, ro.per_request_takeaway(cfg.workload, cfg.layout, res)), width="stretch")
     c = st.columns(2)
     c[0].download_button("Download per-request results (CSV)", frame.to_csv(index=False).encode(),
                          file_name=f"prefix_cache_{cfg.workload}_{cfg.layout}.csv", mime="text/csv")
@@ -96,7 +100,6 @@ def workload_section():
 
 
 def sweep_and_tree_sections(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
-    wl_name = wk.PREFIX_WORKLOAD_LABELS[cfg.workload]
     # --- 3. sweeps ------------------------------------------------------------------------------
     st.header("3. Cache capacity and block size")
     swept = runs.capacity_and_block_size(cfg, cache)
@@ -105,10 +108,11 @@ def sweep_and_tree_sections(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
     cap, bsz = swept
     c = st.columns(2)
     show_chart_in(c[0], figs.sweep(cap, "capacity_tokens", cache.capacity_tokens,
-                                 f"{wl_name}: hit rate vs cache capacity", "cache capacity (token slots)"),
-                      width="stretch")
-    show_chart_in(c[1], figs.sweep(bsz, "block_size", cache.block_size, f"{wl_name}: hit rate vs block size",
-                                 "block size (tokens)"), width="stretch")
+                                   ro.capacity_takeaway(cap, cache.capacity_tokens),
+                                   "cache capacity (token slots)"), width="stretch")
+    show_chart_in(c[1], figs.sweep(bsz, "block_size", cache.block_size,
+                                   ro.block_size_takeaway(bsz, cache.block_size), "block size (tokens)"),
+                  width="stretch")
     st.caption(ro.sweep_caption(cache))
 
     # --- 4. tree ------------------------------------------------------------------------------
@@ -117,13 +121,13 @@ def sweep_and_tree_sections(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
     grown = runs.radix_tree(cfg, cache.block_size, n)
     if grown is None:
         return
-    show_chart(figs.radix_tree(grown.segments, cache.block_size, list(grown.labels), ro.tree_title(cfg, n)),
-                    width="stretch")
+    show_chart(figs.radix_tree(grown.segments, cache.block_size, list(grown.labels),
+                               ro.tree_takeaway(cfg, n, grown.segments)), width="stretch")
     st.markdown(
         "SGLang keeps the cache as a **radix tree**: every request is a path from the root, shared prefixes are "
         "shared edges, and a lookup walks down until a block differs. A request whose content changes at position "
         "*k* branches off at the block holding *k*; everything after it is a separate path, even where its tokens "
-        "equal another request's. With variable content first, every request branches at the root."
+        "equal another request's. " + ro.tree_branching_sentence(grown.segments, n)
     )
     agreement = grown.agreement(cache.capacity_tokens, res.num_hit_tokens)
     if agreement:
@@ -164,7 +168,7 @@ if run is not None:
         st.info(inputs.kv_problem)
     else:
         kc = runs.kv_change(inputs.kv_ids, controls.kv_position(len(inputs.kv_ids)))
-        show_chart(figs.kv_difference(kc, kc.position_labels(), kc.chart_title()), width="stretch")
+        show_chart(figs.kv_difference(kc, kc.position_labels(), kc.chart_title(shown_byte)), width="stretch")
         st.markdown(kc.summary())
         kv_finding = kc.finding()
 

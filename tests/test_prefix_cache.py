@@ -407,25 +407,34 @@ def test_one_changed_byte_changes_kv_of_every_later_position_from_layer_1_on(one
         pr.kv_change(model, ids, 60)
 
 
-def _branch_run(shared_s: float, branch_decode_s: float = 0.10, scratch_decode_s: float = 0.10):
+def _branch_run(shared_s: float, branch_decode_s: float = 0.10, scratch_decode_s: float = 0.10, **kw):
     # 2 branches of 10 tokens on a 100-token prefix: 120 of 220 prefill tokens, 45.5 % saved
     return pr.BranchRun(prefix_ids=[0] * 100, suffix_ids=[[1] * 10, [2] * 10], num_new=5, branch_tokens=[[], []],
                         scratch_tokens=[[], []], max_abs_logit_diff=0.0, shared_prefill_s=shared_s,
                         suffix_prefill_s=[0.1, 0.1], scratch_prefill_s=[1.0, 1.0], branch_decode_s=branch_decode_s,
-                        scratch_decode_s=scratch_decode_s, repeats=1, device="cpu", dtype="float32")
+                        scratch_decode_s=scratch_decode_s, repeats=1, device="cpu", dtype="float32", **kw)
 
 
 def test_branch_summary_says_which_way_each_comparison_went():
     trails = _branch_run(1.0).summary()  # time saved 40 % < tokens 45 %
     assert "**45%** of the prefill tokens and **40%** of the prefill time" in trails
-    assert "Time saved trails tokens saved" in trails and "3 passes instead of 2" in trails
+    assert "Time saved (40%) trails tokens saved (45%) by 5 points" in trails and "3 passes instead of 2" in trails
     exceeds = _branch_run(0.6).summary()  # 60 % > 45 %
-    assert "Time saved exceeds tokens saved" in exceeds and "trails" not in exceeds
-    assert "about the same share" in _branch_run(0.9).summary()  # 45 % vs 45.5 %
-    assert "Decoding costs about the same both ways (100 ms vs 100 ms for 2 × 4 steps)" in trails
-    noisy = _branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236).summary()
-    assert "Decoding took 147 ms branched vs 236 ms from scratch" in noisy and "61% gap" in noisy
-    assert "costs about the same" not in noisy
+    assert "Time saved (60%) exceeds tokens saved (45%) by 15 points" in exceeds and "trails" not in exceeds
+    assert "about the same share (within 2 points)" in _branch_run(0.9).summary()  # 45 % vs 45.5 %
+    assert "Decoding the same 2 × 4 steps took 100 ms both ways: the steps are the same work." in trails
+    one = _branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236).summary()  # one repeat: no spread
+    assert ("Decoding the same 2 × 4 steps took 147 ms branched vs 236 ms from scratch, 89 ms (61%) more from "
+            "scratch; one timed repeat gives no spread to tell timing noise from a real gap.") in one
+    runs = dict(branch_decode_runs_s=(0.10, 0.147, 0.25), scratch_decode_runs_s=(0.2, 0.236, 0.24))
+    noisy = _branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236, **runs).summary()  # spread 150 ms
+    assert noisy.endswith("89 ms (61%) more from scratch, within the 150 ms the repeats spread over: timing noise, "
+                          "since the steps are the same work over caches of the same length.")
+    tight = dict(branch_decode_runs_s=(0.14, 0.15), scratch_decode_runs_s=(0.23, 0.24))  # spread 10 ms
+    real = _branch_run(1.0, branch_decode_s=0.236, scratch_decode_s=0.147, **tight).summary()
+    assert real.endswith("89 ms (61%) more branched, more than the 10 ms the repeats spread over, although the "
+                         "steps are the same work over caches of the same length.")
+    assert "noise" not in real.replace("timing noise from", "")
 
 
 def test_a_hit_may_share_a_block_behind_equal_tokens_in_other_blocks():

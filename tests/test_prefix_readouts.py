@@ -29,12 +29,14 @@ def test_two_prompts_metrics_title_and_table():
     assert demo.ids_b == tuple(b"abcdeFghij") and demo.ids_a == tuple(a)
     assert demo.metrics() == [Metric("Blocks of B reused", "1 of 3"), Metric("Tokens of B read from the cache", "4"),
                               Metric("Tokens of B computed", "6")]
-    assert demo.chart_title() == "Byte 5 changed: f → F (block 1)"
+    assert demo.chart_title() == ("Byte 5 changed (f → F, block 1): block 0 of B stays a hit (4 tokens), blocks 1–2 "
+                                  "must be recomputed")
     table = demo.block_table()
     assert table.columns.tolist() == ["request", "block", "tokens", "text", "hash", "parent hash", "fate"]
     assert table["text"].tolist() == ["abcd", "efgh", "ij", "abcd", "eFgh", "ij"]
     assert table["tokens"].tolist()[:3] == ["0..3", "4..7", "8..9"]
-    assert ps.change_one_byte(list(b"ab\ncd"), 2, 4).chart_title() == "Byte 2 changed: ⏎ → X (block 0)"
+    assert ps.change_one_byte(list(b"ab\ncd"), 2, 4).chart_title() == ("Byte 2 changed (⏎ → X, block 0): no block of "
+                                                                      "B stays a hit, all 2 blocks must be recomputed")
     with pytest.raises(ValueError, match="the changed byte must be 0..9, got 10"):
         ps.change_one_byte(a, 10, 4)
 
@@ -117,8 +119,8 @@ def test_sweep_caption_and_tree_titles():
     assert "the same 4,096 slots in blocks of each size" in ro.sweep_caption(CacheConfig(8, 4096, 3))
     cfg = PrefixWorkloadConfig("chat", "variable_first", num_requests=3)
     assert ro.num_tree_requests(cfg, 8) == 3 and ro.num_tree_requests(cfg, 2) == 2
-    assert ro.tree_title(cfg, 3) == "The first 3 requests of 'Multi-turn chat' (variable content first) as paths of " \
-                                    "blocks"
+    assert ro.sweep_caption(CacheConfig(8, 4096, 3)).endswith("a prefix shorter than one block never hits (vLLM "
+                                                              "uses 16).")
 
 
 def test_job_plans():
@@ -188,7 +190,8 @@ def test_branch_run_metrics_and_sentences():
     assert got["Prefill time saved"] == ("40%", "Prefill tokens saved: 45%.")
     assert got["Tokens identical"][0] == "yes" and got["Largest logit diff"][0] == "0.0e+00"
     assert run.mismatch_warning() is None
-    assert run.chart_title() == "2 branches from a 100-token prefix on cpu (float32)"
+    assert run.chart_title() == ("Prefilling the prefix once cuts prefill from 2000.0 ms to 1200.0 ms (40% less) for 2 "
+                                 "branches from a 100-token prefix on cpu (float32)")
     # one decode step: 0.10 s / (2 × 4) = 12.5 ms; one prefill token: 2.0 s / 220 = 9.09 ms
     assert run.decode_step_in_prefill_tokens == pytest.approx(0.0125 / (2.0 / 220))
     assert run.report() == run.summary() + " One decode step here (batch 1) costs as much as **1** prefill tokens."
@@ -215,7 +218,8 @@ def test_kv_change_words_its_own_counts():
     kc = pr.KVChange([65, 66, 67, 68], [65, 66, 99, 68], 2, k, v, np.ones(3))
     assert kc.changed_counts() == [1, 2, 2]
     assert kc.position_labels() == ["A", "B", "C", "D"]
-    assert kc.chart_title() == "K and V after changing byte 2 (C → c), measured in all 3 layers"
-    assert (kc.summary(), kc.finding()) == pr.kv_change_text([1, 2, 2], 2, 4)
+    assert kc.chart_title() == ("Changing byte 2 (C → c): positions 0–1 stay exactly unchanged in all 3 layers; of the 2 "
+                                "positions from 2 on, layer 0 changes 1 and layers 1–2 change all 2")
+    assert (kc.summary(), kc.finding()) == pr.kv_change_text([1, 2, 2], 2, 4, 0)
     assert kc.finding() == ("changing byte 2: layer 0 changes 1 position, layers 1–2 change all 2 of the 2 positions "
                             "from 2 on (section 5)")

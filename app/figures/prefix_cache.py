@@ -17,6 +17,7 @@ HIT = CACHED
 COMPUTED = "#ff7f0e"
 RECOMPUTED = NAIVE
 PARTIAL = "#c7c7c7"
+HALF_WIDTH_CHARS = FULL_WIDTH_CHARS // 2  # a chart in one of two columns
 LAYOUT_COLORS = {"fixed_first": CACHED, "variable_first": NAIVE}
 FATE_COLORS = {BlockFate.HIT: HIT, BlockFate.CACHED: COMPUTED, BlockFate.RECOMPUTED: RECOMPUTED,
                BlockFate.PARTIAL: PARTIAL}
@@ -66,10 +67,10 @@ def block_rows(frame: pd.DataFrame, changed_pos: int, block_size: int, title: st
     fig.update_xaxes(title_text=f"block (of {block_size} tokens)", tickmode="array", tickvals=list(range(nb)),
                      showgrid=False, zeroline=False)
     fig.update_yaxes(autorange="reversed", showgrid=False)
-    base_layout(fig, title, f"block (of {block_size} tokens)", "prompt", height=380)
+    base_layout(fig, "", f"block (of {block_size} tokens)", "prompt", height=380)
     fig.update_layout(legend=LEGEND_BELOW,
                       margin=dict(t=60, b=10))
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def layout_bars(frame: pd.DataFrame, labels: dict[str, str], selected: str, title: str) -> go.Figure:
@@ -93,19 +94,21 @@ def layout_bars(frame: pd.DataFrame, labels: dict[str, str], selected: str, titl
 
 
 def per_request(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Each request's prompt tokens, hit vs computed; title: the takeaway (prefix_readouts.per_request_takeaway)."""
     fig = go.Figure()
     fig.add_bar(x=frame["request"], y=frame["hit_tokens"], name="hit (from the cache)", marker_color=HIT,
                 customdata=frame["label"], hovertemplate="request %{x} (%{customdata}): %{y:,} tokens hit<extra></extra>")
     fig.add_bar(x=frame["request"], y=frame["computed_tokens"], name="computed by the prefill", marker_color=NAIVE,
                 customdata=frame["label"],
                 hovertemplate="request %{x} (%{customdata}): %{y:,} tokens computed<extra></extra>")
-    base_layout(fig, title, "request (in arrival order)", "prompt tokens", height=380)
+    base_layout(fig, "", "request (in arrival order)", "prompt tokens", height=380)
     fig.update_layout(barmode="stack", bargap=0.05)
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def sweep(frames: dict[str, pd.DataFrame], x: str, chosen: int, title: str, x_title: str) -> go.Figure:
-    """Hit rate against capacity or block size, one line per layout; the chosen value marked."""
+    """Hit rate against capacity or block size, one line per layout; the chosen value marked. Drawn in half the
+    page; title: the takeaway (prefix_readouts.capacity_takeaway, block_size_takeaway)."""
     fig = go.Figure()
     for layout, df in frames.items():
         name = "fixed content first" if layout == "fixed_first" else "variable content first"
@@ -117,7 +120,8 @@ def sweep(frames: dict[str, pd.DataFrame], x: str, chosen: int, title: str, x_ti
     ticks = sorted(set().union(*(set(df[x].tolist()) for df in frames.values()))) if frames else []
     fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{v:,}" if v < 1024 else f"{v // 1024:,}k" for v in ticks])
     fig.update_yaxes(range=[-3, 103], ticksuffix="%")
-    return base_layout(fig, title, x_title, "token hit rate", height=380)
+    base_layout(fig, "", x_title, "token hit rate", height=380)
+    return set_headline(fig, title, HALF_WIDTH_CHARS)
 
 
 def radix_tree(segments: pd.DataFrame, block_size: int, labels: list[str], title: str) -> go.Figure:
@@ -125,7 +129,7 @@ def radix_tree(segments: pd.DataFrame, block_size: int, labels: list[str], title
     left. Blue runs are shared by several requests (×n), orange ones belong to one request."""
     fig = go.Figure()
     if segments.empty:
-        return base_layout(fig, title, "token position", "", height=200)
+        return set_headline(base_layout(fig, "", "token position", "", height=200), title, FULL_WIDTH_CHARS)
     by_id = segments.set_index("segment")
     for seg in segments.itertuples(index=False):
         x0, x1 = seg.start_block * block_size, seg.end_block * block_size
@@ -150,8 +154,8 @@ def radix_tree(segments: pd.DataFrame, block_size: int, labels: list[str], title
     lanes = int(segments["lane"].max()) + 1
     fig.update_yaxes(autorange="reversed", showticklabels=False, showgrid=False, zeroline=False,
                      range=[lanes - 0.4, -0.8])
-    base_layout(fig, title, "token position (blocks laid end to end)", "", height=int(150 + 42 * lanes))
-    return fig
+    base_layout(fig, "", "token position (blocks laid end to end)", "", height=int(150 + 42 * lanes))
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def prefill_times(run, title: str) -> go.Figure:
@@ -175,9 +179,9 @@ def prefill_times(run, title: str) -> go.Figure:
                     marker_line=dict(color="#ffffff", width=2), showlegend=b == 0, name="continuation on the cache",
                     hovertemplate=f"branch {b + 1}: {len(run.suffix_ids[b])} tokens, %{{x:.2f}} ms<extra></extra>")
         base += 1e3 * t
-    base_layout(fig, title, "prefill time (ms, median of the repeats)", "way of prefilling", height=300)
+    base_layout(fig, "", "prefill time (ms, median of the repeats)", "way of prefilling", height=300)
     fig.update_layout(barmode="overlay", yaxis=dict(autorange="reversed"))
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def kv_difference(kc, labels: list[str], title: str) -> go.Figure:
@@ -197,7 +201,7 @@ def kv_difference(kc, labels: list[str], title: str) -> go.Figure:
                                  colorbar=dict(title="log10 |Δ|", len=0.9, y=0.5)), row=row, col=1)
         fig.add_vline(x=kc.position, line=dict(color="#d62728", width=2, dash="dot"), row=row, col=1)
     fig.update_yaxes(autorange="reversed", title_text="layer")
-    base_layout(fig, title, "", "", height=430)
+    base_layout(fig, "", "", "", height=430)
     fig.update_xaxes(title_text="token position (white: exactly unchanged)", row=2, col=1)
     fig.update_layout(plot_bgcolor="#ffffff")
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=24)  # below it: the keys panel's title

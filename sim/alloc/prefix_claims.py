@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sim.alloc.prefix_cache import HitTotals
 from sim.alloc.prefix_sweeps import TwoPrompts, WorkloadOverview
+from sim.alloc.workload import TIMESTAMP_LEN
 from sim.claims import Claim, Verdict
 
 NOT_RUN = "turn on the real model (section 5)"
@@ -21,15 +22,32 @@ def agent_finding(agent: HitTotals, decode_weight: float) -> str:
 
 def agent_paragraph(agent: HitTotals, decode_weight: float) -> str:
     """Seed 002's 'about 5x for agents' against the simulated agent loop (Markdown)."""
+    gain = agent.throughput_gain(decode_weight)
+    if f"{gain:.2f}" == "5.00":
+        versus = "the seed's 5×"
+    elif gain < 5:
+        versus = "short of the seed's 5×"
+    else:
+        versus = "past the seed's 5×"
     return (
         f"Seed 002 says agent workloads with repeated tool prompts *often get about 5× throughput* from prefix "
         f"caching. With the sizes above the simulated agent loop hits **{100 * agent.hit_rate:.1f}%** of its "
         f"prompt tokens, so its prefill work drops **{agent.prefill_speedup:.2f}×**; counting each decode step "
-        f"as {decode_weight:g} prefill tokens the whole run gets **{agent.throughput_gain(decode_weight):.2f}×** "
-        "faster. The 5× is not a constant: it needs a hit rate of at least 80% (1 / (1 − 0.8) = 5) *and* prompts "
+        f"as {decode_weight:g} prefill tokens the whole run gets **{gain:.2f}×** faster, {versus}. The 5× is not a constant: it needs a hit rate of at least 80% (1 / (1 − 0.8) = 5) *and* prompts "
         "long enough that prefill dominates. Shorter tool descriptions, longer answers or a cache too small for the "
         "running agents all shrink it."
     )
+
+
+def timestamp_why(overview: WorkloadOverview | None) -> str:
+    """What moving the timestamp to the top did to the hit rate, worded by which way it went."""
+    if overview is None:
+        return f"A {TIMESTAMP_LEN}-token timestamp at the top changes every block after it (section 2)."
+    below, above = (100 * overview.get("timestamp", layout).hit_rate for layout in ("fixed_first", "variable_first"))
+    if f"{below:.1f}" == f"{above:.1f}":
+        return f"A {TIMESTAMP_LEN}-token timestamp at the top leaves the hit rate at {below:.1f}%."
+    verb = "drops" if above < below else "raises"
+    return f"A {TIMESTAMP_LEN}-token timestamp at the top {verb} the hit rate from {below:.1f}% to {above:.1f}%."
 
 
 def branch_finding(run) -> str:
@@ -63,7 +81,7 @@ def prefix_claims(demo: TwoPrompts | None, overview: WorkloadOverview | None, de
             computed=f"RAG, documents before the question: {hit('rag', 'fixed_first')} hit, after it: "
                      f"{hit('rag', 'variable_first')}. Timestamp below the system prompt: "
                      f"{hit('timestamp', 'fixed_first')}, above it: {hit('timestamp', 'variable_first')}.",
-            verdict=Verdict.RIGHT, why="An 8-token timestamp at the top is enough to lose everything."),
+            verdict=Verdict.RIGHT, why=timestamp_why(overview)),
         Claim(
             statement="Prefix caching reuses the KV of identical system prompts, few-shot examples and long "
                       "documents across calls.", seed="002", claimed="reused across calls",

@@ -91,11 +91,14 @@ class TwoPrompts:
                 Metric("Tokens of B read from the cache", f"{self.num_hit_tokens_b:,}"),
                 Metric("Tokens of B computed", f"{self.num_computed_b:,}")]
 
-    def chart_title(self) -> str:
-        """The changed byte, before and after, and its block."""
+    def chart_title(self, show=show_byte) -> str:
+        """The changed byte, before and after, its block, and which blocks of B stay hits and which are
+        recomputed. show: a byte as a label (the page passes one that escapes it for plotly)."""
+        from sim.alloc.prefix_readouts import change_takeaway
+
         k = self.changed_pos
-        return (f"Byte {k} changed: {show_byte(self.ids_a[k])} → {show_byte(self.ids_b[k])} "
-                f"(block {k // self.block_size})")
+        return change_takeaway(k, show(self.ids_a[k]), show(self.ids_b[k]), self.block_size, self.num_hit_blocks_b,
+                               self.num_blocks_b)
 
     def block_table(self):
         """Every block of both prompts with its text, hash and parent's hash (the page's table)."""

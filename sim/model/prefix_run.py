@@ -95,6 +95,16 @@ class BranchRun:
     repeats: int
     device: str
     dtype: str
+    branch_decode_runs_s: tuple[float, ...] = ()  # every timed repeat's decode time, branched
+    scratch_decode_runs_s: tuple[float, ...] = ()  # and from scratch
+
+    @property
+    def decode_spread_s(self) -> float | None:
+        """The larger of the two ways' ranges (max − min) over the timed repeats; None with fewer than 2."""
+        runs = [r for r in (self.branch_decode_runs_s, self.scratch_decode_runs_s) if len(r) >= 2]
+        if len(runs) < 2:
+            return None
+        return max(max(r) - min(r) for r in runs)
 
     @property
     def tokens_identical(self) -> bool:
@@ -129,31 +139,48 @@ class BranchRun:
         return 1 - self.branch_prefill_tokens / self.scratch_prefill_tokens
 
     def summary(self, same_within: float = 0.02) -> str:
-        """What the run shows, worded from its own numbers (Markdown): each comparison says which
-        way it went, and a gap within `same_within` (shares) or 10 % (decode times) is 'about the same'."""
+        """What the run shows, worded from its own numbers (Markdown): each comparison says which way it went
+        and by how much; a gap in shares within `same_within` is 'about the same', and a decode-time gap is
+        called timing noise only when it is within the repeats' spread."""
         tok, tim = self.token_saved_share, self.prefill_saved_share
         out = [f"The cache removes **{100 * tok:.0f}%** of the prefill tokens and **{100 * tim:.0f}%** of the "
                "prefill time."]
+        gap = f"{100 * abs(tok - tim):.0f} points"
         if tim < tok - same_within:
-            out.append("Time saved trails tokens saved: every forward pass carries a fixed cost (dozens of small "
-                       f"kernels for a model this small), and branching makes {self.num_branches + 1} passes instead "
-                       f"of {self.num_branches}.")
+            out.append(f"Time saved ({100 * tim:.0f}%) trails tokens saved ({100 * tok:.0f}%) by {gap}: every "
+                       "forward pass carries a fixed cost (dozens of small kernels for a model this small), and "
+                       f"branching makes {self.num_branches + 1} passes instead of {self.num_branches}.")
         elif tim > tok + same_within:
-            out.append("Time saved exceeds tokens saved: the tokens it skips are the prefix's, and re-encoding "
-                       "them from scratch also pays attention over the whole prefix for each of them.")
+            out.append(f"Time saved ({100 * tim:.0f}%) exceeds tokens saved ({100 * tok:.0f}%) by {gap}: the "
+                       "tokens it skips are the prefix's, and re-encoding them from scratch also pays attention "
+                       "over the whole prefix for each of them.")
         else:
-            out.append("Time and tokens saved are about the same share.")
+            out.append(f"Time and tokens saved are about the same share (within {100 * same_within:.0f} points).")
+        decode = self.decode_sentence()
+        return " ".join(out + ([decode] if decode else []))
+
+    def decode_sentence(self) -> str | None:
+        """Decode time branched against from scratch, which way and by how much, against the repeats' spread
+        (None with no decode step)."""
         steps = self.num_branches * (self.num_new - 1)
-        if steps > 0:
-            a, b = 1e3 * self.branch_decode_s, 1e3 * self.scratch_decode_s
-            if abs(a - b) <= 0.1 * max(a, b):
-                out.append(f"Decoding costs about the same both ways ({a:.0f} ms vs {b:.0f} ms for "
-                           f"{self.num_branches} × {self.num_new - 1} steps): the steps are the same work.")
-            else:
-                out.append(f"Decoding took {a:.0f} ms branched vs {b:.0f} ms from scratch for the same "
-                           f"{self.num_branches} × {self.num_new - 1} steps over caches of the same length: the "
-                           f"{abs(a - b) / min(a, b):.0%} gap is this machine's timing noise, not the cache.")
-        return " ".join(out)
+        if steps <= 0:
+            return None
+        a, b = 1e3 * self.branch_decode_s, 1e3 * self.scratch_decode_s
+        same = f"the same {self.num_branches} × {self.num_new - 1} steps"
+        if f"{a:.0f}" == f"{b:.0f}":
+            return f"Decoding {same} took {a:.0f} ms both ways: the steps are the same work."
+        way = "branched" if a > b else "from scratch"
+        lead = (f"Decoding {same} took {a:.0f} ms branched vs {b:.0f} ms from scratch, "
+                f"{abs(a - b):.0f} ms ({abs(a - b) / min(a, b):.0%}) more {way}")
+        spread = self.decode_spread_s
+        if spread is None:
+            return f"{lead}; one timed repeat gives no spread to tell timing noise from a real gap."
+        s_ms = 1e3 * spread
+        if abs(a - b) <= s_ms:
+            return (f"{lead}, within the {s_ms:.0f} ms the repeats spread over: timing noise, since the steps are "
+                    "the same work over caches of the same length.")
+        return (f"{lead}, more than the {s_ms:.0f} ms the repeats spread over, although the steps are the same "
+                "work over caches of the same length.")
 
     @property
     def decode_step_in_prefill_tokens(self) -> float | None:
@@ -196,8 +223,17 @@ class BranchRun:
                 "check it).")
 
     def chart_title(self) -> str:
-        return (f"{self.num_branches} branches from a {len(self.prefix_ids)}-token prefix on {self.device} "
-                f"({self.dtype})")
+        """The prefill chart's title: total prefill time both ways, which is shorter and by how much."""
+        a, b = 1e3 * self.branch_prefill_s, 1e3 * self.scratch_prefill_total_s
+        where = (f"{self.num_branches} branch{'es' if self.num_branches != 1 else ''} from a "
+                 f"{len(self.prefix_ids):,}-token prefix on {self.device} ({self.dtype})")
+        if f"{a:.1f}" == f"{b:.1f}":
+            return f"Prefilling the prefix once takes as long as from scratch ({a:.1f} ms) for {where}"
+        if a < b:
+            return (f"Prefilling the prefix once cuts prefill from {b:.1f} ms to {a:.1f} ms "
+                    f"({1 - a / b:.0%} less) for {where}")
+        return (f"Prefilling the prefix once makes prefill slower, {a:.1f} ms vs {b:.1f} ms from scratch "
+                f"({a / b - 1:.0%} more), for {where}")
 
     def to_frame(self, continuations: Sequence[str]):
         """One row per branch: its continuation as typed, both ways' new text, and whether they match."""
@@ -301,6 +337,7 @@ def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]]
         shared_prefill_s=med(shared_t), suffix_prefill_s=[med(t) for t in suffix_t],
         scratch_prefill_s=[med(t) for t in scratch_t], branch_decode_s=med(dec_b), scratch_decode_s=med(dec_s),
         repeats=repeats, device=str(device), dtype=str(dtype).replace("torch.", ""),
+        branch_decode_runs_s=tuple(dec_b), scratch_decode_runs_s=tuple(dec_s),
     )
 
 
@@ -329,40 +366,96 @@ class KVChange:
     def position_labels(self) -> list[str]:
         return [show_byte(b) for b in self.ids]
 
-    def chart_title(self) -> str:
+    def num_changed_before(self) -> int:
+        """Positions before the changed one whose K or V changed in some layer (causal attention: none)."""
         k = self.position
-        return (f"K and V after changing byte {k} ({show_byte(self.ids[k])} → {show_byte(self.changed_ids[k])}), "
-                f"measured in all {self.num_layers} layers")
+        return int(((self.k_diff[:, :k] > 0) | (self.v_diff[:, :k] > 0)).any(axis=0).sum())
+
+    def chart_title(self, show=show_byte) -> str:
+        """The K/V chart's title: what stays exactly unchanged and what changes, layer by layer. show: a byte
+        as a label (the page passes one that escapes it for plotly)."""
+        k = self.position
+        return kv_takeaway(self.changed_counts(), k, len(self.ids), self.num_changed_before(),
+                           show(self.ids[k]), show(self.changed_ids[k]))
 
     def summary(self) -> str:
         """What changed where, layer by layer (Markdown)."""
-        return kv_change_text(self.changed_counts(), self.position, len(self.ids))[0]
+        return kv_change_text(self.changed_counts(), self.position, len(self.ids), self.num_changed_before())[0]
 
     def finding(self) -> str:
         """The seeds table's words for this view."""
-        return kv_change_text(self.changed_counts(), self.position, len(self.ids))[1]
+        return kv_change_text(self.changed_counts(), self.position, len(self.ids), self.num_changed_before())[1]
 
 
-def kv_change_text(counts: Sequence[int], pos: int, num_positions: int) -> tuple[str, str]:
-    """(paragraph in Markdown, the seeds table's words) for `counts[layer]` positions whose K/V changed after
-    byte `pos` of a `num_positions`-byte prompt changed."""
-    after = num_positions - pos
-    paragraph = (
-        f"Positions before {pos} are **exactly** unchanged in every layer (causal attention never looks "
-        f"ahead). In layer 0 only **{counts[0]}** position changed — there a token's K and V depend on that "
-        f"token alone. From layer 1 on, attention has mixed the changed byte into every later token: "
-        + ", ".join(f"layer {i}: **{n}**" for i, n in enumerate(counts[1:], start=1))
-        + f" of the {after} positions from {pos} on differ. So a cached block after the change would hold "
-        "wrong K/V in every layer but the first — seed 000's point, measured."
-    )
+def _deep_text(counts: Sequence[int], after: int) -> str:
+    """What layers 1.. change: 'change all 80' / 'change 60–80' ('' with one layer)."""
     deeper = list(counts[1:])
+    if not deeper:
+        return ""
     last = len(counts) - 1
-    if deeper and min(deeper) == max(deeper):
-        deep_text = f"layers 1–{last} change {'all ' if min(deeper) == after else ''}{min(deeper)}"
+    layers = "layer 1" if last == 1 else f"layers 1–{last}"
+    verb = "changes" if last == 1 else "change"
+    if min(deeper) == max(deeper):
+        return f"{layers} {verb} {'all ' if min(deeper) == after else ''}{min(deeper)}"
+    return f"{layers} {verb} {min(deeper)}–{max(deeper)}"
+
+
+def _before_text(pos: int, num_changed_before: int, num_layers: int) -> str:
+    if pos == 0:
+        return "no position comes before it"
+    if num_changed_before == 0:
+        who = "position 0 stays" if pos == 1 else f"positions 0–{pos - 1} stay"
+        return f"{who} exactly unchanged in all {num_layers} layers"
+    return f"{num_changed_before} of the {pos} positions before it change too"
+
+
+def kv_takeaway(counts: Sequence[int], pos: int, num_positions: int, num_changed_before: int, before: str,
+                after_label: str) -> str:
+    """The K/V chart's title for `counts[layer]` positions changed after byte `pos` (before → after_label,
+    already escaped for a chart) of a `num_positions`-byte prompt changed."""
+    after = num_positions - pos
+    deep = _deep_text(counts, after)
+    return (f"Changing byte {pos} ({before} → {after_label}): {_before_text(pos, num_changed_before, len(counts))}; "
+            f"of the {after} positions from {pos} on, layer 0 changes {counts[0]}"
+            + (f" and {deep}" if deep else ""))
+
+
+def kv_change_text(counts: Sequence[int], pos: int, num_positions: int,
+                   num_changed_before: int = 0) -> tuple[str, str]:
+    """(paragraph in Markdown, the seeds table's words) for `counts[layer]` positions whose K/V changed after
+    byte `pos` of a `num_positions`-byte prompt changed, and `num_changed_before` positions before it changed."""
+    after = num_positions - pos
+    deeper = list(counts[1:])
+    if pos == 0:
+        first = "No position comes before byte 0."
+    elif num_changed_before == 0:
+        first = (f"Positions before {pos} are **exactly** unchanged in every layer (causal attention never looks "
+                 "ahead).")
     else:
-        deep_text = f"layers 1–{last} change {min(deeper, default=0)}–{max(deeper, default=0)}"
-    finding = (f"changing byte {pos}: layer 0 changes {counts[0]} position, {deep_text} of the {after} "
-               f"positions from {pos} on (section 5)")
+        first = (f"**{num_changed_before}** of the {pos} positions before {pos} changed too, although causal "
+                 "attention never looks ahead.")
+    if counts[0] == 1:
+        zero = "In layer 0 only **1** position changed — there a token's K and V depend on that token alone."
+    else:
+        zero = f"In layer 0 **{counts[0]}** positions changed."
+    every = bool(deeper) and min(deeper) == after
+    if deeper:
+        mixed = (f" From layer 1 on, attention has mixed the changed byte into {'every' if every else 'some'} later "
+                 "token: " + ", ".join(f"layer {i}: **{n}**" for i, n in enumerate(deeper, start=1))
+                 + f" of the {after} positions from {pos} on differ.")
+    else:
+        mixed = ""
+    wrong = sum(1 for n in counts if n > 0)
+    if every and counts[0] <= 1:
+        end = (" So a cached block after the change would hold wrong K/V in every layer but the first — seed 000's "
+               "point, measured.")
+    else:
+        end = f" So a cached block after the change would hold wrong K/V in {wrong} of the {len(counts)} layers."
+    paragraph = f"{first} {zero}{mixed}{end}"
+    deep_text = _deep_text(counts, after)
+    finding = (f"changing byte {pos}: layer 0 changes {counts[0]} position"
+               + (f", {deep_text}" if deep_text else "")
+               + f" of the {after} positions from {pos} on (section 5)")
     return paragraph, finding
 
 
