@@ -132,11 +132,9 @@ def render_variants(cfg: MemoryConfig, curves, budget: int, name_plot: str) -> N
         "of d_c values, from which the K and V of *every* head are re-projected (those up-projections fold into "
         "the query and output weights), plus one small RoPE key of d_R values shared by all heads, because the "
         "rotation cannot pass through that folding. Hence (d_c + d_R) · p: **no ×2** (one latent yields both K "
-        "and V) and **no ×H_kv**. A model that is not MLA is shown here with DeepSeek-V2's ratios: "
-        "d_c = 4·d_h, d_R = d_h/2.\n"
-        "- **Sliding-window** layers keep only the last W tokens, so their share stops growing at S = W "
-        "(Mistral 7B v0.1: every layer, W = 4,096). **Hybrid** models mix them with global layers: Gemma 2 "
-        "alternates 1:1 (W = 4,096), Gemma 3 uses 5 local to 1 global (W = 1,024)."
+        f"and V) and **no ×H_kv**. {say.mla_note(curves, cfg.arch)}\n"
+        "- **Sliding-window** layers keep only the last W tokens, so their share stops growing at S = W. "
+        f"**Hybrid** models mix them with global layers. {say.windowed_presets_note(presets)}"
     )
 
 

@@ -38,8 +38,9 @@ st.title("Roofline")
 st.markdown(
     "A step cannot finish faster than its **FLOPs ÷ peak FLOP/s** nor faster than its **bytes ÷ memory "
     "bandwidth**. Their ratio, FLOPs per byte, is the step's **arithmetic intensity**. Prefill multiplies every "
-    "weight by thousands of tokens at once (high intensity: compute-bound); decode multiplies every weight by one "
-    "token per request and reads each request's whole KV cache (intensity near 1: memory-bound)."
+    "weight by every prompt token at once, so its intensity grows with the prompt; decode multiplies every weight by "
+    "one token per request and reads each request's whole KV cache, so at small batches its intensity stays low. The "
+    "numbers below say which bound each step hits with your choices."
 )
 
 presets, gpus = load_presets(), load_gpus()

@@ -6,7 +6,14 @@ from dataclasses import replace
 
 from sim.cost.arch import with_kv_heads, with_mla
 from sim.cost.capacity import DtypeRow
-from sim.cost.kv_readouts import dtypes_takeaway, grid_caption, grid_takeaway, variants_takeaway
+from sim.cost.kv_readouts import (
+    dtypes_takeaway,
+    grid_caption,
+    grid_takeaway,
+    mla_note,
+    variants_takeaway,
+    windowed_presets_note,
+)
 from sim.cost.memory import GiB, KvGrid, MemoryConfig, MiB, VariantCurves
 from sim.cost.presets import load_presets
 from sim.cost.roofline import (
@@ -18,6 +25,7 @@ from sim.cost.roofline import (
     decode_step,
     intensity_takeaway,
     tokens_takeaway,
+    what_helps,
 )
 from tests.conftest import run_page
 
@@ -86,6 +94,27 @@ def test_variants_takeaway_names_the_smallest_kind_against_mha():
         "x at 32,768 tokens, batch 16: GQA and MQA tie for the smallest cache, 8 GiB; MHA's 256 GiB is 32× as much")
     assert variants_takeaway(_curves({"MHA": mha, "MQA": mha}), CFG, "x") == (  # as a one-head model would be
         "x at 32,768 tokens, batch 16: no attention kind shrinks the cache below MHA's 256 GiB")
+
+
+def test_variant_notes_come_from_the_architectures_drawn():
+    assert mla_note(_curves({"MLA": with_mla(LLAMA)}), LLAMA) == (
+        "This model is not MLA, so it is shown here with DeepSeek-V2's ratios: d_c = 4·d_h = 512, d_R = d_h/2 = 64.")
+    assert mla_note(_curves({"MLA": P["deepseek-v2-lite"]}), P["deepseek-v2-lite"]) == (
+        "This model is MLA itself, with its own d_c = 512 and d_R = 64.")
+    assert mla_note(_curves({"MHA": LLAMA}), LLAMA) == (
+        "MLA is left out for this model: a latent of 4·d_h would be out of the preset bounds.")
+    windowed = {k: P[k] for k in ("llama-3.1-8b", "mistral-7b-v0.1", "gemma-2-9b", "gemma-3-27b")}
+    assert windowed_presets_note(windowed) == (
+        "Among the presets: Mistral 7B v0.1: every layer, W = 4,096; Gemma 2 9B alternates 1:1 (W = 4,096); "
+        "Gemma 3 27B uses 5 local to 1 global (W = 1,024).")
+    assert windowed_presets_note({"llama-3.1-8b": LLAMA}) == "No preset here has sliding-window layers."
+
+
+def test_the_batch_lever_names_the_batch_it_computes():
+    hw = Hardware("GPU", 1e15, 3e12)
+    assert what_helps(RooflineConfig(LLAMA, 16, 4096), hw)[-1].name == "batch ×8 (128)"
+    assert what_helps(RooflineConfig(LLAMA, 1024, 4096), hw)[-1].name == "batch ×4 (4,096)"  # capped at 4,096
+    assert "batch" not in what_helps(RooflineConfig(LLAMA, 4096, 4096), hw)[-1].name  # nothing bigger to try
 
 
 def _row(name: str, per_request: int, fits: int) -> DtypeRow:

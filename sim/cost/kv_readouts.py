@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sim.cost.arch import ArchPreset
+from sim.cost.arch import GLOBAL, LOCAL, ArchPreset
 from sim.cost.capacity import Capacity, DtypeRow, GpuConfig, int8_vs_fp16
 from sim.cost.memory import KvGrid, KvMemory, MemoryConfig, VariantCurves, fmt_bytes, request_bytes
 from sim.readout import Metric
@@ -182,3 +182,29 @@ def dtypes_takeaway(rows: tuple[DtypeRow, ...], chosen: str, context: int) -> st
     times = f"{factor:,.0f}×" if factor >= 10 else f"{factor:.1f}×"
     return (f"{mine.kv_dtype.upper()} fits {_requests(mine.max_requests)} {at}; the smallest KV dtype, "
             f"{least.kv_dtype.upper()}, fits {least.max_requests:,} ({times} as many)")
+
+
+def mla_note(curves: VariantCurves, arch: ArchPreset) -> str:
+    """Under the attention kinds chart: the latent sizes its MLA curve was drawn with (arch: the model itself)."""
+    mla = curves.name_to_arch.get("MLA")
+    if mla is None:
+        return "MLA is left out for this model: a latent of 4·d_h would be out of the preset bounds."
+    if arch.attention != "MLA":  # attention_variants made its MLA with sim.cost.arch.with_mla
+        return (f"This model is not MLA, so it is shown here with DeepSeek-V2's ratios: d_c = 4·d_h = "
+                f"{mla.kv_lora_rank:,}, d_R = d_h/2 = {mla.qk_rope_head_dim:,}.")
+    return f"This model is MLA itself, with its own d_c = {mla.kv_lora_rank:,} and d_R = {mla.qk_rope_head_dim:,}."
+
+
+def windowed_presets_note(presets: dict[str, ArchPreset]) -> str:
+    """The presets with sliding-window layers, from their data: how many layers are local and their window."""
+    def one(a: ArchPreset) -> str:
+        if a.num_global_layers == 0:
+            return f"{a.name}: every layer, W = {a.sliding_window:,}"
+        local, glob = a.layer_pattern.count(LOCAL), a.layer_pattern.count(GLOBAL)
+        mix = (f"alternates {local}:{glob}" if local == glob == 1 else f"uses {local} local to {glob} global")
+        return f"{a.name} {mix} (W = {a.sliding_window:,})"
+
+    windowed = [a for a in presets.values() if a.num_local_layers]
+    if not windowed:
+        return "No preset here has sliding-window layers."
+    return "Among the presets: " + "; ".join(one(a) for a in windowed) + "."

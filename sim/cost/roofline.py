@@ -249,8 +249,10 @@ def what_helps(cfg: RooflineConfig, hw: Hardware) -> list[Lever]:
     if cfg.arch.attention in ("MHA", "GQA") and cfg.arch.n_kv_heads > 1:
         out.append(lever("MQA (1 KV head)", replace(cfg, arch=with_kv_heads(cfg.arch, 1)),
                          "a smaller cache per token, if the model were trained that way"))
-    out.append(lever(f"batch ×8 ({cfg.batch * 8})", replace(cfg, batch=min(4096, cfg.batch * 8)),
-                     "shares the weight reads; each request still reads its own cache"))
+    bigger = min(4096, cfg.batch * 8)  # the largest batch the config allows
+    if bigger > cfg.batch:
+        out.append(lever(f"batch ×{bigger // cfg.batch} ({bigger:,})", replace(cfg, batch=bigger),
+                         "shares the weight reads; each request still reads its own cache"))
     return out
 
 
