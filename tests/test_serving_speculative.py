@@ -163,8 +163,13 @@ def test_batch_sweep_caption_names_the_first_compute_bound_batch():
     assert sps.batch_sweep_caption(points("compute")).startswith(
         "Every request in the batch drafts k tokens and the target verifies batch × (k + 1) tokens in one pass. "
         "Already at batch 1 that pass is compute-bound")
+    assert "the speedup stays at 1.00×." in sps.batch_sweep_caption(points("memory", "compute"))
     real = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
-    assert "from batch 128 on" in sps.batch_sweep_caption(real)
+    assert ("from batch 128 on it is compute-bound and costs about k + 1 decode steps, and the speedup falls from "
+            "2.05× at batch 64 to 1.42×.") in sps.batch_sweep_caption(real)
+    assert sps.batch_sweep_caption(points("compute")).endswith(  # the speedup there, computed
+        "costs about k + 1 decode steps: the speedup is 1.00× there. Continuous batching and speculation compete for "
+        "the same idle compute.")
 
 
 def test_spec_run_summary_is_worded_from_the_run():

@@ -173,15 +173,24 @@ def batch_gain_sentence(points: list[SpecBatchPoint], alpha: float, k: int) -> s
 
 
 def batch_sweep_caption(points: list[SpecBatchPoint]) -> str:
-    """What the sweep shows: from which batch on the verify pass is compute-bound."""
-    turn = next((p.batch for p in points if p.verify_bound == "compute"), None)
-    if turn is not None and turn == points[0].batch:
-        where = (f"Already at batch {turn} that pass is compute-bound and costs about k + 1 decode steps, so the "
-                 "gain is small. ")
+    """What the sweep shows: from which batch on the verify pass is compute-bound, and what that does to the
+    speedup there (worded from the points: it falls, holds or rises)."""
+    i = next((j for j, p in enumerate(points) if p.verify_bound == "compute"), None)
+    if i == 0:
+        where = (f"Already at batch {points[0].batch} that pass is compute-bound and costs about k + 1 decode steps: "
+                 f"the speedup is {points[0].speedup:.2f}× there. ")
     else:
-        where = ("At batch 1 that pass is memory-bound and the extra tokens ride along for free; "
-                 + (f"from batch {turn} on it is compute-bound and costs about k + 1 decode steps, so the gain "
-                    "shrinks. " if turn else "the verify pass stays memory-bound over this range. "))
+        where = "At batch 1 that pass is memory-bound and the extra tokens ride along for free; "
+        if i is None:
+            where += "the verify pass stays memory-bound over this range. "
+        else:
+            before, at = points[i - 1], points[i]
+            how = ("falls" if at.speedup < before.speedup else "rises" if at.speedup > before.speedup else "stays")
+            where += (f"from batch {at.batch} on it is compute-bound and costs about k + 1 decode steps, and the "
+                      f"speedup {how} from {before.speedup:.2f}× at batch {before.batch} to {at.speedup:.2f}×. "
+                      if how != "stays" else
+                      f"from batch {at.batch} on it is compute-bound and costs about k + 1 decode steps; the speedup "
+                      f"stays at {at.speedup:.2f}×. ")
     return ("Every request in the batch drafts k tokens and the target verifies batch × (k + 1) tokens in one pass. "
             + where + "Continuous batching and speculation compete for the same idle compute.")
 
