@@ -73,25 +73,23 @@ if (timing := runs.last_timing()) is not None:
     show_metrics(R.timing_metrics(result))
     show_table(pd.DataFrame(R.timing_rows(result)), hide_index=True, width="stretch")
     df = pd.DataFrame(result.to_records())
-    show_chart(figs.kernel_bars(df, result.shape.score_bytes), width="stretch")
+    show_chart(figs.kernel_bars(df, result.shape.score_bytes, R.timing_takeaway(result)), width="stretch")
     if (note := R.flex_note(result)) is not None:
         (st.info if note[0] else st.warning)(note[1], icon=":material/timer:" if note[0] else ":material/timer_off:")
-    st.caption(f"Peak memory: {result.memory_method}. Timing: `torch.utils.benchmark` blocks after a warm-up call; "
-               "the spread is the 25th–75th percentile of the blocks. Other work on this machine adds noise; on a "
-               "busy 2-core CPU, fewer threads can be faster. TFLOP/s counts only the two matmuls.")
+    st.caption(R.timing_caption(result))
     c = st.columns([1, 1, 3])
     c[0].download_button("Download the timing table (CSV)", df.to_csv(index=False), "attention_kernels_timing.csv",
                          "text/csv")
     c[1].button("Measure again", on_click=ctl.measure_again, help="Fresh numbers for the shape in the form.")
 else:
-    st.info("Press **Time these kernels** to run them live: a second or two for the defaults on an idle 2-core "
-            "CPU, more when the machine is busy.", icon=":material/play_circle:")
+    num_kernels = sum(s.runs for s in runs.statuses(dev, st.session_state["dtype"]) if s.impl != "flex")
+    st.info(R.time_hint(num_kernels, runs.SHAPE_BUDGET_S), icon=":material/play_circle:")
 
 # --- 3. sweep over N --------------------------------------------------------------------------------
 st.header("Sweep over N")
-st.markdown("The same B, H, d, mask and dtype as above, N doubling from 128 — eager, MATH and FLASH (and the "
-            "other SDPA backends where they run). FlexAttention is left out: every N would compile again.")
 lengths = sweep_lengths(shape, limits) if shape is not None else []
+if lengths:
+    st.markdown(R.sweep_intro(lengths))
 if shape is None:
     st.warning("Fix the shape above first.")
 elif not lengths:
@@ -109,15 +107,13 @@ else:
         col = STATS[stat]
         show_metrics(R.sweep_metrics(sweep, stat, matmul_size(device.type)))
         g = st.columns(2)
-        show_chart_in(g[0], figs.sweep_time(sdf, col), width="stretch")
-        show_chart_in(g[1], figs.sweep_memory(sdf), width="stretch")
-        show_chart_in(g[0], figs.sweep_speedup(sdf, col), width="stretch")
-        show_chart_in(g[1], figs.sweep_tflops(sdf, col, sweep.ceiling_flops / 1e12,
-                                            f"{matmul_size(device.type):,}³ matmul here"), width="stretch")
-        st.caption("Eager and MATH grow like N² in time *and* memory; FLASH grows like N² in time but only like N in "
-                   "memory (its output plus a working buffer per thread, so its peak — and the memory ratio — also "
-                   "depends on the thread count). Timings here share the CPU with whatever else runs on it, which is "
-                   "why small N can look erratic.")
+        ceiling = f"{matmul_size(device.type):,}³ matmul here"
+        show_chart_in(g[0], figs.sweep_time(sdf, col, R.sweep_time_takeaway(sweep, stat)), width="stretch")
+        show_chart_in(g[1], figs.sweep_memory(sdf, R.sweep_memory_takeaway(sweep)), width="stretch")
+        show_chart_in(g[0], figs.sweep_speedup(sdf, col, R.sweep_speedup_takeaway(sweep, stat)), width="stretch")
+        show_chart_in(g[1], figs.sweep_tflops(sdf, col, sweep.ceiling_flops / 1e12, ceiling,
+                                            R.sweep_tflops_takeaway(sweep, stat, ceiling)), width="stretch")
+        st.caption(R.sweep_caption(sweep, stat))
         st.download_button("Download the sweep table (CSV)", sdf.to_csv(index=False), "attention_kernels_sweep.csv",
                            "text/csv", key="sweep_csv")
 
@@ -139,20 +135,14 @@ if demo is not None:
     trace = FL.run_softmax_demo(demo)
     step, row = ctl.step_and_row(len(trace.steps))
     show_metrics(R.tile_metrics(trace, step, row))
-    show_chart(figs.softmax_step(trace, row, step), width="stretch")
+    show_chart(figs.softmax_step(trace, row, step, R.stepper_takeaway(trace, row, step)), width="stretch")
     st.markdown(R.tile_updates(trace, step, row))
-    show_chart(figs.softmax_trace_table(trace, row, step), width="stretch")
+    show_chart(figs.softmax_trace_table(trace, row, step, R.trace_table_takeaway(trace, row)), width="stretch")
     st.caption("rescale α = e^(m before − m after): 1 when the tile did not raise the max, below 1 when it did, 0 "
                "while nothing has been seen. Orange: this step; blue: steps done. — means undefined (l is still 0).")
     st.markdown(R.final_outputs(trace, row))
     show_metrics(R.parity_metrics(trace, demo))
-    st.caption(
-        "Exact, not approximate — but not bit-for-bit. Both compute Σ e^(s−m)·v / Σ e^(s−m); the tiled one adds "
-        "the terms tile by tile and rounds once more at every rescale. Floating-point addition is not associative "
-        "((a+b)+c and a+(b+c) can differ in the last bit), so the two agree to about float32's 1e-7 (1e-16 in "
-        "float64), and each is as close to the float64 truth as the other. The seed's 'bitwise identical' "
-        "overstates it; its 'exact' is right."
-    )
+    st.caption(R.parity_caption(trace, demo))
     if (warning := R.masked_tile_warning(demo, row)) is not None:
         st.warning(warning, icon=":material/warning:")
 
@@ -164,15 +154,13 @@ else:
     tile = ctl.traffic_tile()
     traffic = R.shape_traffic(shape, tile)
     show_metrics(R.traffic_metrics(traffic))
-    show_chart(figs.traffic_bars(traffic, shape.label()), width="stretch")
+    show_chart(figs.traffic_bars(traffic, R.traffic_takeaway(traffic, shape.label())), width="stretch")
     st.caption(R.traffic_caption(shape, tile))
     got = runs.last_timing()
     if got and got[0].shape == shape and (rows := R.memory_model_rows(got[0], traffic)):
         st.markdown("**Next to the measured memory** (the timing above, same shape):")
         show_table(pd.DataFrame(rows), hide_index=True, width="stretch")
-        st.caption("Eager holds several N² tensors at once (scores, their scaled and masked copies, "
-                   "probabilities), so its measured peak is a small multiple of one matrix. FLASH holds the "
-                   "output plus working buffers per thread: it does not grow with N².")
+        st.caption(R.held_caption(got[0], traffic))
 
 # --- 6. the seed's numbers ---------------------------------------------------------------------------
 st.header("The seed's numbers, in context")

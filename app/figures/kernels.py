@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.attention.readouts import fmt_num
 from sim.attention.shapes import IMPL_SHORT
 
@@ -23,6 +24,8 @@ IMPL_COLORS = {
 }
 DONE, CURRENT, LATER, MAX_LINE = CACHED, "#f58518", "#d9d9d9", FORMULA
 BIG = 18  # font size for the stepper: it is read from the back of a room
+HALF_WIDTH_CHARS = 44  # the sweep charts sit two to a row
+SUBPLOT_TITLE_PX = 24  # room under the headline for the subplots' own titles
 
 
 def mib(n: float) -> float:
@@ -31,8 +34,9 @@ def mib(n: float) -> float:
 
 # --- one shape ---------------------------------------------------------------------------------
 
-def kernel_bars(df: pd.DataFrame, eager_n2_bytes: int) -> go.Figure:
-    """Left: median time per call with the interquartile range; right: measured peak memory (log)."""
+def kernel_bars(df: pd.DataFrame, eager_n2_bytes: int, title: str) -> go.Figure:
+    """Left: median time per call with the interquartile range; right: measured peak memory (log);
+    title: the takeaway (sim.attention.readouts.timing_takeaway)."""
     ok = df[df["status"] == "ok"]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, vertical_spacing=0,
                         subplot_titles=("time per call (median; bar = 25th–75th percentile)",
@@ -58,7 +62,7 @@ def kernel_bars(df: pd.DataFrame, eager_n2_bytes: int) -> go.Figure:
                      range=[math.log10(min(mem_mib)) - 0.4, math.log10(max(mem_mib)) + 0.35])
     base_layout(fig, "", "", "", height=420)
     fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
 # --- sweep over N ------------------------------------------------------------------------------
@@ -76,13 +80,14 @@ def _log_axes(fig: go.Figure, df: pd.DataFrame) -> None:
 
 
 def _sweep_layout(fig: go.Figure, title: str, y: str) -> go.Figure:
-    base_layout(fig, title, "sequence length N", y, height=420)
+    base_layout(fig, "", "sequence length N", y, height=420)
     fig.update_layout(legend=LEGEND_BELOW)
-    return fig
+    return set_headline(fig, title, HALF_WIDTH_CHARS)
 
 
-def sweep_time(df: pd.DataFrame, col: str = "median_ms") -> go.Figure:
-    """Time per call against N; with the median, bars show the 25th–75th percentile of the timed blocks."""
+def sweep_time(df: pd.DataFrame, col: str, title: str) -> go.Figure:
+    """Time per call against N (log–log); with the median, bars show the 25th–75th percentile of the timed
+    blocks; title: the takeaway (sim.attention.readouts.sweep_time_takeaway)."""
     fig = go.Figure()
     for impl, part in _by_impl(df):
         err = (dict(type="data", symmetric=False, array=part["p75_ms"] - part["median_ms"],
@@ -90,10 +95,11 @@ def sweep_time(df: pd.DataFrame, col: str = "median_ms") -> go.Figure:
         fig.add_scatter(x=part["keys"], y=part[col], name=IMPL_SHORT[impl], mode="lines+markers",
                         line=dict(color=IMPL_COLORS[impl], width=3), error_y=err)
     _log_axes(fig, df)
-    return _sweep_layout(fig, "Time per call vs N (log–log; N² work means slope 2)", "milliseconds")
+    return _sweep_layout(fig, title, "time per call (ms, log)")
 
 
-def sweep_memory(df: pd.DataFrame) -> go.Figure:
+def sweep_memory(df: pd.DataFrame, title: str) -> go.Figure:
+    """Measured peak memory against N (log–log); title: sim.attention.readouts.sweep_memory_takeaway."""
     fig = go.Figure()
     for impl, part in _by_impl(df):
         fig.add_scatter(x=part["keys"], y=part["peak_bytes"] / 2**20, name=IMPL_SHORT[impl], mode="lines+markers",
@@ -102,11 +108,12 @@ def sweep_memory(df: pd.DataFrame) -> go.Figure:
     fig.add_scatter(x=n2["keys"], y=n2["eager_n2_bytes"] / 2**20, name="one N² matrix (formula)", mode="lines",
                     line=dict(color=FORMULA, dash="dash"))
     _log_axes(fig, df)
-    return _sweep_layout(fig, "Peak memory during one call vs N (log–log)", "MiB")
+    return _sweep_layout(fig, title, "peak memory during one call (MiB, log)")
 
 
-def sweep_speedup(df: pd.DataFrame, col: str = "median_ms") -> go.Figure:
-    """Eager time / time of each kernel (median or fastest block)."""
+def sweep_speedup(df: pd.DataFrame, col: str, title: str) -> go.Figure:
+    """Eager time / time of each kernel (median or fastest block); title:
+    sim.attention.readouts.sweep_speedup_takeaway."""
     fig = go.Figure()
     eager = df[(df["implementation"] == "eager") & (df["status"] == "ok")].set_index("keys")[col]
     for impl, part in _by_impl(df):
@@ -118,10 +125,13 @@ def sweep_speedup(df: pd.DataFrame, col: str = "median_ms") -> go.Figure:
     fig.add_hline(y=1, line=dict(color=NAIVE, dash="dot"), annotation_text="as fast as eager")
     ns = sorted(df["keys"].unique())
     fig.update_xaxes(type="log", tickvals=ns, ticktext=[f"{n:,}" for n in ns])
-    return _sweep_layout(fig, "Speedup over eager (higher is faster)", "eager time / kernel time")
+    return _sweep_layout(fig, title, "eager time / kernel time (higher is faster)")
 
 
-def sweep_tflops(df: pd.DataFrame, col: str, ceiling_tflops: float | None, ceiling_label: str) -> go.Figure:
+def sweep_tflops(df: pd.DataFrame, col: str, ceiling_tflops: float | None, ceiling_label: str,
+                 title: str) -> go.Figure:
+    """Achieved TFLOP/s (4·B·H·N²·d, halved when causal) against N; title:
+    sim.attention.readouts.sweep_tflops_takeaway."""
     fig = go.Figure()
     for impl, part in _by_impl(df):
         tflops = part["flops"] / (part[col] / 1e3) / 1e12
@@ -131,15 +141,16 @@ def sweep_tflops(df: pd.DataFrame, col: str, ceiling_tflops: float | None, ceili
         fig.add_hline(y=ceiling_tflops, line=dict(color=FORMULA, dash="dash"),
                       annotation_text=f"{ceiling_label}: {ceiling_tflops:.3g} TFLOP/s", annotation_position="top left")
     _log_axes(fig, df)
-    return _sweep_layout(fig, "Achieved TFLOP/s (4·B·H·N²·d, halved when causal)", "TFLOP/s")
+    return _sweep_layout(fig, title, "achieved TFLOP/s (log)")
 
 
 # --- online softmax stepper --------------------------------------------------------------------
 
-def softmax_step(trace, row: int, step: int) -> go.Figure:
+def softmax_step(trace, row: int, step: int, title: str) -> go.Figure:
     """Top: every key's score, tiles shaded; done tiles blue, the current one orange, later grey; the
     running max drawn over the keys seen so far. Bottom: the weights the kernel holds after this
-    step (exp(s − m) / l over the keys seen so far) next to the final softmax over all keys."""
+    step (exp(s − m) / l over the keys seen so far) next to the final softmax over all keys.
+    title: the takeaway (sim.attention.readouts.stepper_takeaway)."""
     scores = trace.scores[row].astype(float)
     nk = scores.size
     cur = trace.steps[step - 1]
@@ -196,11 +207,12 @@ def softmax_step(trace, row: int, step: int) -> go.Figure:
     fig.update_layout(font=dict(size=BIG - 2), margin=dict(l=10, r=10, t=40, b=10),
                       legend=LEGEND_BELOW)
     fig.update_annotations(font_size=BIG - 2)
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
-def softmax_trace_table(trace, row: int, step: int, value_digits: int = 4) -> go.Figure:
-    """Every tile's numbers for one query row, the current tile highlighted, big enough for a projector."""
+def softmax_trace_table(trace, row: int, step: int, title: str) -> go.Figure:
+    """Every tile's numbers for one query row, the current tile highlighted, big enough for a projector;
+    title: the takeaway (sim.attention.readouts.trace_table_takeaway)."""
     header = ["tile", "keys", "tile max", "m before", "m after", "rescale α", "Σ e^(s − m)", "l after",
               "partial output acc / l"]
     cols = [[] for _ in header]
@@ -220,7 +232,7 @@ def softmax_trace_table(trace, row: int, step: int, value_digits: int = 4) -> go
                    align="right", height=34),
     ))
     fig.update_layout(height=90 + 36 * len(trace.steps), margin=dict(l=0, r=0, t=10, b=0))
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 # --- HBM traffic -------------------------------------------------------------------------------
@@ -230,7 +242,9 @@ TRAFFIC_COLORS = {"read Q, K": "#4c78a8", "read Q": "#4c78a8", "read K": "#72b7b
                   "write O": "#b279a2", "write row stats": "#9d755d"}
 
 
-def traffic_bars(traffic, label: str) -> go.Figure:
+def traffic_bars(traffic, title: str) -> go.Figure:
+    """Bytes moved by standard and tiled attention, part by part; title: the takeaway, which names the shape
+    (sim.attention.readouts.traffic_takeaway)."""
     fig = go.Figure()
     shown = set()
     for which, parts in (("standard (S, P in memory)", traffic.standard_parts), ("tiled (FlashAttention)", traffic.tiled_parts)):
@@ -244,8 +258,6 @@ def traffic_bars(traffic, label: str) -> go.Figure:
                            xshift=6, font=dict(size=16))
     fig.update_layout(barmode="stack")
     fig.update_xaxes(range=[0, mib(max(traffic.standard_bytes, traffic.tiled_bytes)) * 1.2])
-    base_layout(fig, f"Bytes moved to and from main memory, forward pass<br><sup>{label}</sup>", "bytes moved (MiB)",
-                "kernel", height=380)
-    fig.update_layout(legend=LEGEND_BELOW,
-                      margin=dict(l=10, r=10, t=70, b=10))
-    return fig
+    base_layout(fig, "", "bytes moved to and from main memory, forward pass (MiB)", "kernel", height=380)
+    fig.update_layout(legend=LEGEND_BELOW, margin=dict(l=10, r=10, t=40, b=10))
+    return set_headline(fig, title, FULL_WIDTH_CHARS)

@@ -14,9 +14,17 @@ def _measured(sweep: SweepResult | None, stat: str) -> tuple[str, str, float | N
     if got is None:
         return "", "", None, None
     where = f"at N = {got.num_keys:,} on {sweep.results[-1].device}"
-    time_text = f" Measured on this page {where}: FLASH is {got.time_ratio:,.1f}× faster than eager ({stat})."
-    mem_text = ("" if got.memory_ratio is None else
-                f" Measured on this page {where}: eager's peak memory is {got.memory_ratio:,.0f}× FLASH's.")
+    r, m = got.time_ratio, got.memory_ratio
+    speed = (f"FLASH is {r:,.1f}× faster than eager" if f"{r:,.1f}" != "1.0" and r > 1 else
+             f"FLASH is {1 / r:,.1f}× slower than eager" if f"{1 / r:,.1f}" != "1.0" and r < 1 else
+             "FLASH and eager take about as long")
+    time_text = f" Measured on this page {where}: {speed} ({stat})."
+    if m is None:
+        mem_text = ""
+    elif m >= 1:
+        mem_text = f" Measured on this page {where}: eager's peak memory is {m:,.0f}× FLASH's."
+    else:
+        mem_text = f" Measured on this page {where}: FLASH's peak memory is {1 / m:,.1f}× eager's."
     return time_text, mem_text, got.time_ratio, got.memory_ratio
 
 

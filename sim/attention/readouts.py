@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from sim.attention.implementations import ImplStatus
 from sim.attention.online_softmax import OnlineSoftmaxTrace, SoftmaxDemo, Traffic, hbm_traffic, run_softmax_demo
 from sim.attention.shapes import IMPL_LABELS, IMPL_SHORT, TOLERANCE, AttentionShape
@@ -257,3 +259,287 @@ def memory_model_rows(result: TimingResult, traffic: Traffic) -> list[dict]:
             rows.append({"Kernel": IMPL_LABELS[impl], "Model: what it must hold": what,
                          "Model bytes": fmt_bytes(model_bytes), "Measured peak": _bytes_or_na(r.peak_bytes)})
     return rows
+
+
+# --- chart titles: each chart's takeaway, worded from the result it draws ----------------------------
+
+def fmt_times(r: float) -> str:
+    """A ratio above 1 as '3.1×' (whole numbers from 10×)."""
+    return f"{r:,.1f}×" if r < 10 else f"{r:,.0f}×"
+
+
+def fmt_ms(x: float) -> str:
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
+
+
+def device_words(device: str) -> str:
+    """'cpu' -> 'this CPU', 'cuda:0' -> 'this GPU', anything else by its name."""
+    kind = device.split(":")[0]
+    return {"cpu": "this CPU", "cuda": "this GPU"}.get(kind, f"this device ({device})")
+
+
+def _faster(a_name: str, a_ms: float, b_name: str, b_ms: float, where: str, stat: str) -> str:
+    """Which of two measured kernels ran faster, and by how much, without claiming a gap the numbers do not show."""
+    times = f"{fmt_ms(a_ms)} vs {fmt_ms(b_ms)} ms per call ({stat})"
+    r = b_ms / a_ms
+    if f"{r:.1f}" == "1.0" and f"{1 / r:.1f}" == "1.0":
+        return f"{a_name} and {b_name} took about as long {where}: {times}"
+    if r > 1:
+        return f"{a_name} ran {fmt_times(r)} faster than {b_name} {where}: {times}"
+    return f"{a_name} ran {fmt_times(1 / r)} slower than {b_name} {where}: {times}"
+
+
+def timing_takeaway(result: TimingResult, stat: str = "median") -> str:
+    """The one-shape chart's title: the fastest kernel other than eager against eager, time and peak memory,
+    as measured by this run on this device."""
+    ok_rows = [r for r in result.rows if r.ok]
+    where = f"at N = {result.shape.num_keys:,} on {device_words(result.device)}"
+    eager = next((r for r in ok_rows if r.impl == "eager"), None)
+    others = [r for r in ok_rows if r.impl != "eager"]
+    if eager is None or not others:
+        best = min(ok_rows, key=lambda r: r.stats.of(stat))
+        return (f"{IMPL_SHORT[best.impl]} was the fastest kernel that ran {where}: "
+                f"{fmt_ms(best.stats.of(stat) * 1e3)} ms per call ({stat})")
+    best = min(others, key=lambda r: r.stats.of(stat))
+    e_ms, b_ms = eager.stats.of(stat) * 1e3, best.stats.of(stat) * 1e3
+    name = IMPL_SHORT[best.impl]
+    if b_ms <= e_ms:
+        said = _faster(name, b_ms, "eager", e_ms, where, stat)
+    else:
+        said = _faster("Eager", e_ms, f"{name}, the fastest other kernel,", b_ms, where, stat)
+    if eager.peak_bytes is None or not best.peak_bytes:
+        return said
+    m = eager.peak_bytes / best.peak_bytes
+    if f"{m:.1f}" == "1.0" and f"{1 / m:.1f}" == "1.0":
+        return f"{said}; both peaked at about {fmt_bytes(best.peak_bytes)}"
+    if m > 1:
+        return f"{said}; eager's peak memory, {fmt_bytes(eager.peak_bytes)}, was {fmt_times(m)} {name}'s"
+    return f"{said}; {name}'s peak memory, {fmt_bytes(best.peak_bytes)}, was {fmt_times(1 / m)} eager's"
+
+
+def _ms_at(result: TimingResult, impl: str, stat: str) -> float | None:
+    r = next((x for x in result.rows if x.impl == impl), None)
+    return r.stats.of(stat) * 1e3 if r is not None and r.ok else None
+
+
+def _versus(sweep: SweepResult) -> str | None:
+    """The kernel the sweep's titles hold against eager: FLASH where it ran at the largest N, else the
+    first other kernel that did."""
+    ran = [r.impl for r in sweep.results[-1].rows if r.ok and r.impl != "eager"]
+    return "flash" if "flash" in ran else (ran[0] if ran else None)
+
+
+def sweep_time_takeaway(sweep: SweepResult, stat: str = "median") -> str:
+    """The time-vs-N chart's title: how much eager's and the other kernel's time grew over the sweep."""
+    first, last = sweep.results[0], sweep.results[-1]
+    n0, n1 = first.shape.num_keys, last.shape.num_keys
+    other = _versus(sweep)
+    e0, e1 = _ms_at(first, "eager", stat), _ms_at(last, "eager", stat)
+    if other is None or e0 is None or e1 is None:
+        return f"Time per call vs N, {n0:,} … {n1:,} ({stat})"
+    name = IMPL_SHORT[other]
+    o0, o1 = _ms_at(first, other, stat), _ms_at(last, other, stat)
+    if n0 == n1 or o0 is None:
+        return _faster(name, o1, "eager", e1, f"at N = {n1:,} on {device_words(last.device)}", stat) \
+            if o1 <= e1 else _faster("Eager", e1, name, o1, f"at N = {n1:,} on {device_words(last.device)}", stat)
+    ge, go = e1 / e0, o1 / o0
+    shown_e, shown_o = fmt_times(ge), fmt_times(go)
+    cmp = "more than" if ge > go and shown_e != shown_o else "less than" if ge < go and shown_e != shown_o else \
+        "as much as"
+    return (f"From N = {n0:,} to {n1:,} ({n1 / n0:,.0f}× longer), eager's time per call grew {shown_e}, {cmp} "
+            f"{name}'s {shown_o} ({stat})")
+
+
+def sweep_memory_takeaway(sweep: SweepResult) -> str:
+    """The memory-vs-N chart's title: eager's measured peak against the other kernel's at the largest N."""
+    last = sweep.results[-1]
+    n, other = last.shape.num_keys, _versus(sweep)
+    eager = next((r for r in last.rows if r.impl == "eager"), None)
+    if other is None or eager is None or not eager.ok or eager.peak_bytes is None or not last.row(other).peak_bytes:
+        return f"Peak memory during one call vs N, up to N = {n:,}"
+    name, o = IMPL_SHORT[other], last.row(other).peak_bytes
+    e = eager.peak_bytes
+    m = e / o
+    if f"{m:.1f}" == "1.0" and f"{1 / m:.1f}" == "1.0":
+        return f"At N = {n:,}, eager and {name} both peaked at about {fmt_bytes(o)} during one call"
+    if m > 1:
+        return f"At N = {n:,}, eager's peak memory was {fmt_bytes(e)}, {fmt_times(m)} {name}'s {fmt_bytes(o)}"
+    return f"At N = {n:,}, {name}'s peak memory was {fmt_bytes(o)}, {fmt_times(1 / m)} eager's {fmt_bytes(e)}"
+
+
+def sweep_speedup_takeaway(sweep: SweepResult, stat: str = "median") -> str:
+    """The speedup chart's title: at the largest N, the kernel with the best time against eager."""
+    last = sweep.results[-1]
+    n, where = last.shape.num_keys, device_words(last.device)
+    ratios = {r.impl: last.speedup(r.impl, stat=stat) for r in last.rows if r.ok and r.impl != "eager"}
+    ratios = {k: v for k, v in ratios.items() if v is not None}
+    if not ratios:
+        return f"Speedup over eager at N = {n:,}: eager or every other kernel did not run"
+    best = max(ratios, key=ratios.get)
+    r, name = ratios[best], IMPL_SHORT[best]
+    if f"{r:.1f}" == "1.0" and f"{1 / r:.1f}" == "1.0":
+        return f"At N = {n:,} on {where}, no kernel beat eager clearly: the fastest, {name}, was about as fast ({stat})"
+    if r > 1:
+        return f"At N = {n:,} on {where}, {name} ran {fmt_times(r)} faster than eager, the most of any kernel ({stat})"
+    return (f"At N = {n:,} on {where}, every kernel ran slower than eager: the closest, {name}, took "
+            f"{fmt_times(1 / r)} as long ({stat})")
+
+
+def sweep_tflops_takeaway(sweep: SweepResult, stat: str, ceiling_label: str) -> str:
+    """The TFLOP/s chart's title: the best rate at the largest N against the measured matmul ceiling."""
+    last = sweep.results[-1]
+    n = last.shape.num_keys
+    rates = {r.impl: r.flops / r.stats.of(stat) / 1e12 for r in last.rows if r.ok}
+    best = max(rates, key=rates.get)
+    t, c = rates[best], sweep.ceiling_flops / 1e12
+    said = f"At N = {n:,}, {IMPL_SHORT[best]} reached the highest rate, {t:,.3g} TFLOP/s ({stat})"
+    if c <= 0:
+        return said
+    if t <= c:
+        return f"{said}: {t / c:.0%} of the {c:,.3g} TFLOP/s of one {ceiling_label}"
+    return f"{said}: {fmt_times(t / c)} the {c:,.3g} TFLOP/s of one {ceiling_label}"
+
+
+def sweep_intro(lengths: list[int]) -> str:
+    """Markdown above the sweep: what it times, N from the sweep's own lengths."""
+    start = f"N doubling from {lengths[0]:,} to {lengths[-1]:,}" if len(lengths) > 1 else f"N = {lengths[0]:,}"
+    return (f"The same B, H, d, mask and dtype as above, {start} — eager, MATH and FLASH (and the other SDPA backends "
+            "where they run). FlexAttention is left out: every N would compile again.")
+
+
+def _growth(sweep: SweepResult, impl: str, value) -> float | None:
+    """The exponent k of value ∝ N^k between the sweep's first and last N (None when not measured at both)."""
+    first, last = sweep.results[0], sweep.results[-1]
+    a, b = (next((x for x in r.rows if x.impl == impl), None) for r in (first, last))
+    if a is None or b is None or not (a.ok and b.ok):
+        return None
+    va, vb = value(a), value(b)
+    if not va or not vb or first.shape.num_keys == last.shape.num_keys:
+        return None
+    return math.log(vb / va) / math.log(last.shape.num_keys / first.shape.num_keys)
+
+
+def sweep_caption(sweep: SweepResult, stat: str = "median") -> str:
+    """Under the sweep: how each kernel's time and peak memory grew with N, measured (N² work means an
+    exponent of 2), and what shares the machine."""
+    first, last = sweep.results[0].shape.num_keys, sweep.results[-1].shape.num_keys
+    if first == last:
+        return "One N only: nothing to say about growth. Timings share the machine with whatever else runs on it."
+    parts = []
+    for impl in ("eager", "math", "flash"):
+        t = _growth(sweep, impl, lambda r: r.stats.of(stat))
+        m = _growth(sweep, impl, lambda r: r.peak_bytes)
+        if t is None:
+            continue
+        mem = "" if m is None else f", peak memory as N^{m:.2f}"
+        parts.append(f"{IMPL_SHORT[impl]}'s time grew as N^{t:.2f}{mem}")
+    growth = "; ".join(parts) if parts else "no kernel ran at both ends"
+    return (f"From N = {first:,} to {last:,}, measured ({stat}): {growth}. N² work or memory means an exponent of 2, "
+            "N means 1. FLASH's peak is its output plus a working buffer per thread, so it also depends on the thread "
+            f"count. Timings share {device_words(sweep.results[-1].device)} with whatever else runs on it, which is "
+            "why small N can look erratic.")
+
+
+def stepper_takeaway(trace: OnlineSoftmaxTrace, row: int, step: int) -> str:
+    """The stepper chart's title: what this tile did to the running max of one query row."""
+    cur, n = trace.steps[step - 1], len(trace.steps)
+    m_old, m_new, tmax = float(cur.m_old[row]), float(cur.m_new[row]), float(cur.tile_max[row])
+    head = f"Row {row}, tile {step} of {n} (keys {cur.start}–{cur.stop - 1})"
+    if not math.isfinite(tmax):
+        return f"{head} is fully masked: the running max stays {fmt_num(m_old)} and nothing is added"
+    if not math.isfinite(m_old):
+        return f"{head} sets the running max to {fmt_num(m_new)}: nothing was seen before, so nothing is rescaled"
+    if m_new > m_old:
+        return (f"{head} raises the running max from {fmt_num(m_old)} to {fmt_num(m_new)}, so l and acc shrink by "
+                f"α = {fmt_num(float(cur.rescale[row]))}")
+    return (f"{head} leaves the running max at {fmt_num(m_new)} (its own max is {fmt_num(tmax)}), so nothing is "
+            "rescaled (α = 1)")
+
+
+def trace_table_takeaway(trace: OnlineSoftmaxTrace, row: int) -> str:
+    """The tile table's title: how many tiles raised the running max of one row, and how close the final
+    acc / l came to the softmax over all keys at once."""
+    steps = trace.steps
+    seen = next((i for i, t in enumerate(steps) if math.isfinite(float(t.m_new[row]))), None)
+    diff = float(np.max(np.abs(trace.output[row].astype(np.float64) - trace.reference[row].astype(np.float64))))
+    if seen is None or math.isnan(diff):
+        return f"Row {row}: every key is masked, so the output is undefined"
+    if diff == 0:
+        end = "the final acc / l equals the softmax over all keys exactly"
+    else:
+        end = f"the final acc / l is within {diff:.1e} of the softmax over all keys"
+    later = steps[seen + 1:]
+    if len(steps) == 1:
+        return f"Row {row}: one tile holds every key, so nothing is rescaled; {end}"
+    first = "the first" if seen == 0 else f"tile {seen + 1}, the first with an unmasked key"
+    if not later:
+        return f"Row {row}: no tile comes after {first}, so nothing is rescaled; {end}"
+    raised = sum(1 for t in later if float(t.m_new[row]) > float(t.m_old[row]))
+    if raised == 0:
+        return f"Row {row}: none of the {len(later)} tiles after {first} raised the running max, so nothing was rescaled; {end}"
+    return (f"Row {row}: {raised} of the {len(later)} tiles after {first} raised the running max, each rescaling l and "
+            f"acc; {end}")
+
+
+def parity_caption(trace: OnlineSoftmaxTrace, demo: SoftmaxDemo) -> str:
+    """Under the parity metrics: how far apart tiled and plain came out here, and which is nearer the float64 truth."""
+    d, te, pe = trace.max_abs_diff, trace.tiled_error, trace.plain_error
+    why = ("Both compute Σ e^(s−m)·v / Σ e^(s−m); the tiled one adds the terms tile by tile and rounds once more at "
+           "every rescale. Floating-point addition is not associative ((a+b)+c and a+(b+c) can differ in the last bit).")
+    if d == 0:
+        here = (f"Here, in {demo.dtype}, the two came out bit-for-bit identical: this input's rounding happened to "
+                "agree, which the order of the additions does not promise in general.")
+        verdict = "The seed's 'bitwise identical' holds for this input only; its 'exact' is right."
+    else:
+        here = f"Here, in {demo.dtype}, they differ by at most {d:.1e}."
+        verdict = "The seed's 'bitwise identical' overstates it; its 'exact' is right."
+    if te < pe:
+        near = f"The tiled result is nearer the float64 truth ({te:.1e} vs {pe:.1e} for the plain one)."
+    elif pe < te:
+        near = f"The plain result is nearer the float64 truth ({pe:.1e} vs {te:.1e} for the tiled one)."
+    else:
+        near = f"Both are {te:.1e} from the float64 truth."
+    return f"Exact, not approximate — but not bit-for-bit. {why} {here} {near} {verdict}"
+
+
+def traffic_takeaway(traffic: Traffic, label: str) -> str:
+    """The bytes-moved chart's title: standard against tiled, by the traffic model, for the shape `label`."""
+    s, t = traffic.standard_bytes, traffic.tiled_bytes
+    if s > t:
+        return (f"{label}: standard attention moves {fmt_bytes(s)} to and from main memory, {fmt_times(s / t)} the "
+                f"tiled kernel's {fmt_bytes(t)}")
+    if t > s:
+        return (f"{label}: the tiled kernel moves {fmt_bytes(t)} to and from main memory, {fmt_times(t / s)} standard "
+                f"attention's {fmt_bytes(s)} (it re-reads K and V for every Q tile)")
+    return f"{label}: standard attention and the tiled kernel both move {fmt_bytes(s)} to and from main memory"
+
+
+def time_hint(num_kernels: int, budget_s: float) -> str:
+    """Before the first timing: what pressing the button costs, from the timing budget."""
+    return (f"Press **Time these kernels** to run them live: {num_kernels} kernel(s), each timed for about "
+            f"{budget_s:g} s after one profiled call, so about {num_kernels * budget_s:,.1f} s plus warm-up when the "
+            "machine is idle, more when it is busy.")
+
+
+def timing_caption(result: TimingResult) -> str:
+    """Under the timing chart: how peak memory and time were measured, and what disturbs them here."""
+    cpu = result.device.split(":")[0] == "cpu"
+    noise = (f"Other work on this machine adds noise; this run used {result.num_threads} thread(s), and on a busy CPU "
+             "fewer threads can be faster." if cpu else "Other work on this GPU adds noise.")
+    return (f"Peak memory: {result.memory_method}. Timing: `torch.utils.benchmark` blocks after a warm-up call; the "
+            f"spread is the 25th–75th percentile of the blocks. {noise} TFLOP/s counts only the two matmuls.")
+
+
+def held_caption(result: TimingResult, traffic: Traffic) -> str:
+    """Under the model-vs-measured table: each measured peak as a multiple of what the model says it must hold."""
+    parts = []
+    for impl, (what, model_bytes) in held_bytes_model(result.shape, traffic).items():
+        r = next((x for x in result.rows if x.impl == impl), None)
+        if r is None or not r.ok or r.peak_bytes is None or not model_bytes:
+            continue
+        parts.append(f"{IMPL_SHORT[impl]}'s measured peak is {r.peak_bytes / model_bytes:,.1f}× {what} "
+                     f"({fmt_bytes(r.peak_bytes)} vs {fmt_bytes(model_bytes)})")
+    said = "; ".join(parts) + "." if parts else ""
+    said = said[:1].upper() + said[1:]
+    return (f"{said} Eager holds several N² tensors at once (scores, their scaled and masked copies, probabilities); "
+            "FLASH holds the output plus working buffers per thread, none of them N².").strip()
