@@ -24,6 +24,8 @@ class PageInfo:
 
 PAGES: tuple[PageInfo, ...] = (
     PageInfo("home", "Home", ":material/home:", "Start", "What the lab teaches, and what this machine can run."),
+    PageInfo("lesson", "Lesson", ":material/school:", "Start",
+             "A guided path in twelve steps, on the real model: why the cache exists, what it costs, the ways out."),
     PageInfo("decode_cost", "Decode cost", ":material/speed:", "Generation",
              "Naive vs KV-cached generation on the real model: FLOPs counted and timed per step."),
     PageInfo("attention_masks", "Attention masks", ":material/grid_on:", "Generation",

@@ -29,6 +29,9 @@ st.markdown(
 )
 st.caption(" · ".join(f"seed {k}: {en} (“{ko}”)" for k, (ko, en) in SEEDS.items()))
 
+lesson = next(p for p in PAGES if p.slug == "lesson")
+st.page_link(lesson.path, label=f"New here? Start with the {lesson.title}: {lesson.summary}", icon=lesson.icon)
+
 st.subheader("Map of the lab")
 rows = [{"Page": p.title, "Section": p.section, "What it shows": p.summary} for p in PAGES if p.slug != "home"]
 show_table(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -128,7 +128,7 @@ class AttnOptions:
     impl: str = "eager"  # one of ATTN_IMPLS
     sdpa_backend: str | None = None  # force one SDPA backend (sim.model.device.SDPA_BACKEND_NAMES)
     mask: torch.Tensor | None = None  # (T, S) additive; replaces the causal mask
-    capture: list | None = None  # gets one dict per layer: k, v (and scores, probs when eager)
+    capture: list | None = None  # gets one dict per layer: k, v (and q, scores, probs when eager)
     tally: FlopTally | None = None  # matmul FLOPs counted from the shapes executed
 
     def __post_init__(self) -> None:
@@ -188,7 +188,8 @@ class Attention(nn.Module):
             probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
             y = (probs @ v).view(B, H, T, D)  # (B, H, T, D)
             if capture is not None:
-                capture.append({"k": k, "v": v, "scores": raw_scores.view(B, H, T, S), "probs": probs.view(B, H, T, S)})
+                capture.append({"q": q, "k": k, "v": v, "scores": raw_scores.view(B, H, T, S),
+                                "probs": probs.view(B, H, T, S)})
         else:  # "sdpa" (AttnOptions checked the name)
             if attn_mask is not None:
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask.to(q.dtype), enable_gqa=G > 1)

@@ -1,0 +1,149 @@
+"""The lesson's small figures: one per step, each titled with the step's computed claim."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.figures import CACHED, FORMULA, NAIVE, base_layout
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+
+ACCENT = "#ff7f0e"
+
+
+def _titled(fig: go.Figure, title: str, x: str, y: str, height: int = 380) -> go.Figure:
+    base_layout(fig, "", x, y, height=height)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
+
+
+def totals_vs_length(lengths: list[int], naive: list[int], cached: list[int], title: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_scatter(x=lengths, y=naive, name="without a cache (naive)", mode="lines+markers", line=dict(color=NAIVE))
+    fig.add_scatter(x=lengths, y=cached, name="with a KV cache", mode="lines+markers", line=dict(color=CACHED))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return _titled(fig, title, "tokens generated", "total FLOPs (FLOP)")
+
+
+def who_reads_what(weights: np.ndarray, tokens: list[str], title: str) -> go.Figure:
+    """(T, T) attention weights: row = the query (used by that step only), column = the key/value read."""
+    T = weights.shape[0]
+    fig = go.Figure(go.Heatmap(z=weights, x=list(range(T)), y=list(range(T)), colorscale="Blues", zmin=0,
+                               colorbar=dict(title="weight"), customdata=np.array([tokens] * T),
+                               hovertemplate="query %{y} reads key/value %{x} (%{customdata})<br>weight %{z:.3f}"
+                                             "<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    return _titled(fig, title, "key / value position (read)", "query position (used once)", height=460)
+
+
+def append_change(with_mask: list[float], without: list[float], title: str) -> go.Figure:
+    pos = list(range(len(with_mask)))
+    fig = go.Figure()
+    fig.add_bar(x=pos, y=without, name="no mask: every token sees every other", marker_color=NAIVE)
+    fig.add_bar(x=pos, y=with_mask, name="causal mask", marker_color=CACHED)
+    return _titled(fig, title, "earlier position", "largest |change| in its logits")
+
+
+def cache_frame(keys: np.ndarray, values: np.ndarray, q: np.ndarray, weights: np.ndarray, new_rows: range,
+                max_rows: int, title: str) -> go.Figure:
+    """One frame of the filling cache for one layer and head: K and V rows (position × channel) with the
+    rows just appended outlined, the new query (used once), and its attention weights over the cache."""
+    fig = make_subplots(rows=2, cols=3, column_widths=[0.4, 0.4, 0.2], row_heights=[0.8, 0.2],
+                        specs=[[{}, {}, {}], [{"colspan": 2}, None, {}]], horizontal_spacing=0.03,
+                        vertical_spacing=0.16, subplot_titles=("keys K (stored)", "values V (stored)",
+                                                               "the new query's weights", "", ""))
+    D = keys.shape[1]
+    pad = np.full((max_rows - keys.shape[0], D), np.nan)
+    lim = float(np.nanmax(np.abs(np.concatenate([keys, values])))) or 1.0
+    for col, (mat, name) in enumerate(((keys, "K"), (values, "V")), start=1):
+        fig.add_heatmap(z=np.vstack([mat, pad]), colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
+                        hovertemplate=f"{name} row %{{y}}, channel %{{x}}: %{{z:.3f}}<extra></extra>", row=1, col=col)
+        fig.add_shape(type="rect", x0=-0.5, x1=D - 0.5, y0=new_rows.start - 0.5, y1=new_rows.stop - 0.5,
+                      line=dict(color=ACCENT, width=3), row=1, col=col)
+        fig.update_yaxes(range=[max_rows - 0.5, -0.5], row=1, col=col,
+                         **({"title_text": "position in the cache"} if col == 1 else {"showticklabels": False}))
+        fig.update_xaxes(title_text="channel (head dim)", row=1, col=col)
+    fig.add_bar(y=list(range(len(weights))), x=weights, orientation="h", marker_color=CACHED, showlegend=False,
+                hovertemplate="position %{y}: weight %{x:.3f}<extra></extra>", row=1, col=3)
+    fig.update_yaxes(range=[max_rows - 0.5, -0.5], showticklabels=False, row=1, col=3)
+    fig.update_xaxes(title_text="attention weight", row=1, col=3)
+    fig.add_heatmap(z=q[None, :], colorscale="RdBu", zmid=0, showscale=False,
+                    hovertemplate="q channel %{x}: %{z:.3f}<extra></extra>", row=2, col=1)
+    fig.update_xaxes(title_text="channel of the new token's query (used once, not stored)", row=2, col=1)
+    fig.update_yaxes(showticklabels=False, row=2, col=1)
+    fig.add_scatter(x=[0], y=[0], mode="markers", marker=dict(size=1, color=FORMULA), showlegend=False,
+                    hoverinfo="skip", row=2, col=3)
+    fig.update_xaxes(visible=False, row=2, col=3)
+    fig.update_yaxes(visible=False, row=2, col=3)
+    base_layout(fig, "", "", "", height=620)
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=24)
+
+
+def bytes_growing(steps: list[int], used: list[int], upto: int, title: str) -> go.Figure:
+    fig = go.Figure()
+    kib = [u / 1024 for u in used]
+    fig.add_scatter(x=steps, y=kib, mode="lines", name="by the end of the run", line=dict(color=FORMULA, dash="dot"))
+    fig.add_scatter(x=steps[: upto + 1], y=kib[: upto + 1], mode="lines+markers", name="so far",
+                    line=dict(color=CACHED))
+    return _titled(fig, title, "decode step (0 = prefill)", "K + V bytes, all layers (KiB)", height=300)
+
+
+def step_flops_vs_context(contexts: list[int], naive: list[int], cached: list[int], title: str) -> go.Figure:
+    return totals_vs_length(contexts, naive, cached, title).update_layout(
+        xaxis_title="tokens in the sequence", yaxis_title="FLOPs of one step (FLOP)")
+
+
+def bytes_vs_context(contexts: list[int], per_request: list[int], weights: int, title: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_scatter(x=contexts, y=[b / 2**30 for b in per_request], name="KV cache of one request",
+                    mode="lines+markers", line=dict(color=CACHED))
+    fig.add_scatter(x=[contexts[0], contexts[-1]], y=[weights / 2**30] * 2, name="the weights", mode="lines",
+                    line=dict(color=FORMULA, dash="dash"))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return _titled(fig, title, "context (tokens)", "memory (GiB)")
+
+
+def mini_roofline(peak: float, bandwidth: float, points: list[tuple[str, float, float, str]], title: str) -> go.Figure:
+    """Attainable FLOP/s vs intensity, with (name, intensity, attainable FLOP/s, colour) points."""
+    ridge = peak / bandwidth
+    xs = np.logspace(-1, 5, 200)
+    fig = go.Figure()
+    fig.add_scatter(x=xs, y=np.minimum(peak, xs * bandwidth) / 1e12, mode="lines", name="roof",
+                    line=dict(color=FORMULA))
+    for name, x, y, color in points:
+        fig.add_scatter(x=[x], y=[y / 1e12], mode="markers+text", name=name, text=[name], textposition="top center",
+                        marker=dict(size=14, color=color))
+    fig.add_vline(x=ridge, line=dict(color=FORMULA, dash="dot"), annotation_text=f"ridge {ridge:,.0f} FLOP/B")
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return _titled(fig, title, "arithmetic intensity (FLOP per byte)", "attainable (TFLOP/s)")
+
+
+def intensity_vs_batch(batches: list[int], context_to_intensity: dict[int, list[float]], ridge: float,
+                       title: str) -> go.Figure:
+    fig = go.Figure()
+    for color, (S, ys) in zip((CACHED, ACCENT, NAIVE, FORMULA), context_to_intensity.items(), strict=False):
+        fig.add_scatter(x=batches, y=ys, name=f"context {S:,}", mode="lines+markers", line=dict(color=color))
+    fig.add_hline(y=ridge, line=dict(color=FORMULA, dash="dot"), annotation_text=f"ridge {ridge:,.0f} FLOP/B")
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return _titled(fig, title, "batch (requests decoded together)", "FLOPs per byte (FLOP/B)")
+
+
+def bars(labels: list[str], values: list[float], x_axis: str, axis: str, title: str, highlight: str | None = None,
+         value_text: list[str] | None = None) -> go.Figure:
+    colors = [ACCENT if lab == highlight else CACHED for lab in labels]
+    fig = go.Figure(go.Bar(x=labels, y=values, marker_color=colors, text=value_text, textposition="outside",
+                           hovertemplate="%{x}: %{y:,.4g}<extra></extra>"))
+    fig.update_yaxes(range=[0, max(values) * 1.2] if values and max(values) > 0 else None)
+    return _titled(fig, title, x_axis, axis).update_layout(showlegend=False)
+
+
+def tokens_per_pass(ks: list[int], tokens: list[float], chosen: int, title: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_scatter(x=ks, y=tokens, mode="lines+markers", name="tokens per pass (expected)", line=dict(color=CACHED))
+    fig.add_scatter(x=[chosen], y=[tokens[ks.index(chosen)]], mode="markers", name="your k",
+                    marker=dict(size=14, color=ACCENT))
+    return _titled(fig, title, "draft tokens per pass k", "tokens per pass of the big model")

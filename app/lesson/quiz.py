@@ -1,0 +1,22 @@
+"""A check-yourself question in the page: an answer box (or choices), and the computed feedback."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.text import plain
+from sim.lesson.quiz import MAX_ANSWER_CHARS, Question
+
+
+def ask(q: Question) -> None:
+    with st.container(border=True):
+        st.markdown(f"**Check yourself.** {q.prompt}")
+        key = f"quiz_{q.key}"
+        if q.choices:
+            given = st.radio("Your answer", q.choices, key=key, index=None, label_visibility="collapsed")
+        else:
+            given = st.text_input(f"Your answer ({q.unit})" if q.unit else "Your answer", key=key,
+                                  max_chars=MAX_ANSWER_CHARS)
+        feedback = q.check(given)
+        if feedback is not None:
+            (st.success if feedback.correct else st.warning)(plain(feedback.message))

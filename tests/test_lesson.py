@@ -1,0 +1,138 @@
+"""The Lesson page: every step from its link, Back / Next, the filling cache equal to the real cache, and
+check-yourself answers computed by the same sim/ functions as the full pages."""
+
+import base64
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from app.lesson.nav import DEFAULT_PROMPT
+from sim.cost.memory import MemoryConfig, kv_memory, variant_curves
+from sim.cost.presets import load_presets
+from sim.cost.roofline import RooflineConfig, decode_step
+from sim.lesson import quiz
+from sim.lesson import sentences as say
+from sim.lesson.steps import STEPS, step_label
+from tests.conftest import run_in_app, unescaped
+
+
+def plotly_array(z) -> np.ndarray:
+    """A figure's array as plotly's JSON carries it: a list, or {dtype, bdata (base64), shape}."""
+    if isinstance(z, dict):
+        shape = tuple(int(n) for n in str(z["shape"]).split(","))
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(shape)
+    return np.asarray(z, dtype=float)
+
+
+def lesson(params=None):
+    return run_in_app("lesson", params, timeout=300)
+
+
+def claims(at) -> list[str]:
+    return [m.value[5:] for m in at.markdown if m.value.startswith("#### ")]
+
+
+@pytest.mark.parametrize("k", range(1, len(STEPS) + 1))
+def test_every_step_opens_from_its_link_draws_a_chart_and_next_goes_on(k):
+    at = lesson({"step": str(k)})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.header[0].value == STEPS[k - 1].title and at.query_params["step"] == str(k)
+    assert len(at.get("plotly_chart")) >= 1 and len(claims(at)) == 1
+    nxt = next(b for b in at.button if b.key == "next_top")
+    if k == len(STEPS):
+        assert nxt.disabled
+        return
+    nxt.click().run()
+    assert not at.exception and at.query_params["step"] == str(k + 1)
+    assert at.header[0].value == STEPS[k].title
+    next(b for b in at.button if b.key == "back_bottom").click().run()
+    assert at.query_params["step"] == str(k)
+
+
+def test_a_bad_step_in_the_link_is_named_and_the_lesson_starts_at_step_one():
+    at = lesson({"step": "99", "n": "3", "text": "x" * 500})
+    assert not at.exception and at.query_params["step"] == "1"
+    text = " ".join(w.value for w in at.warning)
+    assert "`99` is outside 1..12" in text and "prompt" in text
+    assert step_label(1) == "Step 1 of 12: Generation repeats work"
+
+
+def test_the_filling_cache_shows_the_real_cache_rows():
+    from app.resources import model
+    from sim.model.cache_filling import fill_cache
+    from sim.model.generate import encode, generate
+
+    m = model("mha")
+    run = fill_cache(m, encode(DEFAULT_PROMPT), 24)
+    assert run.generated == [s.token for s in generate(m, encode(DEFAULT_PROMPT), 24).steps]  # same greedy tokens
+    last = len(run.frames) - 1
+    for layer in range(m.cfg.n_layers):
+        k, v = run.cache.filled(layer)  # (1, Hkv, S, D): what the cache holds at the end
+        for h in range(m.cfg.n_kv_heads):
+            assert torch.equal(run.keys(last, layer, h), k[0, h].float().cpu())
+            assert torch.equal(run.values(last, layer, h), v[0, h].float().cpu())
+    assert [f.end for f in run.frames] == list(range(len(encode(DEFAULT_PROMPT)), len(encode(DEFAULT_PROMPT)) + 24))
+    assert all(f.used_bytes == f.end * run.bytes_per_token() for f in run.frames)
+    assert all(torch.allclose(f.weights.sum(-1), torch.ones(4, 4)) for f in run.frames)
+    # the page's heatmaps at decode step 10 are exactly those rows
+    at = lesson({"step": "4", "t": "10", "layer": "2"})
+    assert not at.exception
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    z_k, z_v = (plotly_array(fig["data"][i]["z"]) for i in (0, 1))  # (max rows, D); unfilled rows NaN
+    rows = run.frames[10].end
+    assert np.array_equal(z_k[:rows], run.keys(10, 2).numpy()) and np.isnan(z_k[rows:]).all()
+    assert np.array_equal(z_v[:rows], run.values(10, 2).numpy())
+
+
+def test_check_yourself_answers_come_from_the_full_pages_functions():
+    presets = load_presets()
+    q = quiz.kib_per_token("llama-3.1-8b", "bf16")
+    assert q.answer == kv_memory(MemoryConfig(presets["llama-3.1-8b"], 1, 1, kv_dtype="bf16")).bytes_per_token / 1024
+    assert q.answer == 128
+    assert q.check("128").correct and q.check("128 KiB").correct and not q.check("64").correct
+    assert q.check("64").message.startswith("Not quite: the answer is 128 KiB. 2 (K and V) × 32 layers × 8")
+    assert q.check("") is None and not q.check("lots").correct
+    q = quiz.decode_intensity("llama-3.1-70b", "h100-sxm", 4096)
+    assert q.answer == round(decode_step(RooflineConfig(presets["llama-3.1-70b"], 1, 4096)).intensity, 2) == 1.05
+    q = quiz.mqa_vs_mha("llama-3.1-8b")
+    c = variant_curves(MemoryConfig(presets["llama-3.1-8b"], 1, 1024), contexts=(1024,)).name_to_token_bytes
+    assert q.answer == c["MHA"] / c["GQA"] == 4
+    q = quiz.better_layout()
+    assert q.answer == "Fixed content first" and q.check("Fixed content first").correct
+    # in the page: the typed answer gets the computed feedback
+    at = lesson({"step": "6"})
+    at.text_input(key="quiz_kib").set_value("64").run()
+    assert any(unescaped(w.value).startswith("Not quite: the answer is 128 KiB. 2 (K and V)") for w in at.warning)
+    at.text_input(key="quiz_kib").set_value("128").run()
+    assert any(unescaped(s.value).startswith("Right. 2 (K and V) × 32 layers") for s in at.success)
+    at.text_input(key="quiz_kib").set_value("[x](http://127.0.0.1:9/)").run()
+    assert any(unescaped(w.value).startswith("Type a number") and "\\[x\\]" in w.value for w in at.warning)
+
+
+def test_step_sentences_follow_the_numbers_both_ways():
+    assert say.share_claim(0.98, 0.2, 30.0, 7.5) == (
+        "Paged blocks keep 98.0% of the memory they claim for real tokens, against 20.0% when each request reserves "
+        "its maximum length, so 30.0 requests run at once instead of 7.5.")
+    assert say.share_claim(0.5, 0.6, 3.0, 4.0) == (
+        "Reserving the maximum length keeps more of its claim for real tokens (60.0%) than paged blocks (50.0%), "
+        "yet fewer requests run at once (3.0 vs 4.0).")
+    assert say.layout_claim(0.85, 0.0).startswith("With the fixed content first, 85.0% of prompt tokens")
+    assert say.layout_claim(0.1, 0.3).startswith("Here the variable-first layout hits more (30.0% vs 10.0%)")
+    assert say.layout_claim(0.2, 0.2) == "Both layouts serve 20.0% of prompt tokens from the cache in this workload."
+    assert say.speculate_claim(0.8, 4, 3.36, 2.8).endswith("3.36 tokens on average for one read of its weights and "
+                                                           "cache: 2.80× faster than one token per pass.")
+    assert "1.25× slower" in say.speculate_claim(0.1, 8, 1.1, 0.8)
+    assert say.repeat_claim(256, 76_300_000_000, 554_000_000, 20_000_000_000, 270_000_000) == (
+        "Generating 256 tokens without a cache costs 76.3 GFLOP, 138× the 554 MFLOP of cached decoding. Doubling the "
+        "length from 128 multiplied the naive total by 3.8× but the cached one by 2.1×.")
+    assert say.batching_claim({512: 156, 131072: None}) == (
+        "Batching raises a decode step's FLOPs per byte by sharing the weights read: at 512 tokens it turns "
+        "compute-bound from batch 156; at 131,072 tokens it stays memory-bound at every batch up to 4,096.")
+
+
+def test_a_step_claim_changes_with_its_control():
+    a, b = claims(lesson({"step": "1", "n": "64"}))[0], claims(lesson({"step": "1", "n": "1024"}))[0]
+    assert a.startswith("Generating 64 tokens") and b.startswith("Generating 1,024 tokens")
