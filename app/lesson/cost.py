@@ -25,6 +25,7 @@ from sim.lesson import sentences as say
 GPU = "h100-sxm"
 ROOFLINE_MODEL = "llama-3.1-70b"
 COST_MODEL = "llama-3.1-8b"
+BYTES_CONTEXT = 32_768  # one request's context in the bytes step
 
 
 def _models():
@@ -52,21 +53,21 @@ def step_cost() -> None:
 def cache_bytes() -> None:
     ss = st.session_state
     models = _models()
-    c = st.columns(3)
+    c = st.columns(2)
     c[0].selectbox("Try it: model", list(models), key="model", format_func=lambda k: models[k].name)
     c[1].selectbox("KV dtype", list(KV_DTYPES), key="kv", format_func=lambda k: KV_DTYPES[k].label)
-    c[2].select_slider("Context", CONTEXTS, key="ctx", format_func=lambda v: f"{v:,}")
     arch = models[ss["model"]]
-    cfg = MemoryConfig(arch, batch=1, context=ss["ctx"], kv_dtype=ss["kv"])
+    cfg = MemoryConfig(arch, batch=1, context=BYTES_CONTEXT, kv_dtype=ss["kv"])
     m = kv_memory(cfg)
     weights = weight_bytes(arch, "bf16")
-    claim(say.bytes_claim(arch.name, ss["kv"].upper(), m.bytes_per_token, ss["ctx"], m.per_request_bytes, weights))
+    claim(say.bytes_claim(arch.name, ss["kv"].upper(), m.bytes_per_token, BYTES_CONTEXT, m.per_request_bytes,
+                          weights))
     st.table({"Step": [s.what for s in m.steps], "With these numbers": [s.math for s in m.steps]})
     per_request = [request_bytes(cfg, S) for S in CONTEXTS]
     show_chart(figs.bytes_vs_context(CONTEXTS, per_request, weights, f"{arch.name}, {ss['kv'].upper()} cache: "
                                      "one request's cache against the BF16 weights as the context grows"),
                key="lesson_bytes")
-    open_full_page("kv_memory", {"model": ss["model"], "kv": ss["kv"], "ctx": ss["ctx"], "batch": 1},
+    open_full_page("kv_memory", {"model": ss["model"], "kv": ss["kv"], "ctx": BYTES_CONTEXT, "batch": 1},
                    "batch, GPU and what fits")
     ask(quiz.kib_per_token())
 

@@ -16,6 +16,7 @@ from sim.lesson import sentences as say
 
 TINY = "mha"  # the bundled model the real-model steps run
 PROMPT_LEN = 16  # the cost steps' prompt, in tokens
+FILL_NEW = 24  # tokens the filling animation decodes
 
 
 def claim(text: str) -> None:
@@ -127,14 +128,13 @@ def filling() -> None:
     if ids is None:
         return
     ss = st.session_state
-    c = st.columns([2, 2, 1], vertical_alignment="bottom")
-    c[0].slider("New tokens", 2, 48, key="new")
-    c[1].select_slider("Layer", [0, 1, 2, 3], key="layer")
-    run = queued(lambda: _filling(ss["text"], ss["new"]), "Decoding on the real model")
+    c = st.columns([4, 1], vertical_alignment="bottom")
+    c[0].select_slider("Layer", [0, 1, 2, 3], key="layer")
+    run = queued(lambda: _filling(ss["text"], FILL_NEW), "Decoding on the real model")
     last = len(run.frames) - 1
     if ss["t"] > last:
         ss["t"] = last
-    c[2].toggle("Play", key="lesson_play", help="Advance one decode step a second; the slider below shows where.")
+    c[1].toggle("Play", key="lesson_play", help="Advance one decode step a second; the slider below shows where.")
     # only a playing animation reruns itself (its part of the page alone, once a second)
     st.fragment(_filling_view, run_every=1.0 if ss["lesson_play"] else None)(run)
 
@@ -157,4 +157,4 @@ def _filling_view(run) -> None:
                                   f"The cache grows by {run.bytes_per_token():,} B per token: "
                                   f"{f.used_bytes:,} B after step {t}"), key="lesson_fill_bytes")
     st.caption(f"Text so far: {plain(text)}")
-    open_full_page("decode_cost", {"prompt": ss["text"], "n": ss["new"]}, "time and count these steps")
+    open_full_page("decode_cost", {"prompt": ss["text"], "n": FILL_NEW}, "time and count these steps")

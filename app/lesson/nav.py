@@ -31,7 +31,6 @@ def register() -> UrlState:
     url.text("text", DEFAULT_PROMPT, max_len=MAX_LESSON_PROMPT, label="prompt")
     url.int("layer", 0, 0, 3, label="layer")
     url.int("t", 0, 0, 64, label="animation step")
-    url.int("new", 24, 2, 48, label="new tokens")
     url.int("ctx", 4096, CONTEXTS[0], CONTEXTS[-1], label="context")
     url.choice("model", "llama-3.1-8b", [k for k in presets if not k.startswith("tiny")], label="model")
     url.choice("kv", "bf16", list(KV_DTYPES), label="KV dtype")

@@ -71,8 +71,8 @@ def share() -> None:
                          value_text=[f"{100 * paged.token_share:.1f}%", f"{100 * reserved.token_share:.1f}%"]),
                key="lesson_share")
     st.caption("A request's final length is unknown when it starts. Reserving the maximum up front strands the memory "
-               "it never uses; blocks of 16 tokens are handed out as the request grows and freed when it ends, and "
-               "requests that share a prefix can point at the same blocks.")
+               f"it never uses; blocks of {ServingConfig().block_size} tokens are handed out as the request grows and "
+               "freed when it ends, and requests that share a prefix can point at the same blocks.")
     open_full_page("paged_blocks", {"requests": SHARE_REQUESTS}, "the pool step by step, and fragmentation")
 
 
