@@ -18,6 +18,7 @@ SEED = "001"
 class SeedCheck:
     claims: tuple[Claim, ...]
     unmeasured: tuple[str, ...]  # claims this view has not measured (the table lacks their rows)
+    untestable: tuple[str, ...] = ()  # claims this setting cannot test, each with why (no verdict is given)
 
     def unmeasured_sentence(self) -> str:
         """'' when every claim was checked."""
@@ -25,6 +26,10 @@ class SeedCheck:
             return ""
         return (f"Not measured in this view: {'; '.join(self.unmeasured)}. Switch on every scheme at every bit width "
                 "(top of the page).")
+
+    def untestable_sentence(self) -> str:
+        """'' when this setting can test every claim it measured."""
+        return "" if not self.untestable else "Not testable at this setting: " + "; ".join(self.untestable) + "."
 
 
 def bandwidth_claims(arch: ArchPreset, gpu: GpuPreset, batch: int = 16, context: int = 32768,
@@ -67,9 +72,12 @@ def bandwidth_claims(arch: ArchPreset, gpu: GpuPreset, batch: int = 16, context:
 
 
 def seed_claims(table, bits: int, arch: ArchPreset | None = None, gpu: GpuPreset | None = None, batch: int = 16,
-                context: int = 32768, utilization: float = 0.9) -> SeedCheck:
+                context: int = 32768, utilization: float = 0.9, residual: int | None = None,
+                num_tokens: int | None = None) -> SeedCheck:
     """Seed 001's quantization claims against the measured bits × scheme table (results_frame rows)
-    and, for the speed and memory claims, the 8B model of its example on a GPU preset."""
+    and, for the speed and memory claims, the 8B model of its example on a GPU preset. residual and
+    num_tokens: the R and the window length the table was measured with (a window R covers holds every
+    token in full precision, so it cannot tell recent from old tokens)."""
 
     def row(kind: str, b: int):
         r = table[(table["scheme"] == kind) & (table["bits"] == b)]
@@ -81,6 +89,7 @@ def seed_claims(table, bits: int, arch: ArchPreset | None = None, gpu: GpuPreset
 
     out: list[Claim] = []
     unmeasured: list[str] = []
+    untestable: list[str] = []
     if arch is not None and gpu is not None:
         out.extend(bandwidth_claims(arch, gpu, batch, context, utilization))
     r8 = [row("kivi", 8), row("token", 8), row("fp8_e4m3", 8)]
@@ -106,7 +115,9 @@ def seed_claims(table, bits: int, arch: ArchPreset | None = None, gpu: GpuPreset
             "usable with KIVI's recipe; per-token collapses",
             f"INT4 KIVI: {dl(k4)}; INT4 K and V per-token: {dl(t4)}.",
             *((Verdict.RIGHT, f"Holds: per-token's KL is {ratio:,.0f}× KIVI's") if ratio > 3 else
-              (Verdict.NEEDS_CONTEXT, "The gap is small on the tiny model")),
+              (Verdict.NEEDS_CONTEXT, f"The gap is small on the tiny model: per-token's KL is {ratio:,.2f}× KIVI's")
+              if ratio >= 1 else
+              (Verdict.WRONG, f"Not on the tiny model: per-token's KL is {ratio:,.2f}× KIVI's, lower")),
             "K를 채널 축으로 … 잔여 창을 두는 조합이면 쓸 만하고, 토큰 축으로 통째로 묶으면 무너진다", float(ratio)))
     else:
         unmeasured.append("INT4 needs the KIVI recipe")
@@ -116,8 +127,9 @@ def seed_claims(table, bits: int, arch: ArchPreset | None = None, gpu: GpuPreset
             "2-bit is research territory", SEED, "research territory",
             f"INT2 KIVI: {dl(k2)} (KL {k2['kl'] / max(k4['kl'], 1e-30):,.0f}× INT4's); INT2 per-token: {dl(t2)}.",
             *((Verdict.RIGHT, "Holds: a clear cost even with KIVI") if k2["top1_agreement"] < 0.98 else
-              (Verdict.NEEDS_CONTEXT, f"With KIVI, milder than that on the tiny model; per-token collapses "
-                                      f"({t2['top1_agreement']:.0%} agreement)")),
+              (Verdict.NEEDS_CONTEXT, "With KIVI, milder than that on the tiny model; per-token "
+                                      + ("collapses" if t2["top1_agreement"] < 0.98 else "holds up too")
+                                      + f" ({t2['top1_agreement']:.0%} agreement)")),
             "2비트 — 연구 영역", float(k2["top1_agreement"])))
     else:
         unmeasured.append("2-bit is research territory")
@@ -127,9 +139,10 @@ def seed_claims(table, bits: int, arch: ArchPreset | None = None, gpu: GpuPreset
         ratio = last / max(first, 1e-30)
         verdict, why = ((Verdict.RIGHT, "Grows with position here") if ratio > 1.5 else
                         (Verdict.CLOSE, "Grows a little with position here") if ratio > 1.1 else
-                        (Verdict.NEEDS_CONTEXT, "Flat per position here: with the right text fed in, a late "
-                         "prediction is no worse than an early one; in free-running, one changed token and the texts "
-                         "part for good (see above)"))
+                        (Verdict.NEEDS_CONTEXT, ("Flat per position here" if ratio >= 1 / 1.1 else
+                                                 "Falls with position here")
+                         + ": with the right text fed in, a late prediction is no worse than an early one; in "
+                         "free-running, one changed token and the texts part for good (see above)"))
         out.append(Claim(
             "Errors accumulate: an early token's error is read by every later token, so long outputs degrade late",
             SEED, "errors pile up on later tokens",
@@ -137,13 +150,26 @@ def seed_claims(table, bits: int, arch: ArchPreset | None = None, gpu: GpuPreset
             f"{last:.2e} in the last ({ratio:.2f}×).", verdict, why, "앞선 토큰의 오차가 뒤 토큰에 누적된다",
             float(ratio)))
     tr, tf = row("token_res", bits), row("token_first", bits)
-    if tr is not None and tf is not None:
+    recent = "Recent tokens stored coarsely hurt more"
+    if tr is not None and tf is not None and residual is not None and num_tokens is not None \
+            and residual >= num_tokens:
+        untestable.append(f"“{recent}”: R={residual} covers all {num_tokens:,} tokens of each window, so both caches "
+                          f"keep every token in full precision (KL {tr['kl']:.1e} and {tf['kl']:.1e}); choose R below "
+                          f"{num_tokens:,} to test it")
+    elif tr is not None and tf is not None and residual == 0:
+        untestable.append(f"“{recent}”: with R=0 no token is kept in full precision, recent or old")
+    elif tr is not None and tf is not None and tf["kl"] == tr["kl"]:
+        untestable.append(f"“{recent}”: quantizing the recent or the old R tokens gave the same KL "
+                          f"({tf['kl']:.1e}), so this setting cannot tell them apart")
+    elif tr is not None and tf is not None:
         out.append(Claim(
             "Recent tokens stored coarsely hurt more than old tokens stored coarsely", SEED,
             "quantizing recent tokens hurts far more",
             f"INT{bits} per-token with the same bytes: the last R tokens in full precision {dl(tr)}; the first R "
             f"tokens instead {dl(tf)}.",
             *((Verdict.RIGHT, f"Holds: KL {tf['kl'] / max(tr['kl'], 1e-30):,.0f}× higher with the recent tokens "
-                              "quantized") if tf["kl"] > tr["kl"] else (Verdict.WRONG, "Not on the tiny model")),
+                              "quantized") if tf["kl"] > tr["kl"] else
+              (Verdict.WRONG, f"Not on the tiny model: KL {tr['kl'] / max(tf['kl'], 1e-30):,.1f}× higher with the "
+                              "old tokens quantized")),
             "최근 토큰을 거칠게 저장하는 쪽이 훨씬 크게 다친다", float(tf["kl"] / max(tr["kl"], 1e-30))))
-    return SeedCheck(tuple(out), tuple(unmeasured))
+    return SeedCheck(tuple(out), tuple(unmeasured), tuple(untestable))
