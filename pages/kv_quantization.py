@@ -18,6 +18,7 @@ from sim.model import quant_bytes as qb
 from sim.model import quant_channels as qc
 from sim.model import quant_errors as qe
 from sim.model import quant_generation as qg
+from sim.model import quant_readouts as qr
 from sim.model import quant_setup as qs
 from sim.model.quant import INT_BITS
 from sim.model.quant_claims import seed_claims
@@ -56,12 +57,12 @@ kivi, naive = chosen["kivi"], chosen["token"]
 st.header(f"INT{bits}: what it saves and what it costs")
 show_metrics(qe.headline_metrics(kivi, naive, model.cfg, R), 4)
 st.markdown(qe.perplexity_sentence(kivi, naive))
-st.caption(setup.standard_error_caption())
+st.caption(setup.standard_error_caption(kivi))
 
 st.subheader("Error by token position")
 metric, width, log = ctl.position_controls()
-show_chart(figs.error_by_position(qe.binned_frame(chosen, width), metric, log, list(qs.POSITION_KINDS)),
-                width="stretch")
+show_chart(figs.error_by_position(qe.binned_frame(chosen, width), metric, log, list(qs.POSITION_KINDS),
+                                  qr.position_takeaway(kivi, naive, metric)), width="stretch")
 st.caption(qe.position_caption(kivi, naive, setup.eval.num_windows, R))
 
 st.subheader("Bits × scheme")
@@ -70,8 +71,8 @@ if ctl.every_scheme():
 else:
     measured.run(setup.grid_jobs(False, INT_BITS), "Measuring KIVI and naive at 8, 4, 3, 2 bits", "bits")
 table = qe.results_frame(list(measured.results.values()), qb.fp16_bytes_per_token(model.cfg))
-show_chart(figs.bits_heatmap(qe.metric_grid(measured.results, metric, qs.ALL_KINDS, INT_BITS), metric),
-                width="stretch")
+grid = qe.metric_grid(measured.results, metric, qs.ALL_KINDS, INT_BITS)
+show_chart(figs.bits_heatmap(grid, metric, qr.heatmap_takeaway(grid, metric)), width="stretch")
 st.caption(qe.grid_caption(S))
 shown = table[["format", *ctl.TABLE_COLUMNS]]
 show_table(shown, hide_index=True, width="stretch", column_config=ctl.columns(ctl.TABLE_COLUMNS))
@@ -83,7 +84,8 @@ st.header("Bytes: codes, scales, zero points and the residual window")
 c = st.columns([3, 2])
 bytes_rows = qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S)
 show_chart_in(c[0], figs.bytes_by_part(bytes_rows, S, qb.bytes_takeaway(bytes_rows, S, bits)), width="stretch")
-show_chart_in(c[1], figs.bytes_vs_context(qb.bytes_curves(model.cfg, schemes), R), width="stretch")
+curves = qb.bytes_curves(model.cfg, schemes)
+show_chart_in(c[1], figs.bytes_vs_context(curves, R, qr.context_takeaway(curves)), width="stretch")
 st.latex(qb.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S))
 st.caption(qb.tiny_bytes_caption(model.cfg, variant, bits, R))
 
@@ -126,11 +128,12 @@ if got is not None:
 st.header("Keys vs values, channel by channel")
 stats = queued(lambda: runs.stats_for(variant, S), "Reading K and V channel by channel")
 layer, head = ctl.channel_controls(model.cfg.n_kv_heads)
-show_chart(figs.channel_heatmaps(stats.k_abs[layer, head], stats.v_abs[layer, head], layer, head),
-                width="stretch")
+k_abs, v_abs = stats.k_abs[layer, head], stats.v_abs[layer, head]
+show_chart(figs.channel_heatmaps(k_abs, v_abs, layer, head, qr.heatmaps_takeaway(k_abs, v_abs, layer, head)),
+           width="stretch")
 c = st.columns([3, 2])
-show_chart_in(c[0], figs.channel_bars(stats.channel_mean("k")[layer, head], stats.channel_mean("v")[layer, head]),
-                  width="stretch")
+k_mean, v_mean = stats.channel_mean("k")[layer, head], stats.channel_mean("v")[layer, head]
+show_chart_in(c[0], figs.channel_bars(k_mean, v_mean, qr.bars_takeaway(k_mean, v_mean)), width="stretch")
 show_table(where=c[1], df=stats.ratios_frame(), hide_index=True, width="stretch", height=340,
                column_config=ctl.columns(ctl.RATIO_COLUMNS))
 st.markdown(stats.outlier_sentence())
@@ -145,14 +148,17 @@ except ValueError as exc:
 else:
     cases = queued(lambda: runs.demo_for(variant, S, T_demo, layer, head, bits, setup.chunk, setup.channel_group, ch,
                                          factor), "Injecting the outlier")
-    show_chart(figs.outlier_errors(qc.outlier_frame(cases)), width="stretch")
+    show_chart(figs.outlier_errors(qc.outlier_frame(cases), qr.outlier_takeaway(cases, ch, factor, bits)),
+               width="stretch")
     st.caption(qc.outlier_caption(cases, layer, head, ch, factor, bits, setup.chunk, setup.channel_group))
 
 st.header("Seed 001's claims, checked")
-check = seed_claims(table, bits, presets.get("llama-3.1-8b"), gpus.get("h100-sxm"))
+check = seed_claims(table, bits, presets.get("llama-3.1-8b"), gpus.get("h100-sxm"), residual=R, num_tokens=S)
 render_claims(check.claims, "kv_quantization")
 if check.unmeasured:
     st.info(check.unmeasured_sentence())
+if check.untestable:
+    st.info(check.untestable_sentence())
 st.caption("Quantization blurs every token a little; eviction and sliding windows drop tokens outright. The "
            "byte counts behind the seed's 128 KiB-per-token example are checked on the KV memory page.")
 url.sync()

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
-from app.figures.headline import set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 
 SCHEME_COLORS = {
     "fp16": FORMULA,
@@ -25,6 +25,8 @@ PART_LABELS = {"codes": "codes (bit-packed)", "scales": "scales (fp16)", "zero_p
                "full_precision": "full-precision residual (fp16)"}
 PART_COLORS = {"codes": "#4c78a8", "scales": "#f58518", "zero_points": "#e45756", "full_precision": "#b0b0b0"}
 WIDE_COLUMN_CHARS = 52  # the bytes chart sits in the wider of two columns (3 : 2)
+NARROW_COLUMN_CHARS = 34  # the bytes-vs-context chart sits in the narrower one
+SUBPLOT_TITLE_PX = 24  # room under the headline for the subplots' own titles
 METRIC_LABELS = {"kl": "KL(full ‖ quantized), nats", "delta_loss": "Δ loss, nats per byte",
                  "agreement": "top-1 agreement with full precision"}
 
@@ -44,8 +46,9 @@ def bytes_by_part(rows: list[dict], num_tokens: int, title: str) -> go.Figure:
     return set_headline(fig, title, WIDE_COLUMN_CHARS)
 
 
-def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], residual: int) -> go.Figure:
-    """key -> (label, contexts, bytes per token): the residual window's cost fades with length."""
+def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], residual: int, title: str) -> go.Figure:
+    """key -> (label, contexts, bytes per token): the residual window's cost fades with length;
+    title: the takeaway (sim.model.quant_readouts.context_takeaway)."""
     fig = go.Figure()
     for key, (label, xs, ys) in curves.items():
         fig.add_scatter(x=xs, y=ys, name=label, mode="lines", line=dict(color=SCHEME_COLORS.get(key), width=3))
@@ -53,14 +56,14 @@ def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], resi
     fig.add_scatter(x=[residual, residual], y=[0, top], mode="lines", name=f"R = {residual}",
                     line=dict(color="#888", dash="dot", width=2), hoverinfo="skip")
     fig.update_xaxes(type="log", tickvals=[4**k for k in range(8)])
-    fig = base_layout(fig, "Bytes per token as the context grows", "tokens in the cache (log scale)",
-                      "bytes per token (average)", height=170 + 38 * 9)
+    fig = base_layout(fig, "", "tokens in the cache (log scale)", "bytes per token (average)", height=170 + 38 * 9)
     fig.update_layout(legend=LEGEND_BELOW)
-    return fig
+    return set_headline(fig, title, NARROW_COLUMN_CHARS)
 
 
-def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[str]) -> go.Figure:
-    """frame: rows of PositionErrors.binned() with a 'key' column; one line per scheme."""
+def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[str], title: str) -> go.Figure:
+    """frame: rows of PositionErrors.binned() with a 'key' column; one line per scheme;
+    title: the takeaway (sim.model.quant_readouts.position_takeaway)."""
     fig = go.Figure()
     for key in keys:
         df = frame[frame["key"] == key]
@@ -73,15 +76,15 @@ def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[
                         line=dict(color=SCHEME_COLORS.get(key), width=3), marker=dict(size=5))
     if log_y:
         fig.update_yaxes(type="log", exponentformat="power")
-    fig = base_layout(fig, f"{METRIC_LABELS[metric].split(',')[0]} by token position (teacher-forced, held-out text)",
-                      "token position", METRIC_LABELS[metric], height=460)
+    fig = base_layout(fig, "", "token position", METRIC_LABELS[metric], height=460)
     fig.update_layout(legend=dict(orientation="v", yref="paper", yanchor="top", y=1.0, xanchor="left", x=1.01))
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def bits_heatmap(table: pd.DataFrame, metric: str) -> go.Figure:
+def bits_heatmap(table: pd.DataFrame, metric: str, title: str) -> go.Figure:
     """table: one row per scheme (index: its label), one column per bit width, values of `metric`
-    ("kl", "delta_loss" or "agreement"); NaN where a scheme has no such width (FP8 is 8 bits only)."""
+    ("kl", "delta_loss" or "agreement"); NaN where a scheme has no such width (FP8 is 8 bits only);
+    title: the takeaway (sim.model.quant_readouts.heatmap_takeaway)."""
     vals = table.to_numpy(dtype=float)
     if metric == "kl":
         z, scale, fmt = np.log10(np.clip(vals, 1e-12, None)), "Reds", ".1e"
@@ -96,12 +99,13 @@ def bits_heatmap(table: pd.DataFrame, metric: str) -> go.Figure:
                                hovertemplate="%{y}, %{x}: %{text}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", tickfont=dict(size=15), title_text="scheme")
     fig.update_xaxes(type="category", side="top", tickfont=dict(size=15), title_text="bits per value")
-    return base_layout(fig, f"{METRIC_LABELS[metric].split(',')[0]}, every scheme at every bit width", "", "",
-                       height=130 + 46 * len(table))
+    fig = base_layout(fig, "", "", "", height=130 + 46 * len(table))
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=60)  # below it: the top axis, its ticks and title
 
 
-def channel_heatmaps(k_abs: np.ndarray, v_abs: np.ndarray, layer: int, head: int) -> go.Figure:
-    """(T, D) |K| and |V| of one layer and KV head: tokens down, channels across."""
+def channel_heatmaps(k_abs: np.ndarray, v_abs: np.ndarray, layer: int, head: int, title: str) -> go.Figure:
+    """(T, D) |K| and |V| of one layer and KV head: tokens down, channels across;
+    title: the takeaway (sim.model.quant_readouts.heatmaps_takeaway)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=(f"|K| — layer {layer}, KV head {head}",
                                                         f"|V| — layer {layer}, KV head {head}"),
                         horizontal_spacing=0.14)
@@ -113,23 +117,26 @@ def channel_heatmaps(k_abs: np.ndarray, v_abs: np.ndarray, layer: int, head: int
         fig.update_yaxes(title_text="token position", autorange="reversed", row=1, col=col)
     fig.update_layout(coloraxis1=dict(colorscale="Viridis", colorbar=dict(x=0.43, len=0.9, thickness=14, title="|K|")),
                       coloraxis2=dict(colorscale="Viridis", colorbar=dict(x=1.0, len=0.9, thickness=14, title="|V|")))
-    return base_layout(fig, "", "", "", height=480)
+    fig = base_layout(fig, "", "", "", height=480)
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
-def channel_bars(k_mean: np.ndarray, v_mean: np.ndarray) -> go.Figure:
-    """Mean |value| of each channel over the tokens, K against V, each over its own median."""
+def channel_bars(k_mean: np.ndarray, v_mean: np.ndarray, title: str) -> go.Figure:
+    """Mean |value| of each channel over the tokens, K against V, each over its own median;
+    title: the takeaway (sim.model.quant_readouts.bars_takeaway)."""
     ch = np.arange(len(k_mean))
     fig = go.Figure()
     fig.add_bar(x=ch, y=k_mean / np.median(k_mean), name="K", marker_color=CACHED)
     fig.add_bar(x=ch, y=v_mean / np.median(v_mean), name="V", marker_color="#ff7f0e")
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
     fig.update_layout(barmode="group")
-    return base_layout(fig, "Each channel's mean |value| over the tokens, ÷ the median channel", "channel",
-                       "× the median channel", height=340)
+    fig = base_layout(fig, "", "channel", "mean |value| over the tokens, × the median channel", height=340)
+    return set_headline(fig, title, WIDE_COLUMN_CHARS)
 
 
-def outlier_errors(frame: pd.DataFrame) -> go.Figure:
-    """frame: case, axis, rel_error_other, rel_error_scores."""
+def outlier_errors(frame: pd.DataFrame, title: str) -> go.Figure:
+    """frame: case, axis, rel_error_other, rel_error_scores; title: the takeaway
+    (sim.model.quant_readouts.outlier_takeaway)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("error on the ordinary channels", "error of the scores q·k"))
     for axis, color, name in (("token", NAIVE, "K per-token"), ("channel", CACHED, "K per-channel")):
         df = frame[frame["axis"] == axis]
@@ -144,4 +151,4 @@ def outlier_errors(frame: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(title_text="keys quantized")
     fig.update_layout(legend=dict(LEGEND_BELOW, xanchor="center", x=0.5),
                       margin=dict(t=40))
-    return fig
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)

@@ -71,8 +71,10 @@ def bytes_curves(cfg: ModelConfig, key_to_scheme: Mapping[str, CacheScheme]
 def tiny_bytes_caption(cfg: ModelConfig, variant: str, bits: int, residual: int) -> str:
     return (f"Exact counts for the tiny {variant.upper()} model ({cfg.n_layers} layers × {cfg.n_kv_heads} KV heads × "
             f"{cfg.head_dim} channels, K and V): codes bit-packed at {bits} bits, an fp16 scale and fp16 zero point per "
-            f"group, residual tokens at 16 bits. KIVI's R={residual} full-precision tokens cost a lot in a short "
-            f"context and fade in a long one; the cache's own `used_bytes()` is tested equal to these numbers.")
+            f"group, residual tokens at 16 bits. "
+            + (f"KIVI's R={residual} full-precision tokens weigh most in a short context and less as it grows (the "
+               "chart on the right); " if residual else "KIVI here keeps no full-precision tokens; ")
+            + "the cache's own `used_bytes()` is tested equal to these numbers.")
 
 
 def bytes_formula(cfg: ModelConfig, bits: int, kivi_bytes_per_token: float, num_tokens: int) -> str:

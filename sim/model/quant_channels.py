@@ -131,9 +131,14 @@ def outlier_caption(cases: list[OutlierCase], layer: int, head: int, channel: in
                     chunk: int, channel_group: int) -> str:
     """What outlier_demo did and what the injected outlier costs each axis."""
     inj = {x.axis: x for x in cases if x.case == "injected"}
+    t, c = inj["token"].rel_error_other, inj["channel"].rel_error_other
+    shown_t, shown_c = round(t * 100), round(c * 100)  # the percents the sentence shows
+    link = ("so the ordinary channels lose" if shown_t > shown_c else
+            "yet the ordinary channels lose only" if shown_t < shown_c else
+            "and the ordinary channels lose about as much:")
     return (f"Labelled synthetic: the real keys of layer {layer}, KV head {head}, with channel {channel} raised by "
             f"{factor:g}× the head's mean |K| at every token, quantized to INT{bits}. Per-token groups of "
-            f"{channel_group} channels share one scale with the outlier, so the ordinary channels lose "
-            f"{inj['token'].rel_error_other:.0%} (RMS) vs {inj['channel'].rel_error_other:.0%} with per-channel groups "
+            f"{channel_group} channels share one scale with the outlier, {link} "
+            f"{t:.0%} (RMS) vs {c:.0%} with per-channel groups "
             f"of {chunk} tokens; the attention scores q·k of the real queries lose {inj['token'].rel_error_scores:.0%} "
             f"vs {inj['channel'].rel_error_scores:.0%}.")

@@ -249,5 +249,23 @@ def position_caption(kivi: PositionErrors, naive: PositionErrors, num_windows: i
         f"{num_windows} held-out window(s) of {kivi.num_positions} tokens, fed one token at a time through each cache "
         f"(computed in one pass that a test proves equal to the token-by-token cache). Mean KL in the first vs last "
         f"quarter of the window — naive per-token: {n[0]:.2e} → {n[-1]:.2e}; KIVI: {k[0]:.2e} → {k[-1]:.2e}. "
-        f"KIVI's first R={residual} positions read only full-precision keys and values, which is why its curve "
-        "starts at zero.")
+        + exact_prefix_sentence(kivi, residual))
+
+
+def exact_prefix(kivi: PositionErrors) -> int:
+    """How many positions from the start KIVI's KL is exactly 0 (only full-precision keys and values read)."""
+    nonzero = np.flatnonzero(kivi.kl != 0)
+    return int(nonzero[0]) if len(nonzero) else kivi.num_positions
+
+
+def exact_prefix_sentence(kivi: PositionErrors, residual: int) -> str:
+    """Why KIVI's curve starts where it does, from its measured KL (the caption's last sentence)."""
+    n, T = exact_prefix(kivi), kivi.num_positions
+    if n == T:
+        return (f"KIVI's KL is exactly 0 at all {T:,} positions: with R={residual}, every key and value it reads is "
+                "still in full precision.")
+    if n == 0:
+        return "KIVI's KL is above 0 from the first position."
+    return (f"KIVI's KL is exactly 0 at the first {n:,} positions (R={residual}: only full-precision keys and values "
+            "are read there), which is why its curve starts at zero.")
+

@@ -72,10 +72,20 @@ class QuantSetup:
     def jobs_sentence(self, what: str, num_runs: int) -> str:
         return f"{what}: {num_runs} teacher-forced runs over {self.eval.num_windows} × {self.eval.window_len} tokens"
 
-    def standard_error_caption(self) -> str:
-        return (f"± is the standard error over the {self.eval.num_windows} windows. Δ loss is the noisiest of the "
-                "three measures: on a given passage a blurred cache can be luckier than the exact one. KL and top-1 "
-                "agreement compare the two next-byte distributions directly and stay steady.")
+    def standard_error_caption(self, kivi: PositionErrors | None = None) -> str:
+        """What ± means, and (given KIVI's result) how noisy its Δ loss came out over the windows."""
+        head = f"± is the standard error over the {self.eval.num_windows} windows."
+        why = ("on a given passage a blurred cache can be luckier than the exact one. KL and top-1 agreement compare "
+               "the two next-byte distributions directly, position by position.")
+        if kivi is None:
+            return f"{head} Δ loss can be noisy: {why}"
+        mean, se = kivi.mean_delta_loss, kivi.delta_loss_se
+        if se != se:  # NaN: one window
+            return f"{head} With one window there is no ± to show. Δ loss can be noisy: {why}"
+        said = f"KIVI's Δ loss here is {mean:+.5f} ± {se:.5f} nats/byte"
+        if se >= abs(mean):
+            return f"{head} {said}: the ± is as large as the change itself, so its sign is not settled — {why}"
+        return f"{head} {said}: the ± is {se / abs(mean):.0%} of the change. Δ loss can still be noisy: {why}"
 
     def blank_cells_note(self) -> str:
         """Why the bits × scheme table has blanks when only KIVI and naive are measured at every width."""
