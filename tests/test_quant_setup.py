@@ -66,7 +66,7 @@ def test_estimates_are_the_cost_model_times_the_measured_factors():
 
 def test_sentences_carry_the_setting():
     assert SETUP.jobs_sentence("Comparing", 8) == "Comparing: 8 teacher-forced runs over 3 × 128 tokens"
-    assert SETUP.standard_error_caption().startswith("± is the standard error over the 3 windows. Δ loss is")
+    assert SETUP.standard_error_caption().startswith("± is the standard error over the 3 windows. Δ loss can be noisy")
     assert "the other schemes only at INT2. Switch on" in SETUP.blank_cells_note()
     assert SETUP.csv_name() == "kv_quantization_gqa_G16_g8_R64.csv"
     assert free_sentence(24) == "Generating 24 tokens through the full-precision and the quantized cache"
