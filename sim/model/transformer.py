@@ -186,6 +186,9 @@ class Attention(nn.Module):
                 mask = causal_additive_mask(T, S, device=x.device, dtype=scores.dtype)  # (T, S)
                 scores = scores + mask.repeat(G, 1)
             probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+            observe = getattr(cache, "observe", None)  # a cache that evicts by attention (H2O, SnapKV) sees it
+            if observe is not None:
+                observe(layer_idx, probs.view(B, H, T, S))
             y = (probs @ v).view(B, H, T, D)  # (B, H, T, D)
             if capture is not None:
                 capture.append({"q": q, "k": k, "v": v, "scores": raw_scores.view(B, H, T, S),
