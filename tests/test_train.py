@@ -58,3 +58,24 @@ def test_a_few_steps_lower_the_loss():
     assert isinstance(model, TinyLlama)
     hist = report["history"]
     assert hist[-1]["loss"] < hist[0]["loss"]
+
+
+def test_copy_sequences_repeat_what_came_before():
+    import random
+
+    from sim.model.train import copy_sequence
+
+    train, _ = load_corpus()
+    rng = random.Random(0)
+    for _ in range(40):
+        seq = copy_sequence(train, 513, rng)
+        assert seq.shape == (513,) and seq.dtype == torch.long
+        text = bytes(seq.tolist())
+        # some span of 16 bytes occurs twice (the passage or the fact line)
+        assert any(text.count(text[i : i + 16]) >= 2 for i in range(0, 513 - 16))
+
+
+def test_the_copy_preset_fine_tunes_mha_at_the_full_context():
+    tc = TRAIN_PRESETS["mha_copy"]
+    assert (tc.init_from, tc.arch, tc.copy_mix > 0) == ("mha", "mha", True)
+    assert all(t.copy_mix == 0 for name, t in TRAIN_PRESETS.items() if name != "mha_copy")

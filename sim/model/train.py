@@ -3,10 +3,17 @@
     python -m sim.model.train --preset mha           # from scratch
     python -m sim.model.train --preset gqa           # uptrained from assets/models/mha.safetensors
     python -m sim.model.train --preset mqa           #   (K/V heads mean-pooled, as in the GQA paper)
+    python -m sim.model.train --preset mha_copy      # mha fine-tuned with a copy/recall task mix
 
 GQA and MQA start from the MHA checkpoint: each group's K and V projection heads are averaged
 into one head, then the whole model trains on for a shorter run. Same seed, same weights
 (on the same torch build and thread count).
+
+mha_copy starts from mha and trains on with `copy_mix` of the sequences built as a copy task
+(a passage, filler text, the passage again) or a recall task (fact lines "KEY: Zorvath 4172.",
+filler, one key's line again), the loss on every position as usual: the shipped models cannot
+quote text from hundreds of bytes back, which the "Shrink the cache" checks need. It is not a
+preset of transformer.py (load it with `load_model(checkpoint_path("mha_copy"))`).
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
+import string
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -43,13 +52,19 @@ class TrainConfig:
     weight_decay: float = 0.1
     grad_clip: float = 1.0
     seed: int = 1337
+    copy_mix: float = 0.0  # fraction of the training sequences built as a copy/recall task (copy_sequence)
+    arch: str | None = None  # the transformer.PRESETS architecture; None: the preset's own name
 
+
+STEPS_COPY = 700
 
 TRAIN_PRESETS = {
     "mha": TrainConfig("mha", steps=4000, seq_schedule=((0, 256), (3200, 1024))),
     # uptraining stays at the full context: the MHA checkpoint already knows every position
     "gqa": TrainConfig("gqa", steps=600, init_from="mha", lr=1e-3, min_lr=1e-4, warmup=50, seq_schedule=((0, 1024),)),
     "mqa": TrainConfig("mqa", steps=600, init_from="mha", lr=1e-3, min_lr=1e-4, warmup=50, seq_schedule=((0, 1024),)),
+    "mha_copy": TrainConfig("mha_copy", steps=STEPS_COPY, init_from="mha", arch="mha", lr=1e-3, min_lr=1e-4,
+                            warmup=30, seq_schedule=((0, 1024),), copy_mix=0.5),
 }
 
 
@@ -61,6 +76,42 @@ def load_corpus(path: Path = CORPUS) -> tuple[torch.Tensor, torch.Tensor]:
     val = [c for i, c in enumerate(chunks) if i % VAL_EVERY == VAL_EVERY - 1]
     train = [c for i, c in enumerate(chunks) if i % VAL_EVERY != VAL_EVERY - 1]
     return torch.cat(train), torch.cat(val)
+
+
+def made_up_fact(rng: random.Random) -> str:
+    """A name no corpus contains and a number, e.g. "Zorvath 4172." (what a recall task must copy)."""
+    name = "".join(rng.choice("bdfgklmnprstvz") + rng.choice("aeiou") for _ in range(rng.randint(2, 3)))
+    name += rng.choice("nrstlkx")
+    return f"{name.capitalize()} {rng.randint(1000, 9999)}."
+
+
+def made_up_key(rng: random.Random) -> str:
+    return "KEY" if rng.random() < 0.3 else "".join(rng.choice(string.ascii_uppercase) for _ in range(rng.randint(3, 6)))
+
+
+def copy_sequence(data: torch.Tensor, length: int, rng: random.Random) -> torch.Tensor:
+    """`length` bytes that can only be predicted well by copying from far back: half the time
+    [text][passage][filler][the passage again][text], else [text][1-3 fact lines "KEY: Name 1234."]
+    [filler][one of those lines again][text]. Passages and filler are random spans of `data`."""
+
+    def span(n: int) -> bytes:
+        start = rng.randrange(0, len(data) - n - 1)
+        return bytes(data[start : start + n].tolist())
+
+    lead = span(rng.randint(0, 64))
+    if rng.random() < 0.5:
+        first = span(rng.randint(24, min(256, length // 3)))
+        again = first
+    else:
+        lines = {made_up_key(rng): made_up_fact(rng) for _ in range(rng.randint(1, 3))}
+        first = b"".join(f"\n{k}: {v}\n".encode() for k, v in lines.items())
+        key = rng.choice(sorted(lines))
+        again = f"\n{key}: {lines[key]}\n".encode()
+    room = length - len(lead) - len(first) - len(again)
+    gap = rng.randint(0, max(0, room))
+    out = lead + first + span(gap) + again
+    out += span(max(0, length - len(out)))
+    return torch.tensor(list(out[:length]), dtype=torch.long)
 
 
 def seq_len_at(tc: TrainConfig, step: int) -> int:
@@ -110,7 +161,7 @@ def mean_pool_kv(mha: TinyLlama, n_kv_heads: int) -> TinyLlama:
 
 def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
     torch.manual_seed(tc.seed)
-    cfg = PRESETS[tc.preset]
+    cfg = replace(PRESETS[tc.arch or tc.preset], name=tc.preset)
     train_data, val_data = load_corpus()
     if tc.init_from:
         model = mean_pool_kv(load_model(tc.init_from).train().requires_grad_(True), cfg.n_kv_heads)
@@ -123,7 +174,7 @@ def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
                 if name.endswith(("o_proj.weight", "down_proj.weight")):
                     p.data.mul_(1 / math.sqrt(2 * cfg.n_layers))
     model = model.train()
-    model.cfg = cfg  # noqa: the pooled model carries the preset's name
+    model.cfg = cfg  # the pooled model carries the preset's name
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
@@ -138,6 +189,11 @@ def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
         B = max(1, tc.batch_size * 256 // T)  # the same tokens per step at every length
         starts = torch.randint(0, len(train_data) - T - 1, (B,), generator=gen)
         batch = torch.stack([train_data[s : s + T + 1] for s in starts.tolist()])  # (B, T+1)
+        if tc.copy_mix:  # drawn only then: the other presets' random streams stay as they were
+            rows = (torch.rand(B, generator=gen) < tc.copy_mix).nonzero().flatten().tolist()
+            rng = random.Random(int(torch.randint(0, 2**31, (1,), generator=gen)))
+            for row in rows:
+                batch[row] = copy_sequence(train_data, T + 1, rng)
         for g in opt.param_groups:
             g["lr"] = lr_at(tc, step)
         logits = model(batch[:, :-1], attn_impl="sdpa")
@@ -179,6 +235,11 @@ def main() -> None:
     model, report = train(tc)
     out = args.out or checkpoint_path(tc.preset)
     save_checkpoint(model, out, {"val_loss_nats_per_byte": str(report["val_loss_nats_per_byte"])})
+    if tc.copy_mix:
+        from sim.model.shrink_checks import full_cache_scores
+
+        report["full_cache_scores"] = full_cache_scores(load_model(out))  # as the app will load it
+        print(f"full-cache scores: {report['full_cache_scores']}")
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     print(f"val loss {report['val_loss_nats_per_byte']:.4f} nats/byte; wrote {out}")
 
