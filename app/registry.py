@@ -38,6 +38,8 @@ PAGES: tuple[PageInfo, ...] = (
              "Hashed blocks chained to their parent; hit rates by workload and prompt layout."),
     PageInfo("kv_quantization", "KV quantization", ":material/compress:", "Memory",
              "KIVI-style K per channel, V per token: bytes saved against error by position."),
+    PageInfo("shrink_cache", "Shrink the cache", ":material/content_cut:", "Memory",
+             "Eviction (window, sinks, H2O, SnapKV) vs quantization on the real model, judged by three checks."),
     PageInfo("attention_kernels", "Attention kernels", ":material/bolt:", "Speed",
              "Eager vs SDPA backends timed live on this device; the online softmax, step by step."),
     PageInfo("roofline", "Roofline", ":material/show_chart:", "Speed",

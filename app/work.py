@@ -85,14 +85,15 @@ def _set(key: str) -> None:
 
 
 def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progress], T], *, what: str,
-            go: bool | None = None, real_model: bool = True, button: str = "Run") -> T | None:
+            go: bool | None = None, real_model: bool = True, button: str = "Run", auto: bool = True) -> T | None:
     """The job's result, computed now or earlier; None while it waits for its button.
 
     kind: the job's name, unique across pages (it keys the result cache and the learned rates);
     params: everything the result depends on; estimate_s: the cost model's seconds for it;
     fn(progress): does the work, calling progress(fraction, text) now and then;
     go: whether the page's own button (labelled `button`) was pressed this run; None: run_job draws
-    its own `button`.
+    its own `button`; auto: False makes it wait for the button however short it is (a grid of runs
+    that a link should never start).
     """
     srv = server()
     key = (kind, params)
@@ -106,8 +107,9 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     estimate = srv.rates.estimate(kind, estimate_s)
     one, page_total = auto_limits()
     left = ss.get(BUDGET_KEY, page_total)
-    if not go and (stopped or estimate > min(one, left)):
+    if not go and (stopped or not auto or estimate > min(one, left)):
         why = ("Stopped." if stopped else
+               f"This takes about {fmt_seconds(estimate)} on this machine." if not auto else
                f"This would take {fmt_seconds(estimate)} on this machine, so it waits for you." if estimate > one
                else f"This takes {fmt_seconds(estimate)}, and this page has already started "
                     f"{fmt_seconds(page_total - left)} of work by itself, so it waits for you.")

@@ -1,6 +1,6 @@
 """Pages never leak into each other: every ordered pair of pages, navigated through app/main.py.
 
-A class moves between pages in one session. Each of the 110 ordered pairs (A, B) is walked once,
+A class moves between pages in one session. Each of the 132 ordered pairs (A, B) is walked once,
 as one Eulerian circuit of the complete directed graph cut into one walk per page (a fresh session each):
 entering B must show no exception and no error, and B's widget values must equal B opened alone.
 The second set of walks changes one widget on every page before leaving it, and checks on the
@@ -42,8 +42,8 @@ WALKS = [CIRCUIT[i * STEP: (i + 1) * STEP + 1] for i in range(N_WALKS)]
 
 def test_the_walks_cover_every_ordered_pair_once():
     pairs = [(w[i], w[i + 1]) for w in WALKS for i in range(len(w) - 1)]
-    assert len(pairs) == len(SLUGS) * (len(SLUGS) - 1) == 110  # 11 pages
-    assert len(set(pairs)) == 110
+    assert len(pairs) == len(SLUGS) * (len(SLUGS) - 1) == 132  # 12 pages
+    assert len(set(pairs)) == 132
 
 
 def widget_values(at: AppTest) -> dict[str, object]:

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NUMPY_ONLY = [*(ROOT / "sim" / pkg for pkg in ("cost", "alloc", "serving", "work")), ROOT / "sim" / "claims.py", ROOT / "sim" / "readout.py"]
+NUMPY_ONLY = [*(ROOT / "sim" / pkg for pkg in ("cost", "alloc", "serving", "work", "lesson")), ROOT / "sim" / "claims.py", ROOT / "sim" / "readout.py"]
 MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
                  for d in NUMPY_ONLY for p in ([d] if d.is_file() else sorted(d.rglob("*.py"))))
 # Default views that need no model; run directly (app/main.py opens Home, which shows torch's version).
 # The simulator pages run the real model by default (a live section, a few seconds): with it switched off
 # in the link their simulators alone must not import torch.
 TORCH_FREE_PAGES = {"kv_memory": {}, "roofline": {}, "paged_blocks": {"live": "0"}, "prefix_caching": {"live": "0"},
-                    "serving": {"live": "0"}}
+                    "serving": {"live": "0"}, "shrink_cache": {}, "lesson": {}}
 
 
 def fresh(code: str) -> subprocess.CompletedProcess:

@@ -3,11 +3,9 @@ step to its full page with the same parameters."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 import streamlit as st
-from streamlit.errors import StreamlitPageNotFoundError
 
+from app.links import page_link
 from app.registry import PAGES
 from app.urlstate import UrlState
 from sim.cost.memory import KV_DTYPES
@@ -68,10 +66,6 @@ def navigation(where: str) -> int:
 
 
 def open_full_page(slug: str, params: dict[str, object], what: str) -> None:
-    """A link to the full page with this step's parameters in its URL (values percent-encoded)."""
+    """A link to the full page with this step's parameters in its URL."""
     page = next(p for p in PAGES if p.slug == slug)
-    label, query = f"Open {page.title} with these settings: {what}", {k: str(v) for k, v in params.items()}
-    try:
-        st.page_link(page.path, label=label, icon=":material/open_in_new:", query_params=query)
-    except StreamlitPageNotFoundError:  # the page run on its own, outside the lab's navigation
-        st.markdown(f":material/open_in_new: [{label}](/{slug}?{urlencode(query)})")
+    page_link(slug, f"Open {page.title} with these settings: {what}", params)

@@ -1,0 +1,52 @@
+"""Shrink the cache: the real model it runs (the copy-trained variant when it ships), and the grid run as
+one queued, stoppable job whose result every session shares."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.work import run_job
+from sim.cost.shrink import LONG_PROMPT, ShrinkSetup, num_runs
+from sim.work.run_cost import DEFAULT_RATES, cached_work
+
+MODELS = {"mha_copy": "Tiny MHA, copy-trained (quotes and recalls at full cache)",
+          "mha": "Tiny MHA (the shipped model: it barely copies)"}
+
+
+def available_models() -> dict[str, str]:
+    """The copy-trained model first when its checkpoint ships (looked up without importing torch)."""
+    from app.registry import ROOT
+
+    return {k: v for k, v in MODELS.items() if k == "mha" or (ROOT / "assets" / "models" / f"{k}.safetensors").is_file()}
+
+
+@st.cache_resource(show_spinner="Loading the tiny model…")
+def load(name: str):
+    from app.resources import model
+    from sim.model.device import pick_device, pick_dtype
+    from sim.model.transformer import checkpoint_path, load_model
+
+    if name == "mha":
+        return model("mha")
+    device = pick_device()
+    return load_model(checkpoint_path(name), device, pick_dtype(device))
+
+
+def estimate_s(setup: ShrinkSetup) -> float:
+    """The cost model's seconds: per run, the long generation plus the quote and fact trials (~900 and
+    ~700 positions each), with the eager rates (H2O and SnapKV read the attention weights)."""
+    one = cached_work(len(LONG_PROMPT.encode()), setup.num_new) + \
+        (cached_work(850, 32) + cached_work(700, 12)) * setup.num_trials
+    return DEFAULT_RATES["eager"].seconds(one * num_runs(setup)) * 1.3  # eviction's gathers on top
+
+
+def run(name: str, setup: ShrinkSetup, go: bool):
+    def work(progress):
+        from sim.model.shrink_run import run_shrink  # torch: only once the run starts
+
+        return run_shrink(load(name), setup, progress)
+
+    return run_job("shrink_cache.grid", (name, setup), estimate_s(setup), work,
+                   what=f"{num_runs(setup)} caches × three checks on the real model", go=go,
+                   button="Run the checks", auto=False)
+

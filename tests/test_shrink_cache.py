@@ -1,0 +1,92 @@
+"""Shrink the cache: the verdict and the offload cost worded from their numbers, the lecture's table, and the
+page's grid equal to a direct run of the same setup (reproducible), started only by its button."""
+
+import pytest
+
+from app.registry import PAGES
+from sim.cost.memory import GiB
+from sim.cost.shrink import LINKS, METHODS, Score, offload_cost, verdict
+from tests.conftest import run_in_app, unescaped
+
+
+def _s(label, kind, frac, quote):
+    return Score(label, label, kind, frac, 1.0, quote, 1.0)
+
+
+def test_the_verdict_says_what_the_model_showed_either_way():
+    blur, evict = _s("INT4 KIVI", "blur", 0.39, 0.9), _s("H2O @ 50%", "discard", 0.5, 0.2)
+    assert verdict([blur, evict, _s("window @ 12.5%", "discard", 0.125, 0.0)], 0.95) == (
+        "Discarding hurt the exact quote more than blurring at about equal bytes, as the lecture says (the full cache "
+        "quotes 95%): INT4 KIVI (39% of the bytes) quotes 90%, the best discarding cache near its bytes (H2O @ 50%, "
+        "50%) 20%.")
+    assert verdict([_s("INT2 KIVI", "blur", 0.2, 0.1), _s("sinks @ 25%", "discard", 0.25, 0.6)], 0.9).startswith(
+        "Discarding hurt the exact quote less than blurring at about equal bytes, against the lecture")
+    mixed = verdict([_s("a", "blur", 0.2, 0.1), _s("b", "blur", 0.5, 0.9), _s("c", "discard", 0.25, 0.5),
+                     _s("d", "discard", 0.5, 0.3)], 1.0)
+    assert mixed.startswith("Mixed: discarding hurt the exact quote more in 1 of 2 pairings at about equal bytes, "
+                            "less in 1")
+    assert verdict([_s("a", "blur", 0.5, 0.0), _s("b", "discard", 0.5, 0.0)], 0.0).startswith(
+        "Discarding and blurring quote exactly as well")
+    assert verdict([evict], 1.0) == "Run both a quantized and an evicting cache to compare blurring with discarding."
+
+
+def test_offload_costs_the_link_every_step():
+    c = offload_cost(2 * GiB, "pcie5", 3.35e12)
+    assert round(c.transfer_s * 1e3, 1) == 34.1 and round(c.hbm_s * 1e3, 2) == 0.64
+    assert c.sentence.startswith("Bringing 2 GiB back over PCIe 5.0 x16 (63 GB/s) takes 34.1 ms per decode step, "
+                                 "53.2× the 0.64 ms")  # 3,350 ÷ 63
+    assert "costs nothing per step" in offload_cost(GiB, "c2c", 300e9).sentence  # an L4 reads slower than C2C
+    with pytest.raises(ValueError, match="link must be one of"):
+        offload_cost(1, "carrier pigeon", 1e12)
+    assert set(LINKS) == {"pcie4", "pcie5", "c2c", "nvme"}
+
+
+def test_the_pages_method_names_are_the_caches_names():
+    from sim.cost.shrink import EVICT_METHODS, QUANT_METHODS
+    from sim.model.evict_cache import EVICT_POLICIES
+    from sim.model.evict_cache import QUANT_METHODS as BUILT
+
+    assert EVICT_METHODS == EVICT_POLICIES and QUANT_METHODS == tuple(BUILT)
+
+
+def test_the_lectures_table_is_all_there_and_links_to_real_pages():
+    assert [m.name for m in METHODS] == ["GQA · MQA", "MLA (latent compression)", "Sliding window", "Token eviction",
+                                         "Prefix caching", "CPU · disk offload"]
+    slugs = {p.slug for p in PAGES}
+    assert all(m.where in slugs or m.where == "" for m in METHODS)
+    assert all(m.shrinks_ko and m.stacks_ko and m.shrinks and m.stacks for m in METHODS)
+
+
+def test_the_page_waits_for_its_button_then_shows_the_direct_runs_numbers():
+    params = {"model": "mha", "scope": "quarter", "long": "128", "trials": "1"}
+    at = run_in_app("shrink_cache", params, timeout=600)
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.get("plotly_chart")) == 1  # only the offload chart: the grid waits for its button
+    assert any("press **Run the checks**" in i.value for i in at.info)
+    next(b for b in at.button if b.label == "Run the checks").click().run(timeout=600)
+    assert not at.exception, [e.value for e in at.exception]
+    shown = at.dataframe[0].value
+
+    from app.runs.shrink_cache import load
+    from sim.cost.shrink import ShrinkSetup
+    from sim.model.shrink_run import run_shrink
+
+    direct = run_shrink(load("mha"), ShrinkSetup(methods=("window", "sinks", "h2o", "snapkv", "fp8", "int8", "kivi4",
+                                                           "kivi2"), budgets=(0.25,), num_new=128, num_trials=1))
+    assert shown.reset_index(drop=True).equals(direct.frame())  # the same numbers, so reproducible for a seed
+    assert len(shown) == 1 + 4 + 4 and shown["Method"][0] == "The full FP16 cache"
+    assert shown["Bytes kept (% of FP16)"][0] == 100 and shown["Long generation: tokens equal (%)"][0] == 100
+    said = [unescaped(m.value) for m in at.markdown if m.value.startswith("**")]
+    scores = [r.score() for r in direct.rows]
+    assert said == [f"**{verdict(scores, direct.full.score().quote)}**"]
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_offload_follows_its_controls_and_bad_links_are_named():
+    at = run_in_app("shrink_cache", {"opct": "0", "scope": "everything"})
+    assert not at.exception
+    assert any("Nothing is offloaded" in i.value for i in at.info)
+    assert any("`everything` is not one of" in w.value for w in at.warning)
+    at = run_in_app("shrink_cache", {"opct": "100", "octx": "32768", "omodel": "llama-3.1-8b", "ogpu": "h100-sxm"})
+    text = " ".join(m.value for m in at.markdown)
+    assert "Bringing 4 GiB back over PCIe 5.0 x16" in text
