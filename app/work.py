@@ -109,7 +109,7 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     left = ss.get(BUDGET_KEY, page_total)
     if not go and (stopped or not auto or estimate > min(one, left)):
         why = ("Stopped." if stopped else
-               f"This takes about {fmt_seconds(estimate)} on this machine." if not auto else
+               f"This takes {fmt_seconds(estimate)} on this machine." if not auto else
                f"This would take {fmt_seconds(estimate)} on this machine, so it waits for you." if estimate > one
                else f"This takes {fmt_seconds(estimate)}, and this page has already started "
                     f"{fmt_seconds(page_total - left)} of work by itself, so it waits for you.")

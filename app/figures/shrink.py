@@ -44,7 +44,7 @@ def offload_bars(names: list[str], link_ms: list[float], hbm_ms: float, title: s
     fig = go.Figure()
     fig.add_bar(x=names, y=link_ms, name="bring the offloaded cache back, every step", marker_color=NAIVE,
                 text=[f"{v:,.1f} ms" for v in link_ms], textposition="outside")
-    fig.add_hline(y=hbm_ms, line=dict(color=FORMULA, dash="dash"),
+    fig.add_hline(y=hbm_ms, line=dict(color=FORMULA, dash="dash"), annotation_position="bottom left",
                   annotation_text=f"read it from GPU memory: {hbm_ms:,.2f} ms")
     fig.update_yaxes(type="log")
     base_layout(fig, "", "link from host to GPU", "time per decode step (ms)")
