@@ -1,0 +1,125 @@
+"""The Shrink the cache checks: scoring on hand-made tokens, prompt layout, reproducibility, and the
+copy-trained checkpoint they need (the shipped models cannot quote from far back)."""
+
+import json
+
+import pytest
+import torch
+
+from sim.model.kvcache import ContiguousKVCache
+from sim.model.shrink_checks import (
+    FACT_CUE,
+    LongGenerationResult,
+    RecallResult,
+    Trial,
+    agreement,
+    copy_score,
+    exact_quote,
+    fact_prompts,
+    full_cache,
+    full_cache_scores,
+    greedy_run,
+    long_generation,
+    multi_turn,
+    quote_prompts,
+)
+from sim.model.transformer import checkpoint_path, load_model
+
+PROMPT = list(b"ROMEO.\nBut soft, what light through yonder window breaks?\n")
+
+
+@pytest.fixture(scope="module")
+def mha():
+    return load_model("mha")
+
+
+def test_agreement_counts_positions_and_the_first_divergence():
+    assert agreement([1, 2, 3, 4], [1, 2, 3, 4]) == (4, None)
+    assert agreement([1, 2, 9, 4], [1, 2, 3, 4]) == (3, 2)
+    assert agreement([9, 2, 3, 9], [1, 2, 3, 4]) == (2, 0)
+    with pytest.raises(ValueError, match="3 tokens against a reference of 4"):
+        agreement([1, 2, 3], [1, 2, 3, 4])
+
+
+def test_copy_score_counts_up_to_the_first_mismatch_and_in_total():
+    assert copy_score([1, 2, 3, 4, 5], [1, 2, 3, 4, 5]) == (5, 5)
+    assert copy_score([1, 2, 3, 9, 5], [1, 2, 3, 4, 5]) == (3, 4)
+    assert copy_score([9, 2, 3, 4, 5], [1, 2, 3, 4, 5]) == (0, 4)
+    assert copy_score([9, 9, 9], [1, 2, 3]) == (0, 0)
+
+
+def test_results_sum_their_trials():
+    trials = (Trial(800, (1, 2, 3, 4), (1, 2, 9, 4), 2, 3), Trial(810, (5, 6), (5, 6), 2, 2))
+    r = RecallResult("exact quote", trials)
+    assert (r.num_prefix, r.num_matched, r.max_bytes, r.fraction) == (4, 5, 6, 4 / 6)
+    assert r.summary.startswith("Exact quote: 4 of 6 bytes (67%) reproduced exactly") and "5 of 6 right" in r.summary
+    g = LongGenerationResult(4, 10, 3, 2, (1, 2, 9, 4), (1, 2, 3, 4))
+    assert g.agreement == 0.75 and "3 (75%)" in g.summary and "at new token 2" in g.summary
+    assert "never departed" in LongGenerationResult(2, 10, 2, None, (1, 2), (1, 2)).summary
+
+
+def test_quote_prompt_layout():
+    for ids, expected in quote_prompts(4, seed=0):
+        assert 700 <= len(ids) + len(expected) <= 900 and len(expected) == 32
+        text = bytes(ids)
+        cue = text[-24:]
+        first = text.find(cue)
+        assert first < 64 and text.count(cue) == 2  # the passage early on, its cue once more at the end
+        assert text[first + 24 : first + 24 + 32] == bytes(expected)
+    with pytest.raises(ValueError, match="exceed the passage"):
+        quote_prompts(1, 0, passage_len=40)
+
+
+def test_fact_prompt_layout():
+    for ids, expected in fact_prompts(4, seed=0):
+        text, fact = bytes(ids), bytes(expected)
+        assert text.endswith(FACT_CUE.encode()) and text.count(fact) == 1
+        assert text.find(FACT_CUE.encode() + fact) < 64 and len(ids) >= 600
+
+
+def test_prompts_follow_the_seed():
+    assert quote_prompts(2, 0) == quote_prompts(2, 0) != quote_prompts(2, 1)
+    assert fact_prompts(2, 0) == fact_prompts(2, 0) != fact_prompts(2, 1)
+
+
+def test_full_cache_factory_matches_the_reference_exactly(mha):
+    r = long_generation(mha, full_cache(mha), PROMPT, num_new=48)
+    assert (r.agreement, r.first_divergence, r.num_new, r.prompt_len) == (1.0, None, 48, len(PROMPT))
+    assert long_generation(mha, full_cache(mha), PROMPT, num_new=48, reference=r.reference) == r
+    with pytest.raises(ValueError, match="reference has 3 tokens"):
+        long_generation(mha, full_cache(mha), PROMPT, num_new=48, reference=[1, 2, 3])
+    with pytest.raises(ValueError, match="exceeds the model's trained context"):
+        long_generation(mha, full_cache(mha), PROMPT, num_new=1024)
+
+
+class NoisyValues(ContiguousKVCache):
+    """Every value row gets a fixed large perturbation: the tokens must part from the reference."""
+
+    def update(self, layer, start_pos, k, v):
+        noise = torch.randn(v.shape, generator=torch.Generator().manual_seed(start_pos)) * 2.0
+        return super().update(layer, start_pos, k, v + noise)
+
+
+def test_a_damaged_cache_diverges(mha):
+    ref = greedy_run(mha, full_cache(mha), PROMPT, 48)
+    r = long_generation(mha, lambda n: NoisyValues(mha.cfg, 1, n), PROMPT, num_new=48, reference=ref)
+    assert r.first_divergence is not None and r.agreement < 1.0
+    assert r.num_agree == sum(a == b for a, b in zip(r.tokens, ref, strict=True))
+
+
+def test_scores_are_reproducible_for_a_seed(mha):
+    q1, q2 = (exact_quote(mha, full_cache(mha), num_trials=1, seed=3, num_scored=8) for _ in range(2))
+    f1, f2 = (multi_turn(mha, full_cache(mha), num_trials=1, seed=3) for _ in range(2))
+    assert q1 == q2 and f1 == f2  # the wall time is not compared
+    assert q1.max_bytes == 8 and f1.max_bytes == len(fact_prompts(1, 3)[0][1])
+
+
+def test_the_copy_model_is_shipped_and_scores_what_its_report_says():
+    path = checkpoint_path("mha_copy")
+    assert path.is_file() and path.stat().st_size <= 5 * 1024 * 1024
+    report = json.loads(path.with_suffix(".json").read_text())
+    model = load_model(path)
+    assert model.cfg.name == "mha_copy" and model.cfg.n_kv_heads == 4
+    got = full_cache_scores(model)
+    assert got["exact_quote"] == report["full_cache_scores"]["exact_quote"]
+    assert got["multi_turn"] == report["full_cache_scores"]["multi_turn"]
