@@ -9,12 +9,12 @@ from app.work import run_job
 from sim.cost.shrink import LONG_PROMPT, ShrinkSetup, num_runs
 from sim.work.run_cost import DEFAULT_RATES, cached_work
 
-MODELS = {"mha_copy": "Tiny MHA, copy-trained (quotes and recalls at full cache)",
-          "mha": "Tiny MHA (the shipped model: it barely copies)"}
+MODELS = {"mha": "Tiny MHA (the shipped model)",
+          "mha_copy": "Tiny MHA fine-tuned with a copy-task mix"}
 
 
 def available_models() -> dict[str, str]:
-    """The copy-trained model first when its checkpoint ships (looked up without importing torch)."""
+    """The shipped model, and the copy-task fine-tune when its checkpoint ships (looked up without torch)."""
     from app.registry import ROOT
 
     return {k: v for k, v in MODELS.items() if k == "mha" or (ROOT / "assets" / "models" / f"{k}.safetensors").is_file()}
