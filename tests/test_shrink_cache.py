@@ -17,16 +17,19 @@ def test_the_verdict_says_what_the_model_showed_either_way():
     blur, evict = _s("INT4 KIVI", "blur", 0.39, 0.9), _s("H2O @ 50%", "discard", 0.5, 0.2)
     assert verdict([blur, evict, _s("window @ 12.5%", "discard", 0.125, 0.0)], 0.95) == (
         "Discarding hurt the exact quote more than blurring at about equal bytes, as the lecture says (the full cache "
-        "quotes 95%): INT4 KIVI (39% of the bytes) quotes 90%, the best discarding cache near its bytes (H2O @ 50%, "
-        "50%) 20%.")
+        "quotes 95.0%): INT4 KIVI (39% of the bytes) quotes 90.0%, the best discarding cache near its bytes (H2O @ "
+        "50%, 50%) 20.0%.")
     assert verdict([_s("INT2 KIVI", "blur", 0.2, 0.1), _s("sinks @ 25%", "discard", 0.25, 0.6)], 0.9).startswith(
         "Discarding hurt the exact quote less than blurring at about equal bytes, against the lecture")
     mixed = verdict([_s("a", "blur", 0.2, 0.1), _s("b", "blur", 0.5, 0.9), _s("c", "discard", 0.25, 0.5),
                      _s("d", "discard", 0.5, 0.3)], 1.0)
-    assert mixed.startswith("Mixed: discarding hurt the exact quote more in 1 of 2 pairings at about equal bytes, "
-                            "less in 1")
-    assert verdict([_s("a", "blur", 0.5, 0.0), _s("b", "discard", 0.5, 0.0)], 0.0).startswith(
+    assert mixed.startswith("Mixed at about equal bytes: discarding hurt the exact quote more in 1, less in 1 and "
+                            "as much in 0 of 2 pairings")
+    assert verdict([_s("a", "blur", 0.5, 0.6), _s("b", "discard", 0.5, 0.6)], 0.9).startswith(
         "Discarding and blurring quote exactly as well")
+    assert verdict([_s("a", "blur", 0.5, 0.047), _s("b", "discard", 0.5, 0.055)], 0.047).startswith(
+        "This model quotes only 4.7% even with the full cache, so the checks cannot separate the caches: discarding "
+        "hurt the exact quote more in 0, less in 1 and as much in 0 of 1 pairings")
     assert verdict([evict], 1.0) == "Run both a quantized and an evicting cache to compare blurring with discarding."
 
 

@@ -114,6 +114,10 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _pct1(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
 def verdict(scores: list[Score], full_quote: float) -> str:
     """Does discarding hurt the exact quote more than blurring at equal bytes? Each quantized cache is set
     against the discarding cache whose bytes are nearest its own (the larger on a tie), best policy at that
@@ -129,18 +133,22 @@ def verdict(scores: list[Score], full_quote: float) -> str:
         best = max(peers, key=lambda d: d.quote)
         worse += best.quote < b.quote
         better += best.quote > b.quote
-        parts.append(f"{b.label} ({_pct(b.byte_fraction)} of the bytes) quotes {_pct(b.quote)}, the best discarding "
-                     f"cache near its bytes ({best.label}, {_pct(best.byte_fraction)}) {_pct(best.quote)}")
-    if worse == len(parts):
+        parts.append(f"{b.label} ({_pct(b.byte_fraction)} of the bytes) quotes {_pct1(b.quote)}, the best discarding "
+                     f"cache near its bytes ({best.label}, {_pct(best.byte_fraction)}) {_pct1(best.quote)}")
+    n, same = len(parts), len(parts) - worse - better
+    tally = f"discarding hurt the exact quote more in {worse}, less in {better} and as much in {same} of {n} pairings"
+    if full_quote < 0.5:
+        head = (f"This model quotes only {_pct1(full_quote)} even with the full cache, so the checks cannot separate "
+                f"the caches: {tally}")
+    elif worse == n:
         head = "Discarding hurt the exact quote more than blurring at about equal bytes, as the lecture says"
-    elif better == len(parts):
+    elif better == n:
         head = "Discarding hurt the exact quote less than blurring at about equal bytes, against the lecture"
-    elif worse == better == 0:
+    elif same == n:
         head = "Discarding and blurring quote exactly as well at about equal bytes: this model separates neither"
     else:
-        head = (f"Mixed: discarding hurt the exact quote more in {worse} of {len(parts)} pairings at about equal "
-                f"bytes, less in {better}")
-    return f"{head} (the full cache quotes {_pct(full_quote)}): " + "; ".join(parts) + "."
+        head = f"Mixed at about equal bytes: {tally}"
+    return f"{head} (the full cache quotes {_pct1(full_quote)}): " + "; ".join(parts) + "."
 
 
 @dataclass(frozen=True)
