@@ -8,9 +8,7 @@ from plotly.subplots import make_subplots
 from app.figures import FORMULA, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 
-CHECKS = (("long_agreement", "long generation: tokens equal to the full cache's"),
-          ("quote", "exact quote: bytes right before the first mistake"),
-          ("turns", "multi-turn: the earlier turn's fact recalled"))
+CHECKS = (("long_agreement", "long generation"), ("quote", "exact quote"), ("turns", "multi-turn fact"))
 KIND_SYMBOL = {"discard": "x", "blur": "circle", "full": "star"}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 
@@ -34,7 +32,8 @@ def scores_vs_bytes(scores, full, title: str) -> go.Figure:
         fig.add_hline(y=100 * getattr(full, field), line=dict(color=FORMULA, dash="dash"), row=1, col=col,
                       annotation_text="full cache", annotation_position="bottom right")
         fig.update_xaxes(title_text="bytes kept (% of the full FP16 cache)", range=[0, 105], row=1, col=col)
-        fig.update_yaxes(title_text="score (%)" if col == 1 else "", range=[-3, 105], row=1, col=col,
+        fig.update_yaxes(title_text="score: % equal to the full cache's / % of bytes right" if col == 1 else "",
+                         range=[-3, 105], row=1, col=col,
                          showticklabels=col == 1)
     base_layout(fig, "", "", "", height=520)
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=30)
