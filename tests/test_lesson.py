@@ -136,3 +136,32 @@ def test_step_sentences_follow_the_numbers_both_ways():
 def test_a_step_claim_changes_with_its_control():
     a, b = claims(lesson({"step": "1", "n": "64"}))[0], claims(lesson({"step": "1", "n": "1024"}))[0]
     assert a.startswith("Generating 64 tokens") and b.startswith("Generating 1,024 tokens")
+
+
+def test_chart_titles_state_the_figures_takeaway_both_ways():
+    assert say.repeat_title([512, 1024], [10, 38], [4, 8]) == (
+        "From N = 512 to 1,024 tokens the naive total grows 3.8×, the cached one 2.0×")
+    assert say.mask_title([0.0, 0.0], [1.5, 3.25]) == (
+        "With the causal mask earlier outputs move by at most 0; without it by up to 3.25")
+    assert say.mask_title([2.0], [1.0]).startswith("Earlier outputs move more with the mask")
+    assert say.bytes_title("M", "BF16", [1024, 2048], [1, 3], 2) == (
+        "M, BF16 cache: one request's cache outgrows the 2 B of weights by 2,048 tokens")
+    assert say.bytes_title("M", "BF16", [1024, 2048], [1, 1], 2).startswith("M, BF16 cache: one request stays below")
+    assert say.ridge_title({512: 494, 131072: None}, 295) == (
+        "Decode reaches the ridge (295 FLOP/B) only at 512 tokens of context (1 of 2 shown)")
+    assert say.ridge_title({512: None}, 295).startswith("Decode stays below the ridge")
+    assert say.smallest_title("M", {"MHA": 4096, "GQA": 1024, "MQA": 256}, "MHA") == (
+        "M: MQA keeps 256 B per token, 16.0× less than MHA's 4 KiB")
+    assert say.share_title(0.2, 0.9).startswith("Reserving the maximum keeps 90.0%")
+    assert say.layout_title(0.1, 0.3).startswith("Variable content first serves 30.0%")
+    assert say.speculate_title(0.8, 4, 3.36).endswith("no k yields more than 1 ÷ (1 − α) = 5.00")
+
+
+def test_a_chart_title_follows_its_control():
+    import json as _json
+
+    def title(at):
+        return _json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+
+    a, b = title(lesson({"step": "12", "workload": "system_prompt"})), title(lesson({"step": "12", "workload": "chat"}))
+    assert a != b and a.startswith("Fixed content first serves")

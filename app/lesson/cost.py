@@ -43,8 +43,9 @@ def step_cost() -> None:
     parts = step_flops(shape, 1, ss["ctx"])
     share = (parts["attn_scores"] + parts["attn_v"]) / sum(parts.values())
     claim(say.step_cost_claim(ss["ctx"], cached[i], naive[i], share))
-    show_chart(figs.step_flops_vs_context(CONTEXTS, naive, cached, f"{arch.name}: the FLOPs of one step at "
-                                          "each sequence length"), key="lesson_step_cost")
+    show_chart(figs.step_flops_vs_context(CONTEXTS, naive, cached,
+                                          say.step_cost_title(arch.name, ss["ctx"], naive[i], cached[i])),
+               key="lesson_step_cost")
     st.caption("A cached step multiplies every weight by one token and reads the cache for attention; the naive step "
                "multiplies every weight by every token again.")
     open_full_page("decode_cost", {"scale_model": COST_MODEL, "scale_n": ss["ctx"]}, f"{arch.name} at scale")
@@ -64,8 +65,8 @@ def cache_bytes() -> None:
                           weights))
     st.table({"Step": [s.what for s in m.steps], "With these numbers": [s.math for s in m.steps]})
     per_request = [request_bytes(cfg, S) for S in CONTEXTS]
-    show_chart(figs.bytes_vs_context(CONTEXTS, per_request, weights, f"{arch.name}, {ss['kv'].upper()} cache: "
-                                     "one request's cache against the BF16 weights as the context grows"),
+    show_chart(figs.bytes_vs_context(CONTEXTS, per_request, weights,
+                                     say.bytes_title(arch.name, ss["kv"].upper(), CONTEXTS, per_request, weights)),
                key="lesson_bytes")
     open_full_page("kv_memory", {"model": ss["model"], "kv": ss["kv"], "ctx": BYTES_CONTEXT, "batch": 1},
                    "batch, GPU and what fits")
@@ -82,7 +83,7 @@ def memory_bound() -> None:
     show_chart(figs.mini_roofline(hw.peak_flops, hw.bandwidth, [
         ("decode", dec.intensity, dec.attainable_flops(hw), CACHED),
         ("prefill", pre.intensity, pre.attainable_flops(hw), NAIVE)],
-        f"{arch.name} on {gpu.name}, batch 1, 4,096 tokens: where each phase sits under the roof"),
+        f"{arch.name} on {gpu.name}, batch 1, 4,096 tokens: {text}"),
         key="lesson_roofline")
     st.caption(f"A decode step reads all {dec.bytes_weights / 1e9:,.1f} GB of weights (BF16, "
                f"{WEIGHT_DTYPE_BITS['bf16'] // 8} B each) and the whole cache to produce one token per request, so "
@@ -105,8 +106,8 @@ def batching() -> None:
     lines = {S: [decode_step(replace(base, batch=B, context=S)).intensity for B in BATCHES] for S in contexts}
     turns = {S: memory_bound_until(replace(base, context=S), hw) for S in contexts}
     claim(say.batching_claim(turns))
-    show_chart(figs.intensity_vs_batch(BATCHES, lines, hw.ridge, f"{arch.name} on {gpu.name}: a decode step's "
-                                       "FLOPs per byte as the batch grows, by context"), key="lesson_batching")
+    show_chart(figs.intensity_vs_batch(BATCHES, lines, hw.ridge, say.ridge_title(turns, hw.ridge)),
+               key="lesson_batching")
     st.caption("The weights are read once per step whatever the batch; every request's cache is read in full, "
                "for its own token only. So long contexts keep the step memory-bound however many requests share it.")
     open_full_page("roofline", {"model": ROOFLINE_MODEL, "gpu": GPU, "context": ss["ctx"], "tab": "batching"},

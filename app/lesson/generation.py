@@ -39,8 +39,8 @@ def repeat() -> None:
                             totals["cached"][half])
     claim(text)
     show_chart(figs.totals_vs_length(LENGTHS, totals["naive"], totals["cached"],
-                                     f"The bundled model ({shape.name}), a {PROMPT_LEN}-token prompt: total FLOPs "
-                                     f"to generate N tokens"), key="lesson_repeat")
+                                     say.repeat_title(LENGTHS, totals["naive"], totals["cached"])),
+               key="lesson_repeat")
     st.caption("Naive decoding feeds the whole sequence again at every step, so step t does t tokens' work and the "
                "attention inside it t² — summed over n steps that is about n² for the matrix multiplies and n³ for "
                "attention. A cache keeps each token's K and V, so every step feeds one token.")
@@ -77,8 +77,7 @@ def qkv() -> None:
     claim(say.qkv_claim(len(ids)))
     weights = cap.probs[layer, 0].numpy()
     tokens = [bytes([b]).decode("latin-1") for b in ids]
-    show_chart(figs.who_reads_what(weights, tokens, f"The real model's attention weights, layer {layer}, head 0: "
-                                   f"row = a query, used once; column = a key/value, read by every row below it"),
+    show_chart(figs.who_reads_what(weights, tokens, say.qkv_title(layer, len(ids))),
                key="lesson_qkv")
     open_full_page("attention_masks", {"prompt": st.session_state["text"], "layer": layer},
                    "every mask, layer and head")
@@ -105,8 +104,7 @@ def mask() -> None:
     title = append_takeaway(with_mask, without)
     claim(title + ".")
     show_chart(figs.append_change(with_mask.row_diffs, without.row_diffs,
-                                  f"Run the prompt, then the prompt plus one more byte: how much each earlier "
-                                  f"position's output moved ({with_mask.num_tokens} positions compared)"),
+                                  say.mask_title(with_mask.row_diffs, without.row_diffs)),
                key="lesson_mask")
     st.caption(f"With the causal mask, K and V at the earlier positions moved by at most "
                f"{with_mask.max_diff_k:.2g} and {with_mask.max_diff_v:.2g}; so a cache may keep them and only append. "

@@ -38,13 +38,15 @@ def shrink() -> None:
     c = st.columns(2)
     with c[0]:
         show_chart(figs.bars(list(kinds), list(kinds.values()), "how keys and values are stored",
-                             "KV bytes per token (B)", f"{arch.name} in BF16, by attention kind",
+                             "KV bytes per token (B)", say.smallest_title(f"{arch.name} in BF16", kinds, "MHA"),
                              highlight=arch.attention, value_text=[fmt_bytes(v) for v in kinds.values()]),
                    key="lesson_shrink_kinds")
     with c[1]:
         labels = [KV_DTYPES[d].label for d in by_dtype]
         show_chart(figs.bars(labels, list(by_dtype.values()), "KV cache dtype", "KV bytes per token (B)",
-                             f"{arch.name} ({arch.attention}), by the bits kept per value",
+                             say.smallest_title(f"{arch.name} ({arch.attention})",
+                                                {KV_DTYPES[d].label: v for d, v in by_dtype.items()},
+                                                KV_DTYPES["bf16"].label),
                              value_text=[fmt_bytes(v) for v in by_dtype.values()]), key="lesson_shrink_dtypes")
     st.caption("Fewer K/V heads (GQA, MQA) or one compressed latent (MLA) change the model and are fixed when it is "
                "trained; fewer bits per value (quantization) or fewer tokens kept (eviction, sliding windows) "
@@ -66,7 +68,7 @@ def share() -> None:
     labels = ["paged blocks", "reserve the max length"]
     show_chart(figs.bars(labels, [100 * paged.token_share, 100 * reserved.token_share], "allocation",
                          "claimed memory holding real tokens (%)",
-                         f"{SHARE_REQUESTS} chat requests on a {ServingConfig().capacity_tokens:,}-slot cache",
+                         say.share_title(paged.token_share, reserved.token_share),
                          highlight="paged blocks",
                          value_text=[f"{100 * paged.token_share:.1f}%", f"{100 * reserved.token_share:.1f}%"]),
                key="lesson_share")
@@ -85,8 +87,8 @@ def speculate() -> None:
     ks = list(range(1, 9))
     tokens = [expected_tokens_per_pass(alpha, j) for j in ks]
     claim(say.speculate_claim(alpha, k, expected_tokens_per_pass(alpha, k), speculative_speedup(alpha, k, DRAFT_COST)))
-    show_chart(figs.tokens_per_pass(ks, tokens, k, f"Tokens per pass of the big model at α = {alpha:.2f}: "
-                                    "(1 − α^(k+1)) ÷ (1 − α)"), key="lesson_speculate")
+    show_chart(figs.tokens_per_pass(ks, tokens, k, say.speculate_title(alpha, k, tokens[k - 1])),
+               key="lesson_speculate")
     st.caption(f"Each draft pass is taken to cost {DRAFT_COST:.0%} of a big-model pass. Batching is the other way to "
                "get more tokens per byte read: it shares the weights across requests (step 8).")
     open_full_page("serving", {"alpha": alpha, "k": k}, "batching and speculative decoding simulated")
@@ -107,7 +109,7 @@ def layout() -> None:
     show_chart(figs.bars(["fixed content first", "variable content first"],
                          [100 * hits["fixed_first"], 100 * hits["variable_first"]], "prompt layout",
                          "prompt tokens served from the cache (%)",
-                         f"100 requests of the {ss['workload'].replace('_', ' ')} workload, both layouts",
+                         say.layout_title(hits["fixed_first"], hits["variable_first"]),
                          value_text=[f"{100 * v:.1f}%" for v in hits.values()]), key="lesson_layout")
     st.caption("Block hashes chain to their parent: a block hits only if every token before it matches too. So what "
                "repeats (system prompt, examples, documents) goes first, and what changes (the question, a time "

@@ -109,3 +109,81 @@ def layout_claim(fixed_hit: float, variable_hit: float) -> str:
         return (f"Here the variable-first layout hits more ({variable_hit:.1%} vs {fixed_hit:.1%}): the "
                 f"\"variable\" part repeats across requests in this workload.")
     return f"Both layouts serve {fixed_hit:.1%} of prompt tokens from the cache in this workload."
+
+
+# --- chart titles: the figure's own takeaway, shorter than the step's claim --------------------------------
+
+
+def _moved(x: float) -> str:
+    return "0" if x == 0 else f"{x:.3g}" if x >= 1e-3 else f"{x:.1e}"
+
+
+def repeat_title(lengths: list[int], naive: list[int], cached: list[int]) -> str:
+    a, b = lengths[-2], lengths[-1]
+    return (f"From N = {a:,} to {b:,} tokens the naive total grows {_times(naive[-1], naive[-2])}, the cached one "
+            f"{_times(cached[-1], cached[-2])}")
+
+
+def qkv_title(layer: int, num_tokens: int) -> str:
+    return (f"Layer {layer}, head 0, {num_tokens:,} positions: each row (a query) is used once; column j (a key and "
+            f"value) is read by the {num_tokens:,} − j rows from j on")
+
+
+def mask_title(with_mask: list[float], without: list[float]) -> str:
+    c, f = max(with_mask), max(without)
+    if c < f:
+        return f"With the causal mask earlier outputs move by at most {_moved(c)}; without it by up to {_moved(f)}"
+    if c > f:
+        return f"Earlier outputs move more with the mask (up to {_moved(c)}) than without it (up to {_moved(f)})"
+    return f"Earlier outputs move by at most {_moved(c)} with or without the mask"
+
+
+def step_cost_title(model: str, context: int, naive: int, cached: int) -> str:
+    if naive > cached:
+        return f"{model} at {context:,} tokens: a naive step costs {_times(naive, cached)} a cached one"
+    return f"{model} at {context:,} tokens: a naive step costs no more than a cached one"
+
+
+def bytes_title(model: str, dtype: str, contexts: list[int], per_request: list[int], weights: int) -> str:
+    over = next((S for S, b in zip(contexts, per_request, strict=True) if b > weights), None)
+    if over is None:
+        return (f"{model}, {dtype} cache: one request stays below the {fmt_bytes(weights)} of weights up to "
+                f"{contexts[-1]:,} tokens")
+    return f"{model}, {dtype} cache: one request's cache outgrows the {fmt_bytes(weights)} of weights by {over:,} tokens"
+
+
+def ridge_title(turns: dict[int, int | None], ridge: float) -> str:
+    reach = [S for S, b in turns.items() if b]
+    n = len(turns)
+    if not reach:
+        return f"Decode stays below the ridge ({ridge:,.0f} FLOP/B) at every batch and context shown"
+    if len(reach) == n:
+        return f"Decode reaches the ridge ({ridge:,.0f} FLOP/B) at every context shown, given a large enough batch"
+    return (f"Decode reaches the ridge ({ridge:,.0f} FLOP/B) only at {', '.join(f'{S:,}' for S in reach)} tokens "
+            f"of context ({len(reach)} of {n} shown)")
+
+
+def smallest_title(what: str, name_to_bytes: dict[str, int], against: str) -> str:
+    low = min(name_to_bytes, key=name_to_bytes.get)
+    base = name_to_bytes[against]
+    if name_to_bytes[low] == base:
+        return f"{what}: nothing here keeps less than {against}'s {fmt_bytes(base)} per token"
+    return (f"{what}: {low} keeps {fmt_bytes(name_to_bytes[low])} per token, {_times(base, name_to_bytes[low])} less "
+            f"than {against}'s {fmt_bytes(base)}")
+
+
+def share_title(paged: float, reserved: float) -> str:
+    if paged >= reserved:
+        return f"Paged blocks keep {paged:.1%} of claimed memory for real tokens; reserving the maximum, {reserved:.1%}"
+    return f"Reserving the maximum keeps {reserved:.1%} of claimed memory for real tokens; paged blocks, {paged:.1%}"
+
+
+def speculate_title(alpha: float, k: int, tokens: float) -> str:
+    return (f"At α = {alpha:.2f}, k = {k} drafted tokens yield {tokens:.2f} tokens per pass; no k yields more than "
+            f"1 ÷ (1 − α) = {1 / (1 - alpha):.2f}")
+
+
+def layout_title(fixed: float, variable: float) -> str:
+    if fixed >= variable:
+        return f"Fixed content first serves {fixed:.1%} of prompt tokens from the cache, variable first {variable:.1%}"
+    return f"Variable content first serves {variable:.1%} of prompt tokens from the cache, fixed first {fixed:.1%}"
