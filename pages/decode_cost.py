@@ -5,6 +5,7 @@ from app.figures import decode as figs
 from app.present import show_chart, show_chart_in
 from app.resources import model_or_stop as load_model
 from app.resources import model_rates
+from app.runs.decode_profile import profile_step
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import run_job
@@ -21,6 +22,7 @@ from sim.cost.decode_readouts import (
 from sim.cost.opcount import generation_flops
 from sim.cost.presets import load_presets
 from sim.model.generate import MODES, SamplingConfig, encode, run_comparison
+from sim.model.step_profile import MAX_PROFILE_CONTEXT
 from sim.model.transformer import PRESETS
 from sim.work.run_cost import cached_work, naive_work
 
@@ -140,7 +142,8 @@ if not error and res is not None:
             wrap_lines=True)
 
     formula = {mo: [sum(s.values()) for s in generation_flops(cfg, len(prompt_ids), n_new, mo)] for mo in MODES}
-    tabs = st.tabs(["FLOPs per step", "Cumulative FLOPs", "Wall time per step", "FLOPs by part", "What gets computed"])
+    tabs = st.tabs(["FLOPs per step", "Cumulative FLOPs", "Wall time per step", "FLOPs by part", "What gets computed",
+                    "Where a step's time goes"])
     with tabs[0]:
         st.toggle("Log scale", key="log")
         show_chart(figs.flops_per_step(frames["naive"], frames["cached"], formula["naive"], formula["cached"],
@@ -168,6 +171,8 @@ if not error and res is not None:
                                       grid_takeaway(grids["naive"], grids["cached"])), width="stretch")
         st.caption(f"Red: Q, K, V computed at that step; blue: K, V read from the cache; grey: not in the sequence "
                    f"yet. The first {rows:,} of {n_new:,} steps are shown, one row each.")
+    with tabs[5]:
+        profile_step(model, min(len(prompt_ids) + n_new - 1, MAX_PROFILE_CONTEXT))
     table = frames["cached"].merge(frames["naive"], on="step", how="left", suffixes=("_cached", "_naive"))
     st.download_button("Download the per-step table (CSV)", table.to_csv(index=False), "decode_cost_steps.csv",
                        "text/csv")

@@ -1,0 +1,130 @@
+"""Where one cached decode step's time goes on the real model: torch.profiler's per-operator self time,
+grouped (matmuls, attention, norms, elementwise, views and copies), the operator calls per step, and the time
+the step's FLOPs alone would need at this machine's matmul rate. A tiny model's step is overhead-bound: its
+~2 MFLOP need microseconds; launching hundreds of small operators takes a millisecond."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from sim.cost.opcount import FlopTally
+from sim.model.device import Stopwatch
+from sim.model.generate import decode_one_token, prefill
+from sim.model.kvcache import ContiguousKVCache
+from sim.model.transformer import TinyLlama
+
+MAX_PROFILE_CONTEXT = 1000
+CATEGORIES = ("matmuls", "attention", "norms", "elementwise", "views and copies", "other operators")
+_MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear", "aten::baddbmm"}
+_ATTENTION = {"aten::softmax", "aten::_softmax", "aten::scaled_dot_product_attention",
+              "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_safe_softmax"}
+_NORMS = {"aten::rms_norm", "aten::_fused_rms_norm", "aten::rsqrt", "aten::pow", "aten::mean"}
+_ELEMENTWISE = {"aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::silu", "aten::neg", "aten::sub",
+                "aten::div", "aten::masked_fill", "aten::where", "aten::cat", "aten::argmax", "aten::max"}
+_VIEWS = {"aten::view", "aten::reshape", "aten::transpose", "aten::slice", "aten::select", "aten::expand",
+          "aten::as_strided", "aten::contiguous", "aten::unsqueeze", "aten::split", "aten::split_with_sizes",
+          "aten::chunk", "aten::t", "aten::narrow", "aten::copy_", "aten::clone", "aten::empty", "aten::empty_like",
+          "aten::embedding", "aten::index_select", "aten::_to_copy", "aten::to", "aten::_unsafe_view",
+          "aten::index", "aten::alias", "aten::detach", "aten::lift_fresh", "aten::resolve_conj", "aten::resolve_neg",
+          "aten::zeros", "aten::fill_", "aten::zero_", "aten::item", "aten::_local_scalar_dense", "aten::stack"}
+
+
+def category(op: str) -> str:
+    for name, ops in (("matmuls", _MATMUL), ("attention", _ATTENTION), ("norms", _NORMS),
+                      ("elementwise", _ELEMENTWISE), ("views and copies", _VIEWS)):
+        if op in ops:
+            return name
+    return "other operators"
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    context: int  # tokens in the cache when the profiled step runs
+    wall_s: float  # median wall time of one step, timed without the profiler
+    profiled_s: float  # wall time of one step under the profiler (the profiler adds its own cost)
+    category_s: dict[str, float]  # operators' self time per step, by category (under the profiler)
+    num_calls: float  # aten operator calls per step
+    flops: int  # the step's matmul FLOPs, tallied from the shapes executed
+    matmul_flops_per_s: float  # measured here on a square matmul
+
+    @property
+    def ops_s(self) -> float:
+        return sum(self.category_s.values())
+
+    @property
+    def outside_ops_s(self) -> float:
+        """Under the profiler, the step's time not inside any operator: Python, module calls, dispatch."""
+        return max(0.0, self.profiled_s - self.ops_s)
+
+    @property
+    def math_s(self) -> float:
+        """What the FLOPs alone would take at the measured matmul rate."""
+        return self.flops / self.matmul_flops_per_s
+
+    def shares(self) -> dict[str, float]:
+        """Each category's share of the profiled step, 'outside operators' included; they sum to 1."""
+        total = max(self.profiled_s, self.ops_s)
+        out = {k: v / total for k, v in self.category_s.items()}
+        out["outside operators (Python, dispatch)"] = self.outside_ops_s / total
+        return out
+
+    @property
+    def takeaway(self) -> str:
+        ratio = self.wall_s / self.math_s
+        top = max(self.shares().items(), key=lambda kv: kv[1])
+        bound = ("overhead-bound" if ratio > 10 else "close to its arithmetic" if ratio < 2 else
+                 "a few times slower than its arithmetic")
+        return (f"A cached step at {self.context:,} tokens took {self.wall_s * 1e6:,.0f} µs for {self.flops / 1e6:,.2f} "
+                f"MFLOP that need {self.math_s * 1e6:,.1f} µs at this machine's matmul rate ({ratio:,.0f}×): "
+                f"{bound}; {self.num_calls:,.0f} operator calls, the largest share {top[0]} ({top[1]:.0%})")
+
+
+def _matmul_rate(device, dtype, n: int = 512, repeats: int = 5) -> float:
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    times = []
+    for _ in range(repeats + 1):
+        with Stopwatch(device) as clock:
+            a @ b
+        times.append(clock.seconds)
+    return 2 * n**3 / min(times[1:])
+
+
+@torch.inference_mode()
+def profile_decode_step(model: TinyLlama, context: int = 256, repeats: int = 20) -> StepProfile:
+    """Prefill `context` tokens, then time `repeats` cached steps plainly and `repeats` under the profiler."""
+    if not 1 <= context <= MAX_PROFILE_CONTEXT or not 1 <= repeats <= 200:
+        raise ValueError(f"context must be 1..{MAX_PROFILE_CONTEXT:,} and repeats 1..200, got {context}, {repeats}")
+    dev = model.device
+    ids = torch.arange(context, device=dev)[None] % 200 + 32  # printable bytes; the cost does not depend on them
+    cache = ContiguousKVCache(model.cfg, 1, context + 1, dev, model.dtype)
+    prefill(model, ids, cache)
+    token = ids[:, -1:]
+
+    def step(tally=None):
+        decode_one_token(model, token, context, cache, tally=tally)
+        cache.truncate(context)  # the same step again: the cache holds `context` tokens each time
+
+    step()  # warm-up
+    walls = []
+    for _ in range(repeats):
+        with Stopwatch(dev) as clock:
+            step()
+        walls.append(clock.seconds)
+    tally = FlopTally()
+    step(tally)
+    with profile(activities=[ProfilerActivity.CPU]) as prof, Stopwatch(dev) as clock:
+        for _ in range(repeats):
+            step()
+    by_cat = dict.fromkeys(CATEGORIES, 0.0)
+    calls = 0
+    for ev in prof.key_averages():
+        if not ev.key.startswith("aten::"):
+            continue
+        by_cat[category(ev.key)] += ev.self_cpu_time_total / 1e6 / repeats
+        calls += ev.count
+    return StepProfile(context, statistics.median(walls), clock.seconds / repeats, by_cat, calls / repeats,
+                       tally.total, _matmul_rate(dev, model.dtype))
