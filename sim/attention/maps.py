@@ -9,6 +9,7 @@ import torch
 
 from sim.attention.masks import additive
 from sim.model.transformer import TinyLlama
+from sim.readout import small_change
 
 
 @dataclass(frozen=True)
@@ -72,27 +73,22 @@ def cache_validity(model: TinyLlama, ids: list[int], causal_mask: bool = True) -
     return CacheValidity(n, rows.max().item(), dk, dv, rows.tolist())
 
 
-def _change(x: float) -> str:
-    """A logit change as the chart's title writes it: 0 exactly, 3 significant digits, or in e-notation when tiny."""
-    return "0" if x == 0 else f"{x:.3g}" if x >= 1e-3 else f"{x:.1e}"
-
-
 def append_takeaway(with_mask: CacheValidity, without: CacheValidity) -> str:
     """The append chart's title: how far appending one token moves the earlier positions' logits with the
     causal mask against without it, worded by which moves them more."""
     c, f = max(with_mask.row_diffs), max(without.row_diffs)
     n, moved = without.num_tokens, sum(d > 0 for d in without.row_diffs)
     causal = ("leaves every earlier position's logits exactly unchanged with the causal mask" if c == 0 else
-              f"changes the earlier positions' logits by at most {_change(c)} with the causal mask")
+              f"changes the earlier positions' logits by at most {small_change(c)} with the causal mask")
     if c < f:
         return (f"Appending one token {causal}; without it the logits at {moved} of {n} earlier positions change, "
-                f"by up to {_change(f)}")
+                f"by up to {small_change(f)}")
     if c > f:
         return (f"Appending one token changes the earlier positions' logits more with the causal mask "
-                f"(up to {_change(c)}) than without it (up to {_change(f)})")
+                f"(up to {small_change(c)}) than without it (up to {small_change(f)})")
     if c == 0:
         return "Appending one token leaves every earlier position's logits exactly unchanged, with or without the mask"
-    return f"Appending one token changes the earlier positions' logits by up to {_change(c)} with or without the mask"
+    return f"Appending one token changes the earlier positions' logits by up to {small_change(c)} with or without the mask"
 
 
 def append_caption(with_mask: CacheValidity, without: CacheValidity) -> str:
@@ -101,13 +97,13 @@ def append_caption(with_mask: CacheValidity, without: CacheValidity) -> str:
     n = with_mask.num_tokens
     c, f = max(with_mask.max_diff_k, with_mask.max_diff_v), max(without.max_diff_k, without.max_diff_v)
     runs = f"Prefill of the first {n:,} tokens, then of all {n + 1:,}: "
-    moved = "stay bit-identical" if c == 0 else f"change by at most {_change(c)}"
+    moved = "stay bit-identical" if c == 0 else f"change by at most {small_change(c)}"
     if c < f:
         return (f"{runs}with the causal mask the appended token is invisible to every earlier query, so every "
                 f"layer's K and V at positions 0..{n - 1:,} {moved} and the cached K/V stay correct. Without the "
-                f"mask each earlier token attends to the new one, its K and V change by up to {_change(f)}, and "
+                f"mask each earlier token attends to the new one, its K and V change by up to {small_change(f)}, and "
                 "everything cached would have to be recomputed.")
     if c > f:
         return (f"{runs}every layer's K and V at positions 0..{n - 1:,} change more with the causal mask (up to "
-                f"{_change(c)}) than without it (up to {_change(f)}).")
+                f"{small_change(c)}) than without it (up to {small_change(f)}).")
     return f"{runs}every layer's K and V at positions 0..{n - 1:,} {moved}, with or without the mask."

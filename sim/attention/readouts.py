@@ -14,6 +14,7 @@ from sim.attention.shapes import IMPL_LABELS, IMPL_SHORT, TOLERANCE, AttentionSh
 from sim.attention.timing import SweepResult, TimingResult
 from sim.cost.memory import fmt_bytes
 from sim.readout import Metric
+from sim.readout import times as fmt_times
 
 
 def fmt_ratio(x: float | None) -> str:
@@ -262,11 +263,6 @@ def memory_model_rows(result: TimingResult, traffic: Traffic) -> list[dict]:
 
 
 # --- chart titles: each chart's takeaway, worded from the result it draws ----------------------------
-
-def fmt_times(r: float) -> str:
-    """A ratio above 1 as '3.1×' (whole numbers from 10×)."""
-    return f"{r:,.1f}×" if r < 10 else f"{r:,.0f}×"
-
 
 def fmt_ms(x: float) -> str:
     return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"

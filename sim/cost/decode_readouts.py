@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sim import readout
 from sim.cost.decode import COMPUTED, READ, human_flops
 
 PART_LABELS = {
@@ -24,8 +25,8 @@ BARELY = 1.5  # a cached step's time "barely grows" while its late/early median 
 
 
 def times(ratio: float) -> str:
-    """A ratio as the titles write it: 1 decimal below 100×, whole numbers (with separators) above."""
-    return f"{ratio:,.1f}×" if ratio < 100 else f"{ratio:,.0f}×"
+    """A ratio as these titles write it: 1 decimal below 100×, whole numbers (with separators) above."""
+    return readout.times(ratio, whole_from=100)
 
 
 def _join(words: Sequence[str]) -> str:

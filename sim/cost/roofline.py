@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from sim.cost.arch import ArchPreset, estimate_active_params, estimate_num_params, with_kv_heads
 from sim.cost.memory import WEIGHT_DTYPE_BITS, MemoryConfig, fmt_decimal, request_bytes
+from sim.readout import times
 
 PHASES = ("prefill", "decode")
 COMPUTE_DTYPES = ("bf16", "fp8")
@@ -276,16 +277,12 @@ def levers_frame(levers: list[Lever]):
                          for x in levers])
 
 
-def _times(x: float) -> str:
-    return f"{x:,.0f}×" if x >= 10 else f"{x:.1f}×"
-
-
 def _against_ridge(s: StepCost, hw: Hardware) -> str:
     """'memory-bound, 281× below the ridge' / 'compute-bound, 8.5× above it' / 'exactly at the ridge'."""
     if s.intensity < hw.ridge:
-        return f"memory-bound, {_times(hw.ridge / s.intensity)} below the ridge"
+        return f"memory-bound, {times(hw.ridge / s.intensity)} below the ridge"
     if s.intensity > hw.ridge:
-        return f"compute-bound, {_times(s.intensity / hw.ridge)} above the ridge"
+        return f"compute-bound, {times(s.intensity / hw.ridge)} above the ridge"
     return "exactly at the ridge"
 
 
@@ -374,9 +371,9 @@ def tokens_takeaway(rows: list[SweepPoint], context: int) -> str:
     if gain < 1.1:
         return f"{head} decodes barely more tokens/s than batch {lo.batch:,} {both}"
     if gain >= 0.8 * more:
-        return (f"{head} decodes {_times(gain)} the tokens/s of batch {lo.batch:,} {both}: nearly in proportion to "
-                f"its {_times(more)} the requests")
-    return f"{head} decodes only {_times(gain)} the tokens/s of batch {lo.batch:,} {both} for {_times(more)} the requests"
+        return (f"{head} decodes {times(gain)} the tokens/s of batch {lo.batch:,} {both}: nearly in proportion to "
+                f"its {times(more)} the requests")
+    return f"{head} decodes only {times(gain)} the tokens/s of batch {lo.batch:,} {both} for {times(more)} the requests"
 
 
 def batching_caption(cfg: RooflineConfig, hw: Hardware, max_batch: int = 4096) -> str:
@@ -388,7 +385,7 @@ def batching_caption(cfg: RooflineConfig, hw: Hardware, max_batch: int = 4096) -
             f"read in full every step. So at context {cfg.context:,} the intensity can never pass {shown} "
             "FLOP/B, one request's FLOPs over its own bytes, however large the batch")
     if limit <= hw.ridge:  # it only approaches its limit: at the ridge exactly it never gets there
-        return (said + f": {_times(hw.ridge / limit)} below the ridge of {ridge} FLOP/B, so at this context "
+        return (said + f": {times(hw.ridge / limit)} below the ridge of {ridge} FLOP/B, so at this context "
                 "the step never becomes compute-bound.")
     above = said + f": above the ridge of {ridge} FLOP/B, so at this context the step "
     turn = memory_bound_until(cfg, hw, max_batch)

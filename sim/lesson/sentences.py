@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from sim.cost.decode import human_flops
 from sim.cost.memory import fmt_bytes
+from sim.readout import small_change, times
 
 
 def _times(a: float, b: float) -> str:
     """a ÷ b as '12.3×' (one decimal below 100, none above)."""
-    r = a / b
-    return f"{r:,.1f}×" if r < 100 else f"{r:,.0f}×"
+    return times(a / b, whole_from=100)
 
 
 def repeat_claim(n: int, naive: int, cached: int, naive_half: int, cached_half: int) -> str:
@@ -114,10 +114,6 @@ def layout_claim(fixed_hit: float, variable_hit: float) -> str:
 # --- chart titles: the figure's own takeaway, shorter than the step's claim --------------------------------
 
 
-def _moved(x: float) -> str:
-    return "0" if x == 0 else f"{x:.3g}" if x >= 1e-3 else f"{x:.1e}"
-
-
 def repeat_title(lengths: list[int], naive: list[int], cached: list[int]) -> str:
     a, b = lengths[-2], lengths[-1]
     return (f"From N = {a:,} to {b:,} tokens the naive total grows {_times(naive[-1], naive[-2])}, the cached one "
@@ -132,10 +128,10 @@ def qkv_title(layer: int, num_tokens: int) -> str:
 def mask_title(with_mask: list[float], without: list[float]) -> str:
     c, f = max(with_mask), max(without)
     if c < f:
-        return f"With the causal mask earlier outputs move by at most {_moved(c)}; without it by up to {_moved(f)}"
+        return f"With the causal mask earlier outputs move by at most {small_change(c)}; without it by up to {small_change(f)}"
     if c > f:
-        return f"Earlier outputs move more with the mask (up to {_moved(c)}) than without it (up to {_moved(f)})"
-    return f"Earlier outputs move by at most {_moved(c)} with or without the mask"
+        return f"Earlier outputs move more with the mask (up to {small_change(c)}) than without it (up to {small_change(f)})"
+    return f"Earlier outputs move by at most {small_change(c)} with or without the mask"
 
 
 def step_cost_title(model: str, context: int, naive: int, cached: int) -> str:

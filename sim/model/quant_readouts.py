@@ -8,14 +8,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from sim.model.quant_errors import PositionErrors
+from sim.readout import times
 
 METRIC_NAMES = {"kl": "KL", "delta_loss": "Δ loss", "agreement": "top-1 agreement"}
-
-
-def _ratio(a: float, b: float) -> str:
-    """a / b (a > b > 0) as '28×' (whole numbers from 10×, one decimal below)."""
-    r = a / b
-    return f"{r:,.0f}×" if r >= 10 else f"{r:,.1f}×"
 
 
 def _metric_text(metric: str, x: float) -> str:
@@ -56,9 +51,9 @@ def position_takeaway(kivi: PositionErrors, naive: PositionErrors, metric: str) 
     if n == 0:
         return (f"Naive per-token INT{bits}'s KL is exactly 0 {over}; KIVI's averages {k:.2e} nats per prediction")
     if k < n:
-        return (f"INT{bits} KIVI's KL averages {k:.2e} nats per prediction {over}, {_ratio(n, k)} below naive "
+        return (f"INT{bits} KIVI's KL averages {k:.2e} nats per prediction {over}, {times(n / k)} below naive "
                 f"per-token's {n:.2e}")
-    return (f"INT{bits} KIVI's KL averages {k:.2e} nats per prediction {over}, {_ratio(k, n)} above naive "
+    return (f"INT{bits} KIVI's KL averages {k:.2e} nats per prediction {over}, {times(k / n)} above naive "
             f"per-token's {n:.2e}")
 
 
@@ -84,7 +79,7 @@ def heatmap_takeaway(grid, metric: str) -> str:
         return f"At {width}, every scheme measured has the same {name}: {_metric_text(metric, b)}"
     top, bottom = ("highest", "lowest") if higher_better else ("lowest", "highest")
     if metric == "kl" and b > 0:
-        return (f"At {width}, {best} has the lowest KL, {_metric_text(metric, b)}, {_ratio(w, b)} below {worst}'s "
+        return (f"At {width}, {best} has the lowest KL, {_metric_text(metric, b)}, {times(w / b)} below {worst}'s "
                 f"{_metric_text(metric, w)}")
     return (f"At {width}, {best} has the {top} {name}, {_metric_text(metric, b)}, and {worst} the {bottom}, "
             f"{_metric_text(metric, w)}")
@@ -154,9 +149,9 @@ def outlier_takeaway(cases, channel: int, factor: float, bits: int) -> str:
     c, t = inj["channel"], inj["token"]
     head = f"Channel {channel} raised {factor:g}× the mean |K|, INT{bits}: the ordinary channels lose"
     if round(c, 3) < round(t, 3):
-        tail = f", {_ratio(t, c)} more" if c > 0 else ""
+        tail = f", {times(t / c)} more" if c > 0 else ""
         return f"{head} {c:.1%} (RMS) per-channel and {t:.1%} per-token{tail}"
     if round(t, 3) < round(c, 3):
-        tail = f", {_ratio(c, t)} more" if t > 0 else ""
+        tail = f", {times(c / t)} more" if t > 0 else ""
         return f"{head} {t:.1%} (RMS) per-token and {c:.1%} per-channel{tail}"
     return f"{head} {c:.1%} (RMS) per-channel and per-token alike"
