@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from sim.alloc.prefix_cache import CacheConfig
 from sim.alloc.prefix_sweeps import run_both_layouts
@@ -53,6 +54,7 @@ class Question:
         return Feedback(ok, ("Right. " if ok else f"Not quite: the answer is {shown}. ") + self.why)
 
 
+@lru_cache(maxsize=16)  # pure, and asked again on every rerun of its step
 def kib_per_token(model: str = "llama-3.1-8b", dtype: str = "bf16") -> Question:
     arch = load_presets()[model]
     m = kv_memory(MemoryConfig(arch, batch=1, context=1, kv_dtype=dtype))
@@ -63,6 +65,7 @@ def kib_per_token(model: str = "llama-3.1-8b", dtype: str = "bf16") -> Question:
                     "KiB", why)
 
 
+@lru_cache(maxsize=16)  # pure, and asked again on every rerun of its step
 def decode_intensity(model: str = "llama-3.1-70b", gpu: str = "h100-sxm", context: int = 4096) -> Question:
     arch, g = load_presets()[model], load_gpus()[gpu]
     dec, hw = decode_step(RooflineConfig(arch, 1, context)), hardware(g, "bf16")
@@ -73,6 +76,7 @@ def decode_intensity(model: str = "llama-3.1-70b", gpu: str = "h100-sxm", contex
                     why, rel_tol=0.05)
 
 
+@lru_cache(maxsize=16)  # pure, and asked again on every rerun of its step
 def mqa_vs_mha(model: str = "llama-3.1-8b") -> Question:
     arch = load_presets()[model]
     curves = variant_curves(MemoryConfig(arch, batch=1, context=1024), contexts=(1024,))
@@ -83,6 +87,7 @@ def mqa_vs_mha(model: str = "llama-3.1-8b") -> Question:
                     "head for every query head (MHA)?", mha / gqa, "×", why)
 
 
+@lru_cache(maxsize=16)  # pure, and asked again on every rerun of its step
 def better_layout(workload: str = "system_prompt") -> Question:
     runs = run_both_layouts(PrefixWorkloadConfig(workload=workload, num_requests=100), CacheConfig())
     fixed, variable = runs["fixed_first"].result.hit_rate, runs["variable_first"].result.hit_rate
