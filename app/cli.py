@@ -1,0 +1,48 @@
+"""The lab's command line: the same simulators as the pages, for scripts and for checking a page's numbers.
+
+    python -m app.cli kv      --config PATH --context N [--batch B] [--kv-dtype fp16|bf16|fp8|int8|int4]
+    python -m app.cli prefix  --trace PATH [--block-size 16] [--num-blocks N]
+    python -m app.cli serve   --trace PATH [--policy static|continuous|chunked] ...
+
+Each subcommand lives in its own module (app/cli_kv.py, app/cli_trace.py) and is imported only when
+asked for, so `kv` never loads the serving simulator. Every subcommand prints a human-readable table,
+then as its LAST line one JSON object (the contract scripts parse). A bad input exits with code 2 and
+one line on stderr that names what is wrong.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> (module, one-line help)
+SUBCOMMANDS = {
+    "kv": ("app.cli_kv", "KV-cache bytes per layer group for any Hugging Face config.json"),
+    "prefix": ("app.cli_trace", "replay a JSONL trace through the prefix cache"),
+    "serve": ("app.cli_trace", "serve a JSONL trace with a batching policy"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, SUBCOMMANDS))
+    lines = ["usage: python -m app.cli {" + ",".join(SUBCOMMANDS) + "} [options]", ""]
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines += ["", "python -m app.cli <subcommand> --help shows its options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        print(f"unknown subcommand {name[:40]!r}: choose one of {', '.join(SUBCOMMANDS)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    return int(module.main(name, rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
