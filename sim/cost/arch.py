@@ -8,10 +8,19 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 ATTENTION_KINDS = ("MHA", "GQA", "MQA", "MLA")
-LOCAL, GLOBAL = "L", "G"  # letters of ArchPreset.layer_pattern
+# Letters of ArchPreset.layer_pattern, one per layer:
+LOCAL, GLOBAL = "L", "G"  # attention keeping a window (sliding or chunked) / every token
+STATE = "R"  # a linear-attention or Mamba layer: a constant recurrent state per request, no K/V
+FFN = "F"  # a layer with an MLP and no token mixer (Nemotron-H's "-"): caches nothing
+LAYER_LETTERS = (GLOBAL, LOCAL, STATE, FFN)
+LOCAL_KINDS = ("sliding", "chunked")  # what a local layer keeps: the last W tokens, or the current chunk of W
+STATE_KINDS = ("gated_deltanet", "mamba", "mamba2")
+STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+MAX_STATE_VALUES = 1 << 34  # per layer and request; real models hold ~10^5..10^6
 
 # Bounds on every number a config may set: generous for any real model, small enough that the
 # byte arithmetic stays meaningful and a hostile file cannot ask for absurd work.
@@ -30,10 +39,17 @@ LIMITS: dict[str, tuple[int, int]] = {
     "num_experts_per_tok": (1, 8192),
     "num_shared_experts": (0, 8192),
     "moe_d_ff": (0, 1 << 24),
+    "shared_expert_d_ff": (0, 1 << 24),
     "first_dense_layers": (0, 1024),
     "kv_lora_rank": (0, 1 << 16),
     "qk_rope_head_dim": (0, 1 << 14),
     "q_lora_rank": (0, 1 << 20),
+    "kv_shared_layers": (0, 1023),
+    "index_head_dim": (0, 65536),
+    "index_n_heads": (0, 16384),
+    "moe_layer_period": (1, 1024),
+    "moe_layer_offset": (0, 1023),
+    "state_params": (0, 1 << 40),
 }
 MAX_PATTERN = 1024  # a layer pattern is at most one letter per layer
 
@@ -46,8 +62,14 @@ class ArchPreset:
     of kv_lora_rank plus a shared RoPE key of qk_rope_head_dim is cached instead of K and V);
     left "" it is derived. For MLA, head_dim is the query/key head size (nope + rope) and
     v_head_dim the value head size.
-    layer_pattern: a cycle of letters applied from layer 0, "L" a sliding-window (local) layer,
-    "G" a full (global) one; "" means every layer is local when sliding_window > 0, else global.
+    layer_pattern: a cycle of letters applied from layer 0: "G" full (global) attention, "L" local attention
+    (a sliding window of sliding_window tokens, or with local_attention "chunked" Llama 4's chunks of that
+    size), "R" a linear-attention / Mamba layer holding a constant state per request (state_conv_shape +
+    state_ssm_shape values), "F" an MLP-only layer; "" means every layer is local when sliding_window > 0,
+    else global.
+    kv_shared_layers: the last k layers read the K/V of an earlier layer of their kind and store none
+    (Gemma 3n's num_kv_shared_layers). index_head_dim: DeepSeek sparse attention's indexer, which caches one
+    more key of that size per token in every attention layer.
     """
 
     name: str
@@ -66,6 +88,7 @@ class ArchPreset:
     num_experts: int = 1  # routed experts per MoE layer; 1 = dense
     num_shared_experts: int = 0
     moe_d_ff: int = 0  # expert MLP width; 0 = d_ff
+    shared_expert_d_ff: int = 0  # shared expert MLP width; 0 = the experts' width
     first_dense_layers: int = 0  # MoE models whose first layers keep a dense MLP
     kv_lora_rank: int = 0  # MLA only
     qk_rope_head_dim: int = 0  # MLA only
@@ -73,6 +96,20 @@ class ArchPreset:
     v_head_dim: int = 0  # 0 = head_dim
     sliding_window: int = 0  # 0 = none
     layer_pattern: str = ""
+    local_attention: str = "sliding"  # what an "L" layer is: "sliding" or "chunked"
+    state_kind: str = ""  # what an "R" layer is: one of STATE_KINDS
+    state_conv_shape: tuple[int, ...] = ()  # per R layer and request: the short convolution's last inputs
+    state_ssm_shape: tuple[int, ...] = ()  # per R layer and request: the recurrent state
+    state_conv_dtype: str = "bf16"
+    state_ssm_dtype: str = "bf16"
+    state_params: int = 0  # weights of one R layer's token mixer (for the parameter estimate)
+    kv_shared_layers: int = 0
+    index_head_dim: int = 0  # DeepSeek sparse attention's indexer key (0 = none)
+    index_n_heads: int = 0
+    mlp_in_own_layers: bool = False  # Nemotron-H: mixers carry no MLP, the "F" layers do
+    moe_layer_period: int = 1  # MoE models: layer i (past first_dense_layers) is MoE iff (i − offset) % period == 0
+    moe_layer_offset: int = 0
+    model_dtype: str = "bf16"  # the config's torch_dtype (what vLLM's --kv-cache-dtype auto stores)
     tie_word_embeddings: bool = False
     mlp_gated: bool = True  # SwiGLU/GeGLU (3 matrices) vs a plain 2-matrix MLP
     key: str = ""
@@ -107,10 +144,20 @@ class ArchPreset:
             )
         if self.kv_lora_rank and self.qk_rope_head_dim >= self.head_dim:
             raise ValueError(f"qk_rope_head_dim={self.qk_rope_head_dim} must be less than head_dim={self.head_dim}")
-        if len(self.layer_pattern) > MAX_PATTERN or set(self.layer_pattern) - {LOCAL, GLOBAL}:
-            raise ValueError(f"layer_pattern must be up to {MAX_PATTERN} letters L/G, got {self.layer_pattern[:40]!r}")
+        if len(self.layer_pattern) > MAX_PATTERN or set(self.layer_pattern) - set(LAYER_LETTERS):
+            raise ValueError(f"layer_pattern must be up to {MAX_PATTERN} letters G/L/R/F, got {self.layer_pattern[:40]!r}")
         if LOCAL in self.layer_pattern and not self.sliding_window:
-            raise ValueError(f"layer_pattern {self.layer_pattern!r} has local layers but sliding_window is 0")
+            raise ValueError(f"layer_pattern {self.layer_pattern[:40]!r} has local layers but sliding_window is 0")
+        if self.local_attention not in LOCAL_KINDS:
+            raise ValueError(f"local_attention must be one of {', '.join(LOCAL_KINDS)}, got {self.local_attention!r}")
+        self._check_state()
+        kinds = self.layer_kinds
+        if not any(k in (GLOBAL, LOCAL, STATE) for k in kinds):
+            raise ValueError(f"layer_pattern {self.layer_pattern[:40]!r} has no attention and no state layer")
+        if self.kv_shared_layers >= self.n_layers:
+            raise ValueError(f"kv_shared_layers={self.kv_shared_layers} must be less than n_layers={self.n_layers}")
+        if self.index_head_dim and not (GLOBAL in kinds or LOCAL in kinds):
+            raise ValueError(f"index_head_dim={self.index_head_dim} but the model has no attention layer to index")
         derived = self.derived_attention()
         if not self.attention:
             object.__setattr__(self, "attention", derived)
@@ -119,6 +166,33 @@ class ArchPreset:
                 f"attention={self.attention!r} contradicts the shape (n_heads={self.n_heads}, "
                 f"n_kv_heads={self.n_kv_heads}, kv_lora_rank={self.kv_lora_rank}): that is {derived}"
             )
+
+    def _check_state(self) -> None:
+        has_state = STATE in self.layer_pattern
+        if not has_state and not self.state_kind:
+            return
+        if has_state and self.state_kind not in STATE_KINDS:
+            raise ValueError(f"layer_pattern has state layers (R) but state_kind is {self.state_kind!r}, "
+                             f"expected one of {', '.join(STATE_KINDS)}")
+        if not has_state:
+            raise ValueError(f"state_kind={self.state_kind!r} but layer_pattern has no state layer (R)")
+        for name in ("state_conv_shape", "state_ssm_shape"):
+            shape = getattr(self, name)
+            if not isinstance(shape, tuple) or len(shape) > 4 or not all(
+                    isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 1 << 24 for n in shape):
+                raise ValueError(f"{name} must be up to 4 whole numbers in 1..{1 << 24:,}, got {shape!r}")
+        if not self.state_ssm_shape:
+            raise ValueError("state layers need state_ssm_shape (the recurrent state's shape)")
+        if self.state_values_per_layer > MAX_STATE_VALUES:
+            raise ValueError(f"a state layer of {self.state_values_per_layer:,} values is more than "
+                             f"{MAX_STATE_VALUES:,}")
+        for name in ("state_conv_dtype", "state_ssm_dtype"):
+            if getattr(self, name) not in STATE_DTYPE_BYTES:
+                raise ValueError(f"{name} must be one of {', '.join(STATE_DTYPE_BYTES)}, got {getattr(self, name)!r}")
+
+    @property
+    def state_values_per_layer(self) -> int:
+        return math.prod(self.state_conv_shape) * bool(self.state_conv_shape) + math.prod(self.state_ssm_shape)
 
     def derived_attention(self) -> str:
         if self.kv_lora_rank > 0:
@@ -146,20 +220,56 @@ class ArchPreset:
 
     @property
     def num_local_layers(self) -> int:
+        """Attention layers that keep a window (sliding, or chunked)."""
         return self.layer_kinds.count(LOCAL)
 
     @property
     def num_global_layers(self) -> int:
-        return self.n_layers - self.num_local_layers
+        """Attention layers that keep every token."""
+        return self.layer_kinds.count(GLOBAL)
+
+    @property
+    def num_state_layers(self) -> int:
+        return self.layer_kinds.count(STATE)
+
+    @property
+    def num_attention_layers(self) -> int:
+        return self.num_global_layers + self.num_local_layers
+
+    @property
+    def window_word(self) -> str:
+        """'window' or 'chunk': what a local layer's sliding_window is."""
+        return "chunk" if self.local_attention == "chunked" else "window"
 
     def describe_layers(self) -> str:
-        n_local = self.num_local_layers
-        if not n_local:
+        n_local, n_global, n_state = self.num_local_layers, self.num_global_layers, self.num_state_layers
+        if not n_local and not n_state and n_global == self.n_layers:
             return f"{self.n_layers} full-attention layers"
         if n_local == self.n_layers:
-            return f"{self.n_layers} layers, all with a {self.sliding_window:,}-token window"
-        return (f"{n_local} local ({self.sliding_window:,}-token window) + {self.num_global_layers} global layers, "
-                f"pattern {self.layer_pattern}")
+            return f"{self.n_layers} layers, all with a {self.sliding_window:,}-token {self.window_word}"
+        parts = []
+        if n_local:
+            what = "chunked" if self.local_attention == "chunked" else "sliding"
+            parts.append(f"{n_local} {what} ({self.sliding_window:,}-token {self.window_word})")
+        if n_global:
+            parts.append(f"{n_global} full-attention")
+        if n_state:
+            parts.append(f"{n_state} {STATE_NAMES.get(self.state_kind, 'state')}")
+        text = " + ".join(parts) + " layers"
+        if n_local + n_global + n_state < self.n_layers:
+            text += f" (+ {self.n_layers - n_local - n_global - n_state} MLP-only)"
+        if self.kv_shared_layers:
+            text += f"; the last {self.kv_shared_layers} reuse earlier layers' K/V"
+        if len(self.layer_pattern) <= 12 and n_local and n_global and not n_state:
+            text += f", pattern {self.layer_pattern}"
+        return text
+
+    def is_moe_layer(self, i: int) -> bool:
+        return (self.is_moe and i >= self.first_dense_layers
+                and (i - self.moe_layer_offset) % self.moe_layer_period == 0)
+
+
+STATE_NAMES = {"gated_deltanet": "linear-attention (Gated DeltaNet)", "mamba": "Mamba", "mamba2": "Mamba-2"}
 
 
 # --- parameter counts ------------------------------------------------------------------------
@@ -180,14 +290,28 @@ def _mlp_params(p: ArchPreset, experts: int) -> tuple[int, int]:
     mats = 3 if p.mlp_gated else 2
     dense = mats * p.d_model * p.d_ff
     moe_ff = p.moe_d_ff or p.d_ff
-    moe = (experts + p.num_shared_experts) * mats * p.d_model * moe_ff + p.d_model * p.num_experts
+    shared_ff = p.shared_expert_d_ff or moe_ff
+    moe = (experts * moe_ff + p.num_shared_experts * shared_ff) * mats * p.d_model + p.d_model * p.num_experts
     return dense, moe
+
+
+def _indexer_params(p: ArchPreset) -> int:
+    """DeepSeek sparse attention's lightning indexer, per attention layer: its query heads (from the query
+    latent), its one key and the per-head weights."""
+    if not p.index_head_dim:
+        return 0
+    q_in = p.q_lora_rank or p.d_model
+    return q_in * p.index_n_heads * p.index_head_dim + p.d_model * p.index_head_dim + p.d_model * p.index_n_heads
 
 
 def _count(p: ArchPreset, experts: int) -> int:
     dense, moe = _mlp_params(p, experts)
-    moe_layers = p.n_layers - p.first_dense_layers if p.is_moe else 0
-    layers = p.n_layers * _attention_params(p) + (p.n_layers - moe_layers) * dense + moe_layers * moe
+    attention = _attention_params(p) + _indexer_params(p)
+    layers = 0
+    for i, kind in enumerate(p.layer_kinds):
+        layers += attention if kind in (GLOBAL, LOCAL) else p.state_params if kind == STATE else 0
+        if kind == FFN or not p.mlp_in_own_layers:
+            layers += moe if p.is_moe_layer(i) else dense
     embeddings = p.vocab_size * p.d_model * (1 if p.tie_word_embeddings else 2)
     return layers + embeddings
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sim.cost.arch import GLOBAL, LIMITS, LOCAL, MAX_PATTERN, ArchPreset
+from sim.cost.arch import FFN, GLOBAL, LIMITS, LOCAL, MAX_PATTERN, STATE, ArchPreset
 
 MAX_CONFIG_CHARS = 200_000  # a real config.json is a few kB
 MAX_NAME_CHARS = 80
@@ -84,52 +84,209 @@ class _Reader:
         return value if isinstance(value, str) else ""
 
 
-NON_GATED_MLP = ("gpt2", "falcon", "gpt_neox", "gptj", "opt", "bloom", "gpt_bigcode", "starcoder2", "phi")
+NON_GATED_MLP = ("gpt2", "falcon", "gpt_neox", "gptj", "opt", "bloom", "gpt_bigcode", "starcoder2", "phi", "nemotron_h")
+NESTED_KEYS = ("text_config", "llm_config", "language_config")  # multimodal wrappers around the language model
+
+# layer_types / layers_block_type entries -> a layer letter and, for local layers, what they keep
+LAYER_TYPE_LETTERS: dict[str, tuple[str, str]] = {
+    "full_attention": (GLOBAL, ""), "attention": (GLOBAL, ""), "global": (GLOBAL, ""),
+    "sliding_attention": (LOCAL, "sliding"), "local": (LOCAL, "sliding"),
+    "chunked_attention": (LOCAL, "chunked"),
+    "linear_attention": (STATE, ""), "mamba": (STATE, ""),
+}
+# Nemotron-H's hybrid_override_pattern: M Mamba-2, * attention, - MLP, E MoE MLP
+HYBRID_LETTERS = {"M": STATE, "*": GLOBAL, "-": FFN, "E": FFN}
 
 
-def _layer_pattern(r: _Reader, model_type: str, n_layers: int, window: int) -> str:
-    key, types = r.raw("layer_types")
-    if key is not None and types is not None:
-        if not isinstance(types, list) or len(types) != n_layers:
-            r.problems.append(f"layer_types must be a list of {n_layers} entries (one per layer)")
-            return ""
-        letters = []
-        for t in types:
-            if t in ("sliding_attention", "chunked_attention", "local"):
-                letters.append(LOCAL)
-            elif t in ("full_attention", "global"):
-                letters.append(GLOBAL)
-            else:
-                r.problems.append(f"layer_types has an entry {str(t)[:40]!r}: expected sliding_attention or full_attention")
-                return ""
-        pattern = "".join(letters)
-        # keep the shortest cycle that reproduces the list
-        for n in range(1, len(pattern) + 1):
-            if all(pattern[i] == pattern[i % n] for i in range(len(pattern))):
-                pattern = pattern[:n]
-                break
-        if LOCAL in pattern and not window:
-            r.problems.append("layer_types has sliding_attention layers but sliding_window is missing or 0")
-            return ""
-        return "" if pattern == LOCAL else pattern
+def _shortest_cycle(pattern: str) -> str:
+    """The shortest prefix whose repetition reproduces the pattern."""
+    for n in range(1, len(pattern) + 1):
+        if all(pattern[i] == pattern[i % n] for i in range(len(pattern))):
+            return pattern[:n]
+    return pattern
+
+
+def _from_layer_types(r: _Reader, key: str, types, n_layers: int) -> tuple[str, str] | None:
+    if not isinstance(types, list) or len(types) != n_layers:
+        got = f"{len(types)} entries" if isinstance(types, list) else f"a {type(types).__name__}"
+        r.problems.append(f"{key} must be a list of {n_layers} entries (one per layer), got {got}")
+        return None
+    letters, local_kinds = [], set()
+    for t in types:
+        hit = LAYER_TYPE_LETTERS.get(t) if isinstance(t, str) else None
+        if hit is None:
+            r.problems.append(f"{key} has an entry {str(t)[:40]!r}: expected one of {', '.join(LAYER_TYPE_LETTERS)}")
+            return None
+        letters.append(hit[0])
+        if hit[1]:
+            local_kinds.add(hit[1])
+    if len(local_kinds) > 1:
+        r.problems.append(f"{key} mixes sliding_attention and chunked_attention layers; one kind of local layer "
+                          "per model is supported")
+        return None
+    return "".join(letters), (local_kinds.pop() if local_kinds else "sliding")
+
+
+def _layer_pattern(r: _Reader, model_type: str, n_layers: int) -> tuple[str, str, int]:
+    """(layer letters for every layer, what local layers keep, their window) from whichever of the config's
+    ways of saying it is present: layer_types, hybrid_override_pattern, attn_layer_period, full_attention_interval,
+    attention_chunk_size + no_rope_layers, sliding_window + sliding_window_pattern / max_window_layers."""
+    window = r.int("sliding_window", lo=0, hi=LIMITS["sliding_window"][1], default=0, required=False, null_ok=True) or 0
+    if window and not r.bool("use_sliding_window", True):
+        r.notes.append(f"sliding_window={window:,} is listed but use_sliding_window is false: every layer keeps the "
+                       "full context")
+        window = 0
+    chunk = r.int("attention_chunk_size", lo=1, hi=LIMITS["sliding_window"][1], required=False, null_ok=True) or 0
+    letters, local = None, "sliding"
+    for key in ("layer_types", "layers_block_type"):
+        k, types = r.raw(key)
+        if k is not None and types is not None:
+            got = _from_layer_types(r, key, types, n_layers)
+            if got is None:
+                return "", "sliding", 0
+            letters, local = got
+            break
+    if letters is None:
+        letters, local = _derived_pattern(r, model_type, n_layers, window, chunk)
+    if letters is None:
+        return "", "sliding", 0
+    if LOCAL in letters:
+        size = chunk if local == "chunked" else window
+        if not size:
+            field = "attention_chunk_size" if local == "chunked" else "sliding_window"
+            r.problems.append(f"the config has {letters.count(LOCAL)} {local} layers but {field} is missing or 0")
+            return "", "sliding", 0
+        window = size
+    pattern = _shortest_cycle(letters)
+    return ("" if pattern in (LOCAL, GLOBAL) else pattern), local, (window if LOCAL in letters else 0)
+
+
+def _derived_pattern(r: _Reader, model_type: str, n: int, window: int, chunk: int) -> tuple[str | None, str]:
+    """The layer letters when the config has no layer_types list (transformers' own defaults for each family)."""
+    key, hybrid = r.raw("hybrid_override_pattern")
+    if key is not None and hybrid is not None:
+        if not isinstance(hybrid, str) or len(hybrid) != n or set(hybrid) - set(HYBRID_LETTERS):
+            r.problems.append(f"hybrid_override_pattern must be {n} letters from M * - E (one per layer), got "
+                              f"{str(hybrid)[:40]!r}")
+            return None, "sliding"
+        return "".join(HYBRID_LETTERS[c] for c in hybrid), "sliding"
+    period = r.int("attn_layer_period", lo=1, hi=MAX_PATTERN, required=False, null_ok=True)
+    if period is not None:  # Jamba: attention where i % period == offset, Mamba elsewhere
+        offset = r.int("attn_layer_offset", lo=0, hi=period - 1, default=0, required=False, null_ok=True) or 0
+        return "".join(GLOBAL if i % period == offset else STATE for i in range(n)), "sliding"
+    interval = r.int("full_attention_interval", lo=1, hi=MAX_PATTERN, required=False, null_ok=True)
+    if interval is not None:  # Qwen3-Next: every interval-th layer full attention, the rest linear attention
+        return "".join(GLOBAL if (i + 1) % interval == 0 else STATE for i in range(n)), "sliding"
+    if model_type in ("mamba", "mamba2", "falcon_mamba"):
+        return STATE * n, "sliding"
+    if chunk:  # Llama 4: RoPE layers attend within chunks, the NoPE ones (every 4th by default) to everything
+        k, rope = r.raw("no_rope_layers")
+        if isinstance(rope, list) and rope:
+            if len(rope) != n or any(v not in (0, 1) or isinstance(v, bool) for v in rope):
+                r.problems.append(f"no_rope_layers must be {n} entries of 0 or 1, got {str(rope)[:40]!r}")
+                return None, "sliding"
+            return "".join(LOCAL if v else GLOBAL for v in rope), "chunked"
+        every = r.int("no_rope_layer_interval", lo=1, hi=MAX_PATTERN, default=4, required=False, null_ok=True) or 4
+        return "".join(GLOBAL if (i + 1) % every == 0 else LOCAL for i in range(n)), "chunked"
     if not window:
-        return ""
+        return GLOBAL * n, "sliding"
     every = r.int("sliding_window_pattern", lo=1, hi=MAX_PATTERN, required=False, null_ok=True)
     if every is None and model_type.startswith("gemma3"):
         every = 6
-        r.notes.append("sliding_window_pattern is absent; Gemma 3's default of 6 (five local layers, then one global) is used")
+        r.notes.append("sliding_window_pattern is absent; Gemma 3's default of 6 (five local layers, then one global) "
+                       "is used")
     if every is not None:
-        return LOCAL * (every - 1) + GLOBAL if every > 1 else GLOBAL
+        cycle = LOCAL * (every - 1) + GLOBAL if every > 1 else GLOBAL
+        return "".join(cycle[i % len(cycle)] for i in range(n)), "sliding"
     if model_type == "gemma2":
-        return LOCAL + GLOBAL  # transformers' Gemma2: even layers local, odd layers global
-    return ""
+        return "".join((LOCAL, GLOBAL)[i % 2] for i in range(n)), "sliding"  # transformers: even layers local
+    if model_type.startswith(("qwen2", "qwen3")):
+        first = r.int("max_window_layers", lo=0, hi=n, default=0, required=False, null_ok=True) or 0
+        return "".join(GLOBAL if i < first else LOCAL for i in range(n)), "sliding"  # layers from max_window_layers
+    return LOCAL * n, "sliding"
+
+
+TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
+                "bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
+
+
+def _dtype(r: _Reader, *keys: str, default: str) -> str:
+    k, value = r.raw(*keys)
+    if k is None or value is None or value == "auto":
+        return default
+    if value not in TORCH_DTYPES:
+        r.problems.append(f"{k} must be one of {', '.join(TORCH_DTYPES)}, got {str(value)[:40]!r}")
+        return default
+    return TORCH_DTYPES[value]
+
+
+def _state(r: _Reader, model_type: str, d_model: int, n_state: int) -> dict:
+    """What one linear-attention / Mamba layer keeps per request, and its mixer's weights, from the config's own
+    fields (transformers' and vLLM's state shapes). {} when the model has no state layers."""
+    if not n_state:
+        return {}
+    L = 1 << 24
+    model_dtype = _dtype(r, "torch_dtype", "dtype", default="bf16")
+    conv_dtype = _dtype(r, "mamba_cache_dtype", "mamba_conv_dtype", default=model_dtype)
+    ssm_dtype = _dtype(r, "mamba_ssm_dtype", "mamba_ssm_cache_dtype", default=model_dtype)
+    base = {"state_conv_dtype": conv_dtype, "state_ssm_dtype": ssm_dtype}
+    if r.raw("linear_key_head_dim")[0] is not None or model_type.startswith(("qwen3_next", "qwen3_5")):
+        # Gated DeltaNet (Qwen3-Next): conv over q, k and v; one dk × dv state matrix per value head
+        nk = r.int("linear_num_key_heads", hi=L)
+        nv = r.int("linear_num_value_heads", hi=L)
+        dk = r.int("linear_key_head_dim", hi=L)
+        dv = r.int("linear_value_head_dim", hi=L)
+        kernel = r.int("linear_conv_kernel_dim", lo=2, hi=1024, default=4, required=False, null_ok=True)
+        if None in (nk, nv, dk, dv):
+            r.problems.append(f"the config has {n_state} linear_attention layers: it needs linear_num_key_heads, "
+                              "linear_num_value_heads, linear_key_head_dim and linear_value_head_dim to size their state")
+            return {}
+        key_dim, value_dim = nk * dk, nv * dv
+        conv_dim = 2 * key_dim + value_dim
+        params = d_model * (2 * key_dim + 2 * value_dim) + d_model * 2 * nv + conv_dim * kernel + value_dim * d_model
+        return {**base, "state_kind": "gated_deltanet", "state_conv_shape": (conv_dim, kernel - 1),
+                "state_ssm_shape": (nv, dk, dv), "state_params": params}
+    heads_key, _ = r.raw("mamba_num_heads", "mamba_n_heads")
+    if heads_key is not None or model_type == "mamba2":
+        # Mamba-2 (Nemotron-H, Granite 4, Bamba): conv over x, B and C; one head_dim × d_state state per head
+        heads = r.int("mamba_num_heads", "mamba_n_heads", "num_heads", hi=L)
+        head_dim = r.int("mamba_head_dim", "mamba_d_head", "head_dim", hi=L)
+        d_state = r.int("ssm_state_size", "mamba_d_state", "state_size", hi=L)
+        groups = r.int("n_groups", "mamba_n_groups", default=1, required=False, null_ok=True, hi=L)
+        kernel = r.int("conv_kernel", "mamba_d_conv", lo=2, hi=1024, default=4, required=False, null_ok=True)
+        if None in (heads, head_dim, d_state):
+            r.problems.append(f"the config has {n_state} Mamba-2 layers: it needs mamba_num_heads, mamba_head_dim and "
+                              "ssm_state_size to size their state")
+            return {}
+        inner = heads * head_dim
+        conv_dim = inner + 2 * groups * d_state
+        params = d_model * (2 * inner + 2 * groups * d_state + heads) + conv_dim * kernel + inner * d_model
+        return {**base, "state_kind": "mamba2", "state_conv_shape": (conv_dim, kernel - 1),
+                "state_ssm_shape": (heads, head_dim, d_state), "state_params": params}
+    # Mamba (Jamba, Falcon-Mamba): d_inner = expand · hidden channels, a d_state-wide state each
+    d_state = r.int("mamba_d_state", "state_size", "ssm_state_size", hi=L)
+    kernel = r.int("mamba_d_conv", "conv_kernel", lo=2, hi=1024, default=4, required=False, null_ok=True)
+    expand = r.int("mamba_expand", "expand", hi=64, default=2, required=False, null_ok=True)
+    if d_state is None:
+        r.problems.append(f"the config has {n_state} Mamba layers: it needs mamba_d_state (or state_size) to size "
+                          "their state")
+        return {}
+    inner = expand * d_model
+    if model_type in ("mamba", "falcon_mamba"):
+        inner = r.int("intermediate_size", hi=L, default=inner, required=False, null_ok=True) or inner
+    dt_rank = r.int("mamba_dt_rank", "time_step_rank", hi=L, default=-(-d_model // 16), required=False, null_ok=True)
+    params = (d_model * 2 * inner + inner * kernel + inner * (dt_rank + 2 * d_state) + dt_rank * inner
+              + inner * d_state + inner * d_model)
+    return {**base, "state_kind": "mamba", "state_conv_shape": (inner, kernel - 1), "state_ssm_shape": (inner, d_state),
+            "state_params": params}
 
 
 def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[str]]:
     top = data
-    inner = data.get("text_config")
-    if isinstance(inner, dict):
-        data = inner
+    for key in NESTED_KEYS:
+        if isinstance(data.get(key), dict):
+            data = data[key]
+            break
     r = _Reader(data, top)
     model_type = r.text("model_type").lower()
     L = LIMITS
@@ -191,13 +348,23 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
         max_pos = 2048
         r.notes.append("no max_position_embeddings: assuming 2,048 tokens (the transformers default)")
 
-    window = r.int("sliding_window", lo=0, hi=L["sliding_window"][1], default=0, required=False, null_ok=True) or 0
-    if window and not r.bool("use_sliding_window", True):
-        r.notes.append(f"sliding_window={window:,} is listed but use_sliding_window is false: every layer keeps the full context")
-        window = 0
-    pattern = _layer_pattern(r, model_type, n_layers or 0, window) if n_layers else ""
-    if window and window >= max_pos and LOCAL in (pattern or LOCAL):
-        r.notes.append(f"sliding_window={window:,} is not smaller than the context of {max_pos:,}: it never drops a token")
+    if n_layers:
+        letters, local, window = _layer_pattern(r, model_type, n_layers)
+    else:
+        letters, local, window = "", "sliding", 0
+    kinds = letters or GLOBAL
+    if window and window >= max_pos and LOCAL in kinds:
+        r.notes.append(f"{'attention_chunk_size' if local == 'chunked' else 'sliding_window'}={window:,} is not "
+                       f"smaller than the context of {max_pos:,}: it never drops a token")
+    n_state = sum(kinds[i % len(kinds)] == STATE for i in range(n_layers or 0))
+    state = _state(r, model_type, d_model or 0, n_state) if n_layers and d_model else {}
+    kv_shared = r.int("num_kv_shared_layers", lo=0, hi=max((n_layers or 1) - 1, 0), default=0, required=False,
+                   null_ok=True) or 0
+    index_dim = r.int("index_head_dim", lo=0, hi=L["index_head_dim"][1], default=0, required=False, null_ok=True) or 0
+    index_heads = r.int("index_n_heads", lo=0, hi=L["index_n_heads"][1], default=0, required=False, null_ok=True) or 0
+    if index_dim and not kv_lora:
+        r.notes.append(f"index_head_dim={index_dim} (a sparse-attention indexer) is counted on top of plain K/V")
+    model_dtype = _dtype(r, "torch_dtype", "dtype", default="bf16")
 
     experts = r.int("num_local_experts", "n_routed_experts", "num_experts", lo=1, hi=L["num_experts"][1],
                     default=1, required=False, null_ok=True) or 1
@@ -209,6 +376,22 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
     moe_ff = r.int("moe_intermediate_size", lo=0, hi=L["moe_d_ff"][1], default=0, required=False, null_ok=True) or 0
     first_dense = r.int("first_k_dense_replace", lo=0, hi=L["first_dense_layers"][1], default=0,
                         required=False, null_ok=True) or 0
+    moe_period, moe_offset = 1, 0
+    step = r.int("interleave_moe_layer_step", "expert_layer_period", "decoder_sparse_step", lo=1, hi=MAX_PATTERN,
+                 required=False, null_ok=True)
+    if step is not None and experts > 1:
+        moe_period = step
+        if r.raw("expert_layer_period")[0] is not None:  # Jamba: MoE where i % period == offset
+            moe_offset = r.int("expert_layer_offset", lo=0, hi=step - 1, default=0, required=False, null_ok=True) or 0
+        elif r.raw("interleave_moe_layer_step")[0] is not None:  # Llama 4: layers step−1, 2·step−1, ...
+            moe_offset = step - 1
+    if model_type.startswith("llama4") and experts > 1 and not shared:
+        shared = 1  # Llama 4's MoE layers always add one shared expert (the config has no field for it)
+        r.notes.append("Llama 4's MoE layers add one shared expert of intermediate_size (no field in the config)")
+    if r.raw("shared_expert_intermediate_size")[0] is not None and experts > 1 and not shared:
+        shared = 1  # Qwen-MoE style: one shared expert of that width
+    shared_ff = r.int("shared_expert_intermediate_size", lo=0, hi=L["moe_d_ff"][1], default=0, required=False,
+                      null_ok=True) or 0 if experts > 1 else 0
     tie = r.bool("tie_word_embeddings", True)
 
     if n_heads and n_kv:
@@ -230,8 +413,10 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
             source=source, num_experts_per_tok=per_tok, num_experts=experts, num_shared_experts=shared,
             moe_d_ff=moe_ff, first_dense_layers=first_dense if experts > 1 else 0, kv_lora_rank=kv_lora,
             qk_rope_head_dim=rope_dim, q_lora_rank=q_lora, v_head_dim=v_head if v_head != head_dim else 0,
-            sliding_window=window, layer_pattern=pattern, tie_word_embeddings=tie,
-            mlp_gated=model_type not in NON_GATED_MLP,
+            sliding_window=window, layer_pattern=letters, tie_word_embeddings=tie,
+            mlp_gated=model_type not in NON_GATED_MLP, local_attention=local, kv_shared_layers=kv_shared,
+            index_head_dim=index_dim, index_n_heads=index_heads, mlp_in_own_layers=FFN in letters,
+            shared_expert_d_ff=shared_ff, moe_layer_period=moe_period, moe_layer_offset=moe_offset, model_dtype=model_dtype, **state,
         )
     except ValueError as exc:
         raise ValueError(f"config.json: {exc}") from None

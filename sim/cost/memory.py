@@ -10,7 +10,12 @@ S tokens of context each. The same count, generalised:
   token and layer, shared by K and V of every head: (d_c + d_R) · p, with no 2 and no H_kv.
 - A sliding-window layer keeps at most W tokens: min(S, W) instead of S. Hybrid models mix
   such local layers with global ones (Gemma 2: 1:1, Gemma 3: 5:1).
-- Cross-layer sharing: k adjacent layers of the same kind read one stored K/V (⌈L / k⌉ layers store).
+- A chunked layer (Llama 4) keeps the current chunk of W tokens: at most min(S, W) while a request grows.
+- A linear-attention or Mamba layer keeps no K/V at all but a constant state per request (a short
+  convolution's last inputs plus a recurrent matrix), sized from the config; it does not grow with S.
+- DeepSeek sparse attention adds an indexer key per token and layer (FP8 plus a 4-byte scale per 128).
+- Cross-layer sharing: k adjacent layers of the same kind read one stored K/V (⌈L / k⌉ layers store);
+  a config's num_kv_shared_layers makes its last layers store none.
 - Integer formats store, per group of g values, a 2-byte scale and a 2-byte zero point.
 
 Everything is exact integer arithmetic. Results are dataclasses; `to_frame()` gives tables.
@@ -21,7 +26,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from sim.cost.arch import GLOBAL, LOCAL, ArchPreset, attention_variants, estimate_num_params
+from sim.cost.arch import (
+    GLOBAL,
+    LOCAL,
+    STATE,
+    STATE_DTYPE_BYTES,
+    STATE_NAMES,
+    ArchPreset,
+    attention_variants,
+    estimate_num_params,
+)
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
@@ -52,6 +66,9 @@ MAX_BATCH = 1 << 16
 MAX_CONTEXT = 1 << 27
 MAX_LAYERS_PER_KV = 8
 MAX_GPUS = 64
+INDEXER = "I"  # LayerGroup.kind of DeepSeek sparse attention's indexer keys
+INDEX_QUANT_BLOCK = 128  # the indexer's keys: FP8 values plus one FP32 scale per 128
+STATE_DTYPES = ("", *STATE_DTYPE_BYTES)  # "" = what the config says (its mamba_ssm_dtype, else its torch_dtype)
 
 
 def _check_int(name: str, value, lo: int, hi: int) -> None:
@@ -69,6 +86,7 @@ class MemoryConfig:
     kv_dtype: str = "fp16"
     group_size: int = 128  # only used by the integer formats
     layers_per_kv: int = 1  # cross-layer sharing: layers that read one stored K/V
+    state_dtype: str = ""  # linear-attention / Mamba state; "" = the config's own
 
     def __post_init__(self) -> None:
         _check_int("batch", self.batch, 1, MAX_BATCH)
@@ -77,6 +95,9 @@ class MemoryConfig:
             raise ValueError(f"kv_dtype must be one of {', '.join(KV_DTYPES)}, got {self.kv_dtype!r}")
         _check_int("group_size", self.group_size, 1, 4096)
         _check_int("layers_per_kv", self.layers_per_kv, 1, min(MAX_LAYERS_PER_KV, self.arch.n_layers))
+        if self.state_dtype not in STATE_DTYPES:
+            raise ValueError(f"state_dtype must be one of {', '.join(STATE_DTYPES[1:])} (or empty for the config's), "
+                             f"got {self.state_dtype!r}")
 
     @property
     def dtype(self) -> KvDtype:
@@ -103,28 +124,88 @@ def token_layer_bytes(arch: ArchPreset, kv_dtype: str = "fp16", group_size: int 
                               + vector_bytes(arch.v_dim, kv_dtype, group_size))
 
 
+def indexer_token_bytes(arch: ArchPreset) -> int:
+    """Bytes one token adds to one layer's sparse-attention indexer: FP8 keys and an FP32 scale per block
+    (DeepSeek-V3.2 keeps them so whatever the K/V dtype)."""
+    d = arch.index_head_dim
+    return d + 4 * -(-d // INDEX_QUANT_BLOCK) if d else 0
+
+
+def state_dtypes(cfg: MemoryConfig) -> tuple[str, str]:
+    """(conv state dtype, recurrent state dtype): the config's, unless the page or the CLI chose one."""
+    a = cfg.arch
+    return (cfg.state_dtype or a.state_conv_dtype, cfg.state_dtype or a.state_ssm_dtype)
+
+
+def state_layer_bytes(cfg: MemoryConfig) -> int:
+    """Bytes one linear-attention / Mamba layer keeps per request (0 for a model without them)."""
+    a = cfg.arch
+    if not a.num_state_layers:
+        return 0
+    conv_dt, ssm_dt = state_dtypes(cfg)
+    conv = math.prod(a.state_conv_shape) if a.state_conv_shape else 0
+    return conv * STATE_DTYPE_BYTES[conv_dt] + math.prod(a.state_ssm_shape) * STATE_DTYPE_BYTES[ssm_dt]
+
+
 @dataclass(frozen=True)
 class LayerGroup:
-    kind: str  # "G" global (keeps every token) or "L" local (keeps the last `window` tokens)
+    """Layers that keep the same thing: "G" every token, "L" the last `window` tokens (or the current chunk),
+    "R" a constant state per request, "I" sparse-attention indexer keys for every token."""
+
+    kind: str
     num_layers: int
     num_storing_layers: int  # after cross-layer sharing
-    tokens_kept: int  # per request, at this context
-    bytes_per_token_per_layer: int
+    tokens_kept: int  # per request, at this context (0 for "R")
+    bytes_per_token_per_layer: int  # 0 for "R"
+    state_bytes_per_layer: int = 0  # "R" only: per request, whatever the context
+    layer_ids: tuple[int, ...] = ()  # which layers (0-based)
 
     @property
     def bytes_per_request(self) -> int:
-        return self.num_storing_layers * self.tokens_kept * self.bytes_per_token_per_layer
+        return self.num_storing_layers * (self.tokens_kept * self.bytes_per_token_per_layer + self.state_bytes_per_layer)
+
+    @property
+    def grows_with_context(self) -> bool:
+        return self.kind != STATE
+
+
+def group_label(kind: str, arch: ArchPreset) -> str:
+    """What a LayerGroup's kind means for this model, in a few words."""
+    if kind == GLOBAL:
+        return "MLA latent, full context" if arch.attention == "MLA" else "full attention"
+    if kind == LOCAL:
+        return f"{'chunked' if arch.local_attention == 'chunked' else 'sliding'} {arch.window_word} " \
+               f"W = {arch.sliding_window:,}"
+    if kind == STATE:
+        return f"{STATE_NAMES.get(arch.state_kind, 'recurrent')} state"
+    return "sparse-attention indexer"
+
+
+def _storing(ids: list[int], arch: ArchPreset, layers_per_kv: int) -> int:
+    """Layers among ids that store K/V: none of the last kv_shared_layers, one in every layers_per_kv."""
+    own = [i for i in ids if i < arch.n_layers - arch.kv_shared_layers]
+    return -(-len(own) // layers_per_kv)
 
 
 def layer_groups(cfg: MemoryConfig, context: int | None = None) -> tuple[LayerGroup, ...]:
     arch = cfg.arch
     S = cfg.context if context is None else context
     bpl = token_layer_bytes(arch, cfg.kv_dtype, cfg.group_size)
+    kinds = arch.layer_kinds
     out = []
-    for kind, n in ((GLOBAL, arch.num_global_layers), (LOCAL, arch.num_local_layers)):
-        if n:
+    for kind in (GLOBAL, LOCAL):
+        ids = [i for i, k in enumerate(kinds) if k == kind]
+        if ids:
             kept = S if kind == GLOBAL else min(S, arch.sliding_window)
-            out.append(LayerGroup(kind, n, -(-n // cfg.layers_per_kv), kept, bpl))
+            out.append(LayerGroup(kind, len(ids), _storing(ids, arch, cfg.layers_per_kv), kept, bpl,
+                                  layer_ids=tuple(ids)))
+    if arch.index_head_dim:
+        ids = [i for i, k in enumerate(kinds) if k in (GLOBAL, LOCAL)]
+        out.append(LayerGroup(INDEXER, len(ids), _storing(ids, arch, cfg.layers_per_kv), S, indexer_token_bytes(arch),
+                              layer_ids=tuple(ids)))
+    ids = [i for i, k in enumerate(kinds) if k == STATE]
+    if ids:
+        out.append(LayerGroup(STATE, len(ids), len(ids), 0, 0, state_layer_bytes(cfg), tuple(ids)))
     return tuple(out)
 
 
@@ -143,8 +224,8 @@ class FormulaStep:
 @dataclass(frozen=True)
 class KvMemory:
     config: MemoryConfig
-    bytes_per_token_per_layer: int
-    bytes_per_token: int  # every storing layer, while the context fits in every window
+    bytes_per_token_per_layer: int  # one attention layer's K/V (or MLA latent)
+    bytes_per_token: int  # every storing layer, while the context fits in every window (indexer keys included)
     groups: tuple[LayerGroup, ...]
     per_request_bytes: int
     total_bytes: int
@@ -156,6 +237,11 @@ class KvMemory:
         return pd.DataFrame([{"Step": s.what, "With your numbers": s.math} for s in self.steps])
 
     @property
+    def state_bytes(self) -> int:
+        """Per request: every linear-attention / Mamba layer's state (constant in the context)."""
+        return sum(g.bytes_per_request for g in self.groups if g.kind == STATE)
+
+    @property
     def avg_bytes_per_token(self) -> float:
         """Per request divided by the context: below bytes_per_token once windows are full."""
         return self.per_request_bytes / self.config.context
@@ -164,7 +250,7 @@ class KvMemory:
 def kv_memory(cfg: MemoryConfig) -> KvMemory:
     groups = layer_groups(cfg)
     bpl = token_layer_bytes(cfg.arch, cfg.kv_dtype, cfg.group_size)
-    bpt = bpl * sum(g.num_storing_layers for g in groups)
+    bpt = sum(g.bytes_per_token_per_layer * g.num_storing_layers for g in groups)
     per_request = sum(g.bytes_per_request for g in groups)
     total = per_request * cfg.batch
     return KvMemory(cfg, bpl, bpt, groups, per_request, total, _steps(cfg, groups, bpl, bpt, per_request, total))
@@ -208,33 +294,86 @@ def _steps(cfg: MemoryConfig, groups, bpl: int, bpt: int, per_request: int, tota
             "Per token, one layer",
             f"2 (K and V) × H_kv × d_h × p = 2 × {a.n_kv_heads} × {a.head_dim} × {d.bits // 8} = {bpl:,} B", bpl))
 
-    storing = sum(x.num_storing_layers for x in groups)
-    share = (f" (⌈{a.n_layers} / {cfg.layers_per_kv}⌉ = {storing} layers store K/V: {cfg.layers_per_kv} "
-             "adjacent layers share one)") if cfg.layers_per_kv > 1 else ""
-    if len(groups) == 2:
-        gl, lo = groups
+    attn = [x for x in groups if x.kind in (GLOBAL, LOCAL)]
+    storing = sum(x.num_storing_layers for x in attn)
+    n_attn = a.num_attention_layers
+    notes = []
+    if a.kv_shared_layers:
+        notes.append(f"the last {a.kv_shared_layers} layers reuse earlier layers' K/V")
+    if cfg.layers_per_kv > 1:
+        notes.append(f"{cfg.layers_per_kv} adjacent layers share one")
+    share = f": {storing} of {n_attn} attention layers store K/V ({'; '.join(notes)})" if notes else ""
+    if len(attn) == 2:
+        gl, lo = attn
         layers = f"({gl.num_storing_layers} global + {lo.num_storing_layers} local)"
     else:
         layers = f"{storing}"
-    steps.append(FormulaStep("Per token, all layers", f"{bpl:,} × {layers} layers{share} = {bpt:,} B ({fmt_bytes(bpt)})",
-                             bpt))
+    skipped = a.n_layers - n_attn
+    if a.num_state_layers:
+        share += f"{';' if share else ':'} the {a.num_state_layers} {STATE_NAMES[a.state_kind]} layers keep no K/V"
+    elif skipped:
+        share += f"{';' if share else ':'} the {skipped} MLP-only layers keep nothing"
+    index = next((x for x in groups if x.kind == INDEXER), None)
+    if index is not None:
+        d_i = a.index_head_dim
+        steps.append(FormulaStep(
+            "Indexer key per token, one layer",
+            f"d_I × 1 B + ⌈d_I / {INDEX_QUANT_BLOCK}⌉ × 4 B = {d_i} + {-(-d_i // INDEX_QUANT_BLOCK)} × 4 = "
+            f"{index.bytes_per_token_per_layer:,} B (FP8 keys with FP32 scales, whatever the K/V dtype)",
+            index.bytes_per_token_per_layer))
+        body = (f"{bpl:,} × {layers} layers + {index.bytes_per_token_per_layer:,} × {index.num_storing_layers} "
+                "indexer keys")
+    else:
+        body = f"{bpl:,} × {layers} layers"
+    steps.append(FormulaStep("Per token, all layers", f"{body} = {bpt:,} B ({fmt_bytes(bpt)}){share}", bpt))
+
+    state = next((x for x in groups if x.kind == STATE), None)
+    if state is not None:
+        steps.append(_state_step(cfg, state))
 
     S = cfg.context
-    if a.num_local_layers:
-        parts = []
-        for x in groups:
-            t = f"{S:,}" if x.kind == GLOBAL else f"min({S:,}, {a.sliding_window:,})"
-            parts.append(f"{x.num_storing_layers} × {t}")
-        kept = " + ".join(f"{x.num_storing_layers * x.tokens_kept:,}" for x in groups)
-        math_ = f"{bpl:,} × ({' + '.join(parts)}) = {bpl:,} × ({kept}) = {per_request:,} B ({fmt_bytes(per_request)})"
-        steps.append(FormulaStep(f"Per request, S = {S:,} tokens (local layers keep at most W = {a.sliding_window:,})",
-                                 math_, per_request))
-    else:
+    terms, values = [], []
+    for x in groups:
+        if x.kind == STATE:
+            terms.append(f"{x.num_storing_layers} × {x.state_bytes_per_layer:,} (state)")
+            values.append(x.bytes_per_request)
+            continue
+        t = f"{S:,}" if x.kind in (GLOBAL, INDEXER) else f"min({S:,}, {a.sliding_window:,})"
+        terms.append(f"{x.bytes_per_token_per_layer:,} × {x.num_storing_layers} × {t}")
+        values.append(x.bytes_per_request)
+    if len(terms) == 1:
         steps.append(FormulaStep(f"Per request, S = {S:,} tokens",
                                  f"{bpt:,} × {S:,} = {per_request:,} B ({fmt_bytes(per_request)})", per_request))
+    elif a.num_local_layers and not state and not index:
+        parts = [f"{x.num_storing_layers} × {S:,}" if x.kind == GLOBAL else
+                 f"{x.num_storing_layers} × min({S:,}, {a.sliding_window:,})" for x in groups]
+        kept = " + ".join(f"{x.num_storing_layers * x.tokens_kept:,}" for x in groups)
+        math_ = f"{bpl:,} × ({' + '.join(parts)}) = {bpl:,} × ({kept}) = {per_request:,} B ({fmt_bytes(per_request)})"
+        keep = "the current chunk of at most" if a.local_attention == "chunked" else "at most"
+        steps.append(FormulaStep(f"Per request, S = {S:,} tokens (local layers keep {keep} W = {a.sliding_window:,})",
+                                 math_, per_request))
+    else:
+        math_ = (f"{' + '.join(terms)} = {' + '.join(f'{v:,}' for v in values)} = {per_request:,} B "
+                 f"({fmt_bytes(per_request)})")
+        steps.append(FormulaStep(f"Per request, S = {S:,} tokens", math_, per_request))
     steps.append(FormulaStep(f"All requests, B = {cfg.batch:,}",
                              f"{per_request:,} × {cfg.batch:,} = {total:,} B ({fmt_bytes(total)})", total))
     return tuple(steps)
+
+
+def _state_step(cfg: MemoryConfig, state: LayerGroup) -> FormulaStep:
+    a = cfg.arch
+    conv_dt, ssm_dt = state_dtypes(cfg)
+    conv = " × ".join(str(n) for n in a.state_conv_shape)
+    ssm = " × ".join(str(n) for n in a.state_ssm_shape)
+    conv_part = f"conv {conv} × {STATE_DTYPE_BYTES[conv_dt]} B ({conv_dt})" if a.state_conv_shape else ""
+    ssm_part = f"recurrent {ssm} × {STATE_DTYPE_BYTES[ssm_dt]} B ({ssm_dt})"
+    body = f"{conv_part} + {ssm_part}" if conv_part else ssm_part
+    return FormulaStep(
+        f"State per request, one {STATE_NAMES[a.state_kind]} layer (no K/V; constant in S)",
+        f"{body} = {state.state_bytes_per_layer:,} B; × {state.num_storing_layers} layers = "
+        f"{state.bytes_per_request:,} B ({fmt_bytes(state.bytes_per_request)}), whatever the context",
+        state.bytes_per_request)
 
 
 # --- grids and curves ----------------------------------------------------------------------

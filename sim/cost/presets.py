@@ -80,7 +80,8 @@ def load_presets() -> dict[str, ArchPreset]:
     data = json.loads(MODELS_JSON.read_text())
     out: dict[str, ArchPreset] = {}
     for entry in data["models"]:
-        preset, _ = parse_hf_config_with_notes(json.dumps(entry["config"]), entry["name"], entry["source"])
+        text = (MODELS_JSON.parent / entry["config_file"]).read_text()
+        preset, _ = parse_hf_config_with_notes(text, entry["name"], entry["source"])
         out[entry["key"]] = replace(
             preset, family=entry["family"], key=entry["key"], hf_id=entry.get("hf_id", ""),
             notes=entry.get("notes", ""), params_card=float(entry.get("params_card_billion", 0.0)),
