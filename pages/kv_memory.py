@@ -5,7 +5,7 @@ import streamlit as st
 
 from app.claims import render_claims
 from app.controls import kv_memory as controls
-from app.figures.memory import dtype_bars, kv_heatmap, memory_breakdown, variant_lines
+from app.figures.memory import dtype_bars, engine_bars, kv_heatmap, memory_breakdown, variant_lines
 from app.metrics import show_metrics
 from app.present import show_chart, show_chart_in, show_table
 from app.runs import kv_memory as runs
@@ -16,6 +16,7 @@ from sim.cost.capacity import dtype_frame, fit_message
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
 from sim.cost.kv_claims import seed_claims
+from sim.cost.kv_engine import vllm_command
 from sim.cost.memory import MemoryConfig, measurement_rows, presets_frame, variant_rows
 from sim.cost.presets import load_presets
 
@@ -73,6 +74,7 @@ def render_calculator(arch) -> None:
     try:
         cfg, gpu_cfg = choices.memory_config(arch), choices.gpu_config(gpus)
         kv, cap = runs.sized(cfg, gpu_cfg)
+        alloc = runs.allocated(cfg, choices.engine_config())
     except ValueError as exc:
         st.error(plain(exc), icon=":material/error:")
         return
@@ -94,21 +96,45 @@ def render_calculator(arch) -> None:
         st.caption(say.shape_caption(arch, name_md) + " Source: " + (plain(arch.source) if custom else arch.source))
         if arch.notes:
             st.caption(plain(arch.notes) if custom else arch.notes)
+    command, command_notes = vllm_command(arch, kv, alloc, gpu_cfg.utilization, gpu_cfg.num_gpus)
+    with st.expander("The vLLM command for this view", icon=":material/terminal:"):
+        st.code(command, language="bash")
+        st.caption(say.command_caption(kv, alloc))
+        for note in command_notes:
+            st.caption(f":material/info: {note}")
 
     slug, tab = controls.open_tab(url)  # only the open tab's body runs
     with tab:
-        {"formula": lambda: render_formula(kv),
+        {"formula": lambda: render_formula(kv, alloc),
+         "engine": lambda: render_engine(kv, alloc, cap.kv_budget_bytes, for_plotly(arch.name)),
          "grid": lambda: render_grid(cfg, cap.kv_budget_bytes, for_plotly(arch.name)),
          "variants": lambda: render_variants(cfg, runs.curves(cfg), cap.kv_budget_bytes, for_plotly(arch.name)),
          "dtypes": lambda: render_dtypes(cfg, runs.dtypes(cfg, gpu_cfg)),
          "measured": render_measured, "claims": render_seed_claims, "presets": render_presets}[slug]()
 
 
-def render_formula(kv) -> None:
+def render_formula(kv, alloc) -> None:
     st.latex(r"\text{bytes} = 2 \cdot L \cdot H_{kv} \cdot d_h \cdot p \cdot B \cdot S")
     st.table(kv.steps_frame(), hide_index=True)
     st.caption("L layers, H_kv K/V heads of d_h values, p bytes per value, B requests of S tokens each; the 2 is one "
                "key and one value. Change any control above and every line is recomputed.")
+    st.markdown("**By layer group** — what each kind of layer keeps for one request, its share of the formula's "
+                "total, and what a vLLM-style allocator reserves for it:")
+    show_table(say.arrow_safe(say.group_frame(kv, alloc)), hide_index=True, width="stretch")
+    st.caption(say.groups_caption(kv))
+
+
+def render_engine(kv, alloc, budget: int, name_plot: str) -> None:
+    show_metrics(say.engine_metrics(kv, alloc, budget))
+    rows = say.group_rows(kv, alloc)
+    show_chart(engine_bars(rows, say.engine_takeaway(kv, alloc, name_plot)), key="engine")
+    st.caption(say.engine_caption(kv, alloc))
+    for note in alloc.notes:
+        st.caption(f":material/info: {note}")
+    show_table(say.arrow_safe(say.engine_frame(alloc)), hide_index=True, width="stretch")
+    st.caption("The exact formula counts what the cache holds; vLLM reserves whole blocks per KV cache group, as "
+               "its 'Maximum concurrency for N tokens per request' line counts with --max-model-len N. Both use the "
+               "same room for KV (the GPU × utilization − weights).")
 
 
 def render_grid(cfg: MemoryConfig, budget: int, name_plot: str) -> None:

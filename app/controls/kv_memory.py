@@ -13,6 +13,7 @@ from app.urlstate import UrlState
 from sim.cost.arch import ArchPreset
 from sim.cost.capacity import GpuConfig
 from sim.cost.gpus import GpuPreset
+from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, EngineConfig
 from sim.cost.memory import (
     GROUP_SIZES,
     KV_DTYPES,
@@ -32,6 +33,7 @@ MAX_URL_CONFIG = 8000
 # The tabs under the calculator: the link's `tab` value -> the tab's label. Only the open one runs.
 TABS = {
     "formula": "The formula, with your numbers",
+    "engine": "Formula vs vLLM's blocks",
     "grid": "Batch × context",
     "variants": "MHA · GQA · MQA · MLA",
     "dtypes": "KV dtypes",
@@ -40,6 +42,8 @@ TABS = {
     "presets": "Model presets",
 }
 KV_TABS = LazyTabs("kv_memory", TABS)
+MAX_BATCHED_TOKENS = 1 << 20
+STATE_CHOICES = {"config": "as the config says", "fp32": "FP32", "bf16": "BF16", "fp16": "FP16"}
 TAB_WIDGET = KV_TABS.widget_key
 
 
@@ -55,10 +59,17 @@ class KvChoices:
     num_gpus: int
     utilization: float
     weight_dtype: str
+    block_size: int = 16
+    batched_tokens: int = DEFAULT_BATCHED_TOKENS
+    hybrid: bool = True
+    state_dtype: str = ""  # "" = the config's
 
     def memory_config(self, arch: ArchPreset) -> MemoryConfig:
         return MemoryConfig(arch, batch=self.batch, context=self.context, kv_dtype=self.kv_dtype,
-                            group_size=self.group_size, layers_per_kv=self.layers_per_kv)
+                            group_size=self.group_size, layers_per_kv=self.layers_per_kv, state_dtype=self.state_dtype)
+
+    def engine_config(self) -> EngineConfig:
+        return EngineConfig(block_size=self.block_size, max_num_batched_tokens=self.batched_tokens, hybrid=self.hybrid)
 
     def gpu_config(self, gpus: dict[str, GpuPreset]) -> GpuConfig:
         return GpuConfig(gpus[self.gpu], num_gpus=self.num_gpus, utilization=self.utilization,
@@ -86,6 +97,10 @@ def register(presets: dict[str, ArchPreset], gpus: dict[str, GpuPreset]) -> UrlS
     url.int("ngpu", 1, 1, MAX_GPUS, label="number of GPUs")
     url.float("util", 0.9, 0.05, 1.0, label="memory utilization")
     url.choice("wdt", "bf16", list(WEIGHT_DTYPE_BITS), label="weight dtype")
+    url.choice("bs", "16", [str(b) for b in BLOCK_SIZES], label="block size")
+    url.int("mnbt", DEFAULT_BATCHED_TOKENS, 1, MAX_BATCHED_TOKENS, label="max batched tokens")
+    url.bool("hybrid", True, label="hybrid KV cache manager")
+    url.choice("sdt", "config", list(STATE_CHOICES), label="state dtype")
     url.bool("measure", False, label="measure the real model")
     url.choice("tiny", "mha", list(TINY), label="tiny model")
     url.int("tbatch", 4, 1, MAX_TINY_BATCH, label="tiny-model batch")
@@ -118,9 +133,25 @@ def draw(url: UrlState, presets: dict[str, ArchPreset], gpus: dict[str, GpuPrese
     c[4].number_input("Layers sharing one K/V", min_value=1, max_value=MAX_LAYERS_PER_KV, step=1, key="share",
                       help="Cross-layer sharing (as in Cross-Layer Attention): k adjacent layers of the same kind read "
                            "one stored K/V. 1 = none, which is what every preset does.")
+    c = st.columns([1.2, 1.6, 2, 2.2], vertical_alignment="bottom")
+    c[0].selectbox("Block size (tokens)", [str(b) for b in BLOCK_SIZES], key="bs",
+                   help="vLLM's --block-size: the allocator hands out blocks of this many tokens per layer.")
+    c[1].number_input("Max batched tokens", min_value=1, max_value=MAX_BATCHED_TOKENS, step=1024, key="mnbt",
+                      help="vLLM's --max-num-batched-tokens: tokens one step may schedule. Sliding-window layers "
+                           "reserve room for them on top of the window.")
+    c[2].toggle("Hybrid KV cache manager", key="hybrid",
+                help="vLLM's per-layer-kind groups. Off (--disable-hybrid-kv-cache-manager): sliding and chunked "
+                     "layers are reserved as if they kept everything.")
+    custom = ss["model"] == CUSTOM
+    c[3].selectbox("Linear-attention / Mamba state dtype", list(STATE_CHOICES), key="sdt",
+                   format_func=STATE_CHOICES.get,
+                   disabled=not custom and not presets[ss["model"]].num_state_layers,
+                   help="What the recurrent state is kept in (vLLM's --mamba-ssm-cache-dtype); the K/V dtype does "
+                        "not apply to it.")
     url.show_problems()
     return KvChoices(ss["model"], ss["kv"], int(ss["group"]), ss["batch"], ss["ctx"], ss["share"], ss["gpu"],
-                     ss["ngpu"], float(ss["util"]), ss["wdt"])
+                     ss["ngpu"], float(ss["util"]), ss["wdt"], int(ss["bs"]), ss["mnbt"], ss["hybrid"],
+                     "" if ss["sdt"] == "config" else ss["sdt"])
 
 
 def open_tab(url: UrlState):

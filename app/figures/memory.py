@@ -158,3 +158,21 @@ def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, title: str) -> go.Figure
     fig.update_yaxes(range=[0, top * 1.25])
     base_layout(fig, "", "KV cache dtype", "max concurrent requests", height=400)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
+
+
+def engine_bars(rows: list[dict], title: str) -> go.Figure:
+    """Per layer group, bytes per request by the exact formula next to what a vLLM-style allocator reserves
+    (rows: sim.cost.kv_readouts.group_rows), log axis; title: the takeaway (kv_readouts.engine_takeaway)."""
+    fig = go.Figure()
+    groups = [r["Group"] for r in rows]
+    values = []
+    for name, col, color in (("exact formula", "Per request (B)", CACHED), ("vLLM-style blocks", "vLLM reserves (B)", NAIVE)):
+        ys = [max(r[col], 1) for r in rows]
+        values += ys
+        fig.add_bar(x=groups, y=ys, name=name, marker_color=color, text=[fmt_bytes(v) for v in ys],
+                    textposition="outside", hovertemplate=f"%{{x}}, {name}: %{{text}}<extra></extra>")
+    yt, yl = _byte_ticks(min(values) / 2, max(values) * 4)
+    fig.update_yaxes(type="log", tickvals=yt, ticktext=yl)
+    fig.update_layout(barmode="group")
+    base_layout(fig, "", "layer group", "bytes per request (log scale)", height=420)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from app.work import run_job
 from sim.cost.capacity import Capacity, DtypeRow, GpuConfig, capacity, dtype_table
+from sim.cost.kv_engine import EngineAllocation, EngineConfig, engine_allocation
 from sim.cost.memory import KvGrid, KvMemory, MemoryConfig, VariantCurves, kv_grid, kv_memory, variant_curves
 
 
@@ -42,3 +43,8 @@ def measured(name: str, batch: int, context: int, measure: Callable):
                    model_rates(name, "sdpa").seconds(prefill_work(context, batch)),
                    lambda progress: measure(name, batch, context),
                    what=f"Filling the tiny model's cache with a prefill of {batch} × {context:,} tokens")
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def allocated(cfg: MemoryConfig, engine: EngineConfig) -> EngineAllocation:
+    return engine_allocation(cfg, engine)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sim.cost.arch import GLOBAL, LOCAL, ArchPreset
+from sim.cost.arch import GLOBAL, LOCAL, STATE, ArchPreset
 from sim.cost.capacity import Capacity, DtypeRow, GpuConfig, int8_vs_fp16
-from sim.cost.memory import KvGrid, KvMemory, MemoryConfig, VariantCurves, fmt_bytes, request_bytes
+from sim.cost.memory import KvGrid, KvMemory, MemoryConfig, VariantCurves, fmt_bytes, group_label, request_bytes
 from sim.readout import Metric
 
 ARROW_INT_LIMIT = 1 << 62  # past this a Python int column cannot be sent as Arrow int64
@@ -208,3 +208,162 @@ def windowed_presets_note(presets: dict[str, ArchPreset]) -> str:
     if not windowed:
         return "No preset here has sliding-window layers."
     return "Among the presets: " + "; ".join(one(a) for a in windowed) + "."
+
+
+# --- layer groups, and what a vLLM-style allocator reserves next to the formula --------------------
+
+
+def _layer_list(ids: tuple[int, ...], limit: int = 6) -> str:
+    """'1, 3, 5, …, 23' for long lists, every id for short ones."""
+    if len(ids) <= limit:
+        return ", ".join(map(str, ids))
+    return ", ".join(map(str, ids[:limit - 1])) + f", …, {ids[-1]}"
+
+
+def _keeps(g, arch: ArchPreset) -> str:
+    if g.kind == STATE:
+        return f"{fmt_bytes(g.state_bytes_per_layer)} of state per layer, whatever the context"
+    if g.kind == LOCAL:
+        return f"{g.tokens_kept:,} tokens (≤ {arch.window_word} {arch.sliding_window:,}) × {fmt_bytes(g.bytes_per_token_per_layer)}"
+    return f"{g.tokens_kept:,} tokens × {fmt_bytes(g.bytes_per_token_per_layer)}"
+
+
+def _share(part: int, total: int) -> str:
+    if total <= 0:
+        return "—"
+    s = part / total
+    return f"{s:.1%}" if 0 < s < 0.999 else f"{s:.0%}"
+
+
+def group_rows(kv: KvMemory, alloc) -> list[dict]:
+    """One row per layer group: its layers, what it keeps, its bytes per request by the formula and its share of
+    the total, and what the vLLM-style allocator (sim.cost.kv_engine.EngineAllocation) reserves for it."""
+    arch = kv.config.arch
+    reserved = alloc.kind_bytes()
+    rows = []
+    for g in kv.groups:
+        layers = f"{g.num_layers}: {_layer_list(g.layer_ids)}"
+        if g.num_storing_layers != g.num_layers:
+            layers += f" ({g.num_storing_layers} store)"
+        eng = reserved.get(g.kind, 0)
+        rows.append({"Group": group_label(g.kind, arch), "Layers": layers, "Keeps": _keeps(g, arch),
+                     "Per request (B)": g.bytes_per_request, "Per request": fmt_bytes(g.bytes_per_request),
+                     "Share": _share(g.bytes_per_request, kv.per_request_bytes),
+                     "vLLM reserves (B)": eng, "vLLM reserves": fmt_bytes(eng),
+                     "vLLM ÷ formula": f"{eng / g.bytes_per_request:.3g}×" if g.bytes_per_request else "—"})
+    return rows
+
+
+def _times(x: float) -> str:
+    return f"{x:,.0f}×" if x >= 10 else f"{x:.2f}×"
+
+
+def engine_takeaway(kv: KvMemory, alloc, name: str) -> str:
+    """The formula-vs-engine chart's title: how much more (or less) the allocator reserves per request than the
+    formula counts, and which group makes the difference. name: the model's name, already escaped."""
+    cfg, arch = kv.config, kv.config.arch
+    f, e = kv.per_request_bytes, alloc.per_request_bytes
+    head = f"{name} at {cfg.context:,} tokens"
+    if e == f:
+        return f"{head}: vLLM's blocks reserve exactly the formula's {fmt_bytes(f)} per request"
+    reserved = alloc.kind_bytes()
+    gaps = {g.kind: reserved.get(g.kind, 0) - g.bytes_per_request for g in kv.groups}
+    kind = max(gaps, key=lambda k: abs(gaps[k]))
+    label = group_label(kind, arch)
+    if e > f:
+        why = f"most of the {fmt_bytes(e - f)} extra is the {label} layers'"
+        return (f"{head}: vLLM reserves {fmt_bytes(e)} per request, {_times(e / f)} the formula's {fmt_bytes(f)}; "
+                f"{why}")
+    return (f"{head}: vLLM reserves {fmt_bytes(e)} per request, less than the formula's {fmt_bytes(f)}; "
+            f"the {label} layers make most of the {fmt_bytes(f - e)} difference")
+
+
+def engine_metrics(kv: KvMemory, alloc, kv_budget: int) -> list[Metric]:
+    """Per request and max concurrent requests, counted both ways (the same room for KV)."""
+    cfg = kv.config
+    budget = max(kv_budget, 0)
+    formula_max = budget // kv.per_request_bytes
+    engine_max = alloc.max_requests(budget)
+    return [
+        Metric("Formula, per request", fmt_bytes(kv.per_request_bytes), help=f"{kv.per_request_bytes:,} B"),
+        Metric("vLLM reserves, per request", fmt_bytes(alloc.per_request_bytes),
+               f"{alloc.per_request_bytes / kv.per_request_bytes:.3g}× the formula",
+               f"{alloc.blocks_per_request:,} blocks × {alloc.block_bytes:,} B = {alloc.per_request_bytes:,} B"),
+        Metric("Max requests (formula)", f"{formula_max:,}", f"at S = {cfg.context:,}",
+               help=f"{budget:,} B of room ÷ {kv.per_request_bytes:,} B per request"),
+        Metric("Max requests (vLLM blocks)", f"{engine_max:,}", f"{alloc.max_concurrency(budget):.2f}× concurrency",
+               f"{alloc.num_blocks(budget):,} blocks ÷ {alloc.blocks_per_request:,} per request"),
+    ]
+
+
+def engine_caption(kv: KvMemory, alloc) -> str:
+    """Under the comparison: how the allocator's groups are laid out, worded from them."""
+    cfg, arch = kv.config, kv.config.arch
+    n = len(alloc.groups)
+    if not alloc.hybrid:
+        layout = (f"One KV cache group of {alloc.groups[0].slots} layers: a block holds {alloc.block_size} tokens of "
+                  f"every layer and costs {alloc.block_bytes:,} B; a request of {cfg.context:,} tokens needs "
+                  f"{alloc.blocks_per_request:,} of them.")
+    else:
+        specs = {}
+        for g in alloc.groups:
+            specs.setdefault(g.spec, []).append(g)
+        parts = [f"{len(gs)} {spec} group{'s' if len(gs) != 1 else ''} × {gs[0].blocks_per_request:,} block"
+                 f"{'s' if gs[0].blocks_per_request != 1 else ''}" for spec, gs in specs.items()]
+        layout = (f"{n} KV cache groups of {alloc.groups[0].slots} layer slots, one page size ({alloc.page_bytes:,} B "
+                  f"per layer, {alloc.block_size} tokens of attention): a block id costs {alloc.block_bytes:,} B; a "
+                  f"request needs {' + '.join(parts)} = {alloc.blocks_per_request:,} blocks.")
+    local = next((g for g in alloc.groups if g.spec in ("sliding", "chunked")), None)
+    extra = ""
+    if local is not None:
+        extra = (f" A {local.spec} layer reserves {local.tokens_reserved:,} tokens, not {arch.sliding_window:,}: the "
+                 f"{arch.window_word} plus the {alloc.engine.max_num_batched_tokens:,} tokens one step may schedule "
+                 f"(--max-num-batched-tokens){', plus one block for a window that starts mid-block' if local.spec == 'sliding' else ''}.")
+    return layout + extra + " Both ways leave activations and CUDA graphs out."
+
+
+def group_frame(kv: KvMemory, alloc):
+    """group_rows as a table for the page (byte columns as numbers, with their readable twins)."""
+    import pandas as pd
+
+    return pd.DataFrame(group_rows(kv, alloc))
+
+
+def groups_caption(kv: KvMemory) -> str:
+    """Under the layer-group table: which group dominates at this context, and what does not grow with it."""
+    arch = kv.config.arch
+    top = max(kv.groups, key=lambda g: g.bytes_per_request)
+    share = top.bytes_per_request / kv.per_request_bytes
+    text = (f"At {kv.config.context:,} tokens the {group_label(top.kind, arch)} layers hold {share:.1%} of the "
+            f"{fmt_bytes(kv.per_request_bytes)} per request.")
+    if len(kv.groups) == 1:
+        text = f"Every layer keeps the same thing: {fmt_bytes(kv.per_request_bytes)} per request at {kv.config.context:,} tokens."
+    fixed = [g for g in kv.groups if g.kind == STATE or (g.kind == LOCAL and g.tokens_kept < kv.config.context)]
+    if fixed:
+        parts = [f"the {group_label(g.kind, arch)} layers' {fmt_bytes(g.bytes_per_request)}" for g in fixed]
+        text += f" Longer contexts add nothing to {' or '.join(parts)}: only the full-context layers keep growing."
+    return text
+
+
+def engine_frame(alloc):
+    """One row per vLLM KV cache group: its spec, layers, slots, tokens reserved and blocks for one request."""
+    import pandas as pd
+
+    rows = []
+    for i, g in enumerate(alloc.groups):
+        pad = g.slots - len(g.layer_ids)
+        rows.append({"KV cache group": i, "Spec": g.spec, "Layers": _layer_list(g.layer_ids),
+                     "Layer slots": f"{g.slots}" + (f" ({pad} empty)" if pad else ""),
+                     "Tokens reserved": g.tokens_reserved if g.spec != "state" else 0,
+                     "Blocks per request": g.blocks_per_request,
+                     "Bytes per request": g.blocks_per_request * alloc.block_bytes if alloc.hybrid
+                     else alloc.per_request_bytes})
+    return pd.DataFrame(rows)
+
+
+def command_caption(kv: KvMemory, alloc) -> str:
+    """Under the vLLM command: what its numbers are and what vLLM would report for them."""
+    cfg = kv.config
+    return (f"--max-model-len is the context S = {cfg.context:,} and --max-num-seqs the batch B = {cfg.batch:,}; "
+            f"with these settings each request needs {alloc.blocks_per_request:,} blocks of {alloc.block_size} "
+            f"tokens ({fmt_bytes(alloc.per_request_bytes)}) against the formula's {fmt_bytes(kv.per_request_bytes)}.")

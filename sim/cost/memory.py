@@ -172,7 +172,7 @@ class LayerGroup:
 def group_label(kind: str, arch: ArchPreset) -> str:
     """What a LayerGroup's kind means for this model, in a few words."""
     if kind == GLOBAL:
-        return "MLA latent, full context" if arch.attention == "MLA" else "full attention"
+        return "MLA latent (full context)" if arch.attention == "MLA" else "full attention"
     if kind == LOCAL:
         return f"{'chunked' if arch.local_attention == 'chunked' else 'sliding'} {arch.window_word} " \
                f"W = {arch.sliding_window:,}"

@@ -1,0 +1,264 @@
+"""What a vLLM-style paged allocator reserves for the cache that sim.cost.memory counts exactly.
+
+The formula counts the bytes a request's cache holds. An engine hands out fixed-size blocks, and
+vLLM's KV cache manager (v1, with its hybrid allocator) sizes them like this:
+
+- Every caching layer has a spec: full attention (one block per block_size tokens of the whole
+  context), sliding window W (the last W − 1 computed tokens plus a step's newly scheduled ones, plus
+  one block because the window need not start at a block boundary), chunked local attention (a chunk of
+  W plus the new tokens), or Mamba / linear-attention state (one page per request).
+- Models whose layers are all full attention form one group; one block id covers a block_size slice of
+  every layer, so a block costs the sum of their pages (MLA latents and sparse-attention indexer keys
+  may differ in size).
+- Hybrid models need one page size for all groups. Layers of one spec are split into groups of equal
+  size (the smallest spec's layer count, or the largest when it is less than 1.25× the smallest), the
+  last group of a spec padded with empty slots; one block id then costs page × layers-per-group.
+  Mamba state pages force the attention block size up to a multiple of 16 whose page holds the state,
+  and the state is padded up to that page.
+- Without the hybrid manager (--disable-hybrid-kv-cache-manager) sliding and chunked layers are
+  reserved as full attention.
+
+engine_allocation() returns the blocks and bytes a request of the chosen context needs at its peak with
+max_model_len = that context: the figure behind vLLM's "Maximum concurrency for N tokens per request"
+line. Activations, CUDA graphs and prefix-cache retention are not modelled (the formula leaves them out
+too). vllm_command() writes the command line that serves the same view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.cost.arch import GLOBAL, LOCAL, ArchPreset
+from sim.cost.memory import (
+    INDEXER,
+    MAX_CONTEXT,
+    KvMemory,
+    MemoryConfig,
+    _check_int,
+    indexer_token_bytes,
+    layer_groups,
+    state_layer_bytes,
+    token_layer_bytes,
+)
+
+BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # vLLM's --block-size choices (CUDA)
+DEFAULT_BATCHED_TOKENS = 8192  # vLLM's --max-num-batched-tokens default for an OpenAI server on a large GPU
+KERNEL_ALIGN = 16  # attention kernels take block sizes in multiples of 16
+SPECS = ("full", "sliding", "chunked", "state", "indexer")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    block_size: int = 16  # tokens per block, --block-size
+    max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS  # tokens one step may schedule (chunked prefill)
+    hybrid: bool = True  # the hybrid KV cache manager; False = --disable-hybrid-kv-cache-manager
+
+    def __post_init__(self) -> None:
+        if self.block_size not in BLOCK_SIZES:
+            raise ValueError(f"block_size must be one of {', '.join(map(str, BLOCK_SIZES))}, got {self.block_size!r}")
+        _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1, MAX_CONTEXT)
+        if not isinstance(self.hybrid, bool):
+            raise ValueError(f"hybrid must be true or false, got {self.hybrid!r}")
+
+
+@dataclass(frozen=True)
+class EngineGroup:
+    """One vLLM KV cache group: layers of one spec that share a block table."""
+
+    spec: str  # one of SPECS
+    kind: str  # the sim.cost.memory.LayerGroup kind its layers belong to
+    layer_ids: tuple[int, ...]
+    slots: int  # layers one block id covers in this group (layer_ids plus padding)
+    tokens_reserved: int  # tokens its blocks must hold for one request (0 for state)
+    blocks_per_request: int
+
+
+@dataclass(frozen=True)
+class EngineAllocation:
+    config: MemoryConfig
+    engine: EngineConfig
+    block_size: int  # attention tokens per block actually used (raised when Mamba pages need it)
+    page_bytes: int  # one layer's page; hybrid models: the one page size every group uses
+    block_bytes: int  # what one block id costs across every layer that shares it
+    groups: tuple[EngineGroup, ...]
+    hybrid: bool  # whether the hybrid manager's per-spec groups were used
+    padding_layers: int  # empty slots added so that every group has the same number of layers
+    state_padding_bytes: int  # per state layer: its page minus its real state
+    notes: tuple[str, ...]
+    uniform_pages: tuple[tuple[str, int], ...] = ()  # one group of full layers: (kind, its pages' bytes per block)
+
+    @property
+    def blocks_per_request(self) -> int:
+        return sum(g.blocks_per_request for g in self.groups)
+
+    @property
+    def per_request_bytes(self) -> int:
+        return self.blocks_per_request * self.block_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        return self.per_request_bytes * self.config.batch
+
+    def kind_bytes(self) -> dict[str, int]:
+        """Per request, what each LayerGroup kind's layers reserve (their share of each block id)."""
+        out: dict[str, int] = {}
+        for g in self.groups:
+            if self.hybrid:
+                out[g.kind] = out.get(g.kind, 0) + g.blocks_per_request * self.block_bytes
+        if not self.hybrid:  # one group; each kind takes its pages' share of a block
+            (g,) = self.groups
+            for kind, nbytes in self.uniform_pages:
+                out[kind] = g.blocks_per_request * nbytes
+        return out
+
+    def num_blocks(self, kv_budget: int) -> int:
+        """Blocks vLLM would carve out of kv_budget bytes."""
+        return max(kv_budget, 0) // self.block_bytes
+
+    def max_concurrency(self, kv_budget: int) -> float:
+        """vLLM's 'Maximum concurrency for S tokens per request': blocks / blocks one request needs."""
+        return self.num_blocks(kv_budget) / self.blocks_per_request
+
+    def max_requests(self, kv_budget: int) -> int:
+        return self.num_blocks(kv_budget) // self.blocks_per_request
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _tokens(spec: str, window: int, context: int, batched: int) -> int:
+    """Tokens one request's blocks must hold in a layer of this spec at max_model_len = context."""
+    if spec in ("full", "indexer"):
+        return context
+    if spec == "sliding":
+        return min(window - 1 + batched, context)
+    if spec == "chunked":
+        return min(window + batched, context)
+    return 0
+
+
+def _blocks(spec: str, tokens: int, block_size: int) -> int:
+    if spec == "state":
+        return 1
+    extra = 1 if spec == "sliding" else 0  # the window may start mid-block
+    return _cdiv(tokens, block_size) + extra
+
+
+def _spec_layers(cfg: MemoryConfig, hybrid: bool) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(spec, LayerGroup kind, storing layer ids) for every kind of caching layer."""
+    a = cfg.arch
+    out = []
+    for g in layer_groups(cfg):
+        ids = g.layer_ids[:g.num_storing_layers]
+        if g.kind == GLOBAL:
+            out.append(("full", g.kind, ids))
+        elif g.kind == LOCAL:
+            out.append(((a.local_attention if hybrid else "full"), g.kind, ids))
+        elif g.kind == INDEXER:
+            out.append(("indexer", g.kind, ids))
+        else:
+            out.append(("state", g.kind, ids))
+    return out
+
+
+def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig()) -> EngineAllocation:
+    a = cfg.arch
+    S, T = cfg.context, engine.max_num_batched_tokens
+    notes: list[str] = []
+    hybrid = engine.hybrid
+    if not hybrid and a.num_state_layers:
+        notes.append("vLLM cannot turn the hybrid KV cache manager off for a model with state layers; "
+                     "counted with it on")
+        hybrid = True
+    if not hybrid and a.num_local_layers:
+        notes.append(f"without the hybrid manager the {a.num_local_layers} {a.local_attention} layers are reserved "
+                     f"as full attention: {S:,} tokens each instead of a {a.sliding_window:,}-token {a.window_word}")
+    specs = _spec_layers(cfg, hybrid)
+    bpl = token_layer_bytes(a, cfg.kv_dtype, cfg.group_size)
+    idx = indexer_token_bytes(a)
+    bs = engine.block_size
+    if a.attention == "MLA" and bs % 64:
+        notes.append(f"vLLM's FlashMLA backend needs --block-size 64; this counts the {bs} asked for")
+    full_only = all(spec in ("full", "indexer") for spec, _, _ in specs)
+    if full_only:
+        # one group of every layer; a block id costs one page of each (pages may differ: MLA + indexer)
+        per_kind = {kind: bs * len(ids) * (idx if spec == "indexer" else bpl) for spec, kind, ids in specs}
+        ids = tuple(sorted({i for _, _, layer_ids in specs for i in layer_ids}))
+        blocks = _cdiv(S, bs)
+        group = EngineGroup("full", GLOBAL, ids, len(ids), blocks * bs, blocks)
+        return EngineAllocation(cfg, engine, bs, bs * bpl, sum(per_kind.values()), (group,), False, 0, 0,
+                                tuple(notes), tuple(per_kind.items()))
+
+    state_bytes = state_layer_bytes(cfg)
+    has_attention = any(spec != "state" for spec, _, _ in specs)
+    if state_bytes and has_attention:
+        need = KERNEL_ALIGN * _cdiv(state_bytes, KERNEL_ALIGN * bpl)
+        if bs < need:
+            notes.append(f"the {state_bytes:,}-byte state page forces the attention block size up from {bs} to "
+                         f"{need} tokens, so that one attention page ({need} × {bpl:,} B) holds it")
+            bs = need
+        page = bs * bpl
+    elif state_bytes:
+        page = state_bytes
+    else:
+        page = bs * bpl
+    if idx and any(spec == "indexer" for spec, _, _ in specs):
+        notes.append("the indexer's pages are padded to the attention page here (a hybrid with an indexer is an "
+                     "approximation)")
+    counts = [len(ids) for _, _, ids in specs]
+    lo, hi = min(counts), max(counts)
+    per_group = hi if len(specs) == 1 or hi < 1.25 * lo else lo
+    groups, padding = [], 0
+    for spec, kind, ids in specs:
+        n_groups = _cdiv(len(ids), per_group)
+        padding += n_groups * per_group - len(ids)
+        window = a.sliding_window if spec in ("sliding", "chunked") else 0
+        tokens = _tokens(spec, window, S, T)
+        for i in range(n_groups):
+            groups.append(EngineGroup(spec, kind, ids[i::n_groups], per_group, tokens, _blocks(spec, tokens, bs)))
+    if padding:
+        notes.append(f"{padding} empty layer slot{'s' if padding != 1 else ''} pad the groups to {per_group} layers "
+                     "each; they cost memory like real layers")
+    state_pad = page - state_bytes if state_bytes else 0
+    return EngineAllocation(cfg, engine, bs, page, page * per_group, tuple(groups), True, padding, state_pad,
+                            tuple(notes))
+
+
+# --- the command line that serves this view -----------------------------------------------------
+
+VLLM_KV_DTYPES = {"fp8": "fp8"}  # our dtype -> vLLM's --kv-cache-dtype (16-bit: "auto", the model's dtype)
+TORCH_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+
+
+def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utilization: float, num_gpus: int,
+                 model_ref: str = "") -> tuple[str, tuple[str, ...]]:
+    """(`vllm serve ...` with this view's settings, notes on what vLLM cannot do the same way)."""
+    cfg = kv.config
+    notes = []
+    ref = model_ref or arch.hf_id or "path/to/model"
+    args = [f"vllm serve {ref}"]
+    if cfg.kv_dtype in VLLM_KV_DTYPES:
+        args.append(f"--kv-cache-dtype {VLLM_KV_DTYPES[cfg.kv_dtype]}")
+    elif cfg.kv_dtype in TORCH_NAMES:
+        args.append("--kv-cache-dtype auto")
+        if cfg.kv_dtype != arch.model_dtype:
+            args.append(f"--dtype {TORCH_NAMES[cfg.kv_dtype]}")  # auto stores K/V in the model's dtype
+    else:
+        args.append("--kv-cache-dtype fp8")
+        notes.append(f"vLLM has no {cfg.kv_dtype.upper()} KV cache; the command uses fp8, the nearest it has "
+                     f"(this view counts {cfg.kv_dtype.upper()} with its group scales)")
+    args += [f"--block-size {alloc.block_size}", f"--max-model-len {cfg.context}",
+             f"--gpu-memory-utilization {utilization:g}", f"--max-num-seqs {cfg.batch}"]
+    if alloc.engine.max_num_batched_tokens != DEFAULT_BATCHED_TOKENS:
+        args.append(f"--max-num-batched-tokens {alloc.engine.max_num_batched_tokens}")
+    if num_gpus > 1:
+        args.append(f"--tensor-parallel-size {num_gpus}")
+    if not alloc.engine.hybrid and not arch.num_state_layers:
+        args.append("--disable-hybrid-kv-cache-manager")
+    if arch.num_state_layers and cfg.state_dtype and cfg.state_dtype != arch.state_ssm_dtype:
+        args.append(f"--mamba-ssm-cache-dtype {TORCH_NAMES[cfg.state_dtype]}")
+    if cfg.layers_per_kv > 1:
+        notes.append(f"vLLM has no switch for sharing one K/V among {cfg.layers_per_kv} layers; a model must be "
+                     "built that way")
+    return " \\\n  ".join(args), tuple(notes)
