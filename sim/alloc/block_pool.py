@@ -171,6 +171,28 @@ class BlockPool:
                 freed.append(block)
         return freed
 
+    def truncate(self, req_id: int, num_tokens: int) -> list[int]:
+        """Keep a request's first num_tokens tokens and drop the rest (draft tokens a speculative step rejected):
+        blocks past them lose a reference and, at ref_cnt 0, join the free queue's tail (last block first).
+        Returns the blocks freed."""
+        table = self._table(req_id)
+        n, bs = self.req_to_num_tokens[req_id], self.block_size
+        if not 1 <= num_tokens <= n:
+            raise ValueError(f"request {req_id} holds {n} tokens; can keep 1..{n}, asked {num_tokens}")
+        keep = cdiv(num_tokens, bs)
+        freed = []
+        for block in reversed(table[keep:]):
+            self.ref_cnt[block] -= 1
+            assert self.ref_cnt[block] >= 0, f"block {block} freed more often than allocated"
+            if self.ref_cnt[block] == 0:
+                self.block_num_tokens[block] = 0
+                self.free_block_queue.append(block)
+                freed.append(block)
+        del table[keep:]
+        self.block_num_tokens[table[-1]] = num_tokens - (keep - 1) * bs
+        self.req_to_num_tokens[req_id] = num_tokens
+        return freed
+
     def block_table(self, req_id: int) -> list[int]:
         return list(self._table(req_id))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-POLICY_LABELS = {"static": "Static batching", "continuous": "Continuous batching"}
+POLICY_LABELS = {"static": "Static batching", "continuous": "Continuous batching", "chunked": "Chunked prefill"}
 PERCENTILES = (50, 95, 99)
 
 
@@ -42,6 +42,8 @@ class ServingResult:
     it_kv_claimed: np.ndarray  # KV slots held (continuous: blocks × block size; static: the reservation)
     it_kv_tokens: np.ndarray  # slots holding real tokens
     it_finished: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # every gap between two consecutive tokens of one request; None: derived from the passes (see itl_s)
+    token_gaps_s: np.ndarray | None = None
 
     @property
     def label(self) -> str:
@@ -91,6 +93,25 @@ class ServingResult:
         return (self.finish_s[many] - self.first_token_s[many]) / (self.output_len[many] - 1)
 
     @property
+    def itl_s(self) -> np.ndarray:
+        """Inter-token latency: every gap between two consecutive tokens of one request.
+
+        Given by the scheduler (token_gaps_s), or derived for the static and continuous schedulers, where every row
+        of a pass produces one token: a pass with no prefill in a row gives that row a gap of the pass's time
+        (it_tokens - it_prefills such rows), and a request recomputed after a preemption waits from the end of its
+        last stretch to the end of the pass that prefills it again."""
+        if self.token_gaps_s is not None:
+            return self.token_gaps_s
+        gaps = np.repeat(self.it_seconds, self.it_tokens - self.it_prefills)
+        order = np.lexsort((self.seg_start_s, self.seg_req))
+        req, start, end = self.seg_req[order], self.seg_start_s[order], self.seg_end_s[order]
+        again = np.flatnonzero(req[1:] == req[:-1]) + 1  # stretches after a preemption
+        if len(again):
+            it = np.searchsorted(self.it_start_s, start[again])  # the pass that starts the stretch
+            gaps = np.concatenate([gaps, self.it_start_s[it] + self.it_seconds[it] - end[again - 1]])
+        return gaps
+
+    @property
     def e2e_s(self) -> np.ndarray:
         return self.finish_s - self.arrival_s
 
@@ -121,7 +142,8 @@ class ServingResult:
     def metrics(self) -> dict[str, float]:
         row = {"policy": self.policy, "throughput_tok_s": self.tokens_per_s, "requests_per_s": self.requests_per_s,
                "makespan_s": self.makespan_s}
-        for name, vals, scale in (("ttft", self.ttft_s, 1.0), ("tpot", self.tpot_s, 1e3), ("e2e", self.e2e_s, 1.0)):
+        for name, vals, scale in (("ttft", self.ttft_s, 1.0), ("tpot", self.tpot_s, 1e3), ("itl", self.itl_s, 1e3),
+                                  ("e2e", self.e2e_s, 1.0)):
             unit = "ms" if scale == 1e3 else "s"
             for q, v in zip(PERCENTILES, self.percentiles(vals), strict=True):
                 row[f"{name}_p{q}_{unit}"] = v * scale

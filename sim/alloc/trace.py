@@ -1,0 +1,287 @@
+"""A request trace a user brings: JSON Lines, one request per line, read as data only and checked field by field.
+
+Each non-blank line is one JSON object:
+
+    {"arrival": 0.25, "prompt": [1, 2, 3, ...], "output_len": 64}
+    {"arrival": 0.30, "prompt_len": 700, "prefix_group": "sys-a", "prefix_len": 512, "output_len": 40}
+
+    prompt       : the prompt's token ids (whole numbers 0 .. 2^31 - 1), or instead
+    prompt_len   : its length, with optionally
+      prefix_group : a name (text or whole number): requests of one group share their first tokens,
+      prefix_len   : how many (0 .. prompt_len; needed with prefix_group). The shared and the private tokens are
+                     drawn from a seed made of the group's name and the line's number, so the same file always
+                     gives the same token ids.
+    output_len   : tokens the request produces (1 ..)
+    arrival      : seconds after the trace starts (optional, default 0; never less than the line before)
+    id           : a label to show (optional, text or whole number)
+
+Anything else is refused with the line number and the field, so a typo (`output_length`) is caught rather than
+silently defaulted. Nothing in the file is evaluated: `json.loads` with NaN and Infinity refused, sizes bounded
+before parsing. Output token ids are unknown (a trace gives their count), so they are stored as -1, which no
+prompt token can equal: only prompt tokens can hit a prefix cache.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sim.alloc.block_pool import cdiv
+from sim.alloc.workload import (
+    FIRST_ID,
+    MAX_MODEL_LEN,
+    MAX_PREFIX_WORKLOAD_REQUESTS,
+    MAX_TRACE_TOKENS,
+    VOCAB_SIZE,
+    Request,
+    Trace,
+    Workload,
+)
+
+MAX_TRACE_BYTES = 16 * 2**20  # a trace file (the command line)
+MAX_PAGE_TRACE_BYTES = 2 * 2**20  # an uploaded or pasted trace (the page)
+MAX_TRACE_REQUESTS = MAX_PREFIX_WORKLOAD_REQUESTS
+MAX_LINE_BYTES = 1 * 2**20
+MAX_TOKEN_ID = 2**31 - 1
+MAX_ARRIVAL_S = 1e7
+MAX_LABEL_CHARS = 64
+FIELDS = ("arrival", "prompt", "prompt_len", "prefix_group", "prefix_len", "output_len", "id")
+UNKNOWN_OUTPUT_ID = -1
+
+
+class TraceError(ValueError):
+    """A trace that cannot be used; `line` is 1-based (0: the file as a whole), `field` the offending key."""
+
+    def __init__(self, line: int, field: str, message: str) -> None:
+        self.line, self.field = line, field
+        where = f"line {line}" if line else "the trace"
+        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+
+@dataclass(frozen=True, eq=False)
+class TraceRequest:
+    line: int  # 1-based line of the file
+    arrival_s: float
+    prompt: np.ndarray  # (P,) int32 token ids
+    output_len: int
+    group: str | None  # prefix_group, when the line gave lengths
+    label: str
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prompt)
+
+
+@dataclass(frozen=True, eq=False)
+class TraceFile:
+    requests: tuple[TraceRequest, ...]
+    num_bytes: int
+
+    @property
+    def num_requests(self) -> int:
+        return len(self.requests)
+
+    @property
+    def prompt_len(self) -> np.ndarray:
+        return np.array([r.prompt_len for r in self.requests], dtype=np.int64)
+
+    @property
+    def output_len(self) -> np.ndarray:
+        return np.array([r.output_len for r in self.requests], dtype=np.int64)
+
+    @property
+    def arrival_s(self) -> np.ndarray:
+        return np.array([r.arrival_s for r in self.requests], dtype=np.float64)
+
+    @property
+    def max_model_len(self) -> int:
+        """The longest request: prompt + output (what one request alone must fit)."""
+        return int((self.prompt_len + self.output_len).max())
+
+    def to_prefix_trace(self) -> Trace:
+        """The prefix cache's trace (sim.alloc.workload.Trace), outputs stored as UNKNOWN_OUTPUT_ID."""
+        reqs = tuple(Request(r.prompt, np.full(r.output_len, UNKNOWN_OUTPUT_ID, dtype=np.int32), None, r.label,
+                             (("prompt", r.prompt_len),)) for r in self.requests)
+        return Trace(reqs, "uploaded trace")
+
+    def to_workload(self) -> Workload:
+        """The serving simulators' workload: arrivals in seconds (run it with tick_s = 1)."""
+        o = self.output_len
+        return Workload(self.arrival_s, self.prompt_len, o, o.copy(), max(2, self.max_model_len))
+
+    def prompt_hashes(self, block_size: int) -> list[list[int]]:
+        """Each request's full prompt blocks' hashes, chained to the parent (sim.alloc.prefix_cache)."""
+        from sim.alloc.prefix_cache import block_hashes
+
+        return [block_hashes(r.prompt, block_size) for r in self.requests]
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame({"line": [r.line for r in self.requests], "request": [r.label for r in self.requests],
+                             "arrival_s": self.arrival_s, "prompt_tokens": self.prompt_len,
+                             "output_tokens": self.output_len,
+                             "prefix_group": [r.group or "" for r in self.requests]})
+
+
+def _whole(line: int, field: str, value, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or (isinstance(value, float) and (
+            not math.isfinite(value) or value != int(value))):
+        raise TraceError(line, field, f"must be a whole number {lo:,}..{hi:,}, got {_short(value)}")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise TraceError(line, field, f"must be {lo:,}..{hi:,}, got {v:,}")
+    return v
+
+
+def _label(line: int, field: str, value) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise TraceError(line, field, f"must be text or a whole number, got {_short(value)}")
+    text = str(value)
+    if not 1 <= len(text) <= MAX_LABEL_CHARS:
+        raise TraceError(line, field, f"must be 1..{MAX_LABEL_CHARS} characters, got {len(text):,}")
+    return text
+
+
+def _short(value) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _seeded_ids(key: str, n: int) -> np.ndarray:
+    rng = np.random.default_rng(zlib.crc32(key.encode()))
+    return rng.integers(FIRST_ID, VOCAB_SIZE, size=n).astype(np.int32)
+
+
+def _parse_line(line: int, text: str) -> dict:
+    try:
+        obj = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise TraceError(line, "", "nested too deeply to be a request") from None
+    except ValueError as exc:
+        msg = str(exc).split(":")[0] if not isinstance(exc, json.JSONDecodeError) else \
+            f"{exc.msg} at character {exc.colno}"
+        raise TraceError(line, "", f"not valid JSON ({msg})") from None
+    if not isinstance(obj, dict):
+        raise TraceError(line, "", f"must be a JSON object {{...}}, got {type(obj).__name__}")
+    for key in obj:
+        if key not in FIELDS:
+            raise TraceError(line, _short(key)[:40], f"unknown field; a line may have {', '.join(FIELDS)}")
+    return obj
+
+
+def parse_trace(data: bytes | str, max_bytes: int = MAX_TRACE_BYTES) -> TraceFile:
+    """Check and read a JSONL trace; raises TraceError naming the line and the field."""
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    if len(raw) > max_bytes:
+        raise TraceError(0, "", f"{len(raw):,} bytes, over the limit of {max_bytes:,}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise TraceError(line, "", f"not UTF-8 text (byte {exc.start:,} of the file)") from None
+    rows: list[tuple[int, dict]] = []
+    for i, piece in enumerate(text.splitlines(), start=1):
+        if not piece.strip():
+            continue
+        if len(piece.encode()) > MAX_LINE_BYTES:
+            raise TraceError(i, "", f"{len(piece.encode()):,} bytes, over the limit of {MAX_LINE_BYTES:,} per line")
+        if len(rows) >= MAX_TRACE_REQUESTS:
+            raise TraceError(i, "", f"more than {MAX_TRACE_REQUESTS:,} requests")
+        rows.append((i, _parse_line(i, piece)))
+    if not rows:
+        raise TraceError(0, "", "no requests (every line is blank)")
+    # prefix groups: the longest shared part each group needs, so every member draws the same leading ids
+    group_len: dict[str, int] = {}
+    parsed = []
+    last_arrival, total = 0.0, 0
+    for line, obj in rows:
+        if "output_len" not in obj:
+            raise TraceError(line, "output_len", "missing (tokens the request produces)")
+        out = _whole(line, "output_len", obj["output_len"], 1, MAX_MODEL_LEN - 1)
+        arrival = obj.get("arrival", 0)
+        if isinstance(arrival, bool) or not isinstance(arrival, int | float) or not 0 <= arrival <= MAX_ARRIVAL_S:
+            raise TraceError(line, "arrival", f"must be seconds 0..{MAX_ARRIVAL_S:g}, got {_short(arrival)}")
+        arrival = float(arrival)
+        if arrival < last_arrival:
+            raise TraceError(line, "arrival", f"{arrival:g} s is before the line above's {last_arrival:g} s "
+                                              "(arrivals must not decrease)")
+        last_arrival = arrival
+        label = _label(line, "id", obj["id"]) if "id" in obj else f"line {line}"
+        if "prompt" in obj:
+            for key in ("prompt_len", "prefix_group", "prefix_len"):
+                if key in obj:
+                    raise TraceError(line, key, "give either prompt (token ids) or prompt_len, not both")
+            ids = obj["prompt"]
+            if not isinstance(ids, list) or not 1 <= len(ids) <= MAX_MODEL_LEN - 1:
+                n = f"{len(ids):,} ids" if isinstance(ids, list) else _short(ids)
+                raise TraceError(line, "prompt", f"must be a list of 1..{MAX_MODEL_LEN - 1:,} token ids, got {n}")
+            for j, t in enumerate(ids):
+                if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= MAX_TOKEN_ID:
+                    raise TraceError(line, "prompt", f"token {j:,} must be a whole number 0..{MAX_TOKEN_ID:,}, "
+                                                     f"got {_short(t)}")
+            p, group, shared = len(ids), None, 0
+            prompt = np.array(ids, dtype=np.int32)
+        elif "prompt_len" in obj:
+            p = _whole(line, "prompt_len", obj["prompt_len"], 1, MAX_MODEL_LEN - 1)
+            group, shared, prompt = None, 0, None
+            if "prefix_group" in obj:
+                group = _label(line, "prefix_group", obj["prefix_group"])
+                if "prefix_len" not in obj:
+                    raise TraceError(line, "prefix_len", "missing: with prefix_group, say how many leading tokens "
+                                                         "the group shares")
+                shared = _whole(line, "prefix_len", obj["prefix_len"], 0, p)
+                group_len[group] = max(group_len.get(group, 0), shared)
+            elif "prefix_len" in obj:
+                raise TraceError(line, "prefix_len", "needs a prefix_group (which requests share those tokens)")
+        else:
+            raise TraceError(line, "prompt", "missing: give prompt (token ids) or prompt_len")
+        if p + out > MAX_MODEL_LEN:
+            raise TraceError(line, "output_len", f"prompt {p:,} + output {out:,} tokens is past the longest "
+                                                 f"request the simulators take, {MAX_MODEL_LEN:,}")
+        total += p + out - 1
+        if total > MAX_TRACE_TOKENS:
+            raise TraceError(line, "", f"the trace stores {total:,} tokens by this line, past the limit of "
+                                       f"{MAX_TRACE_TOKENS:,}")
+        parsed.append((line, arrival, prompt, p, group, shared, out, label))
+    shared_ids = {g: _seeded_ids(f"group:{g}", n) for g, n in group_len.items()}
+    reqs = []
+    for line, arrival, prompt, p, group, shared, out, label in parsed:
+        if prompt is None:
+            head = shared_ids[group][:shared] if group is not None else np.zeros(0, np.int32)
+            prompt = np.concatenate([head, _seeded_ids(f"line:{line}", p - shared)])
+        reqs.append(TraceRequest(line, arrival, prompt, out, group, label))
+    return TraceFile(tuple(reqs), len(raw))
+
+
+def read_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> TraceFile:
+    """parse_trace on a file; a file that is missing or too big is a TraceError too (read no more than the limit)."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise TraceError(0, "", f"{size:,} bytes, over the limit of {max_bytes:,}")
+        with p.open("rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as exc:
+        raise TraceError(0, "", f"cannot read {str(path)[:80]!r} ({exc.strerror or exc})") from None
+    return parse_trace(data, max_bytes)
+
+
+def blocks_to_hold(tf: TraceFile, block_size: int) -> int:
+    """Blocks that hold every request's stored tokens at once: a cache that never has to evict."""
+    return sum(cdiv(r.prompt_len + r.output_len - 1, block_size) for r in tf.requests)
+
+
+def write_trace(requests: list[dict]) -> str:
+    """JSONL text for a list of request dicts (examples, tests)."""
+    return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in requests)
