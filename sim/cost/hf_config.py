@@ -85,6 +85,7 @@ class _Reader:
 
 
 NON_GATED_MLP = ("gpt2", "falcon", "gpt_neox", "gptj", "opt", "bloom", "gpt_bigcode", "starcoder2", "phi", "nemotron_h")
+PURE_STATE_MODELS = ("mamba", "mamba2", "falcon_mamba")
 NESTED_KEYS = ("text_config", "llm_config", "language_config")  # multimodal wrappers around the language model
 
 # layer_types / layers_block_type entries -> a layer letter and, for local layers, what they keep
@@ -177,7 +178,7 @@ def _derived_pattern(r: _Reader, model_type: str, n: int, window: int, chunk: in
     interval = r.int("full_attention_interval", lo=1, hi=MAX_PATTERN, required=False, null_ok=True)
     if interval is not None:  # Qwen3-Next: every interval-th layer full attention, the rest linear attention
         return "".join(GLOBAL if (i + 1) % interval == 0 else STATE for i in range(n)), "sliding"
-    if model_type in ("mamba", "mamba2", "falcon_mamba"):
+    if model_type in PURE_STATE_MODELS:
         return STATE * n, "sliding"
     if chunk:  # Llama 4: RoPE layers attend within chunks, the NoPE ones (every 4th by default) to everything
         k, rope = r.raw("no_rope_layers")
@@ -230,12 +231,16 @@ def _state(r: _Reader, model_type: str, d_model: int, n_state: int) -> dict:
     conv_dtype = _dtype(r, "mamba_cache_dtype", "mamba_conv_dtype", default=model_dtype)
     ssm_dtype = _dtype(r, "mamba_ssm_dtype", "mamba_ssm_cache_dtype", default=model_dtype)
     base = {"state_conv_dtype": conv_dtype, "state_ssm_dtype": ssm_dtype}
-    if r.raw("linear_key_head_dim")[0] is not None or model_type.startswith(("qwen3_next", "qwen3_5")):
+    _, types = r.raw("layer_types")
+    linear = (r.raw("linear_key_head_dim")[0] is not None or model_type.startswith(("qwen3_next", "qwen3_5"))
+              or r.raw("full_attention_interval")[0] is not None
+              or (isinstance(types, list) and "linear_attention" in types))
+    if linear:
         # Gated DeltaNet (Qwen3-Next): conv over q, k and v; one dk × dv state matrix per value head
-        nk = r.int("linear_num_key_heads", hi=L)
-        nv = r.int("linear_num_value_heads", hi=L)
-        dk = r.int("linear_key_head_dim", hi=L)
-        dv = r.int("linear_value_head_dim", hi=L)
+        nk = r.int("linear_num_key_heads", hi=L, required=False)
+        nv = r.int("linear_num_value_heads", hi=L, required=False)
+        dk = r.int("linear_key_head_dim", hi=L, required=False)
+        dv = r.int("linear_value_head_dim", hi=L, required=False)
         kernel = r.int("linear_conv_kernel_dim", lo=2, hi=1024, default=4, required=False, null_ok=True)
         if None in (nk, nv, dk, dv):
             r.problems.append(f"the config has {n_state} linear_attention layers: it needs linear_num_key_heads, "
@@ -249,9 +254,9 @@ def _state(r: _Reader, model_type: str, d_model: int, n_state: int) -> dict:
     heads_key, _ = r.raw("mamba_num_heads", "mamba_n_heads")
     if heads_key is not None or model_type == "mamba2":
         # Mamba-2 (Nemotron-H, Granite 4, Bamba): conv over x, B and C; one head_dim × d_state state per head
-        heads = r.int("mamba_num_heads", "mamba_n_heads", "num_heads", hi=L)
-        head_dim = r.int("mamba_head_dim", "mamba_d_head", "head_dim", hi=L)
-        d_state = r.int("ssm_state_size", "mamba_d_state", "state_size", hi=L)
+        heads = r.int("mamba_num_heads", "mamba_n_heads", "num_heads", hi=L, required=False)
+        head_dim = r.int("mamba_head_dim", "mamba_d_head", "head_dim", hi=L, required=False)
+        d_state = r.int("ssm_state_size", "mamba_d_state", "state_size", hi=L, required=False)
         groups = r.int("n_groups", "mamba_n_groups", default=1, required=False, null_ok=True, hi=L)
         kernel = r.int("conv_kernel", "mamba_d_conv", lo=2, hi=1024, default=4, required=False, null_ok=True)
         if None in (heads, head_dim, d_state):
@@ -264,7 +269,7 @@ def _state(r: _Reader, model_type: str, d_model: int, n_state: int) -> dict:
         return {**base, "state_kind": "mamba2", "state_conv_shape": (conv_dim, kernel - 1),
                 "state_ssm_shape": (heads, head_dim, d_state), "state_params": params}
     # Mamba (Jamba, Falcon-Mamba): d_inner = expand · hidden channels, a d_state-wide state each
-    d_state = r.int("mamba_d_state", "state_size", "ssm_state_size", hi=L)
+    d_state = r.int("mamba_d_state", "state_size", "ssm_state_size", hi=L, required=False)
     kernel = r.int("mamba_d_conv", "conv_kernel", lo=2, hi=1024, default=4, required=False, null_ok=True)
     expand = r.int("mamba_expand", "expand", hi=64, default=2, required=False, null_ok=True)
     if d_state is None:
@@ -292,7 +297,9 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
     L = LIMITS
     n_layers = r.int("num_hidden_layers", "n_layer", "num_layers", lo=L["n_layers"][0], hi=L["n_layers"][1])
     d_model = r.int("hidden_size", "n_embd", "d_model", lo=L["d_model"][0], hi=L["d_model"][1])
-    n_heads = r.int("num_attention_heads", "n_head", lo=L["n_heads"][0], hi=L["n_heads"][1])
+    pure_state = model_type in PURE_STATE_MODELS  # no attention at all: the head fields are not needed
+    n_heads = r.int("num_attention_heads", "n_head", lo=L["n_heads"][0], hi=L["n_heads"][1],
+                    default=1 if pure_state else None)
     vocab = r.int("vocab_size", lo=L["vocab_size"][0], hi=L["vocab_size"][1])
 
     # K/V heads: an explicit count, else Falcon's multi_query flag, else one per query head (MHA)
