@@ -114,3 +114,43 @@ def test_measurement_sentences():
     assert gpu.agree and gpu.allocator_rounds_up  # 6,400 B per tensor rounds up to 13 · 512 = 6,656 B
     assert "cache dtype BF16 (p = 2)" in gpu.caption
     assert not measurement(calculator_bytes=1).agree
+
+
+def test_engine_takeaway_worded_both_ways():
+    from dataclasses import replace
+
+    from sim.cost.kv_engine import EngineConfig, engine_allocation
+    from sim.cost.kv_readouts import engine_caption, engine_takeaway, groups_caption
+
+    cfg = MemoryConfig(P["gpt-oss-20b"], context=32768)
+    kv, alloc = kv_memory(cfg), engine_allocation(cfg, EngineConfig())
+    # 1,010,171,904 / 808,452,096 = 1.25; the sliding layers reserve 521 blocks instead of 128 tokens
+    assert engine_takeaway(kv, alloc, "gpt-oss-20b") == (
+        "gpt-oss-20b at 32,768 tokens: vLLM reserves 963.4 MiB per request, 1.25× the formula's 771 MiB; the sliding "
+        "window W = 128 layers take most of the 192.4 MiB extra")
+    exact = MemoryConfig(P["llama-3.1-8b"], context=32768)  # 32,768 tokens = 2,048 whole blocks
+    assert engine_takeaway(kv_memory(exact), engine_allocation(exact), "Llama 3.1 8B") == (
+        "Llama 3.1 8B at 32,768 tokens: vLLM's blocks reserve exactly the formula's 4 GiB per request")
+    fewer = replace(alloc, block_bytes=alloc.block_bytes // 2)  # a cheaper engine, to word the other way
+    assert engine_takeaway(kv, fewer, "x").startswith("x at 32,768 tokens: vLLM reserves 481.7 MiB per request, "
+                                                      "less than the formula's 771 MiB; the full attention layers")
+    assert engine_caption(kv, alloc).startswith(
+        "2 KV cache groups of 12 layer slots, one page size (32,768 B per layer, 16 tokens of attention): a block id "
+        "costs 393,216 B; a request needs 1 full group × 2,048 blocks + 1 sliding group × 521 blocks = 2,569 blocks. "
+        "A sliding layer reserves 8,319 tokens, not 128")
+    assert groups_caption(kv) == (
+        "At 32,768 tokens the full attention layers hold 99.6% of the 771 MiB per request. Longer contexts add "
+        "nothing to the sliding window W = 128 layers' 3 MiB: only the full-context layers keep growing.")
+    assert groups_caption(kv_memory(exact)) == "Every layer keeps the same thing: 4 GiB per request at 32,768 tokens."
+
+
+def test_engine_metrics_count_both_ways():
+    from sim.cost.kv_engine import engine_allocation
+    from sim.cost.kv_readouts import engine_metrics
+
+    cfg = MemoryConfig(P["gpt-oss-20b"], context=32768)
+    m = {x.label: x for x in engine_metrics(kv_memory(cfg), engine_allocation(cfg), 40 * (1 << 30))}
+    # 42,949,672,960 // 808,452,096 = 53; (42,949,672,960 // 393,216) // 2,569 = 109,226 // 2,569 = 42
+    assert (m["Max requests (formula)"].value, m["Max requests (vLLM blocks)"].value) == ("53", "42")
+    assert m["Max requests (vLLM blocks)"].delta == "42.52× concurrency"
+    assert m["vLLM reserves, per request"].delta == "1.25× the formula"

@@ -223,10 +223,56 @@ def test_a_bad_tab_in_the_link_opens_the_first_with_a_warning():
     assert at.query_params["tab"] == "formula" and at.session_state[TAB_WIDGET] == TABS["formula"]
 
 
-@pytest.mark.parametrize("tab", ["variants", "dtypes"])
+@pytest.mark.parametrize("tab", ["engine", "variants", "dtypes"])
 def test_each_tabs_chart_titles_its_axes(tab):
     """The chart axes test opens the page at its default tab; these tabs' charts are checked here."""
     from tests.test_chart_axes import charts, untitled_axes
 
     figs = charts(run_page({"tab": tab}))
     assert len(figs) == 2 and all(untitled_axes(f) == [] for f in figs)
+
+
+def test_engine_tab_shows_the_allocator_next_to_the_formula():
+    from sim.cost.kv_engine import EngineConfig, engine_allocation
+    from sim.cost.kv_readouts import engine_takeaway
+    from tests.test_chart_axes import charts, title_of
+
+    at = run_page({"model": "gpt-oss-20b", "tab": "engine", "ctx": "32768", "batch": "4"})
+    cfg = MemoryConfig(P["gpt-oss-20b"], batch=4, context=32768)
+    kv, alloc = kv_memory(cfg), engine_allocation(cfg, EngineConfig())
+    cap = capacity(cfg, GpuConfig(G["h100-sxm"]))
+    shown = metrics(at)
+    assert shown["vLLM reserves, per request"] == fmt_bytes(alloc.per_request_bytes) == "963.4 MiB"
+    assert shown["Max requests (formula)"] == f"{cap.kv_budget_bytes // kv.per_request_bytes:,}"
+    assert shown["Max requests (vLLM blocks)"] == f"{alloc.max_requests(cap.kv_budget_bytes):,}"
+    assert int(shown["Max requests (vLLM blocks)"]) < int(shown["Max requests (formula)"])
+    figs = charts(at)
+    assert unescaped(title_of(figs[-1])).replace("<br>", " ") == engine_takeaway(kv, alloc, "gpt-oss-20b")
+    groups = next(t.value for t in [*at.table, *at.dataframe] if "KV cache group" in t.value.columns)
+    assert groups["Blocks per request"].tolist() == [2048, 521]
+    code = at.get("code")[0].proto.code_text
+    assert "--max-model-len 32768" in code and "--max-num-seqs 4" in code and "vllm serve openai/gpt-oss-20b" in code
+
+
+def test_formula_tab_lists_the_layer_groups():
+    from sim.cost.kv_engine import EngineConfig, engine_allocation
+    from sim.cost.kv_readouts import group_rows
+
+    at = run_page({"model": "qwen3-next-80b-a3b", "ctx": "131072", "batch": "1"})
+    cfg = MemoryConfig(P["qwen3-next-80b-a3b"], batch=1, context=131072)
+    rows = group_rows(kv_memory(cfg), engine_allocation(cfg, EngineConfig()))
+    table = next(t.value for t in [*at.table, *at.dataframe] if "Group" in t.value.columns)
+    assert table["Group"].tolist() == ["full attention", "linear-attention (Gated DeltaNet) state"]
+    assert table["Per request (B)"].tolist() == [r["Per request (B)"] for r in rows] == [12 * 131072 * 2048, 39_518_208]
+    assert table["Share"].tolist() == ["98.8%", "1.2%"]  # 3,221,225,472 / 3,260,743,680 = 0.9879
+
+
+def test_engine_settings_round_trip_and_bad_values():
+    at = run_page({"model": "gpt-oss-20b", "tab": "engine", "bs": "32", "hybrid": "0", "mnbt": "2048"})
+    assert not [w for w in at.warning if "cannot use" in w.value]
+    assert (at.query_params["bs"], at.query_params["hybrid"], at.query_params["mnbt"]) == ("32", "0", "2048")
+    assert "--disable-hybrid-kv-cache-manager" in at.get("code")[0].proto.code_text
+    bad = run_page({"model": "gpt-oss-20b", "bs": "17", "mnbt": "-1", "sdt": "fp64"})
+    text = " ".join(w.value for w in bad.warning)
+    assert "`17` is not one of" in text and "`-1` is outside" in text and "`fp64` is not one of" in text
+    assert bad.query_params["bs"] == "16"

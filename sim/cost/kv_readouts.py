@@ -271,9 +271,8 @@ def engine_takeaway(kv: KvMemory, alloc, name: str) -> str:
     kind = max(gaps, key=lambda k: abs(gaps[k]))
     label = group_label(kind, arch)
     if e > f:
-        why = f"most of the {fmt_bytes(e - f)} extra is the {label} layers'"
         return (f"{head}: vLLM reserves {fmt_bytes(e)} per request, {_times(e / f)} the formula's {fmt_bytes(f)}; "
-                f"{why}")
+                f"the {label} layers take most of the {fmt_bytes(e - f)} extra")
     return (f"{head}: vLLM reserves {fmt_bytes(e)} per request, less than the formula's {fmt_bytes(f)}; "
             f"the {label} layers make most of the {fmt_bytes(f - e)} difference")
 

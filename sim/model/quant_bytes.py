@@ -106,7 +106,7 @@ def scale_rows(arch: ArchPreset, schemes: Sequence[CacheScheme], context: int, g
     """Per-request cache bytes of each scheme for a standard-attention preset, and what that buys on
     a GPU: the most requests that fit next to the weights and the bandwidth-bound decode rate.
     The first row is FP16."""
-    if arch.attention == "MLA" or arch.sliding_window or arch.v_dim != arch.head_dim:
+    if arch.attention == "MLA" or arch.sliding_window or arch.v_dim != arch.head_dim or not _every_layer_full(arch):
         raise ValueError(f"{arch.name}: only models whose every layer caches full K and V heads are shown here")
     if not 1 <= context <= arch.max_position_embeddings:
         raise ValueError(f"context must be in 1..{arch.max_position_embeddings:,}, got {context:,}")
@@ -170,7 +170,13 @@ class ScaleView:
 def scale_presets(presets: Mapping[str, ArchPreset]) -> dict[str, ArchPreset]:
     """The presets a K/V cache scheme applies to as it is: full attention with K and V of one width (no MLA,
     no sliding window)."""
-    return {k: p for k, p in presets.items() if p.attention != "MLA" and not p.sliding_window and p.v_dim == p.head_dim}
+    return {k: p for k, p in presets.items() if p.attention != "MLA" and not p.sliding_window and p.v_dim == p.head_dim
+            and _every_layer_full(p)}
+
+
+def _every_layer_full(p: ArchPreset) -> bool:
+    """Every layer stores its own K/V (no linear-attention / Mamba / MLP-only layers, no shared K/V, no indexer)."""
+    return p.num_global_layers == p.n_layers and not p.kv_shared_layers and not p.index_head_dim
 
 
 def context_for(arch: ArchPreset, context: int) -> tuple[int, str | None]:
