@@ -413,7 +413,10 @@ JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=
 FIELDS = ["num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
           "intermediate_size", "vocab_size", "max_position_embeddings", "sliding_window", "kv_lora_rank",
           "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "num_local_experts", "num_experts_per_tok",
-          "layer_types", "sliding_window_pattern", "multi_query", "text_config", "model_type", "n_head"]
+          "layer_types", "sliding_window_pattern", "multi_query", "text_config", "model_type", "n_head",
+          "full_attention_interval", "linear_key_head_dim", "linear_num_value_heads", "hybrid_override_pattern",
+          "attn_layer_period", "attention_chunk_size", "no_rope_layers", "num_kv_shared_layers", "index_head_dim",
+          "mamba_d_state", "mamba_num_heads", "torch_dtype", "layers_block_type", "llm_config"]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -215,7 +215,7 @@ def _dtype(r: _Reader, *keys: str, default: str) -> str:
     k, value = r.raw(*keys)
     if k is None or value is None or value == "auto":
         return default
-    if value not in TORCH_DTYPES:
+    if not isinstance(value, str) or value not in TORCH_DTYPES:
         r.problems.append(f"{k} must be one of {', '.join(TORCH_DTYPES)}, got {str(value)[:40]!r}")
         return default
     return TORCH_DTYPES[value]
