@@ -5,10 +5,13 @@ import streamlit as st
 
 from app.claims import render_claims
 from app.controls import serving as controls
+from app.controls import serving_engine as eng
 from app.figures import serving as figs
+from app.figures import serving_engine as efigs
 from app.present import show_chart, show_chart_in, show_table
 from app.resources import live_result
 from app.runs import serving as runs
+from app.runs import serving_engine as eruns
 from app.text import plain
 from app.urlstate import UrlState
 from sim.cost.presets import load_presets
@@ -26,126 +29,270 @@ st.markdown(
 )
 
 url = UrlState("serving")
-sw = None  # the batch sweep, when it runs
 controls.register(url)
-try:
-    setup = controls.serving_setup()
-    cmp = runs.batching(setup)
-except ValueError as exc:
-    st.error(f"These settings cannot be simulated: {plain(exc)}")
-    cmp = None
+eng.register(url)
+url.show_problems()
 
-if cmp is not None:
-    static, cont = cmp.results["static"], cmp.results["continuous"]
-    st.caption(cmp.budget_caption())
+
+def render_batching() -> None:
+    """Static vs continuous batching, speculative decoding, and the seed's claims (the page as it opens)."""
+    sw = None  # the batch sweep, when it runs
+    try:
+        setup = controls.serving_setup()
+        cmp = runs.batching(setup)
+    except ValueError as exc:
+        st.error(f"These settings cannot be simulated: {plain(exc)}")
+        cmp = None
+
+    if cmp is not None:
+        static, cont = cmp.results["static"], cmp.results["continuous"]
+        st.caption(cmp.budget_caption())
+        m = st.columns(4)
+        m[0].metric("Static batching (tokens/s)", f"{static.tokens_per_s:,.0f}")
+        m[1].metric("Continuous batching (tokens/s)", f"{cont.tokens_per_s:,.0f}")
+        m[2].metric("Continuous ÷ static", f"{cmp.speedup:.2f}×")
+        m[3].metric("Preemptions (continuous)", f"{cont.num_preemptions:,}",
+                    help="Requests evicted when the block pool ran dry, recomputed later from prompt + output so far.")
+        st.markdown(cmp.summary())
+        table = cmp.to_frame().round(3)
+        show_table(table, hide_index=True, width="stretch")
+        st.download_button("Download the metrics (CSV)", table.to_csv(index=False).encode(), file_name="serving.csv",
+                           mime="text/csv")
+        st.caption("TTFT: arrival → first token. TPOT: (last token − first token) ÷ (output − 1), for outputs of 2+ "
+                   "tokens. End-to-end: arrival → last token. mean_batch: useful rows per pass, weighted by the pass's "
+                   "time; useful_rows_pct: their share of the rows computed; peak_kv_pct: KV slots reserved (static) or "
+                   "allocated in blocks (continuous) at the peak.")
+
+        st.header("Who runs when")
+        shown = runs.batching_figures(setup, controls.gantt_rows())
+        show_chart(shown["gantt"], width="stretch")
+        st.caption("Grey: waiting in the queue (and, after a preemption, waiting to be recomputed). Dark: computing. "
+                   "Pale red: the request is finished but its row stays in the static batch until the longest request "
+                   "of the batch is done. Black tick: the first token.")
+        g = st.columns(2)
+        show_chart_in(g[0], shown["occupancy"], width="stretch")
+        show_chart_in(g[1], shown["kv"], width="stretch")
+        show_chart(shown["latency"], width="stretch")
+
+        if controls.sweep_on():
+            try:
+                sw = runs.sweep(setup)
+            except ValueError as exc:
+                st.error(f"The sweep cannot run with these settings: {plain(exc)}")
+            if sw is not None:
+                frame = sw.to_frame()
+                show_chart(figs.batch_sweep(frame, setup.max_batch, sw.takeaway()), width="stretch")
+                show_table(frame.round(2), hide_index=True, width="stretch")
+
+    # --- Speculative decoding ---------------------------------------------------------------------
+    st.header("Speculative decoding")
+    st.markdown(
+        "A cheap **draft** proposes k tokens one by one; the **target** scores all of them in *one* pass and keeps "
+        "the longest prefix it agrees with — plus one token of its own (the correction at the first disagreement, "
+        "or a bonus token when all k pass). With a per-token acceptance rate α, one target pass yields "
+        "**E = (1 − α^(k+1)) / (1 − α)** tokens, and a round costs k draft steps (c target steps each) plus the pass: "
+        "**speedup = E / (k·c + 1)** (Leviathan et al., 2023). The output is exactly the target's: greedy keeps only "
+        "tokens the target would have picked; sampling uses a rejection rule that preserves its distribution."
+    )
+    choice = controls.speculative()
+    spec = choice.setup
+    try:
+        curves = runs.spec_curves(spec)
+    except ValueError as exc:
+        st.error(f"Cannot compute the speculative curves: {plain(exc)}")
+        url.sync()
+        st.stop()
+    mc, (best_k, best_speedup) = curves.chosen_monte_carlo, curves.best_speedup
     m = st.columns(4)
-    m[0].metric("Static batching (tokens/s)", f"{static.tokens_per_s:,.0f}")
-    m[1].metric("Continuous batching (tokens/s)", f"{cont.tokens_per_s:,.0f}")
-    m[2].metric("Continuous ÷ static", f"{cmp.speedup:.2f}×")
-    m[3].metric("Preemptions (continuous)", f"{cont.num_preemptions:,}",
-                help="Requests evicted when the block pool ran dry, recomputed later from prompt + output so far.")
-    st.markdown(cmp.summary())
-    table = cmp.to_frame().round(3)
-    show_table(table, hide_index=True, width="stretch")
-    st.download_button("Download the metrics (CSV)", table.to_csv(index=False).encode(), file_name="serving.csv",
+    m[0].metric("Tokens per target pass (formula)", f"{mc.expected:.3f}")
+    m[1].metric("Monte Carlo", f"{mc.mean:.3f} ± {2 * mc.stderr:.3f}",
+                help=f"{spec.mc_passes:,} simulated passes, every draft token accepted with probability α; ±2 standard "
+                     "errors.")
+    m[2].metric("Speedup", f"{curves.chosen_speedup:.2f}×", f"c = {curves.c:.3f}", delta_color="off", delta_arrow="off")
+    m[3].metric("Best k here", f"{best_k}", f"{best_speedup:.2f}×", delta_color="off", delta_arrow="off")
+    if curves.timing is not None:
+        st.caption(curves.timing.caption(spec.k))
+
+    # --- the real model ---------------------------------------------------------------------------
+    run = None
+    st.subheader("On the real tiny model")
+    if (live := controls.live()) is not None:
+        run = live_result(lambda: runs.live_run(live), "Cannot speculate")
+
+    run_label = f"real tiny model, {st.session_state['live_draft']} draft (measured)"
+    show_chart(runs.speculative_figure(spec, run, run_label), width="stretch")
+    st.caption(curves.caption(run is not None))
+    if run is not None:
+        from sim.model.generate import decode
+
+        c = st.columns(5)
+        c[0].metric("Same tokens as target", "yes" if run.identical else "NO",
+                    help="Greedy speculative output compared token by token with the target's own greedy decoding.")
+        c[1].metric("Measured acceptance rate", f"{run.acceptance_rate:.2f}",
+                    help="Drafts accepted ÷ drafts the target judged (a draft after a rejection is never judged).")
+        c[2].metric("Tokens per target pass", f"{run.tokens_per_pass:.2f}",
+                    f"formula at that α: {run.formula_tokens_per_pass:.2f}", delta_color="off", delta_arrow="off")
+        c[3].metric("Measured c", f"{run.c:.2f}", help="Median draft forward ÷ median target decode step, wall time.")
+        c[4].metric("Wall-time speedup", f"{run.speedup:.2f}×", f"steps predict {run.predicted_speedup:.2f}×",
+                    delta_color="off", delta_arrow="off",
+                    help="Prediction: tokens per pass × target step ÷ (k draft steps + one verify pass), all measured. "
+                         "The rest of the gap is the loop's own Python work between passes.")
+        st.markdown(run.summary())
+        with st.expander("The generated text"):
+            st.code(decode(run.prompt_ids) + decode(run.new_ids), language=None)
+
+    # --- speculation in a busy server -------------------------------------------------------------
+    st.subheader("Speculation inside a big batch")
+    try:
+        points = sps.spec_batch_sweep(choice.batch_target, choice.batch_draft, spec.gpu, spec.alpha, spec.k)
+    except ValueError as exc:
+        st.error(f"Cannot sweep the batch: {plain(exc)}")
+        points = []
+    if points:
+        presets = load_presets()
+        label = f"{presets[choice.batch_target].name} drafted by {presets[choice.batch_draft].name}"
+        show_chart(figs.spec_vs_batch(points, sps.batch_sweep_takeaway(points, label, spec.alpha, spec.k)),
+                   width="stretch")
+        st.caption(sps.batch_sweep_caption(points))
+
+    st.header("Seed 002's numbers, checked")
+    render_claims(seed_claims(cmp, curves.timing, run, sw, points, spec.alpha, spec.k), "serving")
+
+
+def render_chunked() -> None:
+    st.markdown(
+        "A long prompt prefilled in one pass stalls every request that is decoding: their next token waits for the "
+        "whole prefill. **Chunked prefill** (Sarathi-Serve; vLLM's default since v1) gives each pass a **token "
+        "budget**: every running request's decode token goes in first, then prompt tokens fill what is left, so a "
+        "prompt is cut into chunks that ride along with the decodes. A small budget keeps the gap between tokens "
+        "short but spreads each prompt over more passes (each reads every weight once), so time to first token "
+        "grows; a large one is whole-prompt prefill again. Below, the same Poisson arrivals at six budgets, and "
+        "whole prompts (continuous batching) last.")
+    try:
+        setup = eng.chunk_setup()
+        sweep = eruns.chunk_sweep(setup)
+    except ValueError as exc:
+        st.error(f"These settings cannot be simulated: {plain(exc)}")
+        return
+    if sweep is None:
+        return
+    frame = sweep.to_frame()
+    show_chart(efigs.chunk_budget(frame, sweep.takeaway()), width="stretch")
+    st.markdown(sweep.summary())
+    show_table(frame.round(3), hide_index=True, width="stretch")
+    st.caption(f"KV budget: {sweep.capacity_tokens:,} token slots. Each pass is timed by the roofline: prompt chunks "
+               "and decodes of one pass share one read of the weights. The unchunked row admits whole prompts, at "
+               f"most {sweep.unchunked_budget:,} prompt tokens a pass.")
+
+
+def render_preemption() -> None:
+    st.markdown(
+        "When the block pool runs dry, the scheduler **preempts** its newest running request. **Recompute** "
+        "(vLLM's only mode since v1) frees its blocks and later prefills its prompt and every token it had "
+        "produced again: FLOPs. **Swap** (vLLM v0) copies its blocks to host memory over the GPU's link and back "
+        "before any new request is admitted: bytes over PCIe, and host memory. The same requests, all queued at "
+        "once, on a deliberately small KV budget.")
+    try:
+        setup = eng.preemption_setup()
+        cmp = eruns.preemption(setup)
+    except ValueError as exc:
+        st.error(f"These settings cannot be simulated: {plain(exc)}")
+        return
+    if cmp is None:
+        return
+    frame = cmp.to_frame()
+    show_chart(efigs.preemption(frame, cmp.takeaway()), width="stretch")
+    show_table(frame.round(3), hide_index=True, width="stretch")
+    st.caption(f"{cmp.kv_bytes_per_token / 1024:,.0f} KiB of KV per token. Recompute's cost is the step cost's FLOPs "
+               "of prefilling the discarded tokens again; swap's is blocks × block size × bytes per token each way, "
+               "added to the pass that moves them (not overlapped). A request still prefilling, or one the host has "
+               "no room for, is recomputed even in swap mode.")
+
+
+def render_steps() -> None:
+    st.markdown(
+        "One scheduler step at a time on a handful of requests (each pass counts one second): the queues, what each "
+        "running request computed, every block table and the free queue, after the step. Blocks are handed out "
+        "from the free queue's head and a finished request's go back to its tail, last block first (vLLM's "
+        "order), so the ids below are the ones a real block pool would use.")
+    try:
+        choice = eng.step_choice()
+        run = eruns.scenario(choice.scenario, choice.config)
+    except ValueError as exc:
+        st.error(f"This scenario cannot run with these settings: {plain(exc)}")
+        return
+    st.caption(choice.about)
+    k = eng.step_slider(len(run.steps))
+    view = run.steps[k]
+    cfg = choice.config
+    m = st.columns(4)
+    m[0].metric("Waiting", ", ".join(f"r{r}" for r in view.waiting) or "—")
+    m[1].metric("Running", ", ".join(f"r{r}" for r in view.running) or "—")
+    m[2].metric("Swapped to host", ", ".join(f"r{r}" for r in view.swapped) or "—")
+    m[3].metric("Free GPU blocks", f"{len(view.free_queue)} of {cfg.num_blocks}")
+    show_chart(efigs.block_grid(cfg.num_blocks, cfg.block_size, view.block_tables, view.ref_cnt, view.free_queue,
+                                view.takeaway(cfg.num_blocks), cached=view.cached_blocks), width="stretch")
+    if cfg.num_cpu_blocks:
+        st.caption("Host blocks: " + ("; ".join(f"r{r}: {list(t)}" for r, t in view.cpu_block_tables.items())
+                                      or "none in use") + f" ({view.num_cpu_free} of {cfg.num_cpu_blocks} free).")
+    c = st.columns(2)
+    with c[0]:
+        st.markdown(f"**Step {view.step}** ({view.start_s:g} s → {view.end_s:g} s): what each row computed")
+        show_table(view.rows_frame(), hide_index=True, width="stretch")
+        st.markdown("**Block tables** (logical block → physical block)")
+        show_table(view.tables_frame(cfg.block_size), hide_index=True, width="stretch")
+    with c[1]:
+        st.markdown("**What happened to blocks**")
+        st.text("\n".join(view.events) or "nothing: every row fitted its blocks")
+        st.markdown("**Free queue** (head first)")
+        st.text(" ".join(map(str, view.free_queue)) or "empty")
+
+
+def render_trace() -> None:
+    st.markdown(
+        "Bring your own requests: a JSON Lines file, one request per line, "
+        "`{\"arrival\": 0.0, \"prompt\": [token ids], \"output_len\": 64}` or "
+        "`{\"prompt_len\": 700, \"prefix_group\": \"sys\", \"prefix_len\": 512, \"output_len\": 40}` (requests "
+        "of one group share their first `prefix_len` tokens; `arrival` in seconds, optional). The file is read as "
+        "data only and checked line by line; the same format works on the command line "
+        "(`python -m app.cli prefix --trace t.jsonl`, `… serve --trace t.jsonl`). A trace is not part of the "
+        "page's link.")
+    try:
+        data, source = eng.trace_input()
+    except ValueError as exc:
+        st.error(f"Cannot use this trace: {plain(exc)}")
+        return
+    if data is None:
+        st.info("Upload a trace or paste one (or press **Paste the example trace**).")
+        return
+    try:
+        tf = eruns.read_trace(data)
+    except ValueError as exc:
+        st.error(f"Cannot use {source}: {plain(exc)}")
+        return
+    try:
+        dep, max_batch, budget = eng.trace_settings()
+        res = eruns.trace_run(data, dep, max_batch, budget)
+    except ValueError as exc:
+        st.error(f"This trace cannot be served with these settings: {plain(exc)}")
+        return
+    if res is None:
+        return
+    st.markdown(res.summary())
+    frame = res.to_frame()
+    show_table(frame.round(4), hide_index=True, width="stretch")
+    hits = res.prefix.to_frame()
+    hits["request"] = [r.label for r in tf.requests]
+    show_chart(efigs.trace_hits(hits, res.hits_takeaway()), width="stretch")
+    st.caption(f"The prefix cache replays the trace one request at a time (blocks of 16, last prompt token always "
+               f"computed); serving runs {dep.arch.name} on one GPU with {res.capacity_tokens:,} KV slots. "
+               "Request names are the file's `id` values, shown as text.")
+    st.download_button("Download the metrics (CSV)", frame.to_csv(index=False).encode(), file_name="trace_serving.csv",
                        mime="text/csv")
-    st.caption("TTFT: arrival → first token. TPOT: (last token − first token) ÷ (output − 1), for outputs of 2+ "
-               "tokens. End-to-end: arrival → last token. mean_batch: useful rows per pass, weighted by the pass's "
-               "time; useful_rows_pct: their share of the rows computed; peak_kv_pct: KV slots reserved (static) or "
-               "allocated in blocks (continuous) at the peak.")
 
-    st.header("Who runs when")
-    shown = runs.batching_figures(setup, controls.gantt_rows())
-    show_chart(shown["gantt"], width="stretch")
-    st.caption("Grey: waiting in the queue (and, after a preemption, waiting to be recomputed). Dark: computing. "
-               "Pale red: the request is finished but its row stays in the static batch until the longest request "
-               "of the batch is done. Black tick: the first token.")
-    g = st.columns(2)
-    show_chart_in(g[0], shown["occupancy"], width="stretch")
-    show_chart_in(g[1], shown["kv"], width="stretch")
-    show_chart(shown["latency"], width="stretch")
 
-    if controls.sweep_on():
-        try:
-            sw = runs.sweep(setup)
-        except ValueError as exc:
-            st.error(f"The sweep cannot run with these settings: {plain(exc)}")
-        if sw is not None:
-            frame = sw.to_frame()
-            show_chart(figs.batch_sweep(frame, setup.max_batch, sw.takeaway()), width="stretch")
-            show_table(frame.round(2), hide_index=True, width="stretch")
-
-# --- Speculative decoding ---------------------------------------------------------------------
-st.header("Speculative decoding")
-st.markdown(
-    "A cheap **draft** proposes k tokens one by one; the **target** scores all of them in *one* pass and keeps "
-    "the longest prefix it agrees with — plus one token of its own (the correction at the first disagreement, "
-    "or a bonus token when all k pass). With a per-token acceptance rate α, one target pass yields "
-    "**E = (1 − α^(k+1)) / (1 − α)** tokens, and a round costs k draft steps (c target steps each) plus the pass: "
-    "**speedup = E / (k·c + 1)** (Leviathan et al., 2023). The output is exactly the target's: greedy keeps only "
-    "tokens the target would have picked; sampling uses a rejection rule that preserves its distribution."
-)
-choice = controls.speculative()
-spec = choice.setup
-try:
-    curves = runs.spec_curves(spec)
-except ValueError as exc:
-    st.error(f"Cannot compute the speculative curves: {plain(exc)}")
-    url.sync()
-    st.stop()
-mc, (best_k, best_speedup) = curves.chosen_monte_carlo, curves.best_speedup
-m = st.columns(4)
-m[0].metric("Tokens per target pass (formula)", f"{mc.expected:.3f}")
-m[1].metric("Monte Carlo", f"{mc.mean:.3f} ± {2 * mc.stderr:.3f}",
-            help=f"{spec.mc_passes:,} simulated passes, every draft token accepted with probability α; ±2 standard "
-                 "errors.")
-m[2].metric("Speedup", f"{curves.chosen_speedup:.2f}×", f"c = {curves.c:.3f}", delta_color="off", delta_arrow="off")
-m[3].metric("Best k here", f"{best_k}", f"{best_speedup:.2f}×", delta_color="off", delta_arrow="off")
-if curves.timing is not None:
-    st.caption(curves.timing.caption(spec.k))
-
-# --- the real model ---------------------------------------------------------------------------
-run = None
-st.subheader("On the real tiny model")
-if (live := controls.live()) is not None:
-    run = live_result(lambda: runs.live_run(live), "Cannot speculate")
-
-run_label = f"real tiny model, {st.session_state['live_draft']} draft (measured)"
-show_chart(runs.speculative_figure(spec, run, run_label), width="stretch")
-st.caption(curves.caption(run is not None))
-if run is not None:
-    from sim.model.generate import decode
-
-    c = st.columns(5)
-    c[0].metric("Same tokens as target", "yes" if run.identical else "NO",
-                help="Greedy speculative output compared token by token with the target's own greedy decoding.")
-    c[1].metric("Measured acceptance rate", f"{run.acceptance_rate:.2f}",
-                help="Drafts accepted ÷ drafts the target judged (a draft after a rejection is never judged).")
-    c[2].metric("Tokens per target pass", f"{run.tokens_per_pass:.2f}",
-                f"formula at that α: {run.formula_tokens_per_pass:.2f}", delta_color="off", delta_arrow="off")
-    c[3].metric("Measured c", f"{run.c:.2f}", help="Median draft forward ÷ median target decode step, wall time.")
-    c[4].metric("Wall-time speedup", f"{run.speedup:.2f}×", f"steps predict {run.predicted_speedup:.2f}×",
-                delta_color="off", delta_arrow="off",
-                help="Prediction: tokens per pass × target step ÷ (k draft steps + one verify pass), all measured. "
-                     "The rest of the gap is the loop's own Python work between passes.")
-    st.markdown(run.summary())
-    with st.expander("The generated text"):
-        st.code(decode(run.prompt_ids) + decode(run.new_ids), language=None)
-
-# --- speculation in a busy server -------------------------------------------------------------
-st.subheader("Speculation inside a big batch")
-try:
-    points = sps.spec_batch_sweep(choice.batch_target, choice.batch_draft, spec.gpu, spec.alpha, spec.k)
-except ValueError as exc:
-    st.error(f"Cannot sweep the batch: {plain(exc)}")
-    points = []
-if points:
-    presets = load_presets()
-    label = f"{presets[choice.batch_target].name} drafted by {presets[choice.batch_draft].name}"
-    show_chart(figs.spec_vs_batch(points, sps.batch_sweep_takeaway(points, label, spec.alpha, spec.k)),
-               width="stretch")
-    st.caption(sps.batch_sweep_caption(points))
-
-st.header("Seed 002's numbers, checked")
-render_claims(seed_claims(cmp, curves.timing, run, sw, points, spec.alpha, spec.k), "serving")
+slug, tab = eng.TABS.open(url)  # only the open tab's body runs
+with tab:
+    {"batching": render_batching, "chunked": render_chunked, "preemption": render_preemption, "steps": render_steps,
+     "trace": render_trace}[slug]()
 url.sync()

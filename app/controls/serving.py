@@ -26,6 +26,7 @@ BATCH_SWEEP_DRAFT = "llama-3.1-8b"  # drafts the page's model in the batch sweep
 
 
 def register(url: UrlState) -> None:
+    """The batching and speculative values (the page calls url.show_problems once every tab's are registered)."""
     presets, gpus = load_presets(), load_gpus()
     url.choice("model", "llama-3.1-8b", list(presets), label="model")
     url.choice("gpu", "h100-sxm", list(gpus), label="GPU")
@@ -56,7 +57,6 @@ def register(url: UrlState) -> None:
     url.int("live_k", 4, 1, 8, label="real-model draft length")
     url.int("live_new", 64, 8, 256, label="real-model new tokens")
     url.text("live_prompt", DEFAULT_LIVE_PROMPT, max_len=LIVE_MAX_PROMPT, label="real-model prompt")
-    url.show_problems()
 
 
 def serving_setup() -> cp.ServingSetup:

@@ -130,6 +130,32 @@ class StepView:
     num_cpu_free: int
     cached_blocks: tuple[int, ...] = ()  # blocks holding a cached prefix hash (prefix caching)
 
+    def takeaway(self, num_blocks: int) -> str:
+        """The block grid's title."""
+        from sim.serving.engine_readouts import step_takeaway
+
+        return step_takeaway(self.step, num_blocks - len(self.free_queue), num_blocks, len(self.running),
+                             len(self.waiting), len(self.swapped), len(self.finished))
+
+    def rows_frame(self):
+        """What each row of the pass computed."""
+        import pandas as pd
+
+        return pd.DataFrame({"request": [f"r{r}" for r, _, _ in self.rows], "did": [k for _, k, _ in self.rows],
+                             "tokens": [n for _, _, n in self.rows]})
+
+    def tables_frame(self, block_size: int):
+        """One row per running request: its block table, tokens held and the slots its last block leaves empty."""
+        import pandas as pd
+
+        rows = []
+        for req, table in sorted(self.block_tables.items()):
+            n = self.num_tokens[req]
+            rows.append({"request": f"r{req}", "block table": " ".join(map(str, table)), "tokens": n,
+                         "empty slots": len(table) * block_size - n,
+                         "shared blocks": sum(1 for b in table if self.ref_cnt[b] > 1)})
+        return pd.DataFrame(rows, columns=["request", "block table", "tokens", "empty slots", "shared blocks"])
+
 
 @dataclass(frozen=True, eq=False)
 class EngineRun:
@@ -415,8 +441,11 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                 first[req] = end
             produced[req] += new_tokens
             made += new_tokens
-        for req in running:
-            kv_after += computed[req]
+        if cfg.prefix_caching:  # shared blocks hold their tokens once
+            kv_after = pool.num_stored_tokens()
+        else:
+            for req in running:
+                kv_after += computed[req]
         it_start.append(now)
         it_sec.append(sec)
         it_rows.append(len(rows))

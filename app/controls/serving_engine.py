@@ -1,0 +1,171 @@
+"""The Serving page's tabs beyond batching: their URL values and widgets, turned into sim.serving.studies setups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import streamlit as st
+
+from app.tabs import LazyTabs
+from app.urlstate import UrlState
+from sim.alloc.workload import LengthWorkloadConfig
+from sim.cost.gpus import load_gpus
+from sim.cost.presets import load_presets
+from sim.serving import studies as sd
+from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
+from sim.serving.engine import MAX_RECORDED_STEPS, MAX_SPEC_K, EngineConfig
+from sim.serving.links import HOST_LINKS
+from sim.serving.schedulers import MAX_BATCH
+
+TABS = LazyTabs("serving", {
+    "batching": "Static vs continuous",
+    "chunked": "Chunked prefill",
+    "preemption": "Preemption",
+    "steps": "Step through",
+    "trace": "Your trace",
+})
+STUDY_MAX_LEN = 8192
+MAX_STEP_BLOCKS = 64
+MAX_PASTE_CHARS = 200_000
+
+
+def register(url: UrlState) -> None:
+    """This module's URL values (the page's own controls register theirs; `model` and `gpu` are shared)."""
+    TABS.register(url)
+    url.int("ck_requests", 100, 1, sd.MAX_STUDY_REQUESTS, label="chunked: requests")
+    url.int("ck_prompt", 3000, 1, STUDY_MAX_LEN - 1, label="chunked: mean prompt")
+    url.int("ck_output", 100, 1, 1024, label="chunked: mean output")
+    url.float("ck_rate", 30.0, 0.1, 1000.0, label="chunked: arrival rate")
+    url.int("ck_batch", 64, 1, MAX_BATCH, label="chunked: max batch")
+    url.int("ck_seed", 0, 0, 2**31 - 1, label="chunked: seed")
+    url.int("pe_requests", 300, 1, sd.MAX_STUDY_REQUESTS, label="preemption: requests")
+    url.int("pe_prompt", 600, 1, STUDY_MAX_LEN - 1, label="preemption: mean prompt")
+    url.int("pe_output", 400, 1, 2048, label="preemption: mean output")
+    url.int("pe_batch", 128, 1, MAX_BATCH, label="preemption: max batch")
+    url.int("pe_kv", 40_000, 8192, 1 << 22, label="preemption: GPU KV slots")
+    url.int("pe_cpu", 400_000, 0, 1 << 26, label="preemption: host KV slots")
+    url.choice("pe_link", "pcie5", list(HOST_LINKS), label="preemption: link")
+    url.bool("pe_chunked", True, label="preemption: chunked prefill")
+    url.choice("st_scenario", "chunked", list(sd.STEP_SCENARIOS), label="step-through scenario")
+    url.int("st_step", 0, 0, MAX_RECORDED_STEPS - 1, label="step")
+    url.int("st_blocks", 0, 0, MAX_STEP_BLOCKS, label="step-through: GPU blocks (0 = the scenario's)")
+    url.int("st_budget", 0, 0, 256, label="step-through: token budget (0 = the scenario's)")
+    url.int("st_k", -1, -1, MAX_SPEC_K, label="step-through: draft tokens (-1 = the scenario's)")
+    url.int("tr_batch", 256, 1, MAX_BATCH, label="trace: max batch")
+    url.int("tr_budget", 8192, 256, 1 << 20, label="trace: token budget")
+
+
+def deployment_row() -> DeploymentConfig:
+    """Model and GPU (the same keys as the batching tab, so every tab serves the same deployment)."""
+    presets, gpus = load_presets(), load_gpus()
+    c = st.columns(2)
+    c[0].selectbox("Model", list(presets), key="model", format_func=lambda k: presets[k].name)
+    c[1].selectbox("GPU", list(gpus), key="gpu", format_func=lambda k: gpus[k].name)
+    ss = st.session_state
+    return DeploymentConfig(ss["model"], ss["gpu"], ss["wdtype"], ss["kvdtype"], ss["util"])
+
+
+def chunk_setup() -> sd.StudySetup:
+    dep = deployment_row()
+    c = st.columns(6)
+    c[0].number_input("Requests", 1, sd.MAX_STUDY_REQUESTS, step=50, key="ck_requests")
+    c[1].number_input("Mean prompt tokens", 1, STUDY_MAX_LEN - 1, step=500, key="ck_prompt")
+    c[2].number_input("Mean output tokens", 1, 1024, step=50, key="ck_output")
+    c[3].number_input("Arrivals (requests/s)", 0.1, 1000.0, step=5.0, key="ck_rate")
+    c[4].number_input("Max batch", 1, MAX_BATCH, step=16, key="ck_batch")
+    c[5].number_input("Seed", 0, 2**31 - 1, key="ck_seed")
+    ss = st.session_state
+    wl = LengthWorkloadConfig(num_requests=ss["ck_requests"], prompt_mean=ss["ck_prompt"],
+                              output_mean=ss["ck_output"], spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024,
+                              arrival="poisson", arrival_rate=ss["ck_rate"] * ARRIVAL_TICK_S, seed=ss["ck_seed"])
+    return sd.StudySetup(dep, wl, ss["ck_batch"])
+
+
+def preemption_setup() -> sd.PreemptionSetup:
+    dep = deployment_row()
+    c = st.columns(4)
+    c[0].number_input("Requests (all queued at once)", 1, sd.MAX_STUDY_REQUESTS, step=50, key="pe_requests")
+    c[1].number_input("Mean prompt tokens", 1, STUDY_MAX_LEN - 1, step=100, key="pe_prompt")
+    c[2].number_input("Mean output tokens", 1, 2048, step=100, key="pe_output")
+    c[3].number_input("Max batch", 1, MAX_BATCH, step=16, key="pe_batch")
+    c = st.columns(4)
+    c[0].number_input("GPU KV slots (tokens)", 8192, 1 << 22, step=8192, key="pe_kv",
+                      help="A tight budget, so running requests outgrow it and some must be preempted.")
+    c[1].number_input("Host KV slots for swapping", 0, 1 << 26, step=50_000, key="pe_cpu",
+                      help="0: no swap space, so swap falls back to recompute.")
+    c[2].selectbox("GPU ↔ host link", list(HOST_LINKS), key="pe_link", format_func=lambda k: HOST_LINKS[k].name)
+    c[3].toggle("Chunked prefill", key="pe_chunked")
+    ss = st.session_state
+    wl = LengthWorkloadConfig(num_requests=ss["pe_requests"], prompt_mean=ss["pe_prompt"], output_mean=ss["pe_output"],
+                              max_model_len=STUDY_MAX_LEN, max_tokens=2048, seed=0)
+    study = sd.StudySetup(dep, wl, ss["pe_batch"])
+    return sd.PreemptionSetup(study, ss["pe_kv"], ss["pe_cpu"], ss["pe_link"], ss["pe_chunked"])
+
+
+@dataclass(frozen=True)
+class StepChoice:
+    scenario: str
+    config: EngineConfig
+    about: str
+
+
+def step_choice() -> StepChoice:
+    """The scenario and its config with the user's changes (raises ValueError for a config that cannot run)."""
+    c = st.columns([3, 2, 2, 2])
+    c[0].selectbox("Scenario", list(sd.STEP_SCENARIOS), key="st_scenario",
+                   format_func=lambda k: sd.STEP_SCENARIOS[k].label)
+    c[1].number_input("GPU blocks (0 = the scenario's)", 0, MAX_STEP_BLOCKS, key="st_blocks")
+    c[2].number_input("Token budget (0 = the scenario's)", 0, 256, key="st_budget")
+    c[3].number_input("Draft tokens per step (-1 = the scenario's)", -1, MAX_SPEC_K, key="st_k")
+    ss = st.session_state
+    sc = sd.STEP_SCENARIOS[ss["st_scenario"]]
+    cfg = sc.config
+    if ss["st_blocks"]:
+        cfg = replace(cfg, capacity_tokens=ss["st_blocks"] * cfg.block_size)
+    if ss["st_budget"]:
+        cfg = replace(cfg, token_budget=ss["st_budget"])
+    if ss["st_k"] >= 0:
+        cfg = replace(cfg, spec_k=ss["st_k"])
+    return StepChoice(ss["st_scenario"], cfg, sc.about)
+
+
+def step_slider(num_steps: int) -> int:
+    ss = st.session_state
+    if ss["st_step"] > num_steps - 1:
+        ss["st_step"] = num_steps - 1
+    if num_steps > 1:
+        st.slider("Step", 0, num_steps - 1, key="st_step")
+    return ss["st_step"]
+
+
+def trace_settings() -> tuple[DeploymentConfig, int, int]:
+    dep = deployment_row()
+    c = st.columns(2)
+    c[0].number_input("Max batch", 1, MAX_BATCH, step=16, key="tr_batch")
+    c[1].number_input("Token budget per pass", 256, 1 << 20, step=1024, key="tr_budget")
+    ss = st.session_state
+    return dep, ss["tr_batch"], ss["tr_budget"]
+
+
+EXAMPLE_TRACE = [{"arrival": round(0.05 * i, 2), "prompt_len": 400 + 60 * (i % 5), "prefix_group": f"system {i % 2}",
+                  "prefix_len": 320, "output_len": 40 + 25 * (i % 4)} for i in range(24)]
+
+
+def trace_input() -> tuple[bytes | None, str]:
+    """The trace's bytes (an uploaded file, else the pasted text) and where they came from; None when there is none.
+    An upload over the page's limit is refused before it is read."""
+    from sim.alloc.trace import MAX_PAGE_TRACE_BYTES, write_trace
+
+    c = st.columns(2)
+    up = c[0].file_uploader("Upload a JSONL trace", type=["jsonl", "json", "txt"], key="tr_file",
+                            help=f"At most {MAX_PAGE_TRACE_BYTES // 2**20} MiB, one request per line.")
+    if c[1].button("Paste the example trace", key="tr_example"):
+        st.session_state["tr_text"] = write_trace(EXAMPLE_TRACE)
+    c[1].text_area("…or paste one", key="tr_text", height=150, max_chars=MAX_PASTE_CHARS,
+                   placeholder='{"arrival": 0.0, "prompt": [1, 2, 3], "output_len": 16}')
+    if up is not None:
+        if up.size > MAX_PAGE_TRACE_BYTES:
+            raise ValueError(f"the file is {up.size:,} bytes, over the page's limit of {MAX_PAGE_TRACE_BYTES:,}")
+        return up.getvalue(), "the uploaded file"
+    text = st.session_state.get("tr_text") or ""
+    return (text.encode(), "the pasted text") if text.strip() else (None, "")

@@ -1,0 +1,110 @@
+"""Figures for the Serving page's engine tabs: latency against the chunk budget, recompute against swap, the block
+pool at one step, a trace's prefix hits. Data in, go.Figure out; every title is the computed takeaway."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
+from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from app.text import for_plotly
+
+SUBPLOT_TITLE_PX = 24
+MODE_COLORS = {"recompute": NAIVE, "swap": CACHED}
+FREE_COLOR = "#e8e8e8"
+REQUEST_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                  "#bcbd22", "#17becf"]
+GRID_COLUMNS = 8
+
+
+def chunk_budget(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Left: inter-token latency p50/p99 at each budget; right: time to first token p50/p95; the last category is
+    whole-prompt prefill (unchunked)."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=[
+        "Gap between two tokens of one request", "Time to first token"])
+    x = [str(b) for b in frame["budget"]]
+    for col, (a, b, unit, scale) in enumerate((("itl_p50_ms", "itl_p99_ms", "ms", 1), ("ttft_p50_s", "ttft_p95_s",
+                                                                                      "s", 1)), start=1):
+        for name, dash, color in ((a, "solid", CACHED), (b, "dot", NAIVE)):
+            q = name.split("_")[1]
+            fig.add_scatter(x=x, y=frame[name] * scale, mode="lines+markers", name=f"{q} ({unit})",
+                            line=dict(color=color, dash=dash, width=2), legendgroup=f"{q}{col}", row=1, col=col,
+                            hovertemplate=f"budget %{{x}}: {q} %{{y:,.3g}} {unit}<extra></extra>")
+        fig.update_yaxes(title_text=f"latency ({unit})", rangemode="tozero", row=1, col=col)
+    fig.update_xaxes(title_text="token budget per pass (tokens)", type="category")
+    fig = base_layout(fig, "", "", "")
+    fig.update_layout(legend=LEGEND_BELOW, height=440, margin=dict(l=10, r=10, t=90, b=10))
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
+
+
+def preemption(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Recompute vs swap: tail latencies side by side, and what each paid (TFLOP computed again, GB moved)."""
+    panels = (("ttft_p95_s", "TTFT p95 (s)"), ("itl_p99_ms", "inter-token p99 (ms)"), ("e2e_p99_s", "end-to-end p99 (s)"))
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[p[1] for p in panels], horizontal_spacing=0.08)
+    for col, (key, label) in enumerate(panels, start=1):
+        for _, row in frame.iterrows():
+            mode = row["preemption"]
+            fig.add_bar(x=[mode], y=[row[key]], name=mode, legendgroup=mode, showlegend=col == 1,
+                        marker_color=MODE_COLORS[mode], text=[f"{row[key]:,.3g}"], textposition="outside",
+                        cliponaxis=False, row=1, col=col, hovertemplate=f"{mode}: %{{y:,.4g}}<extra>{label}</extra>")
+        unit = label.split("(")[-1].rstrip(")")
+        fig.update_yaxes(title_text=f"latency ({unit})", rangemode="tozero", row=1, col=col)
+    fig.update_xaxes(title_text="preemption mode")
+    fig = base_layout(fig, "", "", "")
+    fig.update_layout(legend=LEGEND_BELOW, height=420, margin=dict(l=10, r=10, t=90, b=10))
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
+
+
+def block_grid(num_blocks: int, block_size: int, tables: dict, ref_cnt, free_queue, title: str,
+               name: str = "GPU", cached=()) -> go.Figure:
+    """One cell per physical block, GRID_COLUMNS a row: coloured by the request holding it, labelled
+    'r<request>.<logical index>' with its fill; a free block shows its place in the free queue; a block held by
+    several requests shows ×ref_cnt; a free block that still holds a cached prefix says so (a hit can take it back)."""
+    rows = -(-num_blocks // GRID_COLUMNS)
+    owner = np.full(rows * GRID_COLUMNS, -2.0)  # -2: past the pool, -1: free
+    text = [""] * (rows * GRID_COLUMNS)
+    for b in range(num_blocks):
+        owner[b] = -1
+    pos = {b: i for i, b in enumerate(free_queue)}
+    cached = set(cached)
+    for b, i in pos.items():
+        text[b] = f"{b}<br>free #{i + 1}" + (" cached" if b in cached else "")
+    for req in sorted(tables):
+        for i, b in enumerate(tables[req]):
+            if owner[b] >= 0:
+                continue  # shared: labelled by its first holder
+            owner[b] = req
+            shared = f" ×{ref_cnt[b]}" if ref_cnt is not None and ref_cnt[b] > 1 else ""
+            text[b] = f"{b}<br>r{req}.{i}{shared}"
+    palette = ["rgba(0,0,0,0)", FREE_COLOR] + REQUEST_COLORS  # code 0: past the pool, 1: free, 2..: a request
+    n = len(palette)
+    colors = []
+    for k, c in enumerate(palette):  # a step colour scale: code k fills [k/n, (k+1)/n]
+        colors += [[k / n, c], [(k + 1) / n, c]]
+    z = np.where(owner >= 0, owner % len(REQUEST_COLORS) + 2, owner + 2).reshape(rows, GRID_COLUMNS)
+    fig = go.Figure(go.Heatmap(z=z, zmin=-0.5, zmax=n - 0.5, colorscale=colors, showscale=False, xgap=3, ygap=3,
+                               text=np.array(text, dtype=object).reshape(rows, GRID_COLUMNS), texttemplate="%{text}",
+                               hoverinfo="text", x=list(range(GRID_COLUMNS)), y=list(range(rows))))
+    fig.update_yaxes(autorange="reversed", tickvals=list(range(rows)),
+                     ticktext=[str(r * GRID_COLUMNS) for r in range(rows)])
+    fig.update_xaxes(tickvals=list(range(GRID_COLUMNS)), ticktext=[f"+{c}" for c in range(GRID_COLUMNS)])
+    fig = base_layout(fig, "", f"{name} block id (row start + column)", "row start (block id)",
+                      height=120 + 46 * rows)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
+
+
+def trace_hits(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Each request's prompt: tokens served from the prefix cache and tokens computed (stacked)."""
+    fig = go.Figure()
+    x = [for_plotly(v) for v in frame["request"]]  # the file's own ids: plotly reads tags in labels
+    fig.add_bar(x=x, y=frame["hit_tokens"], name="from the cache", marker_color=CACHED,
+                hovertemplate="%{x}: %{y:,} cached<extra></extra>")
+    fig.add_bar(x=x, y=frame["computed_tokens"], name="computed", marker_color=FORMULA,
+                hovertemplate="%{x}: %{y:,} computed<extra></extra>")
+    fig.update_layout(barmode="stack")
+    fig = base_layout(fig, "", "request (in file order)", "prompt tokens", height=380)
+    fig.update_layout(legend=LEGEND_BELOW)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)

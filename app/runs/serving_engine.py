@@ -1,0 +1,51 @@
+"""The Serving page's engine tabs: cached studies (sim.serving.studies) queued through app.work, figures built once."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.work import run_job
+from sim.alloc.trace import MAX_PAGE_TRACE_BYTES, TraceFile, parse_trace
+from sim.serving import studies as sd
+from sim.serving.engine import EngineConfig, EngineRun
+
+CHUNK_S = 2.0  # ~0.8 s for the default 100 requests here; more requests or outputs wait for the Run button
+PREEMPTION_S = 2.0
+
+
+def _scale(n_requests: int, prompt: int, output: int, base: tuple[int, int, int]) -> float:
+    """Work relative to a default: requests × (prompt + output) tokens."""
+    return n_requests * (prompt + output) / (base[0] * (base[1] + base[2]))
+
+
+def chunk_sweep(setup: sd.StudySetup) -> sd.ChunkSweep | None:
+    w = setup.workload
+    estimate = CHUNK_S * _scale(w.num_requests, w.prompt_mean, w.output_mean, (100, 3000, 100))
+    return run_job("serving.chunked", setup, estimate, lambda progress: sd.sweep_chunk_budget(setup, progress=progress), real_model=False,
+                   what="Simulating chunked prefill at six budgets")
+
+
+def preemption(setup: sd.PreemptionSetup) -> sd.PreemptionComparison | None:
+    w = setup.study.workload
+    estimate = PREEMPTION_S * _scale(w.num_requests, w.prompt_mean, w.output_mean, (300, 600, 400))
+    return run_job("serving.preemption", setup, estimate, lambda progress: sd.compare_preemption(setup, progress=progress), real_model=False,
+                   what="Simulating recompute and swap")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def scenario(name: str, config: EngineConfig) -> EngineRun:
+    return sd.run_scenario(name, config)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def read_trace(data: bytes) -> TraceFile:
+    return parse_trace(data, MAX_PAGE_TRACE_BYTES)
+
+
+def trace_run(data: bytes, dep, max_batch: int, budget: int) -> sd.TraceRun | None:
+    tf = read_trace(data)
+    tokens = int(tf.prompt_len.sum() + tf.output_len.sum())
+    estimate = 4 * 0.3 * tokens / 50_000  # four serving runs, ~0.3 s per 50k tokens each here
+    return run_job("serving.trace", (data, dep, max_batch, budget), estimate,
+                   lambda progress: sd.run_trace(tf, dep, max_batch, 16, budget), real_model=False,
+                   what="Running every simulator on the trace")

@@ -1,0 +1,95 @@
+"""Chart titles and sentences for the Serving page's engine studies (chunked prefill, preemption, a user's trace),
+worded from the numbers they state: each names the side that wins and flips when the comparison flips. Numbers
+in, one sentence out; checked both ways in tests/test_takeaways_serving_engine.py."""
+
+from __future__ import annotations
+
+import math
+
+
+def _ms(x: float) -> str:
+    return f"{x:,.1f} ms"
+
+
+def _s(x: float) -> str:
+    return f"{x:,.2f} s"
+
+
+def _lower_higher(new: float, old: float, unit) -> str:
+    """'cut from A to B' / 'raised from A to B' / 'unchanged at A'."""
+    a, b = unit(old), unit(new)
+    if a == b:
+        return f"unchanged at {b}"
+    return f"{'cut' if new < old else 'raised'} from {a} to {b}"
+
+
+def chunk_takeaway(budget: int, itl_p99_chunked: float, itl_p99_whole: float, ttft_p50_chunked: float,
+                   ttft_p50_whole: float) -> str:
+    """The budget chart's title: what the smallest budget does to the p99 gap between tokens and the median TTFT,
+    against whole-prompt prefills."""
+    if math.isnan(itl_p99_chunked) or math.isnan(itl_p99_whole):
+        return f"Chunks of {budget:,} tokens: no request produced a second token, so there is no gap to compare"
+    return (f"Chunks of {budget:,} tokens: p99 inter-token latency {_lower_higher(itl_p99_chunked, itl_p99_whole, _ms)}"
+            f", median time to first token {_lower_higher(ttft_p50_chunked, ttft_p50_whole, _s)} (vs whole prompts)")
+
+
+def chunk_summary(best_budget: int, best_tok_s: float, whole_tok_s: float, num_requests: int, prompt_mean: int) -> str:
+    """Which budget served the most tokens per second, against whole-prompt prefills (Markdown)."""
+    head = (f"On these {num_requests:,} requests (prompts of {prompt_mean:,} tokens on average) the budget that "
+            f"served the most was **{best_budget:,} tokens**: {best_tok_s:,.0f} output tokens/s")
+    if f"{best_tok_s:,.0f}" == f"{whole_tok_s:,.0f}":
+        return head + ", the same as prefilling whole prompts."
+    if best_tok_s > whole_tok_s:
+        return (head + f", {best_tok_s / whole_tok_s:.2f}× the {whole_tok_s:,.0f} of whole-prompt prefills: "
+                "mixing prompt chunks into decode passes fills the compute that decode alone leaves idle.")
+    return (head + f", below the {whole_tok_s:,.0f} of whole-prompt prefills: here small chunks cost more passes "
+            "(each reads every weight) than they win back.")
+
+
+def preemption_takeaway(e2e_p99_recompute: float, e2e_p99_swap: float, recomputed_tokens: int,
+                        recompute_flops: float, swap_bytes: int, swap_s: float, link_name: str, num_swaps: int,
+                        num_preemptions: int) -> str:
+    """The preemption chart's title: which mode finished its slowest 1% sooner, and what each paid."""
+    if num_preemptions == 0:
+        return "No request was preempted: the KV budget held every running request, so both modes ran the same"
+    paid = (f"recompute computed {recomputed_tokens:,} tokens again ({recompute_flops / 1e12:,.1f} TFLOP), swap moved "
+            f"{swap_bytes / 1e9:,.2f} GB over {link_name} ({swap_s:,.2f} s)")
+    a, b = _s(e2e_p99_recompute), _s(e2e_p99_swap)
+    if a == b:
+        return f"Recompute and swap both finish the p99 request in {a}: {paid}"
+    if e2e_p99_swap < e2e_p99_recompute:
+        return f"Swap finishes the p99 request in {b} vs {a} by recompute: {paid}"
+    return f"Recompute finishes the p99 request in {a} vs {b} by swap: {paid}"
+
+
+def trace_summary(num_requests: int, prompt_tokens: int, output_tokens: int, hit_rate: float, frame) -> str:
+    """What every simulator made of the user's trace (Markdown)."""
+    best = frame.loc[frame["throughput_tok_s"].idxmax()]
+    fastest_ttft = frame.loc[frame["ttft_p50_s"].idxmin()]
+    return (f"The trace has **{num_requests:,} requests**: {prompt_tokens:,} prompt and {output_tokens:,} output tokens. "
+            f"Replayed one at a time through the prefix cache, **{hit_rate:.1%}** of its prompt tokens were already "
+            f"cached. Served, **{best['policy']}** had the highest throughput ({best['throughput_tok_s']:,.0f} "
+            f"tokens/s) and **{fastest_ttft['policy']}** the lowest median time to first token "
+            f"({fastest_ttft['ttft_p50_s']:,.3f} s).")
+
+
+def step_takeaway(step: int, used_blocks: int, num_blocks: int, num_running: int, num_waiting: int,
+                  num_swapped: int, num_finished: int) -> str:
+    """The block grid's title: the pool and the queues after one step."""
+    held = (f"{used_blocks:,} of {num_blocks:,} blocks held by {num_running:,} running request"
+            f"{'' if num_running == 1 else 's'}" if num_running else f"all {num_blocks:,} blocks free, nothing running")
+    queues = [f"{num_waiting:,} waiting"] if num_waiting else []
+    if num_swapped:
+        queues.append(f"{num_swapped:,} swapped to the host")
+    if num_finished:
+        queues.append(f"{num_finished:,} finished in this step")
+    return f"After step {step}: {held}" + (f"; {', '.join(queues)}" if queues else "")
+
+
+def trace_hits_takeaway(hit_tokens: int, prompt_tokens: int, num_with_hit: int, num_requests: int) -> str:
+    """The trace's prefix-hit chart title."""
+    if hit_tokens == 0:
+        return (f"None of the trace's {prompt_tokens:,} prompt tokens came from the cache: no request repeats a full "
+                "first block of an earlier one")
+    return (f"{hit_tokens / prompt_tokens:.1%} of the trace's prompt tokens came from the cache ({num_with_hit:,} of "
+            f"{num_requests:,} requests found a cached prefix)")

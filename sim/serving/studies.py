@@ -1,0 +1,301 @@
+"""The Serving page's engine studies: chunked prefill against its token budget, recompute against swap when blocks
+run out, small step-through scenarios, and every simulator on a user's trace. Each is one pure function of a frozen
+setup; the sentences they state are worded in sim.serving.engine_readouts from their numbers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from sim.alloc.prefix_cache import CacheConfig, PrefixCacheResult, block_hashes, simulate_prefix_cache
+from sim.alloc.trace import TraceFile, blocks_to_hold
+from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload, workload_from_lengths
+from sim.serving import engine_readouts as er
+from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
+from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
+from sim.serving.links import link as find_link
+from sim.serving.result import ServingResult
+from sim.serving.schedulers import SchedulerConfig, simulate_static
+from sim.serving.step_cost import LinearCost
+
+CHUNK_BUDGETS = (256, 512, 1024, 2048, 4096, 8192)
+MAX_STUDY_REQUESTS = 1000
+
+
+def _percentile(r: ServingResult, values: np.ndarray, q: int) -> float:
+    return float(np.percentile(values, q)) if len(values) else math.nan
+
+
+@dataclass(frozen=True)
+class StudySetup:
+    """A deployment, a seeded workload (Poisson arrivals in requests per second) and the scheduler's sizes."""
+
+    deployment: DeploymentConfig = DeploymentConfig()
+    workload: LengthWorkloadConfig = LengthWorkloadConfig(
+        num_requests=100, prompt_mean=3000, output_mean=100, spread=0.5, max_model_len=8192, max_tokens=1024,
+        arrival="poisson", arrival_rate=30.0 * ARRIVAL_TICK_S, seed=0)
+    max_batch: int = 64
+    block_size: int = 16
+
+    def __post_init__(self) -> None:
+        if self.workload.num_requests > MAX_STUDY_REQUESTS:
+            raise ValueError(f"at most {MAX_STUDY_REQUESTS:,} requests here, got {self.workload.num_requests:,}")
+
+    def prepare(self) -> tuple[Workload, object, int, float]:
+        """(workload, step cost, KV slots, seconds per arrival tick)."""
+        arch = self.deployment.arch
+        if self.workload.max_model_len > arch.max_position_embeddings:
+            raise ValueError(f"max model length {self.workload.max_model_len:,} is past {arch.name}'s trained "
+                             f"context of {arch.max_position_embeddings:,} tokens")
+        cost = self.deployment.cost()
+        _, _, slots = self.deployment.kv_budget(cost)
+        tick = ARRIVAL_TICK_S if self.workload.arrival == "poisson" else 1.0
+        return make_workload(self.workload), cost, slots, tick
+
+
+# --- chunked prefill against its budget ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ChunkSweep:
+    setup: StudySetup
+    capacity_tokens: int
+    budgets: tuple[int, ...]
+    chunked: tuple[ServingResult, ...]
+    unchunked: ServingResult  # continuous batching, whole prompts, the largest budget (or the longest prompt)
+    unchunked_budget: int
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = []
+        for label, budget, r in [(f"{b:,}", b, x) for b, x in zip(self.budgets, self.chunked, strict=True)] + [
+                ("unchunked", self.unchunked_budget, self.unchunked)]:
+            rows.append({"budget": label, "token_budget": budget, "throughput_tok_s": r.tokens_per_s,
+                         "ttft_p50_s": _percentile(r, r.ttft_s, 50), "ttft_p95_s": _percentile(r, r.ttft_s, 95),
+                         "itl_p50_ms": 1e3 * _percentile(r, r.itl_s, 50),
+                         "itl_p99_ms": 1e3 * _percentile(r, r.itl_s, 99), "forward_passes": r.num_iterations,
+                         "preemptions": r.num_preemptions})
+        return pd.DataFrame(rows)
+
+    def takeaway(self) -> str:
+        f = self.to_frame()
+        small, un = f.iloc[0], f.iloc[-1]
+        return er.chunk_takeaway(int(small["token_budget"]), small["itl_p99_ms"], un["itl_p99_ms"],
+                                 small["ttft_p50_s"], un["ttft_p50_s"])
+
+    def summary(self) -> str:
+        f = self.to_frame()
+        best = f.iloc[:-1]["throughput_tok_s"].idxmax()
+        return er.chunk_summary(int(f.loc[best, "token_budget"]), f.loc[best, "throughput_tok_s"],
+                                f.iloc[-1]["throughput_tok_s"], self.setup.workload.num_requests,
+                                self.setup.workload.prompt_mean)
+
+
+def sweep_chunk_budget(setup: StudySetup, budgets: tuple[int, ...] = CHUNK_BUDGETS, progress=None) -> ChunkSweep:
+    wl, cost, slots, tick = setup.prepare()
+    budgets = tuple(b for b in budgets if b >= setup.max_batch)
+    if not budgets:
+        raise ValueError(f"every budget is below the max batch {setup.max_batch}: each running request needs a token")
+    runs = []
+    for i, b in enumerate(budgets):
+        if progress:
+            progress(i / (len(budgets) + 1), f"chunked prefill, budget {b:,}")
+        cfg = EngineConfig(setup.max_batch, slots, setup.block_size, 0.01, b, chunked=True)
+        runs.append(simulate_engine(wl, cfg, cost, tick).result)
+    whole = max(budgets[-1], wl.max_model_len)
+    if progress:
+        progress(len(budgets) / (len(budgets) + 1), "continuous batching, whole prompts")
+    un = simulate_engine(wl, EngineConfig(setup.max_batch, slots, setup.block_size, 0.01, whole, chunked=False), cost,
+                         tick).result
+    return ChunkSweep(setup, slots, budgets, tuple(runs), un, whole)
+
+
+# --- recompute against swap -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreemptionSetup:
+    study: StudySetup = StudySetup(workload=LengthWorkloadConfig(num_requests=300, prompt_mean=600, output_mean=400,
+                                                                 max_model_len=8192, max_tokens=2048, seed=0),
+                                   max_batch=128)
+    kv_limit_tokens: int = 40_000  # a tight GPU KV budget, so blocks run out
+    cpu_tokens: int = 400_000  # host slots for swapped blocks
+    link: str = "pcie5"
+    chunked: bool = True
+    token_budget: int = 8192
+
+    def __post_init__(self) -> None:
+        find_link(self.link)
+        if not 0 <= self.cpu_tokens <= 1 << 26:
+            raise ValueError(f"host KV slots must be 0..{1 << 26:,}, got {self.cpu_tokens:,}")
+
+
+@dataclass(frozen=True, eq=False)
+class PreemptionComparison:
+    setup: PreemptionSetup
+    capacity_tokens: int
+    kv_bytes_per_token: int
+    recompute: EngineRun
+    swap: EngineRun
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = []
+        for mode, run in (("recompute", self.recompute), ("swap", self.swap)):
+            r = run.result
+            rows.append({"preemption": mode, "throughput_tok_s": r.tokens_per_s,
+                         "ttft_p95_s": _percentile(r, r.ttft_s, 95), "itl_p99_ms": 1e3 * _percentile(r, r.itl_s, 99),
+                         "e2e_p50_s": _percentile(r, r.e2e_s, 50), "e2e_p99_s": _percentile(r, r.e2e_s, 99),
+                         "preemptions": r.num_preemptions, "swapped": run.num_swaps,
+                         "recomputed_tokens": run.recomputed_tokens, "recompute_tflop": run.recompute_flops / 1e12,
+                         "moved_gb": run.swap_bytes / 1e9, "transfer_s": run.swap_seconds,
+                         "makespan_s": r.makespan_s})
+        return pd.DataFrame(rows)
+
+    def takeaway(self) -> str:
+        a, b = self.recompute, self.swap
+        return er.preemption_takeaway(_percentile(a.result, a.result.e2e_s, 99), _percentile(b.result, b.result.e2e_s, 99),
+                                      a.recomputed_tokens, a.recompute_flops, b.swap_bytes, b.swap_seconds,
+                                      find_link(self.setup.link).name, b.num_swaps, a.result.num_preemptions)
+
+
+def compare_preemption(setup: PreemptionSetup, progress=None) -> PreemptionComparison:
+    study = setup.study
+    dep = replace(study.deployment, kv_limit_tokens=setup.kv_limit_tokens)
+    wl, cost, slots, tick = replace(study, deployment=dep).prepare()
+    runs = {}
+    for i, mode in enumerate(("recompute", "swap")):
+        if progress:
+            progress(i / 2, f"preemption by {mode}")
+        cfg = EngineConfig(study.max_batch, slots, study.block_size, 0.01,
+                           setup.token_budget if setup.chunked else max(setup.token_budget, wl.max_model_len),
+                           chunked=setup.chunked, preemption=mode, cpu_capacity_tokens=setup.cpu_tokens,
+                           link=setup.link)
+        runs[mode] = simulate_engine(wl, cfg, cost, tick)
+    return PreemptionComparison(setup, slots, cost.kv_bytes_per_token, runs["recompute"], runs["swap"])
+
+
+# --- step through: small scenarios, one pass = one second ----------------------------------------------------
+
+STEP_COST = LinearCost(base_s=1.0, name="one second per pass")
+
+
+@dataclass(frozen=True)
+class StepScenario:
+    label: str
+    about: str
+    prompts: tuple[int, ...]
+    outputs: tuple[int, ...]
+    arrivals: tuple[int, ...]
+    config: EngineConfig
+    shared: tuple[int, ...] = ()  # prefix caching: leading tokens each request shares with request 0
+
+
+STEP_SCENARIOS: dict[str, StepScenario] = {
+    "chunked": StepScenario(
+        "Chunked prefill", "A 10-token budget: the 14-token prompt is cut into chunks that share passes with the "
+        "others' decodes.", (14, 5, 3), (3, 4, 3), (0, 0, 1),
+        EngineConfig(4, 48, 4, 0.0, 10, chunked=True)),
+    "recompute": StepScenario(
+        "Preemption by recompute", "Six blocks of 4 slots for three growing requests: the newest is preempted and "
+        "later prefilled again, prompt and output so far.", (6, 6, 4), (8, 8, 4), (0, 0, 0),
+        EngineConfig(3, 24, 4, 0.0, 32, chunked=False)),
+    "swap": StepScenario(
+        "Preemption by swap", "The same requests, but the preempted one's blocks are copied to host blocks and "
+        "copied back when the GPU has room.", (6, 6, 4), (8, 8, 4), (0, 0, 0),
+        EngineConfig(3, 24, 4, 0.0, 32, chunked=False, preemption="swap", cpu_capacity_tokens=32)),
+    "prefix": StepScenario(
+        "Prefix sharing", "Three requests whose first 8 tokens are the same: the later two find those 2 blocks "
+        "cached (ref_cnt 2 and 3) and compute only the rest.", (10, 12, 9), (4, 3, 2), (0, 1, 2),
+        EngineConfig(4, 48, 4, 0.0, 32, chunked=True, prefix_caching=True), shared=(10, 8, 8)),
+    "speculative": StepScenario(
+        "Speculative lookahead slots", "Each decode reserves slots for 3 draft tokens; the ones the target rejects "
+        "are rolled back, and a block they alone used goes back to the free queue.", (5, 3), (8, 6), (0, 0),
+        EngineConfig(2, 32, 4, 0.0, 16, chunked=True, spec_k=3, spec_alpha=0.6, spec_seed=1)),
+}
+
+
+def scenario_hashes(sc: StepScenario) -> list[list[int]] | None:
+    if not sc.config.prefix_caching:
+        return None
+    base = np.arange(1, 1 + max(sc.prompts), dtype=np.int32)
+    out = []
+    for i, (p, s) in enumerate(zip(sc.prompts, sc.shared, strict=True)):
+        ids = np.concatenate([base[:s], 1000 * (i + 1) + np.arange(p - s, dtype=np.int32)])
+        out.append(block_hashes(ids, sc.config.block_size))
+    return out
+
+
+def run_scenario(name: str, config: EngineConfig | None = None) -> EngineRun:
+    """A scenario (optionally with its config changed) stepped with every step recorded."""
+    if name not in STEP_SCENARIOS:
+        raise ValueError(f"unknown scenario {name!r}; one of {', '.join(STEP_SCENARIOS)}")
+    sc = STEP_SCENARIOS[name]
+    cfg = config or sc.config
+    wl = workload_from_lengths(sc.prompts, sc.outputs, arrival=sc.arrivals,
+                               max_model_len=max(p + o for p, o in zip(sc.prompts, sc.outputs, strict=True)))
+    return simulate_engine(wl, cfg, STEP_COST, prompt_hashes=scenario_hashes(replace(sc, config=cfg)), record=True,
+                           check=True)
+
+
+def run_trace_steps(tf: TraceFile, config: EngineConfig) -> EngineRun:
+    """A user's trace stepped (its first requests only; arrivals in seconds, one pass = one second)."""
+    wl = tf.to_workload()
+    hashes = tf.prompt_hashes(config.block_size) if config.prefix_caching else None
+    return simulate_engine(wl, config, STEP_COST, prompt_hashes=hashes, record=True, check=True)
+
+
+# --- every simulator on a user's trace -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class TraceRun:
+    trace: TraceFile
+    deployment: DeploymentConfig
+    capacity_tokens: int
+    prefix: PrefixCacheResult
+    results: dict[str, ServingResult]
+    cached: EngineRun  # chunked prefill with prefix caching
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = []
+        for name, r in list(self.results.items()) + [("chunked + prefix cache", self.cached.result)]:
+            rows.append({"policy": name, "throughput_tok_s": r.tokens_per_s,
+                         "ttft_p50_s": _percentile(r, r.ttft_s, 50), "ttft_p95_s": _percentile(r, r.ttft_s, 95),
+                         "itl_p50_ms": 1e3 * _percentile(r, r.itl_s, 50),
+                         "itl_p99_ms": 1e3 * _percentile(r, r.itl_s, 99), "e2e_p99_s": _percentile(r, r.e2e_s, 99),
+                         "preemptions": r.num_preemptions})
+        return pd.DataFrame(rows)
+
+    def hits_takeaway(self) -> str:
+        p = self.prefix
+        return er.trace_hits_takeaway(p.num_hit_tokens, p.num_prompt_tokens, p.num_requests_with_hit, p.num_requests)
+
+    def summary(self) -> str:
+        return er.trace_summary(self.trace.num_requests, int(self.trace.prompt_len.sum()),
+                                int(self.trace.output_len.sum()), self.prefix.hit_rate, self.to_frame())
+
+
+def run_trace(tf: TraceFile, deployment: DeploymentConfig, max_batch: int = 256, block_size: int = 16,
+              token_budget: int = 8192) -> TraceRun:
+    cost = deployment.cost()
+    _, _, slots = deployment.kv_budget(cost)
+    wl = tf.to_workload()
+    nb = min(blocks_to_hold(tf, block_size), slots // block_size)
+    prefix = simulate_prefix_cache(tf.to_prefix_trace(), CacheConfig(block_size, max(nb, 1) * block_size,
+                                                                      max_running=1))
+    static = simulate_static(wl, SchedulerConfig(max_batch, slots, block_size, 0.01, 1 << 20), cost)
+    whole = max(token_budget, wl.max_model_len)
+    cont = simulate_engine(wl, EngineConfig(max_batch, slots, block_size, 0.01, whole, chunked=False), cost).result
+    budget = max(token_budget, max_batch)
+    chunked_cfg = EngineConfig(max_batch, slots, block_size, 0.01, budget, chunked=True)
+    chunked = simulate_engine(wl, chunked_cfg, cost).result
+    cached = simulate_engine(wl, replace(chunked_cfg, prefix_caching=True), cost,
+                             prompt_hashes=tf.prompt_hashes(block_size))
+    return TraceRun(tf, deployment, slots, prefix, {"static": static, "continuous": cont, "chunked": chunked}, cached)
