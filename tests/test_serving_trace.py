@@ -236,7 +236,7 @@ def test_serve_chunked_prefill_lowers_the_tail_of_inter_token_latency(tmp_path, 
     (["--policy", "static", "--preemption", "swap"], "serve: static batching reserves"),
     (["--policy", "continuous", "--token-budget", "64"], "serve: without chunking, a token budget of 64"),
     (["--policy", "chunked", "--token-budget", "64"], "serve: a token budget of 64 cannot give each of 256"),
-    (["--kv-tokens", "100"], "serve: the longest request"),
+    (["--kv-tokens", "100"], "serve: a KV capacity of 100 token slots cannot hold one request of the maximum length 748"),
 ])
 def test_serve_refusals_are_one_line_and_exit_2(tmp_path, capsys, argv, words):
     path = write(tmp_path, SERVE_TRACE)
