@@ -242,13 +242,6 @@ def run_scenario(name: str, config: EngineConfig | None = None) -> EngineRun:
                            check=True)
 
 
-def run_trace_steps(tf: TraceFile, config: EngineConfig) -> EngineRun:
-    """A user's trace stepped (its first requests only; arrivals in seconds, one pass = one second)."""
-    wl = tf.to_workload()
-    hashes = tf.prompt_hashes(config.block_size) if config.prefix_caching else None
-    return simulate_engine(wl, config, STEP_COST, prompt_hashes=hashes, record=True, check=True)
-
-
 # --- every simulator on a user's trace -----------------------------------------------------------------------
 
 
