@@ -50,6 +50,7 @@ MAX_SPEC_K = 8
 MAX_RECORDED_STEPS = 2000  # the step-through view keeps at most this many steps
 MAX_RECORDED_REQUESTS = 64
 NO_WINDOW = 1 << 40
+TIER_WORDS = {1: "host", 2: "disk"}
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,8 @@ class StepView:
     ref_cnt: tuple[int, ...]  # GPU, per block
     num_cpu_free: int
     cached_blocks: tuple[int, ...] = ()  # blocks holding a cached prefix hash (prefix caching)
+    gpu_hashes: tuple[int, ...] = ()  # the hashes those blocks hold, in block order (prefix caching)
+    tier_hashes: tuple[tuple[int, ...], ...] = ()  # (host, disk) hashes, least recently used first (offload)
 
     def takeaway(self, num_blocks: int) -> str:
         """The block grid's title."""
@@ -174,6 +177,11 @@ class EngineRun:
     spec_blocks_freed: int  # blocks handed back by rollbacks
     peak_cpu_blocks: int
     steps: tuple[StepView, ...] = field(default=())
+    tier_hit_tokens: tuple[int, int, int] = (0, 0, 0)  # prompt tokens found on the GPU, in the host, on disk
+    load_bytes: tuple[int, int] = (0, 0)  # bytes loaded back from the host, from disk
+    load_seconds: tuple[float, float] = (0.0, 0.0)  # what those loads added to passes
+    load_recompute_seconds: tuple[float, float] = (0.0, 0.0)  # what prefilling those tokens again would have cost
+    offload_written_bytes: tuple[int, int] = (0, 0)  # bytes copied down into the host, into the disk (overlapped)
 
     @property
     def swap_bytes(self) -> int:
@@ -200,10 +208,12 @@ def check_engine(wl: Workload, cfg: EngineConfig) -> None:
 
 def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, *,
                     prompt_hashes: list[list[int]] | None = None, kv_bytes_per_token: int | None = None,
-                    record: bool = False, check: bool = False) -> EngineRun:
+                    record: bool = False, check: bool = False, offload=None) -> EngineRun:
     """Run the workload step by step (module docstring). prompt_hashes: each request's full prompt blocks' chained
     hashes, needed with prefix caching. record=True keeps a StepView per step (small workloads only);
-    check=True asserts both pools' invariants and the token bookkeeping after every step (tests)."""
+    check=True asserts both pools' invariants and the token bookkeeping after every step (tests).
+    offload: a sim.serving.tiers.OffloadConfig, lower tiers that keep the prefix blocks the GPU evicts (needs
+    prefix caching)."""
     check_engine(wl, cfg)
     n, bs, max_batch = wl.num_requests, cfg.block_size, cfg.max_batch
     if record and (n > MAX_RECORDED_REQUESTS):
@@ -214,6 +224,22 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
         pool: BlockPool = PrefixCachingBlockPool(cfg.num_blocks, bs)
     else:
         pool = BlockPool(cfg.num_blocks, bs)
+    tiers = None
+    if offload is not None:
+        from sim.serving.tiers import TierCache, load_seconds, recompute_seconds
+
+        if not cfg.prefix_caching:
+            raise ValueError("offload tiers keep prefix blocks: turn prefix caching on")
+        tiers = TierCache(offload, bs)
+    tier_stats = dict(hit=[0, 0, 0], load_b=[0, 0], load_s=[0.0, 0.0], re_s=[0.0, 0.0])
+    ev_seen = [0]
+
+    def drain_evictions() -> None:
+        """GPU evictions since the last call go down to the tiers, in the order they happened."""
+        ev = pool.evicted
+        for _block, h in ev[ev_seen[0]:]:
+            tiers.evicted_from_gpu(h)
+        ev_seen[0] = len(ev)
     cpu = BlockPool(max(1, cfg.num_cpu_blocks), bs)
     cpu_blocks = cfg.num_cpu_blocks
     kvb = int(getattr(cost, "kv_bytes_per_token", 0) if kv_bytes_per_token is None else kv_bytes_per_token)
@@ -247,7 +273,10 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
     steps: list[StepView] = []
     now, nxt, t = 0.0, 0, 0
 
+    hashed_upto: dict[int, int] = {}  # running request -> its full prompt blocks already offered to the cache
+
     def start_segment(req: int) -> None:
+        hashed_upto.pop(req, None)
         running[req] = len(segs[0])
         segs[0].append(req)
         segs[1].append(now)
@@ -297,6 +326,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                              f"{len(waiting) + n - nxt:,} requests waiting: raise the KV budget or the batch size")
         events: list[str] = []
         step_bytes = [0]
+        step_load_s = [0.0]
         budget = budget_all
         rows: list[tuple[int, int, int, str]] = []  # (req, tokens computed, draft tokens among them, what it did)
         was_preempted = False
@@ -354,9 +384,14 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             while not swapped and waiting and len(running) < max_batch:
                 req = waiting[0]
                 cached: list[int] = []
+                below: list[int] = []  # tiers (1 host, 2 disk) of the blocks loaded after the GPU's hits
                 if cfg.prefix_caching and computed[req] == 0:
-                    cached = pool.find_cached_prefix(prompt_hashes[req], (seg_prompt[req] - 1) // bs)
-                hit = len(cached) * bs
+                    most = (seg_prompt[req] - 1) // bs
+                    cached = pool.find_cached_prefix(prompt_hashes[req], most)
+                    if tiers is not None:
+                        drain_evictions()
+                        below = tiers.find(prompt_hashes[req][len(cached):most])
+                hit = (len(cached) + len(below)) * bs
                 n_new = seg_prompt[req] - hit
                 if chunked:
                     if budget == 0:
@@ -375,6 +410,23 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                     pool.add_request(req, n_new)
                 computed[req] = hit
                 stats["hits"] += hit
+                if cfg.prefix_caching and hit:
+                    tier_stats["hit"][0] += len(cached) * bs
+                if below:
+                    lo = len(cached)
+                    tiers.touch(prompt_hashes[req][lo:lo + len(below)], below)
+                    for j, tier in enumerate(below):
+                        tier_stats["hit"][tier] += bs
+                        ti = tier - 1
+                        sec = load_seconds(bs, kvb, offload.links[ti])
+                        tier_stats["load_b"][ti] += bs * kvb
+                        tier_stats["load_s"][ti] += sec
+                        tier_stats["re_s"][ti] += recompute_seconds(cost, bs, (lo + j) * bs)
+                        step_load_s[0] += sec
+                    if record:
+                        events.append(f"request {req}: {len(below)} block(s) loaded back ("
+                                      + ", ".join(f"{below.count(t)} from the {TIER_WORDS[t]}" for t in (1, 2)
+                                                  if t in below) + ")")
                 start_segment(req)
                 if record:
                     got = pool.block_table(req)
@@ -407,6 +459,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             extra = step_bytes[0] / link_bw
             stats["swap_s"] += extra
             sec += extra
+        sec += step_load_s[0]
         end = now + sec
         made = 0
         kv_after = 0
@@ -457,8 +510,11 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
         done = [req for req in running if produced[req] >= output[req]]
         it_fin.append(len(done))
         if cfg.prefix_caching:  # full prompt blocks computed by now are cached (before the finished leave)
-            for req in running:
-                pool.cache_full_blocks(req, prompt_hashes[req])
+            for req in running:  # a block is registered once, when it fills (vLLM counts its cached blocks)
+                n_full = min(computed[req] // bs, len(prompt_hashes[req]))
+                if n_full > hashed_upto.get(req, 0):
+                    pool.cache_full_blocks(req, prompt_hashes[req])
+                    hashed_upto[req] = n_full
         for req in done:
             seg = running.pop(req)
             freed = pool.free(req)
@@ -466,8 +522,12 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             segs[2][seg] = end
             if record:
                 events.append(f"request {req} finished: block(s) {freed} back to the free queue")
+        if tiers is not None:
+            drain_evictions()
         if check:
             _check_step(pool, cpu, running, swapped, waiting, computed, seg_prompt, produced, output, bs)
+            if tiers is not None:
+                tiers.check_invariants()
         if record and len(steps) < MAX_RECORDED_STEPS:
             steps.append(StepView(
                 t, now, end, tuple(waiting), tuple(running), tuple(swapped), tuple(done),
@@ -475,7 +535,9 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                 tuple(events), {r: tuple(tb) for r, tb in pool.req_to_block_table.items()},
                 dict(pool.req_to_num_tokens), {r: tuple(tb) for r, tb in cpu.req_to_block_table.items()},
                 tuple(pool.free_block_queue), tuple(pool.ref_cnt), cpu.num_free_blocks if cpu_blocks else 0,
-                tuple(sorted(pool.block_to_hash)) if cfg.prefix_caching else ()))
+                tuple(sorted(pool.block_to_hash)) if cfg.prefix_caching else (),
+                tuple(pool.block_to_hash[b] for b in sorted(pool.block_to_hash)) if cfg.prefix_caching else (),
+                tiers.contents() if tiers is not None else ()))
         now = end
         t += 1
     assert pool.num_free_blocks == pool.num_blocks, "blocks still held after every request finished"
@@ -491,7 +553,9 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
     return EngineRun(cfg, result, stats["recomputes"], stats["swaps"], stats["recomputed"],
                      stats["re_flops"] if flops_of is not None else math.nan, stats["out_b"], stats["in_b"],
                      stats["swap_s"], stats["hits"], stats["reserved"], stats["rolled"], stats["spec_freed"],
-                     stats["peak_cpu"], tuple(steps))
+                     stats["peak_cpu"], tuple(steps), tuple(tier_stats["hit"]), tuple(tier_stats["load_b"]),
+                     tuple(tier_stats["load_s"]), tuple(tier_stats["re_s"]),
+                     tuple(n * bs * kvb for n in tiers.blocks_written) if tiers is not None else (0, 0))
 
 
 def _chunk_kind(done_before: int, n_new: int, prompt: int) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from sim.readout import times
+
 
 def _ms(x: float) -> str:
     return f"{x:,.1f} ms"
@@ -93,3 +95,44 @@ def trace_hits_takeaway(hit_tokens: int, prompt_tokens: int, num_with_hit: int, 
                 "first block of an earlier one")
     return (f"{hit_tokens / prompt_tokens:.1%} of the trace's prompt tokens came from the cache ({num_with_hit:,} of "
             f"{num_requests:,} requests found a cached prefix)")
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0f}%"
+
+
+def offload_takeaway(ttft_p50_s: list[float], gpu_hit_pct: list[float], below_hit_pct: list[float]) -> str:
+    """The offload chart's title: prompt tokens served from some cache, GPU alone vs with every lower tier, and what
+    that did to the median time to first token. Lists in the study's order: GPU only, + host, + host + disk."""
+    alone, full = gpu_hit_pct[0] + below_hit_pct[0], gpu_hit_pct[2] + below_hit_pct[2]
+    hits = ("cached prompt tokens unchanged at " + _pct(full) if _pct(alone) == _pct(full) else
+            f"cached prompt tokens {'up' if full > alone else 'down'} from {_pct(alone)} to {_pct(full)}")
+    return (f"Host + disk tiers under the GPU: {hits}, median time to first token "
+            f"{_lower_higher(ttft_p50_s[2], ttft_p50_s[0], _s)}")
+
+
+def tier_verdict(tier: str, link_name: str, hit_tokens: int, load_s: float, recompute_s: float,
+                 breakeven: int | None, load_us_block: float, recompute_us_block0: float, block_size: int,
+                 model: str) -> str:
+    """Whether loading from one tier beat prefilling again, in this run and per block by position (Markdown)."""
+    if hit_tokens == 0:
+        run = f"No prompt block came back from the **{tier}** in this run."
+    elif load_s < recompute_s:
+        run = (f"The **{tier}** tier won here: loading its {hit_tokens:,} tokens over {link_name} added "
+               f"{load_s:,.3f} s to passes, where prefilling them again would have cost {recompute_s:,.3f} s "
+               f"({times(recompute_s / load_s)} more).")
+    else:
+        run = (f"The **{tier}** tier lost here: loading its {hit_tokens:,} tokens over {link_name} added "
+               f"{load_s:,.3f} s to passes, more than the {recompute_s:,.3f} s prefilling them again would have cost.")
+    per = f"One block of {block_size} tokens loads in {load_us_block:,.1f} µs over {link_name}"
+    if breakeven == 0:
+        per += (f", less than the {recompute_us_block0:,.1f} µs {model} needs to recompute even a prompt's first "
+                "block: loading wins at every position.")
+    elif breakeven is None:
+        per += (f", slower than recomputing any block of these prompts with {model} (the first costs "
+                f"{recompute_us_block0:,.1f} µs): here offload to this tier always loses to recomputing.")
+    else:
+        per += (f": slower than recomputing a block early in a prompt ({recompute_us_block0:,.1f} µs for the first "
+                f"with {model}), faster from token {breakeven:,} on, where attention over the earlier tokens makes "
+                "recomputing dearer.")
+    return f"{run} {per}"
