@@ -19,6 +19,7 @@ import torch
 from sim.cost.decode import human_flops
 from sim.cost.opcount import FlopTally, step_bytes
 from sim.model.device import Stopwatch
+from sim.model.graph_step import StaticDecodeStep, check_step_kind
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.transformer import TinyLlama
 
@@ -102,21 +103,26 @@ def sample(logits: torch.Tensor, cfg: SamplingConfig, gen: torch.Generator | Non
     return int(torch.multinomial(probs, 1, generator=gen))
 
 
+def _last_logits(model: TinyLlama, ids: torch.Tensor, start_pos: int, cache, attn_impl, sdpa_backend, tally,
+                 last_only: bool = True) -> torch.Tensor:
+    logits = model(ids, start_pos, cache, attn_impl, sdpa_backend, tally, last_only=last_only)
+    return logits[:, -1] if last_only else logits
+
+
 @torch.inference_mode()
 def prefill(model: TinyLlama, ids: torch.Tensor, cache, attn_impl="eager", sdpa_backend=None, tally=None,
             start_pos: int = 0, last_only: bool = True) -> torch.Tensor:
     """Feed ids (B, T) at positions start_pos.. (0: a prompt; later: a chunk on top of what `cache`
     holds) and write their K/V to `cache`. Logits of the last position (B, V), or of every position
     (B, T, V) when not last_only (speculative decoding's verify pass)."""
-    logits = model(ids, start_pos, cache, attn_impl, sdpa_backend, tally, last_only=last_only)
-    return logits[:, -1] if last_only else logits
+    return _last_logits(model, ids, start_pos, cache, attn_impl, sdpa_backend, tally, last_only)
 
 
 @torch.inference_mode()
 def decode_one_token(model: TinyLlama, token: torch.Tensor, pos: int, cache, attn_impl="eager", sdpa_backend=None,
                      tally=None) -> torch.Tensor:
     """Feed one token (B, 1) at position `pos` against the cache; logits (B, V)."""
-    return model(token, pos, cache, attn_impl, sdpa_backend, tally, last_only=True)[:, -1]
+    return _last_logits(model, token, pos, cache, attn_impl, sdpa_backend, tally)
 
 
 def check_lengths(model: TinyLlama, prompt_len: int, max_new_tokens: int) -> None:
@@ -146,43 +152,72 @@ def decode_loop(
     sdpa_backend: str | None = None,
     count: bool = False,
     keep_logits: bool = False,
+    step: str = "eager",
 ) -> Iterator[StepRecord]:
     """The one prefill + decode loop, whatever the cache (contiguous, paged, quantized).
 
     Step 0 feeds `ids` at positions start_pos.. with `prefill`; every later step feeds the token just
     picked with `decode_one_token`. Without a cache (naive decoding) every step re-feeds the whole
     sequence from position 0 instead. Each step is timed on the device (synced, picking the token
-    included) and, when `count`, its matmul FLOPs are tallied from the shapes executed."""
+    included) and, when `count`, its matmul FLOPs are tallied from the shapes executed.
+
+    `step` is how the decode steps after the prefill run (sim.model.graph_step): "eager" (the model's
+    forward), "static" (fixed shapes over a ContiguousKVCache's whole buffers) or "graph" (that step
+    captured in a CUDA graph and replayed)."""
     if cache is None and start_pos:
         raise ValueError(f"without a cache every step starts at position 0, got start_pos={start_pos}")
-    device = model.device
+    device, cfg = model.device, model.cfg
+    check_step_kind(step, device)
+    if step != "eager" and cache is None:
+        raise ValueError(f"a {step} step decodes from a cache; naive decoding has none")
+    static = StaticDecodeStep(model, cache, attn_impl, graph=step == "graph") if step != "eager" else None
     elem = torch.finfo(model.dtype).bits // 8
-    seq = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T): the tokens from start_pos on
-    for step in range(num_new):
-        tally = FlopTally() if count else None
-        kv_len = start_pos + seq.shape[1]
+    # a decode step's bytes: the weights for one fed token, and K/V bytes linear in the positions read
+    one_token = step_bytes(cfg, 1, 1, elem, cached=True)
+    n0 = len(ids)
+    seq = torch.empty(1, n0 + num_new, dtype=torch.long, device=device)  # (1, T): the tokens from start_pos on
+    seq[0, :n0] = torch.tensor(ids, dtype=torch.long)
+    for i in range(num_new):
+        n = n0 + i  # tokens in seq
+        kv_len = start_pos + n
+        prefilling = cache is None or i == 0
+        tally = FlopTally() if count and (prefilling or static is None) else None  # a static step counts its own
+        if static is not None and i == 1:  # count its FLOPs (and capture the graph) before its clock starts
+            static.prepare(seq[:, n - 1 : n], kv_len - 1)
         with Stopwatch(device) as clock:
-            if cache is None or step == 0:
-                feed, start = seq, start_pos  # the prompt, or the whole sequence again (naive)
-                logits = prefill(model, feed, cache, attn_impl, sdpa_backend, tally, start_pos=start)[0]  # (V,)
+            if prefilling:  # the prompt, or the whole sequence again (naive)
+                num_fed, start = n, start_pos
+                logits = _last_logits(model, seq[:, :n], start, cache, attn_impl, sdpa_backend, tally)[0]  # (V,)
             else:
-                feed, start = seq[:, -1:], kv_len - 1
-                logits = decode_one_token(model, feed, start, cache, attn_impl, sdpa_backend, tally)[0]  # (V,)
+                num_fed, start = 1, kv_len - 1
+                feed = seq[:, n - 1 : n]  # (1, 1)
+                logits = (static(feed, start) if static is not None else
+                          _last_logits(model, feed, start, cache, attn_impl, sdpa_backend, tally))[0]  # (V,)
             token = pick(logits)
-        nbytes = step_bytes(model.cfg, feed.shape[1], kv_len, elem, cached=cache is not None and start > 0)
+        if prefilling:
+            nbytes = step_bytes(cfg, num_fed, kv_len, elem, cached=cache is not None and start > 0)
+            kv_bytes = nbytes["kv"]
+        else:  # a static step reads every slot of the cache
+            kv_bytes = one_token["kv"] * (static.num_slots if static is not None else kv_len)
+            nbytes = one_token
+        if static is not None and not prefilling:
+            part_to_flops = dict(static.part_to_flops) if count else {}
+        else:
+            part_to_flops = dict(tally.part_to_flops) if tally else {}
         yield StepRecord(
-            step=step,
+            step=i,
             position=kv_len,
             token=token,
-            num_new=feed.shape[1],
+            num_new=num_fed,
             kv_len=kv_len,
-            part_to_flops=dict(tally.part_to_flops) if tally else {},
+            part_to_flops=part_to_flops,
             bytes_weights=nbytes["weights"],
-            bytes_kv=nbytes["kv"],
+            bytes_kv=kv_bytes,
             wall_s=clock.seconds,
             logits=logits.float().cpu().clone() if keep_logits else None,
         )
-        seq = torch.cat([seq, torch.tensor([[token]], device=device)], dim=1)
+        if i + 1 < num_new:
+            seq[0, n] = token
 
 
 def generate_steps(
@@ -195,16 +230,18 @@ def generate_steps(
     sdpa_backend: str | None = None,
     keep_logits: bool = False,
     count: bool = True,
+    step: str = "eager",
 ) -> Iterator[StepRecord]:
     """Yield one StepRecord per generated token (batch size 1): naive without a cache, cached with a
-    ContiguousKVCache sized to the positions written (the last produced token is never fed back)."""
+    ContiguousKVCache sized to the positions written (the last produced token is never fed back); `step`
+    is how a cached decode step runs (see decode_loop)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     check_lengths(model, len(prompt_ids), max_new_tokens)
     num_positions = len(prompt_ids) + max_new_tokens - 1
     cache = ContiguousKVCache(model.cfg, 1, num_positions, model.device, model.dtype) if mode == "cached" else None
     yield from decode_loop(model, prompt_ids, max_new_tokens, cache, sampling.sampler(), 0, attn_impl, sdpa_backend,
-                           count, keep_logits)
+                           count, keep_logits, step if mode == "cached" else "eager")
 
 
 def generate(model: TinyLlama, prompt_ids: list[int], max_new_tokens: int, mode: str = "cached", **kwargs) -> GenerationResult:
@@ -231,6 +268,7 @@ class DecodeComparison:
     cached: list[StepRecord]
     num_requested: int
     naive_budget_s: float | None
+    step: str = "eager"  # how the cached decode steps ran (sim.model.graph_step.STEP_KINDS)
 
     @property
     def compared(self) -> int:
@@ -300,13 +338,16 @@ class DecodeComparison:
 
 
 def run_comparison(model: TinyLlama, prompt_ids: list[int], num_new: int, sampling: SamplingConfig,
-                   attn_impl: str = "sdpa", naive_budget_s: float | None = None, on_step=None) -> DecodeComparison:
-    """Cached first (fast), then naive until done or out of budget. on_step(mode, i) reports progress."""
+                   attn_impl: str = "sdpa", naive_budget_s: float | None = None, on_step=None,
+                   step: str = "eager") -> DecodeComparison:
+    """Cached first (fast), then naive until done or out of budget. on_step(mode, i) reports progress.
+    `step`: how the cached decode steps run (sim.model.graph_step)."""
+    check_step_kind(step, model.device)
     for mode in ("cached", "naive"):  # warm-up: first calls pay one-time kernel and allocator costs
-        for _ in generate_steps(model, prompt_ids[:8], 2, mode, sampling, attn_impl, count=False):
+        for _ in generate_steps(model, prompt_ids[:8], 3, mode, sampling, attn_impl, count=False, step=step):
             pass
     cached = []
-    for rec in generate_steps(model, prompt_ids, num_new, "cached", sampling, attn_impl):
+    for rec in generate_steps(model, prompt_ids, num_new, "cached", sampling, attn_impl, step=step):
         cached.append(rec)
         if on_step:
             on_step("cached", len(cached))
@@ -318,4 +359,4 @@ def run_comparison(model: TinyLlama, prompt_ids: list[int], num_new: int, sampli
             on_step("naive", len(naive))
         if naive_budget_s is not None and spent > naive_budget_s:
             break
-    return DecodeComparison(naive, cached, num_new, naive_budget_s)
+    return DecodeComparison(naive, cached, num_new, naive_budget_s, step)

@@ -48,10 +48,11 @@ class ContiguousKVCache:
         have = self.layer_to_num_tokens[layer]
         if start_pos > have:
             raise ValueError(f"write at position {start_pos} leaves a gap: only {have} positions are filled")
-        self.k[layer][:, :, start_pos:end] = k
-        self.v[layer][:, :, start_pos:end] = v
+        k_buf, v_buf = self.k[layer], self.v[layer]
+        k_buf.narrow(2, start_pos, T).copy_(k)  # one view and one copy each (indexing makes a view per axis)
+        v_buf.narrow(2, start_pos, T).copy_(v)
         self.layer_to_num_tokens[layer] = end
-        return self.k[layer][:, :, :end], self.v[layer][:, :, :end]
+        return k_buf.narrow(2, 0, end), v_buf.narrow(2, 0, end)
 
     @property
     def num_tokens(self) -> int:

@@ -22,8 +22,10 @@ CATEGORIES = ("matmuls", "attention", "norms", "elementwise", "views and copies"
 _MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear", "aten::baddbmm"}
 _ATTENTION = {"aten::softmax", "aten::_softmax", "aten::scaled_dot_product_attention",
               "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_safe_softmax"}
-_NORMS = {"aten::rms_norm", "aten::_fused_rms_norm", "aten::rsqrt", "aten::pow", "aten::mean"}
-_ELEMENTWISE = {"aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::silu", "aten::neg", "aten::sub",
+# RMSNorm (transformer.py) is sum, div_, add_ and rsqrt_ between its three muls, which count as elementwise
+_NORMS = {"aten::rms_norm", "aten::_fused_rms_norm", "aten::rsqrt", "aten::rsqrt_", "aten::pow", "aten::mean",
+          "aten::sum", "aten::div_", "aten::add_"}
+_ELEMENTWISE = {"aten::add", "aten::mul", "aten::mul_", "aten::silu", "aten::neg", "aten::sub", "aten::roll",
                 "aten::div", "aten::masked_fill", "aten::where", "aten::cat", "aten::argmax", "aten::max"}
 _VIEWS = {"aten::view", "aten::reshape", "aten::transpose", "aten::slice", "aten::select", "aten::expand",
           "aten::as_strided", "aten::contiguous", "aten::unsqueeze", "aten::split", "aten::split_with_sizes",

@@ -85,13 +85,37 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
+        # fp32 scalars as tensors: a Python number is converted to a tensor on every call (3 more operator calls)
+        self._dim = torch.tensor(float(dim), device="cpu")
+        self._eps = torch.tensor(eps, device="cpu")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype == torch.float32:  # the same arithmetic in fewer kernel calls
-            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+        if x.dtype == torch.float32:
+            # Llama's arithmetic, bit for bit (mean = sum / dim), in 8 operator calls; F.rms_norm makes 24 here.
+            return x * torch.mul(x, x).sum(-1, keepdim=True).div_(self._dim).add_(self._eps).rsqrt_() * self.weight
         xf = x.float()  # half precision: normalise in fp32, as Llama does
         xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * xf.to(x.dtype)
+
+
+class Linear(nn.Linear):
+    """nn.Linear (no bias) that, once prepared for inference, multiplies a 2-D input by a stored transposed view
+    of its weight: one `mm` call where F.linear makes linear → t → matmul → mm. The same BLAS call, so the
+    same bits; the view follows in-place weight updates, not a replaced weight (prepare again then)."""
+
+    def __init__(self, in_features: int, out_features: int) -> None:
+        super().__init__(in_features, out_features, bias=False)
+        # (in, out) view of weight. Plain attributes, here and for the fused copies below: a buffer is looked up
+        # through nn.Module.__getattr__ at every use; TinyLlama derives them again after .to().
+        self.weight_t: torch.Tensor | None = None
+
+    def prepare(self) -> None:
+        self.weight_t = self.weight.detach().t()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.weight_t is not None and x.dim() == 2:
+            return torch.mm(x, self.weight_t)  # (N, in) @ (in, out)
+        return F.linear(x, self.weight)
 
 
 def rope_tables(cfg: ModelConfig, device=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,6 +135,18 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     # x (B, H, T, D); cos/sin (T, D)
     return x * cos + _rotate_half(x) * sin
+
+
+def rotation_sin(sin: torch.Tensor) -> torch.Tensor:
+    """sin (S, D) with its first half negated: rotate_half(x) * sin == x.roll(D/2) * rotation_sin(sin), exactly
+    (negating is exact), in one roll instead of chunk, neg and cat."""
+    half = sin.shape[-1] // 2
+    return torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+
+
+def apply_rope_rolled(x: torch.Tensor, cos: torch.Tensor, sin_rot: torch.Tensor) -> torch.Tensor:
+    # x (..., D); cos and sin_rot broadcast to it; the same bits as apply_rope
+    return x * cos + x.roll(x.shape[-1] // 2, -1) * sin_rot  # roll(D/2) swaps the halves
 
 
 def causal_additive_mask(num_new: int, kv_len: int, device=None, dtype=torch.float32) -> torch.Tensor:
@@ -141,31 +177,39 @@ class Attention(nn.Module):
         super().__init__()
         self.cfg = cfg
         hd = cfg.head_dim
-        self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * hd, bias=False)
-        self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * hd, bias=False)
-        self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * hd, bias=False)
-        self.o_proj = nn.Linear(cfg.n_heads * hd, cfg.d_model, bias=False)
-        self.register_buffer("wqkv", None, persistent=False)  # fused copy for inference, see fuse()
+        self.q_proj = Linear(cfg.d_model, cfg.n_heads * hd)
+        self.k_proj = Linear(cfg.d_model, cfg.n_kv_heads * hd)
+        self.v_proj = Linear(cfg.d_model, cfg.n_kv_heads * hd)
+        self.o_proj = Linear(cfg.n_heads * hd, cfg.d_model)
+        self.wqkv: torch.Tensor | None = None  # fused copy for inference, see fuse()
+        self.wqkv_t: torch.Tensor | None = None  # its (d, (H + 2·Hkv)·D) view
 
     def fuse(self) -> None:
         """One (q+k+v) matmul instead of three: fewer kernel launches per decode step."""
         self.wqkv = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]).detach()
+        self.wqkv_t = self.wqkv.t()
+        self.o_proj.prepare()
 
-    def forward(self, x, cos, sin, start_pos: int, cache, layer_idx: int, opts: AttnOptions):
+    def project(self, x, B: int, T: int, cos, sin_rot):
+        """x (B·T, d) -> q (B, H, T, D), k and v (B, Hkv, T, D), RoPE applied to q and k."""
         cfg = self.cfg
-        tally, attn_mask, capture = opts.tally, opts.mask, opts.capture
-        B, T, _ = x.shape
-        H, Hkv, D, G = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
-        if self.wqkv is not None:
-            qkv = F.linear(x, self.wqkv)
+        H, Hkv, D = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        if self.wqkv_t is not None:
+            qkv = torch.mm(x, self.wqkv_t)
         else:
             qkv = torch.cat([self.q_proj(x), self.k_proj(x), self.v_proj(x)], dim=-1)
         qkv = qkv.view(B, T, H + 2 * Hkv, D)  # (B, T, H + 2·Hkv, D)
-        # RoPE on the query and key heads at once; cos/sin arrive as (T, 1, D)
-        q, k = apply_rope(qkv[:, :, : H + Hkv], cos, sin).split([H, Hkv], dim=2)
-        q = q.transpose(1, 2)  # (B, H, T, D)
-        k = k.transpose(1, 2)  # (B, Hkv, T, D)
-        v = qkv[:, :, H + Hkv :].transpose(1, 2)  # (B, Hkv, T, D)
+        # RoPE on the query and key heads at once; cos/sin_rot arrive as (T, 1, D)
+        qk = apply_rope_rolled(qkv.narrow(2, 0, H + Hkv), cos, sin_rot)
+        return (qk.narrow(2, 0, H).transpose(1, 2), qk.narrow(2, H, Hkv).transpose(1, 2),
+                qkv.narrow(2, H + Hkv, Hkv).transpose(1, 2))
+
+    def forward(self, x, B: int, T: int, cos, sin_rot, start_pos: int, cache, layer_idx: int, opts: AttnOptions):
+        """x (B·T, d) -> (B·T, d)."""
+        cfg = self.cfg
+        tally, attn_mask, capture = opts.tally, opts.mask, opts.capture
+        H, Hkv, D, G = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
+        q, k, v = self.project(x, B, T, cos, sin_rot)  # (B, H, T, D), (B, Hkv, T, D) ×2
         if cache is not None:
             k, v = cache.update(layer_idx, start_pos, k, v)  # (B, Hkv, S, D), S = start_pos + T
         S = k.shape[2]
@@ -196,12 +240,38 @@ class Attention(nn.Module):
         else:  # "sdpa" (AttnOptions checked the name)
             if attn_mask is not None:
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask.to(q.dtype), enable_gqa=G > 1)
+            elif T == 1 and opts.sdpa_backend is None:  # one query sees every key: no mask
+                y = F.scaled_dot_product_attention(q, k, v, enable_gqa=G > 1)
             else:
                 y = _sdpa(q, k, v, T, S, G, opts.sdpa_backend)
             if capture is not None:
                 capture.append({"k": k, "v": v})
-        y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
-        return self.o_proj(y)
+        y = y.reshape(B, H * D) if T == 1 else y.transpose(1, 2).reshape(B * T, H * D)  # (B·T, H·D)
+        return self.o_proj(y)  # (B·T, d)
+
+    def forward_static(self, x, B: int, cos, sin_rot, pos, k_buf, v_buf, keep, impl: str, tally: FlopTally | None):
+        """One token per row at position `pos`, a (1,) tensor, against whole preallocated buffers: the shapes
+        never change, so the step can be captured in a CUDA graph. k_buf, v_buf (B, Hkv, S_max, D) get the new
+        row at `pos` (index_copy_, no host sync); keep (1, S_max) bool marks the slots <= pos."""
+        cfg = self.cfg
+        H, Hkv, D, G = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.group_size
+        q, k, v = self.project(x, B, 1, cos, sin_rot)  # (B, H, 1, D), (B, Hkv, 1, D) ×2
+        k_buf.index_copy_(2, pos, k)
+        v_buf.index_copy_(2, pos, v)
+        S = k_buf.shape[2]
+        if tally is not None:  # what runs: one query against every slot, the unwritten ones masked
+            tally.matmul("qkv_proj", B, cfg.d_model, (H + 2 * Hkv) * D)
+            tally.matmul("attn_scores", 1, D, S, batch=B * H)
+            tally.matmul("attn_v", 1, S, D, batch=B * H)
+            tally.matmul("out_proj", B, H * D, cfg.d_model)
+        if impl == "eager":
+            scores = q.reshape(B, Hkv, G, D) @ k_buf.transpose(-1, -2) / math.sqrt(D)  # (B, Hkv, G, S_max)
+            scores = scores.masked_fill(~keep, float("-inf"))
+            probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+            y = probs @ v_buf  # (B, Hkv, G, D): rows are the query heads in order
+        else:
+            y = F.scaled_dot_product_attention(q, k_buf, v_buf, attn_mask=keep, enable_gqa=G > 1)  # (B, H, 1, D)
+        return self.o_proj(y.reshape(B, H * D))
 
 
 def _sdpa(q, k, v, T, S, G, backend):
@@ -234,19 +304,25 @@ def _sdpa(q, k, v, T, S, G, backend):
 class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.gate_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
-        self.up_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
-        self.down_proj = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
-        self.register_buffer("w_gate_up", None, persistent=False)  # fused copy for inference
+        self.gate_proj = Linear(cfg.d_model, cfg.d_ff)
+        self.up_proj = Linear(cfg.d_model, cfg.d_ff)
+        self.down_proj = Linear(cfg.d_ff, cfg.d_model)
+        self.w_gate_up: torch.Tensor | None = None  # fused copy for inference
+        self.w_gate_up_t: torch.Tensor | None = None  # its (d, 2·d_ff) view
 
     def fuse(self) -> None:
         self.w_gate_up = torch.cat([self.gate_proj.weight, self.up_proj.weight]).detach()
+        self.w_gate_up_t = self.w_gate_up.t()
+        self.down_proj.prepare()
 
     def forward(self, x):
-        if self.w_gate_up is not None:
-            gate, up = F.linear(x, self.w_gate_up).chunk(2, dim=-1)
+        if self.w_gate_up_t is not None and x.dim() == 2:
+            gate_up = torch.mm(x, self.w_gate_up_t)  # (N, 2·d_ff)
+        elif self.w_gate_up is not None:
+            gate_up = F.linear(x, self.w_gate_up)
         else:
-            gate, up = self.gate_proj(x), self.up_proj(x)
+            return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = gate_up.chunk(2, dim=-1)
         return self.down_proj(F.silu(gate) * up)
 
 
@@ -274,10 +350,35 @@ class TinyLlama(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.model = Backbone(cfg)
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.lm_head = Linear(cfg.d_model, cfg.vocab_size)
         cos, sin = rope_tables(cfg)
         self.register_buffer("rope_cos", cos, persistent=False)  # (max_seq_len, D), fp32
         self.register_buffer("rope_sin", sin, persistent=False)
+        self._rope_views: tuple | None = None  # (cos, sin, cos (S, 1, D), rotation_sin (S, 1, D)), see _rope
+        self._block_list: tuple | None = None  # (layers, [(norm, attention, norm, mlp) per layer]), see _blocks
+        self.fused = False
+
+    def _blocks(self) -> list[tuple[nn.Module, nn.Module, nn.Module, nn.Module]]:
+        """Each layer's four modules, looked up once (nn.Module.__getattr__ costs about a microsecond a use) and
+        again whenever model.layers is replaced (a truncated draft does)."""
+        layers = self.model.layers
+        cached = self._block_list
+        if cached is None or cached[0] is not layers or len(cached[1]) != len(layers):
+            cached = (layers, [(m.input_layernorm, m.self_attn, m.post_attention_layernorm, m.mlp) for m in layers])
+            self._block_list = cached
+        return cached[1]
+
+    def _rope(self, start_pos: int, T: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and rotation_sin for positions start_pos.., (T, 1, D) to broadcast over heads. Derived once from
+        rope_cos/rope_sin and again whenever those tensors are replaced (.to(), a draft that shares them)."""
+        views = self._rope_views
+        if views is None or views[0] is not self.rope_cos or views[1] is not self.rope_sin:
+            views = (self.rope_cos, self.rope_sin, self.rope_cos[:, None], rotation_sin(self.rope_sin)[:, None])
+            self._rope_views = views
+        cos, sin = views[2][start_pos : start_pos + T], views[3][start_pos : start_pos + T]
+        if cos.dtype != dtype:
+            cos, sin = cos.to(dtype), sin.to(dtype)
+        return cos, sin
 
     def forward(
         self,
@@ -298,20 +399,53 @@ class TinyLlama(nn.Module):
                 f"positions {start_pos}..{start_pos + T - 1} exceed the trained context of {cfg.max_seq_len} tokens"
             )
         opts = AttnOptions(attn_impl, sdpa_backend, attn_mask, capture, tally)
-        x = self.model.embed_tokens(idx)  # (B, T, d)
-        cos = self.rope_cos[start_pos : start_pos + T, None].to(x.dtype)  # (T, 1, D): broadcast over heads
-        sin = self.rope_sin[start_pos : start_pos + T, None].to(x.dtype)
-        for i, layer in enumerate(self.model.layers):
-            x = x + layer.self_attn(layer.input_layernorm(x), cos, sin, start_pos, cache, i, opts)
-            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        # Rows are (batch, position) pairs: every matmul is one 2-D mm, with no reshapes around it.
+        x = self.model.embed_tokens.weight.index_select(0, idx.reshape(-1))  # (B·T, d)
+        cos, sin_rot = self._rope(start_pos, T, x.dtype)  # (T, 1, D)
+        for i, (norm1, attn, norm2, mlp) in enumerate(self._blocks()):
+            x = x + attn(norm1(x), B, T, cos, sin_rot, start_pos, cache, i, opts)
+            x = x + mlp(norm2(x))
             if tally is not None:
                 tally.matmul("mlp", B * T, cfg.d_model, 3 * cfg.d_ff)
-        if last_only:
-            x = x[:, -1:]  # only the last position's logits are needed to pick the next token
+        if last_only and T > 1:
+            x = x.view(B, T, -1)[:, -1]  # (B, d): only the last position's logits are needed to pick the next token
+            T = 1
         x = self.model.norm(x)
         if tally is not None:
-            tally.matmul("lm_head", B * x.shape[1], cfg.d_model, cfg.vocab_size)
-        return self.lm_head(x)  # (B, T or 1, V)
+            tally.matmul("lm_head", B * T, cfg.d_model, cfg.vocab_size)
+        return self.lm_head(x).view(B, T, -1)  # (B, T or 1, V)
+
+    def forward_static(self, token: torch.Tensor, pos: torch.Tensor, cache, keep: torch.Tensor,
+                       attn_impl: str = "sdpa", tally: FlopTally | None = None) -> torch.Tensor:
+        """One decode step with fixed shapes and no host sync (what a CUDA graph captures): token (B, 1) at
+        position pos, a (1,) tensor, written into the ContiguousKVCache's preallocated buffers by position;
+        attention reads all S_max slots with keep (1, S_max) bool masking those after pos. Logits (B, V).
+        The cache's Python-side length is the caller's to advance (sim.model.graph_step does)."""
+        cfg = self.cfg
+        if attn_impl not in ATTN_IMPLS:
+            raise ValueError(f"attn_impl must be one of {ATTN_IMPLS}, got {attn_impl!r}")
+        B = token.shape[0]
+        x = self.model.embed_tokens.weight.index_select(0, token.reshape(-1))  # (B, d)
+        self._rope(0, 1, x.dtype)  # make sure the derived tables exist
+        cos = self._rope_views[2].index_select(0, pos)  # (1, 1, D)
+        sin_rot = self._rope_views[3].index_select(0, pos)
+        if cos.dtype != x.dtype:
+            cos, sin_rot = cos.to(x.dtype), sin_rot.to(x.dtype)
+        for i, (norm1, attn, norm2, mlp) in enumerate(self._blocks()):
+            x = x + attn.forward_static(norm1(x), B, cos, sin_rot, pos, cache.k[i], cache.v[i], keep, attn_impl,
+                                        tally)
+            x = x + mlp(norm2(x))
+            if tally is not None:
+                tally.matmul("mlp", B, cfg.d_model, 3 * cfg.d_ff)
+        if tally is not None:
+            tally.matmul("lm_head", B, cfg.d_model, cfg.vocab_size)
+        return self.lm_head(self.model.norm(x))  # (B, V)
+
+    def _apply(self, fn, *args, **kwargs):
+        out = super()._apply(fn, *args, **kwargs)
+        if self.fused:  # .to() converted the fused copies and views separately: derive them again
+            self.fuse_projections()
+        return out
 
     @property
     def device(self) -> torch.device:
@@ -326,6 +460,8 @@ class TinyLlama(nn.Module):
         for layer in self.model.layers:
             layer.self_attn.fuse()
             layer.mlp.fuse()
+        self.lm_head.prepare()
+        self.fused = True
         return self
 
     def num_params(self) -> int:

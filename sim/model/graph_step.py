@@ -1,0 +1,136 @@
+"""A cached decode step with static shapes, run op by op or captured once in a CUDA graph and replayed.
+
+The eager step (TinyLlama.forward) launches a few hundred small operators per token; on a GPU each launch
+costs microseconds of CPU time whatever the work, so a tiny model's step is bound by launches. A CUDA graph
+records the step's kernels once and replays them with one launch. That needs every shape and address fixed
+(the gpt-fast approach): the cache is the ContiguousKVCache's preallocated buffers, the new K/V row is
+written at a position held in a tensor (index_copy_), and attention reads all S_max slots with the unwritten
+ones masked. The token and position go into fixed input tensors before each replay.
+
+Step kinds:
+    eager   the model's ordinary forward: dynamic shapes, attends to exactly the filled positions
+    static  TinyLlama.forward_static run op by op: the graph's step, on any device (tests run it on a CPU)
+    graph   forward_static captured in a CUDA graph on the first step and replayed on every later one
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from sim.cost.opcount import FlopTally
+from sim.model.kvcache import ContiguousKVCache
+from sim.model.transformer import TinyLlama
+
+STEP_KINDS = ("eager", "static", "graph")
+WARMUP_RUNS = 2  # eager runs on a side stream before capture (cuBLAS and the allocator set up lazily)
+
+
+def graph_unavailable(device: torch.device) -> str | None:
+    """Why a CUDA graph cannot run on `device` (None when it can)."""
+    if not torch.cuda.is_available():
+        return "this machine has no CUDA device (torch.cuda.is_available() is False)"
+    if device.type != "cuda":
+        return f"the model runs on {device}, not on a CUDA device"
+    return None
+
+
+def check_step_kind(step: str, device: torch.device) -> None:
+    if step not in STEP_KINDS:
+        raise ValueError(f"step must be one of {STEP_KINDS}, got {step!r}")
+    if step == "graph" and (reason := graph_unavailable(device)):
+        raise ValueError(f"a CUDA graph step needs a CUDA device: {reason}")
+
+
+class StaticDecodeStep:
+    """Decode one token per call at a given position into a ContiguousKVCache with fixed shapes; with
+    graph=True the first call captures the step in a CUDA graph and every call replays it.
+
+    `part_to_flops` is the step's matmul FLOPs counted on its first run (the shapes never change, so
+    every later run executes the same): attention over all S_max slots, the masked ones included."""
+
+    def __init__(self, model: TinyLlama, cache, attn_impl: str = "sdpa", graph: bool = False) -> None:
+        if not isinstance(cache, ContiguousKVCache):
+            raise ValueError(f"a static-shape step writes into preallocated buffers by position: it needs a "
+                             f"ContiguousKVCache, got {type(cache).__name__}")
+        check_step_kind("graph" if graph else "static", model.device)
+        self.model, self.cache, self.attn_impl, self.use_graph = model, cache, attn_impl, graph
+        dev, batch = model.device, cache.k[0].shape[0]
+        self.token = torch.zeros(batch, 1, dtype=torch.long, device=dev)  # (B, 1) fixed input
+        self.pos = torch.zeros(1, dtype=torch.long, device=dev)  # (1,) fixed input
+        self.slots = torch.arange(cache.max_seq_len, device=dev)[None]  # (1, S_max)
+        self.logits: torch.Tensor | None = None  # (B, V) fixed output, overwritten by every call
+        self.graph = None
+        self.part_to_flops: dict[str, int] | None = None
+        self.prepare_s = 0.0  # the one-off run (and capture) before the first step
+
+    @property
+    def num_slots(self) -> int:
+        return self.cache.max_seq_len
+
+    def _run(self, tally: FlopTally | None = None) -> torch.Tensor:
+        keep = self.slots <= self.pos  # (1, S_max) True where a written position may be attended
+        return self.model.forward_static(self.token, self.pos, self.cache, keep, self.attn_impl, tally)
+
+    def _capture(self, tally: FlopTally) -> None:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # the warm-up writes the same K/V row the real step will
+            for i in range(WARMUP_RUNS):
+                self._run(tally if i == 0 else None)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self.logits = self._run()
+        self.graph = graph
+
+    def _set_inputs(self, token: torch.Tensor, pos: int) -> None:
+        cache = self.cache
+        if not 0 <= pos < cache.max_seq_len:
+            raise ValueError(f"cache holds {cache.max_seq_len} positions; asked to write position {pos}")
+        if pos > cache.num_tokens:
+            raise ValueError(f"write at position {pos} leaves a gap: only {cache.num_tokens} positions are filled")
+        self.token.copy_(token)
+        self.pos.fill_(pos)
+
+    @torch.inference_mode()
+    def prepare(self, token: torch.Tensor, pos: int) -> None:
+        """Run the step once at `pos` with a FLOP tally and, for a graph, warm up and capture it. Running the
+        step again at the same position writes the same K/V row, so the real step may follow. Its wall time
+        (one-off, not a decode step's) is `prepare_s`."""
+        t0 = time.perf_counter()
+        self._set_inputs(token, pos)
+        tally = FlopTally()
+        if self.use_graph:
+            self._capture(tally)
+            torch.cuda.synchronize(self.model.device)
+        else:
+            self._run(tally)
+        self.part_to_flops = dict(tally.part_to_flops)
+        self.prepare_s = time.perf_counter() - t0
+
+    @torch.inference_mode()
+    def __call__(self, token: torch.Tensor, pos: int) -> torch.Tensor:
+        """token (B, 1) at position `pos` -> logits (B, V), a view of the fixed output (copy it to keep it)."""
+        if self.part_to_flops is None:
+            self.prepare(token, pos)
+        self._set_inputs(token, pos)
+        if self.use_graph:
+            self.graph.replay()
+        else:
+            self.logits = self._run()
+        self.cache.layer_to_num_tokens = [pos + 1] * len(self.cache.k)  # what attention saw: positions 0..pos
+        return self.logits
+
+
+def step_caption(step: str, num_slots: int) -> str:
+    """What the Decode cost page says under its numbers about how the cached steps ran ("" when eager)."""
+    if step == "eager":
+        return ""
+    slots = (f"attends over all {num_slots:,} cache slots, the unwritten ones masked, so its attention FLOPs are "
+             f"those of {num_slots:,} keys.")
+    if step == "static":
+        return f"Cached steps ran with static shapes (what a CUDA graph captures), op by op: each {slots}"
+    return ("Cached steps ran as a CUDA graph: captured once before the first decode step (not counted in any "
+            f"step's time), then replayed, one launch per token. Each step {slots}")
