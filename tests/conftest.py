@@ -15,7 +15,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # gating itself is tested with the real limit, in test_work.py).
 os.environ.setdefault("KVLAB_AUTO_RUN_S", "600")
 
+from sim.model.device import configure_threads  # noqa: E402
 from sim.model.transformer import PRESETS, ModelConfig, TinyLlama, load_model  # noqa: E402
+
+# The torch threads the app itself runs with (app/resources.py), from the first test on: a page test would
+# set them anyway, so without this the tests before it ran with torch's default, whose OpenMP threads spin
+# on a shared 2-core machine (single tests took minutes instead of seconds).
+configure_threads()
 
 
 def random_model(n_kv_heads: int = 4, seed: int = 0, **overrides) -> TinyLlama:
