@@ -208,13 +208,21 @@ def check_engine(wl: Workload, cfg: EngineConfig) -> None:
 
 def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, *,
                     prompt_hashes: list[list[int]] | None = None, kv_bytes_per_token: int | None = None,
-                    record: bool = False, check: bool = False, offload=None) -> EngineRun:
+                    record: bool = False, check: bool = False, offload=None,
+                    prefilled_first_s: np.ndarray | None = None) -> EngineRun:
     """Run the workload step by step (module docstring). prompt_hashes: each request's full prompt blocks' chained
     hashes, needed with prefix caching. record=True keeps a StepView per step (small workloads only);
     check=True asserts both pools' invariants and the token bookkeeping after every step (tests).
     offload: a sim.serving.tiers.OffloadConfig, lower tiers that keep the prefix blocks the GPU evicts (needs
-    prefix caching)."""
+    prefix caching). prefilled_first_s: (N,) for a decode instance of a disaggregated server: each request arrives
+    with its prompt's KV already made elsewhere and its first token out at that time; admitted, it holds the
+    prompt's KV and decodes from its second token on (outputs of 2+ tokens; no prefix caching)."""
     check_engine(wl, cfg)
+    if prefilled_first_s is not None:
+        if cfg.prefix_caching or len(prefilled_first_s) != wl.num_requests:
+            raise ValueError("prefilled requests need one first-token time each and no prefix caching")
+        if wl.num_requests and int(wl.output_len.min()) < 2:
+            raise ValueError("a prefilled request must have at least 2 output tokens (the first came with its KV)")
     n, bs, max_batch = wl.num_requests, cfg.block_size, cfg.max_batch
     if record and (n > MAX_RECORDED_REQUESTS):
         raise ValueError(f"the step-through view follows at most {MAX_RECORDED_REQUESTS} requests, got {n:,}")
@@ -383,6 +391,25 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                     budget -= n_new
             while not swapped and waiting and len(running) < max_batch:
                 req = waiting[0]
+                if prefilled_first_s is not None and produced[req] == 0:  # its KV arrives: decode at once
+                    k = min(k_spec, output[req] - 2)
+                    n_new = 1 + k
+                    if (chunked and n_new > budget) or \
+                            pool.num_free_blocks - cdiv(seg_prompt[req] + n_new, bs) < (wm if running else 0):
+                        break
+                    waiting.popleft()
+                    pool.add_request(req, seg_prompt[req])
+                    pool.append(req, n_new)
+                    computed[req] = seg_prompt[req]
+                    produced[req] = 1
+                    first[req] = last_tok[req] = float(prefilled_first_s[req])
+                    start_segment(req)
+                    if record:
+                        events.append(f"request {req} arrived with its KV, took block(s) {pool.block_table(req)}")
+                    rows.append((req, n_new, k, "decode"))
+                    if chunked:
+                        budget -= n_new
+                    continue
                 cached: list[int] = []
                 below: list[int] = []  # tiers (1 host, 2 disk) of the blocks loaded after the GPU's hits
                 if cfg.prefix_caching and computed[req] == 0:

@@ -136,3 +136,47 @@ def tier_verdict(tier: str, link_name: str, hit_tokens: int, load_s: float, reco
                 f"with {model}), faster from token {breakeven:,} on, where attention over the earlier tokens makes "
                 "recomputing dearer.")
     return f"{run} {per}"
+
+
+def disagg_takeaway(num_prefill: int, num_decode: int, itl_p99_coloc: float, itl_p99_dis: float,
+                    ttft_p50_coloc: float, ttft_p50_dis: float) -> str:
+    """The disaggregation chart's title: both latencies, disaggregated against colocated on the same GPUs."""
+    n = num_prefill + num_decode
+    return (f"{num_prefill} prefill + {num_decode} decode GPUs vs {n} colocated: p99 inter-token latency "
+            f"{_lower_higher(itl_p99_dis, itl_p99_coloc, _ms)}, median time to first token "
+            f"{_lower_higher(ttft_p50_dis, ttft_p50_coloc, _s)}")
+
+
+SAME_THROUGHPUT = 0.02  # throughputs closer than this read as the same (arrivals, not GPUs, set them then)
+
+
+def disagg_verdict(tok_s_coloc: float, tok_s_dis: float, itl_p99_coloc: float, itl_p99_dis: float,
+                   slo_pct_coloc: float, slo_pct_dis: float, goodput_coloc: float, goodput_dis: float,
+                   ttft_slo_s: float, tpot_slo_ms: float) -> str:
+    """What this run showed (Markdown): throughput, the gap between tokens, and whether the SLOs bind."""
+    ratio = tok_s_dis / tok_s_coloc
+    same_tput = abs(ratio - 1) < SAME_THROUGHPUT
+    tput = (f"throughput within {SAME_THROUGHPUT:.0%} of colocated's ({tok_s_dis:,.0f} vs {tok_s_coloc:,.0f} "
+            "tokens/s)" if same_tput else
+            f"throughput {ratio:.2f}× colocated's ({tok_s_dis:,.0f} vs {tok_s_coloc:,.0f} tokens/s)")
+    a, b = _ms(itl_p99_coloc), _ms(itl_p99_dis)
+    itl = "the p99 gap between tokens unchanged" if a == b else f"the p99 gap between tokens {b} vs {a}"
+    slo = (f"with the SLOs (first token within {ttft_slo_s:g} s, then at most {tpot_slo_ms:g} ms per token), "
+           f"{slo_pct_dis:.0f}% of requests met both vs {slo_pct_coloc:.0f}% colocated")
+    head = f"Disaggregated: {tput}, {itl}; {slo}."
+    lower_itl, more_tput = itl_p99_dis < itl_p99_coloc and a != b, tok_s_dis > tok_s_coloc and not same_tput
+    more_good = f"{goodput_dis:.2f}" != f"{goodput_coloc:.2f}" and goodput_dis > goodput_coloc
+    if more_tput:
+        reading = "Here splitting the pools also served more tokens per second."
+    elif not same_tput and not lower_itl:
+        reading = "Here it lost throughput and did not even shorten the gap between tokens."
+    elif lower_itl and more_good:
+        reading = (f"It bought steadier decoding, not throughput — and because the SLOs bind here, that is "
+                   f"{times(goodput_dis / goodput_coloc)} the requests served within them "
+                   f"({goodput_dis:.2f} vs {goodput_coloc:.2f} per second).")
+    elif lower_itl:
+        reading = ("It bought steadier decoding, not throughput, and the SLOs do not turn that into more requests "
+                   "served within them here.")
+    else:
+        reading = "Here it did not even shorten the gap between tokens: the split costs more than it isolates."
+    return f"{head} {reading}"
