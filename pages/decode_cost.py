@@ -1,6 +1,7 @@
 import streamlit as st
 
 from app.claims import render_claims
+from app.controls.decode_cost import STEP_LABELS, fall_back_from_graph, graph_unavailable_here, step_radio
 from app.figures import decode as figs
 from app.present import show_chart, show_chart_in
 from app.resources import model_or_stop as load_model
@@ -22,6 +23,7 @@ from sim.cost.decode_readouts import (
 from sim.cost.opcount import generation_flops
 from sim.cost.presets import load_presets
 from sim.model.generate import MODES, SamplingConfig, encode, run_comparison
+from sim.model.graph_step import step_caption
 from sim.model.step_profile import MAX_PROFILE_CONTEXT
 from sim.model.transformer import PRESETS
 from sim.work.run_cost import cached_work, naive_work
@@ -49,12 +51,15 @@ url.int("top_k", 0, 0, 256, label="top-k")
 url.int("seed", 0, 0, 2**31 - 1, label="seed")
 url.choice("attn", "sdpa", ["sdpa", "eager"], label="attention")
 url.int("budget", 30, 1, 600, label="naive time budget (s)")
+url.choice("step", "eager", list(STEP_LABELS), label="cached step")
 url.bool("log", True, label="log scale")
 presets = {k: p for k, p in load_presets().items() if p.attention != "MLA"}
 url.choice("scale_model", "llama-3.1-8b" if "llama-3.1-8b" in presets else next(iter(presets)), list(presets),
            label="model at scale")
 url.int("scale_n", 8192, SCALE_LENGTHS[0], SCALE_LENGTHS[-1], label="length at scale")
 url.show_problems()
+graph_reason = graph_unavailable_here()
+fall_back_from_graph(graph_reason)
 if st.session_state["scale_n"] not in SCALE_LENGTHS:  # a URL may carry any in-range integer
     st.session_state["scale_n"] = min(SCALE_LENGTHS, key=lambda v: abs(v - st.session_state["scale_n"]))
 
@@ -66,6 +71,7 @@ with st.form("run"):
                 format_func=lambda v: f"{v.upper()} ({PRESETS[v].n_kv_heads} KV heads)")
     right.slider("New tokens", 1, CONTEXT, key="n", help=f"The model was trained on {CONTEXT}-token windows; "
                  "prompt + new tokens must fit in them (RoPE positions past that were never trained).")
+    step_radio(right, graph_reason)
     c = st.columns(5)
     c[0].slider("Temperature (0 = greedy)", 0.0, 2.0, step=0.05, key="temp")
     c[1].number_input("Top-k (0 = off)", 0, 256, key="top_k")
@@ -92,9 +98,9 @@ if error:
     st.error(error)
 else:
     sampling = SamplingConfig(st.session_state["temp"], st.session_state["top_k"], st.session_state["seed"])
-    variant, attn = st.session_state["variant"], st.session_state["attn"]
+    variant, attn, step = st.session_state["variant"], st.session_state["attn"], st.session_state["step"]
     budget = float(st.session_state["budget"])
-    run_key = (tuple(prompt_ids), variant, n_new, sampling, attn, budget)
+    run_key = (tuple(prompt_ids), variant, n_new, sampling, attn, budget, step)
     model = load_model(variant)
     rates = model_rates(variant, attn)
     cached_s = rates.seconds(cached_work(len(prompt_ids), n_new))
@@ -106,11 +112,12 @@ else:
             done = i / n_new * cached_s if mode == "cached" else cached_s + min(budget, i / n_new * naive_s)
             progress(done / estimate, f"{mode}: token {i} of {n_new}")
 
-        return run_comparison(model, prompt_ids, n_new, sampling, attn, budget, on_step)
+        return run_comparison(model, prompt_ids, n_new, sampling, attn, budget, on_step, step)
 
     try:
         res = run_job("decode_cost.compare", run_key, estimate, compare, go=go, button="Run naive and cached",
-                      what=f"Naive and cached decoding of {n_new:,} tokens ({attn}, naive capped at {budget:g} s)")
+                      what=f"Naive and cached decoding of {n_new:,} tokens ({attn}, {STEP_LABELS[step]} cached "
+                           f"steps, naive capped at {budget:g} s)")
     except ValueError as exc:
         st.error(plain(exc))
         res = None
@@ -138,6 +145,8 @@ if not error and res is not None:
     m[3].metric("FLOPs naive / cached", f"{res.flops('naive', k) / res.flops('cached', k):,.1f}×",
                 help=f"{res.flops('naive', k):,} vs {res.flops('cached', k):,} FLOPs over {k} tokens")
     st.caption(speedup_caption(res.naive, res.cached))
+    if res.step != "eager":
+        st.caption(step_caption(res.step, res.cached[-1].kv_len))  # the cache holds every position fed
     st.code(st.session_state["prompt"] + bytes(cached_ids).decode("utf-8", errors="replace"), language=None,
             wrap_lines=True)
 

@@ -2,6 +2,7 @@
 
 from streamlit.testing.v1 import AppTest
 
+from app.text import plain
 from sim.cost.opcount import generation_flops
 from sim.model.generate import encode
 from sim.model.transformer import PRESETS
@@ -80,3 +81,22 @@ def test_bad_input_is_explained():
     assert len(res.cached) == 775 and not res.naive_complete  # naive is O(N²): the 1 s budget stops it
     assert at.success[0].value.startswith(f"Identical tokens: the {res.compared} tokens naive decoding produced")
     assert f"Naive decoding stopped after {res.compared} of 775 tokens" in at.info[0].value
+
+
+def test_cached_step_choice_without_cuda_is_disabled_with_the_reason():
+    import torch
+
+    if torch.cuda.is_available():
+        import pytest
+
+        pytest.skip("checks the page on a machine without CUDA")
+    at = page({"n": "8", "step": "graph"})
+    assert not at.exception
+    reason = "this machine has no CUDA device (torch.cuda.is_available() is False)"
+    assert at.warning[0].value == (f"The link asks for a CUDA-graph cached step, but {plain(reason)}: the cached steps "
+                                   "run eagerly.")
+    radio = at.radio(key="step")
+    assert radio.value == "eager" and radio.disabled and radio.options == ["eager", "CUDA graph"]
+    assert f"CUDA graph unavailable: {plain(reason)}." in [c.value for c in at.caption]
+    assert at.session_state["decode_cost.result"].step == "eager"
+    assert at.query_params["step"] == "eager"
