@@ -8,13 +8,17 @@ from urllib.parse import urlencode
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
+from app.i18n import LANG_KEY, lang
 from app.registry import PAGES
+from sim.i18n import DEFAULT_LANG
 
 
 def page_link(slug: str, label: str, params: dict[str, object] | None = None, where=None) -> None:
     page = next(p for p in PAGES if p.slug == slug)
     target = where if where is not None else st
     query = {k: str(v) for k, v in (params or {}).items()}
+    if lang() != DEFAULT_LANG:
+        query.setdefault(LANG_KEY, lang())  # the page opens in the language it was linked from
     try:
         target.page_link(page.path, label=label, icon=page.icon, query_params=query or None)
     except StreamlitPageNotFoundError:

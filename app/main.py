@@ -9,6 +9,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
+from app.i18n import page_title, read_lang, section_title  # noqa: E402
 from app.present import apply_page_style, read_present  # noqa: E402
 from app.registry import PAGES, SECTIONS  # noqa: E402
 from app.sidebar import render_sidebar  # noqa: E402
@@ -17,12 +18,13 @@ from app.sidebar import render_sidebar  # noqa: E402
 # font host, and the lab must work with no network at all.
 # Presenter mode (?present=1) starts with the sidebar folded away: the projector gets the full width.
 present = read_present()
+read_lang()  # before the navigation: its titles are in the page language
 st.set_page_config(page_title="KV Cache Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide",
                    initial_sidebar_state="collapsed" if present else "auto")
 
 nav = {
-    section: [
-        st.Page(p.path, title=p.title, icon=p.icon, url_path=p.slug, default=(p.slug == "home"))
+    section_title(section): [
+        st.Page(p.path, title=page_title(p.slug), icon=p.icon, url_path=p.slug, default=(p.slug == "home"))
         for p in PAGES
         if p.section == section
     ]

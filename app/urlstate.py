@@ -109,6 +109,11 @@ class UrlState:
         stash = ss.setdefault(STASH_KEY, {})
         self._stash: dict[str, Any] = stash.setdefault(page, {})
         begin_page_run()  # a page run starts here: reset its budget of work started unasked
+        from app.i18n import read_lang, take_lang_problem  # the one value all pages share: listed here if bad
+
+        read_lang()
+        if lang_problem := take_lang_problem():
+            self.problems.append(lang_problem)
 
     def _read(self, key: str, parse: Callable[[str | None], tuple[Any, str | None]], label: str) -> Any:
         raws = st.query_params.get_all(key)
