@@ -248,6 +248,83 @@ def render_steps() -> None:
         st.text(" ".join(map(str, view.free_queue)) or "empty")
 
 
+def render_offload() -> None:
+    st.markdown(
+        "A prefix block the GPU's cache evicts need not be lost: engines with **offload tiers** (LMCache, vLLM's "
+        "offloading connector) keep it in host memory, then on disk, each tier an LRU of bounded size. A later "
+        "prompt that starts with it **loads** it back into a fresh GPU block over that tier's link instead of "
+        "prefilling it again. Loading costs bytes over PCIe, NVLink-C2C or an NVMe drive; recomputing costs "
+        "FLOPs. Below, one shared-prefix workload (Zipf-popular prefixes, more of them than the GPU holds) with the "
+        "GPU's cache alone, then with a host tier, then with host and disk.")
+    try:
+        setup = eng.offload_setup()
+        study = eruns.offload(setup)
+    except ValueError as exc:
+        st.error(f"These settings cannot be simulated: {plain(exc)}")
+        return
+    if study is None:
+        return
+    frame = study.to_frame()
+    show_chart(efigs.offload(frame, study.takeaway()), width="stretch")
+    for line in study.verdicts():
+        st.markdown(line)
+    show_table(frame.round(3), hide_index=True, width="stretch")
+    st.caption(f"GPU: {study.capacity_tokens:,} KV slots; {study.kv_bytes_per_token / 1024:,.0f} KiB of KV per token. "
+               "A load is on the critical path: its seconds are added to the pass that admits the request. Copies "
+               "down (written_down_gb) are asynchronous, as in LMCache and vLLM's connector, and cost the passes "
+               "nothing. *_recompute_s: what prefilling the loaded tokens on this GPU would have cost instead (their "
+               "FLOPs at the GPU's peak).")
+
+
+def render_disagg() -> None:
+    st.markdown(
+        "**Disaggregated serving** (DistServe, Splitwise; vLLM's disaggregated prefilling, llm-d) runs prompts on "
+        "prefill GPUs and decoding on other GPUs, moving each request's KV between them once. Decode passes then "
+        "carry no prompt work, so the gap between tokens stays short; but the prefill pool is smaller than the "
+        "whole, and every prompt's KV crosses a link. Below, the same Poisson arrivals on N prefill + M decode "
+        "GPUs and on N + M colocated GPUs (chunked prefill), each GPU with the same KV budget.")
+    try:
+        setup = eng.disagg_setup()
+        study = eruns.disagg(setup)
+    except ValueError as exc:
+        st.error(f"These settings cannot be simulated: {plain(exc)}")
+        return
+    if study is None:
+        return
+    frame = study.to_frame()
+    show_chart(efigs.disagg(frame, study.takeaway()), width="stretch")
+    st.markdown(study.verdict())
+    show_table(frame.round(3), hide_index=True, width="stretch")
+    st.caption(f"Moved {study.transfer_gb:,.1f} GB of KV prefill → decode (the memory formula's bytes for each "
+               f"prompt), a median {study.transfer_p50_ms:,.2f} ms per request, one transfer at a time per prefill "
+               f"GPU. Each GPU holds {study.capacity_tokens:,} KV slots. TPOT: (last − first token) ÷ (output − 1); "
+               "goodput: requests meeting both SLOs per second. Requests go to GPUs round-robin.")
+
+
+def render_routing() -> None:
+    st.markdown(
+        "With N replicas, each keeps its own prefix cache: a request only hits what *its* replica computed. "
+        "**Round-robin** spreads every prefix over every replica, so each one computes it; a **prefix-aware** "
+        "router (SGLang's router, llm-d's scheduler) sends a request to the replica whose cache most likely holds "
+        "the longest run of its prompt's blocks, unless that replica is overloaded. Below, one shared-prefix "
+        "workload both ways; each replica is an exact prefix-caching engine.")
+    try:
+        setup = eng.routing_setup()
+        study = eruns.routing(setup)
+    except ValueError as exc:
+        st.error(f"These settings cannot be simulated: {plain(exc)}")
+        return
+    if study is None:
+        return
+    frame = study.to_frame()
+    show_chart(efigs.routing(frame, study.takeaway()), width="stretch")
+    show_table(frame.round(3), hide_index=True, width="stretch")
+    st.caption(f"{study.capacity_tokens:,} KV slots per replica; prompts of {setup.workload.prompt_len:,} tokens, "
+               f"{setup.workload.prefix_len:,} of them one of {setup.workload.num_groups:,} prefixes (Zipf "
+               "popularity). The router's view of each replica is its own LRU of the block hashes it sent there; load "
+               "beats affinity once a replica got 8 more of the last 64 requests than the least loaded.")
+
+
 def render_trace() -> None:
     st.markdown(
         "Bring your own requests: a JSON Lines file, one request per line, "
@@ -294,5 +371,5 @@ def render_trace() -> None:
 slug, tab = eng.TABS.open(url)  # only the open tab's body runs
 with tab:
     {"batching": render_batching, "chunked": render_chunked, "preemption": render_preemption, "steps": render_steps,
-     "trace": render_trace}[slug]()
+     "offload": render_offload, "disagg": render_disagg, "routing": render_routing, "trace": render_trace}[slug]()
 url.sync()

@@ -11,22 +11,33 @@ from app.urlstate import UrlState
 from sim.alloc.workload import LengthWorkloadConfig
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
+from sim.serving import disagg as dg
+from sim.serving import offload as of
+from sim.serving import routing as rt
 from sim.serving import studies as sd
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
 from sim.serving.engine import MAX_RECORDED_STEPS, MAX_SPEC_K, EngineConfig
-from sim.serving.links import HOST_LINKS
+from sim.serving.links import GPU_LINKS, HOST_LINKS
 from sim.serving.schedulers import MAX_BATCH
+from sim.serving.shared_prefix import MAX_SHARED_GROUPS, MAX_SHARED_REQUESTS, SharedPrefixConfig
+from sim.serving.tiers import OffloadConfig
 
 TABS = LazyTabs("serving", {
     "batching": "Static vs continuous",
     "chunked": "Chunked prefill",
     "preemption": "Preemption",
     "steps": "Step through",
+    "offload": "Offload tiers",
+    "disagg": "Prefill / decode split",
+    "routing": "Cache-aware routing",
     "trace": "Your trace",
 })
 STUDY_MAX_LEN = 8192
 MAX_STEP_BLOCKS = 64
 MAX_PASTE_CHARS = 200_000
+MAX_SHARED_PREFIX_HERE = 16_384  # the page's bound (prompts stay within every preset's context)
+MAX_TIER_SLOTS = 1 << 26
+MAX_POOL_HERE = 8
 
 
 def register(url: UrlState) -> None:
@@ -51,6 +62,29 @@ def register(url: UrlState) -> None:
     url.int("st_blocks", 0, 0, MAX_STEP_BLOCKS, label="step-through: GPU blocks (0 = the scenario's)")
     url.int("st_budget", 0, 0, 256, label="step-through: token budget (0 = the scenario's)")
     url.int("st_k", -1, -1, MAX_SPEC_K, label="step-through: draft tokens (-1 = the scenario's)")
+    url.int("of_requests", 400, 1, MAX_SHARED_REQUESTS, label="offload: requests")
+    url.int("of_groups", 40, 1, MAX_SHARED_GROUPS, label="offload: prefixes")
+    url.int("of_prefix", 2048, 16, MAX_SHARED_PREFIX_HERE, label="offload: prefix tokens")
+    url.float("of_rate", 60.0, 0.1, 1000.0, label="offload: arrival rate")
+    url.int("of_gpu", 60_000, 8192, 1 << 22, label="offload: GPU KV slots")
+    url.int("of_cpu", 50_000, 0, MAX_TIER_SLOTS, label="offload: host slots")
+    url.choice("of_cpu_link", "pcie5", list(HOST_LINKS), label="offload: host link")
+    url.int("of_disk", 1_000_000, 0, MAX_TIER_SLOTS, label="offload: disk slots")
+    url.choice("of_disk_link", "nvme", list(HOST_LINKS), label="offload: disk link")
+    url.int("dg_prefill", 2, 1, MAX_POOL_HERE, label="split: prefill GPUs")
+    url.int("dg_decode", 2, 1, MAX_POOL_HERE, label="split: decode GPUs")
+    url.choice("dg_link", "nvlink4", list(GPU_LINKS), label="split: link")
+    url.int("dg_requests", 300, 1, sd.MAX_STUDY_REQUESTS, label="split: requests")
+    url.int("dg_prompt", 3000, 1, STUDY_MAX_LEN - 1, label="split: mean prompt")
+    url.int("dg_output", 200, 1, 1024, label="split: mean output")
+    url.float("dg_rate", 28.0, 0.1, 1000.0, label="split: arrival rate")
+    url.float("dg_ttft", 1.0, 0.01, 600.0, label="split: TTFT SLO")
+    url.float("dg_tpot", 8.0, 1.0, 10_000.0, label="split: per-token SLO")
+    url.int("rt_replicas", 4, 1, rt.MAX_REPLICAS, label="routing: replicas")
+    url.int("rt_requests", 600, 1, MAX_SHARED_REQUESTS, label="routing: requests")
+    url.int("rt_groups", 48, 1, MAX_SHARED_GROUPS, label="routing: prefixes")
+    url.float("rt_rate", 250.0, 0.1, 5000.0, label="routing: arrival rate")
+    url.int("rt_gpu", 60_000, 8192, 1 << 22, label="routing: KV slots per replica")
     url.int("tr_batch", 256, 1, MAX_BATCH, label="trace: max batch")
     url.int("tr_budget", 8192, 256, 1 << 20, label="trace: token budget")
 
@@ -169,3 +203,59 @@ def trace_input() -> tuple[bytes | None, str]:
         return up.getvalue(), "the uploaded file"
     text = st.session_state.get("tr_text") or ""
     return (text.encode(), "the pasted text") if text.strip() else (None, "")
+
+
+def offload_setup() -> of.OffloadSetup:
+    dep = deployment_row()
+    c = st.columns(5)
+    c[0].number_input("Requests", 1, MAX_SHARED_REQUESTS, step=100, key="of_requests")
+    c[1].number_input("Distinct prefixes", 1, MAX_SHARED_GROUPS, step=10, key="of_groups",
+                      help="Zipf popularity: prefix g is picked with weight 1/(g+1).")
+    c[2].number_input("Prefix tokens", 16, MAX_SHARED_PREFIX_HERE, step=512, key="of_prefix")
+    c[3].number_input("Arrivals (requests/s)", 0.1, 1000.0, step=10.0, key="of_rate")
+    c[4].number_input("GPU KV slots (tokens)", 8192, 1 << 22, step=8192, key="of_gpu",
+                      help="Kept small so the prefixes do not all fit on the GPU.")
+    c = st.columns(4)
+    c[0].number_input("Host tier (token slots)", 0, MAX_TIER_SLOTS, step=10_000, key="of_cpu")
+    c[1].selectbox("GPU ↔ host link", list(HOST_LINKS), key="of_cpu_link", format_func=lambda k: HOST_LINKS[k].name)
+    c[2].number_input("Disk tier (token slots)", 0, MAX_TIER_SLOTS, step=100_000, key="of_disk")
+    c[3].selectbox("Disk read link", list(HOST_LINKS), key="of_disk_link", format_func=lambda k: HOST_LINKS[k].name)
+    ss = st.session_state
+    wl = SharedPrefixConfig(ss["of_requests"], ss["of_groups"], ss["of_prefix"], 128, 64, ss["of_rate"])
+    return of.OffloadSetup(replace(dep, kv_limit_tokens=ss["of_gpu"]), wl,
+                           OffloadConfig(ss["of_cpu"], ss["of_cpu_link"], ss["of_disk"], ss["of_disk_link"]))
+
+
+def disagg_setup() -> dg.DisaggSetup:
+    dep = deployment_row()
+    c = st.columns(5)
+    c[0].number_input("Prefill GPUs", 1, MAX_POOL_HERE, key="dg_prefill")
+    c[1].number_input("Decode GPUs", 1, MAX_POOL_HERE, key="dg_decode")
+    c[2].selectbox("KV link prefill → decode", list(GPU_LINKS), key="dg_link", format_func=lambda k: GPU_LINKS[k].name)
+    c[3].number_input("TTFT SLO (s)", 0.01, 600.0, step=0.5, key="dg_ttft")
+    c[4].number_input("Per-token SLO (ms)", 1.0, 10_000.0, step=1.0, key="dg_tpot",
+                      help="Mean time per output token after the first, per request.")
+    c = st.columns(4)
+    c[0].number_input("Requests", 1, sd.MAX_STUDY_REQUESTS, step=50, key="dg_requests")
+    c[1].number_input("Mean prompt tokens", 1, STUDY_MAX_LEN - 1, step=500, key="dg_prompt")
+    c[2].number_input("Mean output tokens", 1, 1024, step=50, key="dg_output")
+    c[3].number_input("Arrivals (requests/s)", 0.1, 1000.0, step=4.0, key="dg_rate")
+    ss = st.session_state
+    wl = LengthWorkloadConfig(num_requests=ss["dg_requests"], prompt_mean=ss["dg_prompt"], output_mean=ss["dg_output"],
+                              spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024, arrival="poisson",
+                              arrival_rate=ss["dg_rate"] * ARRIVAL_TICK_S, seed=0)
+    return dg.DisaggSetup(dep, wl, dg.DisaggConfig(ss["dg_prefill"], ss["dg_decode"]), ss["dg_link"],
+                          ttft_slo_s=ss["dg_ttft"], tpot_slo_ms=ss["dg_tpot"])
+
+
+def routing_setup() -> rt.RoutingSetup:
+    dep = deployment_row()
+    c = st.columns(5)
+    c[0].number_input("Replicas", 1, rt.MAX_REPLICAS, key="rt_replicas")
+    c[1].number_input("Requests", 1, MAX_SHARED_REQUESTS, step=100, key="rt_requests")
+    c[2].number_input("Distinct prefixes", 1, MAX_SHARED_GROUPS, step=8, key="rt_groups")
+    c[3].number_input("Arrivals (requests/s)", 0.1, 5000.0, step=25.0, key="rt_rate")
+    c[4].number_input("KV slots per replica", 8192, 1 << 22, step=8192, key="rt_gpu")
+    ss = st.session_state
+    wl = SharedPrefixConfig(ss["rt_requests"], ss["rt_groups"], 2048, 128, 64, ss["rt_rate"])
+    return rt.RoutingSetup(replace(dep, kv_limit_tokens=ss["rt_gpu"]), wl, ss["rt_replicas"])

@@ -108,3 +108,77 @@ def trace_hits(frame: pd.DataFrame, title: str) -> go.Figure:
     fig = base_layout(fig, "", "request (in file order)", "prompt tokens", height=380)
     fig.update_layout(legend=LEGEND_BELOW)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
+
+
+def _panels(titles: list[str]):
+    return make_subplots(rows=1, cols=len(titles), subplot_titles=titles, horizontal_spacing=0.09)
+
+
+def _finish(fig: go.Figure, title: str, x_title: str, height: int = 430) -> go.Figure:
+    fig.update_xaxes(title_text=x_title)
+    fig = base_layout(fig, "", "", "")
+    fig.update_layout(legend=LEGEND_BELOW, height=height, margin=dict(l=10, r=10, t=90, b=10))
+    return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
+
+
+TIER_COLORS = {"gpu_hit_pct": CACHED, "host_hit_pct": "#2ca02c", "disk_hit_pct": "#9467bd", "computed_pct": FORMULA}
+TIER_LABELS = {"gpu_hit_pct": "hit on the GPU", "host_hit_pct": "loaded from the host",
+               "disk_hit_pct": "loaded from disk", "computed_pct": "computed"}
+
+
+def offload(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Left: where each prompt token came from, per set of tiers (stacked %); right: time to first token p50/p95."""
+    fig = _panels(["Where prompt tokens came from", "Time to first token"])
+    x = list(frame["tiers"])
+    base = np.zeros(len(frame))
+    for key, label in TIER_LABELS.items():  # stacked by hand (explicit base, one offset group): TTFT stays grouped
+        fig.add_bar(x=x, y=frame[key], base=base.copy(), offsetgroup="share", name=label,
+                    marker_color=TIER_COLORS[key], row=1, col=1, hovertemplate=f"%{{x}}: %{{y:.1f}}% {label}<extra></extra>")
+        base += frame[key].to_numpy()
+    for key, name, color in (("ttft_p50_s", "TTFT p50", CACHED), ("ttft_p95_s", "TTFT p95", NAIVE)):
+        fig.add_bar(x=x, y=frame[key], name=name, marker_color=color, row=1, col=2, text=[f"{v:.3g}" for v in frame[key]],
+                    textposition="outside", cliponaxis=False, hovertemplate=f"%{{x}}: {name} %{{y:.3g}} s<extra></extra>")
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text="share of prompt tokens (%)", range=[0, 100], row=1, col=1)
+    fig.update_yaxes(title_text="time to first token (s)", rangemode="tozero", row=1, col=2)
+    return _finish(fig, title, "tiers kept under the GPU")
+
+
+def disagg(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Colocated vs disaggregated: time to first token, gaps between tokens, requests meeting both SLOs."""
+    fig = _panels(["Time to first token", "Gap between two tokens", "Requests meeting both SLOs"])
+    x = ["colocated" if p.startswith("colocated") else "disaggregated" for p in frame["pool"]]
+    for col, pairs, unit in ((1, (("ttft_p50_s", "p50"), ("ttft_p95_s", "p95")), "s"),
+                             (2, (("itl_p50_ms", "p50"), ("itl_p99_ms", "p99")), "ms")):
+        for (key, q), color in zip(pairs, (CACHED, NAIVE), strict=True):
+            fig.add_bar(x=x, y=frame[key], name=f"{q} ({unit})", marker_color=color, legendgroup=f"{q}{col}", row=1,
+                        col=col, text=[f"{v:.3g}" for v in frame[key]], textposition="outside", cliponaxis=False,
+                        hovertemplate=f"%{{x}}: {q} %{{y:.3g}} {unit}<extra></extra>")
+        fig.update_yaxes(title_text=f"latency ({unit})", rangemode="tozero", row=1, col=col)
+    fig.add_bar(x=x, y=frame["slo_met_pct"], name="met both SLOs (%)", marker_color=FORMULA, row=1, col=3,
+                text=[f"{v:.0f}%" for v in frame["slo_met_pct"]], textposition="outside", cliponaxis=False,
+                hovertemplate="%{x}: %{y:.1f}% met both<extra></extra>")
+    fig.update_yaxes(title_text="requests (%)", range=[0, 110], row=1, col=3)
+    fig.update_layout(barmode="group")
+    return _finish(fig, title, "pool")
+
+
+def routing(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Round-robin vs prefix-aware: prompt tokens from the cache, throughput, time to first token."""
+    fig = _panels(["Prompt tokens from the cache", "Throughput", "Time to first token"])
+    x = list(frame["router"])
+    fig.add_bar(x=x, y=frame["hit_rate_pct"], name="hit rate (%)", marker_color=CACHED, row=1, col=1,
+                text=[f"{v:.0f}%" for v in frame["hit_rate_pct"]], textposition="outside", cliponaxis=False,
+                hovertemplate="%{x}: %{y:.1f}%<extra></extra>")
+    fig.add_bar(x=x, y=frame["throughput_tok_s"], name="output tokens/s", marker_color=FORMULA, row=1, col=2,
+                text=[f"{v:,.0f}" for v in frame["throughput_tok_s"]], textposition="outside", cliponaxis=False,
+                hovertemplate="%{x}: %{y:,.0f} tokens/s<extra></extra>")
+    for key, q, color in (("ttft_p50_s", "p50", CACHED), ("ttft_p95_s", "p95", NAIVE)):
+        fig.add_bar(x=x, y=frame[key], name=f"TTFT {q} (s)", marker_color=color, row=1, col=3,
+                    text=[f"{v:.3g}" for v in frame[key]], textposition="outside", cliponaxis=False,
+                    hovertemplate=f"%{{x}}: {q} %{{y:.3g}} s<extra></extra>")
+    fig.update_yaxes(title_text="prompt tokens (%)", range=[0, 110], row=1, col=1)
+    fig.update_yaxes(title_text="throughput (tokens/s)", rangemode="tozero", row=1, col=2)
+    fig.update_yaxes(title_text="time to first token (s)", rangemode="tozero", row=1, col=3)
+    fig.update_layout(barmode="group")
+    return _finish(fig, title, "router")

@@ -6,11 +6,17 @@ import streamlit as st
 
 from app.work import run_job
 from sim.alloc.trace import MAX_PAGE_TRACE_BYTES, TraceFile, parse_trace
+from sim.serving import disagg as dg
+from sim.serving import offload as of
+from sim.serving import routing as rt
 from sim.serving import studies as sd
 from sim.serving.engine import EngineConfig, EngineRun
 
 CHUNK_S = 2.0  # ~0.8 s for the default 100 requests here; more requests or outputs wait for the Run button
 PREEMPTION_S = 2.0
+OFFLOAD_S = 1.5  # the default 400 requests of 2,240 tokens, three runs, here
+DISAGG_S = 1.2
+ROUTING_S = 1.5
 
 
 def _scale(n_requests: int, prompt: int, output: int, base: tuple[int, int, int]) -> float:
@@ -49,3 +55,24 @@ def trace_run(data: bytes, dep, max_batch: int, budget: int) -> sd.TraceRun | No
     return run_job("serving.trace", (data, dep, max_batch, budget), estimate,
                    lambda progress: sd.run_trace(tf, dep, max_batch, 16, budget), real_model=False,
                    what="Running every simulator on the trace")
+
+
+def offload(setup: of.OffloadSetup) -> of.OffloadStudy | None:
+    w = setup.workload
+    estimate = OFFLOAD_S * _scale(w.num_requests, w.prompt_len, w.output_len, (400, 2176, 64))
+    return run_job("serving.offload", setup, estimate, lambda progress: of.run_offload(setup, progress=progress),
+                   real_model=False, what="Simulating the prefix cache with and without lower tiers")
+
+
+def disagg(setup: dg.DisaggSetup) -> dg.DisaggStudy | None:
+    w = setup.workload
+    estimate = DISAGG_S * _scale(w.num_requests, w.prompt_mean, w.output_mean, (300, 3000, 200))
+    return run_job("serving.disagg", setup, estimate, lambda progress: dg.run_disagg(setup, progress=progress),
+                   real_model=False, what="Simulating colocated and split pools")
+
+
+def routing(setup: rt.RoutingSetup) -> rt.RoutingStudy | None:
+    w = setup.workload
+    estimate = ROUTING_S * _scale(w.num_requests, w.prompt_len, w.output_len, (600, 2176, 64))
+    return run_job("serving.routing", setup, estimate, lambda progress: rt.run_routing(setup, progress=progress),
+                   real_model=False, what="Routing the requests both ways")

@@ -180,3 +180,14 @@ def disagg_verdict(tok_s_coloc: float, tok_s_dis: float, itl_p99_coloc: float, i
     else:
         reading = "Here it did not even shorten the gap between tokens: the split costs more than it isolates."
     return f"{head} {reading}"
+
+
+def routing_takeaway(num_replicas: int, hit_pct_aware: float, hit_pct_rr: float, tok_s_aware: float,
+                     tok_s_rr: float, ttft_p50_aware: float, ttft_p50_rr: float) -> str:
+    """The routing chart's title: prefix hits, throughput and median TTFT, prefix-aware against round-robin."""
+    a, b = _pct(hit_pct_aware), _pct(hit_pct_rr)
+    hits = f"prompt tokens from the cache {a} vs {b} round-robin" if a != b else f"the same {a} of prompt tokens hit"
+    ratio = tok_s_aware / tok_s_rr
+    tput = (f"throughput {times(ratio)}" if f"{ratio:.2f}" != "1.00" else "the same throughput")
+    return (f"Prefix-aware routing over {num_replicas} replicas: {hits}, {tput}, median time to first token "
+            f"{_lower_higher(ttft_p50_aware, ttft_p50_rr, _s)}")

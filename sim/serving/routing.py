@@ -22,7 +22,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sim.alloc.workload import Workload
+from sim.serving import engine_readouts as er
+from sim.serving.comparison import DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
+from sim.serving.shared_prefix import SharedPrefixConfig, make_shared_prefix
 
 ROUTERS = ("round_robin", "prefix_aware")
 MAX_REPLICAS = 16
@@ -145,3 +148,66 @@ def simulate_routing(wl: Workload, hashes: list[list[int]], cfg: EngineConfig, c
         runs.append(run)
     return RoutingResult(rc, where, tuple(runs), wl.arrival.astype(np.float64) * tick_s, first, finish,
                          wl.prompt_len.copy(), wl.output_len.copy(), hits)
+
+
+# --- the Serving page's study: both routers on one shared-prefix workload -------------------------------------
+
+
+@dataclass(frozen=True)
+class RoutingSetup:
+    deployment: DeploymentConfig = DeploymentConfig(kv_limit_tokens=60_000)
+    workload: SharedPrefixConfig = SharedPrefixConfig(num_requests=600, num_groups=48, rate_per_s=250.0)
+    num_replicas: int = 4
+    max_batch: int = 64
+    token_budget: int = 8192
+    block_size: int = 16
+
+    def __post_init__(self) -> None:
+        RouterConfig(self.num_replicas)
+        if not 1 <= self.max_batch <= 1024:
+            raise ValueError(f"max_batch must be 1..1,024, got {self.max_batch}")
+
+
+@dataclass(frozen=True, eq=False)
+class RoutingStudy:
+    setup: RoutingSetup
+    capacity_tokens: int
+    results: tuple[RoutingResult, RoutingResult]  # round_robin, prefix_aware
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = []
+        for r in self.results:
+            m = r.metrics()
+            rows.append({"router": m["router"].replace("_", "-"), "hit_rate_pct": 100 * m["hit_rate"],
+                         "throughput_tok_s": m["throughput_tok_s"], "ttft_p50_s": m["ttft_p50_s"],
+                         "ttft_p95_s": m["ttft_p95_s"], "makespan_s": m["makespan_s"],
+                         "busiest_replica_requests": m["busiest_replica_requests"],
+                         "requests_per_replica": " / ".join(map(str, r.requests_per_replica()))})
+        return pd.DataFrame(rows)
+
+    def takeaway(self) -> str:
+        rr, pa = self.results
+        return er.routing_takeaway(self.setup.num_replicas, 100 * pa.hit_rate, 100 * rr.hit_rate,
+                                   pa.tokens_per_s, rr.tokens_per_s, float(np.median(pa.ttft_s)),
+                                   float(np.median(rr.ttft_s)))
+
+
+def run_routing(setup: RoutingSetup, progress=None) -> RoutingStudy:
+    dep = setup.deployment
+    cost = dep.cost()
+    _, _, slots = dep.kv_budget(cost)
+    sp = make_shared_prefix(setup.workload)
+    if sp.workload.max_model_len > dep.arch.max_position_embeddings:
+        raise ValueError(f"prompts of {setup.workload.prompt_len:,} + {setup.workload.output_len:,} output tokens "
+                         f"are past {dep.arch.name}'s trained context of {dep.arch.max_position_embeddings:,}")
+    hashes = sp.hashes(setup.block_size)
+    cfg = EngineConfig(setup.max_batch, slots, setup.block_size, 0.01, max(setup.token_budget, setup.max_batch),
+                       chunked=True, prefix_caching=True)
+    out = []
+    for i, router in enumerate(ROUTERS):
+        if progress:
+            progress(i / 2, f"{router.replace('_', '-')} routing")
+        out.append(simulate_routing(sp.workload, hashes, cfg, cost, RouterConfig(setup.num_replicas, router)))
+    return RoutingStudy(setup, slots, tuple(out))

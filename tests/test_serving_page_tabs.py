@@ -1,0 +1,75 @@
+"""The Serving page's offload, prefill/decode split and routing tabs: each opens alone with its study's computed
+title and titled axes, shows the study's own numbers, and turns bad input into a message."""
+
+from dataclasses import replace
+
+import pandas as pd
+
+from sim.serving import disagg as dg
+from sim.serving import offload as of
+from sim.serving import routing as rt
+from sim.serving.comparison import DeploymentConfig
+from sim.serving.shared_prefix import SharedPrefixConfig
+from sim.serving.tiers import OffloadConfig
+from tests.conftest import run_page
+from tests.test_chart_axes import charts, untitled_axes
+from tests.test_chart_axes import title_of as raw_title
+
+
+def title_of(fig: dict) -> str:
+    return raw_title(fig).replace("<br>", " ")
+
+
+def open_tab(tab: str, **params):
+    at = run_page("serving", {"tab": tab, "live": "0", **params})
+    assert not at.exception, at.exception
+    return at
+
+
+def test_each_new_tab_opens_alone_with_its_takeaway():
+    want = {"offload": of.run_offload(of.OffloadSetup()), "disagg": dg.run_disagg(dg.DisaggSetup()),
+            "routing": rt.run_routing(rt.RoutingSetup())}
+    for tab, study in want.items():
+        at = open_tab(tab)
+        figs = charts(at)
+        assert len(figs) == 1, tab
+        assert untitled_axes(figs[0]) == [], tab
+        assert title_of(figs[0]) == study.takeaway(), tab
+        assert not at.error and not at.warning, tab
+        pd.testing.assert_frame_equal(at.dataframe[0].value.reset_index(drop=True), study.to_frame().round(3))
+    text = " ".join(m.value for m in open_tab("offload").markdown)
+    for line in want["offload"].verdicts():
+        assert line in text
+
+
+def test_offload_tab_follows_its_url():
+    at = open_tab("offload", of_requests=150, of_groups=30, of_prefix=1024, of_gpu=20000, of_cpu=10000,
+                  of_cpu_link="pcie4", of_disk=0)
+    setup = of.OffloadSetup(DeploymentConfig(kv_limit_tokens=20000), SharedPrefixConfig(150, 30, 1024, 128, 64, 60.0),
+                            OffloadConfig(10000, "pcie4", 0, "nvme"))
+    study = of.run_offload(setup)
+    assert title_of(charts(at)[0]) == study.takeaway()
+    assert at.number_input(key="of_requests").value == 150 and at.selectbox(key="of_cpu_link").value == "pcie4"
+
+
+def test_split_and_routing_tabs_follow_their_urls():
+    at = open_tab("disagg", dg_prefill=1, dg_decode=3, dg_requests=100, dg_link="eth100")
+    s = dg.DisaggSetup()
+    study = dg.run_disagg(replace(s, workload=replace(s.workload, num_requests=100), pools=dg.DisaggConfig(1, 3),
+                                  link="eth100"))
+    assert title_of(charts(at)[0]) == study.takeaway()
+    assert study.verdict() in " ".join(m.value for m in at.markdown)
+    at = open_tab("routing", rt_replicas=2, rt_requests=200)
+    r = rt.RoutingSetup()
+    study = rt.run_routing(replace(r, num_replicas=2, workload=replace(r.workload, num_requests=200)))
+    assert title_of(charts(at)[0]) == study.takeaway()
+
+
+def test_bad_values_fall_back_or_say_why():
+    at = open_tab("offload", of_prefix="99999999", of_cpu_link="usb")
+    assert at.warning and at.number_input(key="of_prefix").value == 2048
+    at = open_tab("routing", rt_replicas="0")
+    assert at.warning and at.number_input(key="rt_replicas").value == 4
+    # a prompt past the model's trained context is a message with the numbers, not a traceback
+    at = open_tab("offload", model="falcon-7b", of_prefix=4096)  # a 2,048-token context
+    assert at.error and "trained context" in at.error[0].value
