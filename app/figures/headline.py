@@ -4,6 +4,7 @@ wrapped here into lines that fit the chart's width, and the top margin grows to 
 from __future__ import annotations
 
 import textwrap
+import unicodedata
 
 import plotly.graph_objects as go
 
@@ -13,12 +14,30 @@ GAP_PX = 16  # between the last line and whatever sits at the plot's top
 FULL_WIDTH_CHARS = 90  # a chart across the page at 1280 px, presenter type
 
 
+def _width(word: str) -> int:
+    """A word's width in Latin characters: a Hangul (or other East Asian wide) glyph is about two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in word)
+
+
+def _wrap(text: str, chars_per_line: int) -> list[str]:
+    """textwrap's lines for Latin text; for text with wide glyphs (Korean), words packed by their drawn width."""
+    if _width(text) == len(text):
+        return textwrap.wrap(text, chars_per_line, break_long_words=False, break_on_hyphens=False)
+    lines: list[str] = []
+    for word in text.split():
+        if lines and _width(lines[-1]) + 1 + _width(word) <= chars_per_line:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
 def set_headline(fig: go.Figure, text: str, chars_per_line: int, below_px: int = 0) -> go.Figure:
     """Title `text` (already escaped if it holds user text), wrapped at chars_per_line and anchored to the
     figure's top. The top margin becomes what the lines need if that is more than the builder's own, and the
     figure grows by as much, so the plot keeps its height. below_px: room the builder keeps between the title
     and the plot (annotations, subplot titles)."""
-    lines = textwrap.wrap(text, chars_per_line, break_long_words=False, break_on_hyphens=False) or [""]
+    lines = _wrap(text, chars_per_line) or [""]
     top = fig.layout.margin.t if fig.layout.margin.t is not None else 100  # plotly's default
     new_top = max(top, PAD_PX + LINE_PX * len(lines) + GAP_PX + below_px)
     height = (fig.layout.height or 450) + new_top - top  # 450: plotly's default height

@@ -1,4 +1,4 @@
-"""Figures for the Attention masks page."""
+"""Figures for the Attention masks page; each builder takes `lang` ("en", "ko") for its labels (sim/i18n.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from sim.i18n import text
 
 SUBPLOT_TITLES_PX = 24  # room for the subplot titles between the headline and the maps
 
@@ -21,31 +22,37 @@ def token_labels(ids: list[int]) -> list[str]:
     return out
 
 
-def mask_heatmap(mask: np.ndarray, labels: list[str], title: str) -> go.Figure:
+def _hover(lang: str, fmt: str) -> str:
+    return (f"{text(lang, 'masks.fig.query')} %{{y}} → {text(lang, 'masks.fig.key')} %{{x}}: %{{z{fmt}}}"
+            "<extra></extra>")
+
+
+def mask_heatmap(mask: np.ndarray, labels: list[str], title: str, lang: str = "en") -> go.Figure:
     """title: the takeaway (sim.attention.mask_readouts.mask_takeaway); the colours are named in the page's caption.
     The key labels sit on top, under the title: they take the room a subplot title would."""
     z = mask.astype(float)
     fig = go.Figure(go.Heatmap(
         z=z, x=labels, y=labels, zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
         colorscale=[[0, "#eeeeee"], [1, CACHED]],
-        hovertemplate="query %{y} → key %{x}: %{z}<extra></extra>",
+        hovertemplate=_hover(lang, ""),
     ))
-    fig.update_yaxes(autorange="reversed", title_text="query (row)")
-    fig.update_xaxes(title_text="key (column)", side="top", tickangle=0)
+    fig.update_yaxes(autorange="reversed", title_text=text(lang, "masks.fig.query_row"))
+    fig.update_xaxes(title_text=text(lang, "masks.fig.key_column"), side="top", tickangle=0)
     n = len(labels)
     base_layout(fig, "", "", "", height=max(360, min(720, 18 * n + 120)))
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=48)  # below it: the key labels and their title
 
 
-def attention_pair(a: np.ndarray, b: np.ndarray, labels: list[str], titles: tuple[str, str], title: str) -> go.Figure:
+def attention_pair(a: np.ndarray, b: np.ndarray, labels: list[str], titles: tuple[str, str], title: str,
+                   lang: str = "en") -> go.Figure:
     """title: the takeaway (sim.attention.mask_readouts.window_takeaway)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.08)
     for col, z in ((1, a), (2, b)):
         fig.add_heatmap(z=z, x=labels, y=labels, zmin=0, zmax=1, colorscale="Blues", showscale=col == 2,
-                        colorbar=dict(title=dict(text="weight<br>(rows<br>sum to 1)")),
-                        hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>", row=1, col=col)
-    fig.update_yaxes(autorange="reversed", title_text="query (token)", tickfont=dict(size=9))
-    fig.update_xaxes(tickangle=0, tickfont=dict(size=9), title_text="key (token)")
+                        colorbar=dict(title=dict(text=text(lang, "masks.fig.weight_bar"))),
+                        hovertemplate=_hover(lang, ":.3f"), row=1, col=col)
+    fig.update_yaxes(autorange="reversed", title_text=text(lang, "masks.fig.query_token"), tickfont=dict(size=9))
+    fig.update_xaxes(tickangle=0, tickfont=dict(size=9), title_text=text(lang, "masks.fig.key_token"))
     base_layout(fig, "", "", "", height=520)
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLES_PX)
 
@@ -62,25 +69,25 @@ def _runs(flags: list[bool]) -> list[tuple[int, int]]:
 
 
 def row_weights(variant_to_weights: dict[str, np.ndarray], allowed: np.ndarray, labels: list[str],
-                title: str) -> go.Figure:
+                title: str, lang: str = "en") -> go.Figure:
     """title: the takeaway (sim.attention.mask_readouts.row_takeaway). Each run of masked keys is shaded."""
     fig = go.Figure()
     for name, w in variant_to_weights.items():
         fig.add_bar(x=labels, y=w, name=name)
     for k, (first, last) in enumerate(_runs([not ok for ok in allowed])):
         fig.add_vrect(x0=first - 0.5, x1=last + 0.5, fillcolor=NAIVE, opacity=0.08, line_width=0,
-                      **(dict(annotation_text="masked keys", annotation_position="top left") if k == 0 else {}))
+                      **(dict(annotation_text=text(lang, "masks.fig.masked_keys"), annotation_position="top left") if k == 0 else {}))
     fig.update_layout(barmode="group")
-    base_layout(fig, "", "key (token)", "softmax weight (share of the row)", height=400)
+    base_layout(fig, "", text(lang, "masks.fig.key_token"), text(lang, "masks.fig.softmax_weight"), height=400)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def row_diffs(causal: list[float], full: list[float], title: str) -> go.Figure:
+def row_diffs(causal: list[float], full: list[float], title: str, lang: str = "en") -> go.Figure:
     """title: the takeaway (sim.attention.maps.append_takeaway)."""
     fig = go.Figure()
     x = list(range(len(causal)))
-    fig.add_bar(x=x, y=full, name="no mask (every token sees every token)", marker_color=NAIVE)
-    fig.add_bar(x=x, y=causal, name="causal mask", marker_color=CACHED)
+    fig.add_bar(x=x, y=full, name=text(lang, "masks.fig.no_mask"), marker_color=NAIVE)
+    fig.add_bar(x=x, y=causal, name=text(lang, "masks.fig.causal_mask"), marker_color=CACHED)
     fig.update_layout(barmode="group")
-    base_layout(fig, "", "position", "max |Δ logit|", height=360)
+    base_layout(fig, "", text(lang, "masks.fig.position"), text(lang, "masks.fig.logit_change"), height=360)
     return set_headline(fig, title, FULL_WIDTH_CHARS)

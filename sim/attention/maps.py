@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from sim.attention.masks import additive
+from sim.i18n import text
 from sim.model.transformer import TinyLlama
 from sim.readout import small_change
 
@@ -73,37 +74,31 @@ def cache_validity(model: TinyLlama, ids: list[int], causal_mask: bool = True) -
     return CacheValidity(n, rows.max().item(), dk, dv, rows.tolist())
 
 
-def append_takeaway(with_mask: CacheValidity, without: CacheValidity) -> str:
+def append_takeaway(with_mask: CacheValidity, without: CacheValidity, lang: str = "en") -> str:
     """The append chart's title: how far appending one token moves the earlier positions' logits with the
-    causal mask against without it, worded by which moves them more."""
+    causal mask against without it, worded by which moves them more (in `lang`, from the catalogs)."""
     c, f = max(with_mask.row_diffs), max(without.row_diffs)
     n, moved = without.num_tokens, sum(d > 0 for d in without.row_diffs)
-    causal = ("leaves every earlier position's logits exactly unchanged with the causal mask" if c == 0 else
-              f"changes the earlier positions' logits by at most {small_change(c)} with the causal mask")
+    causal = (text(lang, "masks.s.app.causal_same") if c == 0 else
+              text(lang, "masks.s.app.causal_moved", c=small_change(c)))
     if c < f:
-        return (f"Appending one token {causal}; without it the logits at {moved} of {n} earlier positions change, "
-                f"by up to {small_change(f)}")
+        return text(lang, "masks.s.app.less", causal=causal, moved=f"{moved}", n=f"{n}", f=small_change(f))
     if c > f:
-        return (f"Appending one token changes the earlier positions' logits more with the causal mask "
-                f"(up to {small_change(c)}) than without it (up to {small_change(f)})")
+        return text(lang, "masks.s.app.more", c=small_change(c), f=small_change(f))
     if c == 0:
-        return "Appending one token leaves every earlier position's logits exactly unchanged, with or without the mask"
-    return f"Appending one token changes the earlier positions' logits by up to {small_change(c)} with or without the mask"
+        return text(lang, "masks.s.app.both_same")
+    return text(lang, "masks.s.app.both_moved", c=small_change(c))
 
 
-def append_caption(with_mask: CacheValidity, without: CacheValidity) -> str:
+def append_caption(with_mask: CacheValidity, without: CacheValidity, lang: str = "en") -> str:
     """The append chart's caption: how far every layer's K and V at the earlier positions move with the causal
     mask against without it, and so whether the cached K/V stay valid."""
     n = with_mask.num_tokens
     c, f = max(with_mask.max_diff_k, with_mask.max_diff_v), max(without.max_diff_k, without.max_diff_v)
-    runs = f"Prefill of the first {n:,} tokens, then of all {n + 1:,}: "
-    moved = "stay bit-identical" if c == 0 else f"change by at most {small_change(c)}"
+    runs = text(lang, "masks.s.kv.runs", n=f"{n:,}", n1=f"{n + 1:,}")
+    moved = text(lang, "masks.s.kv.same") if c == 0 else text(lang, "masks.s.kv.moved", c=small_change(c))
     if c < f:
-        return (f"{runs}with the causal mask the appended token is invisible to every earlier query, so every "
-                f"layer's K and V at positions 0..{n - 1:,} {moved} and the cached K/V stay correct. Without the "
-                f"mask each earlier token attends to the new one, its K and V change by up to {small_change(f)}, and "
-                "everything cached would have to be recomputed.")
+        return text(lang, "masks.s.kv.less", runs=runs, last=f"{n - 1:,}", moved=moved, f=small_change(f))
     if c > f:
-        return (f"{runs}every layer's K and V at positions 0..{n - 1:,} change more with the causal mask (up to "
-                f"{small_change(c)}) than without it (up to {small_change(f)}).")
-    return f"{runs}every layer's K and V at positions 0..{n - 1:,} {moved}, with or without the mask."
+        return text(lang, "masks.s.kv.more", runs=runs, last=f"{n - 1:,}", c=small_change(c), f=small_change(f))
+    return text(lang, "masks.s.kv.both", runs=runs, last=f"{n - 1:,}", moved=moved)

@@ -1,177 +1,183 @@
 """The Attention masks page's sentences, each worded from the result its chart or caption shows: what a mask
 allows against a plain causal mask, where one query row's weight goes under each way of applying the mask,
 what a sliding window takes from the causal map, and the measured fully masked row. Pure functions of numpy
-arrays and plain numbers (no torch), so they are tested on matrices worked by hand."""
+arrays and plain numbers (no torch), so they are tested on matrices worked by hand. Each takes `lang` ("en" or
+"ko") and words its sentence from the catalogs (sim/i18n.py); numbers are formatted here, the same in both."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-# how each sim.attention.masks.VARIANTS entry is named inside a sentence
-VARIANT_SHORT = {
-    "neg_inf": "adding −inf",
-    "times_zero": "multiplying by 0",
-    "neg_1e4": "adding −1e4",
-    "neg_1e9": "adding −1e9",
-    "neg_1e4_fp16": "adding −1e4 in fp16",
-    "neg_1e9_fp16": "adding −1e9 in fp16",
-}
+from sim.i18n import join, text
+
+# how each sim.attention.masks.VARIANTS entry is named inside a sentence, in English
+VARIANT_SHORT = {k: text("en", f"masks.s.short.{k}")
+                 for k in ("neg_inf", "times_zero", "neg_1e4", "neg_1e9", "neg_1e4_fp16", "neg_1e9_fp16")}
 
 
-def _join(words: Sequence[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+def variant_label(key: str, lang: str = "en") -> str:
+    """A way of applying the mask as its table row and legend name it ('add −inf (fp32)')."""
+    return text(lang, f"masks.s.variant.{key}")
 
 
-def _s(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
+def _short(key: str, lang: str) -> str:
+    return text(lang, f"masks.s.short.{key}") if key in VARIANT_SHORT else key
 
 
-def share(x: float) -> str:
+def _n(lang: str, n: int, word: str) -> str:
+    """'3 keys', '1 key'; '키 3개' (a counted word: .one and .other in the catalog)."""
+    return text(lang, f"masks.s.n.{word}.{'one' if n == 1 else 'other'}", n=f"{n:,}")
+
+
+def _one(n: int) -> str:
+    return "one" if n == 1 else "other"
+
+
+def share(x: float, lang: str = "en") -> str:
     """A share of one with 1 decimal, never rounded to a 0% or 100% it is not."""
     if x == 0 or x == 1:
         return f"{x:.0%}"
     if x < 0.0005:
-        return "under 0.1%"
+        return text(lang, "masks.s.under")
     if x > 0.9995:
-        return "over 99.9%"
+        return text(lang, "masks.s.over")
     return f"{x:.1%}"
 
 
-def mask_name(kind: str, window: int, prefix_len: int, pad: int = 0) -> str:
+def mask_name(kind: str, window: int, prefix_len: int, pad: int = 0, lang: str = "en") -> str:
     """The mask as a sentence names it: 'sliding-window mask (w = 4)', 'causal mask, left-padded by 2,'."""
-    name = {"causal": "causal mask", "sliding_window": f"sliding-window mask (w = {window:,})",
-            "prefix_lm": f"prefix-LM mask (p = {prefix_len:,})", "document": "document mask (packing)",
-            "bidirectional": "bidirectional mask"}[kind]
-    return name + (f", left-padded by {pad:,}," if pad else "")
+    name = text(lang, f"masks.s.name.{kind}", w=f"{window:,}", p=f"{prefix_len:,}")
+    return text(lang, "masks.s.name.padded", name=name, pad=f"{pad:,}") if pad else name
 
 
-def mask_takeaway(mask: np.ndarray, name: str) -> str:
+def mask_takeaway(mask: np.ndarray, name: str, lang: str = "en") -> str:
     """The mask chart's title: the query–key pairs the (T, T) boolean mask allows, against a plain causal
     mask of the same size, and how many keys each query sees."""
     n = mask.shape[0]
     allowed, total = int(mask.sum()), n * n
     causal = n * (n + 1) // 2
-    head = f"The {name} lets {allowed:,} of {total:,} query–key pairs attend ({share(allowed / total)})"
+    head = text(lang, "masks.s.mask.head", name=name, allowed=f"{allowed:,}", total=f"{total:,}",
+                share=share(allowed / total, lang))
     if np.array_equal(mask, np.tril(np.ones((n, n), dtype=bool))):
-        return f"{head}: each query sees itself and every key before it, none after"
+        return text(lang, "masks.s.mask.causal", head=head)
     if allowed < causal:
-        against = f"{causal - allowed:,} fewer than a plain causal mask's {causal:,}"
+        against = text(lang, "masks.s.against.fewer", diff=f"{causal - allowed:,}", causal=f"{causal:,}")
     elif allowed > causal:
-        against = f"{allowed - causal:,} more than a plain causal mask's {causal:,}"
+        against = text(lang, "masks.s.against.more", diff=f"{allowed - causal:,}", causal=f"{causal:,}")
     else:
-        against = f"as many as a plain causal mask's {causal:,}, but not the same ones"
+        against = text(lang, "masks.s.against.same", causal=f"{causal:,}")
     per_row = mask.sum(1)
     seen = per_row[per_row > 0]
     empty = int((per_row == 0).sum())
     if not len(seen):
-        keys = "no query sees any key"
+        keys = text(lang, "masks.s.keys.none")
     elif seen.min() == seen.max() == n:
-        keys = f"every query sees all {n:,} keys"
+        keys = text(lang, "masks.s.keys.all", n=f"{n:,}")
     elif seen.min() == seen.max():
-        keys = f"each query sees {_s(int(seen.min()), 'key')}"
+        keys = text(lang, "masks.s.keys.each", keys=_n(lang, int(seen.min()), "key"))
     else:
-        keys = f"each query sees {int(seen.min()):,}–{int(seen.max()):,} keys"
+        keys = text(lang, "masks.s.keys.range", lo=f"{int(seen.min()):,}", hi=f"{int(seen.max()):,}")
     if empty and len(seen):
-        keys += f", and {_s(empty, 'query row')} see{'s' if empty == 1 else ''} none"
-    return f"{head}, {against}; {keys}"
+        keys = text(lang, f"masks.s.keys.empty.{_one(empty)}", keys=keys, rows=_n(lang, empty, "query_row"))
+    return text(lang, "masks.s.mask.other", head=head, against=against, keys=keys)
 
 
 def _leak(w: np.ndarray, masked: np.ndarray) -> float:
     return float("nan") if np.isnan(w).any() else float(w[masked].sum())
 
 
-def row_takeaway(row: int, key_to_weights: dict[str, np.ndarray], allowed: np.ndarray) -> str:
+def row_takeaway(row: int, key_to_weights: dict[str, np.ndarray], allowed: np.ndarray, lang: str = "en") -> str:
     """The row-weights chart's title: the weight one query row puts on its masked keys under each way of applying
     the mask (keys of VARIANT_SHORT), most first; or, when the row has no masked key, how far the ways differ."""
     masked = ~allowed.astype(bool)
     m = int(masked.sum())
-    names = {k: VARIANT_SHORT.get(k, k) for k in key_to_weights}
+    names = {k: _short(k, lang) for k in key_to_weights}
     if m == 0:
         ws = list(key_to_weights.values())
         diff = max(float(np.nanmax(np.abs(w - ws[0]))) for w in ws)
-        agree = "give identical weights" if diff == 0 else f"give weights within {diff:.3g} of each other"
-        return f"Query row {row:,} may attend to every key, so nothing can leak: the {len(ws)} ways {agree}"
+        agree = text(lang, "masks.s.row.identical") if diff == 0 else text(lang, "masks.s.row.within", diff=f"{diff:.3g}")
+        return text(lang, "masks.s.row.free", row=f"{row:,}", k=f"{len(ws)}", agree=agree)
     leak = {k: _leak(w, masked) for k, w in key_to_weights.items()}
     nan = [names[k] for k, x in leak.items() if np.isnan(x)]
     leaks = sorted((k for k, x in leak.items() if x > 0), key=lambda k: -leak[k])
     none = [names[k] for k, x in leak.items() if x == 0]
+    masked_keys = _n(lang, m, "masked_key")
     clauses = []
     if leaks:
         first, *rest = leaks
-        clauses.append(f"{names[first]} puts {share(leak[first])} of its weight on the {_s(m, 'masked key')}"
-                       + "".join(f", {names[k]} {share(leak[k])}" for k in rest))
+        clauses.append(text(lang, "masks.s.row.leak_first", name=names[first], share=share(leak[first], lang),
+                            masked=masked_keys)
+                       + "".join(text(lang, "masks.s.row.leak_rest", name=names[k], share=share(leak[k], lang))
+                                 for k in rest))
     if none:
-        verb = ("puts" if len(none) == 1 else "put") + (" none there" if leaks else f" none on its {_s(m, 'masked key')}")
-        clauses.append(f"{_join(none)} {verb}")
+        where = "none_there" if leaks else "none_on"
+        clauses.append(text(lang, f"masks.s.row.{where}.{_one(len(none))}", names=join(lang, none), masked=masked_keys))
     if nan:
-        clauses.append(f"{_join(nan)} give{'s' if len(nan) == 1 else ''} NaN")
-    return f"Query row {row:,}: " + "; ".join(clauses)
+        clauses.append(text(lang, f"masks.s.row.nan.{_one(len(nan))}", names=join(lang, nan)))
+    return text(lang, "masks.s.row.head", row=f"{row:,}", clauses=text(lang, "clause.sep").join(clauses))
 
 
-def window_takeaway(causal_probs: np.ndarray, window: int, layer: int, head: int) -> str:
+def window_takeaway(causal_probs: np.ndarray, window: int, layer: int, head: int, lang: str = "en") -> str:
     """The attention-maps chart's title: the share of the causal map's weight that sits on keys a sliding window
     of `window` removes, over the rows that lose keys, and whether most of it already sat inside the window."""
     n = causal_probs.shape[0]
-    where = f"Layer {layer:,}, head {head:,}"
+    where = text(lang, "masks.s.win.where", layer=f"{layer:,}", head=f"{head:,}")
     if window >= n:
-        return (f"{where}: a window of {window:,} reaches back over all {n:,} tokens, so it removes no key and both "
-                "maps show causal attention")
+        return text(lang, "masks.s.win.all", where=where, w=f"{window:,}", n=f"{n:,}")
     i, j = np.indices((n, n))
     removed = np.where(i - j >= window, causal_probs, 0.0).sum(1)[window:]  # rows window.. lose keys
     mean, worst = float(removed.mean()), int(removed.argmax())
     if mean < 0.5:
-        most = "most of it already sat inside the window"
+        most = text(lang, "masks.s.win.most_inside")
     elif mean > 0.5:
-        most = "most of it sat outside the window and moves to the keys left"
+        most = text(lang, "masks.s.win.most_outside")
     else:
-        most = "half of it sat outside the window"
-    lose = "loses" if n - window == 1 else "lose"
-    return (f"{where}: in the {_s(n - window, 'row')} that {lose} keys, the w = {window:,} window removes "
-            f"{share(mean)} of the causal weight on average (up to {share(float(removed[worst]))}, row "
-            f"{worst + window:,}), so {most}")
+        most = text(lang, "masks.s.win.half")
+    return text(lang, f"masks.s.win.main.{_one(n - window)}", where=where, rows=_n(lang, n - window, "row"),
+                w=f"{window:,}", mean=share(mean, lang), worst=share(float(removed[worst]), lang),
+                row=f"{worst + window:,}", most=most)
 
 
-def window_caption(same: int, n: int, window: int) -> str:
+def window_caption(same: int, n: int, window: int, lang: str = "en") -> str:
     """What the window removes, and at how many positions the model's next-byte guess survives it."""
     if window >= n:
-        what = f"A window of {window:,} removes no key of these {_s(n, 'token')}."
+        what = text(lang, "masks.s.cap.all", w=f"{window:,}", tokens=_n(lang, n, "token"))
     elif window == 1:
-        what = "A window of 1 leaves each query only itself: all the weight goes to its own key."
+        what = text(lang, "masks.s.cap.one")
     else:
-        what = (f"The window removes every key more than {_s(window - 1, 'position')} back; the weight it held is spread "
-                "over the keys that remain.")
+        what = text(lang, "masks.s.cap.some", back=_n(lang, window - 1, "back"))
+    positions = _n(lang, n, "position")
     if same == n:
-        guess = f"is the same at all {_s(n, 'position')}"
+        guess = text(lang, "masks.s.cap.same", positions=positions)
     elif same == 0:
-        guess = f"changes at every one of the {_s(n, 'position')}"
+        guess = text(lang, "masks.s.cap.changed_all", positions=positions)
     else:
-        guess = f"changes at {n - same:,} of {_s(n, 'position')} and stays the same at {same:,}"
-    return f"{what} The model was trained with full causal attention; under the window its next-byte guess {guess}."
+        guess = text(lang, "masks.s.cap.changed_some", diff=f"{n - same:,}", positions=positions, same=f"{same:,}")
+    return text(lang, "masks.s.cap.main", what=what, guess=guess)
 
 
-def leak_caption(key_to_mean_leak: dict[str, float], num_masked: int) -> str:
+def leak_caption(key_to_mean_leak: dict[str, float], num_masked: int, lang: str = "en") -> str:
     """The leak table's caption: which ways of applying the mask leak, by their mean leaked mass per row."""
-    what = "Leaked mass: the probability a query gives to keys its mask forbids."
+    what = text(lang, "masks.s.leak.what")
     if num_masked == 0:
-        return f"{what} This mask forbids no key, so no way of applying it can leak."
-    names = {k: VARIANT_SHORT.get(k, k) for k in key_to_mean_leak}
+        return text(lang, "masks.s.leak.nothing_masked", what=what)
+    names = {k: _short(k, lang) for k in key_to_mean_leak}
     leaks = sorted((k for k, x in key_to_mean_leak.items() if x > 0), key=lambda k: -key_to_mean_leak[k])
     none = [k for k, x in key_to_mean_leak.items() if x == 0]
     said = []
     if leaks:
-        said.append(", ".join(f"{names[k]} leaks {share(key_to_mean_leak[k])}" for k in leaks) + " of a row's weight")
+        items = ", ".join(text(lang, "masks.s.leak.item", name=names[k], share=share(key_to_mean_leak[k], lang))
+                          for k in leaks)
+        said.append(text(lang, "masks.s.leak.items", items=items))
     if none:
-        said.append(f"{_join([names[k] for k in none])} leak{'s' if len(none) == 1 else ''} nothing")
+        said.append(text(lang, f"masks.s.leak.none.{_one(len(none))}", names=join(lang, [names[k] for k in none])))
     why = []
     if "times_zero" in leaks:
-        why.append("×0 leaks because a zeroed score still weighs e⁰ = 1 against the others.")
+        why.append(text(lang, "masks.s.leak.why_zero"))
     if {"neg_1e4", "neg_1e9"} & set(none):
-        why.append("A large finite negative leaks nothing here because e^−10000 underflows to 0 in fp32.")
-    why.append("fp16 cannot hold −1e9: it overflows to −∞, and fp16 softmax rounds the weights themselves.")
-    text = "; ".join(said)
-    return f"{what} Averaged over rows, {text}. " + " ".join(why)
+        why.append(text(lang, "masks.s.leak.why_finite"))
+    why.append(text(lang, "masks.s.leak.why_fp16"))
+    return text(lang, "masks.s.leak.main", what=what, said=text(lang, "clause.sep").join(said), why=" ".join(why))
 
 
 def _outcome(description: str) -> str:
@@ -182,29 +188,51 @@ def _outcome(description: str) -> str:
     return "finite"
 
 
-_VERBS = {"nan": ("returns NaN", "return NaN"), "zeros": ("returns zeros", "return zeros"),
-          "uniform": ("returns a uniform row", "return a uniform row"),
-          "unavailable": ("is not available", "are not available"),
-          "finite": ("returns finite values", "return finite values")}
+def _verb(lang: str, kind: str, plural: bool = False) -> str:
+    return text(lang, f"masks.s.verb.{kind}.{'other' if plural else 'one'}")
 
 
-def masked_row_caption(where_to_result: dict[str, str]) -> str:
+def masked_row_caption(where_to_result: dict[str, str], lang: str = "en") -> str:
     """The fully-masked-row table's caption, from what was measured (sim.attention.masks.fully_masked_row_behaviour)."""
-    parts = ["A left-pad query has no key to attend to."]
+    parts = [text(lang, "masks.s.mrow.pad")]
     plain = where_to_result.get("softmax with −inf")
     if plain is not None:
         kind = _outcome(plain)
-        parts.append("Plain softmax over all −∞ returns NaN (0/0), and NaN spreads through every later layer."
-                     if kind == "nan" else f"Plain softmax over all −∞ {_VERBS[kind][0]} here.")
+        parts.append(text(lang, "masks.s.mrow.plain_nan") if kind == "nan"
+                     else text(lang, "masks.s.mrow.plain", verb=_verb(lang, kind)))
     big = where_to_result.get("softmax with −1e9")
     if big is not None:
-        parts.append(f"A large finite negative (−1e9) {_VERBS[_outcome(big)][0]} instead"
-                     + (", attending to everything it should not." if _outcome(big) == "uniform" else "."))
+        tail = "masks.s.mrow.big_uniform" if _outcome(big) == "uniform" else "masks.s.mrow.big_end"
+        parts.append(text(lang, "masks.s.mrow.big", verb=_verb(lang, _outcome(big)), tail=text(lang, tail)))
     groups: dict[str, list[str]] = {}
     for where, result in where_to_result.items():
         if where.startswith("SDPA "):
             groups.setdefault(_outcome(result), []).append(where.removeprefix("SDPA "))
     if groups:
-        said = [f"{_join(names)} {_VERBS[kind][len(names) > 1]}" for kind, names in groups.items()]
-        parts.append("Of torch's SDPA kernels, measured just now on this device, " + "; ".join(said) + ".")
+        said = [text(lang, "masks.s.mrow.sdpa_item", names=join(lang, names), verb=_verb(lang, kind, len(names) > 1))
+                for kind, names in groups.items()]
+        parts.append(text(lang, "masks.s.mrow.sdpa", said=text(lang, "clause.sep").join(said)))
     return " ".join(parts)
+
+
+def behaviour_rows(where_to_result: dict[str, str], lang: str = "en") -> list[tuple[str, str]]:
+    """The fully-masked-row table's (where, result) rows in `lang`; English is what was measured, word for word.
+    The measured numbers (a uniform weight, the first finite values) carry over unchanged."""
+    if lang == "en":
+        return list(where_to_result.items())
+    rows = []
+    for where, result in where_to_result.items():
+        if where.startswith("SDPA "):
+            place = text(lang, "masks.s.where.sdpa", name=where.removeprefix("SDPA "))
+        else:
+            place = {"softmax with −inf": text(lang, "masks.s.where.softmax_inf"),
+                     "softmax with −1e9": text(lang, "masks.s.where.softmax_1e9")}.get(where, where)
+        kind = _outcome(result)
+        if kind == "uniform":  # 'uniform 0.062 each: ...'
+            said = text(lang, "masks.s.result.uniform", x=result.split()[1])
+        elif kind == "finite":  # 'finite values: 0.1, 0.2'
+            said = text(lang, "masks.s.result.finite", values=result.partition(": ")[2])
+        else:
+            said = text(lang, f"masks.s.result.{kind}")
+        rows.append((place, said))
+    return rows
