@@ -319,3 +319,47 @@ def test_the_scan_finds_a_literal():
     finally:
         probe.unlink()
     assert {h.split(": ", 1)[1] for h in hits} == {"'Hello there'", "'Pick one'", "'key (token)'", "' keys left'"}
+
+
+# --- in the browser: Korean pages with Hangul drawn by a real font -------------------------------------------------
+
+# Two Hangul syllables and an unassigned code point drawn on a canvas: with no CJK font (fonts-noto-cjk) Chromium
+# draws each as the same empty box, so the images agree; with one they all differ.
+HANGUL_DRAWN_JS = """() => {
+  const draw = ch => { const cv = document.createElement('canvas'); cv.width = 48; cv.height = 48;
+    const c = cv.getContext('2d'); c.font = '36px sans-serif'; c.fillText(ch, 4, 38); return cv.toDataURL(); };
+  return {ga_vs_na: draw('\\uac00') !== draw('\\ub098'), ga_vs_box: draw('\\uac00') !== draw('\\u0378')};
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("slug", list(CONVERTED))
+def test_korean_page_in_the_browser(slug):
+    """Each converted page opened with ?lang=ko in Chromium: its Korean title, no exception, a chart or table
+    drawn, Hangul drawn by a font (not boxes); the screenshot is kept in test-output/screenshots/<slug>_ko.png."""
+    from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, VISUAL, AppServer
+    from tests.test_browser import SHOTS, _need_browser, open_page
+
+    _need_browser()
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    server = AppServer(ROOT / "test-output" / f"streamlit_{slug}_ko.log").start()
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = open_page(browser, f"{server.url}/{'' if slug == 'home' else slug}?lang=ko", 1280, 1600)
+            try:
+                page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
+                assert page.locator('[data-testid="stException"]').count() == 0
+                title = text("ko", "home.title" if slug == "home" else f"page.{slug}.title")
+                assert page.locator("h1").first.inner_text().strip() == title
+                assert "lang=ko" in page.url
+                assert page.evaluate(HANGUL_DRAWN_JS) == {"ga_vs_na": True, "ga_vs_box": True}, \
+                    "Hangul is drawn as boxes: install fonts-noto-cjk"
+            finally:
+                page.screenshot(path=str(SHOTS / f"{slug}_ko.png"), full_page=True)
+                page.close()
+                browser.close()
+    finally:
+        server.stop()
