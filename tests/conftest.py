@@ -77,3 +77,49 @@ def unescaped(markdown: str) -> str:
     import re
 
     return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def _need_browser():
+    import shutil
+
+    from benchmarks.browser import CHROMIUM
+
+    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI=true but no Chromium at {CHROMIUM}: .ci/run must install Debian's chromium")
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI=true but playwright is not installed")
+        pytest.skip("playwright is not installed (pip install -r requirements-dev.txt)")
+
+
+# One server and one Chromium for every browser test module (test_browser*.py): the server's caches stay warm
+# from one module to the next. Fixtures here, not in a test module, so that each is made once.
+@pytest.fixture(scope="session")
+def app_url():
+    _need_browser()
+    from benchmarks.browser import AppServer
+
+    server = AppServer(ROOT / "test-output" / "streamlit.log")
+    try:
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    _need_browser()
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -4,55 +4,18 @@ Locally the tests skip when /usr/bin/chromium is absent; with CI=true that is a 
 Screenshots land in test-output/screenshots/.
 """
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from app.registry import PAGES
-from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, DONE, VISUAL, AppServer
+from benchmarks.browser import DONE, VISUAL
+from tests.conftest import _need_browser  # noqa: F401  (tests/test_i18n.py takes it from here)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "test-output" / "screenshots"
 
 pytestmark = pytest.mark.browser
-
-
-def _need_browser():
-    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI=true but no Chromium at {CHROMIUM}: .ci/run must install Debian's chromium")
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("CI=true but playwright is not installed")
-        pytest.skip("playwright is not installed (pip install -r requirements-dev.txt)")
-
-
-@pytest.fixture(scope="module")
-def app_url():
-    _need_browser()
-    server = AppServer(ROOT / "test-output" / "streamlit.log")
-    try:
-        server.start()
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    yield server.url
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _need_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 # Metric values wider than their column run into the next metric ("57.04 GiB14"): list them.

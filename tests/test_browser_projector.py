@@ -12,7 +12,7 @@ import pytest
 
 from app.present import PRESENTER
 from app.registry import PAGES
-from tests.test_browser import DONE, OVERFLOWING_METRICS_JS, SHOTS, app_url, browser  # noqa: F401  (fixtures)
+from tests.test_browser import DONE, OVERFLOWING_METRICS_JS, SHOTS
 
 pytestmark = pytest.mark.browser
 
@@ -53,7 +53,7 @@ def _check(page, slug: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
-def test_small_screen(app_url, browser, slug):  # noqa: F811
+def test_small_screen(app_url, browser, slug):
     page = _open(browser, f"{app_url}/{'' if slug == 'home' else slug}", 1024, 768)
     try:
         _check(page, slug)
@@ -62,7 +62,7 @@ def test_small_screen(app_url, browser, slug):  # noqa: F811
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
-def test_presenter_mode(app_url, browser, slug):  # noqa: F811
+def test_presenter_mode(app_url, browser, slug):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = _open(browser, f"{app_url}/{'' if slug == 'home' else slug}?present=1", 1280, 720)
     try:
