@@ -332,34 +332,51 @@ HANGUL_DRAWN_JS = """() => {
 }"""
 
 
-@pytest.mark.browser
-@pytest.mark.parametrize("slug", list(CONVERTED))
-def test_korean_page_in_the_browser(slug):
-    """Each converted page opened with ?lang=ko in Chromium: its Korean title, no exception, a chart or table
-    drawn, Hangul drawn by a font (not boxes); the screenshot is kept in test-output/screenshots/<slug>_ko.png."""
-    from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, VISUAL, AppServer
-    from tests.test_browser import SHOTS, _need_browser, open_page
+@pytest.fixture(scope="module")
+def ko_browser(request):
+    """(browser, server url): the browser tests' shared ones where a conftest provides them, else this module's
+    own (one Playwright per thread: a second sync_playwright beside a live one fails)."""
+    from tests.test_browser import _need_browser
 
     _need_browser()
+    try:
+        yield request.getfixturevalue("browser"), request.getfixturevalue("app_url")
+        return
+    except pytest.FixtureLookupError:
+        pass
     from playwright.sync_api import sync_playwright
 
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    server = AppServer(ROOT / "test-output" / f"streamlit_{slug}_ko.log").start()
+    from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, AppServer
+
+    server = AppServer(ROOT / "test-output" / "streamlit_ko.log").start()
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = open_page(browser, f"{server.url}/{'' if slug == 'home' else slug}?lang=ko", 1280, 1600)
-            try:
-                page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
-                assert page.locator('[data-testid="stException"]').count() == 0
-                title = text("ko", "home.title" if slug == "home" else f"page.{slug}.title")
-                assert page.locator("h1").first.inner_text().strip() == title
-                assert "lang=ko" in page.url
-                assert page.evaluate(HANGUL_DRAWN_JS) == {"ga_vs_na": True, "ga_vs_box": True}, \
-                    "Hangul is drawn as boxes: install fonts-noto-cjk"
-            finally:
-                page.screenshot(path=str(SHOTS / f"{slug}_ko.png"), full_page=True)
-                page.close()
-                browser.close()
+            yield browser, server.url
+            browser.close()
     finally:
         server.stop()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("slug", list(CONVERTED))
+def test_korean_page_in_the_browser(ko_browser, slug):
+    """Each converted page opened with ?lang=ko in Chromium: its Korean title, no exception, a chart or table
+    drawn, Hangul drawn by a font (not boxes); the screenshot is kept in test-output/screenshots/<slug>_ko.png."""
+    from benchmarks.browser import VISUAL
+    from tests.test_browser import SHOTS, open_page
+
+    browser, url = ko_browser
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = open_page(browser, f"{url}/{'' if slug == 'home' else slug}?lang=ko", 1280, 1600)
+    try:
+        page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        title = text("ko", "home.title" if slug == "home" else f"page.{slug}.title")
+        assert page.locator("h1").first.inner_text().strip() == title
+        assert "lang=ko" in page.url
+        assert page.evaluate(HANGUL_DRAWN_JS) == {"ga_vs_na": True, "ga_vs_box": True}, \
+            "Hangul is drawn as boxes: install fonts-noto-cjk"
+    finally:
+        page.screenshot(path=str(SHOTS / f"{slug}_ko.png"), full_page=True)
+        page.close()
