@@ -14,7 +14,16 @@ from sim.claims import SEEDS
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.presets import load_presets
-from sim.cost.shrink import EVICT_METHODS, LINKS, METHODS, QUANT_METHODS, ShrinkSetup, offload_cost, verdict
+from sim.cost.shrink import (
+    EVICT_METHODS,
+    LINKS,
+    METHODS,
+    QUANT_METHODS,
+    ShrinkSetup,
+    copy_ability_sentence,
+    offload_cost,
+    verdict,
+)
 
 SCOPES = {"all": ("every cache at 12.5%, 25% and 50% of the positions", (0.125, 0.25, 0.5)),
           "quarter": ("every cache at 25% of the positions", (0.25,))}
@@ -59,6 +68,13 @@ for i, p in enumerate(p for p in PAGES if p.slug in {m.where for m in METHODS}):
     page_link(p.slug, f"Open {p.title}", where=link_cols[i % 3])
 
 st.subheader("Discard or blur: the three checks on the real model")
+abilities = runs.copy_abilities()
+st.markdown(copy_ability_sentence(abilities))
+st.caption("A quote or a fact can only be lost by the cache if the model can copy it in the first place, so each "
+           "model's full-cache scores (recorded with its checkpoint, seed 0) come first. The second model is the "
+           "shipped one trained on with a copy and recall task in half of its sequences "
+           "(`python -m sim.model.train --preset mha_copy`); the byte accounting, the long generation and the "
+           "offload costs below hold whichever model runs.")
 c = st.columns([2, 2, 1, 1])
 c[0].selectbox("Model", list(models), key="model", format_func=models.get)
 c[1].selectbox("Caches", list(SCOPES), key="scope", format_func=lambda k: SCOPES[k][0])
@@ -77,11 +93,13 @@ if table is not None:
                "and circles blur them (quantization), whose bytes the format fixes. The dashed line is the full "
                f"cache's own score. Full cache: {plain(table.full.quote.summary)} {plain(table.full.turns.summary)}")
     if full.quote < 0.5:
+        copiers = {a.label for a in abilities if a.copies}
+        others = [m for m in models if m != ss["model"] and models[m] in copiers]
         st.warning(f"This model quotes only {full.quote:.0%} of the passage and recalls {full.turns:.0%} of the fact "
                    "even with the full cache: it does not copy from ~800 bytes back, so the quote and recall checks "
-                   "cannot separate the caches here, and the verdict above says what this model showed, no more. "
-                   "A 0.9 M-parameter byte model trained on plays has not learned to copy; fine-tuning it with a "
-                   "copy-task mix (the second model) did not teach it either.", icon=":material/warning:")
+                   "cannot separate the caches here, and the verdict above says what this model showed, no more."
+                   + (f" Choose {models[others[0]]} to see the checks on a model that copies." if others else ""),
+                   icon=":material/warning:")
     df = table.frame()
     show_table(df, hide_index=True, width="stretch")
     st.download_button("Download the scores (CSV)", df.to_csv(index=False), "shrink_cache.csv", "text/csv",

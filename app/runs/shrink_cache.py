@@ -3,21 +3,51 @@ one queued, stoppable job whose result every session shares."""
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 from app.work import run_job
-from sim.cost.shrink import LONG_PROMPT, ShrinkSetup, num_runs
+from sim.cost.shrink import LONG_PROMPT, CopyAbility, ShrinkSetup, num_runs
 from sim.work.run_cost import DEFAULT_RATES, cached_work
 
 MODELS = {"mha": "Tiny MHA (the shipped model)",
           "mha_copy": "Tiny MHA fine-tuned with a copy-task mix"}
 
 
-def available_models() -> dict[str, str]:
-    """The shipped model, and the copy-task fine-tune when its checkpoint ships (looked up without torch)."""
+def _report(name: str) -> dict:
     from app.registry import ROOT
 
-    return {k: v for k, v in MODELS.items() if k == "mha" or (ROOT / "assets" / "models" / f"{k}.safetensors").is_file()}
+    path = ROOT / "assets" / "models" / f"{name}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def copy_abilities() -> list[CopyAbility]:
+    """Each shipped model's recorded full-cache quote and fact scores (read from its training report, no torch)."""
+    out = []
+    for name in available_models():
+        scores = _report(name).get("full_cache_scores")
+        if scores:
+            out.append(CopyAbility.from_report(MODELS[name], scores))
+    return out
+
+
+def available_models() -> dict[str, str]:
+    """The shipped model and the copy-trained one when its checkpoint ships, the first whose recorded
+    scores show it can copy first (the page's default)."""
+    from app.registry import ROOT
+
+    names = [k for k in MODELS if k == "mha" or (ROOT / "assets" / "models" / f"{k}.safetensors").is_file()]
+
+    def copies(name: str) -> bool:
+        scores = _report(name).get("full_cache_scores")
+        return bool(scores) and CopyAbility.from_report(name, scores).copies
+
+    names.sort(key=lambda k: not copies(k))  # stable: the shipped model first among equals
+    return {k: MODELS[k] for k in names}
 
 
 @st.cache_resource(show_spinner="Loading the tiny model…")

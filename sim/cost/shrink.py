@@ -179,3 +179,48 @@ class ShrinkSetup:
 def num_runs(setup: ShrinkSetup) -> int:
     """The full cache (the reference) and every (method, budget)."""
     return 1 + len(setup.runs())
+
+
+@dataclass(frozen=True)
+class CopyAbility:
+    """A checkpoint's full-cache scores on the two copying checks (measured by sim.model.train when it
+    wrote the checkpoint, or by `--score-only`): bytes right before the first mistake, out of the most."""
+
+    label: str
+    quote: int
+    quote_max: int
+    fact: int
+    fact_max: int
+
+    @property
+    def copies(self) -> bool:
+        """Reproduces at least half of both: enough for the checks to tell one cache from another."""
+        return 2 * self.quote >= self.quote_max and 2 * self.fact >= self.fact_max
+
+    @classmethod
+    def from_report(cls, label: str, scores: dict) -> CopyAbility:
+        q, f = scores["exact_quote"], scores["multi_turn"]
+        return cls(label, int(q["num_prefix"]), int(q["max_bytes"]), int(f["num_prefix"]), int(f["max_bytes"]))
+
+
+def _of(n: int, most: int) -> str:
+    return f"{n} of {most} ({n / most:.0%})" if most else f"{n} of 0"
+
+
+def copy_ability_sentence(abilities: list[CopyAbility]) -> str:
+    """What each model reproduces with the full cache, and which one the checks can use."""
+    if not abilities:
+        return "No model's full-cache scores are recorded; run the checks to measure them."
+    each = "; ".join(f"{a.label} quotes {_of(a.quote, a.quote_max)} bytes of the passages and recalls "
+                     f"{_of(a.fact, a.fact_max)} bytes of the facts" for a in abilities)
+    able = [a.label for a in abilities if a.copies]
+    unable = [a.label for a in abilities if not a.copies]
+    if not able:
+        tail = ("no model copies at least half of both, so the quote and recall checks cannot separate one cache "
+                "from another on these models")
+    elif not unable:
+        tail = "each copies at least half of both, so either can judge the caches"
+    else:
+        tail = (f"only {' and '.join(able)} copies at least half of both, so the checks run on it by default "
+                f"({' and '.join(unable)} cannot copy from that far back)")
+    return f"With the full cache, {each}: {tail}."
