@@ -91,6 +91,9 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dtype == torch.float32:
+            if torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad):
+                # training: the fused op and its own backward, so a checkpoint trains as it always has
+                return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
             # Llama's arithmetic, bit for bit (mean = sum / dim), in 8 operator calls; F.rms_norm makes 24 here.
             return x * torch.mul(x, x).sum(-1, keepdim=True).div_(self._dim).add_(self._eps).rsqrt_() * self.weight
         xf = x.float()  # half precision: normalise in fp32, as Llama does
@@ -400,7 +403,11 @@ class TinyLlama(nn.Module):
             )
         opts = AttnOptions(attn_impl, sdpa_backend, attn_mask, capture, tally)
         # Rows are (batch, position) pairs: every matmul is one 2-D mm, with no reshapes around it.
-        x = self.model.embed_tokens.weight.index_select(0, idx.reshape(-1))  # (B·T, d)
+        emb = self.model.embed_tokens
+        if torch.is_grad_enabled() and emb.weight.requires_grad:  # training: the embedding's own backward
+            x = emb(idx).view(B * T, -1)  # (B·T, d)
+        else:
+            x = emb.weight.index_select(0, idx.reshape(-1))  # (B·T, d), the same rows
         cos, sin_rot = self._rope(start_pos, T, x.dtype)  # (T, 1, D)
         for i, (norm1, attn, norm2, mlp) in enumerate(self._blocks()):
             x = x + attn(norm1(x), B, T, cos, sin_rot, start_pos, cache, i, opts)
