@@ -159,6 +159,25 @@ def render_batching() -> None:
     render_claims(seed_claims(cmp, curves.timing, run, sw, points, spec.alpha, spec.k), "serving")
 
 
+def show_study(make_setup, run, figure, sentences):
+    """An engine tab's common body: the setup from the URL values, its run (None while it waits for its button),
+    the chart titled by the run's takeaway, the run's sentences, its table. Returns (setup, run) or None."""
+    try:
+        setup = make_setup()
+        result = run(setup)
+    except ValueError as exc:
+        st.error(f"These settings cannot be simulated: {plain(exc)}")
+        return None
+    if result is None:
+        return None
+    frame = result.to_frame()
+    show_chart(figure(frame, result.takeaway()), width="stretch")
+    for line in sentences(result):
+        st.markdown(line)
+    show_table(frame.round(3), hide_index=True, width="stretch")
+    return setup, result
+
+
 def render_chunked() -> None:
     st.markdown(
         "A long prompt prefilled in one pass stalls every request that is decoding: their next token waits for the "
@@ -168,18 +187,10 @@ def render_chunked() -> None:
         "short but spreads each prompt over more passes (each reads every weight once), so time to first token "
         "grows; a large one is whole-prompt prefill again. Below, the same Poisson arrivals at six budgets, and "
         "whole prompts (continuous batching) last.")
-    try:
-        setup = eng.chunk_setup()
-        sweep = eruns.chunk_sweep(setup)
-    except ValueError as exc:
-        st.error(f"These settings cannot be simulated: {plain(exc)}")
+    shown = show_study(eng.chunk_setup, eruns.chunk_sweep, efigs.chunk_budget, lambda r: [r.summary()])
+    if shown is None:
         return
-    if sweep is None:
-        return
-    frame = sweep.to_frame()
-    show_chart(efigs.chunk_budget(frame, sweep.takeaway()), width="stretch")
-    st.markdown(sweep.summary())
-    show_table(frame.round(3), hide_index=True, width="stretch")
+    _, sweep = shown
     st.caption(f"KV budget: {sweep.capacity_tokens:,} token slots. Each pass is timed by the roofline: prompt chunks "
                "and decodes of one pass share one read of the weights. The unchunked row admits whole prompts, at "
                f"most {sweep.unchunked_budget:,} prompt tokens a pass.")
@@ -192,17 +203,10 @@ def render_preemption() -> None:
         "produced again: FLOPs. **Swap** (vLLM v0) copies its blocks to host memory over the GPU's link and back "
         "before any new request is admitted: bytes over PCIe, and host memory. The same requests, all queued at "
         "once, on a deliberately small KV budget.")
-    try:
-        setup = eng.preemption_setup()
-        cmp = eruns.preemption(setup)
-    except ValueError as exc:
-        st.error(f"These settings cannot be simulated: {plain(exc)}")
+    shown = show_study(eng.preemption_setup, eruns.preemption, efigs.preemption, lambda r: [])
+    if shown is None:
         return
-    if cmp is None:
-        return
-    frame = cmp.to_frame()
-    show_chart(efigs.preemption(frame, cmp.takeaway()), width="stretch")
-    show_table(frame.round(3), hide_index=True, width="stretch")
+    _, cmp = shown
     st.caption(f"{cmp.kv_bytes_per_token / 1024:,.0f} KiB of KV per token. Recompute's cost is the step cost's FLOPs "
                "of prefilling the discarded tokens again; swap's is blocks × block size × bytes per token each way, "
                "added to the pass that moves them (not overlapped). A request still prefilling, or one the host has "
@@ -256,19 +260,10 @@ def render_offload() -> None:
         "prefilling it again. Loading costs bytes over PCIe, NVLink-C2C or an NVMe drive; recomputing costs "
         "FLOPs. Below, one shared-prefix workload (Zipf-popular prefixes, more of them than the GPU holds) with the "
         "GPU's cache alone, then with a host tier, then with host and disk.")
-    try:
-        setup = eng.offload_setup()
-        study = eruns.offload(setup)
-    except ValueError as exc:
-        st.error(f"These settings cannot be simulated: {plain(exc)}")
+    shown = show_study(eng.offload_setup, eruns.offload, efigs.offload, lambda r: r.verdicts())
+    if shown is None:
         return
-    if study is None:
-        return
-    frame = study.to_frame()
-    show_chart(efigs.offload(frame, study.takeaway()), width="stretch")
-    for line in study.verdicts():
-        st.markdown(line)
-    show_table(frame.round(3), hide_index=True, width="stretch")
+    _, study = shown
     st.caption(f"GPU: {study.capacity_tokens:,} KV slots; {study.kv_bytes_per_token / 1024:,.0f} KiB of KV per token. "
                "A load is on the critical path: its seconds are added to the pass that admits the request. Copies "
                "down (written_down_gb) are asynchronous, as in LMCache and vLLM's connector, and cost the passes "
@@ -283,18 +278,10 @@ def render_disagg() -> None:
         "carry no prompt work, so the gap between tokens stays short; but the prefill pool is smaller than the "
         "whole, and every prompt's KV crosses a link. Below, the same Poisson arrivals on N prefill + M decode "
         "GPUs and on N + M colocated GPUs (chunked prefill), each GPU with the same KV budget.")
-    try:
-        setup = eng.disagg_setup()
-        study = eruns.disagg(setup)
-    except ValueError as exc:
-        st.error(f"These settings cannot be simulated: {plain(exc)}")
+    shown = show_study(eng.disagg_setup, eruns.disagg, efigs.disagg, lambda r: [r.verdict()])
+    if shown is None:
         return
-    if study is None:
-        return
-    frame = study.to_frame()
-    show_chart(efigs.disagg(frame, study.takeaway()), width="stretch")
-    st.markdown(study.verdict())
-    show_table(frame.round(3), hide_index=True, width="stretch")
+    _, study = shown
     st.caption(f"Moved {study.transfer_gb:,.1f} GB of KV prefill → decode (the memory formula's bytes for each "
                f"prompt), a median {study.transfer_p50_ms:,.2f} ms per request, one transfer at a time per prefill "
                f"GPU. Each GPU holds {study.capacity_tokens:,} KV slots. TPOT: (last − first token) ÷ (output − 1); "
@@ -308,17 +295,10 @@ def render_routing() -> None:
         "router (SGLang's router, llm-d's scheduler) sends a request to the replica whose cache most likely holds "
         "the longest run of its prompt's blocks, unless that replica is overloaded. Below, one shared-prefix "
         "workload both ways; each replica is an exact prefix-caching engine.")
-    try:
-        setup = eng.routing_setup()
-        study = eruns.routing(setup)
-    except ValueError as exc:
-        st.error(f"These settings cannot be simulated: {plain(exc)}")
+    shown = show_study(eng.routing_setup, eruns.routing, efigs.routing, lambda r: [])
+    if shown is None:
         return
-    if study is None:
-        return
-    frame = study.to_frame()
-    show_chart(efigs.routing(frame, study.takeaway()), width="stretch")
-    show_table(frame.round(3), hide_index=True, width="stretch")
+    setup, study = shown
     st.caption(f"{study.capacity_tokens:,} KV slots per replica; prompts of {setup.workload.prompt_len:,} tokens, "
                f"{setup.workload.prefix_len:,} of them one of {setup.workload.num_groups:,} prefixes (Zipf "
                "popularity). The router's view of each replica is its own LRU of the block hashes it sent there; load "
