@@ -161,8 +161,13 @@ class BlockPool:
         table = self._table(req_id)
         del self.req_to_block_table[req_id]
         del self.req_to_num_tokens[req_id]
+        return self._release(table)
+
+    def _release(self, blocks: list[int]) -> list[int]:
+        """One reference fewer on each block, last block first; those left with none join the free queue's
+        tail (so a request's last block is reused last). Returns the freed ones."""
         freed = []
-        for block in reversed(table):
+        for block in reversed(blocks):
             self.ref_cnt[block] -= 1
             assert self.ref_cnt[block] >= 0, f"block {block} freed more often than allocated"
             if self.ref_cnt[block] == 0:
@@ -180,14 +185,7 @@ class BlockPool:
         if not 1 <= num_tokens <= n:
             raise ValueError(f"request {req_id} holds {n} tokens; can keep 1..{n}, asked {num_tokens}")
         keep = cdiv(num_tokens, bs)
-        freed = []
-        for block in reversed(table[keep:]):
-            self.ref_cnt[block] -= 1
-            assert self.ref_cnt[block] >= 0, f"block {block} freed more often than allocated"
-            if self.ref_cnt[block] == 0:
-                self.block_num_tokens[block] = 0
-                self.free_block_queue.append(block)
-                freed.append(block)
+        freed = self._release(table[keep:])
         del table[keep:]
         self.block_num_tokens[table[-1]] = num_tokens - (keep - 1) * bs
         self.req_to_num_tokens[req_id] = num_tokens
