@@ -2,9 +2,10 @@
 
 How the pieces fit:
 
-- Catalogs. `assets/i18n/en.json` and `assets/i18n/ko.json` hold every sentence a converted page shows, under
-  flat keys (`home.title`, `masks.s.window_caption.all`), with `str.format` placeholders. Both files have the
-  same keys and the same placeholders per key (tests/test_i18n.py). Numbers are formatted by the caller before
+- Catalogs. `assets/i18n/en/*.json` and `assets/i18n/ko/*.json` (one file per area: core.json, then one per
+  page) hold every sentence a converted page shows, under flat keys (`home.title`, `masks.s.window_caption.all`),
+  with `str.format` placeholders. Both languages have the same files, keys and placeholders per key
+  (tests/test_i18n.py). Numbers are formatted by the caller before
   they are filled in (`t("x", n=f"{n:,}")`), so a number reads the same in both languages.
 - Looking up. `sim/i18n.py` reads the catalogs with no Streamlit: `text(lang, key, **fields)`. This module's
   `t(key, **fields)` is the same lookup in the current page language (English when no Streamlit script runs,

@@ -1,5 +1,7 @@
-"""The lab's message catalogs, read without Streamlit: `assets/i18n/<lang>.json`, one flat object per
-language ("masks.title": "Attention masks"), the same keys and the same `str.format` placeholders in each.
+"""The lab's message catalogs, read without Streamlit: `assets/i18n/<lang>/<area>.json`, one flat object per
+area of the lab (core.json: navigation, sidebar, shared words; one per page), merged into one catalog per
+language ("masks.title": "Attention masks"); a key lives in one area file only. Both languages have the same
+area files, the same keys and the same `str.format` placeholders in each.
 
 sim/ sentence functions take `lang: str = "en"` and build every sentence from catalog entries with
 `text(lang, key, **fields)`; the caller formats numbers before they go in (`f"{n:,}"`), so a number reads the
@@ -25,9 +27,15 @@ def catalog(lang: str) -> dict[str, str]:
     """key -> message of one language (read once per process)."""
     if lang not in LANGS:
         raise ValueError(f"language {lang!r} is not one of {', '.join(LANGS)}")
-    with open(CATALOG_DIR / f"{lang}.json", encoding="utf-8") as f:
-        entries = json.load(f)
-    assert all(isinstance(v, str) for v in entries.values()), f"{lang}.json: every value must be a string"
+    entries: dict[str, str] = {}
+    for path in sorted((CATALOG_DIR / lang).glob("*.json")):
+        with open(path, encoding="utf-8") as f:
+            part = json.load(f)
+        where = f"assets/i18n/{lang}/{path.name}"
+        assert all(isinstance(v, str) for v in part.values()), f"{where}: every value must be a string"
+        twice = sorted(part.keys() & entries.keys())
+        assert not twice, f"{where}: {', '.join(twice[:5])} already in another {lang} area file"
+        entries.update(part)
     return entries
 
 
@@ -36,7 +44,7 @@ def text(lang: str, key: str, /, **fields: object) -> str:
     try:
         message = catalog(lang)[key]
     except KeyError:
-        raise KeyError(f"no message {key!r} in assets/i18n/{lang}.json") from None
+        raise KeyError(f"no message {key!r} in assets/i18n/{lang}/") from None
     return message.format(**fields) if fields else message
 
 

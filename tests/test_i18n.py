@@ -18,12 +18,11 @@ from tests.conftest import run_in_app, run_page
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Pages converted so far, with the files that word what they show (figure builders, sentence functions).
-CONVERTED = {
-    "home": ["pages/home.py"],
-    "attention_masks": ["pages/attention_masks.py", "app/figures/masks.py", "sim/attention/mask_readouts.py",
-                        "sim/attention/maps.py"],
-}
+# Pages converted so far: tests/i18n/<slug>.json names the files that word what the page shows (page, figure
+# builders, sentence functions), the literals those files keep on purpose ("kept": model input, plotly's own
+# names; each as its repr) and the Korean messages with no Hangul on purpose ("latin_ok": flags, dtype names).
+I18N_TESTS = ROOT / "tests" / "i18n"
+CONVERTED = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(I18N_TESTS.glob("*.json"))}
 SHARED_FILES = ["app/sidebar.py"]
 
 
@@ -41,17 +40,22 @@ def test_every_key_has_the_same_placeholders_in_both():
 
 
 def test_catalog_files_are_flat_string_maps_with_no_empty_message():
+    areas = {lang: sorted(p.name for p in (ROOT / "assets" / "i18n" / lang).glob("*.json")) for lang in LANGS}
+    assert areas["en"] == areas["ko"] and "core.json" in areas["en"], areas
     for lang in LANGS:
-        raw = json.loads((ROOT / "assets" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
-        assert all(isinstance(v, str) and v for v in raw.values()), lang
-        assert all(re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)+", k) for k in raw), lang
+        for name in areas[lang]:
+            raw = json.loads((ROOT / "assets" / "i18n" / lang / name).read_text(encoding="utf-8"))
+            assert all(isinstance(v, str) and v for v in raw.values()), (lang, name)
+            assert all(re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)+", k) for k in raw), (lang, name)
+        en_keys = set(json.loads((ROOT / "assets" / "i18n" / "en" / name).read_text(encoding="utf-8")))
+        ko_keys = set(json.loads((ROOT / "assets" / "i18n" / "ko" / name).read_text(encoding="utf-8")))
+        assert en_keys == ko_keys, (name, sorted(en_keys ^ ko_keys))  # a key sits in the same area in both
 
 
 def test_korean_messages_are_korean():
     """Every Korean message that has letters has Hangul, except identifiers kept as they are (vLLM flags, dtype
     and backend names) and the language switch's label, which names itself in both."""
-    same_ok = {"home.m.torch", "home.gib", "masks.s.where.sdpa", "sidebar.lang", "list.and", "clause.sep",
-               "masks.s.mrow.big_end", "masks.s.row.leak_rest", "masks.s.short.neg_inf", "home.seed_sep"}
+    same_ok = {"sidebar.lang", "list.and", "clause.sep", *(k for page in CONVERTED.values() for k in page["latin_ok"])}
     ko = catalog("ko")
     bare = {k: re.sub(r"\{[^}]*\}", "", v) for k, v in ko.items()}  # placeholders are not text
     missing = [k for k, v in bare.items() if k not in same_ok and re.search("[A-Za-z]{2}", v)
@@ -71,7 +75,7 @@ def test_lookup_needs_no_streamlit_and_says_what_is_missing():
 
     assert t("masks.s.win.where", layer="1", head="2") == "Layer 1, head 2"  # no script run: English
     assert text("ko", "masks.s.win.where", layer="1", head="2") == "층 1, 헤드 2"
-    with pytest.raises(KeyError, match="no message 'nope.key' in assets/i18n/ko.json"):
+    with pytest.raises(KeyError, match="no message 'nope.key' in assets/i18n/ko/"):
         text("ko", "nope.key")
     with pytest.raises(ValueError, match="'fr' is not one of en, ko"):
         text("fr", "home.title")
@@ -295,11 +299,10 @@ def _literal_text(path: Path) -> list[str]:
 
 
 # Literals a converted file keeps on purpose: model input and the keys of measured results, not prose.
-KEPT = {"pages/attention_masks.py": {"'To be, or not to be|that is the question'"},
-        "app/figures/masks.py": {"'top left'"}}  # plotly's name for a position
+KEPT = {path: set(literals) for page in CONVERTED.values() for path, literals in page["kept"].items()}
 
 
-@pytest.mark.parametrize("path", sorted({p for files in CONVERTED.values() for p in files} | set(SHARED_FILES)))
+@pytest.mark.parametrize("path", sorted({p for page in CONVERTED.values() for p in page["files"]} | set(SHARED_FILES)))
 def test_converted_files_show_no_text_outside_the_catalogs(path):
     hits = [h for h in _literal_text(ROOT / path) if h.split(": ", 1)[1] not in KEPT.get(path, set())]
     # sim/attention/maps.py raises a ValueError on a prompt the page never sends: only its sentences count
