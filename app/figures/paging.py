@@ -9,6 +9,7 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from sim.i18n import text
 
 POLICY_COLORS = {
     "paged": CACHED,
@@ -16,12 +17,7 @@ POLICY_COLORS = {
     "reserve_max_tokens": "#ff7f0e",
     "first_fit": "#9467bd",
 }
-POLICY_SHORT = {
-    "paged": "paged (vLLM)",
-    "reserve_max_len": "reserve max length",
-    "reserve_max_tokens": "reserve prompt + max_tokens",
-    "first_fit": "first-fit heap",
-}
+POLICY_SHORT = {p: text("en", f"paged.short.{p}") for p in POLICY_COLORS}  # the English; policy_short words it
 KIND_COLORS = {
     "tokens": "#2ca02c",
     "last_block": "#98df8a",
@@ -29,13 +25,7 @@ KIND_COLORS = {
     "never_used": "#d62728",
     "external": "#7f7f7f",
 }
-KIND_LABELS = {
-    "tokens": "real tokens",
-    "last_block": "empty slots in last blocks",
-    "future": "reserved for tokens still to come",
-    "never_used": "reserved, never used",
-    "external": "free but unusable (external fragmentation)",
-}
+KIND_LABELS = {k: text("en", f"paged.kind.{k}") for k in KIND_COLORS}  # the English; kind_label words it
 FREE_COLOR = "#ececec"
 COLUMN_CHARS = 66  # a chart in three quarters of the page
 # Distinct, projector-friendly colours for owners (free blocks are light grey).
@@ -45,63 +35,74 @@ OWNER_COLORS = [
 ]
 
 
+def policy_short(policy: str, lang: str = "en") -> str:
+    """An allocator's short name in charts and metrics ('paged (vLLM)')."""
+    return text(lang, f"paged.short.{policy}")
+
+
+def kind_label(kind: str, lang: str = "en") -> str:
+    """What a slot holds, as the breakdown charts' legend names it."""
+    return text(lang, f"paged.kind.{kind}")
+
+
 def owner_color(req: int) -> str:
     return OWNER_COLORS[req % len(OWNER_COLORS)]
 
 
-def breakdown_bars(frame: pd.DataFrame, title: str) -> go.Figure:
+def breakdown_bars(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Horizontal 100% bars: where each policy's claimed KV memory went (from Comparison.to_frame);
     title: the takeaway (Comparison.memory_takeaway)."""
     fig = go.Figure()
-    labels = [POLICY_SHORT[p] for p in frame["policy"]]
+    labels = [policy_short(p, lang) for p in frame["policy"]]
     for kind in KIND_LABELS:
         col = "real_tokens_pct" if kind == "tokens" else f"{kind}_pct"
         values = frame[col].to_numpy()
-        fig.add_bar(y=labels, x=values, orientation="h", name=KIND_LABELS[kind], marker_color=KIND_COLORS[kind],
+        fig.add_bar(y=labels, x=values, orientation="h", name=kind_label(kind, lang), marker_color=KIND_COLORS[kind],
                     text=[f"{v:.1f}%" if v >= 4 else "" for v in values], textposition="inside",
-                    insidetextanchor="middle", hovertemplate="%{y}: %{x:.2f}% " + KIND_LABELS[kind] + "<extra></extra>")
+                    insidetextanchor="middle",
+                    hovertemplate="%{y}: %{x:.2f}% " + kind_label(kind, lang) + "<extra></extra>")
     fig.add_vrect(x0=20.4, x1=38.2, fillcolor=FORMULA, opacity=0.15, line_width=0, layer="above")
     fig.add_annotation(x=29.3, y=1.0, yref="paper", yanchor="bottom", showarrow=False, font=dict(size=12),
-                       text="vLLM paper: earlier systems kept 20.4–38.2% real tokens")
+                       text=text(lang, "paged.fig.paper_band"))
     fig.add_vline(x=96.3, line=dict(color=FORMULA, width=2, dash="dot"))
     fig.add_annotation(x=96.3, y=-0.02, yref="paper", yanchor="top", xanchor="right", showarrow=False,
-                       font=dict(size=12), text="vLLM: 96.3%")
+                       font=dict(size=12), text=text(lang, "paged.fig.paper_paged"))
     fig.update_xaxes(range=[0, 100], ticksuffix="%")
-    base_layout(fig, "", "share of the claimed KV memory (%)", "allocation policy", height=470)
+    base_layout(fig, "", text(lang, "paged.fig.share_axis"), text(lang, "paged.fig.policy_axis"), height=470)
     fig.update_layout(barmode="stack", yaxis=dict(autorange="reversed"), margin=dict(t=80),
                       legend=LEGEND_BELOW)
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=20)  # below it: the paper's band label
 
 
-def concurrency_over_time(series: pd.DataFrame, title: str) -> go.Figure:
+def concurrency_over_time(series: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """title: the takeaway (Comparison.concurrency_takeaway)."""
     fig = go.Figure()
     for policy, df in series.groupby("policy", sort=False):
-        fig.add_scatter(x=df["step"], y=df["running"], name=POLICY_SHORT[policy], mode="lines",
+        fig.add_scatter(x=df["step"], y=df["running"], name=policy_short(policy, lang), mode="lines",
                         line=dict(color=POLICY_COLORS[policy], width=2.5, shape="hv"))
-    base_layout(fig, "", "decode step", "running requests", height=380)
+    base_layout(fig, "", text(lang, "paged.fig.step_axis"), text(lang, "paged.fig.running_axis"), height=380)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def memory_over_time(series: pd.DataFrame, capacity: int, title: str) -> go.Figure:
+def memory_over_time(series: pd.DataFrame, capacity: int, title: str, lang: str = "en") -> go.Figure:
     """2×2 small multiples: each policy's KV memory by kind over time, against the capacity (a dashed line,
     labelled in each panel); title: the takeaway (paging_readouts.capacity_takeaway)."""
     policies = list(dict.fromkeys(series["policy"]))
     fig = make_subplots(rows=2, cols=2, shared_yaxes=True, shared_xaxes="all", vertical_spacing=0.1,
                         horizontal_spacing=0.04,
-                        subplot_titles=[POLICY_SHORT[p] for p in policies])
+                        subplot_titles=[policy_short(p, lang) for p in policies])
     for i, policy in enumerate(policies):
         df = series[series["policy"] == policy]
         row, col = i // 2 + 1, i % 2 + 1
-        for kind, label in KIND_LABELS.items():
-            fig.add_scatter(x=df["step"], y=df[kind], name=label, stackgroup=f"g{i}", mode="lines",
+        for kind in KIND_LABELS:
+            fig.add_scatter(x=df["step"], y=df[kind], name=kind_label(kind, lang), stackgroup=f"g{i}", mode="lines",
                             line=dict(width=0.5, color=KIND_COLORS[kind]), fillcolor=KIND_COLORS[kind],
                             legendgroup=kind, showlegend=i == 0, row=row, col=col)
         fig.add_hline(y=capacity, line=dict(color=FORMULA, dash="dash", width=1), row=row, col=col,
-                      annotation_text=f"capacity {capacity:,} slots", annotation_position="top left",
+                      annotation_text=text(lang, "paged.fig.capacity", n=f"{capacity:,}"), annotation_position="top left",
                       annotation_font=dict(size=11, color=FORMULA))
-    fig.update_yaxes(title_text="token slots", col=1)
-    fig.update_xaxes(title_text="decode step", row=2)
+    fig.update_yaxes(title_text=text(lang, "paged.fig.slots_axis"), col=1)
+    fig.update_xaxes(title_text=text(lang, "paged.fig.step_axis"), row=2)
     base_layout(fig, "", "", "", height=680)
     fig.update_layout(legend=LEGEND_BELOW)
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=24)  # below it: the first panels' titles
@@ -109,7 +110,7 @@ def memory_over_time(series: pd.DataFrame, capacity: int, title: str) -> go.Figu
 
 def block_grid(owner: np.ndarray, ref_cnt: np.ndarray, fill: np.ndarray, logical: np.ndarray, block_size: int,
                title: str, highlight_blocks: list[int] | None = None, cols: int | None = None,
-               label_all: bool | None = None, width_px: int = 560) -> go.Figure:
+               label_all: bool | None = None, width_px: int = 560, lang: str = "en") -> go.Figure:
     """Physical blocks as a grid of square cells, coloured by owning request (grey = free).
 
     Shared blocks (ref_cnt > 1) get a dotted outline and the label ×ref_cnt; `highlight_blocks`
@@ -133,31 +134,31 @@ def block_grid(owner: np.ndarray, ref_cnt: np.ndarray, fill: np.ndarray, logical
     hl = set(highlight_blocks or [])
     big = cell >= 28
     label_all = big if label_all is None else label_all and big
-    hover, text = [], []
+    hover, cells = [], []
     for b in range(rows * cols):
         if b >= n:
             hover.append("")
-            text.append("")
+            cells.append("")
             continue
         if owner[b] < 0:
-            hover.append(f"block {b}: free")
-            text.append("")
+            hover.append(text(lang, "paged.fig.hover_free", b=f"{b}"))
+            cells.append("")
             continue
-        shared = f", shared by {ref_cnt[b]} requests" if ref_cnt[b] > 1 else ""
-        hover.append(f"block {b}: request {owner[b]}, logical block {logical[b]}{shared}<br>"
-                     f"{fill[b]}/{block_size} slots hold tokens")
+        shared = text(lang, "paged.fig.hover_shared", n=f"{ref_cnt[b]}") if ref_cnt[b] > 1 else ""
+        hover.append(text(lang, "paged.fig.hover_block", b=f"{b}", req=f"{owner[b]}", logical=f"{logical[b]}",
+                          shared=shared, fill=f"{fill[b]}", bs=f"{block_size}"))
         times = f"×{ref_cnt[b]}" if ref_cnt[b] > 1 else ""
         if b in hl and big:
-            text.append(f"L{logical[b]}{' ' + times if times else ''}")
+            cells.append(f"L{logical[b]}{' ' + times if times else ''}")
         elif times:
-            text.append(times)
+            cells.append(times)
         elif label_all:
-            text.append(f"r{owner[b]}")
+            cells.append(f"r{owner[b]}")
         else:
-            text.append("")
+            cells.append("")
     fig = go.Figure(go.Heatmap(
         z=z, zmin=-0.5, zmax=m - 0.5, colorscale=colorscale, showscale=False, xgap=2, ygap=2,
-        text=np.array(text).reshape(rows, cols), texttemplate="%{text}",
+        text=np.array(cells).reshape(rows, cols), texttemplate="%{text}",
         textfont=dict(size=14 if cell >= 40 else 11, color="#ffffff"),
         customdata=np.array(hover).reshape(rows, cols), hovertemplate="%{customdata}<extra></extra>",
     ))
@@ -173,51 +174,53 @@ def block_grid(owner: np.ndarray, ref_cnt: np.ndarray, fill: np.ndarray, logical
     fig.update_layout(shapes=shapes, plot_bgcolor="#ffffff")
     fig.update_xaxes(showgrid=False, zeroline=False, tickmode="array", tickvals=list(range(cols)), side="top",
                      ticktext=[f"+{c}" if cols <= 16 or c % 4 == 0 else "" for c in range(cols)],
-                     range=[-0.5, cols - 0.5], constrain="domain", title_text="+ offset (block id = row + offset)")
+                     range=[-0.5, cols - 0.5], constrain="domain", title_text=text(lang, "paged.fig.offset_axis"))
     fig.update_yaxes(showgrid=False, zeroline=False, autorange="reversed", tickmode="array",
                      tickvals=list(range(rows)), ticktext=[str(r * cols) for r in range(rows)],
-                     scaleanchor="x", constrain="domain", title_text="first block id of the row")
+                     scaleanchor="x", constrain="domain", title_text=text(lang, "paged.fig.row_axis"))
     base_layout(fig, "", "", "", height=int(110 + rows * cell))
     fig.update_layout(margin=dict(l=10, r=10, t=80, b=10))
     return set_headline(fig, title, max(40, int(width_px) // 10), below_px=40)  # below it: the top axis
 
 
 def heap_map(offsets: np.ndarray, sizes: np.ndarray, stored: np.ndarray, reqs: np.ndarray, capacity: int,
-             title: str) -> go.Figure:
+             title: str, lang: str = "en") -> go.Figure:
     """The contiguous first-fit heap as one address line: each extent's stored tokens (dark) and the
     rest of its reservation (light); gaps are free holes."""
     fig = go.Figure()
     for off, size, tok, r in zip(offsets, sizes, stored, reqs, strict=True):
         c = owner_color(int(r))
         fig.add_bar(y=["heap"], x=[tok], base=[off], orientation="h", marker=dict(color=c, line=dict(width=0)),
-                    showlegend=False, hovertemplate=f"request {r}: {tok} tokens stored<extra></extra>")
+                    showlegend=False,
+                    hovertemplate=text(lang, "paged.fig.hover_stored", r=f"{r}", n=f"{tok}") + "<extra></extra>")
         fig.add_bar(y=["heap"], x=[size - tok], base=[off + tok], orientation="h",
                     marker=dict(color=c, opacity=0.3, line=dict(width=0)), showlegend=False,
-                    hovertemplate=f"request {r}: {size - tok} reserved slots empty<extra></extra>")
+                    hovertemplate=text(lang, "paged.fig.hover_empty", r=f"{r}", n=f"{size - tok}")
+                    + "<extra></extra>")
     fig.update_layout(barmode="overlay", bargap=0.2)
     fig.update_xaxes(range=[0, capacity])
     fig.update_yaxes(showticklabels=False)
-    return base_layout(fig, title, "address (token slots); gaps are free holes", "", height=200)
+    return base_layout(fig, title, text(lang, "paged.fig.address_axis"), "", height=200)
 
 
 def block_size_tradeoff(frame: pd.DataFrame, chosen: int, chosen_waste: float, chosen_table: float,
-                        title: str) -> go.Figure:
+                        title: str, lang: str = "en") -> go.Figure:
     """Last-block waste and block-table length by block size, the chosen size starred; title: the takeaway
     (paging_readouts.block_size_takeaway)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_scatter(x=frame["block_size"], y=100 * frame["last_block_waste"], name="empty slots in last blocks (%)",
+    fig.add_scatter(x=frame["block_size"], y=100 * frame["last_block_waste"], name=text(lang, "paged.fig.waste_name"),
                     mode="lines+markers", line=dict(color=KIND_COLORS["never_used"], width=3))
-    fig.add_scatter(x=frame["block_size"], y=frame["mean_table_len"], name="block-table entries per request (mean)",
+    fig.add_scatter(x=frame["block_size"], y=frame["mean_table_len"], name=text(lang, "paged.fig.table_name"),
                     mode="lines+markers", line=dict(color=CACHED, width=3, dash="dot"), secondary_y=True)
     fig.add_scatter(x=[chosen], y=[100 * chosen_waste], mode="markers+text", text=[f"{100 * chosen_waste:.2f}%"],
                     textposition="top right", marker=dict(size=16, color=KIND_COLORS["never_used"], symbol="star"),
                     showlegend=False)
-    fig.add_scatter(x=[chosen], y=[chosen_table], mode="markers+text", text=[f"{chosen_table:.1f} entries"],
+    fig.add_scatter(x=[chosen], y=[chosen_table], mode="markers+text", text=[text(lang, "paged.fig.entries", n=f"{chosen_table:.1f}")],
                     textposition="bottom left", marker=dict(size=16, color=CACHED, symbol="star"),
                     secondary_y=True, showlegend=False)
-    base_layout(fig, "", "block size (tokens)", "", height=420)
+    base_layout(fig, "", text(lang, "paged.fig.bs_axis"), "", height=420)
     fig.update_xaxes(type="log", tickvals=frame["block_size"].tolist())
-    fig.update_yaxes(title_text="% of allocated slots left empty", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title_text="block-table entries per request", type="log", tickvals=[1, 10, 100, 1000, 10000],
+    fig.update_yaxes(title_text=text(lang, "paged.fig.waste_axis"), rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text=text(lang, "paged.fig.table_axis"), type="log", tickvals=[1, 10, 100, 1000, 10000],
                      showgrid=False, secondary_y=True)
     return set_headline(fig, title, COLUMN_CHARS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.controls.paged_blocks import LIVE_MAX_PROMPT, LiveChoice
+from app.i18n import t
 from app.work import run_job
 from sim.alloc.block_pool import ForkResult, simulate_parallel_sampling
 from sim.alloc.paged_schedule import simulate_paged_stepwise
@@ -13,15 +14,25 @@ from sim.alloc.schedule import ServingConfig
 from sim.alloc.workload import LengthWorkloadConfig, make_workload
 
 
-@st.cache_data(max_entries=8, show_spinner="Simulating the four allocators…")
-def compare(wcfg: LengthWorkloadConfig, scfg: ServingConfig) -> Comparison:
+@st.cache_data(max_entries=8, show_spinner=False)
+def _compare(wcfg: LengthWorkloadConfig, scfg: ServingConfig) -> Comparison:
     return compare_policies(make_workload(wcfg), scfg)
 
 
-@st.cache_data(max_entries=8, show_spinner="Replaying the block pool…")
-def pool_frames(wcfg: LengthWorkloadConfig, scfg: ServingConfig, steps: tuple[int, ...]) -> dict:
+def compare(wcfg: LengthWorkloadConfig, scfg: ServingConfig) -> Comparison:
+    with st.spinner(t("paged.spin.compare")):
+        return _compare(wcfg, scfg)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _pool_frames(wcfg: LengthWorkloadConfig, scfg: ServingConfig, steps: tuple[int, ...]) -> dict:
     wl = make_workload(wcfg)
     return simulate_paged_stepwise(wl, scfg, steps, lazy=True, until=max(steps)).snapshots
+
+
+def pool_frames(wcfg: LengthWorkloadConfig, scfg: ServingConfig, steps: tuple[int, ...]) -> dict:
+    with st.spinner(t("paged.spin.frames")):
+        return _pool_frames(wcfg, scfg, steps)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -37,10 +48,10 @@ def live_run(choice: LiveChoice):
 
     ids = encode(choice.prompt)
     if len(ids) > LIVE_MAX_PROMPT:
-        raise ValueError(f"the prompt is {len(ids):,} bytes of UTF-8; the limit is {LIVE_MAX_PROMPT}")
+        raise ValueError(t("paged.live.too_long", n=f"{len(ids):,}", max=f"{LIVE_MAX_PROMPT}"))
     n_new, branches, bs = choice.max_new_tokens, choice.num_branches, choice.block_size
     estimate = paged_run_seconds(model_rates("mha", "eager"), len(ids), n_new, branches)
     sampling = SamplingConfig(choice.temperature, 0, choice.seed)
     return run_job("paged_blocks.live", (tuple(ids), n_new, branches, choice.temperature, bs, choice.seed), estimate,
                    lambda progress: paged_generate(model("mha"), ids, n_new, branches, bs, sampling),
-                   what=f"Decoding {branches} branch(es) of {n_new} tokens through block tables, then alone")
+                   what=t("paged.live.what", n=f"{branches}", new=f"{n_new}"))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.alloc.block_pool import BlockPool, PoolSnapshot, cdiv
+from sim.alloc.errors import WordedError
 from sim.alloc.schedule import (
     MAX_STEPS,
     PolicyResult,
@@ -59,8 +60,7 @@ def simulate_paged_fast(wl: Workload, serving: ServingConfig) -> PolicyResult:
     n = wl.num_requests
     min_steps = paged_slot_steps(wl, bs) // bs // nb  # block-steps needed / blocks available per step
     if min_steps > MAX_STEPS:
-        raise ValueError(f"this workload needs at least {min_steps:,} decode steps in {nb:,} blocks, past the "
-                         f"simulator's limit of {MAX_STEPS:,}: raise the KV capacity or use fewer or shorter requests")
+        raise WordedError("paged.err.min_steps", steps=f"{min_steps:,}", blocks=f"{nb:,}", max=f"{MAX_STEPS:,}")
     arrival, prompt, output = wl.arrival.tolist(), wl.prompt_len.tolist(), wl.output_len.tolist()
     phase_count = [0] * bs  # running requests that take a block on steps t with t % bs == phase
     waiting: deque[tuple[int, int, int, int]] = deque()  # (req, prompt, output, prompt blocks)
@@ -87,14 +87,12 @@ def simulate_paged_fast(wl: Workload, serving: ServingConfig) -> PolicyResult:
             next_arrival = arrival[nxt] if nxt < n else math.inf
         if not running and not waiting:  # idle until the next arrival
             if next_arrival > MAX_STEPS:
-                raise ValueError(f"request {nxt} arrives at step {next_arrival:,}, past the simulator's limit of "
-                                 f"{MAX_STEPS:,} steps: raise the arrival rate or lower the number of requests")
+                raise WordedError("paged.err.arrival", req=f"{nxt}", step=f"{next_arrival:,}", max=f"{MAX_STEPS:,}")
             used_series.extend([0] * (next_arrival - t))
             t = next_arrival
             continue
         if t >= MAX_STEPS:
-            raise ValueError(f"the paged run passed {MAX_STEPS:,} decode steps with {n - nxt + len(waiting):,} requests "
-                             "still waiting: raise the KV capacity or shorten the requests")
+            raise WordedError("paged.err.too_long", max=f"{MAX_STEPS:,}", waiting=f"{n - nxt + len(waiting):,}")
         used += phase_count[t % bs]
         if used > nb:
             while used > nb:  # preempt the newest running request; it is recomputed later

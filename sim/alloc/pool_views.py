@@ -1,6 +1,7 @@
 """What the Paged KV blocks page reads off a block pool, worded from its numbers: the time frames of the
 block grid, one request's blocks, the free queue, the first-fit heap at the same step, one request's
-last-block waste, and parallel sampling's shared blocks and copy-on-write copies."""
+last-block waste, and parallel sampling's shared blocks and copy-on-write copies. Each sentence takes `lang`
+("en" or "ko") and is worded from the catalogs (sim/i18n.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from sim.alloc.block_pool import ForkResult, PoolSnapshot, block_usage
 from sim.alloc.paging_readouts import sharing_takeaway
 from sim.alloc.schedule import PolicyResult
+from sim.i18n import text
 
 NUM_FRAMES = 41  # snapshots of the block pool the time slider steps through
 GRID_MAX_STEP = 20_000  # the block grid replays the pool step by step: only this far into a run
@@ -19,12 +21,11 @@ FREE_QUEUE_SHOWN = 12  # free block ids listed
 COPIES_SHOWN = 8  # copy-on-write copies listed
 
 
-def grid_too_big(num_blocks: int) -> str | None:
+def grid_too_big(num_blocks: int, lang: str = "en") -> str | None:
     """Why the pool is not drawn block by block, or None when it is."""
     if num_blocks <= GRID_MAX_BLOCKS:
         return None
-    return (f"The pool has {num_blocks:,} blocks; the grid draws at most {GRID_MAX_BLOCKS:,}. "
-            "Lower the capacity or raise the block size to see it block by block.")
+    return text(lang, "paged.s.grid_too_big", n=f"{num_blocks:,}", max=f"{GRID_MAX_BLOCKS:,}")
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,12 @@ class PoolFrames:
 
     @property
     def slider_help(self) -> str:
-        return (f"{len(self.steps)} evenly spaced decode steps of the paged run"
-                + (f" (its first {GRID_MAX_STEP:,} steps)" if self.truncated else "") + ".")
+        return self.help_in("en")
+
+    def help_in(self, lang: str) -> str:
+        """The time slider's help in `lang`."""
+        return text(lang, "paged.s.frames", n=f"{len(self.steps)}",
+                    first=text(lang, "paged.s.frames_first", max=f"{GRID_MAX_STEP:,}") if self.truncated else "")
 
 
 def pool_frames(makespan: int, num_frames: int = NUM_FRAMES, max_step: int = GRID_MAX_STEP) -> PoolFrames:
@@ -52,25 +57,26 @@ def pool_frames(makespan: int, num_frames: int = NUM_FRAMES, max_step: int = GRI
     return PoolFrames(tuple(int(round(k * last / (num_frames - 1))) for k in range(num_frames)), last < makespan - 1)
 
 
-def pool_title(snap: PoolSnapshot, step: int) -> str:
+def pool_title(snap: PoolSnapshot, step: int, lang: str = "en") -> str:
     running = len(snap.req_to_block_table)
-    return (f"Step {step:,}: {snap.num_used_blocks:,} of {snap.num_blocks:,} blocks in use by {running} requests, "
-            f"{snap.num_stored_tokens:,} tokens stored")
+    return text(lang, "paged.s.pool_title", step=f"{step:,}", used=f"{snap.num_used_blocks:,}",
+                total=f"{snap.num_blocks:,}", running=f"{running}", tokens=f"{snap.num_stored_tokens:,}")
 
 
-def request_line(snap: PoolSnapshot, req: int) -> str:
+def request_line(snap: PoolSnapshot, req: int, lang: str = "en") -> str:
     """How many tokens a running request holds, in how many blocks (Markdown)."""
     n_tok = snap.req_to_num_tokens[req]
     blocks, slots, share = block_usage(n_tok, snap.block_size)
-    return f"Request **{req}** holds **{n_tok}** tokens in **{blocks}** blocks ({share:.0%} of their {slots} slots)."
+    return text(lang, "paged.s.request_line", req=f"{req}", tokens=f"{n_tok}", blocks=f"{blocks}",
+                share=f"{share:.0%}", slots=f"{slots}")
 
 
-def free_queue_line(snap: PoolSnapshot, shown: int = FREE_QUEUE_SHOWN) -> str:
+def free_queue_line(snap: PoolSnapshot, shown: int = FREE_QUEUE_SHOWN, lang: str = "en") -> str:
     """The free queue's length and the blocks it hands out next (Markdown)."""
     queue = snap.free_block_queue
     head = ", ".join(str(b) for b in queue[:shown])
     more = " …" if len(queue) > shown else ""
-    return f"**Free queue** ({len(queue):,} blocks), next handed out: {head or '—'}{more}"
+    return text(lang, "paged.s.free_queue", n=f"{len(queue):,}", head=f"{head or '—'}{more}")
 
 
 @dataclass(frozen=True)
@@ -90,8 +96,12 @@ class HeapView:
 
     @property
     def title(self) -> str:
-        return (f"The first-fit heap at step {self.step:,}: {len(self.req)} requests in contiguous extents, "
-                f"{self.num_free:,} slots free in holes")
+        return self.title_in("en")
+
+    def title_in(self, lang: str) -> str:
+        """The heap chart's title in `lang`."""
+        return text(lang, "paged.s.heap_title", step=f"{self.step:,}", n=f"{len(self.req)}",
+                    free=f"{self.num_free:,}")
 
 
 def heap_at(heap: PolicyResult, step: int) -> HeapView | None:
@@ -106,34 +116,55 @@ def heap_at(heap: PolicyResult, step: int) -> HeapView | None:
                     seg.prompt[ids] + (step - seg.start[ids]))
 
 
-def block_example_caption(num_tokens: int, block_size: int) -> str:
+def block_example_caption(num_tokens: int, block_size: int, lang: str = "en") -> str:
     blocks, slots, _ = block_usage(num_tokens, block_size)
-    return (f"{num_tokens:,} tokens take {blocks:,} blocks = {slots:,} slots. Only the last block can be partly empty, "
-            "so the waste per request is below one block — whatever the length.")
+    return text(lang, "paged.s.block_example", tokens=f"{num_tokens:,}", blocks=f"{blocks:,}", slots=f"{slots:,}")
 
 
-def fork_summary(fork: ForkResult, shown: int = COPIES_SHOWN) -> str:
+def fork_summary(fork: ForkResult, shown: int = COPIES_SHOWN, lang: str = "en") -> str:
     """What prefilling once and forking did to the pool: ref counts, copy-on-write copies, blocks still shared."""
     copies = ", ".join(f"{s}→{d}" for s, d in fork.cow_copies[:shown]) + (" …" if len(fork.cow_copies) > shown else "")
-    return (
-        f"The prompt is prefilled once into {len(fork.after_prefill.req_to_block_table[0])} blocks; forking gives "
-        f"every branch the same table and raises each block's **ref_cnt** to {fork.num_branches}. "
-        + (f"The prompt's last block is only partly full, so the first write of each branch into it copies it "
-           f"(copy-on-write: {copies}); the last branch finds ref_cnt 1 and writes in place. "
-           if fork.cow_copies else "No shared block is ever written into, so nothing is copied. ")
-        + f"{fork.num_shared_blocks} blocks stay shared (labelled ×n).")
+    cow = (text(lang, "paged.s.fork.cow", copies=copies) if fork.cow_copies else text(lang, "paged.s.fork.no_cow"))
+    return text(lang, "paged.s.fork.summary", blocks=f"{len(fork.after_prefill.req_to_block_table[0])}",
+                n=f"{fork.num_branches}", cow=cow, shared=f"{fork.num_shared_blocks}")
 
 
-def fork_grid_title(fork: ForkResult) -> str:
+def fork_grid_title(fork: ForkResult, lang: str = "en") -> str:
     """The parallel-sampling grid's title: what sharing the prompt's blocks saved after the branches wrote."""
     return sharing_takeaway(fork.num_branches, fork.num_used_blocks, fork.num_blocks_if_copied,
                             fork.num_shared_blocks, fork.block_size,
-                            lead=f"After {fork.num_generated:,} tokens per branch, ")
+                            lead=text(lang, "paged.s.fork.lead", n=f"{fork.num_generated:,}"), lang=lang)
 
 
-GRID_KEY = "Colour and r# = branch (request), ×n = a block shared by n branches (dotted outline)."
+def grid_key(lang: str = "en") -> str:
+    """The legend of a forked pool's grid."""
+    return text(lang, "paged.s.grid_key")
+
+
+GRID_KEY = grid_key()
 
 
 def marked_block_table(snap: PoolSnapshot, req: int) -> str:
     """A request's block table with every block another request shares starred: "0* 1* 5"."""
     return " ".join(f"{b}*" if snap.ref_cnt[b] > 1 else str(b) for b in snap.req_to_block_table[req])
+
+
+TABLE_COLUMNS = {"logical block": "logical", "physical block": "physical", "tokens": "tokens",
+                 "slots used": "slots_used", "ref_cnt": "ref_cnt"}
+
+
+def table_frame(snap: PoolSnapshot, req: int, lang: str = "en"):
+    """A request's block table (PoolSnapshot.table_frame) with its column headers in `lang`."""
+    frame = snap.table_frame(req)
+    return frame.rename(columns={c: text(lang, f"paged.table.{k}") for c, k in TABLE_COLUMNS.items()})
+
+
+def results_table(frame, lang: str = "en"):
+    """The results table as the page shows it: headers and allocator names in `lang` (the CSV keeps the English
+    identifiers)."""
+    if lang == "en":
+        return frame
+    from sim.alloc.schedule import policy_label
+
+    shown = frame.assign(policy=[policy_label(p, lang) for p in frame["policy"]])
+    return shown.rename(columns={c: text(lang, f"paged.col.{c}") for c in frame.columns})

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS, MAX_POOL_BLOCK_SIZE
+from sim.alloc.errors import WordedError
 from sim.alloc.workload import MAX_LENGTH_WORKLOAD_REQUESTS, Workload
+from sim.i18n import text
 
 MAX_STEPS = 4_000_000  # a run longer than this many decode steps is refused (time and memory)
 POLICIES = ("paged", "reserve_max_len", "reserve_max_tokens", "first_fit")
@@ -26,6 +28,12 @@ POLICY_LABELS = {
     "reserve_max_tokens": "Contiguous: reserve prompt + max_tokens",
     "first_fit": "Contiguous first-fit heap (prompt + max_tokens)",
 }
+
+
+def policy_label(policy: str, lang: str = "en") -> str:
+    """An allocator's long name ('Paged blocks (vLLM)') in `lang` (POLICY_LABELS is the English)."""
+    return text(lang, f"paged.policy.{policy}")
+
 # Memory a request holds, split by what it holds (slot categories of the breakdown charts).
 SLOT_KINDS = ("tokens", "last_block", "future", "never_used", "external")
 
@@ -78,12 +86,11 @@ class ServingConfig:
 def check_fits(wl: Workload, serving: ServingConfig) -> None:
     """Every policy must be able to run the longest request alone."""
     if serving.capacity_tokens < wl.max_model_len:
-        raise ValueError(f"a KV capacity of {serving.capacity_tokens:,} token slots cannot hold one request of the "
-                         f"maximum length {wl.max_model_len:,}: raise the capacity or lower the maximum length")
+        raise WordedError("paged.err.capacity", cap=f"{serving.capacity_tokens:,}", max_len=f"{wl.max_model_len:,}")
     paged = serving.num_blocks * serving.block_size
     if paged < wl.max_model_len:
-        raise ValueError(f"{serving.num_blocks} blocks of {serving.block_size} slots ({paged:,}) cannot hold one request "
-                         f"of the maximum length {wl.max_model_len:,}: raise the capacity or use smaller blocks")
+        raise WordedError("paged.err.blocks", n=f"{serving.num_blocks}", bs=f"{serving.block_size}", slots=f"{paged:,}",
+                          max_len=f"{wl.max_model_len:,}")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.alloc.errors import WordedError
+
 # ---------------------------------------------------------------------------------------------
 # Length workloads (paging, serving)
 
@@ -51,12 +53,12 @@ class LengthWorkloadConfig:
         if not 2 <= self.max_model_len <= MAX_MODEL_LEN:
             raise ValueError(f"max_model_len must be 2..{MAX_MODEL_LEN:,}, got {self.max_model_len:,}")
         if not 1 <= self.max_tokens < self.max_model_len:
-            raise ValueError(f"max_tokens must be 1..{self.max_model_len - 1} (below max_model_len "
-                             f"{self.max_model_len}), got {self.max_tokens}")
+            raise WordedError("paged.err.max_tokens", hi=f"{self.max_model_len - 1}", max_len=f"{self.max_model_len}",
+                              got=f"{self.max_tokens}")
         if not 1 <= self.prompt_mean < self.max_model_len:
-            raise ValueError(f"prompt_mean must be 1..{self.max_model_len - 1}, got {self.prompt_mean}")
+            raise WordedError("paged.err.prompt_mean", hi=f"{self.max_model_len - 1}", got=f"{self.prompt_mean}")
         if not 1 <= self.output_mean <= self.max_tokens:
-            raise ValueError(f"output_mean must be 1..max_tokens={self.max_tokens}, got {self.output_mean}")
+            raise WordedError("paged.err.output_mean", max_tokens=f"{self.max_tokens}", got=f"{self.output_mean}")
         if not 0.05 <= self.spread <= 3.0:
             raise ValueError(f"spread must be 0.05..3.0, got {self.spread}")
         if not 0.001 <= self.arrival_rate <= 1000:
