@@ -1,24 +1,33 @@
-"""The one way every page shows the seeds' claims: a verdict tally, a wrapped table, a CSV download."""
+"""The one way every page shows the seeds' claims: a verdict tally, a wrapped table, a CSV download, all in the
+page language; each claim quoted in the seed's Korean and in English side by side in both languages."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from sim.claims import SEEDS, Claim, claims_frame, verdict_counts
+from app.i18n import lang
+from sim.claims import SEEDS, Claim, claims_frame, verdict_counts, verdict_word
+from sim.i18n import text
 
 
 def render_claims(claims: tuple[Claim, ...] | list[Claim], key: str) -> None:
     """`key` names the download button (unique per page)."""
     if not claims:
         return
-    tally = ", ".join(f"{n} {v}" for v, n in verdict_counts(claims).items())
-    st.caption(f"{len(claims)} claims checked: {tally}.")
-    df = claims_frame(claims)
-    shown = df.drop(columns=[c for c in ("As written", "Why") if not df[c].astype(bool).any()])
-    st.table(shown.set_index("Claim"))  # st.table wraps long text: nothing is cut off on a projector
+    lg = lang()
+    tally = ", ".join(text(lg, "claims.tally_item", n=f"{n:,}", verdict=verdict_word(v, lg))
+                      for v, n in verdict_counts(claims).items())
+    st.caption(text(lg, "claims.tally", n=f"{len(claims):,}", tally=tally))
+    df = claims_frame(claims, lg)
+    why = text(lg, "claims.col.why")
+    shown = df.drop(columns=[why]) if not df[why].astype(bool).any() else df
+    # the English statement is the (hidden) index in both languages, so a test can look a claim up by it;
+    # st.table wraps long text: nothing is cut off on a projector
+    shown = shown.set_index(df[text(lg, "claims.col.statement")].rename(None))
+    st.table(shown, hide_index=True)
     cited = sorted({c.seed for c in claims if c.seed in SEEDS})
     if cited:
-        st.caption("Sources: " + "; ".join(f"seed {s} — {SEEDS[s][1]} ({SEEDS[s][0]})" for s in cited)
-                   + ". The seeds are the Korean articles this lab is built from.")
-    st.download_button("Download the claims (CSV)", df.to_csv(index=False), file_name=f"{key}_claims.csv",
+        items = "; ".join(text(lg, "claims.source_item", seed=s, ko=SEEDS[s][0], en=SEEDS[s][1]) for s in cited)
+        st.caption(text(lg, "claims.sources", items=items))
+    st.download_button(text(lg, "claims.download"), df.to_csv(index=False), file_name=f"{key}_claims.csv",
                        mime="text/csv", on_click="ignore", icon=":material/download:", key=f"dl_claims_{key}")

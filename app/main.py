@@ -9,7 +9,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from app.i18n import page_title, read_lang, section_title  # noqa: E402
+from app.i18n import page_title, read_lang, section_title, t  # noqa: E402
 from app.present import apply_page_style, read_present  # noqa: E402
 from app.registry import PAGES, SECTIONS  # noqa: E402
 from app.sidebar import render_sidebar  # noqa: E402
@@ -19,7 +19,7 @@ from app.sidebar import render_sidebar  # noqa: E402
 # Presenter mode (?present=1) starts with the sidebar folded away: the projector gets the full width.
 present = read_present()
 read_lang()  # before the navigation: its titles are in the page language
-st.set_page_config(page_title="KV Cache Lab", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide",
+st.set_page_config(page_title=t("home.title"), page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide",
                    initial_sidebar_state="collapsed" if present else "auto")
 
 nav = {

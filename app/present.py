@@ -11,6 +11,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from app.i18n import t
 from app.urlstate import parse_bool
 
 PRESENT_KEY = "present"  # session key and URL name
@@ -131,16 +132,17 @@ def is_dense(df) -> bool:
     return len(df) > 8 or sum(pd.api.types.is_numeric_dtype(df[c]) for c in df.columns) > 4
 
 
-def show_table(df, label: str = "Show the table", where=None, **kwargs) -> None:
+def show_table(df, label: str | None = None, where=None, **kwargs) -> None:
     """A results table with readable numbers (its toolbar downloads it as CSV): inline normally; in presenter
-    mode a dense one is folded into an expander (unreadable on a projector; the chart carries the point)."""
+    mode a dense one is folded into an expander (unreadable on a projector; the chart carries the point), its
+    label `label` ("Show the table" in the page language by default)."""
     import pandas as pd
 
     if isinstance(df, pd.DataFrame):
         kwargs["column_config"] = {**number_formats(df), **(kwargs.get("column_config") or {})}
     target = where if where is not None else st
     if presenting() and is_dense(df):
-        with target.expander(label):
+        with target.expander(label or t("present.show_table")):
             st.dataframe(df, **kwargs)
     else:
         target.dataframe(df, **kwargs)

@@ -1,14 +1,28 @@
-"""Heavy things, loaded once per server process (read-only after load)."""
+"""Heavy things, loaded once per server process (read-only after load).
+
+Streamlit fixes a cached function's spinner text when it is decorated, so each loader is decorated once per
+language (`_per_language`): the decorations share one cache (the same function), each says its spinner in its
+own language, and the caller picks the one for the page language. Like any cached function, the spinner shows
+only while the value is first made.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
+from app.i18n import lang, t
 from app.text import code, plain
+from sim.i18n import LANGS, text
 
 
-@st.cache_resource(show_spinner="Probing the device…")
-def device_info():
+def _per_language(spinner_key: str, load: Callable) -> dict[str, Callable]:
+    """lang -> `load` cached with `spinner_key`'s message as its spinner (one cache for them all)."""
+    return {lg: st.cache_resource(show_spinner=text(lg, spinner_key))(load) for lg in LANGS}
+
+
+def _load_device_info():
     from app.work import server
     from sim.model.device import describe_device
 
@@ -16,9 +30,7 @@ def device_info():
         return describe_device()
 
 
-@st.cache_resource(show_spinner="Loading the tiny model…")
-def model(name: str):
-    """One of the bundled presets ("mha", "gqa", "mqa") on the lab's device and dtype."""
+def _load_model(name: str):
     from sim.model.device import configure_threads, pick_device, pick_dtype
 
     configure_threads()
@@ -28,6 +40,29 @@ def model(name: str):
     return load_model(name, device, pick_dtype(device))
 
 
+def _load_model_rates(name: str, attn_impl: str):
+    from app.work import server
+    from sim.model.measure import measure_rates
+
+    m = model(name)
+    with server().queue.slot(exclusive=True):  # a timing: nothing else may run beside it
+        return measure_rates(m, attn_impl)
+
+
+_DEVICE_INFO = _per_language("res.probing", _load_device_info)
+_MODEL = _per_language("res.loading", _load_model)
+_MODEL_RATES = _per_language("res.timing", _load_model_rates)
+
+
+def device_info():
+    return _DEVICE_INFO[lang()]()
+
+
+def model(name: str):
+    """One of the bundled presets ("mha", "gqa", "mqa") on the lab's device and dtype."""
+    return _MODEL[lang()](name)
+
+
 def model_or_stop(name: str):
     """The model, or a clear error in the page (a missing or corrupt checkpoint) and stop."""
     from sim.model.errors import CheckpointError
@@ -35,21 +70,15 @@ def model_or_stop(name: str):
     try:
         return model(name)
     except CheckpointError as exc:
-        st.error(f"The bundled model {code(name)} could not be loaded: {plain(exc)}. Rebuild it with "
-                 f"`python -m sim.model.train --preset {name}`.")
+        st.error(t("res.cannot_load", name=code(name), error=plain(exc),
+                   command=code(f"python -m sim.model.train --preset {name}")))
         st.stop()
 
 
-@st.cache_resource(show_spinner="Timing the model once, to know how long a run will take…")
 def model_rates(name: str, attn_impl: str):
     """Seconds per forward call, per token and per attention pair of this model on this device,
     measured in the server's queue (so no other run disturbs it) once per process."""
-    from app.work import server
-    from sim.model.measure import measure_rates
-
-    m = model(name)
-    with server().queue.slot(exclusive=True):  # a timing: nothing else may run beside it
-        return measure_rates(m, attn_impl)
+    return _MODEL_RATES[lang()](name, attn_impl)
 
 
 def live_result(run, cannot: str):
@@ -60,7 +89,7 @@ def live_result(run, cannot: str):
     try:
         return run()
     except CheckpointError as exc:
-        st.warning(f"The tiny model is not available: {plain(exc)}")
+        st.warning(t("res.unavailable", error=plain(exc)))
     except ValueError as exc:
-        st.error(f"{cannot}: {plain(exc)}")
+        st.error(t("res.cannot", cannot=cannot, error=plain(exc)))
     return None

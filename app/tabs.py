@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.i18n import t
 from app.urlstate import UrlState
 
 
@@ -21,7 +22,7 @@ class LazyTabs:
         self.widget_key = f"{page}_{url_key}_widget"  # the st.tabs key: holds the open tab's label
 
     def register(self, url: UrlState) -> str:
-        return url.choice(self.url_key, next(iter(self.tabs)), list(self.tabs), label="tab")
+        return url.choice(self.url_key, next(iter(self.tabs)), list(self.tabs), label=t("tabs.url_label"))
 
     def open(self, url: UrlState):
         """(the open tab's slug, its container)."""

@@ -14,7 +14,9 @@ session, else to the default. Another page's value never leaks in, and coming ba
 keeps what was set there.
 
 A value in the URL that does not parse or is out of range falls back to the default, and the
-page shows one warning listing each such value, escaped and shortened (never an exception).
+page shows one warning listing each such value, escaped and shortened (never an exception), worded in the
+page language (core.json's `url.*`; the field labels in it are the page's own). The parsers take `lang`
+too, English by default.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import streamlit as st
 
 from app.text import code
 from app.work import begin_page_run
+from sim.i18n import text
 
 MAX_URL_TEXT = 2000  # bytes of UTF-8
 PAGE_KEY = "_urlstate.page"  # the page the previous run showed
@@ -35,40 +38,42 @@ STASH_KEY = "_urlstate.stash"  # page -> {key: value} as the user last left it
 
 # --- pure parsers: raw URL string -> (value, problem or None) ------------------------------
 
-def parse_int(raw: str | None, default: int, lo: int, hi: int) -> tuple[int, str | None]:
+def parse_int(raw: str | None, default: int, lo: int, hi: int, lang: str = "en") -> tuple[int, str | None]:
     if raw is None:
         return default, None
     try:
         value = int(raw.strip())
     except ValueError:
-        return default, f"{code(raw)} is not a whole number"
+        return default, text(lang, "url.not_int", value=code(raw))
     if not lo <= value <= hi:
-        return default, f"{code(value)} is outside {lo}..{hi}"
+        return default, text(lang, "url.outside", value=code(value), lo=lo, hi=hi)
     return value, None
 
 
-def parse_float(raw: str | None, default: float, lo: float, hi: float) -> tuple[float, str | None]:
+def parse_float(raw: str | None, default: float, lo: float, hi: float, lang: str = "en") -> tuple[float, str | None]:
     if raw is None:
         return default, None
     try:
         value = float(raw.strip())
     except ValueError:
-        return default, f"{code(raw)} is not a number"
+        return default, text(lang, "url.not_number", value=code(raw))
     if not math.isfinite(value) or not lo <= value <= hi:
-        return default, f"{code(raw)} is outside {lo}..{hi}"
+        return default, text(lang, "url.outside", value=code(raw), lo=lo, hi=hi)
     return value, None
 
 
-def parse_choice(raw: str | None, default: str, options: Sequence[str]) -> tuple[str, str | None]:
+def parse_choice(raw: str | None, default: str, options: Sequence[str], lang: str = "en") -> tuple[str, str | None]:
     if raw is None:
         return default, None
     if raw not in options:
-        listed = ", ".join(map(str, options[:12])) + (f" (and {len(options) - 12} more)" if len(options) > 12 else "")
-        return default, f"{code(raw)} is not one of {listed}"
+        listed = ", ".join(map(str, options[:12]))
+        if len(options) > 12:
+            listed += text(lang, "url.and_more", n=len(options) - 12)
+        return default, text(lang, "url.not_one_of", value=code(raw), options=listed)
     return raw, None
 
 
-def parse_bool(raw: str | None, default: bool) -> tuple[bool, str | None]:
+def parse_bool(raw: str | None, default: bool, lang: str = "en") -> tuple[bool, str | None]:
     if raw is None:
         return default, None
     low = raw.strip().lower()
@@ -76,15 +81,15 @@ def parse_bool(raw: str | None, default: bool) -> tuple[bool, str | None]:
         return True, None
     if low in ("0", "false", "no", "off"):
         return False, None
-    return default, f"{code(raw)} is not true/false (1/0)"
+    return default, text(lang, "url.not_bool", value=code(raw))
 
 
-def parse_text(raw: str | None, default: str, max_len: int = MAX_URL_TEXT) -> tuple[str, str | None]:
+def parse_text(raw: str | None, default: str, max_len: int = MAX_URL_TEXT, lang: str = "en") -> tuple[str, str | None]:
     if raw is None:
         return default, None
     num_bytes = len(raw.encode("utf-8", errors="surrogatepass"))
     if num_bytes > max_len:
-        return default, f"text of {num_bytes:,} bytes (UTF-8) is longer than {max_len:,}"
+        return default, text(lang, "url.too_long", num_bytes=f"{num_bytes:,}", max_len=f"{max_len:,}")
     return raw, None
 
 
@@ -111,7 +116,7 @@ class UrlState:
         begin_page_run()  # a page run starts here: reset its budget of work started unasked
         from app.i18n import read_lang, take_lang_problem  # the one value all pages share: listed here if bad
 
-        read_lang()
+        self.lang = read_lang()  # the page language: the problems below are worded in it
         if lang_problem := take_lang_problem():
             self.problems.append(lang_problem)
 
@@ -120,10 +125,11 @@ class UrlState:
         raw = raws[-1] if raws else None
         value, problem = parse(raw)
         if len(raws) > 1:
-            self.problems.append(f"{code(key)} ({label}) appears {len(raws)} times in the link; "
-                                 f"using the last one, {code(raw)}.")
+            self.problems.append(text(self.lang, "url.repeated", key=code(key), label=label, n=len(raws),
+                                      raw=code(raw)))
         if problem:
-            self.problems.append(f"{code(key)} ({label}): {problem}; using the default {code(dump(value))}.")
+            self.problems.append(text(self.lang, "url.problem", key=code(key), label=label, problem=problem,
+                                      value=code(dump(value))))
         ss = st.session_state
         if self.entering or key not in ss:
             # a value in the link wins; else what the user last set here; else the default
@@ -133,20 +139,20 @@ class UrlState:
         return ss[key]
 
     def int(self, key: str, default: int, lo: int, hi: int, label: str = "") -> int:
-        return self._read(key, lambda r: parse_int(r, default, lo, hi), label or key)
+        return self._read(key, lambda r: parse_int(r, default, lo, hi, self.lang), label or key)
 
     def float(self, key: str, default: float, lo: float, hi: float, label: str = "") -> float:
-        return self._read(key, lambda r: parse_float(r, default, lo, hi), label or key)
+        return self._read(key, lambda r: parse_float(r, default, lo, hi, self.lang), label or key)
 
     def choice(self, key: str, default: str, options: Sequence[str], label: str = "") -> str:
-        return self._read(key, lambda r: parse_choice(r, default, options), label or key)
+        return self._read(key, lambda r: parse_choice(r, default, options, self.lang), label or key)
 
     def bool(self, key: str, default: bool, label: str = "") -> bool:
-        return self._read(key, lambda r: parse_bool(r, default), label or key)
+        return self._read(key, lambda r: parse_bool(r, default, self.lang), label or key)
 
     def text(self, key: str, default: str, max_len: int = MAX_URL_TEXT, label: str = "") -> str:
         """max_len counts UTF-8 bytes (the tiny model reads one token per byte)."""
-        return self._read(key, lambda r: parse_text(r, default, max_len), label or key)
+        return self._read(key, lambda r: parse_text(r, default, max_len, self.lang), label or key)
 
     def show_problems(self) -> None:
         """One folded box for every bad value in the link (a shared link can carry many): its one-line
@@ -155,7 +161,7 @@ class UrlState:
             return
         n = len(self.problems)
         lines = "\n".join(f"- {p}" for p in self.problems)
-        label = f"This link has {n} value{'s' if n > 1 else ''} the page cannot use: it shows the defaults instead"
+        label = text(self.lang, "url.summary.one" if n == 1 else "url.summary.many", n=n)
         with st.expander(label, expanded=n == 1, icon=":material/link_off:"):
             st.warning(f"{label}:\n{lines}")
 
@@ -165,6 +171,6 @@ class UrlState:
         for key in self.keys:
             if key in ss:
                 self._stash[key] = ss[key]
-                text = dump(ss[key])
-                if st.query_params.get_all(key) != [text]:
-                    st.query_params[key] = text
+                shown = dump(ss[key])
+                if st.query_params.get_all(key) != [shown]:
+                    st.query_params[key] = shown

@@ -6,6 +6,9 @@ opens; longer work waits for a button, shows a progress bar, and can be stopped.
 from every session of the server goes through one FIFO queue with as many slots as torch threads,
 and a waiting user sees how many runs are ahead. Results are kept server-wide by (kind, params), so
 a second visit, or a second student with the same settings, gets them at once.
+
+Every message here (why a run waits, Run / Stop, the queue's "runs ahead") is worded in the page language from
+core.json's `work.*`; `what` and a page's own `button` label come worded from the page.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import TypeVar
 
 import streamlit as st
 
+from app.i18n import lang
+from sim.i18n import text
 from sim.work.queue import RateBook, ResultCache, WorkQueue
 from sim.work.threads import pick_num_threads
 
@@ -46,12 +51,12 @@ def server() -> Server:
     return Server(WorkQueue(pick_num_threads()), ResultCache(128), RateBook())
 
 
-def fmt_seconds(s: float) -> str:
+def fmt_seconds(s: float, lang: str = "en") -> str:
     if s < 1:
-        return "under a second"
+        return text(lang, "work.under_a_second")
     if s < 90:
-        return f"about {s:.0f} s"
-    return f"about {s / 60:.1f} min"
+        return text(lang, "work.about_s", s=f"{s:.0f}")
+    return text(lang, "work.about_min", m=f"{s / 60:.1f}")
 
 
 def auto_limits() -> tuple[float, float]:
@@ -85,17 +90,19 @@ def _set(key: str) -> None:
 
 
 def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progress], T], *, what: str,
-            go: bool | None = None, real_model: bool = True, button: str = "Run", auto: bool = True) -> T | None:
+            go: bool | None = None, real_model: bool = True, button: str | None = None, auto: bool = True) -> T | None:
     """The job's result, computed now or earlier; None while it waits for its button.
 
     kind: the job's name, unique across pages (it keys the result cache and the learned rates);
     params: everything the result depends on; estimate_s: the cost model's seconds for it;
     fn(progress): does the work, calling progress(fraction, text) now and then;
     go: whether the page's own button (labelled `button`) was pressed this run; None: run_job draws
-    its own `button`; auto: False makes it wait for the button however short it is (a grid of runs
+    its own `button` (None: "Run" in the page language); auto: False makes it wait for the button however short it is (a grid of runs
     that a link should never start).
     """
     srv = server()
+    lg = lang()
+    button = button or text(lg, "work.run")
     key = (kind, params)
     done = srv.results.get(key)
     if done is not None:
@@ -108,24 +115,23 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     one, page_total = auto_limits()
     left = ss.get(BUDGET_KEY, page_total)
     if not go and (stopped or not auto or estimate > min(one, left)):
-        why = ("Stopped." if stopped else
-               f"This takes {fmt_seconds(estimate)} on this machine." if not auto else
-               f"This would take {fmt_seconds(estimate)} on this machine, so it waits for you." if estimate > one
-               else f"This takes {fmt_seconds(estimate)}, and this page has already started "
-                    f"{fmt_seconds(page_total - left)} of work by itself, so it waits for you.")
-        st.info(f"{why} {what} — press **{button}** to start it; it shows its progress and can be stopped.",
-                icon=":material/play_circle:")
+        took = fmt_seconds(estimate, lg)
+        why = (text(lg, "work.stopped") if stopped else
+               text(lg, "work.takes", t=took) if not auto else
+               text(lg, "work.would_take", t=took) if estimate > one
+               else text(lg, "work.budget_spent", t=took, spent=fmt_seconds(page_total - left, lg)))
+        st.info(text(lg, "work.press", why=why, what=what, button=button), icon=":material/play_circle:")
         if own_button:
             st.button(button, key=_flag(kind, "button"), type="primary", on_click=_set, args=(_flag(kind, "go"),))
         return None
 
     status, bar_slot, stop_slot = st.empty(), st.empty(), st.empty()
-    stop_slot.button("Stop", key=_flag(kind, "stop"), on_click=_set, args=(_flag(kind, "stopped"),),
-                     help="Stops this run at its next progress step; nothing is kept.")
+    stop_slot.button(text(lg, "work.stop"), key=_flag(kind, "stop"), on_click=_set, args=(_flag(kind, "stopped"),),
+                     help=text(lg, "work.stop_help"))
 
-    wait = _waiting_message(status, "Waiting for the model")
+    wait = _waiting_message(status, text(lg, "work.waiting_model"), lg)
 
-    head = f"{what} ({fmt_seconds(estimate)})"
+    head = f"{what} ({fmt_seconds(estimate, lg)})"
     last = [0.0]
 
     def progress(fraction: float, text: str = "") -> None:
@@ -162,7 +168,7 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     return result
 
 
-def _waiting_message(slot, what: str) -> Callable[[int], None]:
+def _waiting_message(slot, what: str, lang: str = "en") -> Callable[[int], None]:
     """on_wait for the queue: says how many runs are ahead, redrawn only when that changes (or every
     WAIT_REDRAW_S, each redraw being where a Stop or a rerun can land): thirty waiting sessions
     must not flood their browsers."""
@@ -172,8 +178,8 @@ def _waiting_message(slot, what: str) -> Callable[[int], None]:
         now = time.perf_counter()
         if num_ahead != last["ahead"] or now - last["at"] >= WAIT_REDRAW_S:
             last.update(ahead=num_ahead, at=now)
-            slot.info(f"{what}: {num_ahead} run{'s' if num_ahead != 1 else ''} ahead of you (every session of this "
-                      "server shares one queue).", icon=":material/hourglass_top:")
+            slot.info(text(lang, "work.ahead.one" if num_ahead == 1 else "work.ahead.many", what=what, n=f"{num_ahead:,}"),
+                      icon=":material/hourglass_top:")
 
     return wait
 
@@ -181,7 +187,8 @@ def _waiting_message(slot, what: str) -> Callable[[int], None]:
 def queued(fn: Callable[[], T], what: str) -> T:
     """Run short real-model work (well under a second) in its turn in the server's queue."""
     status = st.empty()
-    with server().queue.slot(_waiting_message(status, f"{what}: waiting for the model")):
+    lg = lang()
+    with server().queue.slot(_waiting_message(status, text(lg, "work.what_waiting", what=what), lg)):
         status.empty()
         out = fn()
     return out

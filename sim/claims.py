@@ -2,13 +2,18 @@
 
 Every page that checks a seed builds a tuple of `Claim`s with a pure function next to the numbers it
 recomputes (sim/cost/memory.py, sim/cost/decode.py, ...); one app function renders them all the same way.
-Torch-free and pandas-free (`claims_frame` imports pandas only when called).
+Torch-free and pandas-free (`claims_frame` imports pandas only when called). `statement` is the English;
+`original` the seed's own Korean words (for a claim from no seed, the statement in Korean); the table shows both
+side by side in either language, and the rest of it in the page language.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
+
+from sim.i18n import catalog, text
 
 
 class Verdict(StrEnum):
@@ -36,13 +41,13 @@ SEEDS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class Claim:
-    statement: str  # the seed's claim, in English
+    statement: str  # the seed's claim, in English (the translation shown beside `original`)
     seed: str  # "002" = shared/seeds/002_*.txt; or where a non-seed figure comes from ("this machine")
     claimed: str  # the number or words the seed states
     computed: str  # what the lab computes for the same thing, with its numbers
     verdict: Verdict
     why: str = ""
-    original: str = ""  # the seed's own words (Korean), where quoted
+    original: str = ""  # the seed's own words (Korean), quoted verbatim; for a non-seed claim, statement in Korean
     value: float | None = None  # the computed number itself, for tests and charts
 
     def __post_init__(self) -> None:
@@ -59,11 +64,38 @@ def verdict_counts(claims: tuple[Claim, ...] | list[Claim]) -> dict[Verdict, int
     return {v: n for v in Verdict if (n := sum(c.verdict is v for c in claims))}
 
 
-def claims_frame(claims: tuple[Claim, ...] | list[Claim]):
-    """One row per claim, the same columns on every page (CSV download and on-screen table)."""
+def verdict_word(verdict: Verdict, lang: str = "en") -> str:
+    """'needs context' / '조건이 필요함': the verdict as the page language says it."""
+    return text(lang, f"claims.verdict.{verdict.name.lower()}")
+
+
+def source_name(claim: Claim, lang: str = "en") -> str:
+    """'seed 002' / '시드 002'; a non-seed source ("this machine") from the catalog where it has one, else as given."""
+    if claim.seed in SEEDS:
+        return text(lang, "claims.source.seed", seed=claim.seed)
+    key = "claims.where." + re.sub(r"\W+", "_", claim.seed.strip().lower())
+    return text(lang, key) if key in catalog(lang) else claim.seed
+
+
+def statement_columns(lang: str = "en") -> list[str]:
+    """The two columns that quote the claim, the page language's first: the English statement and the Korean
+    original side by side in both languages ('Claim', 'Korean original' / '원문', '영어 번역')."""
+    en, ko = text(lang, "claims.col.statement"), text(lang, "claims.col.original")
+    return [ko, en] if lang == "ko" else [en, ko]
+
+
+def claims_frame(claims: tuple[Claim, ...] | list[Claim], lang: str = "en"):
+    """One row per claim, the same columns on every page (CSV download and on-screen table), headed and worded
+    in `lang`: the claim in the seed's Korean and in English side by side, then where it comes from, what the
+    seed says, what the lab computes, the verdict and why. A claim with no Korean original yet has an empty
+    cell there."""
     import pandas as pd
 
-    return pd.DataFrame([{
-        "Source": c.source, "Claim": c.statement, "Seed says": c.claimed, "We compute": c.computed,
-        "Verdict": str(c.verdict), "Why": c.why, "As written": c.original,
-    } for c in claims])
+    col = {name: text(lang, f"claims.col.{name}") for name in
+           ("statement", "original", "source", "claimed", "computed", "verdict", "why")}
+    first = statement_columns(lang)
+    rows = [{col["statement"]: c.statement, col["original"]: c.original, col["source"]: source_name(c, lang),
+             col["claimed"]: c.claimed, col["computed"]: c.computed, col["verdict"]: verdict_word(c.verdict, lang),
+             col["why"]: c.why} for c in claims]
+    order = [*first, col["source"], col["claimed"], col["computed"], col["verdict"], col["why"]]
+    return pd.DataFrame(rows, columns=order)
