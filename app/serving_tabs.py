@@ -2,6 +2,8 @@
 split, cache-aware routing, your own trace): each renders its controls' setup, its run and what the run says.
 The page (pages/serving.py) keeps its header, the batching tab and which tab is open."""
 
+import re
+
 import streamlit as st
 
 from app.controls import serving_engine as eng
@@ -9,6 +11,36 @@ from app.figures import serving_engine as efigs
 from app.present import show_chart, show_table
 from app.runs import serving_engine as eruns
 from app.text import plain
+from sim.i18n import catalog, text
+
+PERCENTILE_COLUMN = re.compile(r"([a-z0-9]+)_p(\d+)_(s|ms)")
+TEXT_COLUMNS = ("policy", "preemption", "router", "tiers", "pool", "did")  # cells worded by the simulators
+
+
+def column_name(name: str, lang: str = "en") -> str:
+    """A table column as the screen shows it: 'ttft_p50_s' -> 'TTFT p50 (s)', 'hit_rate_pct' -> 'hit rate (%)'
+    (the CSV keeps the raw name)."""
+    if f"serving.col.{name}" in catalog(lang):
+        return text(lang, f"serving.col.{name}")
+    m = PERCENTILE_COLUMN.fullmatch(name)
+    if m and f"serving.col.m.{m[1]}" in catalog(lang):
+        return text(lang, "serving.col.percentile", metric=text(lang, f"serving.col.m.{m[1]}"), q=m[2], unit=m[3])
+    return name
+
+
+def cell_words(value, lang: str = "en"):
+    """A text cell the simulators word in English ('static', 'recompute', 'GPU + host'), in `lang`."""
+    key = f"serving.cell.{str(value).replace(' ', '_').replace('+', 'plus').replace('-', '_').lower()}"
+    return text(lang, key) if isinstance(value, str) and key in catalog(lang) else value
+
+
+def readable(frame, lang: str = "en"):
+    """The frame with readable, translated headers with units and its worded cells in `lang` (for the screen)."""
+    shown = frame.copy()
+    for col in TEXT_COLUMNS:
+        if col in shown.columns and shown[col].dtype == object:
+            shown[col] = [cell_words(v, lang) for v in shown[col]]
+    return shown.rename(columns={c: column_name(c, lang) for c in shown.columns})
 
 
 def show_study(make_setup, run, figure, sentences):

@@ -6,11 +6,13 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
+from app.i18n import t
 from app.tabs import LazyTabs
 from app.urlstate import UrlState
 from sim.alloc.workload import LengthWorkloadConfig
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
+from sim.i18n import LANGS, text
 from sim.serving import disagg as dg
 from sim.serving import offload as of
 from sim.serving import routing as rt
@@ -22,16 +24,8 @@ from sim.serving.schedulers import MAX_BATCH
 from sim.serving.shared_prefix import MAX_SHARED_GROUPS, MAX_SHARED_REQUESTS, SharedPrefixConfig
 from sim.serving.tiers import OffloadConfig
 
-TABS = LazyTabs("serving", {
-    "batching": "Static vs continuous",
-    "chunked": "Chunked prefill",
-    "preemption": "Preemption",
-    "steps": "Step through",
-    "offload": "Offload tiers",
-    "disagg": "Prefill / decode split",
-    "routing": "Cache-aware routing",
-    "trace": "Your trace",
-})
+TAB_SLUGS = ("batching", "chunked", "preemption", "steps", "offload", "disagg", "routing", "trace")
+TABS = LazyTabs("serving", {slug: text("en", f"serving.tab.{slug}") for slug in TAB_SLUGS})
 STUDY_MAX_LEN = 8192
 MAX_STEP_BLOCKS = 64
 MAX_PASTE_CHARS = 200_000
@@ -87,6 +81,18 @@ def register(url: UrlState) -> None:
     url.int("rt_gpu", 60_000, 8192, 1 << 22, label="routing: KV slots per replica")
     url.int("tr_batch", 256, 1, MAX_BATCH, label="trace: max batch")
     url.int("tr_budget", 8192, 256, 1 << 20, label="trace: token budget")
+
+
+def open_tab(url: UrlState):
+    """(the open tab's slug, its container), the tabs labelled in the page language. The tab widget holds the open
+    tab's label, so a label in the other language (the language was just switched) is mapped to its tab first."""
+    tabs = LazyTabs("serving", {slug: t(f"serving.tab.{slug}") for slug in TAB_SLUGS})
+    ss = st.session_state
+    held = ss.get(tabs.widget_key)
+    if held is not None and held not in tabs.tabs.values():
+        slug = next((s for s in TAB_SLUGS for lg in LANGS if text(lg, f"serving.tab.{s}") == held), TAB_SLUGS[0])
+        ss[tabs.widget_key] = tabs.tabs[slug]
+    return tabs.open(url)
 
 
 def deployment_row() -> DeploymentConfig:

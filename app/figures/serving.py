@@ -10,7 +10,8 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
-from sim.serving.result import POLICY_LABELS
+from sim.i18n import text
+from sim.serving.result import policy_label
 from sim.serving.speculative import SpecCurves
 
 POLICY_COLORS = {"static": NAIVE, "continuous": CACHED}
@@ -28,12 +29,12 @@ def legend_below(fig: go.Figure, height: int) -> go.Figure:
     return fig
 
 
-def gantt(results: dict, num_requests: int, title: str) -> go.Figure:
+def gantt(results: dict, num_requests: int, title: str, lang: str = "en") -> go.Figure:
     """One row per request (the first `num_requests`), one panel per policy: waiting, computing, and (static)
     finished but still holding its row until the batch's slowest request is done. Ticks: first token.
     title: the takeaway (ServingComparison.takeaway)."""
     fig = make_subplots(rows=len(results), cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=[r.label for r in results.values()])
+                        subplot_titles=[policy_label(p, lang) for p in results])
     shown: set[str] = set()
     for row, (policy, r) in enumerate(results.items(), start=1):
         n = min(num_requests, r.num_requests)
@@ -45,9 +46,9 @@ def gantt(results: dict, num_requests: int, title: str) -> go.Figure:
         req, start, end, held = req[order], start[order], end[order], held[order]
         prev_end = np.where(np.r_[True, req[1:] != req[:-1]], r.arrival_s[req], np.r_[0.0, held[:-1]])
         bars = [
-            ("waiting in the queue", QUEUE_COLOR, req, prev_end, start - prev_end),
-            ("computing (prefill, then one token per pass)", POLICY_COLORS[policy], req, start, end - start),
-            ("done, row still held until the batch ends", HELD_COLORS[policy], req, end, held - end),
+            (text(lang, "serving.f.waiting"), QUEUE_COLOR, req, prev_end, start - prev_end),
+            (text(lang, "serving.f.computing"), POLICY_COLORS[policy], req, start, end - start),
+            (text(lang, "serving.f.held"), HELD_COLORS[policy], req, end, held - end),
         ]
         for name, color, y, base, width in bars:
             mask = width > 0
@@ -55,21 +56,22 @@ def gantt(results: dict, num_requests: int, title: str) -> go.Figure:
                 continue
             key = name if name != bars[1][0] else f"{name} {policy}"
             fig.add_bar(y=y[mask], x=width[mask], base=base[mask], orientation="h", marker_color=color,
-                        name=name if name != bars[1][0] else f"computing: {r.label.lower()}",
+                        name=name if name != bars[1][0] else text(lang, "serving.f.computing_policy",
+                                                                          policy=policy_label(policy, lang).lower()),
                         legendgroup=key, showlegend=key not in shown, row=row, col=1,
                         customdata=np.stack([base[mask], base[mask] + width[mask]], axis=1),
-                        hovertemplate="request %{y}: %{customdata[0]:.2f} s → %{customdata[1]:.2f} s<extra>" + name
+                        hovertemplate=text(lang, "serving.f.request_hover") + "<extra>" + name
                         + "</extra>")
             shown.add(key)
         ids = np.arange(n)
         fig.add_scatter(x=r.first_token_s[:n], y=ids, mode="markers", marker=dict(symbol="line-ns-open", size=9,
-                        color=FORMULA, line=dict(width=2)), name="first token", legendgroup="first",
+                        color=FORMULA, line=dict(width=2)), name=text(lang, "serving.f.first_token"), legendgroup="first",
                         showlegend="first" not in shown, row=row, col=1,
-                        hovertemplate="request %{y}: first token at %{x:.2f} s<extra></extra>")
+                        hovertemplate=text(lang, "serving.f.first_hover") + "<extra></extra>")
         shown.add("first")
-        fig.update_yaxes(autorange="reversed", title_text="request", row=row, col=1)
+        fig.update_yaxes(autorange="reversed", title_text=text(lang, "serving.f.request"), row=row, col=1)
     fig.update_layout(barmode="overlay", bargap=0.25)
-    fig.update_xaxes(title_text="time (s)", row=len(results), col=1)
+    fig.update_xaxes(title_text=text(lang, "serving.f.time_s"), row=len(results), col=1)
     n_rows = min(num_requests, next(iter(results.values())).num_requests)
     fig = base_layout(fig, "", "", "")
     fig.update_layout(legend=LEGEND_BELOW,
@@ -77,138 +79,140 @@ def gantt(results: dict, num_requests: int, title: str) -> go.Figure:
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=24)  # below it: the first panel's title
 
 
-def occupancy(series: pd.DataFrame, max_batch: int, title: str) -> go.Figure:
+def occupancy(series: pd.DataFrame, max_batch: int, title: str, lang: str = "en") -> go.Figure:
     """Rows in each forward pass over time: useful ones for both policies, padded ones for static.
     title: the takeaway (ServingComparison.occupancy_takeaway)."""
     fig = go.Figure()
     for policy, g in series.groupby("policy", sort=False):
-        fig.add_scatter(x=g["time_s"], y=g["useful_rows"], name=f"{POLICY_LABELS[policy]}: rows producing a token",
+        fig.add_scatter(x=g["time_s"], y=g["useful_rows"], name=text(lang, "serving.f.rows_useful", policy=policy_label(policy, lang)),
                         line=dict(color=POLICY_COLORS[policy], width=2, shape="hv"))
         if policy == "static":
-            fig.add_scatter(x=g["time_s"], y=g["rows"], name="Static batching: rows computed (padded batch)",
+            fig.add_scatter(x=g["time_s"], y=g["rows"], name=text(lang, "serving.f.rows_padded"),
                             line=dict(color=POLICY_COLORS[policy], width=1.5, dash="dot", shape="hv"))
     fig.add_hline(y=max_batch, line=dict(color=FORMULA, dash="dash", width=1),
-                  annotation_text=f"max batch {max_batch}", annotation_position="top left")
-    fig = legend_below(base_layout(fig, "", "time (s)", "requests in the pass"), 470)
+                  annotation_text=text(lang, "serving.f.max_batch", n=f"{max_batch}"), annotation_position="top left")
+    fig = legend_below(base_layout(fig, "", text(lang, "serving.f.time_s"), text(lang, "serving.f.in_pass")), 470)
     return set_headline(fig, title, HALF_WIDTH_CHARS)
 
 
-def kv_memory(series: pd.DataFrame, capacity_tokens: int, title: str) -> go.Figure:
+def kv_memory(series: pd.DataFrame, capacity_tokens: int, title: str, lang: str = "en") -> go.Figure:
     """KV slots claimed and holding real tokens over time, as % of the budget.
     title: the takeaway (ServingComparison.kv_takeaway)."""
     fig = go.Figure()
     for policy, g in series.groupby("policy", sort=False):
         color = POLICY_COLORS[policy]
-        claimed = "reserved (padded rectangle)" if policy == "static" else "blocks allocated"
+        claimed = text(lang, "serving.f.reserved" if policy == "static" else "serving.f.allocated")
         fig.add_scatter(x=g["time_s"], y=100 * g["kv_claimed"] / capacity_tokens,
-                        name=f"{POLICY_LABELS[policy]}: {claimed}", line=dict(color=color, width=2, shape="hv"))
+                        name=text(lang, "serving.f.policy_what", policy=policy_label(policy, lang), what=claimed), line=dict(color=color, width=2, shape="hv"))
         fig.add_scatter(x=g["time_s"], y=100 * g["kv_tokens"] / capacity_tokens,
-                        name=f"{POLICY_LABELS[policy]}: real tokens", line=dict(color=color, width=1.5, dash="dot",
-                                                                               shape="hv"))
-    fig.add_hline(y=100, line=dict(color=FORMULA, dash="dash", width=1), annotation_text="KV budget",
+                        name=text(lang, "serving.f.policy_what", policy=policy_label(policy, lang),
+                                  what=text(lang, "serving.f.real_tokens")),
+                        line=dict(color=color, width=1.5, dash="dot", shape="hv"))
+    fig.add_hline(y=100, line=dict(color=FORMULA, dash="dash", width=1), annotation_text=text(lang, "serving.f.kv_budget"),
                   annotation_position="top left")
-    fig = legend_below(base_layout(fig, "", "time (s)", "% of the KV budget"), 470)
+    fig = legend_below(base_layout(fig, "", text(lang, "serving.f.time_s"), text(lang, "serving.f.kv_pct")), 470)
     return set_headline(fig, title, HALF_WIDTH_CHARS)
 
 
-def latency_percentiles(table: pd.DataFrame, title: str) -> go.Figure:
+def latency_percentiles(table: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Grouped bars of p50/p95/p99 for TTFT, TPOT and end-to-end latency, one panel each.
     title: the takeaway (ServingComparison.latency_takeaway)."""
-    panels = (("ttft", "s", "Time to first token (s)"), ("tpot", "ms", "Time per output token (ms)"),
-              ("e2e", "s", "End-to-end latency (s)"))
+    panels = tuple((m, u, text(lang, f"serving.f.panel.{m}")) for m, u in (("ttft", "s"), ("tpot", "ms"), ("e2e", "s")))
     fig = make_subplots(rows=1, cols=3, subplot_titles=[p[2] for p in panels], horizontal_spacing=0.07)
     for col, (metric, unit, _) in enumerate(panels, start=1):
         for _, row in table.iterrows():
             policy = row["policy"]
             vals = [row[f"{metric}_p{q}_{unit}"] for q in (50, 95, 99)]
-            fig.add_bar(x=["p50", "p95", "p99"], y=vals, name=POLICY_LABELS[policy], legendgroup=policy,
+            fig.add_bar(x=["p50", "p95", "p99"], y=vals, name=policy_label(policy, lang), legendgroup=policy,
                         marker_color=POLICY_COLORS[policy], showlegend=col == 1, row=1, col=col,
                         text=[f"{v:,.3g}" for v in vals], textposition="outside", cliponaxis=False,
-                        hovertemplate=f"{POLICY_LABELS[policy]} %{{x}}: %{{y:,.4g}} {unit}<extra></extra>")
-        fig.update_yaxes(rangemode="tozero", title_text=f"latency ({unit})", row=1, col=col)
-    fig.update_xaxes(title_text="percentile over requests")
+                        hovertemplate=f"{policy_label(policy, lang)} %{{x}}: %{{y:,.4g}} {unit}<extra></extra>")
+        fig.update_yaxes(rangemode="tozero", title_text=text(lang, "serving.f.latency", unit=unit), row=1, col=col)
+    fig.update_xaxes(title_text=text(lang, "serving.f.percentile"))
     fig.update_layout(barmode="group")
     fig = legend_below(base_layout(fig, "", "", ""), 440)
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
-def batch_sweep(frame: pd.DataFrame, chosen: int, title: str) -> go.Figure:
+def batch_sweep(frame: pd.DataFrame, chosen: int, title: str, lang: str = "en") -> go.Figure:
     """Throughput of both policies and their ratio as the max batch grows (same workload, same GPU).
     title: the takeaway (BatchSweep.takeaway)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for policy in ("static", "continuous"):
-        fig.add_scatter(x=frame["max_batch"], y=frame[f"{policy}_tok_s"], name=POLICY_LABELS[policy],
+        fig.add_scatter(x=frame["max_batch"], y=frame[f"{policy}_tok_s"], name=policy_label(policy, lang),
                         mode="lines+markers", line=dict(color=POLICY_COLORS[policy], width=2))
-    fig.add_scatter(x=frame["max_batch"], y=frame["ratio"], name="continuous ÷ static", mode="lines+markers+text",
+    fig.add_scatter(x=frame["max_batch"], y=frame["ratio"], name=text(lang, "serving.f.ratio"), mode="lines+markers+text",
                     text=[f"{v:.1f}×" for v in frame["ratio"]], textposition="top center",
                     line=dict(color=FORMULA, dash="dash"), secondary_y=True)
     fig.add_vline(x=chosen, line=dict(color="#888", dash="dot"))
     fig.update_xaxes(type="log", tickvals=list(frame["max_batch"]))
-    fig.update_yaxes(title_text="output tokens/s", secondary_y=False, rangemode="tozero")
-    fig.update_yaxes(title_text="continuous ÷ static", secondary_y=True, rangemode="tozero", showgrid=False)
-    return set_headline(base_layout(fig, "", "max batch", ""), title, FULL_WIDTH_CHARS)
+    fig.update_yaxes(title_text=text(lang, "serving.f.out_tok_s"), secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text=text(lang, "serving.f.ratio_axis"), secondary_y=True, rangemode="tozero",
+                     showgrid=False)
+    return set_headline(base_layout(fig, "", text(lang, "serving.f.max_batch_axis"), ""), title, FULL_WIDTH_CHARS)
 
 
-def speculative(curves: SpecCurves, measured=None, measured_label: str = "", title: str = "") -> go.Figure:
+def speculative(curves: SpecCurves, measured=None, measured_label: str = "", title: str = "",
+                lang: str = "en") -> go.Figure:
     """Left: tokens per target pass vs k (closed form, Monte Carlo dots). Right: speedup vs k for several α,
     each optimum marked; the roofline-timed curve when c came from the roofline; and `measured` (a real run's k,
     tokens_per_pass and speedup) as a star. title: the takeaway (SpecCurves.takeaway)."""
     ks, chosen_alpha = list(curves.ks), curves.setup.alpha
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=[
-        "Tokens per target pass: (1 − α^(k+1)) / (1 − α)", f"Speedup E / (k·c + 1), c = {curves.c:.3g}"])
+        text(lang, "serving.f.spec_left"), text(lang, "serving.f.spec_right", c=f"{curves.c:.3g}")])
     for i, a in enumerate(curves.alphas):
         color = ALPHA_COLORS[i % len(ALPHA_COLORS)] if a != chosen_alpha else NAIVE
         width = 3 if a == chosen_alpha else 1.5
         speedups = curves.speedups(a)
         fig.add_scatter(x=ks, y=curves.tokens(a), name=f"α = {a:g}", legendgroup=f"a{a}",
                         line=dict(color=color, width=width), row=1, col=1,
-                        hovertemplate=f"α={a:g}, k=%{{x}}: %{{y:.3f}} tokens<extra></extra>")
+                        hovertemplate=text(lang, "serving.f.tokens_hover", a=f"{a:g}") + "<extra></extra>")
         fig.add_scatter(x=ks, y=speedups, name=f"α = {a:g}", legendgroup=f"a{a}", showlegend=False,
                         line=dict(color=color, width=width), row=1, col=2,
                         hovertemplate=f"α={a:g}, k=%{{x}}: %{{y:.3f}}×<extra></extra>")
         k_best = curves.best_k(a)
         fig.add_scatter(x=[k_best], y=[speedups[ks.index(k_best)]], mode="markers", legendgroup=f"a{a}",
                         showlegend=False, marker=dict(color=color, size=11, symbol="diamond-open", line=dict(width=2)),
-                        row=1, col=2, hovertemplate=f"best k for α={a:g}: %{{x}} (%{{y:.3f}}×)<extra></extra>")
+                        row=1, col=2, hovertemplate=text(lang, "serving.f.best_hover", a=f"{a:g}") + "<extra></extra>")
     mc = curves.mc_frame()
     fig.add_scatter(x=mc["k"], y=mc["mean"], error_y=dict(type="data", array=2 * mc["stderr"], visible=True),
                     mode="markers", marker=dict(color=FORMULA, size=7, symbol="x"),
-                    name=f"Monte Carlo at α = {chosen_alpha:g} (±2 s.e.)", row=1, col=1,
-                    hovertemplate="k=%{x}: simulated %{y:.4f} tokens<extra></extra>")
+                    name=text(lang, "serving.f.mc", a=f"{chosen_alpha:g}"), row=1, col=1,
+                    hovertemplate=text(lang, "serving.f.mc_hover") + "<extra></extra>")
     if curves.timed is not None:
-        fig.add_scatter(x=ks, y=curves.timed, name=f"α = {chosen_alpha:g}, verify pass timed by the roofline",
+        fig.add_scatter(x=ks, y=curves.timed, name=text(lang, "serving.f.timed", a=f"{chosen_alpha:g}"),
                         line=dict(color=NAIVE, dash="dot", width=2), row=1, col=2,
                         hovertemplate="k=%{x}: %{y:.3f}×<extra></extra>")
     if measured is not None:
         fig.add_scatter(x=[measured.k], y=[measured.tokens_per_pass], mode="markers",
                         marker=dict(symbol="star", size=16, color="#2ca02c", line=dict(color=FORMULA, width=1)),
                         name=measured_label, legendgroup="measured", row=1, col=1,
-                        hovertemplate="real model, k=%{x}: %{y:.3f} tokens per pass<extra></extra>")
+                        hovertemplate=text(lang, "serving.f.real_tokens_hover") + "<extra></extra>")
         fig.add_scatter(x=[measured.k], y=[measured.speedup], mode="markers", showlegend=False,
                         marker=dict(symbol="star", size=16, color="#2ca02c", line=dict(color=FORMULA, width=1)),
                         legendgroup="measured", row=1, col=2,
-                        hovertemplate="real model, k=%{x}: measured %{y:.3f}× (wall time)<extra></extra>")
+                        hovertemplate=text(lang, "serving.f.real_speed_hover") + "<extra></extra>")
     fig.add_hline(y=1, line=dict(color="#888", dash="dash", width=1), row=1, col=2)
-    fig.update_xaxes(title_text="draft length k (tokens)", dtick=1)
+    fig.update_xaxes(title_text=text(lang, "serving.f.k_axis"), dtick=1)
     fig.update_yaxes(rangemode="tozero")
-    fig.update_yaxes(title_text="tokens per target pass", row=1, col=1)
-    fig.update_yaxes(title_text="speedup over plain decoding (×)", row=1, col=2)
+    fig.update_yaxes(title_text=text(lang, "serving.f.tokens_axis"), row=1, col=1)
+    fig.update_yaxes(title_text=text(lang, "serving.f.speedup_axis"), row=1, col=2)
     fig = legend_below(base_layout(fig, "", "", ""), 520)
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
-def spec_vs_batch(points: list, title: str) -> go.Figure:
+def spec_vs_batch(points: list, title: str, lang: str = "en") -> go.Figure:
     """Speculation's speedup at each batch size; title: the takeaway (speculative.batch_sweep_takeaway), which
     names the pair, α and k."""
     b = [p.batch for p in points]
     fig = go.Figure()
     fig.add_scatter(x=b, y=[p.speedup for p in points], mode="lines+markers+text", line=dict(color=CACHED, width=2),
-                    text=[f"{p.speedup:.2f}×" for p in points], textposition="top center", name="speedup",
+                    text=[f"{p.speedup:.2f}×" for p in points], textposition="top center", name=text(lang, "serving.f.speedup"),
                     customdata=[p.verify_bound for p in points],
-                    hovertemplate="batch %{x}: %{y:.3f}× (verify pass %{customdata}-bound)<extra></extra>")
-    fig.add_hline(y=1, line=dict(color=NAIVE, dash="dash", width=1), annotation_text="no gain",
+                    hovertemplate=text(lang, "serving.f.batch_hover") + "<extra></extra>")
+    fig.add_hline(y=1, line=dict(color=NAIVE, dash="dash", width=1), annotation_text=text(lang, "serving.f.no_gain"),
                   annotation_position="bottom left")
     fig.update_xaxes(type="log", tickvals=b)
     fig.update_yaxes(rangemode="tozero")
-    fig = base_layout(fig, "", "requests in the batch", "speedup over plain decoding", height=360)
+    fig = base_layout(fig, "", text(lang, "serving.f.batch_axis"), text(lang, "serving.f.speedup_axis"), height=360)
     return set_headline(fig, title, FULL_WIDTH_CHARS)

@@ -6,13 +6,15 @@ import streamlit as st
 
 from app.controls.serving import LIVE_MAX_PROMPT, LiveChoice
 from app.figures import serving as figs
+from app.i18n import t
 from app.work import AUTO_RUN_S, job_seconds, run_job
 from sim.model import speculative as sp
 from sim.serving import comparison as cp
 from sim.serving import speculative as sps
+from sim.serving.errors import Refusal
 
 
-@st.cache_data(max_entries=8, show_spinner="Simulating both schedulers…")
+@st.cache_data(max_entries=8, show_spinner=False)
 def serve(setup: cp.ServingSetup) -> cp.ServingComparison:
     return cp.run_serving(setup)
 
@@ -20,18 +22,18 @@ def serve(setup: cp.ServingSetup) -> cp.ServingComparison:
 def batching(setup: cp.ServingSetup) -> cp.ServingComparison | None:
     # bounded in sim/serving (requests, iterations): about a second at the page's limits
     return run_job("serving.batching", setup, 1.0, lambda progress: serve(setup), real_model=False,
-                   what="Simulating both schedulers")
+                   what=t("serving.job.batching"))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def batching_figures(setup: cp.ServingSetup, gantt_n: int) -> dict:
+def batching_figures(setup: cp.ServingSetup, gantt_n: int, lang: str = "en") -> dict:
     """Built once per input and only read afterwards (plotly figures take tens of ms to build)."""
     cmp = serve(setup)
     series = cmp.series()
-    return {"gantt": figs.gantt(cmp.results, gantt_n, cmp.takeaway(gantt_n)),
-            "occupancy": figs.occupancy(series, setup.max_batch, cmp.occupancy_takeaway()),
-            "kv": figs.kv_memory(series, cmp.capacity_tokens, cmp.kv_takeaway()),
-            "latency": figs.latency_percentiles(cmp.to_frame().round(3), cmp.latency_takeaway())}
+    return {"gantt": figs.gantt(cmp.results, gantt_n, cmp.takeaway(gantt_n, lang), lang),
+            "occupancy": figs.occupancy(series, setup.max_batch, cmp.occupancy_takeaway(lang), lang),
+            "kv": figs.kv_memory(series, cmp.capacity_tokens, cmp.kv_takeaway(lang), lang),
+            "latency": figs.latency_percentiles(cmp.to_frame().round(3), cmp.latency_takeaway(lang), lang)}
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -40,9 +42,9 @@ def spec_curves(spec: sps.SpecSetup) -> sps.SpecCurves:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def speculative_figure(spec: sps.SpecSetup, run: sp.SpecRun | None, label: str) -> object:
+def speculative_figure(spec: sps.SpecSetup, run: sp.SpecRun | None, label: str, lang: str = "en") -> object:
     curves = spec_curves(spec)
-    return figs.speculative(curves, run, label, curves.takeaway())
+    return figs.speculative(curves, run, label, curves.takeaway(lang), lang)
 
 
 def sweep(setup: cp.ServingSetup):
@@ -50,7 +52,7 @@ def sweep(setup: cp.ServingSetup):
     main_s = job_seconds("serving.batching", setup)
     estimate = len(cp.SWEEP_BATCHES) * (main_s if main_s is not None else AUTO_RUN_S)
     return run_job("serving.sweep", setup, estimate, lambda progress: cp.sweep_max_batch(setup, progress=progress),
-                   real_model=False, what=f"Simulating both schedulers at {len(cp.SWEEP_BATCHES)} batch sizes")
+                   real_model=False, what=t("serving.job.sweep", n=f"{len(cp.SWEEP_BATCHES)}"))
 
 
 def live_run(choice: LiveChoice) -> sp.SpecRun | None:
@@ -60,7 +62,7 @@ def live_run(choice: LiveChoice) -> sp.SpecRun | None:
 
     ids = encode(choice.prompt)
     if len(ids) > LIVE_MAX_PROMPT:
-        raise ValueError(f"the prompt is {len(ids):,} bytes of UTF-8; the limit is {LIVE_MAX_PROMPT}")
+        raise Refusal("serving.err.live_prompt", n=f"{len(ids):,}", max=f"{LIVE_MAX_PROMPT}")
     n_new, k = choice.max_new_tokens, choice.k
 
     def run(progress):
@@ -69,4 +71,4 @@ def live_run(choice: LiveChoice) -> sp.SpecRun | None:
 
     estimate = sp.spec_run_seconds(model_rates(sp.TARGET, "eager"), len(ids), n_new, k)
     return run_job("serving.live", (tuple(ids), n_new, k, choice.draft), estimate, run,
-                   what=f"Speculating {n_new} tokens on the real model (k = {k})")
+                   what=t("serving.job.live", n=f"{n_new}", k=f"{k}"))

@@ -13,7 +13,9 @@ from sim.cost.arch import ArchPreset
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import weight_bytes
 from sim.cost.presets import load_presets
+from sim.i18n import text
 from sim.serving import readouts as ro
+from sim.serving.errors import Refusal
 from sim.serving.result import ServingResult
 from sim.serving.schedulers import MAX_REQUESTS, POLICIES, SchedulerConfig, simulate
 from sim.serving.step_cost import RooflineCost
@@ -35,13 +37,13 @@ class DeploymentConfig:
 
     def __post_init__(self) -> None:
         if self.model not in load_presets():
-            raise ValueError(f"unknown model {self.model!r}")
+            raise Refusal("serving.err.unknown_model", name=repr(self.model))
         if self.gpu not in load_gpus():
-            raise ValueError(f"unknown GPU {self.gpu!r}")
+            raise Refusal("serving.err.unknown_gpu", name=repr(self.gpu))
         if not 0.05 <= self.utilization <= 1.0:
-            raise ValueError(f"utilization must be 0.05..1.0, got {self.utilization}")
+            raise Refusal("serving.err.utilization", got=f"{self.utilization}")
         if not 0 <= self.kv_limit_tokens <= MAX_CAPACITY_TOKENS:
-            raise ValueError(f"kv_limit_tokens must be 0..{MAX_CAPACITY_TOKENS:,}, got {self.kv_limit_tokens:,}")
+            raise Refusal("serving.err.kv_limit", max=f"{MAX_CAPACITY_TOKENS:,}", got=f"{self.kv_limit_tokens:,}")
 
     @property
     def arch(self) -> ArchPreset:
@@ -57,9 +59,9 @@ class DeploymentConfig:
         usable = math.floor(gpu.memory_bytes * self.utilization)
         w = weight_bytes(self.arch, self.weight_dtype)
         if w >= usable:
-            raise ValueError(f"{self.arch.name} weights in {self.weight_dtype} take {w / 2**30:,.1f} GiB, more than the "
-                             f"{usable / 2**30:,.1f} GiB usable on one {gpu.name} at {self.utilization:.0%}: pick a "
-                             "smaller model, a lower-precision weight dtype or a bigger GPU")
+            raise Refusal("serving.err.weights", model=self.arch.name, dtype=self.weight_dtype,
+                          w=f"{w / 2**30:,.1f}", usable=f"{usable / 2**30:,.1f}", gpu=gpu.name,
+                          util=f"{self.utilization:.0%}")
         slots = (usable - w) // cost.kv_bytes_per_token
         slots = min(slots, MAX_CAPACITY_TOKENS)  # the block pool's bound
         if self.kv_limit_tokens:
@@ -93,20 +95,18 @@ class ServingComparison:
         """Continuous over static throughput."""
         return self.results["continuous"].tokens_per_s / self.results["static"].tokens_per_s
 
-    def takeaway(self, num_shown: int) -> str:
+    def takeaway(self, num_shown: int, lang: str = "en") -> str:
         """The Gantt chart's title: which scheduler finished the workload sooner, by how much, and both
         throughputs; the chart itself shows the first num_shown requests."""
         static, cont = self.results["static"], self.results["continuous"]
         n = static.num_requests
-        shown = f"(first {min(num_shown, n):,} shown)"
-        rates = f"{cont.tokens_per_s:,.0f} tokens/s continuous vs {static.tokens_per_s:,.0f} static"
+        f = dict(n=f"{n:,}", shown=f"{min(num_shown, n):,}", c=f"{cont.tokens_per_s:,.0f}",
+                 s=f"{static.tokens_per_s:,.0f}")
         if cont.makespan_s < static.makespan_s:
-            return (f"Continuous batching finished all {n:,} requests {static.makespan_s / cont.makespan_s:.2f}× "
-                    f"sooner: {rates} {shown}")
+            return text(lang, "serving.s.gantt.continuous", x=f"{static.makespan_s / cont.makespan_s:.2f}", **f)
         if cont.makespan_s > static.makespan_s:
-            return (f"Static batching finished all {n:,} requests {cont.makespan_s / static.makespan_s:.2f}× "
-                    f"sooner: {rates} {shown}")
-        return f"Both schedulers finished all {n:,} requests in {cont.makespan_s:,.1f} s: {rates} {shown}"
+            return text(lang, "serving.s.gantt.static", x=f"{cont.makespan_s / static.makespan_s:.2f}", **f)
+        return text(lang, "serving.s.gantt.same", t=f"{cont.makespan_s:,.1f}", **f)
 
     def to_frame(self):
         """One row of metrics per policy (the page's table and its CSV)."""
@@ -120,29 +120,28 @@ class ServingComparison:
 
         return pd.concat([r.series() for r in self.results.values()], ignore_index=True)
 
-    def budget_caption(self) -> str:
+    def budget_caption(self, lang: str = "en") -> str:
         """The deployment in one sentence (Markdown): memory, the KV budget it leaves, the workload drawn."""
         dep, wl = self.setup.deployment, self.workload
-        return (
-            f"{dep.arch.name} on one {load_gpus()[dep.gpu].name}: {self.usable_bytes / 2**30:,.1f} GiB usable, "
-            f"weights {self.weight_bytes / 2**30:,.1f} GiB, so the KV budget holds **{self.capacity_tokens:,} tokens** "
-            f"({self.kv_bytes_per_token / 1024:,.0f} KiB each). One request alone decodes a token in "
-            f"{self.decode_s_batch1 * 1e3:,.2f} ms. Drawn: {wl.num_requests:,} requests, prompts "
-            f"{wl.prompt_len.mean():.0f} tokens on average, outputs {wl.output_len.mean():.0f} (longest "
-            f"{wl.output_len.max():,}).")
+        return text(lang, "serving.s.budget", model=dep.arch.name, gpu=load_gpus()[dep.gpu].name,
+                    usable=f"{self.usable_bytes / 2**30:,.1f}", w=f"{self.weight_bytes / 2**30:,.1f}",
+                    slots=f"{self.capacity_tokens:,}", kib=f"{self.kv_bytes_per_token / 1024:,.0f}",
+                    ms=f"{self.decode_s_batch1 * 1e3:,.2f}", n=f"{wl.num_requests:,}",
+                    prompt=f"{wl.prompt_len.mean():.0f}", output=f"{wl.output_len.mean():.0f}",
+                    longest=f"{wl.output_len.max():,}")
 
-    def occupancy_takeaway(self) -> str:
+    def occupancy_takeaway(self, lang: str = "en") -> str:
         """The occupancy chart's title: useful requests in an average pass, both schedulers."""
         static, cont = self.results["static"], self.results["continuous"]
-        return ro.occupancy_takeaway(static.mean_batch, cont.mean_batch, static.max_batch)
+        return ro.occupancy_takeaway(static.mean_batch, cont.mean_batch, static.max_batch, lang)
 
-    def kv_takeaway(self) -> str:
+    def kv_takeaway(self, lang: str = "en") -> str:
         """The KV memory chart's title: each scheduler's peak and mean claim on the KV budget."""
         static, cont = self.results["static"], self.results["continuous"]
         return ro.kv_takeaway(self.capacity_tokens, static.peak_kv_claimed, cont.peak_kv_claimed,
-                              static.mean_kv_claimed, cont.mean_kv_claimed)
+                              static.mean_kv_claimed, cont.mean_kv_claimed, lang)
 
-    def latency_takeaway(self) -> str:
+    def latency_takeaway(self, lang: str = "en") -> str:
         """The latency chart's title: end-to-end p50 and p99, which scheduler is lower and by how much."""
         static, cont = self.results["static"], self.results["continuous"]
 
@@ -150,49 +149,41 @@ class ServingComparison:
             p = r.percentiles(r.e2e_s)
             return p[0], p[-1]
 
-        return ro.latency_takeaway(p50_p99(static), p50_p99(cont))
+        return ro.latency_takeaway(p50_p99(static), p50_p99(cont), lang)
 
-    def summary(self) -> str:
+    def summary(self, lang: str = "en") -> str:
         """What the two runs show, worded from their numbers (Markdown); each comparison names the side it
         favours."""
         static, cont = self.results["static"], self.results["continuous"]
         share = static.useful_row_share
-        rows = (f"In the static batches only **{ro.whole_pct(share)}** of the rows computed produced a token anyone "
-                "asked for — the rest were padding and requests already finished, waiting for their batch's longest "
-                "answer." if share < 1 else
-                "In the static batches every row computed produced a token anyone asked for: no padding, and no "
-                "finished request waiting for its batch's longest answer.")
+        rows = (text(lang, "serving.s.sum.rows", share=ro.whole_pct(share, lang)) if share < 1 else
+                text(lang, "serving.s.sum.rows_all"))
         sb, cb = f"{static.mean_batch:,.0f}", f"{cont.mean_batch:,.0f}"
-        batch = (f"Both kept **{cb}** requests in an average pass" if sb == cb else
-                 f"Continuous batching kept **{cb}** requests in an average pass against **{sb}**"
-                 if cont.mean_batch > static.mean_batch else
-                 f"Static batching kept **{sb}** requests in an average pass against **{cb}**")
+        batch = text(lang, "serving.s.sum.batch_same" if sb == cb else "serving.s.sum.batch_continuous"
+                     if cont.mean_batch > static.mean_batch else "serving.s.sum.batch_static", s=sb, c=cb)
         ts, tc = static.percentiles(static.ttft_s)[0], cont.percentiles(cont.ttft_s)[0]
         fs, fc = f"{ts:,.2f} s", f"{tc:,.2f} s"
-        first = (f"the median request got its first token after **{fc}** with either" if fs == fc else
-                 f"the median request got its first token after **{fc}** with continuous batching, "
-                 + (f"{ts / tc:,.1f}× sooner than the **{fs}** of static" if tc < ts else
-                    f"later than the **{fs}** of static"))
-        return (
-            f"Both ran the same {self.workload.num_requests:,} requests ({static.num_output_tokens:,} output tokens). "
-            f"Static batching needed **{static.makespan_s:,.1f} s**, continuous batching **{cont.makespan_s:,.1f} s**: "
-            f"**{self.speedup:.2f}×** the throughput. {rows} {batch}, and {first}.")
+        first = (text(lang, "serving.s.sum.first_same", c=fc) if fs == fc else
+                 text(lang, "serving.s.sum.first_sooner", c=fc, s=fs, x=f"{ts / tc:,.1f}") if tc < ts else
+                 text(lang, "serving.s.sum.first_later", c=fc, s=fs))
+        return text(lang, "serving.s.sum", n=f"{self.workload.num_requests:,}", out=f"{static.num_output_tokens:,}",
+                    st=f"{static.makespan_s:,.1f}", ct=f"{cont.makespan_s:,.1f}", x=f"{self.speedup:.2f}",
+                    rows=rows, batch=batch, first=first)
 
 
 def run_serving(setup: ServingSetup) -> ServingComparison:
     wcfg, dep = setup.workload, setup.deployment
     if wcfg.num_requests > MAX_REQUESTS:
-        raise ValueError(f"at most {MAX_REQUESTS:,} requests, got {wcfg.num_requests:,}")
+        raise Refusal("serving.err.requests", max=f"{MAX_REQUESTS:,}", got=f"{wcfg.num_requests:,}")
     arch = dep.arch
     if wcfg.max_model_len > arch.max_position_embeddings:
-        raise ValueError(f"max model length {wcfg.max_model_len:,} is past {arch.name}'s trained context of "
-                         f"{arch.max_position_embeddings:,} tokens")
+        raise Refusal("serving.err.context", n=f"{wcfg.max_model_len:,}", model=arch.name,
+                      ctx=f"{arch.max_position_embeddings:,}")
     cost = dep.cost()
     usable, wbytes, slots = dep.kv_budget(cost)
     if slots < wcfg.max_model_len:
-        raise ValueError(f"the KV budget holds {slots:,} tokens ({(usable - wbytes) / 2**30:,.2f} GiB at "
-                         f"{cost.kv_bytes_per_token:,} bytes per token), less than one request of the maximum length "
-                         f"{wcfg.max_model_len:,}")
+        raise Refusal("serving.err.budget_small", slots=f"{slots:,}", gib=f"{(usable - wbytes) / 2**30:,.2f}",
+                      bpt=f"{cost.kv_bytes_per_token:,}", n=f"{wcfg.max_model_len:,}")
     sched = SchedulerConfig(setup.max_batch, slots, setup.block_size, setup.watermark, setup.max_batched_tokens)
     wl = make_workload(wcfg)
     tick = ARRIVAL_TICK_S if wcfg.arrival == "poisson" else 1.0
@@ -220,9 +211,9 @@ class BatchSweep:
         return pd.DataFrame({"max_batch": self.batches, "static_tok_s": self.static_tok_s,
                              "continuous_tok_s": self.continuous_tok_s, "ratio": self.ratios})
 
-    def takeaway(self) -> str:
+    def takeaway(self, lang: str = "en") -> str:
         """The sweep chart's title: where each scheduler's throughput stops growing, and which one leads."""
-        return ro.sweep_takeaway(self.batches, self.static_tok_s, self.continuous_tok_s)
+        return ro.sweep_takeaway(self.batches, self.static_tok_s, self.continuous_tok_s, lang)
 
 
 def sweep_max_batch(setup: ServingSetup, batches: tuple[int, ...] = SWEEP_BATCHES,
@@ -231,7 +222,7 @@ def sweep_max_batch(setup: ServingSetup, batches: tuple[int, ...] = SWEEP_BATCHE
     static, cont = [], []
     for i, b in enumerate(batches):
         if progress:
-            progress(i / len(batches), f"max batch {b}")
+            progress(i / len(batches), text("en", "serving.f.max_batch", n=f"{b}"))
         cmp = run_serving(replace(setup, max_batch=b))
         static.append(cmp.results["static"].tokens_per_s)
         cont.append(cmp.results["continuous"].tokens_per_s)

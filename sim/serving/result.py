@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-POLICY_LABELS = {"static": "Static batching", "continuous": "Continuous batching", "chunked": "Chunked prefill"}
+from sim.i18n import text
+
+POLICIES_NAMED = ("static", "continuous", "chunked")
+POLICY_LABELS = {p: text("en", f"serving.policy.{p}") for p in POLICIES_NAMED}  # English, as the tests read them
+
+
+def policy_label(policy: str, lang: str = "en") -> str:
+    """'Static batching', '정적 배치': a scheduler as a chart or a table names it."""
+    return text(lang, f"serving.policy.{policy}")
+
 PERCENTILES = (50, 95, 99)
 
 

@@ -19,7 +19,9 @@ import numpy as np
 
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
+from sim.i18n import text
 from sim.serving import readouts as ro
+from sim.serving.errors import Refusal
 from sim.serving.step_cost import RooflineCost
 
 MAX_SPEC_K = 16
@@ -30,9 +32,9 @@ SPEC_ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9)  # the acceptance rates it draws, with t
 
 def check_spec(alpha: float, k: int) -> None:
     if not (isinstance(alpha, int | float) and math.isfinite(alpha) and 0.0 <= alpha <= 1.0):
-        raise ValueError(f"acceptance rate α must be within 0..1, got {alpha!r}")
+        raise Refusal("serving.err.alpha", got=repr(alpha))
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= MAX_SPEC_K:
-        raise ValueError(f"draft length k must be a whole number 1..{MAX_SPEC_K}, got {k!r}")
+        raise Refusal("serving.err.k", max=f"{MAX_SPEC_K}", got=repr(k))
 
 
 def expected_tokens_per_pass(alpha: float, k: int) -> float:
@@ -46,7 +48,7 @@ def expected_tokens_per_pass(alpha: float, k: int) -> float:
 def speculative_speedup(alpha: float, k: int, c: float) -> float:
     """Leviathan et al.'s improvement in wall time: E / (k·c + 1), c = draft step / target step."""
     if not (math.isfinite(c) and 0.0 <= c <= 10.0):
-        raise ValueError(f"cost ratio c must be within 0..10, got {c!r}")
+        raise Refusal("serving.err.c", got=repr(c))
     return expected_tokens_per_pass(alpha, k) / (k * c + 1)
 
 
@@ -93,7 +95,7 @@ def simulate_speculative(alpha: float, k: int, num_passes: int = 20_000, seed: i
     independent); a pass keeps drafts up to the first rejection."""
     check_spec(alpha, k)
     if not 1 <= num_passes <= MAX_MC_PASSES:
-        raise ValueError(f"num_passes must be 1..{MAX_MC_PASSES:,}, got {num_passes:,}")
+        raise Refusal("serving.err.mc_passes", max=f"{MAX_MC_PASSES:,}", got=f"{num_passes:,}")
     rng = np.random.default_rng(seed)
     ok = rng.random((num_passes, k)) < alpha  # (passes, k) per draft token
     accepted = np.where(ok.all(axis=1), k, np.argmin(ok, axis=1))  # index of the first rejection
@@ -120,16 +122,15 @@ class SpecTiming:
         """E · t_target / (k · t_draft + t_verify(k+1)): Leviathan's formula with the verify pass timed too."""
         return expected_tokens_per_pass(alpha, k) * self.target_step_s / (k * self.draft_step_s + self.verify_s[k])
 
-    def caption(self, k: int) -> str:
+    def caption(self, k: int, lang: str = "en") -> str:
         """Where c comes from, and what verifying k + 1 tokens costs, in one sentence."""
         presets, ratio = load_presets(), self.verify_s[k] / self.target_step_s
-        why = ("about one decode step, because a batch-1 pass is bound by reading the weights, not by arithmetic"
-               if ratio < 1.1 else f"{ratio:.2f} decode steps: the extra tokens read more of the weights (experts) "
-               "or turn the pass toward compute-bound")
-        return (f"c from the roofline on one {load_gpus()[self.gpu].name} at batch 1 and {self.context:,} tokens of "
-                f"context: a {presets[self.draft].name} decode step takes {self.draft_step_s * 1e3:.2f} ms, a "
-                f"{presets[self.target].name} one {self.target_step_s * 1e3:.2f} ms → c = {self.c:.3f}. Verifying "
-                f"k + 1 = {k + 1} tokens in one target pass takes {self.verify_s[k] * 1e3:.2f} ms — {why}.")
+        why = (text(lang, "serving.s.timing.one_step") if ratio < 1.1 else
+               text(lang, "serving.s.timing.steps", r=f"{ratio:.2f}"))
+        return text(lang, "serving.s.timing", gpu=load_gpus()[self.gpu].name, ctx=f"{self.context:,}",
+                    draft=presets[self.draft].name, d=f"{self.draft_step_s * 1e3:.2f}", target=presets[self.target].name,
+                    t=f"{self.target_step_s * 1e3:.2f}", c=f"{self.c:.3f}", k1=f"{k + 1}",
+                    v=f"{self.verify_s[k] * 1e3:.2f}", why=why)
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def spec_batch_sweep(target: str, draft: str, gpu: str, alpha: float, k: int, co
     out = []
     for b in batches:
         if not 1 <= b <= 4096:
-            raise ValueError(f"batch must be 1..4,096, got {b}")
+            raise Refusal("serving.err.batch", got=f"{b}")
         t_dec = tc.decode_seconds(b, context)
         vw = tc.verify_work(k + 1, context, b)
         round_s = k * dc.decode_seconds(b, context) + tc.seconds(vw)
@@ -162,53 +163,47 @@ def spec_batch_sweep(target: str, draft: str, gpu: str, alpha: float, k: int, co
     return out
 
 
-def batch_sweep_takeaway(points: list[SpecBatchPoint], label: str, alpha: float, k: int) -> str:
+def batch_sweep_takeaway(points: list[SpecBatchPoint], label: str, alpha: float, k: int, lang: str = "en") -> str:
     """The batch chart's title: up to which batch speculation pays, or that it pays at every batch or none."""
-    return ro.spec_batch_takeaway(label, alpha, k, [p.batch for p in points], [p.speedup for p in points])
+    return ro.spec_batch_takeaway(label, alpha, k, [p.batch for p in points], [p.speedup for p in points], lang)
 
 
-def batch_gain_sentence(points: list[SpecBatchPoint], alpha: float, k: int) -> str:
+def batch_gain_sentence(points: list[SpecBatchPoint], alpha: float, k: int, lang: str = "en") -> str:
     """How the gain changes from the smallest batch to the largest, as one sentence."""
-    return ro.batch_gain_sentence(alpha, k, [p.batch for p in points], [p.speedup for p in points])
+    return ro.batch_gain_sentence(alpha, k, [p.batch for p in points], [p.speedup for p in points], lang)
 
 
-def batch_sweep_caption(points: list[SpecBatchPoint]) -> str:
+def batch_sweep_caption(points: list[SpecBatchPoint], lang: str = "en") -> str:
     """What the sweep shows: from which batch on the verify pass is compute-bound, and what that does to the
     speedup there (worded from the points: it falls, holds or rises)."""
     i = next((j for j, p in enumerate(points) if p.verify_bound == "compute"), None)
     if i == 0:
-        where = (f"Already at batch {points[0].batch} that pass is compute-bound and costs about k + 1 decode steps: "
-                 f"the speedup is {points[0].speedup:.2f}× there. ")
+        where = text(lang, "serving.s.bc.already", b=f"{points[0].batch}", s=f"{points[0].speedup:.2f}")
     else:
-        where = "At batch 1 that pass is memory-bound and the extra tokens ride along for free; "
+        where = text(lang, "serving.s.bc.batch1")
         if i is None:
-            where += "the verify pass stays memory-bound over this range. "
+            where += text(lang, "serving.s.bc.stays_memory")
         else:
             before, at = points[i - 1], points[i]
             how = ("falls" if at.speedup < before.speedup else "rises" if at.speedup > before.speedup else "stays")
-            where += (f"from batch {at.batch} on it is compute-bound and costs about k + 1 decode steps, and the "
-                      f"speedup {how} from {before.speedup:.2f}× at batch {before.batch} to {at.speedup:.2f}×. "
-                      if how != "stays" else
-                      f"from batch {at.batch} on it is compute-bound and costs about k + 1 decode steps; the speedup "
-                      f"stays at {at.speedup:.2f}×. ")
-    return ("Every request in the batch drafts k tokens and the target verifies batch × (k + 1) tokens in one pass. "
-            + where + "Continuous batching and speculation compete for the same idle compute.")
+            where += text(lang, f"serving.s.bc.{how}", b=f"{at.batch}", s0=f"{before.speedup:.2f}",
+                          b0=f"{before.batch}", s=f"{at.speedup:.2f}")
+    return text(lang, "serving.s.bc", where=where)
 
 
 def spec_timing(target: str, draft: str, gpu: str, context: int = 1024, weight_dtype: str = "bf16") -> SpecTiming:
     presets = load_presets()
     for name in (target, draft):
         if name not in presets:
-            raise ValueError(f"unknown model {name!r}")
+            raise Refusal("serving.err.unknown_model", name=repr(name))
     if not 1 <= context <= 131_072:
-        raise ValueError(f"context must be 1..131,072, got {context:,}")
+        raise Refusal("serving.err.spec_context", got=f"{context:,}")
     tc = RooflineCost(presets[target], gpu, weight_dtype)
     dc = RooflineCost(presets[draft], gpu, weight_dtype)
     target_s, draft_s = tc.decode_seconds(1, context), dc.decode_seconds(1, context)
     if draft_s >= target_s:
-        raise ValueError(f"the draft {presets[draft].name} takes {draft_s * 1e3:,.2f} ms per decode step, no less than "
-                         f"the target {presets[target].name}'s {target_s * 1e3:,.2f} ms (c = {draft_s / target_s:,.2f}): "
-                         "speculation only pays with a draft cheaper than its target; pick a smaller draft")
+        raise Refusal("serving.err.draft_slow", draft=presets[draft].name, d=f"{draft_s * 1e3:,.2f}",
+                      target=presets[target].name, t=f"{target_s * 1e3:,.2f}", c=f"{draft_s / target_s:,.2f}")
     return SpecTiming(target, draft, gpu, context, target_s, draft_s,
                       {k: tc.verify_seconds(k + 1, context) for k in range(1, MAX_SPEC_K + 1)})
 
@@ -278,24 +273,24 @@ class SpecCurves:
     def chosen_monte_carlo(self) -> SpecMonteCarlo:
         return self.monte_carlo[self.ks.index(self.setup.k)]
 
-    def takeaway(self) -> str:
+    def takeaway(self, lang: str = "en") -> str:
         """The curves' title: the best draft length at the chosen α and c against the chosen k, or that no k
         pays."""
         best_k, best = self.best_speedup
-        return ro.spec_curves_takeaway(self.setup.alpha, self.c, self.setup.k, self.chosen_speedup, best_k, best)
+        return ro.spec_curves_takeaway(self.setup.alpha, self.c, self.setup.k, self.chosen_speedup, best_k, best,
+                                       lang)
 
     @property
     def num_mc_within(self) -> int:
         """Monte Carlo means within 2 standard errors of the closed form."""
         return sum(abs(mc.mean - mc.expected) <= 2 * mc.stderr for mc in self.monte_carlo)
 
-    def caption(self, measured: bool) -> str:
+    def caption(self, measured: bool, lang: str = "en") -> str:
         """What the chart's marks are, the Monte Carlo agreement counted; `measured`: a real run's star is drawn."""
-        return ("Diamonds: the best k for each α. "
-                + ro.monte_carlo_sentence(self.setup.alpha, self.num_mc_within, len(self.monte_carlo))
-                + (" Dotted: the chosen α with the verify pass timed by the roofline instead of assumed to cost one "
-                   "step." if self.timing is not None else "")
-                + (" Star: the real model's measured tokens per pass and wall-time speedup." if measured else ""))
+        return (text(lang, "serving.s.curves.diamonds")
+                + ro.monte_carlo_sentence(self.setup.alpha, self.num_mc_within, len(self.monte_carlo), lang)
+                + (text(lang, "serving.s.curves.dotted") if self.timing is not None else "")
+                + (text(lang, "serving.s.curves.star") if measured else ""))
 
     def mc_frame(self):
         """One row per k: the closed form, the Monte Carlo mean, its standard error, the acceptance rate seen."""
@@ -309,7 +304,7 @@ def run_speculative(setup: SpecSetup) -> SpecCurves:
     timing = spec_timing(setup.target, setup.draft, setup.gpu) if setup.c is None else None
     check_spec(setup.alpha, setup.k)
     if setup.k not in setup.ks:
-        raise ValueError(f"draft length k must be one of {setup.ks[0]}..{setup.ks[-1]}, got {setup.k}")
+        raise Refusal("serving.err.k_range", lo=f"{setup.ks[0]}", hi=f"{setup.ks[-1]}", got=f"{setup.k}")
     mc = tuple(simulate_speculative(setup.alpha, k, setup.mc_passes, setup.mc_seed) for k in setup.ks)
     c = timing.c if timing is not None else setup.c
     speculative_speedup(setup.alpha, setup.k, c)  # checks c
