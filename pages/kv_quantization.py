@@ -6,6 +6,7 @@ import streamlit as st
 from app.claims import render_claims
 from app.controls import kv_quantization as ctl
 from app.figures import quant as figs
+from app.i18n import lang, page_title, t
 from app.metrics import show_metrics
 from app.present import show_chart, show_chart_in, show_table
 from app.resources import model_or_stop, model_rates
@@ -23,15 +24,9 @@ from sim.model import quant_setup as qs
 from sim.model.quant import INT_BITS
 from sim.model.quant_claims import seed_claims
 
-st.title("KV quantization")
-st.markdown(
-    "A quantized cache stores each key and value in a few bits plus a **scale** (and a **zero point**) per "
-    "group of values. It is done **live, at every token, with no calibration** — and an error stored for token 3 "
-    "is read again by every later token. Keys have **outlier channels** (a few channels large whatever the "
-    "token), so KIVI groups **K per channel** and **V per token**; a channel's scale needs a group of tokens, so "
-    "the newest tokens wait in **full precision** (the residual window) until a chunk fills. Below, every scheme "
-    "runs inside the real tiny model's cache on held-out text and is compared with full precision."
-)
+st.title(page_title("kv_quantization"))
+st.markdown(t("quant.intro"))
+L = lang()  # the sentences and figures below are worded in the page language
 
 presets = qb.scale_presets(load_presets())
 gpus = load_gpus()
@@ -39,6 +34,10 @@ url = ctl.register(presets, gpus)
 setup = ctl.setup_panel()
 variant, bits, R, S = setup.variant, setup.bits, setup.residual, setup.eval.window_len
 model = model_or_stop(variant)
+if (problem := setup.setting_problem(L)) is not None:
+    st.error(plain(problem))
+    url.sync()
+    st.stop()
 try:
     schemes = setup.schemes()
     setup.eval.check(model.cfg.max_seq_len)
@@ -47,55 +46,57 @@ except ValueError as exc:
     url.sync()
     st.stop()
 measured = runs.Measured(setup, setup.eval_seconds(model_rates(variant, "eager")))
-if not measured.run(setup.chosen_jobs, f"Comparing every INT{bits} scheme and FP8 with full precision", "chosen"):
-    st.caption("Everything below is measured by this run. Fewer or shorter held-out windows start at once.")
+if not measured.run(setup.chosen_jobs, t("quant.job.chosen", bits=f"{bits}"), "chosen"):
+    st.caption(t("quant.wait_caption"))
     url.sync()
     st.stop()
 chosen = setup.chosen(measured.results)
 kivi, naive = chosen["kivi"], chosen["token"]
 
-st.header(f"INT{bits}: what it saves and what it costs")
-show_metrics(qe.headline_metrics(kivi, naive, model.cfg, R), 4)
-st.markdown(qe.perplexity_sentence(kivi, naive))
-st.caption(setup.standard_error_caption(kivi))
+st.header(t("quant.h.saves", bits=f"{bits}"))
+show_metrics(qe.headline_metrics(kivi, naive, model.cfg, R, L), 4)
+st.markdown(qe.perplexity_sentence(kivi, naive, L))
+st.caption(setup.standard_error_caption(kivi, L))
 
-st.subheader("Error by token position")
+st.subheader(t("quant.h.position"))
 metric, width, log = ctl.position_controls()
-show_chart(figs.error_by_position(qe.binned_frame(chosen, width), metric, log, list(qs.POSITION_KINDS),
-                                  qr.position_takeaway(kivi, naive, metric)), width="stretch")
-st.caption(qe.position_caption(kivi, naive, setup.eval.num_windows, R))
+show_chart(figs.error_by_position(qe.binned_frame(chosen, width, L), metric, log, list(qs.POSITION_KINDS),
+                                  qr.position_takeaway(kivi, naive, metric, L), L), width="stretch")
+st.caption(qe.position_caption(kivi, naive, setup.eval.num_windows, R, L))
 
-st.subheader("Bits × scheme")
+st.subheader(t("quant.h.grid"))
 if ctl.every_scheme():
-    measured.run(setup.grid_jobs(True, INT_BITS), "Measuring every scheme at the other bit widths", "all")
+    measured.run(setup.grid_jobs(True, INT_BITS), t("quant.job.all"), "all")
 else:
-    measured.run(setup.grid_jobs(False, INT_BITS), "Measuring KIVI and naive at 8, 4, 3, 2 bits", "bits")
-table = qe.results_frame(list(measured.results.values()), qb.fp16_bytes_per_token(model.cfg))
-grid = qe.metric_grid(measured.results, metric, qs.ALL_KINDS, INT_BITS)
-show_chart(figs.bits_heatmap(grid, metric, qr.heatmap_takeaway(grid, metric)), width="stretch")
-st.caption(qe.grid_caption(S))
+    measured.run(setup.grid_jobs(False, INT_BITS), t("quant.job.bits"), "bits")
+table = qe.results_frame(list(measured.results.values()), qb.fp16_bytes_per_token(model.cfg), L)
+grid = qe.metric_grid(measured.results, metric, qs.ALL_KINDS, INT_BITS, L)
+show_chart(figs.bits_heatmap(grid, metric, qr.heatmap_takeaway(grid, metric, L), L), width="stretch")
+st.caption(qe.grid_caption(S, L))
 shown = table[["format", *ctl.TABLE_COLUMNS]]
-show_table(shown, hide_index=True, width="stretch", column_config=ctl.columns(ctl.TABLE_COLUMNS))
-st.download_button("Download the bits × scheme table (CSV)", shown.to_csv(index=False), setup.csv_name(), "text/csv")
+show_table(shown, hide_index=True, width="stretch",
+           column_config=ctl.columns({**ctl.FORMAT_COLUMN, **ctl.TABLE_COLUMNS}))
+st.download_button(t("quant.download"), shown.to_csv(index=False), setup.csv_name(), "text/csv")
 if not ctl.every_scheme():
-    st.info(setup.blank_cells_note())
+    st.info(setup.blank_cells_note(L))
 
-st.header("Bytes: codes, scales, zero points and the residual window")
+st.header(t("quant.h.bytes"))
 c = st.columns([3, 2])
-bytes_rows = qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S)
-show_chart_in(c[0], figs.bytes_by_part(bytes_rows, S, qb.bytes_takeaway(bytes_rows, S, bits)), width="stretch")
-curves = qb.bytes_curves(model.cfg, schemes)
-show_chart_in(c[1], figs.bytes_vs_context(curves, R, qr.context_takeaway(curves)), width="stretch")
-st.latex(qb.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S))
-st.caption(qb.tiny_bytes_caption(model.cfg, variant, bits, R))
+bytes_rows = qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S, L)
+show_chart_in(c[0], figs.bytes_by_part(bytes_rows, S, qb.bytes_takeaway(bytes_rows, S, bits, lang=L), L),
+              width="stretch")
+curves = qb.bytes_curves(model.cfg, schemes, L)
+show_chart_in(c[1], figs.bytes_vs_context(curves, R, qr.context_takeaway(curves, lang=L), L), width="stretch")
+st.latex(qb.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S, L))
+st.caption(qb.tiny_bytes_caption(model.cfg, variant, bits, R, L))
 
-st.subheader("At real-model scale")
+st.subheader(t("quant.h.scale"))
 arch, gpu, ctx, util = ctl.scale_controls(presets, gpus)
-ctx, cut = qb.context_for(arch, ctx)
+ctx, cut = qb.context_for(arch, ctx, L)
 if cut is not None:
     st.info(cut)
 try:
-    view = qb.scale_view(arch, gpu, setup.scale_schemes(), ctx, util)
+    view = qb.scale_view(arch, gpu, setup.scale_schemes(), ctx, util, L)
 except ValueError as exc:
     st.error(plain(exc))
     view = None
@@ -104,61 +105,59 @@ if view is not None:
     show_table(view.frame(), hide_index=True, width="stretch", column_config=ctl.columns(ctl.SCALE_COLUMNS))
     st.caption(view.caption())
 
-st.header("Free-running: where greedy text first parts from full precision")
-prompt_ids, n_new, free_kind = ctl.free_controls(schemes)
+st.header(t("quant.h.free"))
+prompt_ids, n_new, free_kind = ctl.free_controls(schemes, L)
 got = None
-if (problem := qs.prompt_problem(prompt_ids)) is not None:
+if (problem := qs.prompt_problem(prompt_ids, L)) is not None:
     st.error(problem)
 else:
     free_s = qs.free_seconds(len(prompt_ids), n_new, model_rates(variant, "sdpa"), model_rates(variant, "eager"))
     got = runs.free_and_divergence(setup, prompt_ids, n_new, free_kind, schemes, free_s)
 if got is not None:
     run, div = got
-    show_metrics(run.metrics(), 3)
+    show_metrics(run.metrics(L), 3)
     c = st.columns(2)
-    c[0].markdown("**Full-precision cache**")
+    c[0].markdown(t("quant.full_text"))
     c[0].code(run.marked_text(run.ref_ids), language=None, wrap_lines=True)
-    c[1].markdown(qg.text_heading(schemes[free_kind]))
+    c[1].markdown(qg.text_heading(schemes[free_kind], L))
     c[1].code(run.marked_text(run.quant_ids), language=None, wrap_lines=True)
-    st.caption(f"Greedy decoding, one prefill call for the prompt and then one token per step through the cache. "
-               f"{qg.MARK} marks where the texts part. Every scheme at this setting (one teacher-forced pass over the "
-               "full-precision text finds the same position):")
-    show_table(qg.divergence_frame(list(schemes.values()), div), hide_index=True, width="stretch")
+    st.caption(t("quant.free_caption", mark=qg.MARK))
+    show_table(qg.divergence_frame(list(schemes.values()), div, L), hide_index=True, width="stretch")
 
-st.header("Keys vs values, channel by channel")
-stats = queued(lambda: runs.stats_for(variant, S), "Reading K and V channel by channel")
+st.header(t("quant.h.channels"))
+stats = queued(lambda: runs.stats_for(variant, S), t("quant.job.channels"))
 layer, head = ctl.channel_controls(model.cfg.n_kv_heads)
 k_abs, v_abs = stats.k_abs[layer, head], stats.v_abs[layer, head]
-show_chart(figs.channel_heatmaps(k_abs, v_abs, layer, head, qr.heatmaps_takeaway(k_abs, v_abs, layer, head)),
+show_chart(figs.channel_heatmaps(k_abs, v_abs, layer, head, qr.heatmaps_takeaway(k_abs, v_abs, layer, head, L), L),
            width="stretch")
 c = st.columns([3, 2])
 k_mean, v_mean = stats.channel_mean("k")[layer, head], stats.channel_mean("v")[layer, head]
-show_chart_in(c[0], figs.channel_bars(k_mean, v_mean, qr.bars_takeaway(k_mean, v_mean)), width="stretch")
+show_chart_in(c[0], figs.channel_bars(k_mean, v_mean, qr.bars_takeaway(k_mean, v_mean, L), L), width="stretch")
 show_table(where=c[1], df=stats.ratios_frame(), hide_index=True, width="stretch", height=340,
-               column_config=ctl.columns(ctl.RATIO_COLUMNS))
-st.markdown(stats.outlier_sentence())
-st.caption(qc.channels_caption(S))
+           column_config=ctl.columns(ctl.RATIO_COLUMNS))
+st.markdown(stats.outlier_sentence(L))
+st.caption(qc.channels_caption(S, L))
 
-st.subheader("A synthetic outlier channel, injected")
+st.subheader(t("quant.h.outlier"))
 ch, factor = ctl.outlier_controls()
 try:
-    T_demo = setup.outlier_tokens()
+    T_demo = setup.outlier_tokens(L)
 except ValueError as exc:
     st.error(str(exc))
 else:
     cases = queued(lambda: runs.demo_for(variant, S, T_demo, layer, head, bits, setup.chunk, setup.channel_group, ch,
-                                         factor), "Injecting the outlier")
-    show_chart(figs.outlier_errors(qc.outlier_frame(cases), qr.outlier_takeaway(cases, ch, factor, bits)),
+                                         factor), t("quant.job.outlier"))
+    show_chart(figs.outlier_errors(qc.outlier_frame(cases), qr.outlier_takeaway(cases, ch, factor, bits, L), L),
                width="stretch")
-    st.caption(qc.outlier_caption(cases, layer, head, ch, factor, bits, setup.chunk, setup.channel_group))
+    st.caption(qc.outlier_caption(cases, layer, head, ch, factor, bits, setup.chunk, setup.channel_group, L))
 
-st.header("Seed 001's claims, checked")
-check = seed_claims(table, bits, presets.get("llama-3.1-8b"), gpus.get("h100-sxm"), residual=R, num_tokens=S)
+st.header(t("quant.h.claims"))
+check = seed_claims(table, bits, presets.get("llama-3.1-8b"), gpus.get("h100-sxm"), residual=R, num_tokens=S,
+                    lang=L)
 render_claims(check.claims, "kv_quantization")
 if check.unmeasured:
     st.info(check.unmeasured_sentence())
 if check.untestable:
     st.info(check.untestable_sentence())
-st.caption("Quantization blurs every token a little; eviction and sliding windows drop tokens outright. The "
-           "byte counts behind the seed's 128 KiB-per-token example are checked on the KV memory page.")
+st.caption(t("quant.claims_caption"))
 url.sync()

@@ -1,4 +1,4 @@
-"""Figures for the KV quantization page."""
+"""Figures for the KV quantization page; each builder takes `lang` ("en", "ko") for its labels (sim/i18n.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from sim.i18n import text
 
 SCHEME_COLORS = {
     "fp16": FORMULA,
@@ -21,32 +22,40 @@ SCHEME_COLORS = {
     "fp8_e4m3": "#2ca02c",
     "fp8_e5m2": "#17becf",
 }
-PART_LABELS = {"codes": "codes (bit-packed)", "scales": "scales (fp16)", "zero_points": "zero points (fp16)",
-               "full_precision": "full-precision residual (fp16)"}
+PARTS = ("codes", "scales", "zero_points", "full_precision")  # each named by quant.fig.part.<part>
+PART_HOVER = "%{{y}}<br>{name}: %{{x:,.1f}} B/token<extra></extra>"  # plotly's own fields, a unit
+CELL_HOVER = "%{y}, %{x}: %{text}<extra></extra>"
 PART_COLORS = {"codes": "#4c78a8", "scales": "#f58518", "zero_points": "#e45756", "full_precision": "#b0b0b0"}
 WIDE_COLUMN_CHARS = 52  # the bytes chart sits in the wider of two columns (3 : 2)
 NARROW_COLUMN_CHARS = 34  # the bytes-vs-context chart sits in the narrower one
 SUBPLOT_TITLE_PX = 24  # room under the headline for the subplots' own titles
-METRIC_LABELS = {"kl": "KL(full ‖ quantized), nats", "delta_loss": "Δ loss, nats per byte",
-                 "agreement": "top-1 agreement with full precision"}
+METRICS = ("kl", "delta_loss", "agreement")  # each axis titled by quant.fig.metric.<metric>
 
 
-def bytes_by_part(rows: list[dict], num_tokens: int, title: str) -> go.Figure:
+def metric_label(metric: str, lang: str = "en") -> str:
+    """The error chart's y axis title for `metric`, with its unit."""
+    return text(lang, f"quant.fig.metric.{metric}")
+
+
+def bytes_by_part(rows: list[dict], num_tokens: int, title: str, lang: str = "en") -> go.Figure:
     """Horizontal stacked bars: bytes per token of each scheme, split into codes / scales / ... ;
     title: the takeaway (sim.model.quant_bytes.bytes_takeaway)."""
     labels = [r["short"] for r in rows]
     fig = go.Figure()
-    for part, name in PART_LABELS.items():
+    for part in PARTS:
+        name = text(lang, f"quant.fig.part.{part}")
         fig.add_bar(y=labels, x=[r[part] / num_tokens for r in rows], name=name, orientation="h",
                     marker_color=PART_COLORS[part],
-                    hovertemplate="%{y}<br>" + name + ": %{x:,.1f} B/token<extra></extra>")
+                    hovertemplate=PART_HOVER.format(name=name))
     fig.update_layout(barmode="stack", yaxis=dict(autorange="reversed"))
-    fig = base_layout(fig, "", "bytes per token (B)", "scheme", height=170 + 38 * len(rows))
+    fig = base_layout(fig, "", text(lang, "quant.fig.bytes_per_token"), text(lang, "quant.fig.scheme"),
+                      height=170 + 38 * len(rows))
     fig.update_layout(legend=LEGEND_BELOW)
     return set_headline(fig, title, WIDE_COLUMN_CHARS)
 
 
-def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], residual: int, title: str) -> go.Figure:
+def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], residual: int, title: str,
+                     lang: str = "en") -> go.Figure:
     """key -> (label, contexts, bytes per token): the residual window's cost fades with length;
     title: the takeaway (sim.model.quant_readouts.context_takeaway)."""
     fig = go.Figure()
@@ -56,12 +65,14 @@ def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], resi
     fig.add_scatter(x=[residual, residual], y=[0, top], mode="lines", name=f"R = {residual}",
                     line=dict(color="#888", dash="dot", width=2), hoverinfo="skip")
     fig.update_xaxes(type="log", tickvals=[4**k for k in range(8)])
-    fig = base_layout(fig, "", "tokens in the cache (log scale)", "bytes per token (average)", height=170 + 38 * 9)
+    fig = base_layout(fig, "", text(lang, "quant.fig.tokens_in_cache"), text(lang, "quant.fig.bytes_average"),
+                      height=170 + 38 * 9)
     fig.update_layout(legend=LEGEND_BELOW)
     return set_headline(fig, title, NARROW_COLUMN_CHARS)
 
 
-def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[str], title: str) -> go.Figure:
+def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[str], title: str,
+                      lang: str = "en") -> go.Figure:
     """frame: rows of PositionErrors.binned() with a 'key' column; one line per scheme;
     title: the takeaway (sim.model.quant_readouts.position_takeaway)."""
     fig = go.Figure()
@@ -76,12 +87,12 @@ def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[
                         line=dict(color=SCHEME_COLORS.get(key), width=3), marker=dict(size=5))
     if log_y:
         fig.update_yaxes(type="log", exponentformat="power")
-    fig = base_layout(fig, "", "token position", METRIC_LABELS[metric], height=460)
+    fig = base_layout(fig, "", text(lang, "quant.fig.position"), metric_label(metric, lang), height=460)
     fig.update_layout(legend=dict(orientation="v", yref="paper", yanchor="top", y=1.0, xanchor="left", x=1.01))
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def bits_heatmap(table: pd.DataFrame, metric: str, title: str) -> go.Figure:
+def bits_heatmap(table: pd.DataFrame, metric: str, title: str, lang: str = "en") -> go.Figure:
     """table: one row per scheme (index: its label), one column per bit width, values of `metric`
     ("kl", "delta_loss" or "agreement"); NaN where a scheme has no such width (FP8 is 8 bits only);
     title: the takeaway (sim.model.quant_readouts.heatmap_takeaway)."""
@@ -93,35 +104,37 @@ def bits_heatmap(table: pd.DataFrame, metric: str, title: str) -> go.Figure:
     else:
         z, scale, fmt = vals, "Reds", "+.4f"
     z = np.where(np.isnan(vals), np.nan, z)
-    text = [["" if np.isnan(v) else format(v, fmt) for v in row] for row in vals]
-    fig = go.Figure(go.Heatmap(z=z, x=list(table.columns), y=list(table.index), text=text, texttemplate="%{text}",
+    cells = [["" if np.isnan(v) else format(v, fmt) for v in row] for row in vals]
+    fig = go.Figure(go.Heatmap(z=z, x=list(table.columns), y=list(table.index), text=cells, texttemplate="%{text}",
                                textfont=dict(size=15), colorscale=scale, showscale=False, xgap=2, ygap=2,
-                               hovertemplate="%{y}, %{x}: %{text}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", tickfont=dict(size=15), title_text="scheme")
-    fig.update_xaxes(type="category", side="top", tickfont=dict(size=15), title_text="bits per value")
+                               hovertemplate=CELL_HOVER))
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=15), title_text=text(lang, "quant.fig.scheme"))
+    fig.update_xaxes(type="category", side="top", tickfont=dict(size=15), title_text=text(lang, "quant.fig.bits"))
     fig = base_layout(fig, "", "", "", height=130 + 46 * len(table))
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=60)  # below it: the top axis, its ticks and title
 
 
-def channel_heatmaps(k_abs: np.ndarray, v_abs: np.ndarray, layer: int, head: int, title: str) -> go.Figure:
+def channel_heatmaps(k_abs: np.ndarray, v_abs: np.ndarray, layer: int, head: int, title: str, lang: str = "en"
+                     ) -> go.Figure:
     """(T, D) |K| and |V| of one layer and KV head: tokens down, channels across;
     title: the takeaway (sim.model.quant_readouts.heatmaps_takeaway)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"|K| — layer {layer}, KV head {head}",
-                                                        f"|V| — layer {layer}, KV head {head}"),
+    where = dict(layer=f"{layer}", head=f"{head}")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(text(lang, "quant.fig.map_k", **where),
+                                                        text(lang, "quant.fig.map_v", **where)),
                         horizontal_spacing=0.14)
     for col, (arr, name) in enumerate(((k_abs, "K"), (v_abs, "V")), start=1):
+        hover = text(lang, "quant.fig.map_hover", name=name)
         fig.add_trace(go.Heatmap(z=arr, colorscale="Viridis", coloraxis=f"coloraxis{col}",
-                                 hovertemplate=f"token %{{y}}, channel %{{x}}<br>|{name}| = %{{z:.3f}}<extra></extra>"),
-                      row=1, col=col)
-        fig.update_xaxes(title_text="channel", row=1, col=col)
-        fig.update_yaxes(title_text="token position", autorange="reversed", row=1, col=col)
+                                 hovertemplate=hover), row=1, col=col)
+        fig.update_xaxes(title_text=text(lang, "quant.fig.channel"), row=1, col=col)
+        fig.update_yaxes(title_text=text(lang, "quant.fig.position"), autorange="reversed", row=1, col=col)
     fig.update_layout(coloraxis1=dict(colorscale="Viridis", colorbar=dict(x=0.43, len=0.9, thickness=14, title="|K|")),
                       coloraxis2=dict(colorscale="Viridis", colorbar=dict(x=1.0, len=0.9, thickness=14, title="|V|")))
     fig = base_layout(fig, "", "", "", height=480)
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
-def channel_bars(k_mean: np.ndarray, v_mean: np.ndarray, title: str) -> go.Figure:
+def channel_bars(k_mean: np.ndarray, v_mean: np.ndarray, title: str, lang: str = "en") -> go.Figure:
     """Mean |value| of each channel over the tokens, K against V, each over its own median;
     title: the takeaway (sim.model.quant_readouts.bars_takeaway)."""
     ch = np.arange(len(k_mean))
@@ -130,25 +143,28 @@ def channel_bars(k_mean: np.ndarray, v_mean: np.ndarray, title: str) -> go.Figur
     fig.add_bar(x=ch, y=v_mean / np.median(v_mean), name="V", marker_color="#ff7f0e")
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
     fig.update_layout(barmode="group")
-    fig = base_layout(fig, "", "channel", "mean |value| over the tokens, × the median channel", height=340)
+    fig = base_layout(fig, "", text(lang, "quant.fig.channel"), text(lang, "quant.fig.mean_over_median"), height=340)
     return set_headline(fig, title, WIDE_COLUMN_CHARS)
 
 
-def outlier_errors(frame: pd.DataFrame, title: str) -> go.Figure:
+def outlier_errors(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """frame: case, axis, rel_error_other, rel_error_scores; title: the takeaway
     (sim.model.quant_readouts.outlier_takeaway)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("error on the ordinary channels", "error of the scores q·k"))
-    for axis, color, name in (("token", NAIVE, "K per-token"), ("channel", CACHED, "K per-channel")):
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(text(lang, "quant.fig.err_ordinary"),
+                                                        text(lang, "quant.fig.err_scores")))
+    for axis, color in (("token", NAIVE), ("channel", CACHED)):
+        name = text(lang, f"quant.fig.k_{axis}")
         df = frame[frame["axis"] == axis]
-        fig.add_bar(x=df["case"], y=df["rel_error_other"], name=name, marker_color=color, legendgroup=axis,
+        cases = [text(lang, f"quant.fig.case.{c}") for c in df["case"]]
+        fig.add_bar(x=cases, y=df["rel_error_other"], name=name, marker_color=color, legendgroup=axis,
                     row=1, col=1, texttemplate="%{y:.0%}", textposition="outside")
-        fig.add_bar(x=df["case"], y=df["rel_error_scores"], name=name, marker_color=color, legendgroup=axis,
+        fig.add_bar(x=cases, y=df["rel_error_scores"], name=name, marker_color=color, legendgroup=axis,
                     showlegend=False, row=1, col=2, texttemplate="%{y:.0%}", textposition="outside")
     fig.update_yaxes(tickformat=".0%", rangemode="tozero")
     fig.update_layout(barmode="group")
     fig = base_layout(fig, "", "", "", height=380)
-    fig.update_yaxes(title_text="relative RMS error (%)")
-    fig.update_xaxes(title_text="keys quantized")
+    fig.update_yaxes(title_text=text(lang, "quant.fig.rel_rms"))
+    fig.update_xaxes(title_text=text(lang, "quant.fig.keys_quantized"))
     fig.update_layout(legend=dict(LEGEND_BELOW, xanchor="center", x=0.5),
                       margin=dict(t=40))
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.i18n import lang, t
 from app.resources import model as cached_model
 from app.work import run_job
 from sim.model import quant_channels as qc
@@ -65,18 +66,18 @@ class Measured:
         todo = [j for j in jobs if j not in self.results]
         if not todo:
             return True
-        setup, ecfg = self.setup, self.setup.eval
+        setup, ecfg, L = self.setup, self.setup.eval, lang()
 
         def measure(progress):
             out = {}
             for i, (kind, b) in enumerate(todo):
                 scheme = setup.scheme(kind, b)
-                progress(i / len(todo), f"run {i + 1} of {len(todo)}: {scheme.title}")
+                progress(i / len(todo), t("quant.job.run", i=f"{i + 1}", n=f"{len(todo)}", scheme=scheme.title_in(L)))
                 out[(kind, b)] = evaluate(setup.variant, ecfg.num_windows, ecfg.window_len, scheme)
             return out
 
         got = run_job(f"kv_quantization.{name}", setup.job_params(todo), self.run_s * len(todo), measure,
-                      what=setup.jobs_sentence(what, len(todo)))
+                      what=setup.jobs_sentence(what, len(todo), L))
         self.results.update(got or {})
         return got is not None
 
@@ -84,11 +85,13 @@ class Measured:
 def free_and_divergence(setup: QuantSetup, prompt_ids: list[int], n_new: int, kind: str, schemes: dict,
                         seconds: float):
     """(the free run through `kind`'s cache, where every scheme parts from it), or None while it waits."""
+    greedy, parting = t("quant.job.greedy"), t("quant.job.parting")
+
     def work(progress):
-        progress(0.0, "greedy decoding through both caches")
+        progress(0.0, greedy)
         fr = free_for(setup.variant, tuple(prompt_ids), n_new, schemes[kind])  # bounded: always fits
-        progress(0.7, "where every scheme parts from full precision")
+        progress(0.7, parting)
         return fr, divergence_for(setup.variant, tuple(prompt_ids), tuple(fr.ref_ids), tuple(schemes.values()))
 
     return run_job("kv_quantization.free", setup.free_key(prompt_ids, n_new, kind), seconds, work,
-                   what=free_sentence(n_new))
+                   what=free_sentence(n_new, lang()))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from sim.cost.arch import ArchPreset, estimate_num_params
 from sim.cost.gpus import GpuPreset
+from sim.i18n import text
 from sim.model.quant_cache import FULL, FULL_BYTES, CacheScheme, scheme_bytes
 from sim.model.transformer import ModelConfig
 from sim.readout import Metric
@@ -30,32 +31,33 @@ def bytes_per_value(cfg: ModelConfig, bytes_per_token: float) -> float:
     return bytes_per_token / (2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim)
 
 
-def tiny_bytes_rows(cfg: ModelConfig, schemes: Sequence[CacheScheme], num_tokens: int) -> list[dict]:
-    """The tiny model's cache after num_tokens tokens, by part, per scheme (16-bit residual)."""
+def tiny_bytes_rows(cfg: ModelConfig, schemes: Sequence[CacheScheme], num_tokens: int, lang: str = "en"
+                    ) -> list[dict]:
+    """The tiny model's cache after num_tokens tokens, by part, per scheme (16-bit residual; names in `lang`)."""
     rows = []
     for s in [FULL, *schemes]:
         b = scheme_bytes(s, num_tokens, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, full_bytes=FULL_BYTES)
-        rows.append({"scheme": s.key, "label": s.label, "short": s.short, **b,
+        rows.append({"scheme": s.key, "label": s.label_in(lang), "short": s.short_in(lang), **b,
                      "bytes_per_token": b["total"] / num_tokens})
     return rows
 
 
-def bytes_takeaway(rows: Sequence[dict], num_tokens: int, bits: int, key: str = "kivi") -> str:
+def bytes_takeaway(rows: Sequence[dict], num_tokens: int, bits: int, key: str = "kivi", lang: str = "en") -> str:
     """The bytes chart's title: the page's scheme (KIVI at the chosen width) against FP16, from
     `tiny_bytes_rows`, worded by whether it stores fewer bytes or more."""
     fp16 = next(r for r in rows if r["scheme"] == FULL.key)
     row = next(r for r in rows if r["scheme"] == key)
-    name = f"At {num_tokens:,} tokens, INT{bits} {row['short']}"
-    per = (f"{row['bytes_per_token']:,.1f} vs {fp16['bytes_per_token']:,.0f} B per token "
-           "(every layer, K and V)")
+    fields = dict(n=f"{num_tokens:,}", bits=f"{bits}", name=row["short"],
+                  per=text(lang, "quant.s.bytes_per", q=f"{row['bytes_per_token']:,.1f}",
+                           fp16=f"{fp16['bytes_per_token']:,.0f}"))
     if row["total"] < fp16["total"]:
-        return f"{name} stores {row['total'] / fp16['total']:.1%} of FP16's bytes: {per}"
+        return text(lang, "quant.s.bytes_less", share=f"{row['total'] / fp16['total']:.1%}", **fields)
     if row["total"] > fp16["total"]:
-        return f"{name} stores {row['total'] / fp16['total']:,.2f}× FP16's bytes: {per}"
-    return f"{name} stores as many bytes as FP16: {per}"
+        return text(lang, "quant.s.bytes_more", x=f"{row['total'] / fp16['total']:,.2f}", **fields)
+    return text(lang, "quant.s.bytes_same", **fields)
 
 
-def bytes_curves(cfg: ModelConfig, key_to_scheme: Mapping[str, CacheScheme]
+def bytes_curves(cfg: ModelConfig, key_to_scheme: Mapping[str, CacheScheme], lang: str = "en"
                  ) -> dict[str, tuple[str, list[int], list[float]]]:
     """key -> (short label, contexts 1, 2, 4 … up to the trained context, average bytes per token) for
     CURVE_KEYS: the residual window's cost fades as the context grows."""
@@ -63,26 +65,27 @@ def bytes_curves(cfg: ModelConfig, key_to_scheme: Mapping[str, CacheScheme]
     curves = {}
     for key in CURVE_KEYS:
         s = FULL if key == "fp16" else key_to_scheme[key]
-        curves[key] = (s.short, xs, [scheme_bytes(s, n, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"] / n
+        curves[key] = (s.short_in(lang), xs, [scheme_bytes(s, n, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"] / n
                                      for n in xs])
     return curves
 
 
-def tiny_bytes_caption(cfg: ModelConfig, variant: str, bits: int, residual: int) -> str:
-    return (f"Exact counts for the tiny {variant.upper()} model ({cfg.n_layers} layers × {cfg.n_kv_heads} KV heads × "
-            f"{cfg.head_dim} channels, K and V): codes bit-packed at {bits} bits, an fp16 scale and fp16 zero point per "
-            f"group, residual tokens at 16 bits. "
-            + (f"KIVI's R={residual} full-precision tokens weigh most in a short context and less as it grows (the "
-               "chart on the right); " if residual else "KIVI here keeps no full-precision tokens; ")
-            + "the cache's own `used_bytes()` is tested equal to these numbers.")
+def tiny_bytes_caption(cfg: ModelConfig, variant: str, bits: int, residual: int, lang: str = "en") -> str:
+    fields = dict(variant=variant.upper(), L=f"{cfg.n_layers}", H=f"{cfg.n_kv_heads}", D=f"{cfg.head_dim}",
+                  bits=f"{bits}", R=f"{residual}")
+    return text(lang, "quant.s.tiny_bytes_caption", **fields) \
+        + text(lang, "quant.s.tiny_bytes_residual" if residual else "quant.s.tiny_bytes_no_residual", **fields) \
+        + text(lang, "quant.s.tiny_bytes_tested")
 
 
-def bytes_formula(cfg: ModelConfig, bits: int, kivi_bytes_per_token: float, num_tokens: int) -> str:
+def bytes_formula(cfg: ModelConfig, bits: int, kivi_bytes_per_token: float, num_tokens: int, lang: str = "en"
+                  ) -> str:
     """LaTeX: bytes per token as 2·L·H_kv·d_h·p with the tiny model's numbers, p for FP16 and for KIVI."""
     L, Hkv, D = cfg.n_layers, cfg.n_kv_heads, cfg.head_dim
-    return (rf"\text{{bytes per token}} = 2 \cdot L \cdot H_{{kv}} \cdot d_h \cdot p = 2 \cdot {L}\cdot {Hkv} \cdot {D}"
+    per, at = text(lang, "quant.tex.bytes_per_token"), text(lang, "quant.tex.at_tokens", n=f"{num_tokens}")
+    return (rf"\text{{{per}}} = 2 \cdot L \cdot H_{{kv}} \cdot d_h \cdot p = 2 \cdot {L}\cdot {Hkv} \cdot {D}"
             rf" \cdot p, \qquad p_{{\mathrm{{FP16}}}} = 2\,\mathrm{{B}},\quad p_{{\mathrm{{KIVI\,INT{bits}}}}} = "
-            rf"{bytes_per_value(cfg, kivi_bytes_per_token):.4f}\,\mathrm{{B}}\ \text{{at {num_tokens} tokens}}")
+            rf"{bytes_per_value(cfg, kivi_bytes_per_token):.4f}\,\mathrm{{B}}\ \text{{{at}}}")
 
 
 # --- at real-model scale ----------------------------------------------------------------------------------
@@ -102,7 +105,7 @@ class ScaleRow:
 
 
 def scale_rows(arch: ArchPreset, schemes: Sequence[CacheScheme], context: int, gpu_bytes: int, bandwidth: float,
-               utilization: float = 0.9, weight_bytes_per_param: int = 2) -> list[ScaleRow]:
+               utilization: float = 0.9, weight_bytes_per_param: int = 2, lang: str = "en") -> list[ScaleRow]:
     """Per-request cache bytes of each scheme for a standard-attention preset, and what that buys on
     a GPU: the most requests that fit next to the weights and the bandwidth-bound decode rate.
     The first row is FP16."""
@@ -120,7 +123,7 @@ def scale_rows(arch: ArchPreset, schemes: Sequence[CacheScheme], context: int, g
         per = scheme_bytes(s, context, arch.n_layers, arch.n_kv_heads, arch.head_dim)["total"]
         n = max(0, budget // per) if budget > 0 else 0
         step = (weights + n * per) / bandwidth
-        rows.append(ScaleRow(s.key, s.label, s.title, per / context, per, per / fp16, int(n), step,
+        rows.append(ScaleRow(s.key, s.label_in(lang), s.title_in(lang), per / context, per, per / fp16, int(n), step,
                              n / step if n else 0.0))
     return rows
 
@@ -134,6 +137,7 @@ class ScaleView:
     context: int
     utilization: float
     rows: list[ScaleRow]  # FP16 first
+    lang: str = "en"  # the language of its names and sentences
 
     def requests_vs_fp16(self, i: int) -> float:
         return self.rows[i].max_requests / max(1, self.rows[0].max_requests)
@@ -144,11 +148,12 @@ class ScaleView:
     def metrics(self, bits: int) -> list[Metric]:
         """FP16 against the first scheme (KIVI at `bits`): requests that fit and the decode rate bound."""
         fp16, kivi = self.rows[0], self.rows[1]
-        return [Metric("FP16: requests that fit", f"{fp16.max_requests:,}"),
-                Metric(f"KIVI INT{bits}: requests that fit", f"{kivi.max_requests:,}",
-                       f"{self.requests_vs_fp16(1):.2f}× FP16"),
-                Metric(f"KIVI INT{bits}: decode tokens/s bound", f"{kivi.tokens_per_s:,.0f}",
-                       f"{self.rate_vs_fp16(1):.2f}× FP16")]
+        lang, b = self.lang, f"{bits}"
+        return [Metric(text(lang, "quant.m.fp16_fit"), f"{fp16.max_requests:,}"),
+                Metric(text(lang, "quant.m.kivi_fit", bits=b), f"{kivi.max_requests:,}",
+                       text(lang, "quant.m.x_fp16", x=f"{self.requests_vs_fp16(1):.2f}")),
+                Metric(text(lang, "quant.m.kivi_rate", bits=b), f"{kivi.tokens_per_s:,.0f}",
+                       text(lang, "quant.m.x_fp16", x=f"{self.rate_vs_fp16(1):.2f}"))]
 
     def frame(self):
         import pandas as pd
@@ -160,11 +165,8 @@ class ScaleView:
 
     def caption(self) -> str:
         gpu = self.gpu
-        return (f"{self.arch.name} at {self.context:,} tokens per request on one {gpu.name} ({gpu.memory_gib:g} GiB × "
-                f"{self.utilization:.2f} usable, weights in 16 bits). Decode is memory-bound: one step at the largest "
-                f"batch must read every weight once and every request's cache, so its time is at least (weights + KV "
-                f"bytes) ÷ {gpu.bandwidth_tb_s:g} TB/s. A bound, not a measurement: the dequantizing kernel must be "
-                "light enough not to eat the saving.")
+        return text(self.lang, "quant.s.scale_caption", model=self.arch.name, ctx=f"{self.context:,}", gpu=gpu.name,
+                    gib=f"{gpu.memory_gib:g}", util=f"{self.utilization:.2f}", tbs=f"{gpu.bandwidth_tb_s:g}")
 
 
 def scale_presets(presets: Mapping[str, ArchPreset]) -> dict[str, ArchPreset]:
@@ -179,15 +181,16 @@ def _every_layer_full(p: ArchPreset) -> bool:
     return p.num_global_layers == p.n_layers and not p.kv_shared_layers and not p.index_head_dim
 
 
-def context_for(arch: ArchPreset, context: int) -> tuple[int, str | None]:
+def context_for(arch: ArchPreset, context: int, lang: str = "en") -> tuple[int, str | None]:
     """The context counted per request (at most what the model was trained for), and a note when cut."""
     ctx = min(context, arch.max_position_embeddings)
     if ctx < context:
-        return ctx, f"{arch.name} was trained for {arch.max_position_embeddings:,} tokens: counting {ctx:,} per request."
+        return ctx, text(lang, "quant.s.context_cut", model=arch.name, max=f"{arch.max_position_embeddings:,}",
+                         ctx=f"{ctx:,}")
     return ctx, None
 
 
 def scale_view(arch: ArchPreset, gpu: GpuPreset, schemes: Sequence[CacheScheme], context: int,
-               utilization: float) -> ScaleView:
-    rows = scale_rows(arch, schemes, context, gpu.memory_bytes, gpu.bandwidth_bytes_per_s, utilization)
-    return ScaleView(arch, gpu, context, utilization, rows)
+               utilization: float, lang: str = "en") -> ScaleView:
+    rows = scale_rows(arch, schemes, context, gpu.memory_bytes, gpu.bandwidth_bytes_per_s, utilization, lang=lang)
+    return ScaleView(arch, gpu, context, utilization, rows, lang)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from sim.i18n import text
 from sim.model.quant import (
     INT_BITS,
     SCALE_BYTES,
@@ -50,20 +51,26 @@ from sim.model.quant import (
 MAX_RESIDUAL = 1024
 FULL_BYTES = 2
 
-SCHEME_KINDS: dict[str, str] = {
-    "kivi": "KIVI: K per-channel, V per-token, residual R",
-    "kivi_nores": "K per-channel, V per-token, no residual",
-    "token": "K and V per-token (naive)",
-    "channel": "K and V per-channel, no residual",
-    "token_res": "K and V per-token + residual R",
-    "token_first": "K and V per-token + first R tokens kept",
-}
-FP8_KINDS: dict[str, str] = {"fp8_e4m3": "FP8 e4m3 (K and V)", "fp8_e5m2": "FP8 e5m2 (K and V)"}
-SHORT_LABELS: dict[str, str] = {
-    "kivi": "KIVI (R={R})", "kivi_nores": "KIVI, no residual", "token": "per-token (naive)",
-    "channel": "per-channel K & V", "token_res": "per-token + last {R} kept", "token_first": "per-token + first {R} kept",
-    "fp8_e4m3": "FP8 e4m3", "fp8_e5m2": "FP8 e5m2", "fp16": "full precision",
-}
+# The schemes by kind; each one's names (label, short label) are catalog entries: quant.scheme.<kind> and
+# quant.short.<kind> in assets/i18n/<lang>/kv_quantization.json, with {R} for the residual window.
+SCHEME_KINDS: tuple[str, ...] = ("kivi", "kivi_nores", "token", "channel", "token_res", "token_first")
+FP8_KINDS: tuple[str, ...] = ("fp8_e4m3", "fp8_e5m2")
+
+
+def scheme_label(key: str, residual: int, lang: str = "en") -> str:
+    """A scheme's name in `lang` ("KIVI: K per-channel, V per-token, residual R=128"); "fp16": full precision."""
+    return text(lang, f"quant.scheme.{key}", R=f"{residual}")
+
+
+def short_label(key: str, residual: int, lang: str = "en") -> str:
+    """A scheme's short name in `lang` ("KIVI (R=128)", "per-token (naive)"), as charts and tables show it."""
+    return text(lang, f"quant.short.{key}", R=f"{residual}")
+
+
+def scheme_title(key: str, bits: int, residual: int, lang: str = "en") -> str:
+    """The label with the integer width in front ("INT4 KIVI: ..."); FP8 and full precision say theirs."""
+    label = scheme_label(key, residual, lang)
+    return f"INT{bits} {label}" if key in SCHEME_KINDS else label
 
 
 @dataclass(frozen=True)
@@ -95,21 +102,27 @@ class CacheScheme:
     def is_full(self) -> bool:
         return self.k is None and self.v is None
 
+    def label_in(self, lang: str) -> str:
+        return scheme_label(self.key, self.residual, lang)
+
+    def title_in(self, lang: str) -> str:
+        return scheme_title(self.key, self.bits, self.residual, lang)
+
+    def short_in(self, lang: str) -> str:
+        return short_label(self.key, self.residual, lang)
+
     @property
     def label(self) -> str:
-        if self.is_full:
-            return "full precision"
-        base = SCHEME_KINDS.get(self.key) or FP8_KINDS.get(self.key) or self.key
-        return base.replace("residual R", f"residual R={self.residual}").replace("first R", f"first {self.residual}")
+        return self.label_in("en")
 
     @property
     def title(self) -> str:
         """The label with the integer width in front ("INT4 KIVI: ..."); FP8 and full precision say theirs."""
-        return f"INT{self.bits} {self.label}" if self.key in SCHEME_KINDS else self.label
+        return self.title_in("en")
 
     @property
     def short(self) -> str:
-        return SHORT_LABELS.get(self.key, self.key).format(R=self.residual)
+        return self.short_in("en")
 
     @property
     def bits(self) -> int:

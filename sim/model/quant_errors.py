@@ -17,8 +17,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from sim.i18n import text
 from sim.model.quant import fp8_backend
-from sim.model.quant_cache import FP8_KINDS, FULL, CacheScheme, scheme_bytes
+from sim.model.quant_cache import FP8_KINDS, FULL, CacheScheme, scheme_bytes, scheme_label, short_label
 from sim.model.quant_forward import teacher_forced_logits
 from sim.model.transformer import TinyLlama
 from sim.readout import Metric
@@ -70,6 +71,7 @@ class PositionErrors:
     loss_q: float
     bytes_per_token: float  # this model, every layer, K and V, at the window length
     window_delta_loss: np.ndarray  # (W,) each window's mean Δ loss
+    residual: int = 0  # the scheme's R (its names in another language need it)
 
     @property
     def num_positions(self) -> int:
@@ -105,16 +107,23 @@ class PositionErrors:
         """The mean of one of METRICS over every position and window."""
         return {"kl": self.mean_kl, "delta_loss": self.mean_delta_loss, "agreement": self.mean_agreement}[metric]
 
-    def loss_text(self) -> str:
+    def short_in(self, lang: str) -> str:
+        """The scheme's short name in `lang` (self.short is the English one)."""
+        return self.short if lang == "en" else short_label(self.key, self.residual, lang)
+
+    def label_in(self, lang: str) -> str:
+        return self.label if lang == "en" else scheme_label(self.key, self.residual, lang)
+
+    def loss_text(self, lang: str = "en") -> str:
         """'1.2345 (Δ loss +0.00012 ± 0.00003 nats/byte)': the quantized perplexity and its loss change."""
         se = "" if math.isnan(self.delta_loss_se) else f" ± {self.delta_loss_se:.5f}"  # NaN: one window
-        return f"{self.ppl_q:.4f} (Δ loss {self.mean_delta_loss:+.5f}{se} nats/byte)"
+        return text(lang, "quant.s.loss_text", ppl=f"{self.ppl_q:.4f}", dl=f"{self.mean_delta_loss:+.5f}", se=se)
 
     def kl_by_quarter(self) -> list[float]:
         return [float(part.mean()) for part in np.array_split(self.kl, 4)]
 
-    def binned(self, width: int):
-        """Rows (position bin start, mean Δloss, agreement, KL) for a chart."""
+    def binned(self, width: int, lang: str = "en"):
+        """Rows (position bin start, mean Δloss, agreement, KL) for a chart (the scheme named in `lang`)."""
         import pandas as pd
 
         n = self.num_positions
@@ -124,7 +133,7 @@ class PositionErrors:
             "delta_loss": [float(self.delta_loss[s : s + width].mean()) for s in starts],
             "agreement": [float(self.agreement[s : s + width].mean()) for s in starts],
             "kl": [float(self.kl[s : s + width].mean()) for s in starts],
-            "scheme": self.short,
+            "scheme": self.short_in(lang),
         })
 
 
@@ -162,7 +171,8 @@ def evaluate_scheme(model: TinyLlama, windows: torch.Tensor, scheme: CacheScheme
     nbytes = scheme_bytes(scheme, T, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"]
     return PositionErrors(scheme.key, scheme.label, scheme.short, scheme.bits, (m["loss_q"] - m["loss_ref"]).mean(0).numpy(),
                           m["agree"].mean(0).numpy(), m["kl"].mean(0).numpy(), float(m["loss_ref"].mean()),
-                          float(m["loss_q"].mean()), nbytes / T, (m["loss_q"] - m["loss_ref"]).mean(1).numpy())
+                          float(m["loss_q"].mean()), nbytes / T, (m["loss_q"] - m["loss_ref"]).mean(1).numpy(),
+                          scheme.residual)
 
 
 def reference_logits(model: TinyLlama, windows: torch.Tensor) -> torch.Tensor:
@@ -171,13 +181,14 @@ def reference_logits(model: TinyLlama, windows: torch.Tensor) -> torch.Tensor:
     return torch.cat([teacher_forced_logits(model, ids[sl]) for sl in _window_batches(ids.shape[0], ids.shape[1])])
 
 
-def results_frame(results: Sequence[PositionErrors], fp16_bytes_per_token: float):
-    """The bits × scheme table: one row per result, its format (INT4, FP8 e4m3) and its bytes against FP16."""
+def results_frame(results: Sequence[PositionErrors], fp16_bytes_per_token: float, lang: str = "en"):
+    """The bits × scheme table: one row per result, its format (INT4, FP8 e4m3) and its bytes against FP16
+    (`label`: the scheme's name in `lang`)."""
     import pandas as pd
 
     return pd.DataFrame([{
         "scheme": r.key, "format": f"FP8 {r.key.split('_')[1]}" if r.key in FP8_KINDS else f"INT{r.bits}",
-        "label": r.label, "bits": r.bits, "delta_loss": r.mean_delta_loss, "delta_loss_se": r.delta_loss_se,
+        "label": r.label_in(lang), "bits": r.bits, "delta_loss": r.mean_delta_loss, "delta_loss_se": r.delta_loss_se,
         "ppl_ref": r.ppl_ref, "ppl_q": r.ppl_q, "top1_agreement": r.mean_agreement, "kl": r.mean_kl,
         "kl_first_quarter": r.kl_by_quarter()[0], "kl_last_quarter": r.kl_by_quarter()[-1],
         "bytes_per_token": r.bytes_per_token, "vs_fp16": r.bytes_per_token / fp16_bytes_per_token,
@@ -185,71 +196,72 @@ def results_frame(results: Sequence[PositionErrors], fp16_bytes_per_token: float
 
 
 def metric_grid(results: Mapping[tuple[str, int], PositionErrors], metric: str, kinds: Sequence[str],
-                bit_widths: Sequence[int]):
-    """One row per scheme (its short label), one column per bit width ("4 bits"): the mean of `metric`,
-    NaN where that scheme was not measured at that width (FP8 is 8 bits only)."""
+                bit_widths: Sequence[int], lang: str = "en"):
+    """One row per scheme (its short label in `lang`), one column per bit width ("4 bits"): the mean of
+    `metric`, NaN where that scheme was not measured at that width (FP8 is 8 bits only)."""
     import pandas as pd
 
-    short = {kind: r.short for (kind, _), r in results.items()}
-    grid = pd.DataFrame(index=[short[k] for k in kinds if k in short], columns=[f"{b} bits" for b in bit_widths],
-                        dtype=float)
-    for (_, b), r in results.items():
-        grid.loc[r.short, f"{b} bits"] = r.mean_of(metric)
+    short = {kind: r.short_in(lang) for (kind, _), r in results.items()}
+    col = {b: text(lang, "quant.s.n_bits", n=f"{b}") for b in bit_widths}
+    grid = pd.DataFrame(index=[short[k] for k in kinds if k in short], columns=list(col.values()), dtype=float)
+    for (kind, b), r in results.items():
+        grid.loc[short[kind], col[b]] = r.mean_of(metric)
     return grid
 
 
-def binned_frame(key_to_result: Mapping[str, PositionErrors], width: int):
+def binned_frame(key_to_result: Mapping[str, PositionErrors], width: int, lang: str = "en"):
     """Every scheme's errors in bins of `width` positions, one frame (column `key`: the scheme's kind)."""
     import pandas as pd
 
-    return pd.concat([r.binned(width).assign(key=k) for k, r in key_to_result.items()])
+    return pd.concat([r.binned(width, lang).assign(key=k) for k, r in key_to_result.items()])
 
 
-def grid_caption(num_tokens: int) -> str:
+def grid_caption(num_tokens: int, lang: str = "en") -> str:
     """Under the bits × scheme heatmap: what FP8 means here (real torch float8 or emulated)."""
-    fp8 = "torch float8 dtypes" if fp8_backend("e4m3") == "torch" else "emulated, this torch has no float8"
-    return (f"The metric chosen above for the position chart. FP8 is 8 bits only (each value cast on its own, one "
-            f"per-tensor scale of 1; {fp8}). Bytes per token at {num_tokens} tokens are in the table below.")
+    fp8 = text(lang, "quant.s.fp8_torch" if fp8_backend("e4m3") == "torch" else "quant.s.fp8_emulated")
+    return text(lang, "quant.s.grid_caption", fp8=fp8, n=f"{num_tokens}")
 
 
-def headline_metrics(kivi: PositionErrors, naive: PositionErrors, cfg, residual: int) -> list[Metric]:
+def headline_metrics(kivi: PositionErrors, naive: PositionErrors, cfg, residual: int, lang: str = "en"
+                     ) -> list[Metric]:
     """Bytes per token and perplexity, then KL and top-1 agreement, of KIVI and naive per-token at one
     bit width (cfg: the tiny model's ModelConfig)."""
     bits, S = kivi.bits, kivi.num_positions
     fp16 = scheme_bytes(FULL, 1, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"]
+
+    def m(key: str, **fields: object) -> str:
+        return text(lang, f"quant.m.{key}", **fields)
+
+    b = f"{bits}"
     return [
-        Metric("FP16 cache, bytes per token", f"{fp16:,.0f}",
-               help=f"2 × {cfg.n_layers} layers × {cfg.n_kv_heads} KV heads × {cfg.head_dim} channels × 2 B"),
-        Metric(f"KIVI INT{bits}, bytes per token", f"{kivi.bytes_per_token:,.1f}",
-               f"{kivi.bytes_per_token / fp16:.1%} of FP16",
-               f"At {S} tokens, with scales, zero points and the R={residual} full-precision tokens counted."),
-        Metric(f"Naive per-token INT{bits}, bytes per token", f"{naive.bytes_per_token:,.1f}",
-               f"{naive.bytes_per_token / fp16:.1%} of FP16"),
-        Metric("Perplexity per byte, full precision", f"{kivi.ppl_ref:.4f}",
-               help="exp(mean cross-entropy) over every position of every held-out window."),
-        Metric(f"KIVI INT{bits}: KL per prediction", f"{kivi.mean_kl:.2e}",
-               help="Mean KL(full ‖ quantized) of the next-byte distribution, nats, over every position and window."),
-        Metric(f"KIVI INT{bits}: top-1 agreement", f"{kivi.mean_agreement:.2%}",
-               help="How often the most likely next byte is the same as with the full-precision cache."),
-        Metric(f"Naive INT{bits}: KL per prediction", f"{naive.mean_kl:.2e}"),
-        Metric(f"Naive INT{bits}: top-1 agreement", f"{naive.mean_agreement:.2%}"),
+        Metric(m("fp16_bytes"), f"{fp16:,.0f}",
+               help=m("fp16_bytes_help", L=f"{cfg.n_layers}", H=f"{cfg.n_kv_heads}", D=f"{cfg.head_dim}")),
+        Metric(m("kivi_bytes", bits=b), f"{kivi.bytes_per_token:,.1f}",
+               m("of_fp16", share=f"{kivi.bytes_per_token / fp16:.1%}"),
+               m("kivi_bytes_help", S=f"{S}", R=f"{residual}")),
+        Metric(m("naive_bytes", bits=b), f"{naive.bytes_per_token:,.1f}",
+               m("of_fp16", share=f"{naive.bytes_per_token / fp16:.1%}")),
+        Metric(m("ppl"), f"{kivi.ppl_ref:.4f}", help=m("ppl_help")),
+        Metric(m("kivi_kl", bits=b), f"{kivi.mean_kl:.2e}", help=m("kl_help")),
+        Metric(m("kivi_agree", bits=b), f"{kivi.mean_agreement:.2%}", help=m("agree_help")),
+        Metric(m("naive_kl", bits=b), f"{naive.mean_kl:.2e}"),
+        Metric(m("naive_agree", bits=b), f"{naive.mean_agreement:.2%}"),
     ]
 
 
-def perplexity_sentence(kivi: PositionErrors, naive: PositionErrors) -> str:
+def perplexity_sentence(kivi: PositionErrors, naive: PositionErrors, lang: str = "en") -> str:
     """Markdown: full-precision perplexity, then KIVI's and naive per-token's with their loss change."""
-    return (f"Perplexity per byte — full precision **{kivi.ppl_ref:.4f}**, KIVI **{kivi.loss_text()}**, naive "
-            f"per-token **{naive.loss_text()}**.")
+    return text(lang, "quant.s.perplexity", ref=f"{kivi.ppl_ref:.4f}", kivi=kivi.loss_text(lang),
+                naive=naive.loss_text(lang))
 
 
-def position_caption(kivi: PositionErrors, naive: PositionErrors, num_windows: int, residual: int) -> str:
+def position_caption(kivi: PositionErrors, naive: PositionErrors, num_windows: int, residual: int,
+                     lang: str = "en") -> str:
     """What the error-by-position chart shows, with the first- and last-quarter KL of both schemes."""
     k, n = kivi.kl_by_quarter(), naive.kl_by_quarter()
-    return (
-        f"{num_windows} held-out window(s) of {kivi.num_positions} tokens, fed one token at a time through each cache "
-        f"(computed in one pass that a test proves equal to the token-by-token cache). Mean KL in the first vs last "
-        f"quarter of the window — naive per-token: {n[0]:.2e} → {n[-1]:.2e}; KIVI: {k[0]:.2e} → {k[-1]:.2e}. "
-        + exact_prefix_sentence(kivi, residual))
+    return text(lang, "quant.s.position_caption", w=f"{num_windows}", T=f"{kivi.num_positions}",
+                n0=f"{n[0]:.2e}", n1=f"{n[-1]:.2e}", k0=f"{k[0]:.2e}", k1=f"{k[-1]:.2e}") \
+        + exact_prefix_sentence(kivi, residual, lang)
 
 
 def exact_prefix(kivi: PositionErrors) -> int:
@@ -258,14 +270,12 @@ def exact_prefix(kivi: PositionErrors) -> int:
     return int(nonzero[0]) if len(nonzero) else kivi.num_positions
 
 
-def exact_prefix_sentence(kivi: PositionErrors, residual: int) -> str:
+def exact_prefix_sentence(kivi: PositionErrors, residual: int, lang: str = "en") -> str:
     """Why KIVI's curve starts where it does, from its measured KL (the caption's last sentence)."""
     n, T = exact_prefix(kivi), kivi.num_positions
     if n == T:
-        return (f"KIVI's KL is exactly 0 at all {T:,} positions: with R={residual}, every key and value it reads is "
-                "still in full precision.")
+        return text(lang, "quant.s.exact_all", T=f"{T:,}", R=f"{residual}")
     if n == 0:
-        return "KIVI's KL is above 0 from the first position."
-    return (f"KIVI's KL is exactly 0 at the first {n:,} positions (R={residual}: only full-precision keys and values "
-            "are read there), which is why its curve starts at zero.")
+        return text(lang, "quant.s.exact_none")
+    return text(lang, "quant.s.exact_first", n=f"{n:,}", R=f"{residual}")
 
