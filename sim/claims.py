@@ -65,7 +65,7 @@ def verdict_counts(claims: tuple[Claim, ...] | list[Claim]) -> dict[Verdict, int
 
 
 def verdict_word(verdict: Verdict, lang: str = "en") -> str:
-    """'needs context' / '조건이 필요함': the verdict as the page language says it."""
+    """'needs context' / '조건부': the verdict as the page language says it."""
     return text(lang, f"claims.verdict.{verdict.name.lower()}")
 
 
