@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.i18n import lang, t
 from app.work import queued, run_job
 from sim.alloc import prefix_readouts as ro
 from sim.alloc import prefix_sweeps as ps
@@ -12,11 +13,22 @@ from sim.alloc import workload as wk
 from sim.alloc.prefix_cache import CacheConfig
 from sim.model import prefix_run as pr
 
-both_layouts = st.cache_data(max_entries=16, show_spinner="Simulating the prefix cache…")(ps.run_both_layouts)
-overview = st.cache_data(max_entries=8, show_spinner="Simulating every workload in both layouts…")(
-    ps.compare_workloads)
-sweeps = st.cache_data(max_entries=8, show_spinner="Sweeping capacity and block size…")(ps.sweep_both_layouts)
-tree = st.cache_data(max_entries=8, show_spinner="Building the tree…")(ps.tree_view)
+
+def _spun(fn, key: str):
+    """fn cached (st.cache_data), with its spinner worded in the page language."""
+    cached = st.cache_data(max_entries=16 if fn is ps.run_both_layouts else 8, show_spinner=False)(fn)
+
+    def run(*args):
+        with st.spinner(t(key)):
+            return cached(*args)
+
+    return run
+
+
+both_layouts = _spun(ps.run_both_layouts, "prefix.spin.both")
+overview = _spun(ps.compare_workloads, "prefix.spin.overview")
+sweeps = _spun(ps.sweep_both_layouts, "prefix.spin.sweeps")
+tree = _spun(ps.tree_view, "prefix.spin.tree")
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -27,20 +39,20 @@ def trace_tokens(cfg: wk.PrefixWorkloadConfig) -> int:
 
 def workloads(cfg: wk.PrefixWorkloadConfig, cache: CacheConfig):
     """(both layouts of the chosen workload, every workload's overview)."""
-    job = ro.workloads_job(cfg, trace_tokens(cfg))
+    job = ro.workloads_job(cfg, trace_tokens(cfg), lang())
     return run_job("prefix_caching.workloads", (cfg, cache), job.estimate_s,
                    lambda progress: (both_layouts(cfg, cache), overview(ps.sizes_only(cfg), cache)),
                    real_model=False, what=job.what)
 
 
 def capacity_and_block_size(cfg: wk.PrefixWorkloadConfig, cache: CacheConfig):
-    job = ro.sweeps_job(cache, trace_tokens(cfg))
+    job = ro.sweeps_job(cache, trace_tokens(cfg), lang())
     return run_job("prefix_caching.sweeps", (cfg, cache), job.estimate_s, lambda progress: sweeps(cfg, cache),
                    real_model=False, what=job.what)
 
 
 def radix_tree(cfg: wk.PrefixWorkloadConfig, block_size: int, num_drawn: int):
-    job = ro.tree_job(trace_tokens(cfg))
+    job = ro.tree_job(trace_tokens(cfg), lang())
     return run_job("prefix_caching.tree", (cfg, block_size, num_drawn), job.estimate_s,
                    lambda progress: tree(cfg, block_size, num_drawn), real_model=False, what=job.what)
 
@@ -58,7 +70,7 @@ def branch(inputs: pr.BranchInputs):
                    what=job.what)
 
 
-@st.cache_data(max_entries=16, show_spinner="Running both prompts through the model…")
+@st.cache_data(max_entries=16, show_spinner=False)
 def _kv_change(ids: tuple[int, ...], pos: int):
     from app.resources import model
 
@@ -67,4 +79,4 @@ def _kv_change(ids: tuple[int, ...], pos: int):
 
 def kv_change(ids: tuple[int, ...], pos: int):
     """Both prompts through the model in the server's queue (well under a second)."""
-    return queued(lambda: _kv_change(ids, pos), "Running both prompts through the model")
+    return queued(lambda: _kv_change(ids, pos), t("prefix.spin.kv"))

@@ -11,94 +11,95 @@ from sim.alloc.prefix_cache import HitTotals
 from sim.alloc.prefix_sweeps import TwoPrompts, WorkloadOverview
 from sim.alloc.workload import TIMESTAMP_LEN
 from sim.claims import Claim, Verdict
+from sim.i18n import text
 
-NOT_RUN = "turn on the real model (section 5)"
+NOT_RUN = text("en", "prefix.claim.not_run")
+
+# The seeds' own words for each claim (shared/seeds/000_*.txt and 002_*.txt), quoted verbatim.
+ORIGINAL = {
+    "one_byte": "그래서 프롬프트 재사용은 처음부터 연속된 접두부에만 가능하고, 중간이나 접미부는 재사용할 수 없다.",
+    "layout": "프롬프트(프리픽스) 캐시는 처음부터 연속된 접두부에만 유효하므로, 고정된 내용을 앞에 두고 가변 내용을 "
+              "뒤에 두는 배치가 성능을 좌우한다.",
+    "reuse": "동일한 시스템 프롬프트(system prompt), 퓨샷(few-shot) 예시, 긴 문맥 문서의 KV를 여러 호출 사이에서 "
+             "재사용합니다.",
+    "agent": "도구(tool) 프롬프트가 반복되는 에이전트(agent) 작업 부하에서는 접두부 캐싱만으로도 처리량이 흔히 5배 정도 "
+             "늘어납니다.",
+    "branch": "프롬프트 P와 여러 완성(completion)이 있을 때, P에 대해 순방향 전파를 한 번 돌려 KV 캐시를 채우고 완성별로 "
+              "분기합니다. 매번 P를 다시 인코딩(encoding)하는 방식과 비교해 속도 향상을 측정합니다.",
+}
 
 
-def agent_finding(agent: HitTotals, decode_weight: float) -> str:
-    return (f"simulated agent loop: {100 * agent.hit_rate:.1f}% hit, prefill {agent.prefill_speedup:.2f}× less, "
-            f"throughput ≈ {agent.throughput_gain(decode_weight):.2f}× (decode step = {decode_weight:g} prefill tokens)")
+def agent_finding(agent: HitTotals, decode_weight: float, lang: str = "en") -> str:
+    return text(lang, "prefix.claim.agent_finding", hit=f"{100 * agent.hit_rate:.1f}",
+                speedup=f"{agent.prefill_speedup:.2f}", gain=f"{agent.throughput_gain(decode_weight):.2f}",
+                w=f"{decode_weight:g}")
 
 
-def agent_paragraph(agent: HitTotals, decode_weight: float) -> str:
+def agent_paragraph(agent: HitTotals, decode_weight: float, lang: str = "en") -> str:
     """Seed 002's 'about 5x for agents' against the simulated agent loop (Markdown)."""
     gain = agent.throughput_gain(decode_weight)
     if f"{gain:.2f}" == "5.00":
-        versus = "the seed's 5×"
+        versus = text(lang, "prefix.claim.versus.same")
     elif gain < 5:
-        versus = "short of the seed's 5×"
+        versus = text(lang, "prefix.claim.versus.short")
     else:
-        versus = "past the seed's 5×"
-    return (
-        f"Seed 002 says agent workloads with repeated tool prompts *often get about 5× throughput* from prefix "
-        f"caching. With the sizes above the simulated agent loop hits **{100 * agent.hit_rate:.1f}%** of its "
-        f"prompt tokens, so its prefill work drops **{agent.prefill_speedup:.2f}×**; counting each decode step "
-        f"as {decode_weight:g} prefill tokens the whole run gets **{gain:.2f}×** faster, {versus}. The 5× is not a constant: it needs a hit rate of at least 80% (1 / (1 − 0.8) = 5) *and* prompts "
-        "long enough that prefill dominates. Shorter tool descriptions, longer answers or a cache too small for the "
-        "running agents all shrink it."
-    )
+        versus = text(lang, "prefix.claim.versus.past")
+    return text(lang, "prefix.claim.agent_paragraph", hit=f"{100 * agent.hit_rate:.1f}",
+                speedup=f"{agent.prefill_speedup:.2f}", w=f"{decode_weight:g}", gain=f"{gain:.2f}", versus=versus)
 
 
-def timestamp_why(overview: WorkloadOverview | None) -> str:
+def timestamp_why(overview: WorkloadOverview | None, lang: str = "en") -> str:
     """What moving the timestamp to the top did to the hit rate, worded by which way it went."""
     if overview is None:
-        return f"A {TIMESTAMP_LEN}-token timestamp at the top changes every block after it (section 2)."
+        return text(lang, "prefix.claim.ts.none", n=f"{TIMESTAMP_LEN}")
     below, above = (100 * overview.get("timestamp", layout).hit_rate for layout in ("fixed_first", "variable_first"))
     if f"{below:.1f}" == f"{above:.1f}":
-        return f"A {TIMESTAMP_LEN}-token timestamp at the top leaves the hit rate at {below:.1f}%."
+        return text(lang, "prefix.claim.ts.same", n=f"{TIMESTAMP_LEN}", below=f"{below:.1f}")
     verb = "drops" if above < below else "raises"
-    return f"A {TIMESTAMP_LEN}-token timestamp at the top {verb} the hit rate from {below:.1f}% to {above:.1f}%."
+    return text(lang, f"prefix.claim.ts.{verb}", n=f"{TIMESTAMP_LEN}", below=f"{below:.1f}", above=f"{above:.1f}")
 
 
-def branch_finding(run) -> str:
+def branch_finding(run, lang: str = "en") -> str:
     """A sim.model.prefix_run branch run, in the seeds table's words."""
-    return (f"{run.num_branches} branches on a {len(run.prefix_ids)}-byte prefix: prefill time "
-            f"−{100 * run.prefill_saved_share:.0f}% (tokens −{100 * run.token_saved_share:.0f}%), tokens "
-            f"{'identical' if run.tokens_identical else 'DIFFERENT'}")
+    same = text(lang, "prefix.claim.identical" if run.tokens_identical else "prefix.claim.different")
+    return text(lang, "prefix.claim.branch_finding", n=f"{run.num_branches}", bytes=f"{len(run.prefix_ids)}",
+                time=f"{100 * run.prefill_saved_share:.0f}", tokens=f"{100 * run.token_saved_share:.0f}", same=same)
 
 
 def prefix_claims(demo: TwoPrompts | None, overview: WorkloadOverview | None, decode_weight: float,
-                  real: str | None = None, kv: str | None = None) -> tuple[Claim, ...]:
+                  real: str | None = None, kv: str | None = None, lang: str = "en") -> tuple[Claim, ...]:
     """The seeds' claims with what this run of the page computed. A section that did not run (bad settings,
-    the real model off) is named instead of its numbers."""
+    the real model off) is named instead of its numbers. `real` and `kv` come worded in `lang` already."""
 
     def hit(workload: str, layout: str) -> str:
         return "?" if overview is None else f"{100 * overview.get(workload, layout).hit_rate:.1f}%"
 
-    demo_text = "section 1" if demo is None else demo.finding()
+    def w(key: str, **fields: str) -> str:
+        return text(lang, f"prefix.claim.{key}", **fields)
+
+    not_run = w("not_run")
+    demo_text = w("section1") if demo is None else demo.finding(lang)
     agent = None if overview is None else overview.get("agent", "fixed_first")
     return (
         Claim(
-            statement="A prompt (prefix) cache only works for a contiguous prefix from the start; one changed byte "
-                      "invalidates everything after it.",
-            seed="000", claimed="one changed byte invalidates every later block",
-            computed=f"{demo_text}; on the real model {kv or NOT_RUN}.", verdict=Verdict.RIGHT,
-            why="In the first layer only the changed position differs; every deeper layer differs at every later "
-                "position, so the whole rest must be recomputed."),
+            statement=text("en", "prefix.claim.one_byte.statement"), seed="000", claimed=w("one_byte.claimed"),
+            computed=w("one_byte.computed", demo=demo_text, kv=kv or not_run), verdict=Verdict.RIGHT,
+            why=w("one_byte.why"), original=ORIGINAL["one_byte"]),
         Claim(
-            statement="Put fixed content first and variable content last.", seed="000",
-            claimed="fixed content first, variable content last",
-            computed=f"RAG, documents before the question: {hit('rag', 'fixed_first')} hit, after it: "
-                     f"{hit('rag', 'variable_first')}. Timestamp below the system prompt: "
-                     f"{hit('timestamp', 'fixed_first')}, above it: {hit('timestamp', 'variable_first')}.",
-            verdict=Verdict.RIGHT, why=timestamp_why(overview)),
+            statement=text("en", "prefix.claim.layout.statement"), seed="000", claimed=w("layout.claimed"),
+            computed=w("layout.computed", rag_fixed=hit("rag", "fixed_first"), rag_var=hit("rag", "variable_first"),
+                       ts_fixed=hit("timestamp", "fixed_first"), ts_var=hit("timestamp", "variable_first")),
+            verdict=Verdict.RIGHT, why=timestamp_why(overview, lang), original=ORIGINAL["layout"]),
         Claim(
-            statement="Prefix caching reuses the KV of identical system prompts, few-shot examples and long "
-                      "documents across calls.", seed="002", claimed="reused across calls",
-            computed=f"Shared system prompt: {hit('system_prompt', 'fixed_first')} of prompt tokens hit (section 2).",
-            verdict=Verdict.RIGHT,
-            why="As long as the cache holds them until the next call (section 3) and the layout keeps them first."),
+            statement=text("en", "prefix.claim.reuse.statement"), seed="002", claimed=w("reuse.claimed"),
+            computed=w("reuse.computed", hit=hit("system_prompt", "fixed_first")),
+            verdict=Verdict.RIGHT, why=w("reuse.why"), original=ORIGINAL["reuse"]),
         Claim(
-            statement="Agent workloads with repeated tool prompts often get about 5× throughput from prefix caching "
-                      "alone.", seed="002", claimed="about 5× throughput",
-            computed="section 2" if agent is None else agent_finding(agent, decode_weight),
-            verdict=Verdict.NEEDS_CONTEXT,
-            why="5× is what an 80% hit rate gives when prefill dominates. It depends on prompt vs output length, hit "
-                "rate and cache size; the simulation gives the number above.",
+            statement=text("en", "prefix.claim.agent.statement"), seed="002", claimed=w("agent.claimed"),
+            computed=w("section2") if agent is None else agent_finding(agent, decode_weight, lang),
+            verdict=Verdict.NEEDS_CONTEXT, why=w("agent.why"), original=ORIGINAL["agent"],
             value=None if agent is None else agent.throughput_gain(decode_weight)),
         Claim(
-            statement="Exercise: prefill P once, branch the completions from its cache, measure the speed-up vs "
-                      "re-encoding P.", seed="002", claimed="a speed-up over re-encoding P",
-            computed=real or NOT_RUN, verdict=Verdict.RIGHT,
-            why="Done live in section 5; identical tokens are checked every run."),
+            statement=text("en", "prefix.claim.branch.statement"), seed="002", claimed=w("branch.claimed"),
+            computed=real or not_run, verdict=Verdict.RIGHT, why=w("branch.why"), original=ORIGINAL["branch"]),
     )

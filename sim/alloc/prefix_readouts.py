@@ -1,6 +1,7 @@
 """What the Prefix caching page says about its simulations, built from their results: the metrics of a
 run, the layout comparison, the captions that quote the sizes, and each simulation job's cost estimate
-and description. Pure functions; every number comes from the config or result passed in."""
+and description. Pure functions; every number comes from the config or result passed in. Each takes `lang`
+("en" or "ko") and words its text from the catalogs (sim/i18n.py); numbers are formatted here, the same in both."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ from dataclasses import dataclass
 from sim.alloc.prefix_cache import CacheConfig, HitTotals, PrefixCacheResult
 from sim.alloc.prefix_sweeps import LayoutRun, num_sweep_runs
 from sim.alloc.workload import (
-    LAYOUT_LABELS,
-    PREFIX_WORKLOAD_LABELS,
     PREFIX_WORKLOADS,
     RAG_HEADER_LEN,
     PrefixWorkloadConfig,
 )
+from sim.i18n import text
 from sim.readout import Metric
 
 SIM_S_PER_TOKEN = 1e-6  # measured here, per token a trace stores: building the trace and simulating it once
@@ -29,97 +29,99 @@ class JobPlan:
     what: str
 
 
-def workloads_job(cfg: PrefixWorkloadConfig, num_tokens: int) -> JobPlan:
+def workload_label(workload: str, lang: str = "en") -> str:
+    """A prefix workload's name ('Shared system prompt + questions'); PREFIX_WORKLOAD_LABELS is the English."""
+    return text(lang, f"prefix.workload.{workload}")
+
+
+def layout_label(layout: str, lang: str = "en") -> str:
+    """'fixed content first' / 'variable content first'; LAYOUT_LABELS is the English."""
+    return text(lang, f"prefix.layout.{layout}")
+
+
+def workloads_job(cfg: PrefixWorkloadConfig, num_tokens: int, lang: str = "en") -> JobPlan:
     """The chosen workload in both layouts, then every workload in both layouts (a trace of num_tokens each)."""
     return JobPlan(SIM_S_PER_TOKEN * num_tokens * 2 * (1 + len(PREFIX_WORKLOADS)),
-                   f"Simulating {cfg.num_requests:,} requests in both layouts, and every workload")
+                   text(lang, "prefix.job.workloads", n=f"{cfg.num_requests:,}"))
 
 
-def sweeps_job(cache: CacheConfig, num_tokens: int) -> JobPlan:
+def sweeps_job(cache: CacheConfig, num_tokens: int, lang: str = "en") -> JobPlan:
     """Both layouts' capacity and block-size sweeps: one trace built per layout, simulated num_sweep_runs times."""
     num_sims = num_sweep_runs(cache)
     return JobPlan(num_tokens * 2 * (SIM_S_PER_TOKEN + RESIM_S_PER_TOKEN * num_sims),
-                   f"Sweeping capacity and block size: {2 * num_sims} simulations")
+                   text(lang, "prefix.job.sweeps", n=f"{2 * num_sims}"))
 
 
-def tree_job(num_tokens: int) -> JobPlan:
+def tree_job(num_tokens: int, lang: str = "en") -> JobPlan:
     """The radix tree of the trace, and the hashed pool over the same trace."""
-    return JobPlan(SIM_S_PER_TOKEN * num_tokens * 3, "Building the radix tree of every request")
+    return JobPlan(SIM_S_PER_TOKEN * num_tokens * 3, text(lang, "prefix.job.tree"))
 
 
-def hit_metrics(res: PrefixCacheResult) -> list[Metric]:
+def hit_metrics(res: PrefixCacheResult, lang: str = "en") -> list[Metric]:
     """The chosen run's totals: hit rate, prefill tokens computed and saved, speed-up, blocks, evictions."""
+    def m(key: str, value: str, **help_fields) -> Metric:
+        help_ = text(lang, f"prefix.m.{key}_help", **help_fields) if help_fields or key in HELPED else None
+        return Metric(text(lang, f"prefix.m.{key}"), value, help=help_)
+
     return [
-        Metric("Token hit rate", f"{100 * res.hit_rate:.1f}%",
-               help=f"{res.num_hit_tokens:,} of {res.num_prompt_tokens:,} prompt tokens came from the cache."),
-        Metric("Prefill tokens computed", f"{res.num_computed_tokens:,}"),
-        Metric("Prefill tokens saved", f"{res.num_hit_tokens:,}"),
-        Metric("Prefill speed-up", f"{res.prefill_speedup:.2f}×", help="Prompt tokens / prompt tokens computed."),
-        Metric("Blocks reused", f"{res.num_hit_blocks:,}",
-               help=f"Cache hits in blocks; {res.num_distinct_reused:,} distinct blocks were hit, and up to "
-                    f"{res.max_ref_cnt} requests held one block at once."),
-        Metric("Evictions", f"{res.num_evictions:,}",
-               help="Free cached blocks handed out again (least recently freed first); their hash is dropped."),
+        m("hit_rate", f"{100 * res.hit_rate:.1f}%", hit=f"{res.num_hit_tokens:,}", total=f"{res.num_prompt_tokens:,}"),
+        m("computed", f"{res.num_computed_tokens:,}"),
+        m("saved", f"{res.num_hit_tokens:,}"),
+        m("speedup", f"{res.prefill_speedup:.2f}×"),
+        m("reused", f"{res.num_hit_blocks:,}", distinct=f"{res.num_distinct_reused:,}", ref=f"{res.max_ref_cnt}"),
+        m("evictions", f"{res.num_evictions:,}"),
     ]
 
 
-def layout_metric(layout: str, run: LayoutRun) -> Metric:
+HELPED = {"speedup", "evictions"}  # metrics whose help has no number
+
+
+def layout_metric(layout: str, run: LayoutRun, lang: str = "en") -> Metric:
     r = run.result
-    return Metric(f"Hit rate · {LAYOUT_LABELS[layout]}", f"{100 * r.hit_rate:.1f}%",
-                  help=f"{r.num_hit_tokens:,} of {r.num_prompt_tokens:,} prompt tokens.")
+    return Metric(text(lang, "prefix.m.layout", layout=layout_label(layout, lang)), f"{100 * r.hit_rate:.1f}%",
+                  help=text(lang, "prefix.m.layout_help", hit=f"{r.num_hit_tokens:,}", total=f"{r.num_prompt_tokens:,}"))
 
 
-def layout_sentence(workload: str, both: dict[str, LayoutRun]) -> str:
+def layout_sentence(workload: str, both: dict[str, LayoutRun], lang: str = "en") -> str:
     """The chosen workload's hit rate with the repeated content first and last (Markdown)."""
     fixed, var = both["fixed_first"].result.hit_rate, both["variable_first"].result.hit_rate
-    if var < fixed:
-        change = f"drops it to **{100 * var:.1f}%**"
-    elif var > fixed:
-        change = f"raises it to **{100 * var:.1f}%**"
-    else:
-        change = f"leaves it at **{100 * var:.1f}%**"
-    return (f"**{PREFIX_WORKLOAD_LABELS[workload]}**: with the repeated content first, **{100 * fixed:.1f}%** of "
-            f"prompt tokens are served from the cache; moving what changes to the top {change} — every block after "
-            "the first difference has a new hash.")
+    way = "drops" if var < fixed else "raises" if var > fixed else "leaves"
+    change = text(lang, f"prefix.s.layout.{way}", var=f"{100 * var:.1f}")
+    return text(lang, "prefix.s.layout.sentence", name=workload_label(workload, lang), fixed=f"{100 * fixed:.1f}",
+                change=change)
 
 
-def workloads_caption(cfg: PrefixWorkloadConfig, cache: CacheConfig) -> str:
+def workloads_caption(cfg: PrefixWorkloadConfig, cache: CacheConfig, lang: str = "en") -> str:
     """The overview chart's caption: the sizes every workload ran with, and what RAG's header (first in both
     layouts) gives the question-first layout at this block size."""
     h, bs = RAG_HEADER_LEN, cache.block_size
     if h < bs:
-        header = (f"RAG's {h}-token instruction header is shared in both layouts but shorter than a block of {bs}, "
-                  "so the question-first layout gets nothing from it.")
+        header = text(lang, "prefix.s.rag.short", h=f"{h}", bs=f"{bs}")
     else:
         n = h // bs
-        header = (f"RAG's {h}-token instruction header is shared in both layouts and fills {n} full "
-                  f"block{'s' if n > 1 else ''} of {bs}, so even the question-first layout can reuse {n * bs} "
-                  "tokens of it.")
-    return (f"Every workload with the sizes above ({cfg.num_requests:,} requests, {cfg.shared_len:,} shared "
-            f"tokens, ~{cfg.variable_len:,} new and ~{cfg.output_len:,} output tokens, {cfg.num_groups} groups) "
-            f"and the same cache. {header}")
+        header = text(lang, f"prefix.s.rag.fills.{'other' if n > 1 else 'one'}", h=f"{h}", n=f"{n}", bs=f"{bs}",
+                      tokens=f"{n * bs}")
+    return text(lang, "prefix.s.workloads_caption", n=f"{cfg.num_requests:,}", shared=f"{cfg.shared_len:,}",
+                new=f"{cfg.variable_len:,}", out=f"{cfg.output_len:,}", groups=f"{cfg.num_groups}", header=header)
 
 
-def throughput_metrics(res: PrefixCacheResult, agent: HitTotals, decode_weight: float) -> list[Metric]:
+def throughput_metrics(res: PrefixCacheResult, agent: HitTotals, decode_weight: float,
+                       lang: str = "en") -> list[Metric]:
     """What the hit rate buys with a decode step costing decode_weight prefill tokens: this run, the agent loop."""
     w = decode_weight
     return [
-        Metric("Throughput gain, this workload", f"{res.throughput_gain(w):.2f}×",
-               help=f"(P + w·D) / (P − hits + w·D) with P = {res.num_prompt_tokens:,} prompt tokens, "
-                    f"D = {res.num_decode_steps:,} decode steps, w = {w:g}."),
-        Metric("Agent loop: hit rate", f"{100 * agent.hit_rate:.1f}%"),
-        Metric("Agent loop: prefill speed-up", f"{agent.prefill_speedup:.2f}×"),
-        Metric("Agent loop: throughput gain", f"{agent.throughput_gain(w):.2f}×"),
+        Metric(text(lang, "prefix.m.gain"), f"{res.throughput_gain(w):.2f}×",
+               help=text(lang, "prefix.m.gain_help", p=f"{res.num_prompt_tokens:,}", d=f"{res.num_decode_steps:,}",
+                         w=f"{w:g}")),
+        Metric(text(lang, "prefix.m.agent_hit"), f"{100 * agent.hit_rate:.1f}%"),
+        Metric(text(lang, "prefix.m.agent_speedup"), f"{agent.prefill_speedup:.2f}×"),
+        Metric(text(lang, "prefix.m.agent_gain"), f"{agent.throughput_gain(w):.2f}×"),
     ]
 
 
-def sweep_caption(cache: CacheConfig) -> str:
-    return (
-        f"Left: block size {cache.block_size}, {cache.max_running} running. Too small a cache evicts shared blocks "
-        "before they are needed again; capacities that cannot hold the longest request are left out. Right: the "
-        f"same {cache.capacity_tokens:,} slots in blocks of each size. Only full blocks are cached, so every shared "
-        "prefix loses its partial last block, and a prefix shorter than one block never hits (vLLM uses 16)."
-    )
+def sweep_caption(cache: CacheConfig, lang: str = "en") -> str:
+    return text(lang, "prefix.s.sweep_caption", bs=f"{cache.block_size}", running=f"{cache.max_running}",
+                cap=f"{cache.capacity_tokens:,}")
 
 
 def num_tree_requests(cfg: PrefixWorkloadConfig, asked: int) -> int:
@@ -131,35 +133,37 @@ def num_tree_requests(cfg: PrefixWorkloadConfig, asked: int) -> int:
 # Chart titles as takeaways, worded from the result each chart shows
 
 
-def _blocks(lo: int, hi: int) -> str:
+def _blocks(lo: int, hi: int, lang: str = "en") -> str:
     """Blocks lo..hi inclusive, in words."""
-    return f"block {lo}" if lo == hi else f"blocks {lo}–{hi}"
+    return text(lang, "prefix.s.block", b=f"{lo}") if lo == hi else text(lang, "prefix.s.blocks", lo=f"{lo}", hi=f"{hi}")
 
 
 def change_takeaway(changed_pos: int, before: str, after: str, block_size: int, num_hit_blocks: int,
-                    num_blocks: int) -> str:
+                    num_blocks: int, lang: str = "en") -> str:
     """The two-prompts chart's title: which blocks of B stay hits and which must be recomputed after byte
     changed_pos changed (before, after: the byte's labels, already escaped for a chart)."""
-    head = f"Byte {changed_pos} changed ({before} → {after}, block {changed_pos // block_size})"
+    head = text(lang, "prefix.s.change.head", pos=f"{changed_pos}", before=before, after=after,
+                block=f"{changed_pos // block_size}")
     h, n = num_hit_blocks, num_blocks
     if h == 0:
-        return f"{head}: no block of B stays a hit, all {n:,} blocks must be recomputed"
+        return text(lang, "prefix.s.change.none", head=head, n=f"{n:,}")
     if h >= n:
-        return f"{head}: all {n:,} blocks of B stay hits ({n * block_size:,} tokens)"
-    stay = "stays a hit" if h == 1 else "stay hits"
-    return (f"{head}: {_blocks(0, h - 1)} of B {stay} ({h * block_size:,} tokens), "
-            f"{_blocks(h, n - 1)} must be recomputed")
+        return text(lang, "prefix.s.change.all", head=head, n=f"{n:,}", tokens=f"{n * block_size:,}")
+    return text(lang, f"prefix.s.change.some.{'one' if h == 1 else 'other'}", head=head,
+                hit=_blocks(0, h - 1, lang), tokens=f"{h * block_size:,}", rest=_blocks(h, n - 1, lang))
 
 
-def per_request_takeaway(workload: str, layout: str, res: PrefixCacheResult) -> str:
+def per_request_takeaway(workload: str, layout: str, res: PrefixCacheResult, lang: str = "en") -> str:
     """The per-request chart's title: how many requests hit the cache and the share of prompt tokens served."""
-    head = f"{PREFIX_WORKLOAD_LABELS[workload]}, {LAYOUT_LABELS[layout]}"
+    head = text(lang, "prefix.s.per_request.head", name=workload_label(workload, lang),
+                layout=layout_label(layout, lang))
     n, hit = res.num_requests, res.num_requests_with_hit
     if hit == 0:
-        return f"{head}: no request hits the cache, all {res.num_prompt_tokens:,} prompt tokens are computed"
-    who = f"all {n:,} requests hit" if hit == n else f"{hit:,} of {n:,} requests hit"
-    return (f"{head}: {who} the cache, which serves {100 * res.hit_rate:.1f}% of prompt tokens "
-            f"({res.num_hit_tokens:,} of {res.num_prompt_tokens:,})")
+        return text(lang, "prefix.s.per_request.none", head=head, total=f"{res.num_prompt_tokens:,}")
+    who = (text(lang, "prefix.s.per_request.all", n=f"{n:,}") if hit == n
+           else text(lang, "prefix.s.per_request.some", hit=f"{hit:,}", n=f"{n:,}"))
+    return text(lang, "prefix.s.per_request.hit", head=head, who=who, rate=f"{100 * res.hit_rate:.1f}",
+                hits=f"{res.num_hit_tokens:,}", total=f"{res.num_prompt_tokens:,}")
 
 
 def _at(frame, x: str, value: int):
@@ -168,7 +172,11 @@ def _at(frame, x: str, value: int):
     return frame.iloc[int(i)]
 
 
-LAYOUT_SHORT = {"fixed_first": "fixed first", "variable_first": "variable first"}
+LAYOUT_SHORT = {k: text("en", f"prefix.layout_short.{k}") for k in ("fixed_first", "variable_first")}
+
+
+def _short(layout: str, lang: str) -> str:
+    return text(lang, f"prefix.layout_short.{layout}")
 
 
 def _lead(frames: dict, x: str, chosen: int) -> tuple[str, float, str, float] | None:
@@ -182,82 +190,85 @@ def _lead(frames: dict, x: str, chosen: int) -> tuple[str, float, str, float] | 
     return first, got[first], second, got[second]
 
 
-def _versus(lead: tuple[str, float, str, float], at: str) -> str:
+def _versus(lead: tuple[str, float, str, float], at: str, lang: str = "en") -> str:
     first, a, second, b = lead
     if first == second:
-        return f"{at} {LAYOUT_SHORT[first]} hits {100 * a:.1f}%"
+        return text(lang, "prefix.s.vs.one", at=at, first=_short(first, lang), a=f"{100 * a:.1f}")
     if f"{100 * a:.1f}" == f"{100 * b:.1f}":
-        return f"{at} both layouts hit {100 * a:.1f}%"
-    return f"{at} {LAYOUT_SHORT[first]} hits {100 * a:.1f}%, {LAYOUT_SHORT[second]} {100 * b:.1f}%"
+        return text(lang, "prefix.s.vs.both", at=at, a=f"{100 * a:.1f}")
+    return text(lang, "prefix.s.vs.two", at=at, first=_short(first, lang), a=f"{100 * a:.1f}",
+                second=_short(second, lang), b=f"{100 * b:.1f}")
 
 
-def capacity_takeaway(frames: dict, chosen: int) -> str:
+def capacity_takeaway(frames: dict, chosen: int, lang: str = "en") -> str:
     """The capacity sweep's title ({layout: capacity_sweep frame}): both layouts' hit rate at the chosen
     capacity, and what more slots would give the leading layout."""
     lead = _lead(frames, "capacity_tokens", chosen)
     if lead is None:
-        return "No swept capacity holds the longest request"
+        return text(lang, "prefix.s.cap.none")
     df = frames[lead[0]]
     row = _at(df, "capacity_tokens", chosen)
     cap, rate = int(row["capacity_tokens"]), f"{100 * row['hit_rate']:.1f}%"
-    head = _versus(lead, f"At {cap:,} slots")
+    head = _versus(lead, text(lang, "prefix.s.cap.at", cap=f"{cap:,}"), lang)
     larger = df[df["capacity_tokens"] > cap]
     if len(larger) and f"{100 * larger['hit_rate'].max():.1f}%" != rate:
         top = larger[larger["hit_rate"] == larger["hit_rate"].max()].iloc[0]
         verb = "raise" if top["hit_rate"] > row["hit_rate"] else "lower"
-        return (f"{head}; more slots {verb} {LAYOUT_SHORT[lead[0]]} to {100 * top['hit_rate']:.1f}% "
-                f"({int(top['capacity_tokens']):,} slots)")
+        return text(lang, f"prefix.s.cap.{verb}", head=head, layout=_short(lead[0], lang),
+                    rate=f"{100 * top['hit_rate']:.1f}", cap=f"{int(top['capacity_tokens']):,}")
     reach = df[df["hit_rate"].map(lambda r: f"{100 * r:.1f}%") == rate]
     least = int(reach["capacity_tokens"].min()) if len(reach) else cap
     if least < cap:
-        return f"{head}; more slots add nothing ({rate} from {least:,} slots on)"
-    return f"{head}; more slots add nothing"
+        return text(lang, "prefix.s.cap.nothing_from", head=head, rate=rate, least=f"{least:,}")
+    return text(lang, "prefix.s.cap.nothing", head=head)
 
 
-def block_size_takeaway(frames: dict, chosen: int) -> str:
+def block_size_takeaway(frames: dict, chosen: int, lang: str = "en") -> str:
     """The block-size sweep's title ({layout: block_size_sweep frame}): both layouts' hit rate at the chosen
     block size, and the leading layout's range over the swept sizes."""
     lead = _lead(frames, "block_size", chosen)
     if lead is None:
-        return "No swept block size fits the cache"
+        return text(lang, "prefix.s.bs.none")
     df = frames[lead[0]]
     bs = int(_at(df, "block_size", chosen)["block_size"])
-    head = _versus(lead, f"In blocks of {bs}")
+    head = _versus(lead, text(lang, "prefix.s.bs.at", bs=f"{bs}"), lang)
     hi = df[df["hit_rate"] == df["hit_rate"].max()].iloc[0]
     lo = df[df["hit_rate"] == df["hit_rate"].min()].iloc[-1]
-    layout = LAYOUT_SHORT[lead[0]]
+    layout = _short(lead[0], lang)
     if f"{100 * hi['hit_rate']:.1f}" == f"{100 * lo['hit_rate']:.1f}":
-        return f"{head}; block size makes no difference to {layout}"
-    return (f"{head}; {layout} ranges from {100 * hi['hit_rate']:.1f}% ({int(hi['block_size'])}-token blocks) "
-            f"to {100 * lo['hit_rate']:.1f}% ({int(lo['block_size'])}-token)")
+        return text(lang, "prefix.s.bs.same", head=head, layout=layout)
+    return text(lang, "prefix.s.bs.range", head=head, layout=layout, hi=f"{100 * hi['hit_rate']:.1f}",
+                hi_bs=f"{int(hi['block_size'])}", lo=f"{100 * lo['hit_rate']:.1f}", lo_bs=f"{int(lo['block_size'])}")
 
 
-def tree_takeaway(cfg: PrefixWorkloadConfig, num_drawn: int, segments) -> str:
+def tree_takeaway(cfg: PrefixWorkloadConfig, num_drawn: int, segments, lang: str = "en") -> str:
     """The radix tree's title: the blocks the drawn requests' paths cover against the blocks the tree stores,
     and how many of those are shared by two or more requests."""
-    head = f"The first {num_drawn} requests of '{PREFIX_WORKLOAD_LABELS[cfg.workload]}' ({LAYOUT_LABELS[cfg.layout]})"
+    head = text(lang, "prefix.s.tree.head", n=f"{num_drawn}", name=workload_label(cfg.workload, lang),
+                layout=layout_label(cfg.layout, lang))
     if len(segments) == 0:
-        return f"{head}: no request fills a block, so the tree is empty"
+        return text(lang, "prefix.s.tree.empty", head=head)
     length = segments["end_block"] - segments["start_block"]
     users = segments["requests"].map(len)
     stored, on_paths = int(length.sum()), int((length * users).sum())
     shared = int(length[users > 1].sum())
     if shared == 0:
-        return f"{head}: no block is shared, so {num_drawn} separate paths store all {stored:,} blocks"
-    return (f"{head}: their paths cover {on_paths:,} blocks but the tree stores {stored:,}, because {shared:,} "
-            f"block{'s are' if shared != 1 else ' is'} shared by 2 or more requests")
+        return text(lang, "prefix.s.tree.none", head=head, n=f"{num_drawn}", stored=f"{stored:,}")
+    return text(lang, f"prefix.s.tree.shared.{'other' if shared != 1 else 'one'}", head=head,
+                paths=f"{on_paths:,}", stored=f"{stored:,}", shared=f"{shared:,}")
 
 
-def tree_branching_sentence(segments, num_drawn: int) -> str:
+def tree_branching_sentence(segments, num_drawn: int, lang: str = "en") -> str:
     """Where the drawn requests part at the root: how many different first blocks they start with (Markdown)."""
     roots = segments[segments["parent"].isna()] if len(segments) else segments
     k = len(roots)
     if k == 0:
-        return "Here no request fills a first block, so none is in the tree."
+        return text(lang, "prefix.s.roots.none")
     if k == 1:
         n = len(roots.iloc[0]["requests"])
-        who = f"all {n}" if n == num_drawn else f"{n} of the {num_drawn}"
-        return f"Here {who} requests drawn share their first block: they part further down, or not at all."
+        who = (text(lang, "prefix.s.roots.all", n=f"{n}") if n == num_drawn
+               else text(lang, "prefix.s.roots.some", n=f"{n}", drawn=f"{num_drawn}"))
+        return text(lang, "prefix.s.roots.one", who=who)
     if k == num_drawn:
-        return f"Here every one of the {num_drawn} requests drawn branches at the root: no two share a first block."
-    return f"Here the {num_drawn} requests drawn start with {k} different first blocks: they branch at the root."
+        return text(lang, "prefix.s.roots.every", n=f"{num_drawn}")
+    return text(lang, "prefix.s.roots.k", n=f"{num_drawn}", k=f"{k}")

@@ -18,13 +18,15 @@ from sim.alloc.prefix_cache import CacheConfig, HitTotals, PrefixCacheResult, si
 from sim.alloc.radix_tree import radix_hit_tokens, radix_view
 from sim.alloc.workload import (
     LAYOUTS,
-    PREFIX_WORKLOAD_LABELS,
     PREFIX_WORKLOADS,
     PrefixWorkloadConfig,
     Trace,
+    label_in,
+    layout_text_in,
     make_trace,
     trace_from_lists,
 )
+from sim.i18n import text
 from sim.readout import Metric
 
 DEFAULT_CAPACITIES = tuple(2**k for k in range(10, 19))  # 1,024 .. 262,144 tokens
@@ -42,6 +44,15 @@ class BlockFate(StrEnum):
     CACHED = "computed, cached"
     RECOMPUTED = "computed again: holds the last prompt token"
     PARTIAL = "computed, partial block: not cached"
+
+
+FATE_KEYS = {BlockFate.HIT: "hit", BlockFate.CACHED: "cached", BlockFate.RECOMPUTED: "recomputed",
+             BlockFate.PARTIAL: "partial"}
+
+
+def fate_label(fate: str, lang: str = "en") -> str:
+    """A block's fate as the table says it ('computed, cached'); the English is the BlockFate value."""
+    return text(lang, f"prefix.fate.{FATE_KEYS[BlockFate(fate)]}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,42 +84,46 @@ class TwoPrompts:
     def num_computed_b(self) -> int:
         return self.len_b - self.num_hit_tokens_b
 
-    def summary(self) -> str:
+    def summary(self, lang: str = "en") -> str:
         """What B reuses, in one paragraph (Markdown)."""
         bs, k = self.block_size, self.changed_pos
         note = ""
         if k // bs >= self.len_a // bs or self.num_hit_blocks_b < k // bs:
-            note = (f" Here the change sits in the last, partial block or after it: B could reuse up to "
-                    f"{(self.len_b - 1) // bs} full blocks, because the block holding the last prompt token is "
-                    "always computed again (its logits pick the first output token), and a partial block is never "
-                    "cached.")
-        return (f"B reuses **{self.num_hit_blocks_b}** blocks (**{self.num_hit_tokens_b:,}** tokens) and computes "
-                f"**{self.num_computed_b:,}** tokens, although it differs from A in one byte of {self.len_b:,}. A "
-                f"prefix shorter than one block ({bs} tokens) can never hit: only full blocks are cached.{note}")
+            note = text(lang, "prefix.s.demo.note", n=f"{(self.len_b - 1) // bs}")
+        return text(lang, "prefix.s.demo.summary", blocks=f"{self.num_hit_blocks_b}", hit=f"{self.num_hit_tokens_b:,}",
+                    computed=f"{self.num_computed_b:,}", len=f"{self.len_b:,}", bs=f"{bs}", note=note)
 
-    def metrics(self) -> list[Metric]:
-        return [Metric("Blocks of B reused", f"{self.num_hit_blocks_b} of {self.num_blocks_b}"),
-                Metric("Tokens of B read from the cache", f"{self.num_hit_tokens_b:,}"),
-                Metric("Tokens of B computed", f"{self.num_computed_b:,}")]
+    def metrics(self, lang: str = "en") -> list[Metric]:
+        return [Metric(text(lang, "prefix.m.demo_reused"),
+                       text(lang, "prefix.m.demo_of", n=f"{self.num_hit_blocks_b}", total=f"{self.num_blocks_b}")),
+                Metric(text(lang, "prefix.m.demo_read"), f"{self.num_hit_tokens_b:,}"),
+                Metric(text(lang, "prefix.m.demo_computed"), f"{self.num_computed_b:,}")]
 
-    def chart_title(self, show=show_byte) -> str:
+    def chart_title(self, show=show_byte, lang: str = "en") -> str:
         """The changed byte, before and after, its block, and which blocks of B stay hits and which are
         recomputed. show: a byte as a label (the page passes one that escapes it for plotly)."""
         from sim.alloc.prefix_readouts import change_takeaway
 
         k = self.changed_pos
         return change_takeaway(k, show(self.ids_a[k]), show(self.ids_b[k]), self.block_size, self.num_hit_blocks_b,
-                               self.num_blocks_b)
+                               self.num_blocks_b, lang)
 
-    def block_table(self):
-        """Every block of both prompts with its text, hash and parent's hash (the page's table)."""
-        return (self.frame.assign(text=[printable(x) for x in self.frame["ids"]])
-                [["request", "block", "tokens", "text", "hash", "parent hash", "fate"]])
+    def block_table(self, lang: str = "en"):
+        """Every block of both prompts with its text, hash and parent's hash (the page's table); in Korean the
+        headers, the fates and the root are worded in Korean too."""
+        table = (self.frame.assign(text=[printable(x) for x in self.frame["ids"]])
+                 [["request", "block", "tokens", "text", "hash", "parent hash", "fate"]])
+        if lang == "en":
+            return table
+        table = table.assign(fate=[fate_label(f, lang) for f in table["fate"]],
+                             **{"parent hash": [text(lang, "prefix.table.root") if h == "root" else h
+                                                for h in table["parent hash"]]})
+        return table.rename(columns={c: text(lang, f"prefix.table.{c.replace(' ', '_')}") for c in table.columns})
 
-    def finding(self) -> str:
+    def finding(self, lang: str = "en") -> str:
         """The seeds table's words for this view."""
-        return (f"changing byte {self.changed_pos} of {self.len_a} leaves {self.num_hit_blocks_b} of "
-                f"{self.num_blocks_b} blocks reusable (section 1)")
+        return text(lang, "prefix.s.demo.finding", pos=f"{self.changed_pos}", len=f"{self.len_a}",
+                    hit=f"{self.num_hit_blocks_b}", total=f"{self.num_blocks_b}")
 
 
 def compare_two_prompts(ids_a: Sequence[int], ids_b: Sequence[int], block_size: int, changed_pos: int = 0) -> TwoPrompts:
@@ -146,11 +161,11 @@ def compare_two_prompts(ids_a: Sequence[int], ids_b: Sequence[int], block_size: 
                       tuple(ids_b))
 
 
-def demo_prompt_problem(ids: Sequence[int], max_bytes: int) -> str | None:
+def demo_prompt_problem(ids: Sequence[int], max_bytes: int, lang: str = "en") -> str | None:
     """Why a prompt cannot be the first view's prompt A (None: it can)."""
     if 2 <= len(ids) <= max_bytes:
         return None
-    return f"Prompt A is {len(ids)} bytes; it needs 2..{max_bytes} bytes (one token per byte)."
+    return text(lang, "prefix.s.demo.problem", n=f"{len(ids)}", max=f"{max_bytes}")
 
 
 def change_one_byte(ids_a: Sequence[int], pos: int, block_size: int) -> TwoPrompts:
@@ -175,18 +190,16 @@ class WorkloadOverview:
     def get(self, workload: str, layout: str) -> HitTotals:
         return self.totals[(workload, layout)]
 
-    def layout_takeaway(self, workload: str) -> str:
+    def layout_takeaway(self, workload: str, lang: str = "en") -> str:
         """The overview chart's title: the chosen workload's token hit rate in both layouts, worded by which
         layout serves more prompt tokens from the cache."""
         fixed, var = (100 * self.get(workload, layout).hit_rate for layout in ("fixed_first", "variable_first"))
-        name = PREFIX_WORKLOAD_LABELS[workload]
+        name = text(lang, f"prefix.workload.{workload}")
         if f"{fixed:.1f}" == f"{var:.1f}":
-            return f"{name}: both layouts serve {fixed:.1f}% of prompt tokens from the cache"
+            return text(lang, "prefix.s.overview.same", name=name, fixed=f"{fixed:.1f}")
         if fixed > var:
-            return (f"{name}: fixed content first serves {fixed:.1f}% of prompt tokens from the cache, "
-                    f"variable first only {var:.1f}%")
-        return (f"{name}: variable content first serves {var:.1f}% of prompt tokens from the cache, "
-                f"fixed first only {fixed:.1f}%")
+            return text(lang, "prefix.s.overview.fixed", name=name, fixed=f"{fixed:.1f}", var=f"{var:.1f}")
+        return text(lang, "prefix.s.overview.variable", name=name, fixed=f"{fixed:.1f}", var=f"{var:.1f}")
 
     def to_frame(self):
         """One row per workload and layout (the overview chart and its CSV)."""
@@ -227,17 +240,20 @@ class LayoutRun:
     result: PrefixCacheResult
     last_layout_text: str
     last_label: str
+    last_segments: tuple[tuple[str, int], ...] = ()  # the last request's (what, tokens) spans
 
-    def last_request_caption(self) -> str:
-        return f"Last request ({self.last_label}): {self.last_layout_text}"
+    def last_request_caption(self, lang: str = "en") -> str:
+        layout = self.last_layout_text if lang == "en" or not self.last_segments else layout_text_in(
+            self.last_segments, lang)
+        return text(lang, "prefix.s.last_request", label=label_in(self.last_label, lang), layout=layout)
 
 
 def run_both_layouts(cfg: PrefixWorkloadConfig, cache: CacheConfig) -> dict[str, LayoutRun]:
     out = {}
     for layout in LAYOUTS:
         trace = make_trace(replace(cfg, layout=layout))
-        out[layout] = LayoutRun(simulate_prefix_cache(trace, cache), trace.requests[-1].layout_text(),
-                                trace.requests[-1].label)
+        last = trace.requests[-1]
+        out[layout] = LayoutRun(simulate_prefix_cache(trace, cache), last.layout_text(), last.label, last.segments)
     return out
 
 
@@ -305,14 +321,14 @@ class TreeView:
     radix_total: int  # hit tokens the tree finds over the whole trace
     hashed_total: int | None  # the hashed pool's, with room for every block (None: too big to simulate)
 
-    def agreement(self, capacity_tokens: int, cache_hit_tokens: int) -> str | None:
+    def agreement(self, capacity_tokens: int, cache_hit_tokens: int, lang: str = "en") -> str | None:
         """The caption comparing the tree with the hashed pool (None when the pool was too big to run)."""
         if self.hashed_total is None:
             return None
-        same = "equal" if self.radix_total == self.hashed_total else "DIFFERENT"
-        return (f"Over all {self.num_requests:,} requests the tree (which never evicts) finds {self.radix_total:,} "
-                f"hit tokens, and the hashed block pool with room for everything finds {self.hashed_total:,}: "
-                f"{same}. With the {capacity_tokens:,}-slot cache above it finds {cache_hit_tokens:,}.")
+        same = text(lang, "prefix.s.agree.equal" if self.radix_total == self.hashed_total else "prefix.s.agree.differ")
+        return text(lang, "prefix.s.agree", n=f"{self.num_requests:,}", radix=f"{self.radix_total:,}",
+                    hashed=f"{self.hashed_total:,}", same=same, cap=f"{capacity_tokens:,}",
+                    hits=f"{cache_hit_tokens:,}")
 
 
 def tree_view(cfg: PrefixWorkloadConfig, block_size: int, num_drawn: int) -> TreeView:

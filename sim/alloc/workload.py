@@ -12,11 +12,13 @@ Same config, same seed, same requests.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from sim.alloc.errors import WordedError
+from sim.i18n import text
 
 # ---------------------------------------------------------------------------------------------
 # Length workloads (paging, serving)
@@ -169,6 +171,40 @@ GROUP_MEANING = {
 }
 LAYOUTS = ("fixed_first", "variable_first")
 LAYOUT_LABELS = {"fixed_first": "fixed content first", "variable_first": "variable content first"}
+
+# The labels the traces give their requests and the names of their prompts' parts, as label_in and
+# layout_text_in find them again to word them in another language (the English is what the traces store).
+LABEL_FORMS = {
+    "system": re.compile(r"system prompt (\d+), request (\d+)"),
+    "task": re.compile(r"task (\d+), request (\d+)"),
+    "turn": re.compile(r"conversation (\d+), turn (\d+)"),
+    "step": re.compile(r"agent run (\d+), step (\d+)"),
+    "question": re.compile(r"document set (\d+), question (\d+)"),
+    "request": re.compile(r"request (\d+)()"),
+}
+SEGMENT_NAMES = ("system prompt", "timestamp", "question", "instructions", "examples", "query", "history", "message",
+                 "tool descriptions", "task", "earlier steps", "observation", "documents", "prompt")
+
+
+def label_in(label: str, lang: str = "en") -> str:
+    """A request's label ('system prompt 2, request 7') in `lang`; a label of another form stays as it is."""
+    if lang == "en":
+        return label
+    for key, form in LABEL_FORMS.items():
+        if m := form.fullmatch(label):
+            return text(lang, f"prefix.label.{key}", a=m.group(1), b=m.group(2))
+    return label
+
+
+def segment_name(name: str, lang: str = "en") -> str:
+    """A prompt part's name ('tool descriptions') in `lang`."""
+    return text(lang, f"prefix.seg.{name.replace(' ', '_')}") if name in SEGMENT_NAMES else name
+
+
+def layout_text_in(segments: tuple[tuple[str, int], ...], lang: str = "en") -> str:
+    """A prompt's parts in order, '[system prompt 500] [question 64]', with the names in `lang`."""
+    return " ".join(f"[{segment_name(name, lang)} {n:,}]" for name, n in segments)
+
 
 VOCAB_SIZE = 32_000  # synthetic token ids are drawn from FIRST_ID..VOCAB_SIZE-1
 FIRST_ID = 256
