@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from app.i18n import lang, page_title, t
 from app.lesson import cost, generation, nav, ways_out
 from sim.lesson.steps import STEPS
 
@@ -12,15 +13,13 @@ RENDER = {
     "layout": ways_out.layout,
 }
 
-st.title("Lesson")
-st.markdown("How a language model uses its KV cache, one idea per step: each step states one finding, computed "
-            "right here on the bundled model or a simulator, and links to the page that goes deeper. "
-            "Use **Back** / **Next** (or ← / →) to move; the step is in the link, so a class can follow one URL.")
+st.title(page_title("lesson"))
+st.markdown(t("lesson.intro"))
 url = nav.register()
 k = nav.navigation("top")
 step = STEPS[k - 1]
-st.header(step.title)
-st.caption(step.idea)
+st.header(step.title_in(lang()))
+st.caption(step.idea_in(lang()))
 RENDER[step.slug]()
 st.divider()
 nav.navigation("bottom")

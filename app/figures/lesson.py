@@ -1,4 +1,5 @@
-"""The lesson's small figures: one per step, each titled with the step's computed claim."""
+"""The lesson's small figures: one per step, each titled with the step's computed claim. Each builder takes
+`lang` ("en", "ko") for its labels (sim/i18n.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from sim.i18n import text
 
 ACCENT = "#ff7f0e"
+EXTRA = "<extra></extra>"  # no trace name beside a hover label
 
 
 def _titled(fig: go.Figure, title: str, x: str, y: str, height: int = 380) -> go.Figure:
@@ -17,60 +20,66 @@ def _titled(fig: go.Figure, title: str, x: str, y: str, height: int = 380) -> go
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def totals_vs_length(lengths: list[int], naive: list[int], cached: list[int], title: str) -> go.Figure:
+def totals_vs_length(lengths: list[int], naive: list[int], cached: list[int], title: str,
+                     lang: str = "en") -> go.Figure:
     fig = go.Figure()
-    fig.add_scatter(x=lengths, y=naive, name="without a cache (naive)", mode="lines+markers", line=dict(color=NAIVE))
-    fig.add_scatter(x=lengths, y=cached, name="with a KV cache", mode="lines+markers", line=dict(color=CACHED))
+    fig.add_scatter(x=lengths, y=naive, name=text(lang, "lesson.fig.naive"), mode="lines+markers",
+                    line=dict(color=NAIVE))
+    fig.add_scatter(x=lengths, y=cached, name=text(lang, "lesson.fig.cached"), mode="lines+markers",
+                    line=dict(color=CACHED))
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    return _titled(fig, title, "tokens generated", "total FLOPs (FLOP)")
+    return _titled(fig, title, text(lang, "lesson.fig.tokens_generated"), text(lang, "lesson.fig.total_flops"))
 
 
-def who_reads_what(weights: np.ndarray, tokens: list[str], title: str) -> go.Figure:
+def who_reads_what(weights: np.ndarray, tokens: list[str], title: str, lang: str = "en") -> go.Figure:
     """(T, T) attention weights: row = the query (used by that step only), column = the key/value read."""
     T = weights.shape[0]
     fig = go.Figure(go.Heatmap(z=weights, x=list(range(T)), y=list(range(T)), colorscale="Blues", zmin=0,
-                               colorbar=dict(title="weight"), customdata=np.array([tokens] * T),
-                               hovertemplate="query %{y} reads key/value %{x} (%{customdata})<br>weight %{z:.3f}"
-                                             "<extra></extra>"))
+                               colorbar=dict(title=text(lang, "lesson.fig.weight")),
+                               customdata=np.array([tokens] * T),
+                               hovertemplate=text(lang, "lesson.fig.reads_hover") + EXTRA))
     fig.update_yaxes(autorange="reversed")
-    return _titled(fig, title, "key / value position (read)", "query position (used once)", height=460)
+    return _titled(fig, title, text(lang, "lesson.fig.kv_position"), text(lang, "lesson.fig.query_position"),
+                   height=460)
 
 
-def append_change(with_mask: list[float], without: list[float], title: str) -> go.Figure:
+def append_change(with_mask: list[float], without: list[float], title: str, lang: str = "en") -> go.Figure:
     pos = list(range(len(with_mask)))
     fig = go.Figure()
-    fig.add_bar(x=pos, y=without, name="no mask: every token sees every other", marker_color=NAIVE)
-    fig.add_bar(x=pos, y=with_mask, name="causal mask", marker_color=CACHED)
-    return _titled(fig, title, "earlier position", "largest |change| in its logits")
+    fig.add_bar(x=pos, y=without, name=text(lang, "lesson.fig.no_mask"), marker_color=NAIVE)
+    fig.add_bar(x=pos, y=with_mask, name=text(lang, "lesson.fig.causal_mask"), marker_color=CACHED)
+    return _titled(fig, title, text(lang, "lesson.fig.earlier_position"), text(lang, "lesson.fig.logit_change"))
 
 
 def cache_frame(keys: np.ndarray, values: np.ndarray, q: np.ndarray, weights: np.ndarray, new_rows: range,
-                max_rows: int, title: str) -> go.Figure:
+                max_rows: int, title: str, lang: str = "en") -> go.Figure:
     """One frame of the filling cache for one layer and head: K and V rows (position × channel) with the
     rows just appended outlined, the new query (used once), and its attention weights over the cache."""
     fig = make_subplots(rows=2, cols=3, column_widths=[0.4, 0.4, 0.2], row_heights=[0.8, 0.2],
                         specs=[[{}, {}, {}], [{"colspan": 2}, None, {}]], horizontal_spacing=0.03,
-                        vertical_spacing=0.16, subplot_titles=("keys K (stored)", "values V (stored)",
-                                                               "the new query's weights", "", ""))
+                        vertical_spacing=0.16,
+                        subplot_titles=tuple(text(lang, f"lesson.fig.{k}") for k in ("keys", "values", "new_weights"))
+                        + ("", ""))
     D = keys.shape[1]
     pad = np.full((max_rows - keys.shape[0], D), np.nan)
     lim = float(np.nanmax(np.abs(np.concatenate([keys, values])))) or 1.0
     for col, (mat, name) in enumerate(((keys, "K"), (values, "V")), start=1):
         fig.add_heatmap(z=np.vstack([mat, pad]), colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
-                        hovertemplate=f"{name} row %{{y}}, channel %{{x}}: %{{z:.3f}}<extra></extra>", row=1, col=col)
+                        hovertemplate=text(lang, "lesson.fig.row_hover", name=name) + EXTRA, row=1, col=col)
         fig.add_shape(type="rect", x0=-0.5, x1=D - 0.5, y0=new_rows.start - 0.5, y1=new_rows.stop - 0.5,
                       line=dict(color=ACCENT, width=3), row=1, col=col)
         fig.update_yaxes(range=[max_rows - 0.5, -0.5], row=1, col=col,
-                         **({"title_text": "position in the cache"} if col == 1 else {"showticklabels": False}))
-        fig.update_xaxes(title_text="channel (head dim)", row=1, col=col)
+                         **({"title_text": text(lang, "lesson.fig.cache_position")} if col == 1 else
+                            {"showticklabels": False}))
+        fig.update_xaxes(title_text=text(lang, "lesson.fig.channel"), row=1, col=col)
     fig.add_bar(y=list(range(len(weights))), x=weights, orientation="h", marker_color=CACHED, showlegend=False,
-                hovertemplate="position %{y}: weight %{x:.3f}<extra></extra>", row=1, col=3)
+                hovertemplate=text(lang, "lesson.fig.weight_hover") + EXTRA, row=1, col=3)
     fig.update_yaxes(range=[max_rows - 0.5, -0.5], showticklabels=False, row=1, col=3)
-    fig.update_xaxes(title_text="attention weight", row=1, col=3)
+    fig.update_xaxes(title_text=text(lang, "lesson.fig.attention_weight"), row=1, col=3)
     fig.add_heatmap(z=q[None, :], colorscale="RdBu", zmid=0, showscale=False,
-                    hovertemplate="q channel %{x}: %{z:.3f}<extra></extra>", row=2, col=1)
-    fig.update_xaxes(title_text="channel of the new token's query (used once, not stored)", row=2, col=1)
+                    hovertemplate=text(lang, "lesson.fig.q_hover") + EXTRA, row=2, col=1)
+    fig.update_xaxes(title_text=text(lang, "lesson.fig.q_channel"), row=2, col=1)
     fig.update_yaxes(showticklabels=False, row=2, col=1)
     fig.add_scatter(x=[0], y=[0], mode="markers", marker=dict(size=1, color=FORMULA), showlegend=False,
                     hoverinfo="skip", row=2, col=3)
@@ -80,70 +89,78 @@ def cache_frame(keys: np.ndarray, values: np.ndarray, q: np.ndarray, weights: np
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=24)
 
 
-def bytes_growing(steps: list[int], used: list[int], upto: int, title: str) -> go.Figure:
+def bytes_growing(steps: list[int], used: list[int], upto: int, title: str, lang: str = "en") -> go.Figure:
     fig = go.Figure()
     kib = [u / 1024 for u in used]
-    fig.add_scatter(x=steps, y=kib, mode="lines", name="by the end of the run", line=dict(color=FORMULA, dash="dot"))
-    fig.add_scatter(x=steps[: upto + 1], y=kib[: upto + 1], mode="lines+markers", name="so far",
+    fig.add_scatter(x=steps, y=kib, mode="lines", name=text(lang, "lesson.fig.by_the_end"),
+                    line=dict(color=FORMULA, dash="dot"))
+    fig.add_scatter(x=steps[: upto + 1], y=kib[: upto + 1], mode="lines+markers", name=text(lang, "lesson.fig.so_far"),
                     line=dict(color=CACHED))
-    return _titled(fig, title, "decode step (0 = prefill)", "K + V bytes, all layers (KiB)", height=300)
+    return _titled(fig, title, text(lang, "lesson.fig.decode_step"), text(lang, "lesson.fig.kv_kib"), height=300)
 
 
-def step_flops_vs_context(contexts: list[int], naive: list[int], cached: list[int], title: str) -> go.Figure:
-    return totals_vs_length(contexts, naive, cached, title).update_layout(
-        xaxis_title="tokens in the sequence", yaxis_title="FLOPs of one step (FLOP)")
+def step_flops_vs_context(contexts: list[int], naive: list[int], cached: list[int], title: str,
+                          lang: str = "en") -> go.Figure:
+    return totals_vs_length(contexts, naive, cached, title, lang).update_layout(
+        xaxis_title=text(lang, "lesson.fig.seq_tokens"), yaxis_title=text(lang, "lesson.fig.step_flops"))
 
 
-def bytes_vs_context(contexts: list[int], per_request: list[int], weights: int, title: str) -> go.Figure:
+def bytes_vs_context(contexts: list[int], per_request: list[int], weights: int, title: str,
+                     lang: str = "en") -> go.Figure:
     fig = go.Figure()
-    fig.add_scatter(x=contexts, y=[b / 2**30 for b in per_request], name="KV cache of one request",
+    fig.add_scatter(x=contexts, y=[b / 2**30 for b in per_request], name=text(lang, "lesson.fig.request_kv"),
                     mode="lines+markers", line=dict(color=CACHED))
-    fig.add_scatter(x=[contexts[0], contexts[-1]], y=[weights / 2**30] * 2, name="the weights", mode="lines",
-                    line=dict(color=FORMULA, dash="dash"))
+    fig.add_scatter(x=[contexts[0], contexts[-1]], y=[weights / 2**30] * 2, name=text(lang, "lesson.fig.the_weights"),
+                    mode="lines", line=dict(color=FORMULA, dash="dash"))
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    return _titled(fig, title, "context (tokens)", "memory (GiB)")
+    return _titled(fig, title, text(lang, "lesson.fig.context_tokens"), text(lang, "lesson.fig.memory_gib"))
 
 
-def mini_roofline(peak: float, bandwidth: float, points: list[tuple[str, float, float, str]], title: str) -> go.Figure:
+def mini_roofline(peak: float, bandwidth: float, points: list[tuple[str, float, float, str]], title: str,
+                  lang: str = "en") -> go.Figure:
     """Attainable FLOP/s vs intensity, with (name, intensity, attainable FLOP/s, colour) points."""
     ridge = peak / bandwidth
     xs = np.logspace(-1, 5, 200)
     fig = go.Figure()
-    fig.add_scatter(x=xs, y=np.minimum(peak, xs * bandwidth) / 1e12, mode="lines", name="roof",
+    fig.add_scatter(x=xs, y=np.minimum(peak, xs * bandwidth) / 1e12, mode="lines", name=text(lang, "lesson.fig.roof"),
                     line=dict(color=FORMULA))
     for name, x, y, color in points:
         fig.add_scatter(x=[x], y=[y / 1e12], mode="markers+text", name=name, text=[name], textposition="top center",
                         marker=dict(size=14, color=color))
-    fig.add_vline(x=ridge, line=dict(color=FORMULA, dash="dot"), annotation_text=f"ridge {ridge:,.0f} FLOP/B")
+    fig.add_vline(x=ridge, line=dict(color=FORMULA, dash="dot"),
+                  annotation_text=text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"))
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    return _titled(fig, title, "arithmetic intensity (FLOP per byte)", "attainable (TFLOP/s)")
+    return _titled(fig, title, text(lang, "lesson.fig.intensity"), text(lang, "lesson.fig.attainable"))
 
 
 def intensity_vs_batch(batches: list[int], context_to_intensity: dict[int, list[float]], ridge: float,
-                       title: str) -> go.Figure:
+                       title: str, lang: str = "en") -> go.Figure:
     fig = go.Figure()
     for color, (S, ys) in zip((CACHED, ACCENT, NAIVE, FORMULA), context_to_intensity.items(), strict=False):
-        fig.add_scatter(x=batches, y=ys, name=f"context {S:,}", mode="lines+markers", line=dict(color=color))
-    fig.add_hline(y=ridge, line=dict(color=FORMULA, dash="dot"), annotation_text=f"ridge {ridge:,.0f} FLOP/B")
+        fig.add_scatter(x=batches, y=ys, name=text(lang, "lesson.fig.context_n", n=f"{S:,}"), mode="lines+markers",
+                        line=dict(color=color))
+    fig.add_hline(y=ridge, line=dict(color=FORMULA, dash="dot"),
+                  annotation_text=text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"))
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    return _titled(fig, title, "batch (requests decoded together)", "FLOPs per byte (FLOP/B)")
+    return _titled(fig, title, text(lang, "lesson.fig.batch"), text(lang, "lesson.fig.flop_per_byte"))
 
 
 def bars(labels: list[str], values: list[float], x_axis: str, axis: str, title: str, highlight: str | None = None,
          value_text: list[str] | None = None) -> go.Figure:
     colors = [ACCENT if lab == highlight else CACHED for lab in labels]
     fig = go.Figure(go.Bar(x=labels, y=values, marker_color=colors, text=value_text, textposition="outside",
-                           hovertemplate="%{x}: %{y:,.4g}<extra></extra>"))
+                           hovertemplate="%{x}: %{y:,.4g}" + EXTRA))
     fig.update_yaxes(range=[0, max(values) * 1.2] if values and max(values) > 0 else None)
     return _titled(fig, title, x_axis, axis).update_layout(showlegend=False)
 
 
-def tokens_per_pass(ks: list[int], tokens: list[float], chosen: int, title: str) -> go.Figure:
+def tokens_per_pass(ks: list[int], tokens: list[float], chosen: int, title: str, lang: str = "en") -> go.Figure:
     fig = go.Figure()
-    fig.add_scatter(x=ks, y=tokens, mode="lines+markers", name="tokens per pass (expected)", line=dict(color=CACHED))
-    fig.add_scatter(x=[chosen], y=[tokens[ks.index(chosen)]], mode="markers", name="your k",
+    fig.add_scatter(x=ks, y=tokens, mode="lines+markers", name=text(lang, "lesson.fig.tokens_per_pass"),
+                    line=dict(color=CACHED))
+    fig.add_scatter(x=[chosen], y=[tokens[ks.index(chosen)]], mode="markers", name=text(lang, "lesson.fig.your_k"),
                     marker=dict(size=14, color=ACCENT))
-    return _titled(fig, title, "draft tokens per pass k", "tokens per pass of the big model")
+    return _titled(fig, title, text(lang, "lesson.fig.draft_k"), text(lang, "lesson.fig.big_pass"))

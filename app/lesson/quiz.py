@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.i18n import t
 from app.text import plain
 from sim.lesson.quiz import MAX_ANSWER_CHARS, Question
 
 
 def ask(q: Question) -> None:
     with st.container(border=True):
-        st.markdown(f"**Check yourself.** {q.prompt}")
+        st.markdown(t("lesson.quiz.head", prompt=q.prompt))
         key = f"quiz_{q.key}"
         if q.choices:
-            given = st.radio("Your answer", q.choices, key=key, index=None, label_visibility="collapsed")
+            given = st.radio(t("lesson.quiz.answer"), q.choices, key=key, index=None, label_visibility="collapsed",
+                             format_func=q.label)
         else:
-            given = st.text_input(f"Your answer ({q.unit})" if q.unit else "Your answer", key=key,
-                                  max_chars=MAX_ANSWER_CHARS)
+            given = st.text_input(t("lesson.quiz.answer_unit", unit=q.unit) if q.unit else t("lesson.quiz.answer"),
+                                  key=key, max_chars=MAX_ANSWER_CHARS)
         feedback = q.check(given)
         if feedback is not None:
             (st.success if feedback.correct else st.warning)(plain(feedback.message))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from sim.i18n import text
 from sim.model.generate import decode, greedy
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.transformer import TinyLlama
@@ -66,13 +67,14 @@ class FillingRun:
 
 
 @torch.inference_mode()
-def fill_cache(model: TinyLlama, prompt: list[int], num_new: int) -> FillingRun:
-    """Prefill `prompt`, then `num_new - 1` cached decode steps (greedy): one frame per step."""
+def fill_cache(model: TinyLlama, prompt: list[int], num_new: int, lang: str = "en") -> FillingRun:
+    """Prefill `prompt`, then `num_new - 1` cached decode steps (greedy): one frame per step. A prompt or a
+    number of new tokens out of range raises ValueError, worded in `lang` (the Lesson never sends one)."""
     cfg = model.cfg
     if not 1 <= len(prompt) <= MAX_FILL_PROMPT:
-        raise ValueError(f"the prompt must be 1 to {MAX_FILL_PROMPT} bytes, got {len(prompt)}")
+        raise ValueError(text(lang, "lesson.fill.bad_prompt", max=f"{MAX_FILL_PROMPT}", n=f"{len(prompt)}"))
     if not 1 <= num_new <= MAX_FILL_NEW:
-        raise ValueError(f"new tokens must be 1 to {MAX_FILL_NEW}, got {num_new}")
+        raise ValueError(text(lang, "lesson.fill.bad_new", max=f"{MAX_FILL_NEW}", n=f"{num_new}"))
     dev = model.device
     cache = ContiguousKVCache(cfg, 1, len(prompt) + num_new - 1, dev, model.dtype)
     frames: list[FillFrame] = []
