@@ -1,4 +1,4 @@
-"""Figures for the KV memory page."""
+"""Figures for the KV memory page; each builder takes `lang` ("en", "ko") for its labels (sim/i18n.py)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.cost.capacity import Capacity, DtypeRow
 from sim.cost.memory import GiB, KvGrid, VariantCurves, fmt_bytes
+from sim.i18n import text
 
 ATTENTION_COLORS = {"MHA": NAIVE, "GQA": CACHED, "MQA": "#2ca02c", "MLA": "#9467bd"}
 NARROW_CHARS = 40  # the "Does it fit?" chart sits in the page's narrower column
-PART_COLORS = {
-    "Weights": "#4c78a8",
-    "KV cache": "#e45756",
-    "Free for more KV": "#54a24b",
-    "Kept aside (1 − utilization)": "#c7c7c7",
-}
+PART_COLORS = {"weights": "#4c78a8", "kv": "#e45756", "free": "#54a24b", "aside": "#c7c7c7"}  # capacity.PARTS
+
+
+def _t(lang: str, key: str, **fields: object) -> str:
+    return text(lang, f"kvmem.fig.{key}", **fields)
 
 
 def _count_label(n: int) -> str:
@@ -37,7 +37,8 @@ def _log2_ticks(values) -> tuple[list[float], list[str]]:
     return [float(e) for e in exps], [_count_label(2**e) for e in exps]
 
 
-def kv_heatmap(grid: KvGrid, kv_budget: int | None, point: tuple[int, int], max_context: int, title: str) -> go.Figure:
+def kv_heatmap(grid: KvGrid, kv_budget: int | None, point: tuple[int, int], max_context: int, title: str,
+               lang: str = "en") -> go.Figure:
     """Total KV bytes over batch (y) × context (x), both on log2 axes; the GPU's room for the cache
     as an orange contour line; the chosen (context, batch) as a marker. title: the takeaway
     (sim.cost.kv_readouts.grid_takeaway), any user text in it already escaped."""
@@ -52,29 +53,29 @@ def kv_heatmap(grid: KvGrid, kv_budget: int | None, point: tuple[int, int], max_
     fig = go.Figure()
     fig.add_heatmap(
         x=x, y=y, z=z, text=text, colorscale="Viridis", zsmooth=False,
-        colorbar=dict(title="KV bytes", tickvals=[math.log10(v) for v in ticks], ticktext=[fmt_bytes(v) for v in ticks]),
+        colorbar=dict(title=_t(lang, "kv_bytes"), tickvals=[math.log10(v) for v in ticks], ticktext=[fmt_bytes(v) for v in ticks]),
         customdata=np.array([[[b, s] for s in grid.contexts] for b in grid.batches]),
-        hovertemplate="batch %{customdata[0]:,} × context %{customdata[1]:,}<br>KV cache: %{text}<extra></extra>",
+        hovertemplate=_t(lang, "heat_hover") + "<extra></extra>",
     )
     if kv_budget is not None and kv_budget > 0 and z.min() < math.log10(kv_budget) < z.max():
         level = math.log10(kv_budget)
         fig.add_contour(
-            x=x, y=y, z=z, showscale=False, hoverinfo="skip", name=f"the GPU's room for KV: {fmt_bytes(kv_budget)}",
+            x=x, y=y, z=z, showscale=False, hoverinfo="skip", name=_t(lang, "room_line", room=fmt_bytes(kv_budget)),
             contours=dict(start=level, end=level, size=1, coloring="none"), line=dict(color="#ff9900", width=5),
             showlegend=True,
         )
-    fig.add_scatter(x=[math.log2(point[0])], y=[math.log2(point[1])], mode="markers", name="your setting",
+    fig.add_scatter(x=[math.log2(point[0])], y=[math.log2(point[1])], mode="markers", name=_t(lang, "your_setting"),
                     marker=dict(symbol="x", size=16, color="#ff2d2d", line=dict(width=2, color="white")),
-                    hovertemplate=f"your setting: batch {point[1]:,}, context {point[0]:,}<extra></extra>")
+                    hovertemplate=_t(lang, "setting_hover", b=f"{point[1]:,}", s=f"{point[0]:,}") + "<extra></extra>")
     if grid.contexts[0] <= max_context <= grid.contexts[-1]:
         fig.add_vline(x=math.log2(max_context), line=dict(color="white", dash="dash", width=2),
-                      annotation_text=f"trained context {max_context:,}", annotation_font_color="white",
+                      annotation_text=_t(lang, "trained", n=f"{max_context:,}"), annotation_font_color="white",
                       annotation_position="bottom left")
     xt, xl = _log2_ticks(grid.contexts)
     yt, yl = _log2_ticks(grid.batches)
     fig.update_xaxes(tickvals=xt, ticktext=xl, range=[x.min() - 0.25, x.max() + 0.25])
     fig.update_yaxes(tickvals=yt, ticktext=yl, range=[y.min() - 0.25, y.max() + 0.25])
-    fig = base_layout(fig, "", "context (tokens per request)", "batch (concurrent requests)", height=480)
+    fig = base_layout(fig, "", _t(lang, "x_context"), _t(lang, "y_batch"), height=480)
     fig.update_layout(legend=dict(bgcolor="rgba(128,128,128,0.15)"))  # readable on either theme
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
@@ -87,7 +88,7 @@ def _byte_ticks(lo: float, hi: float, max_ticks: int = 8) -> tuple[list[float], 
     return [float(2**e) for e in exps], [fmt_bytes(2**e) for e in exps]
 
 
-def variant_lines(curves: VariantCurves, kv_budget: int | None, context: int, title: str) -> go.Figure:
+def variant_lines(curves: VariantCurves, kv_budget: int | None, context: int, title: str, lang: str = "en") -> go.Figure:
     """Total KV bytes vs context for MHA / GQA / MQA / MLA of the same model, log-log. title: the takeaway
     (sim.cost.kv_readouts.variants_takeaway), any user text in it already escaped."""
     fig = go.Figure()
@@ -95,37 +96,37 @@ def variant_lines(curves: VariantCurves, kv_budget: int | None, context: int, ti
     x_ends = [curves.contexts[0], curves.contexts[-1]]
     if kv_budget is not None and kv_budget > 0:
         values_all.append(kv_budget)
-        fig.add_scatter(x=x_ends, y=[kv_budget, kv_budget], mode="lines", name=f"room for KV: {fmt_bytes(kv_budget)}",
+        fig.add_scatter(x=x_ends, y=[kv_budget, kv_budget], mode="lines", name=_t(lang, "room", room=fmt_bytes(kv_budget)),
                         line=dict(color=FORMULA, dash="dash", width=2), hoverinfo="skip")
     for name, values in curves.name_to_bytes.items():
         arch = curves.name_to_arch[name]
         per_token = curves.name_to_token_bytes[name]
         fig.add_scatter(
-            x=list(curves.contexts), y=list(values), mode="lines", name=f"{name}: {fmt_bytes(per_token)}/token",
+            x=list(curves.contexts), y=list(values), mode="lines", name=_t(lang, "per_token", name=name, b=fmt_bytes(per_token)),
             line=dict(color=ATTENTION_COLORS[name], width=3, dash="solid" if name != "MLA" else "dot"),
             customdata=[fmt_bytes(v) for v in values],
-            hovertemplate=f"{name} ({arch.n_kv_heads if name != 'MLA' else 'latent'} K/V heads)<br>"
-                          "context %{x:,}: %{customdata}<extra></extra>",
+            hovertemplate=_t(lang, "var_hover", name=name,
+                             heads=arch.n_kv_heads if name != "MLA" else _t(lang, "latent")) + "<extra></extra>",
         )
     fig.add_vline(x=context, line=dict(color="#888", dash="dot"))
     xt, xl = _log2_ticks(curves.contexts)
     yt, yl = _byte_ticks(min(values_all), max(values_all))
     fig.update_xaxes(type="log", tickvals=[2**v for v in xt], ticktext=xl)
     fig.update_yaxes(type="log", tickvals=yt, ticktext=yl)
-    base_layout(fig, "", f"context (tokens per request); dotted line: your {context:,}",
-                f"KV cache for {curves.batch:,} request(s)", height=440)
+    base_layout(fig, "", _t(lang, "x_var", n=f"{context:,}"), _t(lang, "y_var", n=f"{curves.batch:,}"), height=440)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def memory_breakdown(cap: Capacity, gpu_label: str, title: str) -> go.Figure:
+def memory_breakdown(cap: Capacity, gpu_label: str, title: str, lang: str = "en") -> go.Figure:
     """One stacked bar: weights, KV cache, free room, the part kept aside; past the GPU's end = over.
     title: whether it fits (Capacity.takeaway), wrapped for the narrow column the page gives it."""
     fig = go.Figure()
-    for part, b in cap.breakdown():
+    for key, b in cap.breakdown():
         if b <= 0:
             continue
+        part = text(lang, f"kvmem.part.{key}")
         fig.add_bar(y=[""], x=[b / GiB], orientation="h", name=f"{part}: {fmt_bytes(b)}",
-                    marker_color=PART_COLORS[part], text=[f"{part}<br>{fmt_bytes(b)}"],
+                    marker_color=PART_COLORS[key], text=[f"{part}<br>{fmt_bytes(b)}"],
                     textposition="inside", insidetextanchor="middle",
                     hovertemplate=f"{part}: {fmt_bytes(b)}<extra></extra>")
     total = cap.total_bytes / GiB
@@ -133,40 +134,41 @@ def memory_breakdown(cap: Capacity, gpu_label: str, title: str) -> go.Figure:
                   annotation_text=f"{gpu_label}: {fmt_bytes(cap.total_bytes)}", annotation_position="top")
     over = cap.weight_bytes + cap.kv_bytes + (cap.total_bytes - cap.usable_bytes) - cap.total_bytes
     if over > 0:
-        fig.add_annotation(x=total, y=0, text=f"over by {fmt_bytes(over)}", showarrow=False, xanchor="left",
+        fig.add_annotation(x=total, y=0, text=_t(lang, "over", b=fmt_bytes(over)), showarrow=False, xanchor="left",
                            font=dict(color=NAIVE, size=16), xshift=8, yshift=-40)
     fig.update_layout(barmode="stack", uniformtext=dict(minsize=11, mode="hide"))
     fig.update_yaxes(showticklabels=False)  # one bar: the GPU; its parts are labelled inside
-    fig = base_layout(fig, "", "GPU memory (GiB)", "", height=260)
+    fig = base_layout(fig, "", _t(lang, "x_gpu"), "", height=260)
     fig.update_layout(legend=dict(LEGEND_BELOW, traceorder="normal"),
                       margin=dict(b=60))
     return set_headline(fig, title, NARROW_CHARS, below_px=24)  # below it: the GPU's label on its line
 
 
-def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, title: str) -> go.Figure:
+def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, title: str, lang: str = "en") -> go.Figure:
     """Max concurrent requests at the chosen context for every KV dtype; title: the takeaway
     (sim.cost.kv_readouts.dtypes_takeaway)."""
     fig = go.Figure()
     fig.add_bar(
         x=[r.kv_dtype.upper() for r in rows], y=[r.max_requests for r in rows],
         marker_color=[NAIVE if r.kv_dtype == chosen else CACHED for r in rows],
-        text=[f"{r.max_requests:,}<br>×{r.vs_fp16:.3g} size" for r in rows], textposition="outside",
+        text=[_t(lang, "dt_bar", n=f"{r.max_requests:,}", x=f"{r.vs_fp16:.3g}") for r in rows], textposition="outside",
         customdata=[fmt_bytes(r.per_request_bytes) for r in rows],
-        hovertemplate="%{x}: %{y:,} requests (%{customdata} each)<extra></extra>",
+        hovertemplate=_t(lang, "dt_hover") + "<extra></extra>",
     )
     top = max([r.max_requests for r in rows] + [1])
     fig.update_yaxes(range=[0, top * 1.25])
-    base_layout(fig, "", "KV cache dtype", "max concurrent requests", height=400)
+    base_layout(fig, "", _t(lang, "x_dtype"), _t(lang, "y_requests"), height=400)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def engine_bars(rows: list[dict], title: str) -> go.Figure:
+def engine_bars(rows: list[dict], title: str, lang: str = "en") -> go.Figure:
     """Per layer group, bytes per request by the exact formula next to what a vLLM-style allocator reserves
     (rows: sim.cost.kv_readouts.group_rows), log axis; title: the takeaway (kv_readouts.engine_takeaway)."""
     fig = go.Figure()
     groups = [r["Group"] for r in rows]
     values = []
-    for name, col, color in (("exact formula", "Per request (B)", CACHED), ("vLLM-style blocks", "vLLM reserves (B)", NAIVE)):
+    for key, col, color in (("exact", "Per request (B)", CACHED), ("blocks", "vLLM reserves (B)", NAIVE)):
+        name = _t(lang, key)
         ys = [max(r[col], 1) for r in rows]
         values += ys
         fig.add_bar(x=groups, y=ys, name=name, marker_color=color, text=[fmt_bytes(v) for v in ys],
@@ -174,5 +176,5 @@ def engine_bars(rows: list[dict], title: str) -> go.Figure:
     yt, yl = _byte_ticks(min(values) / 2, max(values) * 4)
     fig.update_yaxes(type="log", tickvals=yt, ticktext=yl)
     fig.update_layout(barmode="group")
-    base_layout(fig, "", "layer group", "bytes per request (log scale)", height=420)
+    base_layout(fig, "", _t(lang, "x_group"), _t(lang, "y_bytes"), height=420)
     return set_headline(fig, title, FULL_WIDTH_CHARS)

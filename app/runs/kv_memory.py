@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from app.i18n import t
 from app.work import run_job
 from sim.cost.capacity import Capacity, DtypeRow, GpuConfig, capacity, dtype_table
 from sim.cost.kv_engine import EngineAllocation, EngineConfig, engine_allocation
@@ -33,18 +34,18 @@ def dtypes(cfg: MemoryConfig, gpu: GpuConfig) -> tuple[DtypeRow, ...]:
     return dtype_table(cfg, gpu)
 
 
-def measured(name: str, batch: int, context: int, measure: Callable):
-    """`measure(name, batch, context)` through the server's queue, estimated from the model's own
+def measured(name: str, batch: int, context: int, lang: str, measure: Callable):
+    """`measure(name, batch, context, lang)` through the server's queue, estimated from the model's own
     prefill rate; None while it waits for its button."""
     from app.resources import model_rates
     from sim.work.run_cost import prefill_work
 
-    return run_job("kv_memory.measure", (name, batch, context),
+    return run_job("kv_memory.measure", (name, batch, context, lang),
                    model_rates(name, "sdpa").seconds(prefill_work(context, batch)),
-                   lambda progress: measure(name, batch, context),
-                   what=f"Filling the tiny model's cache with a prefill of {batch} × {context:,} tokens")
+                   lambda progress: measure(name, batch, context, lang),
+                   what=t("kvmem.job", b=batch, s=f"{context:,}"))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def allocated(cfg: MemoryConfig, engine: EngineConfig) -> EngineAllocation:
-    return engine_allocation(cfg, engine)
+def allocated(cfg: MemoryConfig, engine: EngineConfig, lang: str = "en") -> EngineAllocation:
+    return engine_allocation(cfg, engine, lang)

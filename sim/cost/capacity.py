@@ -21,6 +21,9 @@ from sim.cost.memory import (
     request_bytes,
     weight_bytes,
 )
+from sim.i18n import text
+
+PARTS = ("weights", "kv", "free", "aside")  # Capacity.breakdown's parts; their names: kvmem.part.<id>
 
 
 @dataclass(frozen=True)
@@ -72,21 +75,21 @@ class Capacity:
         return self.headroom_bytes >= 0
 
     def breakdown(self) -> list[tuple[str, int]]:
-        """(part, bytes) stacking up to the total: weights, KV, free, reserved (or over)."""
-        parts = [("Weights", self.weight_bytes), ("KV cache", self.kv_bytes)]
+        """(part, bytes) stacking up to the total: weights, KV, free, reserved (or over); each part one of PARTS."""
+        parts = [("weights", self.weight_bytes), ("kv", self.kv_bytes)]
         if self.headroom_bytes >= 0:
-            parts.append(("Free for more KV", self.headroom_bytes))
-        return parts + [("Kept aside (1 − utilization)", self.total_bytes - self.usable_bytes)]
+            parts.append(("free", self.headroom_bytes))
+        return parts + [("aside", self.total_bytes - self.usable_bytes)]
 
-    def takeaway(self, gpu_label: str) -> str:
+    def takeaway(self, gpu_label: str, lang: str = "en") -> str:
         """The "Does it fit?" chart's title: weights + KV against the memory usable on gpu_label."""
-        usable = f"the {fmt_bytes(self.usable_bytes)} usable on {gpu_label}"
+        usable = text(lang, "kvmem.fit.usable", usable=fmt_bytes(self.usable_bytes), gpu=gpu_label)
         if self.kv_budget_bytes <= 0:
-            return f"Does not fit: the weights alone ({fmt_bytes(self.weight_bytes)}) leave no room for KV in {usable}"
-        need = f"{fmt_bytes(self.weight_bytes)} of weights + {fmt_bytes(self.kv_bytes)} of KV"
+            return text(lang, "kvmem.fit.t_no_room", weights=fmt_bytes(self.weight_bytes), usable=usable)
+        need = text(lang, "kvmem.fit.need", weights=fmt_bytes(self.weight_bytes), kv=fmt_bytes(self.kv_bytes))
         if self.fits:
-            return f"Fits: {need} within {usable}, {fmt_bytes(self.headroom_bytes)} to spare"
-        return f"Does not fit: {need} is {fmt_bytes(-self.headroom_bytes)} over {usable}"
+            return text(lang, "kvmem.fit.t_fits", need=need, usable=usable, spare=fmt_bytes(self.headroom_bytes))
+        return text(lang, "kvmem.fit.t_over", need=need, over=fmt_bytes(-self.headroom_bytes), usable=usable)
 
 
 def max_context(cfg: MemoryConfig, kv_budget: int) -> tuple[int, str]:
@@ -139,29 +142,33 @@ def dtype_table(cfg: MemoryConfig, gpu: GpuConfig) -> tuple[DtypeRow, ...]:
     return tuple(rows)
 
 
-def dtype_frame(rows: tuple[DtypeRow, ...]):
+def dtype_frame(rows: tuple[DtypeRow, ...], lang: str = "en"):
+    """One row per KV dtype; the column names in `lang` (catalog kvmem.col.*)."""
     import pandas as pd
 
+    col = {k: text(lang, f"kvmem.col.{k}") for k in ("kv_dtype", "per_token_b", "per_request_b", "all_requests_b",
+                                                    "all_requests", "max_requests", "vs_fp16")}
     return pd.DataFrame([{
-        "KV dtype": r.kv_dtype, "Per token (B)": r.bytes_per_token, "Per request (B)": r.per_request_bytes,
-        "All requests (B)": r.total_bytes, "All requests": fmt_bytes(r.total_bytes),
-        "Max concurrent requests": r.max_requests, "Size vs FP16": round(r.vs_fp16, 4),
+        col["kv_dtype"]: r.kv_dtype, col["per_token_b"]: r.bytes_per_token, col["per_request_b"]: r.per_request_bytes,
+        col["all_requests_b"]: r.total_bytes, col["all_requests"]: fmt_bytes(r.total_bytes),
+        col["max_requests"]: r.max_requests, col["vs_fp16"]: round(r.vs_fp16, 4),
     } for r in rows])
 
 
-def fit_message(kv: KvMemory, cap: Capacity, gpu: GpuConfig, gpu_label: str, num_params: int) -> tuple[str, str]:
+def fit_message(kv: KvMemory, cap: Capacity, gpu: GpuConfig, gpu_label: str, num_params: int,
+                lang: str = "en") -> tuple[str, str]:
     """("block" | "fits" | "over", the sentence the page shows), worded from the numbers."""
+    params = f"{num_params / 1e9:.3g}"
     if cap.kv_budget_bytes <= 0:
-        return "block", (f"The weights alone ({fmt_bytes(cap.weight_bytes)} for {num_params / 1e9:.3g} B parameters in "
-                         f"{gpu.weight_dtype.upper()}) need more than the {fmt_bytes(cap.usable_bytes)} usable on "
-                         f"{gpu_label}: add GPUs or quantize the weights.")
+        return "block", text(lang, "kvmem.fit.m_no_room", weights=fmt_bytes(cap.weight_bytes), params=params,
+                             dtype=gpu.weight_dtype.upper(), usable=fmt_bytes(cap.usable_bytes), gpu=gpu_label)
     if cap.fits:
-        return "fits", (f"Fits: {fmt_bytes(kv.total_bytes)} of KV next to {fmt_bytes(cap.weight_bytes)} of weights "
-                        f"({num_params / 1e9:.3g} B parameters), {fmt_bytes(cap.headroom_bytes)} to spare.")
+        return "fits", text(lang, "kvmem.fit.m_fits", kv=fmt_bytes(kv.total_bytes), weights=fmt_bytes(cap.weight_bytes),
+                            params=params, spare=fmt_bytes(cap.headroom_bytes))
     cfg = kv.config
-    return "over", (f"Does not fit: the cache needs {fmt_bytes(kv.total_bytes)} but only {fmt_bytes(cap.kv_budget_bytes)} "
-                    f"is left after {fmt_bytes(cap.weight_bytes)} of weights. At {cfg.context:,} tokens at most "
-                    f"{cap.max_requests:,} requests fit; at batch {cfg.batch:,} at most {cap.max_context:,} tokens.")
+    return "over", text(lang, "kvmem.fit.m_over", kv=fmt_bytes(kv.total_bytes), left=fmt_bytes(cap.kv_budget_bytes),
+                        weights=fmt_bytes(cap.weight_bytes), s=f"{cfg.context:,}", n=f"{cap.max_requests:,}",
+                        b=f"{cfg.batch:,}", ctx=f"{cap.max_context:,}")
 
 
 def int8_vs_fp16(group_size: int) -> float:

@@ -3,6 +3,7 @@
 The published presets (assets/presets/models.json) and a user's pasted or uploaded file go through the same
 parser, so it is exercised on real files. Every missing, mistyped, out-of-range or contradictory field is
 named in one ValueError; assumptions made (defaults filled in, head_dim vs hidden/heads) come back as notes.
+Both are worded in `lang` ("en" by default, as app/cli_kv.py prints them; "ko" for the Korean page).
 """
 
 from __future__ import annotations
@@ -11,36 +12,47 @@ import json
 from typing import Any
 
 from sim.cost.arch import FFN, GLOBAL, LIMITS, LOCAL, MAX_PATTERN, STATE, ArchPreset
+from sim.i18n import text as message
 
 MAX_CONFIG_CHARS = 200_000  # a real config.json is a few kB
 MAX_NAME_CHARS = 80
 
 
-def _loads(text: str) -> dict:
+def _say(lang: str, which: str, /, **fields: object) -> str:
+    return message(lang, f"kvmem.cfg.{which}", **fields)
+
+
+def _loads(text: str, lang: str = "en") -> dict:
     if not isinstance(text, str):
-        raise ValueError(f"config.json must be text, got {type(text).__name__}")
+        raise ValueError(_say(lang, "not_text", type=type(text).__name__))
     if len(text) > MAX_CONFIG_CHARS:
-        raise ValueError(f"config.json of {len(text):,} characters is longer than the {MAX_CONFIG_CHARS:,} allowed")
+        raise ValueError(_say(lang, "too_long", n=f"{len(text):,}", max=f"{MAX_CONFIG_CHARS:,}"))
     if not text.strip():
-        raise ValueError("config.json is empty")
+        raise ValueError(_say(lang, "empty"))
     try:
         data = json.loads(text)
     except RecursionError:
-        raise ValueError("config.json is nested too deeply to be a model config") from None
+        raise ValueError(_say(lang, "too_deep")) from None
     except ValueError as exc:  # JSONDecodeError, and Python's limit on digits in an int
-        raise ValueError(f"config.json is not valid JSON: {str(exc)[:200]}") from None
+        raise ValueError(_say(lang, "not_json", error=str(exc)[:200])) from None
     if not isinstance(data, dict):
-        raise ValueError(f"config.json must be a JSON object {{...}}, got a {type(data).__name__}")
+        raise ValueError(_say(lang, "not_object", type=type(data).__name__))
     return data
 
 
 class _Reader:
     """Reads fields from a config dict, recording every problem instead of stopping at the first."""
 
-    def __init__(self, data: dict, top: dict) -> None:
-        self.data, self.top = data, top
+    def __init__(self, data: dict, top: dict, lang: str = "en") -> None:
+        self.data, self.top, self.lang = data, top, lang
         self.problems: list[str] = []
         self.notes: list[str] = []
+
+    def problem(self, which: str, /, **fields: object) -> None:
+        self.problems.append(_say(self.lang, which, **fields))
+
+    def note(self, which: str, /, **fields: object) -> None:
+        self.notes.append(_say(self.lang, which, **fields))
 
     def raw(self, *keys: str) -> tuple[str | None, Any]:
         for src in (self.data, self.top):
@@ -55,16 +67,16 @@ class _Reader:
         name = " / ".join(keys)
         if key is None or (value is None and null_ok):
             if default is None and required:
-                self.problems.append(f"missing field {name}")
+                self.problem("missing", name=name)
             return default
         if isinstance(value, bool) or not isinstance(value, int):
             shown = repr(value)
             shown = shown if len(shown) <= 40 else shown[:40] + "…"
-            self.problems.append(f"{key} must be a whole number, got {shown} ({type(value).__name__})")
+            self.problem("not_int", key=key, shown=shown, type=type(value).__name__)
             return default
         if not lo <= value <= hi:
-            shown = f"{value:,}" if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
-            self.problems.append(f"{key}={shown} is outside {lo:,}..{hi:,}")
+            shown = f"{value:,}" if abs(value) < 10**30 else _say(self.lang, "digits", n=len(str(abs(value))))
+            self.problem("outside", key=key, shown=shown, lo=f"{lo:,}", hi=f"{hi:,}")
             return default
         return value
 
@@ -73,7 +85,7 @@ class _Reader:
         if k is None or value is None:
             return default
         if not isinstance(value, bool):
-            self.problems.append(f"{key} must be true or false, got {str(value)[:40]!r}")
+            self.problem("not_bool", key=key, value=repr(str(value)[:40]))
             return default
         return value
 
@@ -109,21 +121,21 @@ def _shortest_cycle(pattern: str) -> str:
 
 def _from_layer_types(r: _Reader, key: str, types, n_layers: int) -> tuple[str, str] | None:
     if not isinstance(types, list) or len(types) != n_layers:
-        got = f"{len(types)} entries" if isinstance(types, list) else f"a {type(types).__name__}"
-        r.problems.append(f"{key} must be a list of {n_layers} entries (one per layer), got {got}")
+        got = (_say(r.lang, "n_entries", n=len(types)) if isinstance(types, list)
+               else _say(r.lang, "a_type", type=type(types).__name__))
+        r.problem("types_list", key=key, n=n_layers, got=got)
         return None
     letters, local_kinds = [], set()
     for t in types:
         hit = LAYER_TYPE_LETTERS.get(t) if isinstance(t, str) else None
         if hit is None:
-            r.problems.append(f"{key} has an entry {str(t)[:40]!r}: expected one of {', '.join(LAYER_TYPE_LETTERS)}")
+            r.problem("types_entry", key=key, entry=repr(str(t)[:40]), choices=", ".join(LAYER_TYPE_LETTERS))
             return None
         letters.append(hit[0])
         if hit[1]:
             local_kinds.add(hit[1])
     if len(local_kinds) > 1:
-        r.problems.append(f"{key} mixes sliding_attention and chunked_attention layers; one kind of local layer "
-                          "per model is supported")
+        r.problem("types_mixed", key=key)
         return None
     return "".join(letters), (local_kinds.pop() if local_kinds else "sliding")
 
@@ -134,8 +146,7 @@ def _layer_pattern(r: _Reader, model_type: str, n_layers: int) -> tuple[str, str
     attention_chunk_size + no_rope_layers, sliding_window + sliding_window_pattern / max_window_layers."""
     window = r.int("sliding_window", lo=0, hi=LIMITS["sliding_window"][1], default=0, required=False, null_ok=True) or 0
     if window and not r.bool("use_sliding_window", True):
-        r.notes.append(f"sliding_window={window:,} is listed but use_sliding_window is false: every layer keeps the "
-                       "full context")
+        r.note("window_off", w=f"{window:,}")
         window = 0
     chunk = r.int("attention_chunk_size", lo=1, hi=LIMITS["sliding_window"][1], required=False, null_ok=True) or 0
     letters, local = None, "sliding"
@@ -155,7 +166,8 @@ def _layer_pattern(r: _Reader, model_type: str, n_layers: int) -> tuple[str, str
         size = chunk if local == "chunked" else window
         if not size:
             field = "attention_chunk_size" if local == "chunked" else "sliding_window"
-            r.problems.append(f"the config has {letters.count(LOCAL)} {local} layers but {field} is missing or 0")
+            r.problem("local_no_size", n=letters.count(LOCAL), spec=message(r.lang, f"kvmem.r.spec.{local}"),
+                      field=field)
             return "", "sliding", 0
         window = size
     pattern = _shortest_cycle(letters)
@@ -167,8 +179,7 @@ def _derived_pattern(r: _Reader, model_type: str, n: int, window: int, chunk: in
     key, hybrid = r.raw("hybrid_override_pattern")
     if key is not None and hybrid is not None:
         if not isinstance(hybrid, str) or len(hybrid) != n or set(hybrid) - set(HYBRID_LETTERS):
-            r.problems.append(f"hybrid_override_pattern must be {n} letters from M * - E (one per layer), got "
-                              f"{str(hybrid)[:40]!r}")
+            r.problem("hybrid_pattern", n=n, got=repr(str(hybrid)[:40]))
             return None, "sliding"
         return "".join(HYBRID_LETTERS[c] for c in hybrid), "sliding"
     period = r.int("attn_layer_period", lo=1, hi=MAX_PATTERN, required=False, null_ok=True)
@@ -184,7 +195,7 @@ def _derived_pattern(r: _Reader, model_type: str, n: int, window: int, chunk: in
         k, rope = r.raw("no_rope_layers")
         if isinstance(rope, list) and rope:
             if len(rope) != n or any(v not in (0, 1) or isinstance(v, bool) for v in rope):
-                r.problems.append(f"no_rope_layers must be {n} entries of 0 or 1, got {str(rope)[:40]!r}")
+                r.problem("no_rope", n=n, got=repr(str(rope)[:40]))
                 return None, "sliding"
             return "".join(LOCAL if v else GLOBAL for v in rope), "chunked"
         every = r.int("no_rope_layer_interval", lo=1, hi=MAX_PATTERN, default=4, required=False, null_ok=True) or 4
@@ -194,8 +205,7 @@ def _derived_pattern(r: _Reader, model_type: str, n: int, window: int, chunk: in
     every = r.int("sliding_window_pattern", lo=1, hi=MAX_PATTERN, required=False, null_ok=True)
     if every is None and model_type.startswith("gemma3"):
         every = 6
-        r.notes.append("sliding_window_pattern is absent; Gemma 3's default of 6 (five local layers, then one global) "
-                       "is used")
+        r.note("gemma3")
     if every is not None:
         cycle = LOCAL * (every - 1) + GLOBAL if every > 1 else GLOBAL
         return "".join(cycle[i % len(cycle)] for i in range(n)), "sliding"
@@ -216,7 +226,7 @@ def _dtype(r: _Reader, *keys: str, default: str) -> str:
     if k is None or value is None or value == "auto":
         return default
     if not isinstance(value, str) or value not in TORCH_DTYPES:
-        r.problems.append(f"{k} must be one of {', '.join(TORCH_DTYPES)}, got {str(value)[:40]!r}")
+        r.problem("dtype_choice", key=k, choices=", ".join(TORCH_DTYPES), got=repr(str(value)[:40]))
         return default
     return TORCH_DTYPES[value]
 
@@ -243,8 +253,7 @@ def _state(r: _Reader, model_type: str, d_model: int, n_state: int) -> dict:
         dv = r.int("linear_value_head_dim", hi=L, required=False)
         kernel = r.int("linear_conv_kernel_dim", lo=2, hi=1024, default=4, required=False, null_ok=True)
         if None in (nk, nv, dk, dv):
-            r.problems.append(f"the config has {n_state} linear_attention layers: it needs linear_num_key_heads, "
-                              "linear_num_value_heads, linear_key_head_dim and linear_value_head_dim to size their state")
+            r.problem("linear_needs", n=n_state)
             return {}
         key_dim, value_dim = nk * dk, nv * dv
         conv_dim = 2 * key_dim + value_dim
@@ -260,8 +269,7 @@ def _state(r: _Reader, model_type: str, d_model: int, n_state: int) -> dict:
         groups = r.int("n_groups", "mamba_n_groups", default=1, required=False, null_ok=True, hi=L)
         kernel = r.int("conv_kernel", "mamba_d_conv", lo=2, hi=1024, default=4, required=False, null_ok=True)
         if None in (heads, head_dim, d_state):
-            r.problems.append(f"the config has {n_state} Mamba-2 layers: it needs mamba_num_heads, mamba_head_dim and "
-                              "ssm_state_size to size their state")
+            r.problem("mamba2_needs", n=n_state)
             return {}
         inner = heads * head_dim
         conv_dim = inner + 2 * groups * d_state
@@ -273,8 +281,7 @@ def _state(r: _Reader, model_type: str, d_model: int, n_state: int) -> dict:
     kernel = r.int("mamba_d_conv", "conv_kernel", lo=2, hi=1024, default=4, required=False, null_ok=True)
     expand = r.int("mamba_expand", "expand", hi=64, default=2, required=False, null_ok=True)
     if d_state is None:
-        r.problems.append(f"the config has {n_state} Mamba layers: it needs mamba_d_state (or state_size) to size "
-                          "their state")
+        r.problem("mamba_needs", n=n_state)
         return {}
     inner = expand * d_model
     if model_type in ("mamba", "falcon_mamba"):
@@ -286,13 +293,13 @@ def _state(r: _Reader, model_type: str, d_model: int, n_state: int) -> dict:
             "state_params": params}
 
 
-def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[str]]:
+def _read_config(data: dict, name: str, source: str, lang: str = "en") -> tuple[ArchPreset, list[str]]:
     top = data
     for key in NESTED_KEYS:
         if isinstance(data.get(key), dict):
             data = data[key]
             break
-    r = _Reader(data, top)
+    r = _Reader(data, top, lang)
     model_type = r.text("model_type").lower()
     L = LIMITS
     n_layers = r.int("num_hidden_layers", "n_layer", "num_layers", lo=L["n_layers"][0], hi=L["n_layers"][1])
@@ -311,7 +318,7 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
         n_kv = r.int("num_key_value_heads", "num_kv_heads", "n_head_kv", lo=1, hi=L["n_kv_heads"][1],
                      default=n_heads, required=False, null_ok=True)
         if multi_query and n_kv != 1:
-            r.problems.append(f"multi_query is true but {kv_key}={n_kv}: multi-query attention has exactly 1 K/V head")
+            r.problem("multi_query", key=kv_key, n=n_kv)
     else:
         n_kv = 1 if multi_query else n_heads
 
@@ -330,30 +337,24 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
         head_dim = r.int("head_dim", lo=1, hi=L["head_dim"][1], required=False, null_ok=True)
     if head_dim is None and not kv_lora and d_model and n_heads:
         if d_model % n_heads:
-            r.problems.append(
-                f"hidden_size={d_model} is not divisible by num_attention_heads={n_heads}, "
-                "and there is no head_dim field to say the head size"
-            )
+            r.problem("not_divisible", d=d_model, h=n_heads)
         else:
             head_dim = d_model // n_heads
     elif head_dim is not None and not kv_lora and d_model and n_heads and head_dim * n_heads != d_model:
         shown = f"{d_model // n_heads}" if d_model % n_heads == 0 else f"{d_model / n_heads:.2f}"
-        r.notes.append(
-            f"head_dim={head_dim} is given and differs from hidden_size / num_attention_heads = "
-            f"{d_model} / {n_heads} = {shown}; head_dim wins, as in transformers (it sets the K/V size)"
-        )
+        r.note("head_dim", hd=head_dim, d=d_model, h=n_heads, shown=shown)
 
     d_ff = r.int("intermediate_size", "n_inner", "ffn_hidden_size", lo=1, hi=L["d_ff"][1],
                  required=False, null_ok=True)
     if d_ff is None and d_model:
         d_ff = 4 * d_model
         if model_type not in ("gpt2", "falcon"):
-            r.notes.append(f"no intermediate_size: assuming 4 × hidden_size = {d_ff:,}")
+            r.note("no_ff", n=f"{d_ff:,}")
     max_pos = r.int("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length",
                     lo=1, hi=L["max_position_embeddings"][1], required=False, null_ok=True)
     if max_pos is None:
         max_pos = 2048
-        r.notes.append("no max_position_embeddings: assuming 2,048 tokens (the transformers default)")
+        r.note("no_max_pos")
 
     if n_layers:
         letters, local, window = _layer_pattern(r, model_type, n_layers)
@@ -361,8 +362,8 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
         letters, local, window = "", "sliding", 0
     kinds = letters or GLOBAL
     if window and window >= max_pos and LOCAL in kinds:
-        r.notes.append(f"{'attention_chunk_size' if local == 'chunked' else 'sliding_window'}={window:,} is not "
-                       f"smaller than the context of {max_pos:,}: it never drops a token")
+        r.note("window_big", field="attention_chunk_size" if local == "chunked" else "sliding_window",
+               w=f"{window:,}", n=f"{max_pos:,}")
     n_state = sum(kinds[i % len(kinds)] == STATE for i in range(n_layers or 0))
     state = _state(r, model_type, d_model or 0, n_state) if n_layers and d_model else {}
     kv_shared = r.int("num_kv_shared_layers", lo=0, hi=max((n_layers or 1) - 1, 0), default=0, required=False,
@@ -370,7 +371,7 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
     index_dim = r.int("index_head_dim", lo=0, hi=L["index_head_dim"][1], default=0, required=False, null_ok=True) or 0
     index_heads = r.int("index_n_heads", lo=0, hi=L["index_n_heads"][1], default=0, required=False, null_ok=True) or 0
     if index_dim and not kv_lora:
-        r.notes.append(f"index_head_dim={index_dim} (a sparse-attention indexer) is counted on top of plain K/V")
+        r.note("indexer", n=index_dim)
     model_dtype = _dtype(r, "torch_dtype", "dtype", default="bf16")
 
     experts = r.int("num_local_experts", "n_routed_experts", "num_experts", lo=1, hi=L["num_experts"][1],
@@ -394,7 +395,7 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
             moe_offset = step - 1
     if model_type.startswith("llama4") and experts > 1 and not shared:
         shared = 1  # Llama 4's MoE layers always add one shared expert (the config has no field for it)
-        r.notes.append("Llama 4's MoE layers add one shared expert of intermediate_size (no field in the config)")
+        r.note("llama4")
     if r.raw("shared_expert_intermediate_size")[0] is not None and experts > 1 and not shared:
         shared = 1  # Qwen-MoE style: one shared expert of that width
     shared_ff = r.int("shared_expert_intermediate_size", lo=0, hi=L["moe_d_ff"][1], default=0, required=False,
@@ -403,16 +404,14 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
 
     if n_heads and n_kv:
         if n_kv > n_heads:
-            r.problems.append(f"num_key_value_heads={n_kv} is more than num_attention_heads={n_heads}")
+            r.problem("kv_more", kv=n_kv, h=n_heads)
         elif n_heads % n_kv:
-            r.problems.append(
-                f"num_attention_heads={n_heads} is not divisible by num_key_value_heads={n_kv}: "
-                "each K/V head must serve the same number of query heads"
-            )
+            r.problem("kv_divisible", kv=n_kv, h=n_heads)
     if r.problems:
-        raise ValueError("config.json: " + "; ".join(r.problems))
-    name = name or r.text("_name_or_path") or r.text("architectures") or model_type or "pasted config"
-    name = "".join(ch for ch in name if ch.isprintable())[:MAX_NAME_CHARS] or "pasted config"
+        raise ValueError(_say(lang, "prefix", problems="; ".join(r.problems)))
+    unnamed = _say(lang, "unnamed")
+    name = name or r.text("_name_or_path") or r.text("architectures") or model_type or unnamed
+    name = "".join(ch for ch in name if ch.isprintable())[:MAX_NAME_CHARS] or unnamed
     try:
         preset = ArchPreset(
             name=name, family=model_type or "custom", n_layers=n_layers, d_model=d_model, n_heads=n_heads,
@@ -426,15 +425,16 @@ def _read_config(data: dict, name: str, source: str) -> tuple[ArchPreset, list[s
             shared_expert_d_ff=shared_ff, moe_layer_period=moe_period, moe_layer_offset=moe_offset, model_dtype=model_dtype, **state,
         )
     except ValueError as exc:
-        raise ValueError(f"config.json: {exc}") from None
+        raise ValueError(_say(lang, "prefix", problems=exc)) from None
     return preset, r.notes
 
 
-def parse_hf_config_with_notes(text: str, name: str = "", source: str = "pasted config.json") -> tuple[ArchPreset, list[str]]:
+def parse_hf_config_with_notes(text: str, name: str = "", source: str = "pasted config.json",
+                               lang: str = "en") -> tuple[ArchPreset, list[str]]:
     """Parse a Hugging Face config.json (as text, data only). Returns the preset and notes on
     assumptions made (defaults filled in, head_dim vs hidden/heads, ...). Raises ValueError
-    naming every missing, mistyped, out-of-range or contradictory field."""
-    return _read_config(_loads(text), name, source)
+    naming every missing, mistyped, out-of-range or contradictory field. Messages in `lang`."""
+    return _read_config(_loads(text, lang), name, source, lang)
 
 
 def parse_hf_config(text: str) -> ArchPreset:

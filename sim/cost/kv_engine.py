@@ -40,6 +40,7 @@ from sim.cost.memory import (
     state_layer_bytes,
     token_layer_bytes,
 )
+from sim.i18n import text
 
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # vLLM's --block-size choices (CUDA)
 DEFAULT_BATCHED_TOKENS = 8192  # vLLM's --max-num-batched-tokens default for an OpenAI server on a large GPU
@@ -123,6 +124,10 @@ class EngineAllocation:
         return self.num_blocks(kv_budget) // self.blocks_per_request
 
 
+def _t(lang: str, key: str, **fields: object) -> str:
+    return text(lang, f"kvmem.eng.{key}", **fields)
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -162,24 +167,24 @@ def _spec_layers(cfg: MemoryConfig, hybrid: bool) -> list[tuple[str, str, tuple[
     return out
 
 
-def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig()) -> EngineAllocation:
+def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), lang: str = "en") -> EngineAllocation:
+    """The blocks one request needs; its notes (what vLLM does differently, or cannot) worded in `lang`."""
     a = cfg.arch
     S, T = cfg.context, engine.max_num_batched_tokens
     notes: list[str] = []
     hybrid = engine.hybrid
     if not hybrid and a.num_state_layers:
-        notes.append("vLLM cannot turn the hybrid KV cache manager off for a model with state layers; "
-                     "counted with it on")
+        notes.append(_t(lang, "no_disable"))
         hybrid = True
     if not hybrid and a.num_local_layers:
-        notes.append(f"without the hybrid manager the {a.num_local_layers} {a.local_attention} layers are reserved "
-                     f"as full attention: {S:,} tokens each instead of a {a.sliding_window:,}-token {a.window_word}")
+        notes.append(_t(lang, "as_full", n=f"{a.num_local_layers:,}", spec=text(lang, f"kvmem.r.spec.{a.local_attention}"), s=f"{S:,}",
+                        w=f"{a.sliding_window:,}", word=text(lang, f"kvmem.r.word.{a.window_word}")))
     specs = _spec_layers(cfg, hybrid)
     bpl = token_layer_bytes(a, cfg.kv_dtype, cfg.group_size)
     idx = indexer_token_bytes(a)
     bs = engine.block_size
     if a.attention == "MLA" and bs % 64:
-        notes.append(f"vLLM's FlashMLA backend needs --block-size 64; this counts the {bs} asked for")
+        notes.append(_t(lang, "flashmla", bs=bs))
     full_only = all(spec in ("full", "indexer") for spec, _, _ in specs)
     if full_only:
         # one group of every layer; a block id costs one page of each (pages may differ: MLA + indexer)
@@ -195,8 +200,7 @@ def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig()) 
     if state_bytes and has_attention:
         need = KERNEL_ALIGN * _cdiv(state_bytes, KERNEL_ALIGN * bpl)
         if bs < need:
-            notes.append(f"the {state_bytes:,}-byte state page forces the attention block size up from {bs} to "
-                         f"{need} tokens, so that one attention page ({need} × {bpl:,} B) holds it")
+            notes.append(_t(lang, "state_page", state=f"{state_bytes:,}", bs=bs, need=need, bpl=f"{bpl:,}"))
             bs = need
         page = bs * bpl
     elif state_bytes:
@@ -204,8 +208,7 @@ def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig()) 
     else:
         page = bs * bpl
     if idx and any(spec == "indexer" for spec, _, _ in specs):
-        notes.append("the indexer's pages are padded to the attention page here (a hybrid with an indexer is an "
-                     "approximation)")
+        notes.append(_t(lang, "indexer"))
     counts = [len(ids) for _, _, ids in specs]
     lo, hi = min(counts), max(counts)
     per_group = hi if len(specs) == 1 or hi < 1.25 * lo else lo
@@ -218,8 +221,7 @@ def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig()) 
         for i in range(n_groups):
             groups.append(EngineGroup(spec, kind, ids[i::n_groups], per_group, tokens, _blocks(spec, tokens, bs)))
     if padding:
-        notes.append(f"{padding} empty layer slot{'s' if padding != 1 else ''} pad the groups to {per_group} layers "
-                     "each; they cost memory like real layers")
+        notes.append(_t(lang, f"padding.{'one' if padding == 1 else 'other'}", n=padding, per=per_group))
     state_pad = page - state_bytes if state_bytes else 0
     return EngineAllocation(cfg, engine, bs, page, page * per_group, tuple(groups), True, padding, state_pad,
                             tuple(notes))
@@ -232,7 +234,7 @@ TORCH_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 
 
 def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utilization: float, num_gpus: int,
-                 model_ref: str = "") -> tuple[str, tuple[str, ...]]:
+                 model_ref: str = "", lang: str = "en") -> tuple[str, tuple[str, ...]]:
     """(`vllm serve ...` with this view's settings, notes on what vLLM cannot do the same way)."""
     cfg = kv.config
     notes = []
@@ -246,8 +248,7 @@ def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utiliz
             args.append(f"--dtype {TORCH_NAMES[cfg.kv_dtype]}")  # auto stores K/V in the model's dtype
     else:
         args.append("--kv-cache-dtype fp8")
-        notes.append(f"vLLM has no {cfg.kv_dtype.upper()} KV cache; the command uses fp8, the nearest it has "
-                     f"(this view counts {cfg.kv_dtype.upper()} with its group scales)")
+        notes.append(_t(lang, "no_dtype", dtype=cfg.kv_dtype.upper()))
     args += [f"--block-size {alloc.block_size}", f"--max-model-len {cfg.context}",
              f"--gpu-memory-utilization {utilization:g}", f"--max-num-seqs {cfg.batch}"]
     if alloc.engine.max_num_batched_tokens != DEFAULT_BATCHED_TOKENS:
@@ -259,6 +260,5 @@ def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utiliz
     if arch.num_state_layers and cfg.state_dtype and cfg.state_dtype != arch.state_ssm_dtype:
         args.append(f"--mamba-ssm-cache-dtype {TORCH_NAMES[cfg.state_dtype]}")
     if cfg.layers_per_kv > 1:
-        notes.append(f"vLLM has no switch for sharing one K/V among {cfg.layers_per_kv} layers; a model must be "
-                     "built that way")
+        notes.append(_t(lang, "no_sharing", n=cfg.layers_per_kv))
     return " \\\n  ".join(args), tuple(notes)
