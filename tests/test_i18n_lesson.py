@@ -116,3 +116,10 @@ def test_dtype_names_in_english_are_the_memory_models_labels():
 
     assert {d: text("en", f"lesson.dtype.{d}") for d in KV_DTYPES} == {d: v.label for d, v in KV_DTYPES.items()}
     assert text("ko", "lesson.dtype.int4") == "INT4 + 그룹별 스케일"
+
+
+def test_the_bytes_steps_formula_table_in_korean():
+    at = lesson_ko({"step": "6"})
+    table = at.table[0].value
+    assert list(table.columns) == ["단계", "이 숫자로"]
+    assert list(table["단계"])[0] == "값당 바이트 p" and list(table["이 숫자로"])[0] == "16비트 ÷ 8 = 2 B"

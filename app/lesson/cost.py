@@ -16,6 +16,7 @@ from app.lesson.quiz import ask
 from app.present import show_chart
 from sim.cost.decode import flop_shape
 from sim.cost.gpus import load_gpus
+from sim.cost.kv_readouts import steps_frame
 from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS, MemoryConfig, kv_memory, request_bytes, weight_bytes
 from sim.cost.opcount import step_flops
 from sim.cost.presets import load_presets
@@ -67,7 +68,8 @@ def cache_bytes() -> None:
     weights = weight_bytes(arch, "bf16")
     claim(say.bytes_claim(arch.name, ss["kv"].upper(), m.bytes_per_token, BYTES_CONTEXT, m.per_request_bytes,
                           weights, lang=L))
-    st.table({t("lesson.tab.step"): [s.what for s in m.steps], t("lesson.tab.math"): [s.math for s in m.steps]})
+    steps = steps_frame(m, L)  # the KV memory page's formula steps, worded in the page language
+    st.table({t("lesson.tab.step"): list(steps.iloc[:, 0]), t("lesson.tab.math"): list(steps.iloc[:, 1])})
     per_request = [request_bytes(cfg, S) for S in CONTEXTS]
     show_chart(figs.bytes_vs_context(CONTEXTS, per_request, weights,
                                      say.bytes_title(arch.name, ss["kv"].upper(), CONTEXTS, per_request, weights,
