@@ -4,6 +4,7 @@ judged by the lecture's three checks; the lecture's table of methods; offloading
 import streamlit as st
 
 from app.figures.shrink import offload_bars, scores_vs_bytes
+from app.i18n import lang, page_title, t
 from app.links import page_link
 from app.present import show_chart, show_table
 from app.registry import PAGES
@@ -21,117 +22,104 @@ from sim.cost.shrink import (
     QUANT_METHODS,
     ShrinkSetup,
     copy_ability_sentence,
+    method_rows,
     offload_cost,
     verdict,
 )
 
-SCOPES = {"all": ("every cache at 12.5%, 25% and 50% of the positions", (0.125, 0.25, 0.5)),
-          "quarter": ("every cache at 25% of the positions", (0.25,))}
+SCOPES = {"all": (0.125, 0.25, 0.5), "quarter": (0.25,)}  # budgets; each named by shrink.scope.<key>
 LONG_LENGTHS = (128, 256, 512, 900)
 CONTEXTS = [2**k for k in range(10, 18)]
 
-st.title("Shrink the cache")
+st.title(page_title("shrink_cache"))
+L = lang()  # the sentences and figures below are worded in the page language
 ko, en = SEEDS["001"]
-st.markdown(
-    "The lecture on KV-cache quantization lists every way to make the cache smaller and draws one sharp line: "
-    "*quantization blurs every token a little; eviction and sliding windows throw tokens away — so a task that must "
-    "quote the document exactly is hurt far more by discarding* (“양자화는 정보를 흐리게 만들고, 축출과 슬라이딩 "
-    "윈도우는 정보를 버린다”). This page tests that on the real model, with the lecture's three checks, each against "
-    f"the full cache. Source: seed 001, “{en}” (“{ko}”).")
+st.markdown(t("shrink.intro", title_en=en, title_ko=ko))
 
 models, presets, gpus = runs.available_models(), load_presets(), load_gpus()
+model_labels = {k: runs.model_label(k, L) for k in models}
 url = UrlState("shrink_cache")
-url.choice("model", next(iter(models)), list(models), label="model")
-url.choice("scope", "all", list(SCOPES), label="caches to run")
-url.int("long", 900, LONG_LENGTHS[0], LONG_LENGTHS[-1], label="long generation tokens")
-url.int("trials", 4, 1, 8, label="trials per check")
-url.choice("omodel", "llama-3.1-8b", [k for k in presets if not k.startswith("tiny")], label="offload model")
-url.int("octx", 32768, CONTEXTS[0], CONTEXTS[-1], label="offload context")
-url.int("opct", 50, 0, 100, label="share offloaded (%)")
-url.choice("ogpu", "h100-sxm", list(gpus), label="GPU")
+url.choice("model", next(iter(models)), list(models), label=t("shrink.url.model"))
+url.choice("scope", "all", list(SCOPES), label=t("shrink.url.scope"))
+url.int("long", 900, LONG_LENGTHS[0], LONG_LENGTHS[-1], label=t("shrink.url.long"))
+url.int("trials", 4, 1, 8, label=t("shrink.url.trials"))
+url.choice("omodel", "llama-3.1-8b", [k for k in presets if not k.startswith("tiny")], label=t("shrink.url.omodel"))
+url.int("octx", 32768, CONTEXTS[0], CONTEXTS[-1], label=t("shrink.url.octx"))
+url.int("opct", 50, 0, 100, label=t("shrink.url.opct"))
+url.choice("ogpu", "h100-sxm", list(gpus), label=t("shrink.url.ogpu"))
 url.show_problems()
 ss = st.session_state
 for key, stops in (("long", LONG_LENGTHS), ("octx", CONTEXTS)):
     if ss[key] not in stops:
         ss[key] = min(stops, key=lambda v, k=key: abs(v - ss[k]))
 
-st.subheader("The lecture's table of ways out")
-rows = []
-for m in METHODS:
-    page = next((p for p in PAGES if p.slug == m.where), None)
-    rows.append({"Method": m.name, "What it shrinks": m.shrinks, "With quantization?": m.stacks,
-                 "In the lecture": f"{m.shrinks_ko} / {m.stacks_ko}",
-                 "Shown in the lab": page.title if page else "this page"})
+st.subheader(t("shrink.h.table"))
+rows = method_rows(L)
+for row, m in zip(rows, METHODS, strict=True):
+    row[t("shrink.col.t_where")] = page_title(m.where) if m.where else t("shrink.this_page")
 st.table(rows)
 link_cols = st.columns(3)
 for i, p in enumerate(p for p in PAGES if p.slug in {m.where for m in METHODS}):
-    page_link(p.slug, f"Open {p.title}", where=link_cols[i % 3])
+    page_link(p.slug, t("shrink.open", page=page_title(p.slug)), where=link_cols[i % 3])
 
-st.subheader("Discard or blur: the three checks on the real model")
-abilities = runs.copy_abilities()
-st.markdown(copy_ability_sentence(abilities))
-st.caption("A quote or a fact can only be lost by the cache if the model can copy it in the first place, so each "
-           "model's full-cache scores (recorded with its checkpoint, seed 0) come first. The second model is the "
-           "shipped one trained on with a copy and recall task in half of its sequences "
-           "(`python -m sim.model.train --preset mha_copy`); the byte accounting, the long generation and the "
-           "offload costs below hold whichever model runs.")
+st.subheader(t("shrink.h.checks"))
+abilities = runs.copy_abilities(L)
+st.markdown(copy_ability_sentence(abilities, L))
+st.caption(t("shrink.models_caption"))
 c = st.columns([2, 2, 1, 1])
-c[0].selectbox("Model", list(models), key="model", format_func=models.get)
-c[1].selectbox("Caches", list(SCOPES), key="scope", format_func=lambda k: SCOPES[k][0])
-c[2].select_slider("Long generation", LONG_LENGTHS, key="long", help="New tokens; the models were trained at "
-                   "1,024 positions, so 900 is as long as a generation can be checked (the lecture uses 2,000).")
-c[3].number_input("Trials", 1, 8, key="trials", help="Passages quoted and facts recalled, each from a seeded spot.")
-setup = ShrinkSetup(methods=EVICT_METHODS + QUANT_METHODS, budgets=SCOPES[ss["scope"]][1], num_new=ss["long"], num_trials=ss["trials"])
+scope_labels = {k: t(f"shrink.scope.{k}") for k in SCOPES}  # worded now: Streamlit calls format_func later too
+c[0].selectbox(t("shrink.w.model"), list(models), key="model", format_func=model_labels.get)
+c[1].selectbox(t("shrink.w.scope"), list(SCOPES), key="scope", format_func=scope_labels.get)
+c[2].select_slider(t("shrink.w.long"), LONG_LENGTHS, key="long", help=t("shrink.w.long_help"))
+c[3].number_input(t("shrink.w.trials"), 1, 8, key="trials", help=t("shrink.w.trials_help"))
+setup = ShrinkSetup(methods=EVICT_METHODS + QUANT_METHODS, budgets=SCOPES[ss["scope"]], num_new=ss["long"],
+                    num_trials=ss["trials"])
 table = runs.run(ss["model"], setup, None)
 if table is not None:
-    scores = [r.score() for r in table.rows]
-    full = table.full.score()
-    said = verdict(scores, full.quote)
+    scores = [r.score(L) for r in table.rows]
+    full = table.full.score(L)
+    said = verdict(scores, full.quote, L)
     st.markdown(f"**{plain(said, 4000)}**")
-    show_chart(scores_vs_bytes(scores, full, said.split(":")[0]), key="shrink_scores")
-    st.caption("Dotted lines and crosses discard tokens (eviction, windows) at a budget of positions; solid lines "
-               "and circles blur them (quantization), whose bytes the format fixes. The dashed line is the full "
-               f"cache's own score. Full cache: {plain(table.full.quote.summary)} {plain(table.full.turns.summary)}")
+    show_chart(scores_vs_bytes(scores, full, said.split(":")[0], L), key="shrink_scores")
+    st.caption(t("shrink.scores_caption", quote=plain(table.full.quote.summary_in(L)),
+                 turns=plain(table.full.turns.summary_in(L))))
     if full.quote < 0.5:
         copiers = {a.label for a in abilities if a.copies}
-        others = [m for m in models if m != ss["model"] and models[m] in copiers]
-        st.warning(f"This model quotes only {full.quote:.0%} of the passage and recalls {full.turns:.0%} of the fact "
-                   "even with the full cache: it does not copy from ~800 bytes back, so the quote and recall checks "
-                   "cannot separate the caches here, and the verdict above says what this model showed, no more."
-                   + (f" Choose {models[others[0]]} to see the checks on a model that copies." if others else ""),
+        others = [m for m in models if m != ss["model"] and model_labels[m] in copiers]
+        st.warning(t("shrink.no_copy", quote=f"{full.quote:.0%}", turns=f"{full.turns:.0%}")
+                   + (t("shrink.choose_other", model=model_labels[others[0]]) if others else ""),
                    icon=":material/warning:")
-    df = table.frame()
+    df = table.frame(L)
     show_table(df, hide_index=True, width="stretch")
-    st.download_button("Download the scores (CSV)", df.to_csv(index=False), "shrink_cache.csv", "text/csv",
+    st.download_button(t("shrink.download"), df.to_csv(index=False), "shrink_cache.csv", "text/csv",
                        on_click="ignore", icon=":material/download:")
-    with st.expander("Where every byte goes, and how each policy handles positions"):
+    with st.expander(t("shrink.h.bytes")):
         for r in table.rows:
-            st.markdown(f"- {plain(r.bytes_what)}")
-        from sim.model.evict_cache import POSITION_CONVENTION
+            st.markdown(f"- {plain(r.account.what_in(L))}")
+        from sim.model.evict_cache import position_convention  # torch: only once a run has shown its table
 
-        for policy, why in POSITION_CONVENTION.items():
-            st.markdown(f"- **{policy}**: {why}")
-        st.caption("An evicting cache holds its budget of tokens between steps; a step attends to them and to the "
-                   "token it feeds, then drops back to the budget.")
+        for policy in EVICT_METHODS:
+            st.markdown(f"- **{policy}**: {position_convention(policy, L)}")
+        st.caption(t("shrink.evict_caption"))
 
-st.subheader("Offloading: moving the cache out costs time every step")
+st.subheader(t("shrink.h.offload"))
 c = st.columns(4)
-c[0].selectbox("Model", [k for k in presets if not k.startswith("tiny")], key="omodel",
+c[0].selectbox(t("shrink.w.omodel"), [k for k in presets if not k.startswith("tiny")], key="omodel",
                format_func=lambda k: presets[k].name)
-c[1].select_slider("Context", CONTEXTS, key="octx", format_func=lambda v: f"{v:,}")
-c[2].slider("Share of the cache offloaded (%)", 0, 100, key="opct")
-c[3].selectbox("GPU", list(gpus), key="ogpu", format_func=lambda k: gpus[k].name)
+c[1].select_slider(t("shrink.w.octx"), CONTEXTS, key="octx", format_func=lambda v: f"{v:,}")
+c[2].slider(t("shrink.w.opct"), 0, 100, key="opct")
+c[3].selectbox(t("shrink.url.ogpu"), list(gpus), key="ogpu", format_func=lambda k: gpus[k].name)
 kv = kv_memory(MemoryConfig(presets[ss["omodel"]], batch=1, context=ss["octx"], kv_dtype="fp16")).total_bytes
 moved = kv * ss["opct"] // 100
 hbm = gpus[ss["ogpu"]].bandwidth_bytes_per_s
 costs = {k: offload_cost(moved, k, hbm) for k in LINKS}
 if moved == 0:
-    st.info("Nothing is offloaded: the whole cache stays in GPU memory and no step waits on a link.")
+    st.info(t("shrink.nothing_offloaded"))
 else:
     pcie = costs["pcie5"]
     show_chart(offload_bars([c.link.name for c in costs.values()], [c.transfer_s * 1e3 for c in costs.values()],
-                            pcie.hbm_s * 1e3, f"{presets[ss['omodel']].name}, {ss['octx']:,} tokens: {ss['opct']}% of "
-                            f"its {fmt_bytes(kv)} FP16 cache back to the GPU at every decode step"),
+                            pcie.hbm_s * 1e3, t("shrink.offload_title", model=presets[ss["omodel"]].name,
+                                                ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
                key="shrink_offload")
-    st.markdown(pcie.sentence)
+    st.markdown(pcie.sentence_in(L))
 url.sync()

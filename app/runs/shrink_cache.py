@@ -7,12 +7,21 @@ import json
 
 import streamlit as st
 
+from app.i18n import lang, t
 from app.work import run_job
 from sim.cost.shrink import LONG_PROMPT, CopyAbility, ShrinkSetup, num_runs
+from sim.i18n import text
 from sim.work.run_cost import DEFAULT_RATES, cached_work
 
-MODELS = {"mha": "Tiny MHA (the shipped model)",
-          "mha_copy": "Tiny MHA fine-tuned with a copy-task mix"}
+MODEL_NAMES = ("mha", "mha_copy")  # the shipped model, the copy-trained one; each labelled by shrink.model.<name>
+
+
+def model_label(name: str, lang: str = "en") -> str:
+    """A model's display label in `lang` (the catalog's shrink.model.<name>)."""
+    return text(lang, f"shrink.model.{name}")
+
+
+MODELS = {k: model_label(k) for k in MODEL_NAMES}  # name -> English label
 
 
 def _report(name: str) -> dict:
@@ -25,13 +34,14 @@ def _report(name: str) -> dict:
         return {}
 
 
-def copy_abilities() -> list[CopyAbility]:
-    """Each shipped model's recorded full-cache quote and fact scores (read from its training report, no torch)."""
+def copy_abilities(lang: str = "en") -> list[CopyAbility]:
+    """Each shipped model's recorded full-cache quote and fact scores (read from its training report, no torch),
+    labelled in `lang`."""
     out = []
     for name in available_models():
         scores = _report(name).get("full_cache_scores")
         if scores:
-            out.append(CopyAbility.from_report(MODELS[name], scores))
+            out.append(CopyAbility.from_report(model_label(name, lang), scores))
     return out
 
 
@@ -71,12 +81,13 @@ def estimate_s(setup: ShrinkSetup) -> float:
 
 
 def run(name: str, setup: ShrinkSetup, go: bool):
+    L = lang()  # the progress is worded in the language of the page that started the run
+
     def work(progress):
         from sim.model.shrink_run import run_shrink  # torch: only once the run starts
 
-        return run_shrink(load(name), setup, progress)
+        return run_shrink(load(name), setup, progress, L)
 
     return run_job("shrink_cache.grid", (name, setup), estimate_s(setup), work,
-                   what=f"{num_runs(setup)} caches × three checks on the real model", go=go,
-                   button="Run the checks", auto=False)
+                   what=t("shrink.job.what", n=f"{num_runs(setup)}"), go=go, button=t("shrink.run"), auto=False)
 

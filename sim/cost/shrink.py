@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.cost.memory import fmt_bytes, fmt_decimal
+from sim.i18n import text
 
 # The caches the page runs (sim/model/evict_cache.py builds them; a test keeps the names in step).
 EVICT_METHODS = ("window", "sinks", "h2o", "snapkv")
@@ -18,31 +19,56 @@ LONG_PROMPT = "KING HENRY:\nNow, lords, if God doth give successful end\nTo this
 
 @dataclass(frozen=True)
 class Method:
-    name: str
-    shrinks: str  # English
-    stacks: str  # whether it combines with quantization, and the catch (English)
-    shrinks_ko: str  # the lecture's own words (seed 001)
+    key: str  # its row in the catalog: shrink.table.<key>.name / .shrinks / .stacks (English there)
+    name_ko: str  # the lecture's own words (seed 001), quoted
+    shrinks_ko: str
     stacks_ko: str
     where: str  # the lab page that shows it (slug), "" for this page
     where_params: tuple[tuple[str, str], ...] = ()
 
+    @property
+    def name(self) -> str:
+        return text("en", f"shrink.table.{self.key}.name")
 
-# Seed 001's table, row by row (its Korean quoted, the English beside it), with where the lab shows each.
+    @property
+    def shrinks(self) -> str:
+        """What it shrinks, in English."""
+        return text("en", f"shrink.table.{self.key}.shrinks")
+
+    @property
+    def stacks(self) -> str:
+        """Whether it combines with quantization, and the catch, in English."""
+        return text("en", f"shrink.table.{self.key}.stacks")
+
+
+# Seed 001's table, row by row (its Korean quoted, the English in the catalog), with where the lab shows each.
 METHODS: tuple[Method, ...] = (
-    Method("GQA · MQA", "fewer K/V heads: the formula's H_kv", "yes; most recent models already have it",
-           "식의 $H_{kv}$를 줄인다", "그렇다. 이미 대부분의 최신 모델에 들어 있다", "kv_memory", (("tab", "variants"),)),
-    Method("MLA (latent compression)", "stores K and V compressed to a low-rank latent",
-           "yes; it is the model's architecture, fixed once trained", "K·V를 저차원으로 압축해 저장한다",
-           "그렇다. 모델 구조 자체의 선택이라 나중에 바꿀 수 없다", "kv_memory", (("tab", "variants"),)),
-    Method("Sliding window", "drops old tokens outright, bounding S", "yes; but a dropped token cannot come back",
-           "오래된 토큰을 아예 버려 $S$를 묶는다", "그렇다. 다만 버린 토큰은 되돌릴 수 없다", ""),
-    Method("Token eviction", "drops only the tokens judged less important", "yes; it needs a judgement of what "
-           "matters less", "덜 중요한 토큰만 골라 버린다", "그렇다. 무엇이 덜 중요한지 판단이 들어간다", ""),
-    Method("Prefix caching", "requests share the same leading blocks", "yes; it helps only when requests overlap",
-           "같은 앞부분을 요청끼리 공유한다", "그렇다. 요청이 겹칠 때만 효과가 있다", "prefix_caching"),
-    Method("CPU · disk offload", "moves the cache not in use out of GPU memory", "yes; bringing it back adds "
-           "latency", "안 쓰는 캐시를 밖으로 내린다", "그렇다. 다시 올릴 때 지연이 붙는다", ""),
+    Method("gqa", "GQA·MQA", "식의 $H_{kv}$를 줄인다", "그렇다. 이미 대부분의 최신 모델에 들어 있다", "kv_memory",
+           (("tab", "variants"),)),
+    Method("mla", "MLA(잠재 압축)", "K·V를 저차원으로 압축해 저장한다", "그렇다. 모델 구조 자체의 선택이라 나중에 바꿀 수 없다",
+           "kv_memory", (("tab", "variants"),)),
+    Method("window", "슬라이딩 윈도우", "오래된 토큰을 아예 버려 $S$를 묶는다", "그렇다. 다만 버린 토큰은 되돌릴 수 없다", ""),
+    Method("eviction", "토큰 축출", "덜 중요한 토큰만 골라 버린다", "그렇다. 무엇이 덜 중요한지 판단이 들어간다", ""),
+    Method("prefix", "프리픽스 캐싱", "같은 앞부분을 요청끼리 공유한다", "그렇다. 요청이 겹칠 때만 효과가 있다", "prefix_caching"),
+    Method("offload", "CPU·디스크 이관", "안 쓰는 캐시를 밖으로 내린다", "그렇다. 다시 올릴 때 지연이 붙는다", ""),
 )
+
+
+def method_rows(lang: str = "en") -> list[dict[str, str]]:
+    """The lecture's table in `lang`, one dict per method (column title -> cell): the method's name and cells in
+    the page language, the other language's words beside them (the seed's Korean in English, the English
+    translation in Korean). The page adds where the lab shows each."""
+    def col(key: str) -> str:
+        return text(lang, f"shrink.col.t_{key}")
+
+    out = []
+    for m in METHODS:
+        if lang == "en":
+            name, shrinks, stacks, other = m.name, m.shrinks, m.stacks, f"{m.shrinks_ko} / {m.stacks_ko}"
+        else:
+            name, shrinks, stacks, other = m.name_ko, m.shrinks_ko, m.stacks_ko, f"{m.shrinks} / {m.stacks}"
+        out.append({col("method"): name, col("shrinks"): shrinks, col("stacks"): stacks, col("other"): other})
+    return out
 
 
 @dataclass(frozen=True)
@@ -78,15 +104,16 @@ class OffloadCost:
 
     @property
     def sentence(self) -> str:
+        return self.sentence_in("en")
+
+    def sentence_in(self, lang: str) -> str:
         ratio = self.transfer_s / self.hbm_s if self.hbm_s else 1.0
-        moved = (f"Bringing {fmt_bytes(self.offloaded_bytes)} back over {self.link.name} "
-                 f"({fmt_decimal(self.link.bytes_per_s)}/s) takes {self.transfer_s * 1e3:,.1f} ms per decode step")
-        hbm = f"the {self.hbm_s * 1e3:,.2f} ms the GPU needs to read it from its own memory " \
-              f"({fmt_decimal(self.hbm_bytes_per_s)}/s)"
+        fields = dict(bytes=fmt_bytes(self.offloaded_bytes), link=self.link.name,
+                      link_bw=f"{fmt_decimal(self.link.bytes_per_s)}/s", ms=f"{self.transfer_s * 1e3:,.1f}",
+                      hbm_ms=f"{self.hbm_s * 1e3:,.2f}", hbm_bw=f"{fmt_decimal(self.hbm_bytes_per_s)}/s")
         if ratio > 1:
-            return (f"{moved}, {ratio:,.1f}× {hbm}: offload pays only for caches that are not read every step "
-                    "(a paused conversation, a prefix waiting for its next hit).")
-        return f"{moved}, no slower than {hbm}: on this link offloading costs nothing per step."
+            return text(lang, "shrink.s.offload_slower", x=f"{ratio:,.1f}", **fields)
+        return text(lang, "shrink.s.offload_free", **fields)
 
 
 def offload_cost(offloaded_bytes: int, link: str, hbm_bytes_per_s: float) -> OffloadCost:
@@ -118,14 +145,15 @@ def _pct1(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def verdict(scores: list[Score], full_quote: float) -> str:
+def verdict(scores: list[Score], full_quote: float, lang: str = "en") -> str:
     """Does discarding hurt the exact quote more than blurring at equal bytes? Each quantized cache is set
     against the discarding cache whose bytes are nearest its own (the larger on a tie), best policy at that
-    budget; the sentence gives both byte shares and says what the model showed, either way."""
+    budget; the sentence gives both byte shares and says what the model showed, either way (the scores'
+    labels in `lang`). The headline is the text before the first colon."""
     blur = [s for s in scores if s.kind == "blur"]
     discard = [s for s in scores if s.kind == "discard"]
     if not blur or not discard:
-        return "Run both a quantized and an evicting cache to compare blurring with discarding."
+        return text(lang, "shrink.v.need_both")
     parts, worse, better = [], 0, 0
     for b in sorted(blur, key=lambda s: s.byte_fraction):
         nearest = min(discard, key=lambda d: (abs(d.byte_fraction - b.byte_fraction), -d.byte_fraction))
@@ -133,22 +161,21 @@ def verdict(scores: list[Score], full_quote: float) -> str:
         best = max(peers, key=lambda d: d.quote)
         worse += best.quote < b.quote
         better += best.quote > b.quote
-        parts.append(f"{b.label} ({_pct(b.byte_fraction)} of the bytes) quotes {_pct1(b.quote)}, the best discarding "
-                     f"cache near its bytes ({best.label}, {_pct(best.byte_fraction)}) {_pct1(best.quote)}")
+        parts.append(text(lang, "shrink.v.pair", blur=b.label, blur_bytes=_pct(b.byte_fraction), blur_quote=_pct1(b.quote),
+                          best=best.label, best_bytes=_pct(best.byte_fraction), best_quote=_pct1(best.quote)))
     n, same = len(parts), len(parts) - worse - better
-    tally = f"discarding hurt the exact quote more in {worse}, less in {better} and as much in {same} of {n} pairings"
+    tally = text(lang, "shrink.v.tally", worse=f"{worse}", better=f"{better}", same=f"{same}", n=f"{n}")
     if full_quote < 0.5:
-        head = (f"This model quotes only {_pct1(full_quote)} even with the full cache, so the checks cannot separate "
-                f"the caches: {tally}")
+        head = text(lang, "shrink.v.cannot", full=_pct1(full_quote), tally=tally)
     elif worse == n:
-        head = "Discarding hurt the exact quote more than blurring at about equal bytes, as the lecture says"
+        head = text(lang, "shrink.v.as_lecture")
     elif better == n:
-        head = "Discarding hurt the exact quote less than blurring at about equal bytes, against the lecture"
+        head = text(lang, "shrink.v.against")
     elif same == n:
-        head = "Discarding and blurring quote exactly as well at about equal bytes: this model separates neither"
+        head = text(lang, "shrink.v.neither")
     else:
-        head = f"Mixed at about equal bytes: {tally}"
-    return f"{head} (the full cache quotes {_pct1(full_quote)}): " + "; ".join(parts) + "."
+        head = text(lang, "shrink.v.mixed", tally=tally)
+    return text(lang, "shrink.v.sentence", head=head, full=_pct1(full_quote), parts=text(lang, "shrink.v.sep").join(parts))
 
 
 @dataclass(frozen=True)
@@ -203,24 +230,27 @@ class CopyAbility:
         return cls(label, int(q["num_prefix"]), int(q["max_bytes"]), int(f["num_prefix"]), int(f["max_bytes"]))
 
 
-def _of(n: int, most: int) -> str:
-    return f"{n} of {most} ({n / most:.0%})" if most else f"{n} of 0"
+def _of(n: int, most: int, lang: str) -> str:
+    if most:
+        return text(lang, "shrink.s.of_pct", n=f"{n}", most=f"{most}", pct=f"{n / most:.0%}")
+    return text(lang, "shrink.s.of", n=f"{n}", most="0")
 
 
-def copy_ability_sentence(abilities: list[CopyAbility]) -> str:
+def copy_ability_sentence(abilities: list[CopyAbility], lang: str = "en") -> str:
     """What each model reproduces with the full cache, and which one the checks can use."""
     if not abilities:
-        return "No model's full-cache scores are recorded; run the checks to measure them."
-    each = "; ".join(f"{a.label} quotes {_of(a.quote, a.quote_max)} bytes of the passages and recalls "
-                     f"{_of(a.fact, a.fact_max)} bytes of the facts" for a in abilities)
+        return text(lang, "shrink.s.no_scores")
+    each = text(lang, "shrink.v.sep").join(
+        text(lang, "shrink.s.ability", model=a.label, quote=_of(a.quote, a.quote_max, lang),
+             fact=_of(a.fact, a.fact_max, lang)) for a in abilities)
     able = [a.label for a in abilities if a.copies]
     unable = [a.label for a in abilities if not a.copies]
     if not able:
-        tail = ("no model copies at least half of both, so the quote and recall checks cannot separate one cache "
-                "from another on these models")
+        tail = text(lang, "shrink.s.none_copies")
     elif not unable:
-        tail = "each copies at least half of both, so either can judge the caches"
+        tail = text(lang, "shrink.s.all_copy")
     else:
-        tail = (f"only {' and '.join(able)} copies at least half of both, so the checks run on it by default "
-                f"({' and '.join(unable)} cannot copy from that far back)")
-    return f"With the full cache, {each}: {tail}."
+        tail = text(lang, "shrink.s.some_copy", able=text(lang, "list.and").join(able),
+                    unable=text(lang, "list.and").join(unable))
+    return text(lang, "shrink.s.abilities", each=each, tail=tail)
+

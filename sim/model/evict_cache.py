@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from sim.i18n import text
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.quant_cache import QuantizedKVCache, make_scheme, scheme_bytes
 
@@ -53,11 +54,14 @@ PER_HEAD_POLICIES = ("h2o", "snapkv")  # each K/V head keeps its own positions
 QUANT_METHODS: dict[str, tuple[str, int]] = {"fp8": ("fp8_e4m3", 8), "int8": ("token", 8), "kivi4": ("kivi", 4),
                                              "kivi2": ("kivi", 2)}
 SHRINK_METHODS = ("full", *EVICT_POLICIES, *QUANT_METHODS)
-METHOD_LABELS: dict[str, str] = {
-    "full": "The full FP16 cache", "window": "A sliding window", "sinks": "StreamingLLM (sinks + window)",
-    "h2o": "H2O (heavy hitters + window)", "snapkv": "SnapKV (prompt vote + window)", "fp8": "FP8 e4m3",
-    "int8": "Per-token INT8", "kivi4": "INT4 KIVI", "kivi2": "INT2 KIVI",
-}
+
+
+def method_label(method: str, lang: str = "en") -> str:
+    """A shrinking method's display name in `lang` ("H2O (heavy hitters + window)"): shrink.method.<method>."""
+    return text(lang, f"shrink.method.{method}")
+
+
+METHOD_LABELS: dict[str, str] = {m: method_label(m) for m in SHRINK_METHODS}  # the English names
 
 DEFAULT_SINKS = 4
 DEFAULT_OBS_WINDOW = 16
@@ -66,18 +70,14 @@ SCORE_BYTES = 4  # H2O's accumulated attention, fp32
 INDEX_BYTES = 4  # a kept position, int32
 FULL_VALUE_BYTES = 2  # what "the full cache" is measured against: FP16
 
-POSITION_CONVENTION: dict[str, str] = {
-    "window": "Keys keep their original positions: RoPE was applied when each K was written, so the distance "
-              "between a query and a kept key is the one the model saw (the lab never passes the trained "
-              "1,024 positions, so nothing needs re-indexing).",
-    "sinks": "Keys keep their original positions, as for every policy here; StreamingLLM itself re-indexes "
-             "positions inside the cache (sinks at 0..s-1, the window right after) so a model can stream past "
-             "its trained length, which the lab, never past 1,024 positions, does not need.",
-    "h2o": "Keys keep their original positions: RoPE was applied when each K was written, so a heavy hitter "
-           "far back is seen at its true distance.",
-    "snapkv": "Keys keep their original positions: RoPE was applied when each K was written, so the voted "
-              "prompt positions are attended at their true distances.",
-}
+
+
+def position_convention(policy: str, lang: str = "en") -> str:
+    """How an eviction policy treats the positions of the keys it keeps (RoPE), in `lang`."""
+    return text(lang, f"shrink.position.{policy}")
+
+
+POSITION_CONVENTION: dict[str, str] = {p: position_convention(p) for p in EVICT_POLICIES}  # English
 
 
 # --- which rows to keep ------------------------------------------------------------------------
@@ -353,7 +353,7 @@ class ByteAccount:
     kept_tokens: int
     kv_bytes: int  # K/V values (quantized codes + any full-precision residual for the quantization methods)
     extra_bytes: int  # everything else the method stores (see extra_parts)
-    extra_parts: tuple[tuple[str, int], ...]  # (what, bytes), the parts of extra_bytes that are not zero
+    extra_parts: tuple[tuple[str, int], ...]  # (part, bytes) of extra_bytes that are not zero; part: shrink.part.<part>
     full_bytes: int  # the full FP16 cache of num_tokens: 2 · layers · kv_heads · head_dim · 2 B · num_tokens
 
     @property
@@ -366,20 +366,25 @@ class ByteAccount:
 
     @property
     def what(self) -> str:
-        label = METHOD_LABELS[self.method]
+        return self.what_in("en")
+
+    def what_in(self, lang: str) -> str:
+        """The sentence: what the method keeps and every part of its bytes, in `lang`."""
+        n, k = f"{self.num_tokens:,}", f"{self.kept_tokens:,}"
         if self.method in QUANT_METHODS:
-            kept = f"keeps all {self.num_tokens:,} tokens, quantized"
+            kept = text(lang, "shrink.s.keeps_all_quantized", n=n)
         elif self.kept_tokens == self.num_tokens:
-            kept = f"keeps all {self.num_tokens:,} tokens"
+            kept = text(lang, "shrink.s.keeps_all", n=n)
         else:
-            kept = f"keeps {self.kept_tokens:,} of {self.num_tokens:,} tokens"
-        parts = f"{self.kv_bytes:,} B of K/V" + (" codes and full-precision residual"
-                                                  if self.method in QUANT_METHODS and self.method != "fp8" else "")
+            kept = text(lang, "shrink.s.keeps_some", k=k, n=n)
+        quantized = self.method in QUANT_METHODS and self.method != "fp8"
+        parts = text(lang, "shrink.s.kv_codes" if quantized else "shrink.s.kv_bytes", b=f"{self.kv_bytes:,}")
         if self.extra_parts:
-            parts += "".join(f" + {b:,} B of {name}" for name, b in self.extra_parts)
+            parts += "".join(text(lang, "shrink.s.extra", b=f"{b:,}", name=text(lang, f"shrink.part.{name}"))
+                             for name, b in self.extra_parts)
             parts += f" = {self.total_bytes:,} B"
-        return (f"{label} {kept}: {parts}, {self.fraction_of_full:.1%} of the full FP16 cache "
-                f"({self.full_bytes:,} B).")
+        return text(lang, "shrink.s.what", label=method_label(self.method, lang), kept=kept, parts=parts,
+                    share=f"{self.fraction_of_full:.1%}", full=f"{self.full_bytes:,}")
 
 
 def full_fp16_bytes(model_cfg, num_tokens: int) -> int:
@@ -406,8 +411,7 @@ def shrunk_bytes(model_cfg, method: str, budget_tokens: int | None, num_tokens: 
     full = full_fp16_bytes(model_cfg, num_tokens)
     if method in QUANT_METHODS:
         b = scheme_bytes(quant_scheme(method), num_tokens, L, Hkv, D, full_bytes=value_bytes)
-        parts = tuple((name, b[key]) for name, key in (("scales", "scales"), ("zero points", "zero_points"))
-                      if b[key])
+        parts = tuple((key, b[key]) for key in ("scales", "zero_points") if b[key])
         return ByteAccount(method, num_tokens, num_tokens, b["codes"] + b["full_precision"],
                            b["scales"] + b["zero_points"], parts, full)
     if method == "full":
@@ -419,7 +423,7 @@ def shrunk_bytes(model_cfg, method: str, budget_tokens: int | None, num_tokens: 
     kv = 2 * L * Hkv * D * value_bytes * kept
     parts = []
     if method == "h2o":
-        parts.append(("accumulated scores", L * Hkv * kept * SCORE_BYTES))
+        parts.append(("scores", L * Hkv * kept * SCORE_BYTES))
     if method in PER_HEAD_POLICIES:
-        parts.append(("kept positions", L * Hkv * kept * INDEX_BYTES))
+        parts.append(("positions", L * Hkv * kept * INDEX_BYTES))
     return ByteAccount(method, num_tokens, kept, kv, sum(b for _, b in parts), tuple(parts), full)

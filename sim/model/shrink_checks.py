@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from sim.i18n import text
 from sim.model.generate import check_lengths, decode_loop, greedy
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.train import load_corpus, made_up_fact
@@ -89,10 +90,13 @@ class LongGenerationResult:
 
     @property
     def summary(self) -> str:
-        where = ("never departed from the full cache's tokens" if self.first_divergence is None
-                 else f"first departed from the full cache's tokens at new token {self.first_divergence:,}")
-        return (f"Over {self.num_new:,} greedy tokens, {self.num_agree:,} ({self.agreement:.0%}) matched the full "
-                f"cache position by position; the run {where}.")
+        return self.summary_in("en")
+
+    def summary_in(self, lang: str) -> str:
+        where = (text(lang, "shrink.s.never_departed") if self.first_divergence is None
+                 else text(lang, "shrink.s.departed_at", at=f"{self.first_divergence:,}"))
+        return text(lang, "shrink.s.long_summary", n=f"{self.num_new:,}", same=f"{self.num_agree:,}",
+                    pct=f"{self.agreement:.0%}", where=where)
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,7 @@ class Trial:
 class RecallResult:
     """exact_quote or multi_turn: bytes copied from far back in the context, summed over trials."""
 
-    check: str  # "exact quote" or "multi-turn fact"
+    check: str  # "exact quote" or "multi-turn fact" (named in a language by shrink.check.<check with _>)
     trials: tuple[Trial, ...]
     seconds: float = field(default=0.0, compare=False)
 
@@ -131,10 +135,14 @@ class RecallResult:
 
     @property
     def summary(self) -> str:
+        return self.summary_in("en")
+
+    def summary_in(self, lang: str) -> str:
         n = len(self.trials)
-        return (f"{self.check.capitalize()}: {self.num_prefix} of {self.max_bytes} bytes ({self.fraction:.0%}) "
-                f"reproduced exactly before the first mistake over {n} trial{'s' if n != 1 else ''}, "
-                f"{self.num_matched} of {self.max_bytes} right in total.")
+        check = text(lang, "shrink.check." + self.check.replace(" ", "_").replace("-", "_"))
+        return text(lang, "shrink.s.recall_summary_one" if n == 1 else "shrink.s.recall_summary",
+                    check=check[:1].upper() + check[1:], prefix=f"{self.num_prefix}", most=f"{self.max_bytes}",
+                    pct=f"{self.fraction:.0%}", n=f"{n}", matched=f"{self.num_matched}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,12 +9,14 @@ from dataclasses import dataclass
 import torch
 
 from sim.cost.shrink import LONG_PROMPT, Score, ShrinkSetup
+from sim.i18n import text
 from sim.model.evict_cache import (
     EVICT_POLICIES,
-    METHOD_LABELS,
     QUANT_METHODS,
+    ByteAccount,
     budget_for,
     make_shrunk_cache,
+    method_label,
     shrunk_bytes,
 )
 from sim.model.generate import encode
@@ -37,17 +39,25 @@ class ShrinkRow:
     quote: RecallResult
     turns: RecallResult
     byte_fraction: float  # at the long generation's last position
-    bytes_what: str
+    account: ByteAccount  # its bytes, part by part
 
     @property
     def label(self) -> str:
-        name = METHOD_LABELS[self.method]
+        return self.label_in("en")
+
+    def label_in(self, lang: str) -> str:
+        name = method_label(self.method, lang)
         return name if self.budget is None else f"{name} @ {self.budget:.1%}"
 
-    def score(self) -> Score:
+    @property
+    def bytes_what(self) -> str:
+        return self.account.what
+
+    def score(self, lang: str = "en") -> Score:
+        """Its scores, labelled in `lang`."""
         kind = "discard" if self.method in EVICT_POLICIES else "blur" if self.method in QUANT_METHODS else "full"
         key = self.method if self.budget is None else f"{self.method}@{self.budget}"
-        return Score(key, self.label, kind, self.byte_fraction, self.long.agreement, self.quote.fraction,
+        return Score(key, self.label_in(lang), kind, self.byte_fraction, self.long.agreement, self.quote.fraction,
                      self.turns.fraction)
 
 
@@ -57,14 +67,18 @@ class ShrinkTable:
     full: ShrinkRow
     rows: tuple[ShrinkRow, ...]
 
-    def frame(self):
+    def frame(self, lang: str = "en"):
+        """One row per cache (the full one first), headed in `lang`."""
         import pandas as pd
 
+        def col(key: str) -> str:
+            return text(lang, f"shrink.col.{key}")
+
+        none = text(lang, "shrink.s.none")
         return pd.DataFrame([{
-            "Method": r.label, "Bytes kept (% of FP16)": 100 * r.byte_fraction,
-            "Long generation: tokens equal (%)": 100 * r.long.agreement,
-            "First divergence (new token)": "none" if r.long.first_divergence is None else f"{r.long.first_divergence:,}",
-            "Exact quote (% of bytes)": 100 * r.quote.fraction, "Multi-turn fact (% of bytes)": 100 * r.turns.fraction,
+            col("method"): r.label_in(lang), col("bytes"): 100 * r.byte_fraction, col("long"): 100 * r.long.agreement,
+            col("divergence"): none if r.long.first_divergence is None else f"{r.long.first_divergence:,}",
+            col("quote"): 100 * r.quote.fraction, col("turns"): 100 * r.turns.fraction,
         } for r in (self.full, *self.rows)])
 
 
@@ -81,22 +95,23 @@ def _row(model: TinyLlama, method: str, budget: float | None, setup: ShrinkSetup
     turns = multi_turn(model, make, setup.num_trials, setup.seed)
     n = len(prompt) + setup.num_new - 1
     acct = shrunk_bytes(cfg, method, budget_for(budget, n) if budget is not None else None, n)
-    return ShrinkRow(method, budget, long, quote, turns, acct.fraction_of_full, acct.what)
+    return ShrinkRow(method, budget, long, quote, turns, acct.fraction_of_full, acct)
 
 
 @torch.inference_mode()
-def run_shrink(model: TinyLlama, setup: ShrinkSetup, progress: Callable[[float, str], None] = lambda f, t: None
-               ) -> ShrinkTable:
-    """The full cache first (the reference), then every (method, budget) of the setup."""
+def run_shrink(model: TinyLlama, setup: ShrinkSetup, progress: Callable[[float, str], None] = lambda f, t: None,
+               lang: str = "en") -> ShrinkTable:
+    """The full cache first (the reference), then every (method, budget) of the setup (progress in `lang`)."""
     prompt = encode(LONG_PROMPT)
     todo = setup.runs()
-    progress(0.0, "the full cache (the reference)")
+    progress(0.0, text(lang, "shrink.job.full"))
     reference = greedy_run(model, lambda n: make_shrunk_cache(model.cfg, "full", None, n, model.device, model.dtype),
                            prompt, setup.num_new)
     full = _row(model, "full", None, setup, prompt, reference)
     rows = []
     for i, (method, budget) in enumerate(todo, start=1):
-        progress(i / (len(todo) + 1), METHOD_LABELS[method] + (f" at {budget:.1%}" if budget else ""))
+        name = method_label(method, lang)
+        progress(i / (len(todo) + 1), text(lang, "shrink.job.at", name=name, budget=f"{budget:.1%}") if budget else name)
         rows.append(_row(model, method, budget, setup, prompt, reference))
-    progress(1.0, "done")
+    progress(1.0, text(lang, "shrink.job.done"))
     return ShrinkTable(setup, full, tuple(rows))
