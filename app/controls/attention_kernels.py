@@ -7,12 +7,13 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app.i18n import lang, t
 from app.urlstate import UrlState
 from sim.attention import online_softmax as FL
 from sim.attention import shapes as S
 from sim.attention.limits import Limits, check_shape
 from sim.attention.measure import STATS
-from sim.attention.readouts import lengths_up_to, one_length_caption
+from sim.attention.readouts import lengths_up_to, one_length_caption, stat_word
 from sim.work.threads import pick_num_threads
 
 FLEX_TIMEOUT_S = 120
@@ -26,28 +27,28 @@ def snap(key: str, allowed) -> None:
 def register(dtypes: tuple[str, ...], num_cpus: int) -> UrlState:
     """Every value the page keeps in its link, checked (bad ones fall back with one warning)."""
     url = UrlState("attention_kernels")
-    url.int("b", 1, 1, S.MAX_BATCH, label="batch")
-    url.int("h", 4, 1, S.MAX_HEADS, label="heads")
-    url.int("n", 1024, 1, S.MAX_SEQ_LEN, label="sequence length")
-    url.int("d", 32, S.HEAD_DIMS[0], S.HEAD_DIMS[-1], label="head dim")
-    url.bool("causal", True, label="causal")
-    url.choice("kind", "prefill", list(S.KINDS), label="shape")
-    url.choice("dtype", dtypes[0], list(dtypes), label="dtype")
-    url.int("threads", min(pick_num_threads(), num_cpus), 1, num_cpus, label="CPU threads")
-    url.bool("flex", False, label="FlexAttention")
-    url.int("sweep_max", 4096, 128, S.MAX_SEQ_LEN, label="largest N of the sweep")
-    url.int("sm_keys", 10, 1, FL.MAX_DEMO_KEYS, label="keys")
-    url.int("sm_tile", 4, 1, FL.MAX_DEMO_KEYS, label="tile size")
-    url.int("sm_rows", 1, 1, FL.MAX_DEMO_QUERIES, label="query rows")
-    url.int("sm_row", 0, 0, FL.MAX_DEMO_QUERIES - 1, label="row shown")
-    url.bool("sm_causal", False, label="causal (stepper)")
-    url.int("sm_pad", 0, 0, FL.MAX_DEMO_KEYS - 1, label="masked keys")
-    url.float("sm_scale", 1.0, 0.01, 1000.0, label="score scale")
-    url.int("sm_seed", 0, 0, 9999, label="seed")
-    url.choice("sm_dtype", "float32", ["float32", "float64"], label="stepper dtype")
-    url.int("sm_step", 1, 1, FL.MAX_DEMO_KEYS, label="step")
-    url.int("tile", 128, TRAFFIC_TILES[0], TRAFFIC_TILES[-1], label="traffic tile")
-    url.choice("stat", "median", list(STATS), label="sweep statistic")
+    url.int("b", 1, 1, S.MAX_BATCH, label=t("kernels.url.b"))
+    url.int("h", 4, 1, S.MAX_HEADS, label=t("kernels.url.h"))
+    url.int("n", 1024, 1, S.MAX_SEQ_LEN, label=t("kernels.url.n"))
+    url.int("d", 32, S.HEAD_DIMS[0], S.HEAD_DIMS[-1], label=t("kernels.url.d"))
+    url.bool("causal", True, label=t("kernels.url.causal"))
+    url.choice("kind", "prefill", list(S.KINDS), label=t("kernels.url.kind"))
+    url.choice("dtype", dtypes[0], list(dtypes), label=t("kernels.url.dtype"))
+    url.int("threads", min(pick_num_threads(), num_cpus), 1, num_cpus, label=t("kernels.url.threads"))
+    url.bool("flex", False, label=t("kernels.url.flex"))
+    url.int("sweep_max", 4096, 128, S.MAX_SEQ_LEN, label=t("kernels.url.sweep_max"))
+    url.int("sm_keys", 10, 1, FL.MAX_DEMO_KEYS, label=t("kernels.url.sm_keys"))
+    url.int("sm_tile", 4, 1, FL.MAX_DEMO_KEYS, label=t("kernels.url.sm_tile"))
+    url.int("sm_rows", 1, 1, FL.MAX_DEMO_QUERIES, label=t("kernels.url.sm_rows"))
+    url.int("sm_row", 0, 0, FL.MAX_DEMO_QUERIES - 1, label=t("kernels.url.sm_row"))
+    url.bool("sm_causal", False, label=t("kernels.url.sm_causal"))
+    url.int("sm_pad", 0, 0, FL.MAX_DEMO_KEYS - 1, label=t("kernels.url.sm_pad"))
+    url.float("sm_scale", 1.0, 0.01, 1000.0, label=t("kernels.url.sm_scale"))
+    url.int("sm_seed", 0, 0, 9999, label=t("kernels.url.sm_seed"))
+    url.choice("sm_dtype", "float32", ["float32", "float64"], label=t("kernels.url.sm_dtype"))
+    url.int("sm_step", 1, 1, FL.MAX_DEMO_KEYS, label=t("kernels.url.sm_step"))
+    url.int("tile", 128, TRAFFIC_TILES[0], TRAFFIC_TILES[-1], label=t("kernels.url.tile"))
+    url.choice("stat", "median", list(STATS), label=t("kernels.url.stat"))
     url.show_problems()
     snap("d", S.HEAD_DIMS)
     snap("tile", TRAFFIC_TILES)
@@ -80,28 +81,25 @@ def trial() -> int:
 
 
 def time_form(dtypes: tuple[str, ...], cpu: bool, num_cpus: int) -> TimeForm:
-    st.selectbox("Load a preset", list(S.SHAPE_PRESETS), index=None, key="preset", on_change=load_preset,
-                 format_func=S.PRESET_LABELS.get, placeholder="Tiny model, Llama-like head, sweep base…")
+    presets = {k: t(f"kernels.preset.{k}") for k in S.SHAPE_PRESETS}  # worded now: format_func runs later too
+    st.selectbox(t("kernels.w.preset"), list(S.SHAPE_PRESETS), index=None, key="preset", on_change=load_preset,
+                 format_func=presets.get, placeholder=t("kernels.w.preset_placeholder"))
     with st.form("time_form"):
         c = st.columns(4)
-        c[0].number_input("Batch B", 1, S.MAX_BATCH, key="b")
-        c[1].number_input("Heads H", 1, S.MAX_HEADS, key="h")
-        c[2].number_input("Sequence length N", 1, S.MAX_SEQ_LEN, key="n",
-                          help="Keys; and queries too when prefill-shaped.")
-        c[3].select_slider("Head dim d", list(S.HEAD_DIMS), key="d")
+        c[0].number_input(t("kernels.w.batch"), 1, S.MAX_BATCH, key="b")
+        c[1].number_input(t("kernels.w.heads"), 1, S.MAX_HEADS, key="h")
+        c[2].number_input(t("kernels.w.seq_len"), 1, S.MAX_SEQ_LEN, key="n", help=t("kernels.w.seq_len_help"))
+        c[3].select_slider(t("kernels.w.head_dim"), list(S.HEAD_DIMS), key="d")
         c = st.columns(4)
-        c[0].radio("Shape", list(S.KINDS), key="kind", horizontal=True,
-                   format_func={"prefill": "prefill (N queries)", "decode": "decode (1 query)"}.get)
-        c[1].toggle("Causal mask", key="causal",
-                    help="Prefill only: a decode query is the newest token and sees every key.")
+        kinds = {k: t(f"kernels.w.kind.{k}") for k in S.KINDS}
+        c[0].radio(t("kernels.w.shape"), list(S.KINDS), key="kind", horizontal=True, format_func=kinds.get)
+        c[1].toggle(t("kernels.w.causal"), key="causal", help=t("kernels.w.causal_help"))
         c[2].selectbox("dtype", list(dtypes), key="dtype")
-        c[3].number_input("CPU threads", 1, num_cpus, key="threads", disabled=not cpu,
-                          help="torch intra-op threads during the timing (restored after).")
-        compile_note = ("the first compile of a shape took about 25 s on this lab's 2-core CPU, about 10 s once "
-                        "torch's compile cache is warm" if cpu else "its first compile takes tens of seconds")
-        st.checkbox(f"Include FlexAttention (compiled in a separate process: {compile_note}; stopped after "
-                    f"{FLEX_TIMEOUT_S} s)", key="flex")
-        submitted = st.form_submit_button("Time these kernels", type="primary")
+        c[3].number_input(t("kernels.w.threads"), 1, num_cpus, key="threads", disabled=not cpu,
+                          help=t("kernels.w.threads_help"))
+        compile_note = t("kernels.w.compile_cpu") if cpu else t("kernels.w.compile_gpu")
+        st.checkbox(t("kernels.w.flex", note=compile_note, timeout=f"{FLEX_TIMEOUT_S}"), key="flex")
+        submitted = st.form_submit_button(t("kernels.w.time"), type="primary")
     go = submitted or st.session_state.pop("ak_again", False)
     return TimeForm(go, st.session_state["threads"] if cpu else None, st.session_state["flex"])
 
@@ -111,7 +109,7 @@ def chosen_shape(limits: Limits) -> S.AttentionShape:
     ss = st.session_state
     shape = S.AttentionShape(batch=ss["b"], heads=ss["h"], seq_len=ss["n"], head_dim=ss["d"], causal=ss["causal"],
                              kind=ss["kind"], dtype=ss["dtype"])
-    check_shape(shape, limits)
+    check_shape(shape, limits, lang())
     return shape
 
 
@@ -122,17 +120,17 @@ def sweep_form(lengths: list[int]) -> list[int] | None:
     snap("sweep_max", lengths)
     with st.form("sweep_form"):
         if len(lengths) > 1:
-            st.select_slider("Largest N", lengths, key="sweep_max", format_func=lambda v: f"{v:,}")
+            st.select_slider(t("kernels.w.largest_n"), lengths, key="sweep_max", format_func=lambda v: f"{v:,}")
         else:
-            st.caption(one_length_caption(lengths))
-        go = st.form_submit_button("Run the sweep", type="primary")
+            st.caption(one_length_caption(lengths, lang()))
+        go = st.form_submit_button(t("kernels.w.sweep"), type="primary")
     return lengths_up_to(lengths, st.session_state["sweep_max"]) if go else None
 
 
 def sweep_stat() -> str:
-    st.radio("Curves and ratios from", list(STATS), key="stat", horizontal=True,
-             help="The median of the timed blocks is the honest typical cost; the fastest block is the cost with "
-                  "the least interference from other work on the machine.")
+    words = {s: stat_word(s, lang()) for s in STATS}
+    st.radio(t("kernels.w.stat"), list(STATS), key="stat", horizontal=True, format_func=words.get,
+             help=t("kernels.w.stat_help"))
     return st.session_state["stat"]
 
 
@@ -144,22 +142,20 @@ def stepper() -> FL.SoftmaxDemo:
     keys_now = ss["sm_keys"]
     ss.update(sm_tile=min(ss["sm_tile"], keys_now), sm_rows=min(ss["sm_rows"], keys_now))
     c = st.columns(5)
-    c[0].number_input("Keys", 1, FL.MAX_DEMO_KEYS, key="sm_keys")
-    c[1].number_input("Tile size", 1, keys_now, key="sm_tile", help="The last tile is shorter when it does not divide.")
-    c[2].number_input("Query rows in the block", 1, min(FL.MAX_DEMO_QUERIES, keys_now), key="sm_rows")
-    c[3].toggle("Causal", key="sm_causal", help="The rows are the last positions; each sees keys up to its own.")
+    c[0].number_input(t("kernels.w.keys"), 1, FL.MAX_DEMO_KEYS, key="sm_keys")
+    c[1].number_input(t("kernels.w.tile"), 1, keys_now, key="sm_tile", help=t("kernels.w.tile_help"))
+    c[2].number_input(t("kernels.w.rows"), 1, min(FL.MAX_DEMO_QUERIES, keys_now), key="sm_rows")
+    c[3].toggle(t("kernels.w.sm_causal"), key="sm_causal", help=t("kernels.w.sm_causal_help"))
     c[4].selectbox("dtype", ["float32", "float64"], key="sm_dtype")
     rows_now = ss["sm_rows"]
     max_pad = FL.max_masked_prefix(keys_now, rows_now, ss["sm_causal"])
     ss.update(sm_pad=min(ss["sm_pad"], max_pad), sm_row=min(ss["sm_row"], rows_now - 1))
     c = st.columns(4)
-    c[0].number_input("Masked keys at the start (padding)", 0, max_pad, key="sm_pad",
-                      help="Hidden from every row. A whole tile of them is a fully masked tile.")
-    c[1].number_input("Score scale", 0.01, 1000.0, key="sm_scale", step=10.0, format="%.2f",
-                      help="Multiplies every score: 100 or 1000 gives scores in the hundreds or thousands. e^s would "
-                           "overflow float32 past s ≈ 88; the running max keeps every exponent ≤ 0.")
-    c[2].number_input("Seed", 0, 9999, key="sm_seed")
-    c[3].number_input("Query row shown", 0, rows_now - 1, key="sm_row")
+    c[0].number_input(t("kernels.w.pad"), 0, max_pad, key="sm_pad", help=t("kernels.w.pad_help"))
+    c[1].number_input(t("kernels.w.scale"), 0.01, 1000.0, key="sm_scale", step=10.0, format="%.2f",
+                      help=t("kernels.w.scale_help"))
+    c[2].number_input(t("kernels.w.seed"), 0, 9999, key="sm_seed")
+    c[3].number_input(t("kernels.w.row"), 0, rows_now - 1, key="sm_row")
     return FL.SoftmaxDemo(num_keys=keys_now, tile=ss["sm_tile"], num_queries=rows_now, causal=ss["sm_causal"],
                           masked_prefix=ss["sm_pad"], score_scale=float(ss["sm_scale"]), seed=ss["sm_seed"],
                           dtype=ss["sm_dtype"])
@@ -169,12 +165,12 @@ def step_and_row(num_steps: int) -> tuple[int, int]:
     """The step slider (a caption when one tile holds every key): (tiles processed, query row shown)."""
     st.session_state["sm_step"] = max(1, min(st.session_state["sm_step"], num_steps))
     if num_steps > 1:
-        st.slider("Step: tiles processed", 1, num_steps, key="sm_step")
+        st.slider(t("kernels.w.step"), 1, num_steps, key="sm_step")
     else:
-        st.caption("One tile holds every key: a single step.")
+        st.caption(t("kernels.w.one_step"))
     return st.session_state["sm_step"], st.session_state["sm_row"]
 
 
 def traffic_tile() -> int:
-    st.select_slider("Tile size (rows of Q, and of K/V, per tile)", list(TRAFFIC_TILES), key="tile")
+    st.select_slider(t("kernels.w.traffic_tile"), list(TRAFFIC_TILES), key="tile")
     return st.session_state["tile"]

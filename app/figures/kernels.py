@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.attention.readouts import fmt_num
 from sim.attention.shapes import IMPL_SHORT
+from sim.i18n import text
 
 IMPL_COLORS = {
     "eager": NAIVE,
@@ -34,13 +36,16 @@ def mib(n: float) -> float:
 
 # --- one shape ---------------------------------------------------------------------------------
 
-def kernel_bars(df: pd.DataFrame, eager_n2_bytes: int, title: str) -> go.Figure:
+def _t(lang: str, key: str, /, **fields: object) -> str:
+    return text(lang, f"kernels.fig.{key}", **fields)
+
+
+def kernel_bars(df: pd.DataFrame, eager_n2_bytes: int, title: str, lang: str = "en") -> go.Figure:
     """Left: median time per call with the interquartile range; right: measured peak memory (log);
     title: the takeaway (sim.attention.readouts.timing_takeaway)."""
     ok = df[df["status"] == "ok"]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, vertical_spacing=0,
-                        subplot_titles=("time per call (median; bar = 25th–75th percentile)",
-                                        "peak memory during one call (log scale)"))
+                        subplot_titles=(_t(lang, "bars.time"), _t(lang, "bars.memory")))
     names = [IMPL_SHORT[i] for i in ok["implementation"]]
     colors = [IMPL_COLORS[i] for i in ok["implementation"]]
     fig.add_bar(x=names, y=ok["median_ms"], marker_color=colors, showlegend=False, row=1, col=1,
@@ -49,16 +54,16 @@ def kernel_bars(df: pd.DataFrame, eager_n2_bytes: int, title: str) -> go.Figure:
                 text=[f"{v:.3g} ms" for v in ok["median_ms"]], textposition="outside", cliponaxis=False)
     mem = ok["peak_bytes"].astype(float)
     fig.add_bar(x=names, y=mem / 2**20, marker_color=colors, showlegend=False, row=1, col=2,
-                text=[f"{mib(v):.3g} MiB" if v == v else "n/a" for v in mem], textposition="outside", cliponaxis=False)
+                text=[f"{mib(v):.3g} MiB" if v == v else text(lang, "kernels.na") for v in mem], textposition="outside", cliponaxis=False)
     fig.add_scatter(x=[names[0], names[-1]], y=[mib(eager_n2_bytes)] * 2, mode="lines+text", row=1, col=2,
-                    line=dict(color=FORMULA, dash="dash"), name="one N² score matrix (formula)",
-                    text=["", f"one N² matrix: {mib(eager_n2_bytes):.3g} MiB"], textposition="bottom left",
+                    line=dict(color=FORMULA, dash="dash"), name=_t(lang, "bars.n2_name"),
+                    text=["", _t(lang, "bars.n2_text", mib=f"{mib(eager_n2_bytes):.3g}")], textposition="bottom left",
                     textfont=dict(size=14, color=FORMULA))
     top_ms = float(ok["p75_ms"].max()) if len(ok) else 1.0
-    fig.update_yaxes(title_text="median time per call (ms)", range=[0, 1.2 * top_ms], row=1, col=1)
-    fig.update_xaxes(title_text="kernel")
+    fig.update_yaxes(title_text=_t(lang, "bars.y_time"), range=[0, 1.2 * top_ms], row=1, col=1)
+    fig.update_xaxes(title_text=_t(lang, "kernel"))
     mem_mib = [mib(v) for v in mem if v == v and v > 0] + [mib(eager_n2_bytes)]
-    fig.update_yaxes(title_text="peak memory (MiB, log)", type="log", dtick=1, row=1, col=2,
+    fig.update_yaxes(title_text=_t(lang, "bars.y_memory"), type="log", dtick=1, row=1, col=2,
                      range=[math.log10(min(mem_mib)) - 0.4, math.log10(max(mem_mib)) + 0.35])
     base_layout(fig, "", "", "", height=420)
     fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
@@ -79,13 +84,13 @@ def _log_axes(fig: go.Figure, df: pd.DataFrame) -> None:
     fig.update_yaxes(type="log", dtick=1)  # one label per decade
 
 
-def _sweep_layout(fig: go.Figure, title: str, y: str) -> go.Figure:
-    base_layout(fig, "", "sequence length N", y, height=420)
+def _sweep_layout(fig: go.Figure, title: str, y: str, lang: str = "en") -> go.Figure:
+    base_layout(fig, "", _t(lang, "sweep.x"), y, height=420)
     fig.update_layout(legend=LEGEND_BELOW)
     return set_headline(fig, title, HALF_WIDTH_CHARS)
 
 
-def sweep_time(df: pd.DataFrame, col: str, title: str) -> go.Figure:
+def sweep_time(df: pd.DataFrame, col: str, title: str, lang: str = "en") -> go.Figure:
     """Time per call against N (log–log); with the median, bars show the 25th–75th percentile of the timed
     blocks; title: the takeaway (sim.attention.readouts.sweep_time_takeaway)."""
     fig = go.Figure()
@@ -95,23 +100,23 @@ def sweep_time(df: pd.DataFrame, col: str, title: str) -> go.Figure:
         fig.add_scatter(x=part["keys"], y=part[col], name=IMPL_SHORT[impl], mode="lines+markers",
                         line=dict(color=IMPL_COLORS[impl], width=3), error_y=err)
     _log_axes(fig, df)
-    return _sweep_layout(fig, title, "time per call (ms, log)")
+    return _sweep_layout(fig, title, _t(lang, "sweep.y_time"), lang)
 
 
-def sweep_memory(df: pd.DataFrame, title: str) -> go.Figure:
+def sweep_memory(df: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Measured peak memory against N (log–log); title: sim.attention.readouts.sweep_memory_takeaway."""
     fig = go.Figure()
     for impl, part in _by_impl(df):
         fig.add_scatter(x=part["keys"], y=part["peak_bytes"] / 2**20, name=IMPL_SHORT[impl], mode="lines+markers",
                         line=dict(color=IMPL_COLORS[impl], width=3))
     n2 = df.drop_duplicates("keys").sort_values("keys")
-    fig.add_scatter(x=n2["keys"], y=n2["eager_n2_bytes"] / 2**20, name="one N² matrix (formula)", mode="lines",
+    fig.add_scatter(x=n2["keys"], y=n2["eager_n2_bytes"] / 2**20, name=_t(lang, "sweep.n2_name"), mode="lines",
                     line=dict(color=FORMULA, dash="dash"))
     _log_axes(fig, df)
-    return _sweep_layout(fig, title, "peak memory during one call (MiB, log)")
+    return _sweep_layout(fig, title, _t(lang, "sweep.y_memory"), lang)
 
 
-def sweep_speedup(df: pd.DataFrame, col: str, title: str) -> go.Figure:
+def sweep_speedup(df: pd.DataFrame, col: str, title: str, lang: str = "en") -> go.Figure:
     """Eager time / time of each kernel (median or fastest block); title:
     sim.attention.readouts.sweep_speedup_takeaway."""
     fig = go.Figure()
@@ -122,14 +127,14 @@ def sweep_speedup(df: pd.DataFrame, col: str, title: str) -> go.Figure:
         part = part[part["keys"].isin(eager.index)]
         fig.add_scatter(x=part["keys"], y=eager.loc[part["keys"]].to_numpy() / part[col].to_numpy(),
                         name=IMPL_SHORT[impl], mode="lines+markers", line=dict(color=IMPL_COLORS[impl], width=3))
-    fig.add_hline(y=1, line=dict(color=NAIVE, dash="dot"), annotation_text="as fast as eager")
+    fig.add_hline(y=1, line=dict(color=NAIVE, dash="dot"), annotation_text=_t(lang, "sweep.as_fast"))
     ns = sorted(df["keys"].unique())
     fig.update_xaxes(type="log", tickvals=ns, ticktext=[f"{n:,}" for n in ns])
-    return _sweep_layout(fig, title, "eager time / kernel time (higher is faster)")
+    return _sweep_layout(fig, title, _t(lang, "sweep.y_speedup"), lang)
 
 
 def sweep_tflops(df: pd.DataFrame, col: str, ceiling_tflops: float | None, ceiling_label: str,
-                 title: str) -> go.Figure:
+                 title: str, lang: str = "en") -> go.Figure:
     """Achieved TFLOP/s (4·B·H·N²·d, halved when causal) against N; title:
     sim.attention.readouts.sweep_tflops_takeaway."""
     fig = go.Figure()
@@ -139,14 +144,14 @@ def sweep_tflops(df: pd.DataFrame, col: str, ceiling_tflops: float | None, ceili
                         line=dict(color=IMPL_COLORS[impl], width=3))
     if ceiling_tflops:
         fig.add_hline(y=ceiling_tflops, line=dict(color=FORMULA, dash="dash"),
-                      annotation_text=f"{ceiling_label}: {ceiling_tflops:.3g} TFLOP/s", annotation_position="top left")
+                      annotation_text=_t(lang, "sweep.ceiling", label=ceiling_label, x=f"{ceiling_tflops:.3g}"), annotation_position="top left")
     _log_axes(fig, df)
-    return _sweep_layout(fig, title, "achieved TFLOP/s (log)")
+    return _sweep_layout(fig, title, _t(lang, "sweep.y_tflops"), lang)
 
 
 # --- online softmax stepper --------------------------------------------------------------------
 
-def softmax_step(trace, row: int, step: int, title: str) -> go.Figure:
+def softmax_step(trace, row: int, step: int, title: str, lang: str = "en") -> go.Figure:
     """Top: every key's score, tiles shaded; done tiles blue, the current one orange, later grey; the
     running max drawn over the keys seen so far. Bottom: the weights the kernel holds after this
     step (exp(s − m) / l over the keys seen so far) next to the final softmax over all keys.
@@ -162,9 +167,8 @@ def softmax_step(trace, row: int, step: int, title: str) -> go.Figure:
     hi = float(max(0.0, scores[finite].max())) if finite.any() else 1.0
     pad = 0.12 * (hi - lo or 1.0)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12, row_heights=[0.55, 0.45],
-                        subplot_titles=(f"scores of query row {row}: tile {step} of {len(trace.steps)} "
-                                        f"(keys {cur.start}–{cur.stop - 1})",
-                                        "weights held after this tile vs the final softmax"))
+                        subplot_titles=(_t(lang, "step.scores", row=f"{row}", step=f"{step}", n=f"{len(trace.steps)}",
+                                           a=f"{cur.start}", b=f"{cur.stop - 1}"), _t(lang, "step.weights")))
     for tile in trace.steps:  # alternate shading marks the tiles
         if tile.index % 2 == 0:
             fig.add_vrect(x0=tile.start - 0.5, x1=tile.stop - 0.5, fillcolor="#f0f0f0", line_width=0, layer="below",
@@ -172,18 +176,18 @@ def softmax_step(trace, row: int, step: int, title: str) -> go.Figure:
     fig.add_bar(x=keys[finite], y=scores[finite], marker_color=[color[s] for s in status[finite]], showlegend=False,
                 text=[fmt_num(v, 3) for v in scores[finite]], textposition="outside", cliponaxis=False,
                 textfont=dict(size=BIG - 4), row=1, col=1,
-                hovertemplate="key %{x}: score %{y:.4g}<extra></extra>")
+                hovertemplate=_t(lang, "step.hover"))
     if (~finite).any():
         fig.add_scatter(x=keys[~finite], y=[lo] * int((~finite).sum()), mode="markers+text", text=["−∞"] * int((~finite).sum()),
                         textposition="top center", marker=dict(symbol="x", size=12, color=FORMULA),
-                        name="masked (−∞)", textfont=dict(size=BIG - 2), row=1, col=1)
+                        name=_t(lang, "step.masked"), textfont=dict(size=BIG - 2), row=1, col=1)
     for t in trace.steps[:step]:  # running max after each tile, over the keys of that tile
         m = float(t.m_new[row])
         if math.isfinite(m):
             fig.add_scatter(x=[t.start - 0.45, t.stop - 0.55], y=[m, m], mode="lines",
                             line=dict(color=MAX_LINE, width=4 if t.index == step - 1 else 2,
                                       dash="solid" if t.index == step - 1 else "dot"),
-                            showlegend=t.index == step - 1, name="running max m", row=1, col=1)
+                            showlegend=t.index == step - 1, name=_t(lang, "step.running_max"), row=1, col=1)
     m_now = float(cur.m_new[row])
     if math.isfinite(m_now):
         fig.add_annotation(x=cur.stop - 0.5, y=m_now, text=f"<b>m = {fmt_num(m_now)}</b>", showarrow=False,
@@ -196,13 +200,13 @@ def softmax_step(trace, row: int, step: int, title: str) -> go.Figure:
         held = held / l_now if l_now > 0 else np.zeros_like(held)
         final = np.where(finite, np.exp(scores - scores[finite].max()), 0.0) if finite.any() else np.zeros(nk)
         final = final / final.sum() if final.sum() > 0 else final
-    fig.add_bar(x=keys, y=held, marker_color=[color[s] for s in status], name="e^(s − m) / l over the keys seen (blue: earlier tiles, orange: this one)", row=2, col=1)
-    fig.add_scatter(x=keys, y=final, mode="markers", name="final softmax over all keys",
+    fig.add_bar(x=keys, y=held, marker_color=[color[s] for s in status], name=_t(lang, "step.held"), row=2, col=1)
+    fig.add_scatter(x=keys, y=final, mode="markers", name=_t(lang, "step.final"),
                     marker=dict(symbol="diamond-open", size=14, color=FORMULA, line=dict(width=2.5, color=FORMULA)),
                     row=2, col=1)
-    fig.update_yaxes(title_text="score s", range=[lo - pad, hi + 2 * pad], row=1, col=1)
-    fig.update_yaxes(title_text="weight", range=[0, 1.05], row=2, col=1)
-    fig.update_xaxes(title_text="key index", dtick=1 if nk <= 32 else 4, row=2, col=1)
+    fig.update_yaxes(title_text=_t(lang, "step.y_score"), range=[lo - pad, hi + 2 * pad], row=1, col=1)
+    fig.update_yaxes(title_text=_t(lang, "step.y_weight"), range=[0, 1.05], row=2, col=1)
+    fig.update_xaxes(title_text=_t(lang, "step.x_key"), dtick=1 if nk <= 32 else 4, row=2, col=1)
     base_layout(fig, "", "", "", height=640)
     fig.update_layout(font=dict(size=BIG - 2), margin=dict(l=10, r=10, t=40, b=10),
                       legend=LEGEND_BELOW)
@@ -210,11 +214,11 @@ def softmax_step(trace, row: int, step: int, title: str) -> go.Figure:
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
-def softmax_trace_table(trace, row: int, step: int, title: str) -> go.Figure:
+def softmax_trace_table(trace, row: int, step: int, title: str, lang: str = "en") -> go.Figure:
     """Every tile's numbers for one query row, the current tile highlighted, big enough for a projector;
     title: the takeaway (sim.attention.readouts.trace_table_takeaway)."""
-    header = ["tile", "keys", "tile max", "m before", "m after", "rescale α", "Σ e^(s − m)", "l after",
-              "partial output acc / l"]
+    header = [_t(lang, f"table.{k}") for k in ("tile", "keys", "tile_max", "m_before", "m_after", "rescale", "sum",
+                                                "l_after", "partial")]
     cols = [[] for _ in header]
     for t in trace.steps:
         vals = [str(t.index + 1), f"{t.start}–{t.stop - 1}", fmt_num(float(t.tile_max[row])),
@@ -242,22 +246,30 @@ TRAFFIC_COLORS = {"read Q, K": "#4c78a8", "read Q": "#4c78a8", "read K": "#72b7b
                   "write O": "#b279a2", "write row stats": "#9d755d"}
 
 
-def traffic_bars(traffic, title: str) -> go.Figure:
+def traffic_part(part: str, lang: str = "en") -> str:
+    """A traffic model part ('read Q, K', 'write S', …: sim.attention.online_softmax.hbm_traffic's keys) as the
+    legend names it."""
+    return _t(lang, "part." + re.sub(r"\W+", "_", part.lower()).strip("_"))
+
+
+def traffic_bars(traffic, title: str, lang: str = "en") -> go.Figure:
     """Bytes moved by standard and tiled attention, part by part; title: the takeaway, which names the shape
     (sim.attention.readouts.traffic_takeaway)."""
     fig = go.Figure()
     shown = set()
-    for which, parts in (("standard (S, P in memory)", traffic.standard_parts), ("tiled (FlashAttention)", traffic.tiled_parts)):
+    standard, tiled = _t(lang, "traffic.standard"), _t(lang, "traffic.tiled")
+    for which, parts in ((standard, traffic.standard_parts), (tiled, traffic.tiled_parts)):
         for part, nbytes in parts.items():
-            fig.add_bar(y=[which], x=[mib(nbytes)], name=part, orientation="h", legendgroup=part,
+            name = traffic_part(part, lang)
+            fig.add_bar(y=[which], x=[mib(nbytes)], name=name, orientation="h", legendgroup=part,
                         showlegend=part not in shown, marker_color=TRAFFIC_COLORS[part],
-                        hovertemplate=f"{part}: %{{x:.4g}} MiB<extra></extra>")
+                        hovertemplate=_t(lang, "traffic.hover", part=name))
             shown.add(part)
-    for which, total in (("standard (S, P in memory)", traffic.standard_bytes), ("tiled (FlashAttention)", traffic.tiled_bytes)):
+    for which, total in ((standard, traffic.standard_bytes), (tiled, traffic.tiled_bytes)):
         fig.add_annotation(y=which, x=mib(total), text=f"{mib(total):,.3g} MiB", showarrow=False, xanchor="left",
                            xshift=6, font=dict(size=16))
     fig.update_layout(barmode="stack")
     fig.update_xaxes(range=[0, mib(max(traffic.standard_bytes, traffic.tiled_bytes)) * 1.2])
-    base_layout(fig, "", "bytes moved to and from main memory, forward pass (MiB)", "kernel", height=380)
+    base_layout(fig, "", _t(lang, "traffic.x"), _t(lang, "kernel"), height=380)
     fig.update_layout(legend=LEGEND_BELOW, margin=dict(l=10, r=10, t=40, b=10))
     return set_headline(fig, title, FULL_WIDTH_CHARS)

@@ -7,12 +7,13 @@ import time
 
 import streamlit as st
 
+from app.i18n import lang, t
 from app.work import server
 from sim.attention import shapes as S
 from sim.attention.implementations import impl_statuses
 from sim.attention.limits import Limits, device_limits
 from sim.attention.measure import matmul_rate, run_alone
-from sim.attention.readouts import sweep_progress
+from sim.attention.readouts import progress_text, shape_label, sweep_progress
 from sim.attention.timing import SweepResult, TimingResult, sweep_attention, time_attention
 
 SHAPE_BUDGET_S = 0.25  # measured seconds per kernel (at least 3 timed calls)
@@ -25,9 +26,15 @@ def locked(fn, *args, **kwargs):
     return run_alone(server().queue, fn, *args, **kwargs)
 
 
-@st.cache_resource(show_spinner="Probing the attention backends…")
-def statuses(device: str, dtype: str):
+@st.cache_resource(show_spinner=False)
+def _statuses(device: str, dtype: str):
     return locked(impl_statuses, device, dtype)
+
+
+def statuses(device: str, dtype: str):
+    """Which kernels run here (probed once per device and dtype)."""
+    with st.spinner(t("kernels.run.probing")):
+        return _statuses(device, dtype)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -45,12 +52,13 @@ def time_shape(shape: S.AttentionShape, device: str, limits: Limits, threads: in
                flex_timeout_s: int) -> None:
     """Time every kernel at `shape` (kept in the session as "ak_timing"). FlexAttention's compile, of up to
     `flex_timeout_s`, shows live progress and a Stop button that kills it; the others come from the cache."""
-    with st.spinner(f"Timing {shape.label()}…"):
+    lg = lang()
+    with st.spinner(t("kernels.run.timing", shape=shape_label(shape, lg))):
         if flex:
             status, stop = st.empty(), st.empty()
-            stop.button("Stop", key="_work.stop.flex", help="Kills the FlexAttention compile.")
+            stop.button(t("kernels.run.stop"), key="_work.stop.flex", help=t("kernels.run.stop_help"))
             result = locked(time_attention, shape, device, limits, S.IMPLS, SHAPE_BUDGET_S, flex_timeout_s,
-                            threads, lambda what: status.caption(f"Timing {what}…"))
+                            threads, lambda what, s=None: status.caption(progress_text(what, s, lg)))
             status.empty()
             stop.empty()
             st.session_state["ak_timing"] = (result, time.strftime("%H:%M:%S"))
@@ -65,12 +73,13 @@ def last_timing() -> tuple[TimingResult, str] | None:
 
 def sweep(shape: S.AttentionShape, lengths: list[int], device: str, threads: int | None, trial: int) -> None:
     """Time the kernels at every N in `lengths` (kept in the session as "ak_sweep"), with a progress bar."""
-    bar = st.progress(0.0, text="Measuring the matmul ceiling…")
+    lg = lang()
+    bar = st.progress(0.0, text=t("kernels.run.ceiling"))
     try:
         st.session_state["ak_sweep"] = sweep_attention(
             shape, lengths, lambda s: timed(s, device, threads, SWEEP_BUDGET_S, trial)[0],
             ceiling_flops(device, shape.dtype, threads),
-            lambda i, n: bar.progress(i / len(lengths), text=sweep_progress(i, n, len(lengths))))
+            lambda i, n: bar.progress(i / len(lengths), text=sweep_progress(i, n, len(lengths), lg)))
     finally:
         bar.empty()
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.attention.shapes import IMPLS, AttentionShape
+from sim.i18n import text
 
 
 def torch_dtype(name: str):
@@ -81,24 +82,25 @@ class ImplStatus:
 
 
 def flex_status(device) -> ImplStatus:
-    """Whether FlexAttention can be compiled here (without compiling it)."""
+    """Whether FlexAttention can be compiled here (without compiling it). The reasons are the catalog's English
+    (sim.attention.readouts.reason_text words them in the page language)."""
     import torch
 
     device = torch.device(device)
     try:
         from torch.nn.attention import flex_attention  # noqa: F401
     except ImportError as exc:
-        return ImplStatus("flex", False, f"this torch has no FlexAttention ({exc})")
+        return ImplStatus("flex", False, text("en", "kernels.why.flex_missing", error=f"{exc}"))
     if device.type == "cuda":
         try:
             import triton  # noqa: F401
         except ImportError:
-            return ImplStatus("flex", False, "torch.compile needs Triton on CUDA and it is not installed")
+            return ImplStatus("flex", False, text("en", "kernels.why.flex_triton"))
         return ImplStatus("flex", True, "")
     if device.type != "cpu":
-        return ImplStatus("flex", False, f"FlexAttention is not compiled for {device.type} here")
+        return ImplStatus("flex", False, text("en", "kernels.why.flex_device", device=device.type))
     if not any(shutil.which(c) for c in ("g++", "c++", "clang++")):
-        return ImplStatus("flex", False, "torch.compile on CPU needs a C++ compiler (g++) and none is on PATH")
+        return ImplStatus("flex", False, text("en", "kernels.why.flex_cxx"))
     return ImplStatus("flex", True, "")
 
 

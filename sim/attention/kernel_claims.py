@@ -1,58 +1,63 @@
 """Seed 002's claims about attention kernels, as `sim.claims.Claim`s. Where this page has run its
 sweep, the FlashAttention memory and speed claims carry this machine's measured ratios; no number
-measured elsewhere is quoted as this machine's."""
+measured elsewhere is quoted as this machine's. `claimed`, `computed` and `why` are worded in the page language;
+`statement` is the English translation, `original` the seed's own sentence."""
 
 from __future__ import annotations
 
+from sim.attention.readouts import stat_word
 from sim.attention.timing import SweepResult
 from sim.claims import Claim, Verdict
+from sim.i18n import text
+
+# Seed 002's own sentences (shared/seeds/002_*.txt), quoted verbatim.
+ORIGINAL = {
+    "round_trips": "HBM 왕복이 세 번 일어납니다.",
+    "memory": "전체 메모리 사용량(footprint)은 O(N²)에서 O(N)으로 줄어듭니다.",
+    "per_tile": "타일 하나당 HBM 왕복은 한 번입니다.",
+    "exact": ("근사(approximation)가 아닙니다. Flash Attention은 표준 어텐션과 비트(bit) 단위로 동일한 출력을 "
+              "계산합니다(fp16 비결합성으로 인한 차이 정도만 있을 수 있습니다)."),
+    "speedup": "A100에서는 24배, H100의 FP8에서는 510배의 실제 시간(wall-clock) 속도 향상을 줍니다.",
+    "hbm_sram": ("H100 기준 HBM 대역폭(bandwidth)은 약 3 TB/s이고 SRAM은 약 30 TB/s입니다. HBM을 한 번 거치는 비용은 "
+                 "칩(on-chip) 안에서 처리하는 것보다 약 10배 느립니다."),
+}
 
 
-def _measured(sweep: SweepResult | None, stat: str) -> tuple[str, str, float | None, float | None]:
+def _measured(sweep: SweepResult | None, stat: str, lang: str = "en") -> tuple[str, str, float | None, float | None]:
     """(time sentence, memory sentence, time ratio, memory ratio) from the sweep's largest N, or blanks."""
     got = sweep.flash_vs_eager(stat) if sweep is not None else None
     if got is None:
         return "", "", None, None
-    where = f"at N = {got.num_keys:,} on {sweep.results[-1].device}"
+    where = {"n": f"{got.num_keys:,}", "device": sweep.results[-1].device}
     r, m = got.time_ratio, got.memory_ratio
-    speed = (f"FLASH is {r:,.1f}× faster than eager" if f"{r:,.1f}" != "1.0" and r > 1 else
-             f"FLASH is {1 / r:,.1f}× slower than eager" if f"{1 / r:,.1f}" != "1.0" and r < 1 else
-             "FLASH and eager take about as long")
-    time_text = f" Measured on this page {where}: {speed} ({stat})."
+    speed = (text(lang, "kernels.c.faster", x=f"{r:,.1f}") if f"{r:,.1f}" != "1.0" and r > 1 else
+             text(lang, "kernels.c.slower", x=f"{1 / r:,.1f}") if f"{1 / r:,.1f}" != "1.0" and r < 1 else
+             text(lang, "kernels.c.same"))
+    time_text = text(lang, "kernels.c.measured_time", speed=speed, stat=stat_word(stat, lang), **where)
     if m is None:
         mem_text = ""
     elif m >= 1:
-        mem_text = f" Measured on this page {where}: eager's peak memory is {m:,.0f}× FLASH's."
+        mem_text = text(lang, "kernels.c.measured_eager", x=f"{m:,.0f}", **where)
     else:
-        mem_text = f" Measured on this page {where}: FLASH's peak memory is {1 / m:,.1f}× eager's."
+        mem_text = text(lang, "kernels.c.measured_flash", x=f"{1 / m:,.1f}", **where)
     return time_text, mem_text, got.time_ratio, got.memory_ratio
 
 
-def kernel_claims(sweep: SweepResult | None = None, stat: str = "median") -> tuple[Claim, ...]:
-    time_text, mem_text, time_ratio, mem_ratio = _measured(sweep, stat)
+def kernel_claims(sweep: SweepResult | None = None, stat: str = "median", lang: str = "en") -> tuple[Claim, ...]:
+    time_text, mem_text, time_ratio, mem_ratio = _measured(sweep, stat, lang)
+
+    def claim(key: str, verdict: Verdict, computed_tail: str = "", value: float | None = None) -> Claim:
+        def t(part: str) -> str:
+            return text(lang, f"kernels.c.{key}.{part}")
+
+        return Claim(text("en", f"kernels.c.{key}.statement"), "002", t("claimed"), t("computed") + computed_tail,
+                     verdict, t("why"), original=ORIGINAL[key], value=value)
+
     return (
-        Claim("Standard attention: S = QKᵀ, P = softmax(S), O = PV, three round trips to HBM", "002",
-              "three round trips to HBM", "four N_q×N_k passes (write S, read S, write P, read P) in the traffic "
-              "model", Verdict.RIGHT,
-              "Right for an unfused kernel (eager here, SDPA-MATH): S and P are N×N tensors written out and read back."),
-        Claim("FlashAttention: memory O(N²) → O(N)", "002", "O(N²) → O(N)",
-              "O + one fp32 statistic per query row beyond Q, K, V" + mem_text, Verdict.RIGHT,
-              "Right for the extra memory: beyond Q, K, V, O it keeps a max and a sum (or their log-sum-exp) per row.",
-              value=mem_ratio),
-        Claim("One HBM round trip per tile", "002", "one round trip per tile",
-              "K and V read once per Q tile, ⌈N/B_r⌉ times in all (the traffic model above)", Verdict.NEEDS_CONTEXT,
-              "Needs context: K and V are read once per Q tile, ⌈N/B_r⌉ times in all (the traffic model above)."),
-        Claim("Exact, not an approximation; bit-for-bit identical (fp16 non-associativity aside)", "002",
-              "exact; bit-for-bit identical", "exact in real arithmetic; about 1e-7 apart in float32 (the stepper)",
-              Verdict.NEEDS_CONTEXT,
-              "Exact in real arithmetic, yes; bit-for-bit, no, in any float format: the stepper shows ≈1e-7 in float32."),
-        Claim("FlashAttention: 24× wall-clock on A100, 510× on H100 in FP8", "002", "24× (A100), 510× (H100, FP8)",
-              "published kernel speedups are single digits" + time_text, Verdict.WRONG,
-              "Neither figure is in the FlashAttention papers (24× may be a garbled 2.4×, FA1's speedup on Long-Range "
-              "Arena). Published: FA1 up to 7.6× on GPT-2's attention, 3× end-to-end GPT-2 training; FA2 about 2× FA1, "
-              "50–73 % of A100 peak FLOP/s; FA3 1.5–2× FA2 on H100, up to 740 TFLOP/s in fp16 (75 % of peak), close to "
-              "1.2 PFLOP/s in FP8. Kernel speedups are single digits, not hundreds.", value=time_ratio),
-        Claim("HBM ≈ 3 TB/s, SRAM ≈ 30 TB/s on H100: HBM ≈ 10× slower", "002", "3 vs 30 TB/s: 10×",
-              "H100 SXM HBM3: 3.35 TB/s; the FA1 paper: 1.5–2.0 vs 19 TB/s on A100", Verdict.CLOSE,
-              "The right order of magnitude (H100 SXM HBM3: 3.35 TB/s; the FA1 paper quotes 1.5–2.0 vs 19 TB/s on A100)."),
+        claim("round_trips", Verdict.RIGHT),
+        claim("memory", Verdict.RIGHT, mem_text, mem_ratio),
+        claim("per_tile", Verdict.NEEDS_CONTEXT),
+        claim("exact", Verdict.NEEDS_CONTEXT),
+        claim("speedup", Verdict.WRONG, time_text, time_ratio),
+        claim("hbm_sram", Verdict.CLOSE),
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.attention.implementations import torch_dtype
+from sim.i18n import text
 from sim.work.threads import pick_num_threads
 
 
@@ -118,10 +119,9 @@ def run_measuring_peak(fn: Callable[[], object], device) -> tuple[object, int | 
 
 
 def memory_method(device_type: str) -> str:
-    if device_type == "cuda":
-        return "torch.cuda.max_memory_allocated during one call, minus what was allocated before"
-    return ("the peak of bytes held through torch's CPU allocator during one call, summed from the "
-            "profiler's allocation and free events (profile_memory=True)")
+    """How a peak was measured on this device type, in English (sim.attention.readouts words it in the page
+    language)."""
+    return text("en", "kernels.method.cuda" if device_type == "cuda" else "kernels.method.cpu")
 
 
 @dataclass(frozen=True)

@@ -84,9 +84,11 @@ def time_in_process(shape: AttentionShape, impl: str, device, q, k, v, reference
 
 def time_attention(shape: AttentionShape, device, limits: Limits, impls: tuple[str, ...] = IMPLS[:-1],
                    budget_s: float = 0.25, flex_timeout_s: float = 120.0, num_threads: int | None = None,
-                   on_progress: Callable[[str], None] | None = None) -> TimingResult:
+                   on_progress: Callable[..., None] | None = None) -> TimingResult:
     """Time every requested implementation on one shape; unavailable ones come back with their reason.
-    SDPA-MATH always runs: it is the reference for the max-abs-difference column.
+    SDPA-MATH always runs: it is the reference for the max-abs-difference column. on_progress(impl) before each
+    kernel, and on_progress("flex", seconds) while FlexAttention compiles (sim.attention.readouts.progress_text
+    words it).
 
     Raises ValueError (with the numbers) when the shape is over this device's limits."""
     check_shape(shape, limits)
@@ -117,7 +119,7 @@ def _time_attention(shape, device, impls, budget_s, flex_timeout_s, on_progress)
             impl_to_row[impl] = KernelTiming(impl, "unavailable", st.reason)
         elif impl == "flex":
             impl_to_row[impl] = time_flex(shape, device, budget_s=budget_s, timeout_s=flex_timeout_s,
-                                          on_wait=(lambda s: on_progress(f"flex: compiling and timing, {s:.0f} s"))
+                                          on_wait=(lambda s: on_progress("flex", s))
                                           if on_progress else None)
         else:
             impl_to_row[impl] = time_in_process(shape, impl, device, q, k, v, reference, budget_s)[0]
