@@ -1,8 +1,9 @@
 import streamlit as st
 
 from app.claims import render_claims
-from app.controls.decode_cost import STEP_LABELS, fall_back_from_graph, graph_unavailable_here, step_radio
+from app.controls.decode_cost import STEP_KINDS, fall_back_from_graph, graph_unavailable_here, step_label, step_radio
 from app.figures import decode as figs
+from app.i18n import lang, page_title, t
 from app.present import show_chart, show_chart_in
 from app.resources import model_or_stop as load_model
 from app.resources import model_rates
@@ -14,6 +15,7 @@ from sim.cost.decode import computed_grid, flop_shape, human_flops, scale_curve,
 from sim.cost.decode_readouts import (
     formula_agreement,
     grid_takeaway,
+    mode_label,
     parts_takeaway,
     per_step_takeaway,
     scale_takeaway,
@@ -22,6 +24,7 @@ from sim.cost.decode_readouts import (
 )
 from sim.cost.opcount import generation_flops
 from sim.cost.presets import load_presets
+from sim.i18n import text
 from sim.model.generate import MODES, SamplingConfig, encode, run_comparison
 from sim.model.graph_step import step_caption
 from sim.model.step_profile import MAX_PROFILE_CONTEXT
@@ -34,29 +37,25 @@ CONTEXT = PRESETS["mha"].max_seq_len
 GRID_STEPS = 24  # rows of the "what gets computed" grid that stay legible on a projector
 SCALE_LENGTHS = [2**k for k in range(7, 18)]  # 128 … 131,072
 
-st.title("Decode cost")
-st.markdown(
-    "To produce token *n*, a model needs the query of token *n* once — and the **keys and values of "
-    "every earlier token**, at every later step. **Naive** decoding recomputes all of them each step; "
-    "**cached** decoding keeps K and V and computes one new row. Below both run on the real tiny model, "
-    "with every matmul's FLOPs counted from the shapes it executed."
-)
+st.title(page_title("decode_cost"))
+st.markdown(t("decode.intro"))
+L = lang()  # the sentences and figures below are worded in the page language
 
 url = UrlState("decode_cost")
-url.text("prompt", DEFAULT_PROMPT, max_len=MAX_PROMPT_BYTES, label="prompt")
-url.choice("variant", "mha", list(PRESETS), label="model variant")
-url.int("n", 64, 1, CONTEXT, label="new tokens")
-url.float("temp", 0.0, 0.0, 2.0, label="temperature")
-url.int("top_k", 0, 0, 256, label="top-k")
-url.int("seed", 0, 0, 2**31 - 1, label="seed")
-url.choice("attn", "sdpa", ["sdpa", "eager"], label="attention")
-url.int("budget", 30, 1, 600, label="naive time budget (s)")
-url.choice("step", "eager", list(STEP_LABELS), label="cached step")
-url.bool("log", True, label="log scale")
+url.text("prompt", DEFAULT_PROMPT, max_len=MAX_PROMPT_BYTES, label=t("decode.url.prompt"))
+url.choice("variant", "mha", list(PRESETS), label=t("decode.url.variant"))
+url.int("n", 64, 1, CONTEXT, label=t("decode.url.n"))
+url.float("temp", 0.0, 0.0, 2.0, label=t("decode.url.temp"))
+url.int("top_k", 0, 0, 256, label=t("decode.url.top_k"))
+url.int("seed", 0, 0, 2**31 - 1, label=t("decode.url.seed"))
+url.choice("attn", "sdpa", ["sdpa", "eager"], label=t("decode.url.attn"))
+url.int("budget", 30, 1, 600, label=t("decode.url.budget"))
+url.choice("step", "eager", list(STEP_KINDS), label=t("decode.url.step"))
+url.bool("log", True, label=t("decode.url.log"))
 presets = {k: p for k, p in load_presets().items() if p.attention != "MLA"}
 url.choice("scale_model", "llama-3.1-8b" if "llama-3.1-8b" in presets else next(iter(presets)), list(presets),
-           label="model at scale")
-url.int("scale_n", 8192, SCALE_LENGTHS[0], SCALE_LENGTHS[-1], label="length at scale")
+           label=t("decode.url.scale_model"))
+url.int("scale_n", 8192, SCALE_LENGTHS[0], SCALE_LENGTHS[-1], label=t("decode.url.scale_n"))
 url.show_problems()
 graph_reason = graph_unavailable_here()
 fall_back_from_graph(graph_reason)
@@ -65,33 +64,30 @@ if st.session_state["scale_n"] not in SCALE_LENGTHS:  # a URL may carry any in-r
 
 with st.form("run"):
     left, right = st.columns([3, 2])
-    left.text_area("Prompt", key="prompt", height=90, max_chars=MAX_PROMPT_BYTES,
-                   help=f"At most {MAX_PROMPT_BYTES} bytes of UTF-8 (one token per byte; a Hangul letter is 3).")
-    right.radio("Model variant", list(PRESETS), key="variant", horizontal=True,
-                format_func=lambda v: f"{v.upper()} ({PRESETS[v].n_kv_heads} KV heads)")
-    right.slider("New tokens", 1, CONTEXT, key="n", help=f"The model was trained on {CONTEXT}-token windows; "
-                 "prompt + new tokens must fit in them (RoPE positions past that were never trained).")
+    left.text_area(t("decode.prompt"), key="prompt", height=90, max_chars=MAX_PROMPT_BYTES,
+                   help=t("decode.prompt_help", n=f"{MAX_PROMPT_BYTES}"))
+    right.radio(t("decode.variant"), list(PRESETS), key="variant", horizontal=True,
+                format_func=lambda v: text(L, "decode.variant_option", name=v.upper(), n=f"{PRESETS[v].n_kv_heads}"))
+    right.slider(t("decode.n"), 1, CONTEXT, key="n", help=t("decode.n_help", n=f"{CONTEXT}"))
     step_radio(right, graph_reason)
     c = st.columns(5)
-    c[0].slider("Temperature (0 = greedy)", 0.0, 2.0, step=0.05, key="temp")
-    c[1].number_input("Top-k (0 = off)", 0, 256, key="top_k")
-    c[2].number_input("Seed", 0, 2**31 - 1, key="seed")
-    c[3].radio("Attention", ["sdpa", "eager"], key="attn", horizontal=True)
-    c[4].number_input("Naive time budget (s)", 1, 600, key="budget",
-                      help="Naive decoding costs O(N²): it stops when this much time is spent.")
-    go = st.form_submit_button("Run naive and cached", type="primary")
+    c[0].slider(t("decode.temp"), 0.0, 2.0, step=0.05, key="temp")
+    c[1].number_input(t("decode.top_k"), 0, 256, key="top_k")
+    c[2].number_input(t("decode.seed"), 0, 2**31 - 1, key="seed")
+    c[3].radio(t("decode.attn"), ["sdpa", "eager"], key="attn", horizontal=True)
+    c[4].number_input(t("decode.budget"), 1, 600, key="budget", help=t("decode.budget_help"))
+    go = st.form_submit_button(t("decode.run"), type="primary")
 
 prompt_ids = encode(st.session_state["prompt"])
 n_new = st.session_state["n"]
 error = None
 if not prompt_ids:
-    error = "The prompt is empty: type at least one character."
+    error = t("decode.empty")
 elif len(prompt_ids) > MAX_PROMPT_BYTES:
-    error = f"The prompt is {len(prompt_ids)} bytes; the limit is {MAX_PROMPT_BYTES}. Shorten it."
+    error = t("decode.too_long", n=f"{len(prompt_ids)}", max=f"{MAX_PROMPT_BYTES}")
 elif len(prompt_ids) + n_new - 1 > CONTEXT:
     cap = CONTEXT - len(prompt_ids) + 1
-    st.warning(f"{len(prompt_ids)} prompt tokens + {n_new} new tokens exceed the {CONTEXT}-token context the "
-               f"model was trained on; generating {cap} instead (past it, RoPE positions are untrained).")
+    st.warning(t("decode.capped", prompt=f"{len(prompt_ids)}", n=f"{n_new}", context=f"{CONTEXT}", cap=f"{cap}"))
     n_new = cap
 
 if error:
@@ -110,14 +106,13 @@ else:
     def compare(progress):
         def on_step(mode, i):
             done = i / n_new * cached_s if mode == "cached" else cached_s + min(budget, i / n_new * naive_s)
-            progress(done / estimate, f"{mode}: token {i} of {n_new}")
+            progress(done / estimate, text(L, "decode.progress", mode=mode_label(mode, L), i=f"{i:,}", n=f"{n_new:,}"))
 
         return run_comparison(model, prompt_ids, n_new, sampling, attn, budget, on_step, step)
 
     try:
-        res = run_job("decode_cost.compare", run_key, estimate, compare, go=go, button="Run naive and cached",
-                      what=f"Naive and cached decoding of {n_new:,} tokens ({attn}, {STEP_LABELS[step]} cached "
-                           f"steps, naive capped at {budget:g} s)")
+        res = run_job("decode_cost.compare", run_key, estimate, compare, go=go, button=t("decode.run"),
+                      what=t("decode.job", n=f"{n_new:,}", attn=attn, step=step_label(step, L), budget=f"{budget:g}"))
     except ValueError as exc:
         st.error(plain(exc))
         res = None
@@ -129,85 +124,77 @@ if not error and res is not None:
     diff, k = res.first_difference, res.compared
 
     if diff is not None:
-        st.error(f"The runs differ first at generated token {diff} (position {len(prompt_ids) + diff}).")
+        st.error(t("decode.differ", diff=f"{diff}", pos=f"{len(prompt_ids) + diff}"))
     elif res.naive_complete:
-        st.success(f"Identical tokens: all {k} tokens from naive and cached decoding match.",
-                   icon=":material/check_circle:")
+        st.success(t("decode.same_all", k=f"{k}"), icon=":material/check_circle:")
     else:
-        st.success(f"Identical tokens: the {k} tokens naive decoding produced within its {budget:g} s budget match "
-                   f"the first {k} of the {n_new} cached tokens.", icon=":material/check_circle:")
-        st.info(f"Naive decoding stopped after {k} of {n_new} tokens: its cost grows with N² and it ran out of the "
-                f"{budget:g} s budget. The FLOP charts below still show all {n_new} steps from the formula.")
+        st.success(t("decode.same_first", k=f"{k}", budget=f"{budget:g}", n=f"{n_new}"), icon=":material/check_circle:")
+        st.info(t("decode.stopped", k=f"{k}", n=f"{n_new}", budget=f"{budget:g}"))
     m = st.columns(4)
-    m[0].metric("Naive tokens/s", f"{res.tokens_per_s('naive'):,.1f}")
-    m[1].metric("Cached tokens/s", f"{res.tokens_per_s('cached'):,.1f}")
-    m[2].metric("Measured speedup", f"{res.speedup:,.1f}×", help=f"naive time / cached time over the same {k} tokens")
-    m[3].metric("FLOPs naive / cached", f"{res.flops('naive', k) / res.flops('cached', k):,.1f}×",
-                help=f"{res.flops('naive', k):,} vs {res.flops('cached', k):,} FLOPs over {k} tokens")
-    st.caption(speedup_caption(res.naive, res.cached))
+    m[0].metric(t("decode.m.naive_tps"), f"{res.tokens_per_s('naive'):,.1f}")
+    m[1].metric(t("decode.m.cached_tps"), f"{res.tokens_per_s('cached'):,.1f}")
+    m[2].metric(t("decode.m.speedup"), f"{res.speedup:,.1f}×", help=t("decode.m.speedup_help", k=f"{k}"))
+    m[3].metric(t("decode.m.flop_ratio"), f"{res.flops('naive', k) / res.flops('cached', k):,.1f}×",
+                help=t("decode.m.flop_ratio_help", a=f"{res.flops('naive', k):,}", b=f"{res.flops('cached', k):,}",
+                       k=f"{k}"))
+    st.caption(speedup_caption(res.naive, res.cached, L))
     if res.step != "eager":
-        st.caption(step_caption(res.step, res.cached[-1].kv_len))  # the cache holds every position fed
+        st.caption(step_caption(res.step, res.cached[-1].kv_len, L))  # the cache holds every position fed
     st.code(st.session_state["prompt"] + bytes(cached_ids).decode("utf-8", errors="replace"), language=None,
             wrap_lines=True)
 
     formula = {mo: [sum(s.values()) for s in generation_flops(cfg, len(prompt_ids), n_new, mo)] for mo in MODES}
-    tabs = st.tabs(["FLOPs per step", "Cumulative FLOPs", "Wall time per step", "FLOPs by part", "What gets computed",
-                    "Where a step's time goes"])
+    tabs = st.tabs([t(f"decode.tab.{k}") for k in ("per_step", "cumulative", "wall", "parts", "grid", "profile")])
     with tabs[0]:
-        st.toggle("Log scale", key="log")
+        st.toggle(t("decode.log"), key="log")
         show_chart(figs.flops_per_step(frames["naive"], frames["cached"], formula["naive"], formula["cached"],
-                                       st.session_state["log"], per_step_takeaway(res.naive, res.cached)),
+                                       st.session_state["log"], per_step_takeaway(res.naive, res.cached, L), L),
                    width="stretch")
-        st.caption("Dots: FLOPs counted from the matmul shapes the model executed. Lines: the closed-form formula "
-                   "in `sim/cost/opcount.py`. " + formula_agreement(
-                       {mo: frames[mo]["flops"].tolist() for mo in MODES}, formula))
+        st.caption(t("decode.dots_caption", agreement=formula_agreement(
+            {mo: frames[mo]["flops"].tolist() for mo in MODES}, formula, L)))
     with tabs[1]:
-        show_chart(figs.cumulative_flops(frames["naive"], frames["cached"], res.flops_takeaway()), width="stretch")
+        show_chart(figs.cumulative_flops(frames["naive"], frames["cached"], res.flops_takeaway(L), L), width="stretch")
     with tabs[2]:
-        show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"], res.wall_time_takeaway()),
+        show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"], res.wall_time_takeaway(L), L),
                    width="stretch")
-        st.caption(wall_time_caption(res.cached))
+        st.caption(wall_time_caption(res.cached, L))
     with tabs[3]:
-        show_chart(figs.flops_by_part(frames["naive"], frames["cached"], parts_takeaway(res.naive, res.cached)),
+        show_chart(figs.flops_by_part(frames["naive"], frames["cached"], parts_takeaway(res.naive, res.cached, L), L),
                    width="stretch")
-        st.caption("Per step at length N, naive attention costs O(N²·D) and every other part O(N·D²); cached "
-                   "attention (one query against N keys) costs O(N·D) and every other part O(D²).")
+        st.caption(t("decode.parts_caption"))
     with tabs[4]:
         rows = min(GRID_STEPS, n_new)
-        labels = [repr(chr(t))[1:-1] if 32 <= t < 127 else "·" for t in (prompt_ids + cached_ids)[: len(prompt_ids) + rows - 1]]
+        labels = [repr(chr(tok))[1:-1] if 32 <= tok < 127 else "·"
+                  for tok in (prompt_ids + cached_ids)[: len(prompt_ids) + rows - 1]]
         grids = {mo: computed_grid(len(prompt_ids), rows, mo) for mo in MODES}
         show_chart(figs.computed_grid(grids["naive"], grids["cached"], labels,
-                                      grid_takeaway(grids["naive"], grids["cached"])), width="stretch")
-        st.caption(f"Red: Q, K, V computed at that step; blue: K, V read from the cache; grey: not in the sequence "
-                   f"yet. The first {rows:,} of {n_new:,} steps are shown, one row each.")
+                                      grid_takeaway(grids["naive"], grids["cached"], L), L), width="stretch")
+        st.caption(t("decode.grid_caption", rows=f"{rows:,}", n=f"{n_new:,}"))
     with tabs[5]:
         profile_step(model, min(len(prompt_ids) + n_new - 1, MAX_PROFILE_CONTEXT))
     table = frames["cached"].merge(frames["naive"], on="step", how="left", suffixes=("_cached", "_naive"))
-    st.download_button("Download the per-step table (CSV)", table.to_csv(index=False), "decode_cost_steps.csv",
-                       "text/csv")
+    st.download_button(t("decode.download"), table.to_csv(index=False), "decode_cost_steps.csv", "text/csv")
 
-st.header("At real-model scale")
+st.header(t("decode.h.scale"))
 c = st.columns([2, 3])
-c[0].selectbox("Model", list(presets), key="scale_model", format_func=lambda k: presets[k].name)
-c[1].select_slider("Sequence length N", SCALE_LENGTHS, key="scale_n", format_func=lambda v: f"{v:,}")
+c[0].selectbox(t("decode.scale_model"), list(presets), key="scale_model", format_func=lambda k: presets[k].name)
+c[1].select_slider(t("decode.scale_n"), SCALE_LENGTHS, key="scale_n", format_func=lambda v: f"{v:,}")
 preset = presets[st.session_state["scale_model"]]
 points = scale_curve(flop_shape(preset), SCALE_LENGTHS)
 at = next(p for p in points if p.length == st.session_state["scale_n"])
 k = st.columns(4)
-k[0].metric("Naive step at N", human_flops(at.naive_step))
-k[1].metric("Cached step at N", human_flops(at.cached_step), f"{at.naive_step / at.cached_step:,.0f}× fewer",
-            delta_color="off", delta_arrow="off")
-k[2].metric("Naive, N tokens in all", human_flops(at.naive_total))
-k[3].metric("Cached, N tokens in all", human_flops(at.cached_total), f"{at.naive_total / at.cached_total:,.0f}× fewer",
-            delta_color="off", delta_arrow="off")
+k[0].metric(t("decode.m.naive_step"), human_flops(at.naive_step))
+k[1].metric(t("decode.m.cached_step"), human_flops(at.cached_step),
+            t("decode.m.fewer", x=f"{at.naive_step / at.cached_step:,.0f}"), delta_color="off", delta_arrow="off")
+k[2].metric(t("decode.m.naive_total"), human_flops(at.naive_total))
+k[3].metric(t("decode.m.cached_total"), human_flops(at.cached_total),
+            t("decode.m.fewer", x=f"{at.naive_total / at.cached_total:,.0f}"), delta_color="off", delta_arrow="off")
 g = st.columns(2)
 for col, total in ((g[0], False), (g[1], True)):
-    show_chart_in(col, figs.scale_figure(points, total, scale_takeaway(points, at.length, total, preset.name)),
+    show_chart_in(col, figs.scale_figure(points, total, scale_takeaway(points, at.length, total, preset.name, L), L),
                   width="stretch")
-st.caption("Per step: naive O(N·D² + N²·D) vs cached O(D² + N·D). Whole answer: naive O(N²·D² + N³·D) vs cached "
-           "O(N·D² + N²·D). Matmul FLOPs only; a mixture-of-experts MLP counts the experts each token uses. MLA models "
-           "are left out here: their latent K/V changes the attention formula.")
+st.caption(t("decode.scale_caption"))
 
-st.header("The seeds' numbers, recomputed")
-render_claims(seed_claims(PRESETS["mha"]), "decode_cost")
+st.header(t("decode.h.claims"))
+render_claims(seed_claims(PRESETS["mha"], L), "decode_cost")
 url.sync()

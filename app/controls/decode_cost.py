@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.i18n import lang, t
 from app.text import plain
+from sim.i18n import text
 
-STEP_LABELS = {"eager": "eager", "graph": "CUDA graph"}
-STEP_HELP = ("Eager: the model's forward, a few hundred small operators launched one by one. CUDA graph: the "
-             "same step with fixed shapes (the cache written by position, every slot attended, the unwritten ones "
-             "masked), captured once and replayed with one launch per token.")
+STEP_KINDS = ("eager", "graph")  # URL values
+STEP_LABELS = {k: text("en", f"decode.step.{k}") for k in STEP_KINDS}  # English names ('CUDA graph')
+
+
+def step_label(step: str, lg: str = "en") -> str:
+    """A step kind as the radio and the run's description name it."""
+    return text(lg, f"decode.step.{step}")
 
 
 def graph_unavailable_here() -> str | None:
-    """Why this server cannot run a CUDA-graph step (None when it can)."""
+    """Why this server cannot run a CUDA-graph step (None when it can), in the page language."""
     from sim.model.device import pick_device
     from sim.model.graph_step import graph_unavailable
 
     try:
-        return graph_unavailable(pick_device())
+        return graph_unavailable(pick_device(), lang())
     except ValueError as exc:  # KVLAB_DEVICE names a device torch does not have
         return str(exc)
 
@@ -27,13 +32,14 @@ def graph_unavailable_here() -> str | None:
 def fall_back_from_graph(reason: str | None) -> None:
     """A link that asks for the graph step on a machine that cannot run it: say so, then use eager."""
     if reason and st.session_state.get("step") == "graph":
-        st.warning(f"The link asks for a CUDA-graph cached step, but {plain(reason)}: the cached steps run eagerly.")
+        st.warning(t("decode.step.fallback", reason=plain(reason)))
         st.session_state["step"] = "eager"
 
 
 def step_radio(container, reason: str | None) -> None:
-    help_text = STEP_HELP + (f"\n\nDisabled here: {reason}." if reason else "")
-    container.radio("Cached step", list(STEP_LABELS), key="step", horizontal=True, format_func=STEP_LABELS.get,
-                    disabled=reason is not None, help=help_text)
+    lg = lang()  # bound now: a format_func may be called outside the script run (AppTest calls it)
+    help_text = t("decode.step.help") + ("\n\n" + t("decode.step.disabled", reason=reason) if reason else "")
+    container.radio(t("decode.step.label"), list(STEP_KINDS), key="step", horizontal=True,
+                    format_func=lambda v: step_label(v, lg), disabled=reason is not None, help=help_text)
     if reason:
-        container.caption(f"CUDA graph unavailable: {plain(reason)}.")
+        container.caption(t("decode.step.unavailable", reason=plain(reason)))

@@ -18,6 +18,7 @@ import torch
 
 from sim.cost.decode import human_flops
 from sim.cost.opcount import FlopTally, step_bytes
+from sim.i18n import text
 from sim.model.device import Stopwatch
 from sim.model.graph_step import StaticDecodeStep, check_step_kind
 from sim.model.kvcache import ContiguousKVCache
@@ -302,30 +303,35 @@ class DecodeComparison:
         recs = self.naive if mode == "naive" else self.cached
         return sum(r.flops for r in recs[: steps if steps is not None else len(recs)])
 
-    def flops_takeaway(self) -> str:
+    def flops_takeaway(self, lang: str = "en") -> str:
         """The cumulative-FLOPs chart's title: naive against cached FLOPs over the tokens both produced."""
+        from sim.cost.decode_readouts import counted
+
         k = self.compared
         naive, cached = self.flops("naive", k), self.flops("cached", k)
-        over = (f"over all {k:,} token{'s' if k != 1 else ''}" if self.naive_complete
-                else f"over the first {k:,} token{'s' if k != 1 else ''} (naive's budget ran out)")
-        both = f"{human_flops(naive)} vs {human_flops(cached)}"
+        tokens = counted(lang, k, "token")
+        over = text(lang, "decode.s.flops.over_all" if self.naive_complete else "decode.s.flops.over_first",
+                    tokens=tokens)
+        both = dict(a=human_flops(naive), b=human_flops(cached), over=over)
         if naive > cached:
-            return f"Naive decoding did {naive / cached:,.1f}× the FLOPs of cached {over}: {both}"
+            return text(lang, "decode.s.flops.naive_more", x=f"{naive / cached:,.1f}×", **both)
         if naive < cached:
-            return f"Cached decoding did {cached / naive:,.1f}× the FLOPs of naive {over}: {both}"
-        return f"Naive and cached decoding did the same FLOPs {over}: {human_flops(naive)} each"
+            return text(lang, "decode.s.flops.cached_more", x=f"{cached / naive:,.1f}×", **both)
+        return text(lang, "decode.s.flops.same", over=over, a=human_flops(naive))
 
-    def wall_time_takeaway(self) -> str:
+    def wall_time_takeaway(self, lang: str = "en") -> str:
         """The wall-time chart's title: one cached step against one naive step, at the last step both ran."""
         k = self.compared
         naive, cached = self.naive[k - 1], self.cached[k - 1]
-        at = f"At step {naive.step:,}" + ("" if self.naive_complete else ", naive's last before its budget ran out")
+        at = text(lang, "decode.s.at.step", step=f"{naive.step:,}")
+        at = at if self.naive_complete else text(lang, "decode.s.at.last", at=at)
         n_ms, c_ms = f"{naive.wall_s * 1e3:,.2f} ms", f"{cached.wall_s * 1e3:,.2f} ms"
         if n_ms == c_ms:
-            return f"{at}, a cached step and a naive step both took {c_ms}"
+            return text(lang, "decode.s.wall_at.same", at=at, c=c_ms)
         if naive.wall_s > cached.wall_s:
-            return f"{at}, a cached step took {c_ms} vs {n_ms} naive: {naive.wall_s / cached.wall_s:,.1f}× faster"
-        return f"{at}, a naive step took {n_ms} vs {c_ms} cached: {cached.wall_s / naive.wall_s:,.1f}× faster"
+            return text(lang, "decode.s.wall_at.cached_faster", at=at, c=c_ms, n=n_ms,
+                        x=f"{naive.wall_s / cached.wall_s:,.1f}×")
+        return text(lang, "decode.s.wall_at.naive_faster", at=at, c=c_ms, n=n_ms, x=f"{cached.wall_s / naive.wall_s:,.1f}×")
 
     def to_frame(self, mode: str):
         """One row per step of `mode`: what was fed, the token, FLOPs (total and by part), wall time."""

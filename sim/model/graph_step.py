@@ -20,6 +20,7 @@ import time
 import torch
 
 from sim.cost.opcount import FlopTally
+from sim.i18n import text
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.transformer import TinyLlama
 
@@ -27,12 +28,12 @@ STEP_KINDS = ("eager", "static", "graph")
 WARMUP_RUNS = 2  # eager runs on a side stream before capture (cuBLAS and the allocator set up lazily)
 
 
-def graph_unavailable(device: torch.device) -> str | None:
-    """Why a CUDA graph cannot run on `device` (None when it can)."""
+def graph_unavailable(device: torch.device, lang: str = "en") -> str | None:
+    """Why a CUDA graph cannot run on `device` (None when it can), worded in `lang`."""
     if not torch.cuda.is_available():
-        return "this machine has no CUDA device (torch.cuda.is_available() is False)"
+        return text(lang, "decode.graph.no_cuda")
     if device.type != "cuda":
-        return f"the model runs on {device}, not on a CUDA device"
+        return text(lang, "decode.graph.not_cuda", device=str(device))
     return None
 
 
@@ -124,13 +125,9 @@ class StaticDecodeStep:
         return self.logits
 
 
-def step_caption(step: str, num_slots: int) -> str:
+def step_caption(step: str, num_slots: int, lang: str = "en") -> str:
     """What the Decode cost page says under its numbers about how the cached steps ran ("" when eager)."""
     if step == "eager":
         return ""
-    slots = (f"attends over all {num_slots:,} cache slots, the unwritten ones masked, so its attention FLOPs are "
-             f"those of {num_slots:,} keys.")
-    if step == "static":
-        return f"Cached steps ran with static shapes (what a CUDA graph captures), op by op: each {slots}"
-    return ("Cached steps ran as a CUDA graph: captured once before the first decode step (not counted in any "
-            f"step's time), then replayed, one launch per token. Each step {slots}")
+    slots = text(lang, "decode.graph.slots", n=f"{num_slots:,}")
+    return text(lang, "decode.graph.static" if step == "static" else "decode.graph.graph", slots=slots)

@@ -12,6 +12,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from sim.cost.opcount import FlopTally
+from sim.i18n import text
 from sim.model.device import Stopwatch
 from sim.model.generate import decode_one_token, prefill
 from sim.model.kvcache import ContiguousKVCache
@@ -19,6 +20,7 @@ from sim.model.transformer import TinyLlama
 
 MAX_PROFILE_CONTEXT = 1000
 CATEGORIES = ("matmuls", "attention", "norms", "elementwise", "views and copies", "other operators")
+OUTSIDE = "outside operators (Python, dispatch)"  # the step's time in no operator (a key of StepProfile.shares)
 _MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear", "aten::baddbmm"}
 _ATTENTION = {"aten::softmax", "aten::_softmax", "aten::scaled_dot_product_attention",
               "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_safe_softmax"}
@@ -33,6 +35,11 @@ _VIEWS = {"aten::view", "aten::reshape", "aten::transpose", "aten::slice", "aten
           "aten::embedding", "aten::index_select", "aten::_to_copy", "aten::to", "aten::_unsafe_view",
           "aten::index", "aten::alias", "aten::detach", "aten::lift_fresh", "aten::resolve_conj", "aten::resolve_neg",
           "aten::zeros", "aten::fill_", "aten::zero_", "aten::item", "aten::_local_scalar_dense", "aten::stack"}
+
+
+def category_label(name: str, lang: str = "en") -> str:
+    """A category (one of CATEGORIES, or OUTSIDE) as the chart and the title name it."""
+    return text(lang, "decode.cat." + ("outside" if name == OUTSIDE else name.replace(" ", "_")))
 
 
 def category(op: str) -> str:
@@ -71,18 +78,23 @@ class StepProfile:
         """Each category's share of the profiled step, 'outside operators' included; they sum to 1."""
         total = max(self.profiled_s, self.ops_s)
         out = {k: v / total for k, v in self.category_s.items()}
-        out["outside operators (Python, dispatch)"] = self.outside_ops_s / total
+        out[OUTSIDE] = self.outside_ops_s / total
         return out
 
     @property
     def takeaway(self) -> str:
+        return self.worded()
+
+    def worded(self, lang: str = "en") -> str:
+        """The chart's title: the step's time against its FLOPs' own time, how bound it is, its operator calls
+        and the largest share, in `lang`."""
         ratio = self.wall_s / self.math_s
         top = max(self.shares().items(), key=lambda kv: kv[1])
-        bound = ("overhead-bound" if ratio > 10 else "close to its arithmetic" if ratio < 2 else
-                 "a few times slower than its arithmetic")
-        return (f"A cached step at {self.context:,} tokens took {self.wall_s * 1e6:,.0f} µs for {self.flops / 1e6:,.2f} "
-                f"MFLOP that need {self.math_s * 1e6:,.1f} µs at this machine's matmul rate ({ratio:,.0f}×): "
-                f"{bound}; {self.num_calls:,.0f} operator calls, the largest share {top[0]} ({top[1]:.0%})")
+        bound = "overhead" if ratio > 10 else "close" if ratio < 2 else "few_times"
+        return text(lang, "decode.prof.takeaway", context=f"{self.context:,}", wall=f"{self.wall_s * 1e6:,.0f}",
+                    mflop=f"{self.flops / 1e6:,.2f}", math=f"{self.math_s * 1e6:,.1f}", ratio=f"{ratio:,.0f}",
+                    bound=text(lang, f"decode.prof.bound.{bound}"), calls=f"{self.num_calls:,.0f}",
+                    top=category_label(top[0], lang), share=f"{top[1]:.0%}")
 
 
 def _matmul_rate(device, dtype, n: int = 512, repeats: int = 5) -> float:
