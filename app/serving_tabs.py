@@ -8,13 +8,16 @@ import streamlit as st
 
 from app.controls import serving_engine as eng
 from app.figures import serving_engine as efigs
-from app.present import show_chart, show_table
+from app.i18n import lang, t
+from app.present import number_formats, show_chart, show_table
 from app.runs import serving_engine as eruns
 from app.text import plain
 from sim.i18n import catalog, text
+from sim.serving.errors import why
+from sim.serving.result import cell_words
 
 PERCENTILE_COLUMN = re.compile(r"([a-z0-9]+)_p(\d+)_(s|ms)")
-TEXT_COLUMNS = ("policy", "preemption", "router", "tiers", "pool", "did")  # cells worded by the simulators
+TEXT_COLUMNS = ("policy", "budget", "preemption", "router", "tiers", "pool")  # cells worded by the simulators
 
 
 def column_name(name: str, lang: str = "en") -> str:
@@ -28,205 +31,164 @@ def column_name(name: str, lang: str = "en") -> str:
     return name
 
 
-def cell_words(value, lang: str = "en"):
-    """A text cell the simulators word in English ('static', 'recompute', 'GPU + host'), in `lang`."""
-    key = f"serving.cell.{str(value).replace(' ', '_').replace('+', 'plus').replace('-', '_').lower()}"
-    return text(lang, key) if isinstance(value, str) and key in catalog(lang) else value
-
-
 def readable(frame, lang: str = "en"):
-    """The frame with readable, translated headers with units and its worded cells in `lang` (for the screen)."""
+    """The frame with its worded cells in `lang` ('static' -> '정적 배치'); numbers and column names as they are."""
     shown = frame.copy()
     for col in TEXT_COLUMNS:
-        if col in shown.columns and shown[col].dtype == object:
+        if col in shown.columns:
             shown[col] = [cell_words(v, lang) for v in shown[col]]
-    return shown.rename(columns={c: column_name(c, lang) for c in shown.columns})
+    return shown
 
 
-def show_study(make_setup, run, figure, sentences):
+def show_readable(frame, lang: str = "en") -> None:
+    """A results table on screen with readable headers with units in `lang` ('ttft_p50_s' -> 'TTFT p50 (s)') and
+    its worded cells translated; the data (and a CSV of it) keeps the raw column names."""
+    shown = readable(frame, lang)
+    formats = number_formats(shown)
+    labels = {c: {**formats.get(c, st.column_config.Column()), "label": column_name(c, lang)} for c in shown.columns}
+    show_table(shown, hide_index=True, width="stretch", column_config=labels)
+
+
+def show_study(make_setup, run, figure, sentences, lang: str = "en"):
     """An engine tab's common body: the setup from the URL values, its run (None while it waits for its button),
     the chart titled by the run's takeaway, the run's sentences, its table. Returns (setup, run) or None."""
     try:
         setup = make_setup()
         result = run(setup)
     except ValueError as exc:
-        st.error(f"These settings cannot be simulated: {plain(exc)}")
+        st.error(t("serving.cannot_simulate", why=plain(why(exc, lang))))
         return None
     if result is None:
         return None
     frame = result.to_frame()
-    show_chart(figure(frame, result.takeaway()), width="stretch")
+    show_chart(figure(frame, result.takeaway(lang), lang), width="stretch")
     for line in sentences(result):
         st.markdown(line)
-    show_table(frame.round(3), hide_index=True, width="stretch")
+    show_readable(frame.round(3), lang)
     return setup, result
 
 
 def render_chunked() -> None:
-    st.markdown(
-        "A long prompt prefilled in one pass stalls every request that is decoding: their next token waits for the "
-        "whole prefill. **Chunked prefill** (Sarathi-Serve; vLLM's default since v1) gives each pass a **token "
-        "budget**: every running request's decode token goes in first, then prompt tokens fill what is left, so a "
-        "prompt is cut into chunks that ride along with the decodes. A small budget keeps the gap between tokens "
-        "short but spreads each prompt over more passes (each reads every weight once), so time to first token "
-        "grows; a large one is whole-prompt prefill again. Below, the same Poisson arrivals at six budgets, and "
-        "whole prompts (continuous batching) last.")
-    shown = show_study(eng.chunk_setup, eruns.chunk_sweep, efigs.chunk_budget, lambda r: [r.summary()])
+    L = lang()
+    st.markdown(t("serving.t.chunked_intro"))
+    shown = show_study(eng.chunk_setup, eruns.chunk_sweep, efigs.chunk_budget, lambda r: [r.summary(L)], L)
     if shown is None:
         return
     _, sweep = shown
-    st.caption(f"KV budget: {sweep.capacity_tokens:,} token slots. Each pass is timed by the roofline: prompt chunks "
-               "and decodes of one pass share one read of the weights. The unchunked row admits whole prompts, at "
-               f"most {sweep.unchunked_budget:,} prompt tokens a pass.")
+    st.caption(t("serving.t.chunked_caption", slots=f"{sweep.capacity_tokens:,}", budget=f"{sweep.unchunked_budget:,}"))
 
 
 def render_preemption() -> None:
-    st.markdown(
-        "When the block pool runs dry, the scheduler **preempts** its newest running request. **Recompute** "
-        "(vLLM's only mode since v1) frees its blocks and later prefills its prompt and every token it had "
-        "produced again: FLOPs. **Swap** (vLLM v0) copies its blocks to host memory over the GPU's link and back "
-        "before any new request is admitted: bytes over PCIe, and host memory. The same requests, all queued at "
-        "once, on a deliberately small KV budget.")
-    shown = show_study(eng.preemption_setup, eruns.preemption, efigs.preemption, lambda r: [])
+    L = lang()
+    st.markdown(t("serving.t.preemption_intro"))
+    shown = show_study(eng.preemption_setup, eruns.preemption, efigs.preemption, lambda r: [], L)
     if shown is None:
         return
     _, cmp = shown
-    st.caption(f"{cmp.kv_bytes_per_token / 1024:,.0f} KiB of KV per token. Recompute's cost is the step cost's FLOPs "
-               "of prefilling the discarded tokens again; swap's is blocks × block size × bytes per token each way, "
-               "added to the pass that moves them (not overlapped). A request still prefilling, or one the host has "
-               "no room for, is recomputed even in swap mode.")
+    st.caption(t("serving.t.preemption_caption", kib=f"{cmp.kv_bytes_per_token / 1024:,.0f}"))
 
 
 def render_steps() -> None:
-    st.markdown(
-        "One scheduler step at a time on a handful of requests (each pass counts one second): the queues, what each "
-        "running request computed, every block table and the free queue, after the step. Blocks are handed out "
-        "from the free queue's head and a finished request's go back to its tail, last block first (vLLM's "
-        "order), so the ids below are the ones a real block pool would use.")
+    L = lang()
+    st.markdown(t("serving.t.steps_intro"))
     try:
         choice = eng.step_choice()
         run = eruns.scenario(choice.scenario, choice.config)
     except ValueError as exc:
-        st.error(f"This scenario cannot run with these settings: {plain(exc)}")
+        st.error(t("serving.t.steps_cannot", why=plain(why(exc, L))))
         return
     st.caption(choice.about)
     k = eng.step_slider(len(run.steps))
     view = run.steps[k]
     cfg = choice.config
+    none = "—"
     m = st.columns(4)
-    m[0].metric("Waiting", ", ".join(f"r{r}" for r in view.waiting) or "—")
-    m[1].metric("Running", ", ".join(f"r{r}" for r in view.running) or "—")
-    m[2].metric("Swapped to host", ", ".join(f"r{r}" for r in view.swapped) or "—")
-    m[3].metric("Free GPU blocks", f"{len(view.free_queue)} of {cfg.num_blocks}")
+    m[0].metric(t("serving.t.waiting"), ", ".join(f"r{r}" for r in view.waiting) or none)
+    m[1].metric(t("serving.t.running"), ", ".join(f"r{r}" for r in view.running) or none)
+    m[2].metric(t("serving.t.swapped"), ", ".join(f"r{r}" for r in view.swapped) or none)
+    m[3].metric(t("serving.t.free"), t("serving.t.free_of", n=f"{len(view.free_queue)}", total=f"{cfg.num_blocks}"))
     show_chart(efigs.block_grid(cfg.num_blocks, cfg.block_size, view.block_tables, view.ref_cnt, view.free_queue,
-                                view.takeaway(cfg.num_blocks), cached=view.cached_blocks), width="stretch")
+                                view.takeaway(cfg.num_blocks, L), cached=view.cached_blocks, lang=L), width="stretch")
     if cfg.num_cpu_blocks:
-        st.caption("Host blocks: " + ("; ".join(f"r{r}: {list(t)}" for r, t in view.cpu_block_tables.items())
-                                      or "none in use") + f" ({view.num_cpu_free} of {cfg.num_cpu_blocks} free).")
+        tables = "; ".join(f"r{r}: {list(tb)}" for r, tb in view.cpu_block_tables.items()) or t("serving.t.none_in_use")
+        st.caption(t("serving.t.host_blocks", tables=tables, free=f"{view.num_cpu_free}", total=f"{cfg.num_cpu_blocks}"))
     c = st.columns(2)
     with c[0]:
-        st.markdown(f"**Step {view.step}** ({view.start_s:g} s → {view.end_s:g} s): what each row computed")
-        show_table(view.rows_frame(), hide_index=True, width="stretch")
-        st.markdown("**Block tables** (logical block → physical block)")
-        show_table(view.tables_frame(cfg.block_size), hide_index=True, width="stretch")
+        st.markdown(t("serving.t.step_rows", step=f"{view.step}", start=f"{view.start_s:g}", end=f"{view.end_s:g}"))
+        show_table(view.rows_frame(L), hide_index=True, width="stretch")
+        st.markdown(t("serving.t.block_tables"))
+        show_table(view.tables_frame(cfg.block_size, L), hide_index=True, width="stretch")
     with c[1]:
-        st.markdown("**What happened to blocks**")
-        st.text("\n".join(view.events) or "nothing: every row fitted its blocks")
-        st.markdown("**Free queue** (head first)")
-        st.text(" ".join(map(str, view.free_queue)) or "empty")
+        st.markdown(t("serving.t.events"))
+        st.text("\n".join(view.event_lines(L)) or t("serving.t.no_events"))
+        st.markdown(t("serving.t.free_queue"))
+        st.text(" ".join(map(str, view.free_queue)) or t("serving.t.empty"))
 
 
 def render_offload() -> None:
-    st.markdown(
-        "A prefix block the GPU's cache evicts need not be lost: engines with **offload tiers** (LMCache, vLLM's "
-        "offloading connector) keep it in host memory, then on disk, each tier an LRU of bounded size. A later "
-        "prompt that starts with it **loads** it back into a fresh GPU block over that tier's link instead of "
-        "prefilling it again. Loading costs bytes over PCIe, NVLink-C2C or an NVMe drive; recomputing costs "
-        "FLOPs. Below, one shared-prefix workload (Zipf-popular prefixes, more of them than the GPU holds) with the "
-        "GPU's cache alone, then with a host tier, then with host and disk.")
-    shown = show_study(eng.offload_setup, eruns.offload, efigs.offload, lambda r: r.verdicts())
+    L = lang()
+    st.markdown(t("serving.t.offload_intro"))
+    shown = show_study(eng.offload_setup, eruns.offload, efigs.offload, lambda r: r.verdicts(L), L)
     if shown is None:
         return
     _, study = shown
-    st.caption(f"GPU: {study.capacity_tokens:,} KV slots; {study.kv_bytes_per_token / 1024:,.0f} KiB of KV per token. "
-               "A load is on the critical path: its seconds are added to the pass that admits the request. Copies "
-               "down (written_down_gb) are asynchronous, as in LMCache and vLLM's connector, and cost the passes "
-               "nothing. *_recompute_s: what prefilling the loaded tokens on this GPU would have cost instead (their "
-               "FLOPs at the GPU's peak).")
+    st.caption(t("serving.t.offload_caption", slots=f"{study.capacity_tokens:,}",
+                 kib=f"{study.kv_bytes_per_token / 1024:,.0f}"))
 
 
 def render_disagg() -> None:
-    st.markdown(
-        "**Disaggregated serving** (DistServe, Splitwise; vLLM's disaggregated prefilling, llm-d) runs prompts on "
-        "prefill GPUs and decoding on other GPUs, moving each request's KV between them once. Decode passes then "
-        "carry no prompt work, so the gap between tokens stays short; but the prefill pool is smaller than the "
-        "whole, and every prompt's KV crosses a link. Below, the same Poisson arrivals on N prefill + M decode "
-        "GPUs and on N + M colocated GPUs (chunked prefill), each GPU with the same KV budget.")
-    shown = show_study(eng.disagg_setup, eruns.disagg, efigs.disagg, lambda r: [r.verdict()])
+    L = lang()
+    st.markdown(t("serving.t.disagg_intro"))
+    shown = show_study(eng.disagg_setup, eruns.disagg, efigs.disagg, lambda r: [r.verdict(L)], L)
     if shown is None:
         return
     _, study = shown
-    st.caption(f"Moved {study.transfer_gb:,.1f} GB of KV prefill → decode (the memory formula's bytes for each "
-               f"prompt), a median {study.transfer_p50_ms:,.2f} ms per request, one transfer at a time per prefill "
-               f"GPU. Each GPU holds {study.capacity_tokens:,} KV slots. TPOT: (last − first token) ÷ (output − 1); "
-               "goodput: requests meeting both SLOs per second. Requests go to GPUs round-robin.")
+    st.caption(t("serving.t.disagg_caption", gb=f"{study.transfer_gb:,.1f}", ms=f"{study.transfer_p50_ms:,.2f}",
+                 slots=f"{study.capacity_tokens:,}"))
 
 
 def render_routing() -> None:
-    st.markdown(
-        "With N replicas, each keeps its own prefix cache: a request only hits what *its* replica computed. "
-        "**Round-robin** spreads every prefix over every replica, so each one computes it; a **prefix-aware** "
-        "router (SGLang's router, llm-d's scheduler) sends a request to the replica whose cache most likely holds "
-        "the longest run of its prompt's blocks, unless that replica is overloaded. Below, one shared-prefix "
-        "workload both ways; each replica is an exact prefix-caching engine.")
-    shown = show_study(eng.routing_setup, eruns.routing, efigs.routing, lambda r: [])
+    L = lang()
+    st.markdown(t("serving.t.routing_intro"))
+    shown = show_study(eng.routing_setup, eruns.routing, efigs.routing, lambda r: [], L)
     if shown is None:
         return
     setup, study = shown
-    st.caption(f"{study.capacity_tokens:,} KV slots per replica; prompts of {setup.workload.prompt_len:,} tokens, "
-               f"{setup.workload.prefix_len:,} of them one of {setup.workload.num_groups:,} prefixes (Zipf "
-               "popularity). The router's view of each replica is its own LRU of the block hashes it sent there; load "
-               "beats affinity once a replica got 8 more of the last 64 requests than the least loaded.")
+    st.caption(t("serving.t.routing_caption", slots=f"{study.capacity_tokens:,}",
+                 prompt=f"{setup.workload.prompt_len:,}", prefix=f"{setup.workload.prefix_len:,}",
+                 groups=f"{setup.workload.num_groups:,}"))
 
 
 def render_trace() -> None:
-    st.markdown(
-        "Bring your own requests: a JSON Lines file, one request per line, "
-        "`{\"arrival\": 0.0, \"prompt\": [token ids], \"output_len\": 64}` or "
-        "`{\"prompt_len\": 700, \"prefix_group\": \"sys\", \"prefix_len\": 512, \"output_len\": 40}` (requests "
-        "of one group share their first `prefix_len` tokens; `arrival` in seconds, optional). The file is read as "
-        "data only and checked line by line; the same format works on the command line "
-        "(`python -m app.cli prefix --trace t.jsonl`, `… serve --trace t.jsonl`). A trace is not part of the "
-        "page's link.")
+    L = lang()
+    st.markdown(t("serving.t.trace_intro"))
     try:
         data, source = eng.trace_input()
     except ValueError as exc:
-        st.error(f"Cannot use this trace: {plain(exc)}")
+        st.error(t("serving.t.trace_cannot", why=plain(why(exc, L))))
         return
     if data is None:
-        st.info("Upload a trace or paste one (or press **Paste the example trace**).")
+        st.info(t("serving.t.trace_none"))
         return
     try:
         tf = eruns.read_trace(data)
     except ValueError as exc:
-        st.error(f"Cannot use {source}: {plain(exc)}")
+        st.error(t("serving.t.trace_cannot_use", source=source, why=plain(why(exc, L))))
         return
     try:
         dep, max_batch, budget = eng.trace_settings()
         res = eruns.trace_run(data, dep, max_batch, budget)
     except ValueError as exc:
-        st.error(f"This trace cannot be served with these settings: {plain(exc)}")
+        st.error(t("serving.t.trace_cannot_serve", why=plain(why(exc, L))))
         return
     if res is None:
         return
-    st.markdown(res.summary())
+    st.markdown(res.summary(L))
     frame = res.to_frame()
-    show_table(frame.round(4), hide_index=True, width="stretch")
+    show_readable(frame.round(4), L)
     hits = res.prefix.to_frame()
     hits["request"] = [r.label for r in tf.requests]
-    show_chart(efigs.trace_hits(hits, res.hits_takeaway()), width="stretch")
-    st.caption(f"The prefix cache replays the trace one request at a time (blocks of 16, last prompt token always "
-               f"computed); serving runs {dep.arch.name} on one GPU with {res.capacity_tokens:,} KV slots. "
-               "Request names are the file's `id` values, shown as text.")
-    st.download_button("Download the metrics (CSV)", frame.to_csv(index=False).encode(), file_name="trace_serving.csv",
+    show_chart(efigs.trace_hits(hits, res.hits_takeaway(L), L), width="stretch")
+    st.caption(t("serving.t.trace_caption", model=dep.arch.name, slots=f"{res.capacity_tokens:,}"))
+    st.download_button(t("serving.download"), frame.to_csv(index=False).encode(), file_name="trace_serving.csv",
                        mime="text/csv")

@@ -8,11 +8,10 @@ from app.controls import serving as controls
 from app.controls import serving_engine as eng
 from app.figures import serving as figs
 from app.i18n import lang, page_title, t
-from app.present import show_chart, show_chart_in, show_table
+from app.present import show_chart, show_chart_in
 from app.resources import live_result
 from app.runs import serving as runs
 from app.serving_tabs import (
-    readable,
     render_chunked,
     render_disagg,
     render_offload,
@@ -20,6 +19,7 @@ from app.serving_tabs import (
     render_routing,
     render_steps,
     render_trace,
+    show_readable,
 )
 from app.text import plain
 from app.urlstate import UrlState
@@ -58,7 +58,7 @@ def render_batching() -> None:
         m[3].metric(t("serving.m.preemptions"), f"{cont.num_preemptions:,}", help=t("serving.m.preemptions_help"))
         st.markdown(cmp.summary(L))
         table = cmp.to_frame().round(3)
-        show_table(readable(table, L), hide_index=True, width="stretch")
+        show_readable(table, L)
         st.download_button(t("serving.download"), table.to_csv(index=False).encode(), file_name="serving.csv",
                            mime="text/csv")
         st.caption(t("serving.table_caption"))
@@ -80,7 +80,7 @@ def render_batching() -> None:
             if sw is not None:
                 frame = sw.to_frame()
                 show_chart(figs.batch_sweep(frame, setup.max_batch, sw.takeaway(L), L), width="stretch")
-                show_table(readable(frame.round(2), L), hide_index=True, width="stretch")
+                show_readable(frame.round(2), L)
 
     # --- Speculative decoding ---------------------------------------------------------------------
     st.header(t("serving.h.spec"))

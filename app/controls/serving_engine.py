@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
-from app.i18n import t
+from app.i18n import lang, t
 from app.tabs import LazyTabs
 from app.urlstate import UrlState
 from sim.alloc.workload import LengthWorkloadConfig
@@ -37,50 +37,50 @@ MAX_POOL_HERE = 8
 def register(url: UrlState) -> None:
     """This module's URL values (the page's own controls register theirs; `model` and `gpu` are shared)."""
     TABS.register(url)
-    url.int("ck_requests", 100, 1, sd.MAX_STUDY_REQUESTS, label="chunked: requests")
-    url.int("ck_prompt", 3000, 1, STUDY_MAX_LEN - 1, label="chunked: mean prompt")
-    url.int("ck_output", 100, 1, 1024, label="chunked: mean output")
-    url.float("ck_rate", 30.0, 0.1, 1000.0, label="chunked: arrival rate")
-    url.int("ck_batch", 64, 1, MAX_BATCH, label="chunked: max batch")
-    url.int("ck_seed", 0, 0, 2**31 - 1, label="chunked: seed")
-    url.int("pe_requests", 300, 1, sd.MAX_STUDY_REQUESTS, label="preemption: requests")
-    url.int("pe_prompt", 600, 1, STUDY_MAX_LEN - 1, label="preemption: mean prompt")
-    url.int("pe_output", 400, 1, 2048, label="preemption: mean output")
-    url.int("pe_batch", 128, 1, MAX_BATCH, label="preemption: max batch")
-    url.int("pe_kv", 40_000, 8192, 1 << 22, label="preemption: GPU KV slots")
-    url.int("pe_cpu", 400_000, 0, 1 << 26, label="preemption: host KV slots")
-    url.choice("pe_link", "pcie5", list(HOST_LINKS), label="preemption: link")
-    url.bool("pe_chunked", True, label="preemption: chunked prefill")
-    url.choice("st_scenario", "chunked", list(sd.STEP_SCENARIOS), label="step-through scenario")
-    url.int("st_step", 0, 0, MAX_RECORDED_STEPS - 1, label="step")
-    url.int("st_blocks", 0, 0, MAX_STEP_BLOCKS, label="step-through: GPU blocks (0 = the scenario's)")
-    url.int("st_budget", 0, 0, 256, label="step-through: token budget (0 = the scenario's)")
-    url.int("st_k", -1, -1, MAX_SPEC_K, label="step-through: draft tokens (-1 = the scenario's)")
-    url.int("of_requests", 400, 1, MAX_SHARED_REQUESTS, label="offload: requests")
-    url.int("of_groups", 40, 1, MAX_SHARED_GROUPS, label="offload: prefixes")
-    url.int("of_prefix", 2048, 16, MAX_SHARED_PREFIX_HERE, label="offload: prefix tokens")
-    url.float("of_rate", 60.0, 0.1, 1000.0, label="offload: arrival rate")
-    url.int("of_gpu", 60_000, 8192, 1 << 22, label="offload: GPU KV slots")
-    url.int("of_cpu", 50_000, 0, MAX_TIER_SLOTS, label="offload: host slots")
-    url.choice("of_cpu_link", "pcie5", list(HOST_LINKS), label="offload: host link")
-    url.int("of_disk", 1_000_000, 0, MAX_TIER_SLOTS, label="offload: disk slots")
-    url.choice("of_disk_link", "nvme", list(HOST_LINKS), label="offload: disk link")
-    url.int("dg_prefill", 2, 1, MAX_POOL_HERE, label="split: prefill GPUs")
-    url.int("dg_decode", 2, 1, MAX_POOL_HERE, label="split: decode GPUs")
-    url.choice("dg_link", "nvlink4", list(GPU_LINKS), label="split: link")
-    url.int("dg_requests", 300, 1, sd.MAX_STUDY_REQUESTS, label="split: requests")
-    url.int("dg_prompt", 3000, 1, STUDY_MAX_LEN - 1, label="split: mean prompt")
-    url.int("dg_output", 200, 1, 1024, label="split: mean output")
-    url.float("dg_rate", 28.0, 0.1, 1000.0, label="split: arrival rate")
-    url.float("dg_ttft", 1.0, 0.01, 600.0, label="split: TTFT SLO")
-    url.float("dg_tpot", 8.0, 1.0, 10_000.0, label="split: per-token SLO")
-    url.int("rt_replicas", 4, 1, rt.MAX_REPLICAS, label="routing: replicas")
-    url.int("rt_requests", 600, 1, MAX_SHARED_REQUESTS, label="routing: requests")
-    url.int("rt_groups", 48, 1, MAX_SHARED_GROUPS, label="routing: prefixes")
-    url.float("rt_rate", 250.0, 0.1, 5000.0, label="routing: arrival rate")
-    url.int("rt_gpu", 60_000, 8192, 1 << 22, label="routing: KV slots per replica")
-    url.int("tr_batch", 256, 1, MAX_BATCH, label="trace: max batch")
-    url.int("tr_budget", 8192, 256, 1 << 20, label="trace: token budget")
+    url.int("ck_requests", 100, 1, sd.MAX_STUDY_REQUESTS, label=t("serving.url.ck_requests"))
+    url.int("ck_prompt", 3000, 1, STUDY_MAX_LEN - 1, label=t("serving.url.ck_prompt"))
+    url.int("ck_output", 100, 1, 1024, label=t("serving.url.ck_output"))
+    url.float("ck_rate", 30.0, 0.1, 1000.0, label=t("serving.url.ck_rate"))
+    url.int("ck_batch", 64, 1, MAX_BATCH, label=t("serving.url.ck_batch"))
+    url.int("ck_seed", 0, 0, 2**31 - 1, label=t("serving.url.ck_seed"))
+    url.int("pe_requests", 300, 1, sd.MAX_STUDY_REQUESTS, label=t("serving.url.pe_requests"))
+    url.int("pe_prompt", 600, 1, STUDY_MAX_LEN - 1, label=t("serving.url.pe_prompt"))
+    url.int("pe_output", 400, 1, 2048, label=t("serving.url.pe_output"))
+    url.int("pe_batch", 128, 1, MAX_BATCH, label=t("serving.url.pe_batch"))
+    url.int("pe_kv", 40_000, 8192, 1 << 22, label=t("serving.url.pe_kv"))
+    url.int("pe_cpu", 400_000, 0, 1 << 26, label=t("serving.url.pe_cpu"))
+    url.choice("pe_link", "pcie5", list(HOST_LINKS), label=t("serving.url.pe_link"))
+    url.bool("pe_chunked", True, label=t("serving.url.pe_chunked"))
+    url.choice("st_scenario", "chunked", list(sd.STEP_SCENARIOS), label=t("serving.url.st_scenario"))
+    url.int("st_step", 0, 0, MAX_RECORDED_STEPS - 1, label=t("serving.url.st_step"))
+    url.int("st_blocks", 0, 0, MAX_STEP_BLOCKS, label=t("serving.url.st_blocks"))
+    url.int("st_budget", 0, 0, 256, label=t("serving.url.st_budget"))
+    url.int("st_k", -1, -1, MAX_SPEC_K, label=t("serving.url.st_k"))
+    url.int("of_requests", 400, 1, MAX_SHARED_REQUESTS, label=t("serving.url.of_requests"))
+    url.int("of_groups", 40, 1, MAX_SHARED_GROUPS, label=t("serving.url.of_groups"))
+    url.int("of_prefix", 2048, 16, MAX_SHARED_PREFIX_HERE, label=t("serving.url.of_prefix"))
+    url.float("of_rate", 60.0, 0.1, 1000.0, label=t("serving.url.of_rate"))
+    url.int("of_gpu", 60_000, 8192, 1 << 22, label=t("serving.url.of_gpu"))
+    url.int("of_cpu", 50_000, 0, MAX_TIER_SLOTS, label=t("serving.url.of_cpu"))
+    url.choice("of_cpu_link", "pcie5", list(HOST_LINKS), label=t("serving.url.of_cpu_link"))
+    url.int("of_disk", 1_000_000, 0, MAX_TIER_SLOTS, label=t("serving.url.of_disk"))
+    url.choice("of_disk_link", "nvme", list(HOST_LINKS), label=t("serving.url.of_disk_link"))
+    url.int("dg_prefill", 2, 1, MAX_POOL_HERE, label=t("serving.url.dg_prefill"))
+    url.int("dg_decode", 2, 1, MAX_POOL_HERE, label=t("serving.url.dg_decode"))
+    url.choice("dg_link", "nvlink4", list(GPU_LINKS), label=t("serving.url.dg_link"))
+    url.int("dg_requests", 300, 1, sd.MAX_STUDY_REQUESTS, label=t("serving.url.dg_requests"))
+    url.int("dg_prompt", 3000, 1, STUDY_MAX_LEN - 1, label=t("serving.url.dg_prompt"))
+    url.int("dg_output", 200, 1, 1024, label=t("serving.url.dg_output"))
+    url.float("dg_rate", 28.0, 0.1, 1000.0, label=t("serving.url.dg_rate"))
+    url.float("dg_ttft", 1.0, 0.01, 600.0, label=t("serving.url.dg_ttft"))
+    url.float("dg_tpot", 8.0, 1.0, 10_000.0, label=t("serving.url.dg_tpot"))
+    url.int("rt_replicas", 4, 1, rt.MAX_REPLICAS, label=t("serving.url.rt_replicas"))
+    url.int("rt_requests", 600, 1, MAX_SHARED_REQUESTS, label=t("serving.url.rt_requests"))
+    url.int("rt_groups", 48, 1, MAX_SHARED_GROUPS, label=t("serving.url.rt_groups"))
+    url.float("rt_rate", 250.0, 0.1, 5000.0, label=t("serving.url.rt_rate"))
+    url.int("rt_gpu", 60_000, 8192, 1 << 22, label=t("serving.url.rt_gpu"))
+    url.int("tr_batch", 256, 1, MAX_BATCH, label=t("serving.url.tr_batch"))
+    url.int("tr_budget", 8192, 256, 1 << 20, label=t("serving.url.tr_budget"))
 
 
 def open_tab(url: UrlState):
@@ -99,8 +99,8 @@ def deployment_row() -> DeploymentConfig:
     """Model and GPU (the same keys as the batching tab, so every tab serves the same deployment)."""
     presets, gpus = load_presets(), load_gpus()
     c = st.columns(2)
-    c[0].selectbox("Model", list(presets), key="model", format_func=lambda k: presets[k].name)
-    c[1].selectbox("GPU", list(gpus), key="gpu", format_func=lambda k: gpus[k].name)
+    c[0].selectbox(t("serving.e.model"), list(presets), key="model", format_func=lambda k: presets[k].name)
+    c[1].selectbox(t("serving.e.gpu"), list(gpus), key="gpu", format_func=lambda k: gpus[k].name)
     ss = st.session_state
     return DeploymentConfig(ss["model"], ss["gpu"], ss["wdtype"], ss["kvdtype"], ss["util"])
 
@@ -108,12 +108,12 @@ def deployment_row() -> DeploymentConfig:
 def chunk_setup() -> sd.StudySetup:
     dep = deployment_row()
     c = st.columns(6)
-    c[0].number_input("Requests", 1, sd.MAX_STUDY_REQUESTS, step=50, key="ck_requests")
-    c[1].number_input("Mean prompt tokens", 1, STUDY_MAX_LEN - 1, step=500, key="ck_prompt")
-    c[2].number_input("Mean output tokens", 1, 1024, step=50, key="ck_output")
-    c[3].number_input("Arrivals (requests/s)", 0.1, 1000.0, step=5.0, key="ck_rate")
-    c[4].number_input("Max batch", 1, MAX_BATCH, step=16, key="ck_batch")
-    c[5].number_input("Seed", 0, 2**31 - 1, key="ck_seed")
+    c[0].number_input(t("serving.e.ck_requests"), 1, sd.MAX_STUDY_REQUESTS, step=50, key="ck_requests")
+    c[1].number_input(t("serving.e.ck_prompt"), 1, STUDY_MAX_LEN - 1, step=500, key="ck_prompt")
+    c[2].number_input(t("serving.e.ck_output"), 1, 1024, step=50, key="ck_output")
+    c[3].number_input(t("serving.e.ck_rate"), 0.1, 1000.0, step=5.0, key="ck_rate")
+    c[4].number_input(t("serving.e.ck_batch"), 1, MAX_BATCH, step=16, key="ck_batch")
+    c[5].number_input(t("serving.e.ck_seed"), 0, 2**31 - 1, key="ck_seed")
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["ck_requests"], prompt_mean=ss["ck_prompt"],
                               output_mean=ss["ck_output"], spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024,
@@ -124,17 +124,17 @@ def chunk_setup() -> sd.StudySetup:
 def preemption_setup() -> sd.PreemptionSetup:
     dep = deployment_row()
     c = st.columns(4)
-    c[0].number_input("Requests (all queued at once)", 1, sd.MAX_STUDY_REQUESTS, step=50, key="pe_requests")
-    c[1].number_input("Mean prompt tokens", 1, STUDY_MAX_LEN - 1, step=100, key="pe_prompt")
-    c[2].number_input("Mean output tokens", 1, 2048, step=100, key="pe_output")
-    c[3].number_input("Max batch", 1, MAX_BATCH, step=16, key="pe_batch")
+    c[0].number_input(t("serving.e.pe_requests"), 1, sd.MAX_STUDY_REQUESTS, step=50, key="pe_requests")
+    c[1].number_input(t("serving.e.pe_prompt"), 1, STUDY_MAX_LEN - 1, step=100, key="pe_prompt")
+    c[2].number_input(t("serving.e.pe_output"), 1, 2048, step=100, key="pe_output")
+    c[3].number_input(t("serving.e.pe_batch"), 1, MAX_BATCH, step=16, key="pe_batch")
     c = st.columns(4)
-    c[0].number_input("GPU KV slots (tokens)", 8192, 1 << 22, step=8192, key="pe_kv",
-                      help="A tight budget, so running requests outgrow it and some must be preempted.")
-    c[1].number_input("Host KV slots for swapping", 0, 1 << 26, step=50_000, key="pe_cpu",
-                      help="0: no swap space, so swap falls back to recompute.")
-    c[2].selectbox("GPU ↔ host link", list(HOST_LINKS), key="pe_link", format_func=lambda k: HOST_LINKS[k].name)
-    c[3].toggle("Chunked prefill", key="pe_chunked")
+    c[0].number_input(t("serving.e.pe_kv"), 8192, 1 << 22, step=8192, key="pe_kv",
+                      help=t("serving.e.pe_kv_help"))
+    c[1].number_input(t("serving.e.pe_cpu"), 0, 1 << 26, step=50_000, key="pe_cpu",
+                      help=t("serving.e.pe_cpu_help"))
+    c[2].selectbox(t("serving.e.pe_link"), list(HOST_LINKS), key="pe_link", format_func=lambda k: HOST_LINKS[k].name)
+    c[3].toggle(t("serving.e.pe_chunked"), key="pe_chunked")
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["pe_requests"], prompt_mean=ss["pe_prompt"], output_mean=ss["pe_output"],
                               max_model_len=STUDY_MAX_LEN, max_tokens=2048, seed=0)
@@ -152,11 +152,11 @@ class StepChoice:
 def step_choice() -> StepChoice:
     """The scenario and its config with the user's changes (raises ValueError for a config that cannot run)."""
     c = st.columns([3, 2, 2, 2])
-    c[0].selectbox("Scenario", list(sd.STEP_SCENARIOS), key="st_scenario",
-                   format_func=lambda k: sd.STEP_SCENARIOS[k].label)
-    c[1].number_input("GPU blocks (0 = the scenario's)", 0, MAX_STEP_BLOCKS, key="st_blocks")
-    c[2].number_input("Token budget (0 = the scenario's)", 0, 256, key="st_budget")
-    c[3].number_input("Draft tokens per step (-1 = the scenario's)", -1, MAX_SPEC_K, key="st_k")
+    c[0].selectbox(t("serving.e.st_scenario"), list(sd.STEP_SCENARIOS), key="st_scenario",
+                   format_func=lambda k: sd.scenario_words(k, lang())[0])
+    c[1].number_input(t("serving.e.st_blocks"), 0, MAX_STEP_BLOCKS, key="st_blocks")
+    c[2].number_input(t("serving.e.st_budget"), 0, 256, key="st_budget")
+    c[3].number_input(t("serving.e.st_k"), -1, MAX_SPEC_K, key="st_k")
     ss = st.session_state
     sc = sd.STEP_SCENARIOS[ss["st_scenario"]]
     cfg = sc.config
@@ -166,7 +166,7 @@ def step_choice() -> StepChoice:
         cfg = replace(cfg, token_budget=ss["st_budget"])
     if ss["st_k"] >= 0:
         cfg = replace(cfg, spec_k=ss["st_k"])
-    return StepChoice(ss["st_scenario"], cfg, sc.about)
+    return StepChoice(ss["st_scenario"], cfg, sd.scenario_words(ss["st_scenario"], lang())[1])
 
 
 def step_slider(num_steps: int) -> int:
@@ -174,15 +174,15 @@ def step_slider(num_steps: int) -> int:
     if ss["st_step"] > num_steps - 1:
         ss["st_step"] = num_steps - 1
     if num_steps > 1:
-        st.slider("Step", 0, num_steps - 1, key="st_step")
+        st.slider(t("serving.e.st_step"), 0, num_steps - 1, key="st_step")
     return ss["st_step"]
 
 
 def trace_settings() -> tuple[DeploymentConfig, int, int]:
     dep = deployment_row()
     c = st.columns(2)
-    c[0].number_input("Max batch", 1, MAX_BATCH, step=16, key="tr_batch")
-    c[1].number_input("Token budget per pass", 256, 1 << 20, step=1024, key="tr_budget")
+    c[0].number_input(t("serving.e.tr_batch"), 1, MAX_BATCH, step=16, key="tr_batch")
+    c[1].number_input(t("serving.e.tr_budget"), 256, 1 << 20, step=1024, key="tr_budget")
     ss = st.session_state
     return dep, ss["tr_batch"], ss["tr_budget"]
 
@@ -197,35 +197,35 @@ def trace_input() -> tuple[bytes | None, str]:
     from sim.alloc.trace import MAX_PAGE_TRACE_BYTES, write_trace
 
     c = st.columns(2)
-    up = c[0].file_uploader("Upload a JSONL trace", type=["jsonl", "json", "txt"], key="tr_file",
-                            help=f"At most {MAX_PAGE_TRACE_BYTES // 2**20} MiB, one request per line.")
-    if c[1].button("Paste the example trace", key="tr_example"):
+    up = c[0].file_uploader(t("serving.e.tr_file"), type=["jsonl", "json", "txt"], key="tr_file",
+                            help=t("serving.e.tr_file_help", mib=f"{MAX_PAGE_TRACE_BYTES // 2**20}"))
+    if c[1].button(t("serving.e.tr_example"), key="tr_example"):
         st.session_state["tr_text"] = write_trace(EXAMPLE_TRACE)
-    c[1].text_area("…or paste one", key="tr_text", height=150, max_chars=MAX_PASTE_CHARS,
+    c[1].text_area(t("serving.e.tr_text"), key="tr_text", height=150, max_chars=MAX_PASTE_CHARS,
                    placeholder='{"arrival": 0.0, "prompt": [1, 2, 3], "output_len": 16}')
     if up is not None:
         if up.size > MAX_PAGE_TRACE_BYTES:
-            raise ValueError(f"the file is {up.size:,} bytes, over the page's limit of {MAX_PAGE_TRACE_BYTES:,}")
-        return up.getvalue(), "the uploaded file"
-    text = st.session_state.get("tr_text") or ""
-    return (text.encode(), "the pasted text") if text.strip() else (None, "")
+            raise ValueError(t("serving.e.tr_too_big", n=f"{up.size:,}", max=f"{MAX_PAGE_TRACE_BYTES:,}"))
+        return up.getvalue(), t("serving.e.tr_uploaded")
+    pasted = st.session_state.get("tr_text") or ""
+    return (pasted.encode(), t("serving.e.tr_pasted")) if pasted.strip() else (None, "")
 
 
 def offload_setup() -> of.OffloadSetup:
     dep = deployment_row()
     c = st.columns(5)
-    c[0].number_input("Requests", 1, MAX_SHARED_REQUESTS, step=100, key="of_requests")
-    c[1].number_input("Distinct prefixes", 1, MAX_SHARED_GROUPS, step=10, key="of_groups",
-                      help="Zipf popularity: prefix g is picked with weight 1/(g+1).")
-    c[2].number_input("Prefix tokens", 16, MAX_SHARED_PREFIX_HERE, step=512, key="of_prefix")
-    c[3].number_input("Arrivals (requests/s)", 0.1, 1000.0, step=10.0, key="of_rate")
-    c[4].number_input("GPU KV slots (tokens)", 8192, 1 << 22, step=8192, key="of_gpu",
-                      help="Kept small so the prefixes do not all fit on the GPU.")
+    c[0].number_input(t("serving.e.of_requests"), 1, MAX_SHARED_REQUESTS, step=100, key="of_requests")
+    c[1].number_input(t("serving.e.of_groups"), 1, MAX_SHARED_GROUPS, step=10, key="of_groups",
+                      help=t("serving.e.zipf_help"))
+    c[2].number_input(t("serving.e.of_prefix"), 16, MAX_SHARED_PREFIX_HERE, step=512, key="of_prefix")
+    c[3].number_input(t("serving.e.of_rate"), 0.1, 1000.0, step=10.0, key="of_rate")
+    c[4].number_input(t("serving.e.of_gpu"), 8192, 1 << 22, step=8192, key="of_gpu",
+                      help=t("serving.e.of_gpu_help"))
     c = st.columns(4)
-    c[0].number_input("Host tier (token slots)", 0, MAX_TIER_SLOTS, step=10_000, key="of_cpu")
-    c[1].selectbox("GPU ↔ host link", list(HOST_LINKS), key="of_cpu_link", format_func=lambda k: HOST_LINKS[k].name)
-    c[2].number_input("Disk tier (token slots)", 0, MAX_TIER_SLOTS, step=100_000, key="of_disk")
-    c[3].selectbox("Disk read link", list(HOST_LINKS), key="of_disk_link", format_func=lambda k: HOST_LINKS[k].name)
+    c[0].number_input(t("serving.e.of_cpu"), 0, MAX_TIER_SLOTS, step=10_000, key="of_cpu")
+    c[1].selectbox(t("serving.e.of_cpu_link"), list(HOST_LINKS), key="of_cpu_link", format_func=lambda k: HOST_LINKS[k].name)
+    c[2].number_input(t("serving.e.of_disk"), 0, MAX_TIER_SLOTS, step=100_000, key="of_disk")
+    c[3].selectbox(t("serving.e.of_disk_link"), list(HOST_LINKS), key="of_disk_link", format_func=lambda k: HOST_LINKS[k].name)
     ss = st.session_state
     wl = SharedPrefixConfig(ss["of_requests"], ss["of_groups"], ss["of_prefix"], 128, 64, ss["of_rate"])
     return of.OffloadSetup(replace(dep, kv_limit_tokens=ss["of_gpu"]), wl,
@@ -235,17 +235,17 @@ def offload_setup() -> of.OffloadSetup:
 def disagg_setup() -> dg.DisaggSetup:
     dep = deployment_row()
     c = st.columns(5)
-    c[0].number_input("Prefill GPUs", 1, MAX_POOL_HERE, key="dg_prefill")
-    c[1].number_input("Decode GPUs", 1, MAX_POOL_HERE, key="dg_decode")
-    c[2].selectbox("KV link prefill → decode", list(GPU_LINKS), key="dg_link", format_func=lambda k: GPU_LINKS[k].name)
-    c[3].number_input("TTFT SLO (s)", 0.01, 600.0, step=0.5, key="dg_ttft")
-    c[4].number_input("Per-token SLO (ms)", 1.0, 10_000.0, step=1.0, key="dg_tpot",
-                      help="Mean time per output token after the first, per request.")
+    c[0].number_input(t("serving.e.dg_prefill"), 1, MAX_POOL_HERE, key="dg_prefill")
+    c[1].number_input(t("serving.e.dg_decode"), 1, MAX_POOL_HERE, key="dg_decode")
+    c[2].selectbox(t("serving.e.dg_link"), list(GPU_LINKS), key="dg_link", format_func=lambda k: GPU_LINKS[k].name)
+    c[3].number_input(t("serving.e.dg_ttft"), 0.01, 600.0, step=0.5, key="dg_ttft")
+    c[4].number_input(t("serving.e.dg_tpot"), 1.0, 10_000.0, step=1.0, key="dg_tpot",
+                      help=t("serving.e.dg_tpot_help"))
     c = st.columns(4)
-    c[0].number_input("Requests", 1, sd.MAX_STUDY_REQUESTS, step=50, key="dg_requests")
-    c[1].number_input("Mean prompt tokens", 1, STUDY_MAX_LEN - 1, step=500, key="dg_prompt")
-    c[2].number_input("Mean output tokens", 1, 1024, step=50, key="dg_output")
-    c[3].number_input("Arrivals (requests/s)", 0.1, 1000.0, step=4.0, key="dg_rate")
+    c[0].number_input(t("serving.e.dg_requests"), 1, sd.MAX_STUDY_REQUESTS, step=50, key="dg_requests")
+    c[1].number_input(t("serving.e.dg_prompt"), 1, STUDY_MAX_LEN - 1, step=500, key="dg_prompt")
+    c[2].number_input(t("serving.e.dg_output"), 1, 1024, step=50, key="dg_output")
+    c[3].number_input(t("serving.e.dg_rate"), 0.1, 1000.0, step=4.0, key="dg_rate")
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["dg_requests"], prompt_mean=ss["dg_prompt"], output_mean=ss["dg_output"],
                               spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024, arrival="poisson",
@@ -257,11 +257,11 @@ def disagg_setup() -> dg.DisaggSetup:
 def routing_setup() -> rt.RoutingSetup:
     dep = deployment_row()
     c = st.columns(5)
-    c[0].number_input("Replicas", 1, rt.MAX_REPLICAS, key="rt_replicas")
-    c[1].number_input("Requests", 1, MAX_SHARED_REQUESTS, step=100, key="rt_requests")
-    c[2].number_input("Distinct prefixes", 1, MAX_SHARED_GROUPS, step=8, key="rt_groups")
-    c[3].number_input("Arrivals (requests/s)", 0.1, 5000.0, step=25.0, key="rt_rate")
-    c[4].number_input("KV slots per replica", 8192, 1 << 22, step=8192, key="rt_gpu")
+    c[0].number_input(t("serving.e.rt_replicas"), 1, rt.MAX_REPLICAS, key="rt_replicas")
+    c[1].number_input(t("serving.e.rt_requests"), 1, MAX_SHARED_REQUESTS, step=100, key="rt_requests")
+    c[2].number_input(t("serving.e.rt_groups"), 1, MAX_SHARED_GROUPS, step=8, key="rt_groups")
+    c[3].number_input(t("serving.e.rt_rate"), 0.1, 5000.0, step=25.0, key="rt_rate")
+    c[4].number_input(t("serving.e.rt_gpu"), 8192, 1 << 22, step=8192, key="rt_gpu")
     ss = st.session_state
     wl = SharedPrefixConfig(ss["rt_requests"], ss["rt_groups"], 2048, 128, 64, ss["rt_rate"])
     return rt.RoutingSetup(replace(dep, kv_limit_tokens=ss["rt_gpu"]), wl, ss["rt_replicas"])

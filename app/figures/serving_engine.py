@@ -11,6 +11,8 @@ from plotly.subplots import make_subplots
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from app.text import for_plotly
+from sim.i18n import text
+from sim.serving.result import cell_words
 
 SUBPLOT_TITLE_PX = 24
 MODE_COLORS = {"recompute": NAIVE, "swap": CACHED}
@@ -20,65 +22,65 @@ REQUEST_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564
 GRID_COLUMNS = 8
 
 
-def chunk_budget(frame: pd.DataFrame, title: str) -> go.Figure:
+def chunk_budget(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Left: inter-token latency p50/p99 at each budget; right: time to first token p50/p95; the last category is
     whole-prompt prefill (unchunked)."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=[
-        "Gap between two tokens of one request", "Time to first token"])
-    x = [str(b) for b in frame["budget"]]
+        text(lang, "serving.g.gap_one"), text(lang, "serving.g.ttft")])
+    x = [str(cell_words(b, lang)) for b in frame["budget"]]
     for col, (a, b, unit, scale) in enumerate((("itl_p50_ms", "itl_p99_ms", "ms", 1), ("ttft_p50_s", "ttft_p95_s",
                                                                                       "s", 1)), start=1):
         for name, dash, color in ((a, "solid", CACHED), (b, "dot", NAIVE)):
             q = name.split("_")[1]
             fig.add_scatter(x=x, y=frame[name] * scale, mode="lines+markers", name=f"{q} ({unit})",
                             line=dict(color=color, dash=dash, width=2), legendgroup=f"{q}{col}", row=1, col=col,
-                            hovertemplate=f"budget %{{x}}: {q} %{{y:,.3g}} {unit}<extra></extra>")
-        fig.update_yaxes(title_text=f"latency ({unit})", rangemode="tozero", row=1, col=col)
-    fig.update_xaxes(title_text="token budget per pass (tokens)", type="category")
+                            hovertemplate=text(lang, "serving.g.budget_hover", q=q, unit=unit) + "<extra></extra>")
+        fig.update_yaxes(title_text=text(lang, "serving.f.latency", unit=unit), rangemode="tozero", row=1, col=col)
+    fig.update_xaxes(title_text=text(lang, "serving.g.budget_axis"), type="category")
     fig = base_layout(fig, "", "", "")
     fig.update_layout(legend=LEGEND_BELOW, height=440, margin=dict(l=10, r=10, t=90, b=10))
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
-def preemption(frame: pd.DataFrame, title: str) -> go.Figure:
+def preemption(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Recompute vs swap: tail latencies side by side, and what each paid (TFLOP computed again, GB moved)."""
-    panels = (("ttft_p95_s", "TTFT p95 (s)"), ("itl_p99_ms", "inter-token p99 (ms)"), ("e2e_p99_s", "end-to-end p99 (s)"))
+    panels = tuple((key, text(lang, f"serving.g.{key}"), unit) for key, unit in
+                   (("ttft_p95_s", "s"), ("itl_p99_ms", "ms"), ("e2e_p99_s", "s")))
     fig = make_subplots(rows=1, cols=3, subplot_titles=[p[1] for p in panels], horizontal_spacing=0.08)
-    for col, (key, label) in enumerate(panels, start=1):
+    for col, (key, label, unit) in enumerate(panels, start=1):
         for _, row in frame.iterrows():
             mode = row["preemption"]
-            fig.add_bar(x=[mode], y=[row[key]], name=mode, legendgroup=mode, showlegend=col == 1,
+            fig.add_bar(x=[cell_words(mode, lang)], y=[row[key]], name=cell_words(mode, lang), legendgroup=mode, showlegend=col == 1,
                         marker_color=MODE_COLORS[mode], text=[f"{row[key]:,.3g}"], textposition="outside",
-                        cliponaxis=False, row=1, col=col, hovertemplate=f"{mode}: %{{y:,.4g}}<extra>{label}</extra>")
-        unit = label.split("(")[-1].rstrip(")")
-        fig.update_yaxes(title_text=f"latency ({unit})", rangemode="tozero", row=1, col=col)
-    fig.update_xaxes(title_text="preemption mode")
+                        cliponaxis=False, row=1, col=col, hovertemplate=f"{cell_words(mode, lang)}: %{{y:,.4g}}<extra>{label}</extra>")
+        fig.update_yaxes(title_text=text(lang, "serving.f.latency", unit=unit), rangemode="tozero", row=1, col=col)
+    fig.update_xaxes(title_text=text(lang, "serving.g.mode_axis"))
     fig = base_layout(fig, "", "", "")
     fig.update_layout(legend=LEGEND_BELOW, height=420, margin=dict(l=10, r=10, t=90, b=10))
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
 def block_grid(num_blocks: int, block_size: int, tables: dict, ref_cnt, free_queue, title: str,
-               name: str = "GPU", cached=()) -> go.Figure:
+               name: str = "GPU", cached=(), lang: str = "en") -> go.Figure:
     """One cell per physical block, GRID_COLUMNS a row: coloured by the request holding it, labelled
     'r<request>.<logical index>' with its fill; a free block shows its place in the free queue; a block held by
     several requests shows ×ref_cnt; a free block that still holds a cached prefix says so (a hit can take it back)."""
     rows = -(-num_blocks // GRID_COLUMNS)
     owner = np.full(rows * GRID_COLUMNS, -2.0)  # -2: past the pool, -1: free
-    text = [""] * (rows * GRID_COLUMNS)
+    labels = [""] * (rows * GRID_COLUMNS)
     for b in range(num_blocks):
         owner[b] = -1
     pos = {b: i for i, b in enumerate(free_queue)}
     cached = set(cached)
     for b, i in pos.items():
-        text[b] = f"{b}<br>free #{i + 1}" + (" cached" if b in cached else "")
+        labels[b] = f"{b}<br>" + text(lang, "serving.g.free_cached" if b in cached else "serving.g.free", i=f"{i + 1}")
     for req in sorted(tables):
         for i, b in enumerate(tables[req]):
             if owner[b] >= 0:
                 continue  # shared: labelled by its first holder
             owner[b] = req
             shared = f" ×{ref_cnt[b]}" if ref_cnt is not None and ref_cnt[b] > 1 else ""
-            text[b] = f"{b}<br>r{req}.{i}{shared}"
+            labels[b] = f"{b}<br>r{req}.{i}{shared}"
     palette = ["rgba(0,0,0,0)", FREE_COLOR] + REQUEST_COLORS  # code 0: past the pool, 1: free, 2..: a request
     n = len(palette)
     colors = []
@@ -86,26 +88,26 @@ def block_grid(num_blocks: int, block_size: int, tables: dict, ref_cnt, free_que
         colors += [[k / n, c], [(k + 1) / n, c]]
     z = np.where(owner >= 0, owner % len(REQUEST_COLORS) + 2, owner + 2).reshape(rows, GRID_COLUMNS)
     fig = go.Figure(go.Heatmap(z=z, zmin=-0.5, zmax=n - 0.5, colorscale=colors, showscale=False, xgap=3, ygap=3,
-                               text=np.array(text, dtype=object).reshape(rows, GRID_COLUMNS), texttemplate="%{text}",
+                               text=np.array(labels, dtype=object).reshape(rows, GRID_COLUMNS), texttemplate="%{text}",
                                hoverinfo="text", x=list(range(GRID_COLUMNS)), y=list(range(rows))))
     fig.update_yaxes(autorange="reversed", tickvals=list(range(rows)),
                      ticktext=[str(r * GRID_COLUMNS) for r in range(rows)])
     fig.update_xaxes(tickvals=list(range(GRID_COLUMNS)), ticktext=[f"+{c}" for c in range(GRID_COLUMNS)])
-    fig = base_layout(fig, "", f"{name} block id (row start + column)", "row start (block id)",
+    fig = base_layout(fig, "", text(lang, "serving.g.block_x", name=name), text(lang, "serving.g.block_y"),
                       height=120 + 46 * rows)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
-def trace_hits(frame: pd.DataFrame, title: str) -> go.Figure:
+def trace_hits(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Each request's prompt: tokens served from the prefix cache and tokens computed (stacked)."""
     fig = go.Figure()
     x = [for_plotly(v) for v in frame["request"]]  # the file's own ids: plotly reads tags in labels
-    fig.add_bar(x=x, y=frame["hit_tokens"], name="from the cache", marker_color=CACHED,
-                hovertemplate="%{x}: %{y:,} cached<extra></extra>")
-    fig.add_bar(x=x, y=frame["computed_tokens"], name="computed", marker_color=FORMULA,
-                hovertemplate="%{x}: %{y:,} computed<extra></extra>")
+    fig.add_bar(x=x, y=frame["hit_tokens"], name=text(lang, "serving.g.from_cache"), marker_color=CACHED,
+                hovertemplate=text(lang, "serving.g.cached_hover") + "<extra></extra>")
+    fig.add_bar(x=x, y=frame["computed_tokens"], name=text(lang, "serving.g.computed"), marker_color=FORMULA,
+                hovertemplate=text(lang, "serving.g.computed_hover") + "<extra></extra>")
     fig.update_layout(barmode="stack")
-    fig = base_layout(fig, "", "request (in file order)", "prompt tokens", height=380)
+    fig = base_layout(fig, "", text(lang, "serving.g.request_axis"), text(lang, "serving.g.prompt_tokens"), height=380)
     fig.update_layout(legend=LEGEND_BELOW)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
@@ -122,16 +124,16 @@ def _finish(fig: go.Figure, title: str, x_title: str, height: int = 430) -> go.F
 
 
 TIER_COLORS = {"gpu_hit_pct": CACHED, "host_hit_pct": "#2ca02c", "disk_hit_pct": "#9467bd", "computed_pct": FORMULA}
-TIER_LABELS = {"gpu_hit_pct": "hit on the GPU", "host_hit_pct": "loaded from the host",
-               "disk_hit_pct": "loaded from disk", "computed_pct": "computed"}
+TIER_KEYS = ("gpu_hit_pct", "host_hit_pct", "disk_hit_pct", "computed_pct")
 
 
-def offload(frame: pd.DataFrame, title: str) -> go.Figure:
+def offload(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Left: where each prompt token came from, per set of tiers (stacked %); right: time to first token p50/p95."""
-    fig = _panels(["Where prompt tokens came from", "Time to first token"])
-    x = list(frame["tiers"])
+    fig = _panels([text(lang, "serving.g.where_from"), text(lang, "serving.g.ttft")])
+    x = [cell_words(v, lang) for v in frame["tiers"]]
     base = np.zeros(len(frame))
-    for key, label in TIER_LABELS.items():  # stacked by hand (explicit base, one offset group): TTFT stays grouped
+    for key in TIER_KEYS:
+        label = text(lang, f"serving.g.{key}")  # stacked by hand (explicit base, one offset group): TTFT stays grouped
         fig.add_bar(x=x, y=frame[key], base=base.copy(), offsetgroup="share", name=label,
                     marker_color=TIER_COLORS[key], row=1, col=1, hovertemplate=f"%{{x}}: %{{y:.1f}}% {label}<extra></extra>")
         base += frame[key].to_numpy()
@@ -139,46 +141,47 @@ def offload(frame: pd.DataFrame, title: str) -> go.Figure:
         fig.add_bar(x=x, y=frame[key], name=name, marker_color=color, row=1, col=2, text=[f"{v:.3g}" for v in frame[key]],
                     textposition="outside", cliponaxis=False, hovertemplate=f"%{{x}}: {name} %{{y:.3g}} s<extra></extra>")
     fig.update_layout(barmode="group")
-    fig.update_yaxes(title_text="share of prompt tokens (%)", range=[0, 100], row=1, col=1)
-    fig.update_yaxes(title_text="time to first token (s)", rangemode="tozero", row=1, col=2)
-    return _finish(fig, title, "tiers kept under the GPU")
+    fig.update_yaxes(title_text=text(lang, "serving.g.share_axis"), range=[0, 100], row=1, col=1)
+    fig.update_yaxes(title_text=text(lang, "serving.g.ttft_axis"), rangemode="tozero", row=1, col=2)
+    return _finish(fig, title, text(lang, "serving.g.tiers_axis"))
 
 
-def disagg(frame: pd.DataFrame, title: str) -> go.Figure:
+def disagg(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Colocated vs disaggregated: time to first token, gaps between tokens, requests meeting both SLOs."""
-    fig = _panels(["Time to first token", "Gap between two tokens", "Requests meeting both SLOs"])
-    x = ["colocated" if p.startswith("colocated") else "disaggregated" for p in frame["pool"]]
+    fig = _panels([text(lang, "serving.g.ttft"), text(lang, "serving.g.gap"), text(lang, "serving.g.slo_panel")])
+    x = [cell_words("colocated" if p.startswith("colocated") else "disaggregated", lang) for p in frame["pool"]]
     for col, pairs, unit in ((1, (("ttft_p50_s", "p50"), ("ttft_p95_s", "p95")), "s"),
                              (2, (("itl_p50_ms", "p50"), ("itl_p99_ms", "p99")), "ms")):
         for (key, q), color in zip(pairs, (CACHED, NAIVE), strict=True):
             fig.add_bar(x=x, y=frame[key], name=f"{q} ({unit})", marker_color=color, legendgroup=f"{q}{col}", row=1,
                         col=col, text=[f"{v:.3g}" for v in frame[key]], textposition="outside", cliponaxis=False,
                         hovertemplate=f"%{{x}}: {q} %{{y:.3g}} {unit}<extra></extra>")
-        fig.update_yaxes(title_text=f"latency ({unit})", rangemode="tozero", row=1, col=col)
-    fig.add_bar(x=x, y=frame["slo_met_pct"], name="met both SLOs (%)", marker_color=FORMULA, row=1, col=3,
+        fig.update_yaxes(title_text=text(lang, "serving.f.latency", unit=unit), rangemode="tozero", row=1, col=col)
+    fig.add_bar(x=x, y=frame["slo_met_pct"], name=text(lang, "serving.g.slo_met"), marker_color=FORMULA, row=1, col=3,
                 text=[f"{v:.0f}%" for v in frame["slo_met_pct"]], textposition="outside", cliponaxis=False,
-                hovertemplate="%{x}: %{y:.1f}% met both<extra></extra>")
-    fig.update_yaxes(title_text="requests (%)", range=[0, 110], row=1, col=3)
+                hovertemplate=text(lang, "serving.g.slo_hover") + "<extra></extra>")
+    fig.update_yaxes(title_text=text(lang, "serving.g.requests_pct"), range=[0, 110], row=1, col=3)
     fig.update_layout(barmode="group")
-    return _finish(fig, title, "pool")
+    return _finish(fig, title, text(lang, "serving.g.pool_axis"))
 
 
-def routing(frame: pd.DataFrame, title: str) -> go.Figure:
+def routing(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Round-robin vs prefix-aware: prompt tokens from the cache, throughput, time to first token."""
-    fig = _panels(["Prompt tokens from the cache", "Throughput", "Time to first token"])
-    x = list(frame["router"])
-    fig.add_bar(x=x, y=frame["hit_rate_pct"], name="hit rate (%)", marker_color=CACHED, row=1, col=1,
+    fig = _panels([text(lang, "serving.g.from_cache_panel"), text(lang, "serving.g.throughput"),
+                   text(lang, "serving.g.ttft")])
+    x = [cell_words(v, lang) for v in frame["router"]]
+    fig.add_bar(x=x, y=frame["hit_rate_pct"], name=text(lang, "serving.col.hit_rate_pct"), marker_color=CACHED, row=1, col=1,
                 text=[f"{v:.0f}%" for v in frame["hit_rate_pct"]], textposition="outside", cliponaxis=False,
                 hovertemplate="%{x}: %{y:.1f}%<extra></extra>")
-    fig.add_bar(x=x, y=frame["throughput_tok_s"], name="output tokens/s", marker_color=FORMULA, row=1, col=2,
+    fig.add_bar(x=x, y=frame["throughput_tok_s"], name=text(lang, "serving.f.out_tok_s"), marker_color=FORMULA, row=1, col=2,
                 text=[f"{v:,.0f}" for v in frame["throughput_tok_s"]], textposition="outside", cliponaxis=False,
                 hovertemplate="%{x}: %{y:,.0f} tokens/s<extra></extra>")
     for key, q, color in (("ttft_p50_s", "p50", CACHED), ("ttft_p95_s", "p95", NAIVE)):
         fig.add_bar(x=x, y=frame[key], name=f"TTFT {q} (s)", marker_color=color, row=1, col=3,
                     text=[f"{v:.3g}" for v in frame[key]], textposition="outside", cliponaxis=False,
                     hovertemplate=f"%{{x}}: {q} %{{y:.3g}} s<extra></extra>")
-    fig.update_yaxes(title_text="prompt tokens (%)", range=[0, 110], row=1, col=1)
-    fig.update_yaxes(title_text="throughput (tokens/s)", rangemode="tozero", row=1, col=2)
-    fig.update_yaxes(title_text="time to first token (s)", rangemode="tozero", row=1, col=3)
+    fig.update_yaxes(title_text=text(lang, "serving.g.prompt_pct"), range=[0, 110], row=1, col=1)
+    fig.update_yaxes(title_text=text(lang, "serving.col.throughput_tok_s"), rangemode="tozero", row=1, col=2)
+    fig.update_yaxes(title_text=text(lang, "serving.g.ttft_axis"), rangemode="tozero", row=1, col=3)
     fig.update_layout(barmode="group")
-    return _finish(fig, title, "router")
+    return _finish(fig, title, text(lang, "serving.g.router_axis"))

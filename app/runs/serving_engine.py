@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.i18n import t
 from app.work import run_job
 from sim.alloc.trace import MAX_PAGE_TRACE_BYTES, TraceFile, parse_trace
 from sim.serving import disagg as dg
@@ -28,14 +29,14 @@ def chunk_sweep(setup: sd.StudySetup) -> sd.ChunkSweep | None:
     w = setup.workload
     estimate = CHUNK_S * _scale(w.num_requests, w.prompt_mean, w.output_mean, (100, 3000, 100))
     return run_job("serving.chunked", setup, estimate, lambda progress: sd.sweep_chunk_budget(setup, progress=progress), real_model=False,
-                   what="Simulating chunked prefill at six budgets")
+                   what=t("serving.job.chunked"))
 
 
 def preemption(setup: sd.PreemptionSetup) -> sd.PreemptionComparison | None:
     w = setup.study.workload
     estimate = PREEMPTION_S * _scale(w.num_requests, w.prompt_mean, w.output_mean, (300, 600, 400))
     return run_job("serving.preemption", setup, estimate, lambda progress: sd.compare_preemption(setup, progress=progress), real_model=False,
-                   what="Simulating recompute and swap")
+                   what=t("serving.job.preemption"))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -54,25 +55,25 @@ def trace_run(data: bytes, dep, max_batch: int, budget: int) -> sd.TraceRun | No
     estimate = 4 * 0.3 * tokens / 50_000  # four serving runs, ~0.3 s per 50k tokens each here
     return run_job("serving.trace", (data, dep, max_batch, budget), estimate,
                    lambda progress: sd.run_trace(tf, dep, max_batch, 16, budget), real_model=False,
-                   what="Running every simulator on the trace")
+                   what=t("serving.job.trace"))
 
 
 def offload(setup: of.OffloadSetup) -> of.OffloadStudy | None:
     w = setup.workload
     estimate = OFFLOAD_S * _scale(w.num_requests, w.prompt_len, w.output_len, (400, 2176, 64))
     return run_job("serving.offload", setup, estimate, lambda progress: of.run_offload(setup, progress=progress),
-                   real_model=False, what="Simulating the prefix cache with and without lower tiers")
+                   real_model=False, what=t("serving.job.offload"))
 
 
 def disagg(setup: dg.DisaggSetup) -> dg.DisaggStudy | None:
     w = setup.workload
     estimate = DISAGG_S * _scale(w.num_requests, w.prompt_mean, w.output_mean, (300, 3000, 200))
     return run_job("serving.disagg", setup, estimate, lambda progress: dg.run_disagg(setup, progress=progress),
-                   real_model=False, what="Simulating colocated and split pools")
+                   real_model=False, what=t("serving.job.disagg"))
 
 
 def routing(setup: rt.RoutingSetup) -> rt.RoutingStudy | None:
     w = setup.workload
     estimate = ROUTING_S * _scale(w.num_requests, w.prompt_len, w.output_len, (600, 2176, 64))
     return run_job("serving.routing", setup, estimate, lambda progress: rt.run_routing(setup, progress=progress),
-                   real_model=False, what="Routing the requests both ways")
+                   real_model=False, what=t("serving.job.routing"))

@@ -222,17 +222,17 @@ class DisaggStudy:
     def transfer_p50_ms(self) -> float:
         return 1e3 * float(np.median(self.disagg.transfer_end_s - self.disagg.transfer_start_s))
 
-    def takeaway(self) -> str:
+    def takeaway(self, lang: str = "en") -> str:
         c, d = self.to_frame().to_dict("records")
         return er.disagg_takeaway(self.setup.pools.num_prefill, self.setup.pools.num_decode, c["itl_p99_ms"],
-                                  d["itl_p99_ms"], c["ttft_p50_s"], d["ttft_p50_s"])
+                                  d["itl_p99_ms"], c["ttft_p50_s"], d["ttft_p50_s"], lang)
 
-    def verdict(self) -> str:
+    def verdict(self, lang: str = "en") -> str:
         c, d = self.to_frame().to_dict("records")
         s = self.setup
         return er.disagg_verdict(c["throughput_tok_s"], d["throughput_tok_s"], c["itl_p99_ms"], d["itl_p99_ms"],
                                  c["slo_met_pct"], d["slo_met_pct"], c["goodput_req_s"], d["goodput_req_s"],
-                                 s.ttft_slo_s, s.tpot_slo_ms)
+                                 s.ttft_slo_s, s.tpot_slo_ms, lang)
 
 
 def run_disagg(setup: DisaggSetup, progress=None) -> DisaggStudy:

@@ -31,6 +31,7 @@ convention). `record=True` keeps every step's queues, block tables and free queu
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -40,6 +41,7 @@ from sim.alloc.block_pool import BlockPool, cdiv
 from sim.alloc.prefix_cache import PrefixCachingBlockPool
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import Workload
+from sim.i18n import text
 from sim.serving.links import link as find_link
 from sim.serving.result import ServingResult
 from sim.serving.schedulers import MAX_BATCH, MAX_ITERATIONS, MAX_REQUESTS
@@ -132,32 +134,39 @@ class StepView:
     cached_blocks: tuple[int, ...] = ()  # blocks holding a cached prefix hash (prefix caching)
     gpu_hashes: tuple[int, ...] = ()  # the hashes those blocks hold, in block order (prefix caching)
     tier_hashes: tuple[tuple[int, ...], ...] = ()  # (host, disk) hashes, least recently used first (offload)
+    event_keys: tuple = ()  # the events as (catalog key, fields), to word them in either language
 
-    def takeaway(self, num_blocks: int) -> str:
+    def event_lines(self, lang: str = "en") -> tuple[str, ...]:
+        """What happened to blocks, in `lang` (`events` is the English)."""
+        return tuple(say_event(lang, e) for e in self.event_keys) if self.event_keys else self.events
+
+    def takeaway(self, num_blocks: int, lang: str = "en") -> str:
         """The block grid's title."""
         from sim.serving.engine_readouts import step_takeaway
 
         return step_takeaway(self.step, num_blocks - len(self.free_queue), num_blocks, len(self.running),
-                             len(self.waiting), len(self.swapped), len(self.finished))
+                             len(self.waiting), len(self.swapped), len(self.finished), lang)
 
-    def rows_frame(self):
-        """What each row of the pass computed."""
+    def rows_frame(self, lang: str = "en"):
+        """What each row of the pass computed (its headers and what it did in `lang`)."""
         import pandas as pd
 
-        return pd.DataFrame({"request": [f"r{r}" for r, _, _ in self.rows], "did": [k for _, k, _ in self.rows],
-                             "tokens": [n for _, _, n in self.rows]})
+        h = [text(lang, f"serving.step.col.{c}") for c in ("request", "did", "tokens")]
+        return pd.DataFrame({h[0]: [f"r{r}" for r, _, _ in self.rows], h[1]: [did_words(k, lang) for _, k, _ in self.rows],
+                             h[2]: [n for _, _, n in self.rows]})
 
-    def tables_frame(self, block_size: int):
-        """One row per running request: its block table, tokens held and the slots its last block leaves empty."""
+    def tables_frame(self, block_size: int, lang: str = "en"):
+        """One row per running request: its block table, tokens held and the slots its last block leaves empty
+        (headers in `lang`)."""
         import pandas as pd
 
+        cols = [text(lang, f"serving.step.col.{c}") for c in ("request", "table", "tokens", "empty", "shared")]
         rows = []
         for req, table in sorted(self.block_tables.items()):
             n = self.num_tokens[req]
-            rows.append({"request": f"r{req}", "block table": " ".join(map(str, table)), "tokens": n,
-                         "empty slots": len(table) * block_size - n,
-                         "shared blocks": sum(1 for b in table if self.ref_cnt[b] > 1)})
-        return pd.DataFrame(rows, columns=["request", "block table", "tokens", "empty slots", "shared blocks"])
+            rows.append(dict(zip(cols, (f"r{req}", " ".join(map(str, table)), n, len(table) * block_size - n,
+                                        sum(1 for b in table if self.ref_cnt[b] > 1)), strict=True)))
+        return pd.DataFrame(rows, columns=cols)
 
 
 @dataclass(frozen=True, eq=False)
@@ -290,7 +299,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
         segs[1].append(now)
         segs[2].append(math.nan)
 
-    def preempt(victim: int, events: list[str]) -> None:
+    def preempt(victim: int, events: list[tuple]) -> None:
         seg = running.pop(victim)
         segs[2][seg] = now
         preempted[victim] += 1
@@ -307,7 +316,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             stats["peak_cpu"] = max(stats["peak_cpu"], cpu.num_used_blocks)
             swapped.append(victim)
             if record:
-                events.append(f"request {victim} swapped out: GPU blocks {list(blocks)} → host blocks {host}")
+                events.append(_ev("serving.ev.swap_out", dict(r=victim, gpu=list(blocks), host=host)))
             return
         pool.free(victim)
         stats["recomputes"] += 1
@@ -320,7 +329,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
         computed[victim] = 0
         waiting.appendleft(victim)
         if record:
-            events.append(f"request {victim} preempted (recompute): blocks {list(blocks)} freed")
+            events.append(_ev("serving.ev.recompute", dict(r=victim, blocks=list(blocks))))
 
     while nxt < n or waiting or running or swapped:
         while nxt < n and arrival[nxt] <= now:
@@ -332,7 +341,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
         if t >= MAX_ITERATIONS:
             raise ValueError(f"the scheduler passed {MAX_ITERATIONS:,} forward passes with "
                              f"{len(waiting) + n - nxt:,} requests waiting: raise the KV budget or the batch size")
-        events: list[str] = []
+        events: list[tuple] = []  # (catalog key, fields): worded in either language by StepView
         step_bytes = [0]
         step_load_s = [0.0]
         budget = budget_all
@@ -360,7 +369,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             before = len(pool.req_to_block_table[req])
             pool.append(req, n_new)
             if record and len(pool.req_to_block_table[req]) > before:
-                events.append(f"request {req} took block(s) {pool.req_to_block_table[req][before:]}")
+                events.append(_ev("serving.ev.took", dict(r=req, blocks=pool.req_to_block_table[req][before:])))
             rows.append((req, n_new, k, "decode" if k or computed[req] >= seg_prompt[req] else _chunk_kind(
                 computed[req], n_new, seg_prompt[req])))
             if chunked:
@@ -384,8 +393,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                 pool.append(req, n_new)
                 start_segment(req)
                 if record:
-                    events.append(f"request {req} swapped in: host blocks {sorted(host)} → GPU blocks "
-                                  f"{pool.block_table(req)}")
+                    events.append(_ev("serving.ev.swap_in", dict(r=req, host=sorted(host), gpu=pool.block_table(req))))
                 rows.append((req, n_new, k, "decode"))
                 if chunked:
                     budget -= n_new
@@ -405,7 +413,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                     first[req] = last_tok[req] = float(prefilled_first_s[req])
                     start_segment(req)
                     if record:
-                        events.append(f"request {req} arrived with its KV, took block(s) {pool.block_table(req)}")
+                        events.append(_ev("serving.ev.arrived", dict(r=req, blocks=pool.block_table(req))))
                     rows.append((req, n_new, k, "decode"))
                     if chunked:
                         budget -= n_new
@@ -451,14 +459,15 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                         tier_stats["re_s"][ti] += recompute_seconds(cost, bs, (lo + j) * bs)
                         step_load_s[0] += sec
                     if record:
-                        events.append(f"request {req}: {len(below)} block(s) loaded back ("
-                                      + ", ".join(f"{below.count(t)} from the {TIER_WORDS[t]}" for t in (1, 2)
-                                                  if t in below) + ")")
+                        events.append(_ev("serving.ev.loaded", dict(r=req, n=len(below), parts=[
+                            ("serving.ev.from_tier", dict(n=below.count(t), tier=("serving.tier." + TIER_WORDS[t], {})))
+                            for t in (1, 2) if t in below])))
                 start_segment(req)
                 if record:
                     got = pool.block_table(req)
-                    hit_txt = f" ({len(cached)} cached: {cached})" if cached else ""
-                    events.append(f"request {req} admitted{hit_txt}, took block(s) {got[len(cached):]}")
+                    events.append(_ev("serving.ev.admitted_hit", dict(r=req, n=len(cached), cached=cached,
+                                                                   blocks=got[len(cached):])) if cached else
+                                  _ev("serving.ev.admitted", dict(r=req, blocks=got[len(cached):])))
                 rows.append((req, n_new, 0, f"prefill after {hit} cached" if hit and hit + n_new == seg_prompt[req]
                              else _chunk_kind(hit, n_new, seg_prompt[req])))
                 pre_tokens += n_new
@@ -506,10 +515,10 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                     stats["spec_freed"] += len(freed)
                     computed[req] = keep
                     if record:
-                        events.append(f"request {req}: {accepted} of {k} drafts accepted, {k - accepted} slot(s) "
-                                      f"rolled back" + (f", block(s) {freed} freed" if freed else ""))
+                        events.append(_ev("serving.ev.rolled_freed" if freed else "serving.ev.rolled",
+                                       dict(r=req, a=accepted, k=k, back=k - accepted, freed=freed)))
                 elif record:
-                    events.append(f"request {req}: all {k} drafts accepted")
+                    events.append(_ev("serving.ev.all_accepted", dict(r=req, k=k)))
                 new_tokens = accepted + 1
             else:
                 new_tokens = 1
@@ -548,7 +557,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             finish[req] = end
             segs[2][seg] = end
             if record:
-                events.append(f"request {req} finished: block(s) {freed} back to the free queue")
+                events.append(_ev("serving.ev.finished", dict(r=req, blocks=freed)))
         if tiers is not None:
             drain_evictions()
         if check:
@@ -559,12 +568,12 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             steps.append(StepView(
                 t, now, end, tuple(waiting), tuple(running), tuple(swapped), tuple(done),
                 tuple((req, kind, n_new) for req, n_new, _k, kind in rows),
-                tuple(events), {r: tuple(tb) for r, tb in pool.req_to_block_table.items()},
+                tuple(say_event("en", e) for e in events), {r: tuple(tb) for r, tb in pool.req_to_block_table.items()},
                 dict(pool.req_to_num_tokens), {r: tuple(tb) for r, tb in cpu.req_to_block_table.items()},
                 tuple(pool.free_block_queue), tuple(pool.ref_cnt), cpu.num_free_blocks if cpu_blocks else 0,
                 tuple(sorted(pool.block_to_hash)) if cfg.prefix_caching else (),
                 tuple(pool.block_to_hash[b] for b in sorted(pool.block_to_hash)) if cfg.prefix_caching else (),
-                tiers.contents() if tiers is not None else ()))
+                tiers.contents() if tiers is not None else (), tuple(events)))
         now = end
         t += 1
     assert pool.num_free_blocks == pool.num_blocks, "blocks still held after every request finished"
@@ -583,6 +592,39 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                      stats["peak_cpu"], tuple(steps), tuple(tier_stats["hit"]), tuple(tier_stats["load_b"]),
                      tuple(tier_stats["load_s"]), tuple(tier_stats["re_s"]),
                      tuple(n * bs * kvb for n in tiers.blocks_written) if tiers is not None else (0, 0))
+
+
+def _ev(key: str, fields: dict) -> tuple:
+    """One thing that happened to blocks, as (catalog key, fields): every value written out now (block lists
+    change later), except nested (key, fields) phrases, worded when the event is shown."""
+    def keep(v):
+        return isinstance(v, tuple) and len(v) == 2 and isinstance(v[1], dict)
+
+    return key, {k: v if keep(v) or (isinstance(v, list) and v and keep(v[0])) else str(v) for k, v in fields.items()}
+
+
+def say_event(lang: str, event: tuple) -> str:
+    """An event (`_ev`) worded in `lang`; a list of phrases reads with commas."""
+    key, fields = event
+
+    def word(v):
+        if isinstance(v, tuple):
+            return say_event(lang, v)
+        return ", ".join(say_event(lang, x) for x in v) if isinstance(v, list) else v
+
+    return text(lang, key, **{k: word(v) for k, v in fields.items()}) if fields else text(lang, key)
+
+
+DID_AFTER = re.compile(r"prefill after (\d+) cached")
+
+
+def did_words(kind: str, lang: str = "en") -> str:
+    """What a row computed ('prefill chunk', 'prefill after 8 cached'), in `lang`."""
+    m = DID_AFTER.fullmatch(kind)
+    if m:
+        return text(lang, "serving.did.after", n=m[1])
+    key = "serving.did." + "".join(ch if ch.isalnum() else "_" for ch in kind).strip("_")
+    return text(lang, key)
 
 
 def _chunk_kind(done_before: int, n_new: int, prompt: int) -> str:

@@ -1,11 +1,13 @@
 """Chart titles and sentences for the Serving page's engine studies (chunked prefill, preemption, a user's trace),
 worded from the numbers they state: each names the side that wins and flips when the comparison flips. Numbers
-in, one sentence out; checked both ways in tests/test_takeaways_serving_engine.py."""
+in, one sentence out; checked both ways in tests/test_takeaways_serving_engine.py. Each takes `lang` ("en" or
+"ko") and words its clauses from the catalogs; numbers are formatted here, the same in both."""
 
 from __future__ import annotations
 
 import math
 
+from sim.i18n import text
 from sim.readout import times
 
 
@@ -17,134 +19,135 @@ def _s(x: float) -> str:
     return f"{x:,.2f} s"
 
 
-def _lower_higher(new: float, old: float, unit) -> str:
+def _lower_higher(new: float, old: float, unit, lang: str = "en") -> str:
     """'cut from A to B' / 'raised from A to B' / 'unchanged at A'."""
     a, b = unit(old), unit(new)
     if a == b:
-        return f"unchanged at {b}"
-    return f"{'cut' if new < old else 'raised'} from {a} to {b}"
+        return text(lang, "serving.s.e.unchanged", b=b)
+    return text(lang, "serving.s.e.cut" if new < old else "serving.s.e.raised", a=a, b=b)
 
 
 def chunk_takeaway(budget: int, itl_p99_chunked: float, itl_p99_whole: float, ttft_p50_chunked: float,
-                   ttft_p50_whole: float) -> str:
+                   ttft_p50_whole: float, lang: str = "en") -> str:
     """The budget chart's title: what the smallest budget does to the p99 gap between tokens and the median TTFT,
     against whole-prompt prefills."""
     if math.isnan(itl_p99_chunked) or math.isnan(itl_p99_whole):
-        return f"Chunks of {budget:,} tokens: no request produced a second token, so there is no gap to compare"
-    return (f"Chunks of {budget:,} tokens: p99 inter-token latency {_lower_higher(itl_p99_chunked, itl_p99_whole, _ms)}"
-            f", median time to first token {_lower_higher(ttft_p50_chunked, ttft_p50_whole, _s)} (vs whole prompts)")
+        return text(lang, "serving.s.e.chunk_none", budget=f"{budget:,}")
+    return text(lang, "serving.s.e.chunk", budget=f"{budget:,}",
+                itl=_lower_higher(itl_p99_chunked, itl_p99_whole, _ms, lang),
+                ttft=_lower_higher(ttft_p50_chunked, ttft_p50_whole, _s, lang))
 
 
-def chunk_summary(best_budget: int, best_tok_s: float, whole_tok_s: float, num_requests: int, prompt_mean: int) -> str:
+def chunk_summary(best_budget: int, best_tok_s: float, whole_tok_s: float, num_requests: int, prompt_mean: int,
+                  lang: str = "en") -> str:
     """Which budget served the most tokens per second, against whole-prompt prefills (Markdown)."""
-    head = (f"On these {num_requests:,} requests (prompts of {prompt_mean:,} tokens on average) the budget that "
-            f"served the most was **{best_budget:,} tokens**: {best_tok_s:,.0f} output tokens/s")
+    head = text(lang, "serving.s.e.chunk_head", n=f"{num_requests:,}", prompt=f"{prompt_mean:,}",
+                budget=f"{best_budget:,}", tok=f"{best_tok_s:,.0f}")
     if f"{best_tok_s:,.0f}" == f"{whole_tok_s:,.0f}":
-        return head + ", the same as prefilling whole prompts."
+        return head + text(lang, "serving.s.e.chunk_same")
     if best_tok_s > whole_tok_s:
-        return (head + f", {best_tok_s / whole_tok_s:.2f}× the {whole_tok_s:,.0f} of whole-prompt prefills: "
-                "mixing prompt chunks into decode passes fills the compute that decode alone leaves idle.")
-    return (head + f", below the {whole_tok_s:,.0f} of whole-prompt prefills: here small chunks cost more passes "
-            "(each reads every weight) than they win back.")
+        return head + text(lang, "serving.s.e.chunk_more", x=f"{best_tok_s / whole_tok_s:.2f}",
+                           whole=f"{whole_tok_s:,.0f}")
+    return head + text(lang, "serving.s.e.chunk_less", whole=f"{whole_tok_s:,.0f}")
 
 
 def preemption_takeaway(e2e_p99_recompute: float, e2e_p99_swap: float, recomputed_tokens: int,
                         recompute_flops: float, swap_bytes: int, swap_s: float, link_name: str, num_swaps: int,
-                        num_preemptions: int) -> str:
+                        num_preemptions: int, lang: str = "en") -> str:
     """The preemption chart's title: which mode finished its slowest 1% sooner, and what each paid."""
     if num_preemptions == 0:
-        return "No request was preempted: the KV budget held every running request, so both modes ran the same"
-    paid = (f"recompute computed {recomputed_tokens:,} tokens again ({recompute_flops / 1e12:,.1f} TFLOP), swap moved "
-            f"{swap_bytes / 1e9:,.2f} GB over {link_name} ({swap_s:,.2f} s)")
+        return text(lang, "serving.s.e.pre_none")
+    paid = text(lang, "serving.s.e.pre_paid", tokens=f"{recomputed_tokens:,}", tflop=f"{recompute_flops / 1e12:,.1f}",
+                gb=f"{swap_bytes / 1e9:,.2f}", link=link_name, s=f"{swap_s:,.2f}")
     a, b = _s(e2e_p99_recompute), _s(e2e_p99_swap)
     if a == b:
-        return f"Recompute and swap both finish the p99 request in {a}: {paid}"
+        return text(lang, "serving.s.e.pre_same", a=a, paid=paid)
     if e2e_p99_swap < e2e_p99_recompute:
-        return f"Swap finishes the p99 request in {b} vs {a} by recompute: {paid}"
-    return f"Recompute finishes the p99 request in {a} vs {b} by swap: {paid}"
+        return text(lang, "serving.s.e.pre_swap", a=a, b=b, paid=paid)
+    return text(lang, "serving.s.e.pre_recompute", a=a, b=b, paid=paid)
 
 
-def trace_summary(num_requests: int, prompt_tokens: int, output_tokens: int, hit_rate: float, frame) -> str:
+def trace_summary(num_requests: int, prompt_tokens: int, output_tokens: int, hit_rate: float, frame,
+                  lang: str = "en") -> str:
     """What every simulator made of the user's trace (Markdown)."""
+    from sim.serving.result import cell_words
+
     best = frame.loc[frame["throughput_tok_s"].idxmax()]
     fastest_ttft = frame.loc[frame["ttft_p50_s"].idxmin()]
-    return (f"The trace has **{num_requests:,} requests**: {prompt_tokens:,} prompt and {output_tokens:,} output tokens. "
-            f"Replayed one at a time through the prefix cache, **{hit_rate:.1%}** of its prompt tokens were already "
-            f"cached. Served, **{best['policy']}** had the highest throughput ({best['throughput_tok_s']:,.0f} "
-            f"tokens/s) and **{fastest_ttft['policy']}** the lowest median time to first token "
-            f"({fastest_ttft['ttft_p50_s']:,.3f} s).")
+    return text(lang, "serving.s.e.trace", n=f"{num_requests:,}", prompt=f"{prompt_tokens:,}",
+                output=f"{output_tokens:,}", hit=f"{hit_rate:.1%}", best=cell_words(best["policy"], lang),
+                tok=f"{best['throughput_tok_s']:,.0f}", fast=cell_words(fastest_ttft["policy"], lang),
+                ttft=f"{fastest_ttft['ttft_p50_s']:,.3f}")
 
 
 def step_takeaway(step: int, used_blocks: int, num_blocks: int, num_running: int, num_waiting: int,
-                  num_swapped: int, num_finished: int) -> str:
+                  num_swapped: int, num_finished: int, lang: str = "en") -> str:
     """The block grid's title: the pool and the queues after one step."""
-    held = (f"{used_blocks:,} of {num_blocks:,} blocks held by {num_running:,} running request"
-            f"{'' if num_running == 1 else 's'}" if num_running else f"all {num_blocks:,} blocks free, nothing running")
-    queues = [f"{num_waiting:,} waiting"] if num_waiting else []
+    held = (text(lang, "serving.s.e.held_one" if num_running == 1 else "serving.s.e.held", used=f"{used_blocks:,}",
+                 n=f"{num_blocks:,}", running=f"{num_running:,}") if num_running else
+            text(lang, "serving.s.e.all_free", n=f"{num_blocks:,}"))
+    queues = [text(lang, "serving.s.e.waiting", n=f"{num_waiting:,}")] if num_waiting else []
     if num_swapped:
-        queues.append(f"{num_swapped:,} swapped to the host")
+        queues.append(text(lang, "serving.s.e.swapped", n=f"{num_swapped:,}"))
     if num_finished:
-        queues.append(f"{num_finished:,} finished in this step")
-    return f"After step {step}: {held}" + (f"; {', '.join(queues)}" if queues else "")
+        queues.append(text(lang, "serving.s.e.finished", n=f"{num_finished:,}"))
+    head = text(lang, "serving.s.e.after_step", step=f"{step}", held=held)
+    return head + (text(lang, "serving.s.e.queues", queues=", ".join(queues)) if queues else "")
 
 
-def trace_hits_takeaway(hit_tokens: int, prompt_tokens: int, num_with_hit: int, num_requests: int) -> str:
+def trace_hits_takeaway(hit_tokens: int, prompt_tokens: int, num_with_hit: int, num_requests: int,
+                        lang: str = "en") -> str:
     """The trace's prefix-hit chart title."""
     if hit_tokens == 0:
-        return (f"None of the trace's {prompt_tokens:,} prompt tokens came from the cache: no request repeats a full "
-                "first block of an earlier one")
-    return (f"{hit_tokens / prompt_tokens:.1%} of the trace's prompt tokens came from the cache ({num_with_hit:,} of "
-            f"{num_requests:,} requests found a cached prefix)")
+        return text(lang, "serving.s.e.hits_none", n=f"{prompt_tokens:,}")
+    return text(lang, "serving.s.e.hits", share=f"{hit_tokens / prompt_tokens:.1%}", m=f"{num_with_hit:,}",
+                n=f"{num_requests:,}")
 
 
 def _pct(x: float) -> str:
     return f"{x:.0f}%"
 
 
-def offload_takeaway(ttft_p50_s: list[float], gpu_hit_pct: list[float], below_hit_pct: list[float]) -> str:
+def offload_takeaway(ttft_p50_s: list[float], gpu_hit_pct: list[float], below_hit_pct: list[float],
+                     lang: str = "en") -> str:
     """The offload chart's title: prompt tokens served from some cache, GPU alone vs with every lower tier, and what
     that did to the median time to first token. Lists in the study's order: GPU only, + host, + host + disk."""
     alone, full = gpu_hit_pct[0] + below_hit_pct[0], gpu_hit_pct[2] + below_hit_pct[2]
-    hits = ("cached prompt tokens unchanged at " + _pct(full) if _pct(alone) == _pct(full) else
-            f"cached prompt tokens {'up' if full > alone else 'down'} from {_pct(alone)} to {_pct(full)}")
-    return (f"Host + disk tiers under the GPU: {hits}, median time to first token "
-            f"{_lower_higher(ttft_p50_s[2], ttft_p50_s[0], _s)}")
+    hits = (text(lang, "serving.s.e.off_same", b=_pct(full)) if _pct(alone) == _pct(full) else
+            text(lang, "serving.s.e.off_up" if full > alone else "serving.s.e.off_down", a=_pct(alone), b=_pct(full)))
+    return text(lang, "serving.s.e.offload", hits=hits, ttft=_lower_higher(ttft_p50_s[2], ttft_p50_s[0], _s, lang))
 
 
 def tier_verdict(tier: str, link_name: str, hit_tokens: int, load_s: float, recompute_s: float,
                  breakeven: int | None, load_us_block: float, recompute_us_block0: float, block_size: int,
-                 model: str) -> str:
-    """Whether loading from one tier beat prefilling again, in this run and per block by position (Markdown)."""
+                 model: str, lang: str = "en") -> str:
+    """Whether loading from one tier beat prefilling again, in this run and per block by position (Markdown).
+    `tier`: 'host' or 'disk'."""
+    name = text(lang, f"serving.tier.{tier}")
+    f = dict(tier=name, tokens=f"{hit_tokens:,}", link=link_name, load=f"{load_s:,.3f}", rec=f"{recompute_s:,.3f}")
     if hit_tokens == 0:
-        run = f"No prompt block came back from the **{tier}** in this run."
+        run = text(lang, "serving.s.e.tier_none", tier=name)
     elif load_s < recompute_s:
-        run = (f"The **{tier}** tier won here: loading its {hit_tokens:,} tokens over {link_name} added "
-               f"{load_s:,.3f} s to passes, where prefilling them again would have cost {recompute_s:,.3f} s "
-               f"({times(recompute_s / load_s)} more).")
+        run = text(lang, "serving.s.e.tier_won", more=times(recompute_s / load_s), **f)
     else:
-        run = (f"The **{tier}** tier lost here: loading its {hit_tokens:,} tokens over {link_name} added "
-               f"{load_s:,.3f} s to passes, more than the {recompute_s:,.3f} s prefilling them again would have cost.")
-    per = f"One block of {block_size} tokens loads in {load_us_block:,.1f} µs over {link_name}"
+        run = text(lang, "serving.s.e.tier_lost", **f)
+    g = dict(bs=f"{block_size}", us=f"{load_us_block:,.1f}", link=link_name, us0=f"{recompute_us_block0:,.1f}",
+             model=model)
     if breakeven == 0:
-        per += (f", less than the {recompute_us_block0:,.1f} µs {model} needs to recompute even a prompt's first "
-                "block: loading wins at every position.")
+        per = text(lang, "serving.s.e.per_always", **g)
     elif breakeven is None:
-        per += (f", slower than recomputing any block of these prompts with {model} (the first costs "
-                f"{recompute_us_block0:,.1f} µs): here offload to this tier always loses to recomputing.")
+        per = text(lang, "serving.s.e.per_never", **g)
     else:
-        per += (f": slower than recomputing a block early in a prompt ({recompute_us_block0:,.1f} µs for the first "
-                f"with {model}), faster from token {breakeven:,} on, where attention over the earlier tokens makes "
-                "recomputing dearer.")
+        per = text(lang, "serving.s.e.per_from", at=f"{breakeven:,}", **g)
     return f"{run} {per}"
 
 
 def disagg_takeaway(num_prefill: int, num_decode: int, itl_p99_coloc: float, itl_p99_dis: float,
-                    ttft_p50_coloc: float, ttft_p50_dis: float) -> str:
+                    ttft_p50_coloc: float, ttft_p50_dis: float, lang: str = "en") -> str:
     """The disaggregation chart's title: both latencies, disaggregated against colocated on the same GPUs."""
-    n = num_prefill + num_decode
-    return (f"{num_prefill} prefill + {num_decode} decode GPUs vs {n} colocated: p99 inter-token latency "
-            f"{_lower_higher(itl_p99_dis, itl_p99_coloc, _ms)}, median time to first token "
-            f"{_lower_higher(ttft_p50_dis, ttft_p50_coloc, _s)}")
+    return text(lang, "serving.s.e.disagg", p=f"{num_prefill}", d=f"{num_decode}", n=f"{num_prefill + num_decode}",
+                itl=_lower_higher(itl_p99_dis, itl_p99_coloc, _ms, lang),
+                ttft=_lower_higher(ttft_p50_dis, ttft_p50_coloc, _s, lang))
 
 
 SAME_THROUGHPUT = 0.02  # throughputs closer than this read as the same (arrivals, not GPUs, set them then)
@@ -152,42 +155,41 @@ SAME_THROUGHPUT = 0.02  # throughputs closer than this read as the same (arrival
 
 def disagg_verdict(tok_s_coloc: float, tok_s_dis: float, itl_p99_coloc: float, itl_p99_dis: float,
                    slo_pct_coloc: float, slo_pct_dis: float, goodput_coloc: float, goodput_dis: float,
-                   ttft_slo_s: float, tpot_slo_ms: float) -> str:
+                   ttft_slo_s: float, tpot_slo_ms: float, lang: str = "en") -> str:
     """What this run showed (Markdown): throughput, the gap between tokens, and whether the SLOs bind."""
     ratio = tok_s_dis / tok_s_coloc
     same_tput = abs(ratio - 1) < SAME_THROUGHPUT
-    tput = (f"throughput within {SAME_THROUGHPUT:.0%} of colocated's ({tok_s_dis:,.0f} vs {tok_s_coloc:,.0f} "
-            "tokens/s)" if same_tput else
-            f"throughput {ratio:.2f}× colocated's ({tok_s_dis:,.0f} vs {tok_s_coloc:,.0f} tokens/s)")
+    tput = (text(lang, "serving.s.e.dv_tput_same", within=f"{SAME_THROUGHPUT:.0%}", dis=f"{tok_s_dis:,.0f}",
+                 coloc=f"{tok_s_coloc:,.0f}") if same_tput else
+            text(lang, "serving.s.e.dv_tput", r=f"{ratio:.2f}", dis=f"{tok_s_dis:,.0f}", coloc=f"{tok_s_coloc:,.0f}"))
     a, b = _ms(itl_p99_coloc), _ms(itl_p99_dis)
-    itl = "the p99 gap between tokens unchanged" if a == b else f"the p99 gap between tokens {b} vs {a}"
-    slo = (f"with the SLOs (first token within {ttft_slo_s:g} s, then at most {tpot_slo_ms:g} ms per token), "
-           f"{slo_pct_dis:.0f}% of requests met both vs {slo_pct_coloc:.0f}% colocated")
-    head = f"Disaggregated: {tput}, {itl}; {slo}."
+    itl = text(lang, "serving.s.e.dv_itl_same") if a == b else text(lang, "serving.s.e.dv_itl", a=a, b=b)
+    slo = text(lang, "serving.s.e.dv_slo", ttft=f"{ttft_slo_s:g}", tpot=f"{tpot_slo_ms:g}", dis=f"{slo_pct_dis:.0f}",
+               coloc=f"{slo_pct_coloc:.0f}")
+    head = text(lang, "serving.s.e.dv_head", tput=tput, itl=itl, slo=slo)
     lower_itl, more_tput = itl_p99_dis < itl_p99_coloc and a != b, tok_s_dis > tok_s_coloc and not same_tput
     more_good = f"{goodput_dis:.2f}" != f"{goodput_coloc:.2f}" and goodput_dis > goodput_coloc
     if more_tput:
-        reading = "Here splitting the pools also served more tokens per second."
+        reading = text(lang, "serving.s.e.dv_more_tput")
     elif not same_tput and not lower_itl:
-        reading = "Here it lost throughput and did not even shorten the gap between tokens."
+        reading = text(lang, "serving.s.e.dv_lost")
     elif lower_itl and more_good:
-        reading = (f"It bought steadier decoding, not throughput — and because the SLOs bind here, that is "
-                   f"{times(goodput_dis / goodput_coloc)} the requests served within them "
-                   f"({goodput_dis:.2f} vs {goodput_coloc:.2f} per second).")
+        reading = text(lang, "serving.s.e.dv_goodput", x=times(goodput_dis / goodput_coloc), dis=f"{goodput_dis:.2f}",
+                       coloc=f"{goodput_coloc:.2f}")
     elif lower_itl:
-        reading = ("It bought steadier decoding, not throughput, and the SLOs do not turn that into more requests "
-                   "served within them here.")
+        reading = text(lang, "serving.s.e.dv_steadier")
     else:
-        reading = "Here it did not even shorten the gap between tokens: the split costs more than it isolates."
+        reading = text(lang, "serving.s.e.dv_no_gap")
     return f"{head} {reading}"
 
 
 def routing_takeaway(num_replicas: int, hit_pct_aware: float, hit_pct_rr: float, tok_s_aware: float,
-                     tok_s_rr: float, ttft_p50_aware: float, ttft_p50_rr: float) -> str:
+                     tok_s_rr: float, ttft_p50_aware: float, ttft_p50_rr: float, lang: str = "en") -> str:
     """The routing chart's title: prefix hits, throughput and median TTFT, prefix-aware against round-robin."""
     a, b = _pct(hit_pct_aware), _pct(hit_pct_rr)
-    hits = f"prompt tokens from the cache {a} vs {b} round-robin" if a != b else f"the same {a} of prompt tokens hit"
+    hits = text(lang, "serving.s.e.rt_hits", a=a, b=b) if a != b else text(lang, "serving.s.e.rt_hits_same", a=a)
     ratio = tok_s_aware / tok_s_rr
-    tput = (f"throughput {times(ratio)}" if f"{ratio:.2f}" != "1.00" else "the same throughput")
-    return (f"Prefix-aware routing over {num_replicas} replicas: {hits}, {tput}, median time to first token "
-            f"{_lower_higher(ttft_p50_aware, ttft_p50_rr, _s)}")
+    tput = (text(lang, "serving.s.e.rt_tput", x=times(ratio)) if f"{ratio:.2f}" != "1.00" else
+            text(lang, "serving.s.e.rt_tput_same"))
+    return text(lang, "serving.s.e.routing", n=f"{num_replicas}", hits=hits, tput=tput,
+                ttft=_lower_higher(ttft_p50_aware, ttft_p50_rr, _s, lang))

@@ -70,12 +70,12 @@ class OffloadStudy:
                          "loaded_gb": sum(run.load_bytes) / 1e9, "written_down_gb": sum(run.offload_written_bytes) / 1e9})
         return pd.DataFrame(rows)
 
-    def takeaway(self) -> str:
+    def takeaway(self, lang: str = "en") -> str:
         f = self.to_frame()
         return er.offload_takeaway(f["ttft_p50_s"].tolist(), f["gpu_hit_pct"].tolist(),
-                                   (f["host_hit_pct"] + f["disk_hit_pct"]).tolist())
+                                   (f["host_hit_pct"] + f["disk_hit_pct"]).tolist(), lang)
 
-    def verdicts(self) -> list[str]:
+    def verdicts(self, lang: str = "en") -> list[str]:
         """One sentence per lower tier: did its loads beat recomputing in this run, and from which position on
         its link wins at all."""
         full = self.runs[2]
@@ -85,7 +85,7 @@ class OffloadStudy:
             out.append(er.tier_verdict(tier, find_link(key).name, full.tier_hit_tokens[i + 1], full.load_seconds[i],
                                        full.load_recompute_seconds[i], self.breakeven[i], self.load_us_per_block[i],
                                        self.recompute_us_first_block, self.setup.block_size,
-                                       self.setup.deployment.arch.name))
+                                       self.setup.deployment.arch.name, lang))
         return out
 
 

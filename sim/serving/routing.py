@@ -187,11 +187,11 @@ class RoutingStudy:
                          "requests_per_replica": " / ".join(map(str, r.requests_per_replica()))})
         return pd.DataFrame(rows)
 
-    def takeaway(self) -> str:
+    def takeaway(self, lang: str = "en") -> str:
         rr, pa = self.results
         return er.routing_takeaway(self.setup.num_replicas, 100 * pa.hit_rate, 100 * rr.hit_rate,
                                    pa.tokens_per_s, rr.tokens_per_s, float(np.median(pa.ttft_s)),
-                                   float(np.median(rr.ttft_s)))
+                                   float(np.median(rr.ttft_s)), lang)
 
 
 def run_routing(setup: RoutingSetup, progress=None) -> RoutingStudy:

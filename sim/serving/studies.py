@@ -12,9 +12,11 @@ import numpy as np
 from sim.alloc.prefix_cache import CacheConfig, PrefixCacheResult, block_hashes, simulate_prefix_cache
 from sim.alloc.trace import TraceFile, blocks_to_hold
 from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload, workload_from_lengths
+from sim.i18n import text
 from sim.serving import engine_readouts as er
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
+from sim.serving.errors import Refusal
 from sim.serving.links import link as find_link
 from sim.serving.result import ServingResult
 from sim.serving.schedulers import SchedulerConfig, simulate_static
@@ -41,14 +43,15 @@ class StudySetup:
 
     def __post_init__(self) -> None:
         if self.workload.num_requests > MAX_STUDY_REQUESTS:
-            raise ValueError(f"at most {MAX_STUDY_REQUESTS:,} requests here, got {self.workload.num_requests:,}")
+            raise Refusal("serving.err.study_requests", max=f"{MAX_STUDY_REQUESTS:,}",
+                          got=f"{self.workload.num_requests:,}")
 
     def prepare(self) -> tuple[Workload, object, int, float]:
         """(workload, step cost, KV slots, seconds per arrival tick)."""
         arch = self.deployment.arch
         if self.workload.max_model_len > arch.max_position_embeddings:
-            raise ValueError(f"max model length {self.workload.max_model_len:,} is past {arch.name}'s trained "
-                             f"context of {arch.max_position_embeddings:,} tokens")
+            raise Refusal("serving.err.context", n=f"{self.workload.max_model_len:,}", model=arch.name,
+                          ctx=f"{arch.max_position_embeddings:,}")
         cost = self.deployment.cost()
         _, _, slots = self.deployment.kv_budget(cost)
         tick = ARRIVAL_TICK_S if self.workload.arrival == "poisson" else 1.0
@@ -80,34 +83,34 @@ class ChunkSweep:
                          "preemptions": r.num_preemptions})
         return pd.DataFrame(rows)
 
-    def takeaway(self) -> str:
+    def takeaway(self, lang: str = "en") -> str:
         f = self.to_frame()
         small, un = f.iloc[0], f.iloc[-1]
         return er.chunk_takeaway(int(small["token_budget"]), small["itl_p99_ms"], un["itl_p99_ms"],
-                                 small["ttft_p50_s"], un["ttft_p50_s"])
+                                 small["ttft_p50_s"], un["ttft_p50_s"], lang)
 
-    def summary(self) -> str:
+    def summary(self, lang: str = "en") -> str:
         f = self.to_frame()
         best = f.iloc[:-1]["throughput_tok_s"].idxmax()
         return er.chunk_summary(int(f.loc[best, "token_budget"]), f.loc[best, "throughput_tok_s"],
                                 f.iloc[-1]["throughput_tok_s"], self.setup.workload.num_requests,
-                                self.setup.workload.prompt_mean)
+                                self.setup.workload.prompt_mean, lang)
 
 
 def sweep_chunk_budget(setup: StudySetup, budgets: tuple[int, ...] = CHUNK_BUDGETS, progress=None) -> ChunkSweep:
     wl, cost, slots, tick = setup.prepare()
     budgets = tuple(b for b in budgets if b >= setup.max_batch)
     if not budgets:
-        raise ValueError(f"every budget is below the max batch {setup.max_batch}: each running request needs a token")
+        raise Refusal("serving.err.budgets_below", batch=f"{setup.max_batch}")
     runs = []
     for i, b in enumerate(budgets):
         if progress:
-            progress(i / (len(budgets) + 1), f"chunked prefill, budget {b:,}")
+            progress(i / (len(budgets) + 1), text("en", "serving.p.budget", b=f"{b:,}"))
         cfg = EngineConfig(setup.max_batch, slots, setup.block_size, 0.01, b, chunked=True)
         runs.append(simulate_engine(wl, cfg, cost, tick).result)
     whole = max(budgets[-1], wl.max_model_len)
     if progress:
-        progress(len(budgets) / (len(budgets) + 1), "continuous batching, whole prompts")
+        progress(len(budgets) / (len(budgets) + 1), text("en", "serving.p.whole"))
     un = simulate_engine(wl, EngineConfig(setup.max_batch, slots, setup.block_size, 0.01, whole, chunked=False), cost,
                          tick).result
     return ChunkSweep(setup, slots, budgets, tuple(runs), un, whole)
@@ -130,7 +133,7 @@ class PreemptionSetup:
     def __post_init__(self) -> None:
         find_link(self.link)
         if not 0 <= self.cpu_tokens <= 1 << 26:
-            raise ValueError(f"host KV slots must be 0..{1 << 26:,}, got {self.cpu_tokens:,}")
+            raise Refusal("serving.err.host_slots", max=f"{1 << 26:,}", got=f"{self.cpu_tokens:,}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,11 +159,12 @@ class PreemptionComparison:
                          "makespan_s": r.makespan_s})
         return pd.DataFrame(rows)
 
-    def takeaway(self) -> str:
+    def takeaway(self, lang: str = "en") -> str:
         a, b = self.recompute, self.swap
         return er.preemption_takeaway(_percentile(a.result, a.result.e2e_s, 99), _percentile(b.result, b.result.e2e_s, 99),
                                       a.recomputed_tokens, a.recompute_flops, b.swap_bytes, b.swap_seconds,
-                                      find_link(self.setup.link).name, b.num_swaps, a.result.num_preemptions)
+                                      find_link(self.setup.link).name, b.num_swaps, a.result.num_preemptions,
+                                      lang)
 
 
 def compare_preemption(setup: PreemptionSetup, progress=None) -> PreemptionComparison:
@@ -170,7 +174,7 @@ def compare_preemption(setup: PreemptionSetup, progress=None) -> PreemptionCompa
     runs = {}
     for i, mode in enumerate(("recompute", "swap")):
         if progress:
-            progress(i / 2, f"preemption by {mode}")
+            progress(i / 2, text("en", f"serving.sc.{mode}.label"))
         cfg = EngineConfig(study.max_batch, slots, study.block_size, 0.01,
                            setup.token_budget if setup.chunked else max(setup.token_budget, wl.max_model_len),
                            chunked=setup.chunked, preemption=mode, cpu_capacity_tokens=setup.cpu_tokens,
@@ -181,7 +185,17 @@ def compare_preemption(setup: PreemptionSetup, progress=None) -> PreemptionCompa
 
 # --- step through: small scenarios, one pass = one second ----------------------------------------------------
 
-STEP_COST = LinearCost(base_s=1.0, name="one second per pass")
+STEP_COST = LinearCost(base_s=1.0, name=text("en", "serving.p.one_second"))
+
+
+def _words(name: str, lang: str = "en") -> tuple[str, str]:
+    """A scenario's (label, about) in `lang`."""
+    return text(lang, f"serving.sc.{name}.label"), text(lang, f"serving.sc.{name}.about")
+
+
+def scenario_words(name: str, lang: str = "en") -> tuple[str, str]:
+    """The step-through scenario `name` as the page names and describes it: (label, about)."""
+    return _words(name, lang)
 
 
 @dataclass(frozen=True)
@@ -197,24 +211,19 @@ class StepScenario:
 
 STEP_SCENARIOS: dict[str, StepScenario] = {
     "chunked": StepScenario(
-        "Chunked prefill", "A 10-token budget: the 14-token prompt is cut into chunks that share passes with the "
-        "others' decodes.", (14, 5, 3), (3, 4, 3), (0, 0, 1),
+        *_words("chunked"), (14, 5, 3), (3, 4, 3), (0, 0, 1),
         EngineConfig(4, 48, 4, 0.0, 10, chunked=True)),
     "recompute": StepScenario(
-        "Preemption by recompute", "Six blocks of 4 slots for three growing requests: the newest is preempted and "
-        "later prefilled again, prompt and output so far.", (6, 6, 4), (8, 8, 4), (0, 0, 0),
+        *_words("recompute"), (6, 6, 4), (8, 8, 4), (0, 0, 0),
         EngineConfig(3, 24, 4, 0.0, 32, chunked=False)),
     "swap": StepScenario(
-        "Preemption by swap", "The same requests, but the preempted one's blocks are copied to host blocks and "
-        "copied back when the GPU has room.", (6, 6, 4), (8, 8, 4), (0, 0, 0),
+        *_words("swap"), (6, 6, 4), (8, 8, 4), (0, 0, 0),
         EngineConfig(3, 24, 4, 0.0, 32, chunked=False, preemption="swap", cpu_capacity_tokens=32)),
     "prefix": StepScenario(
-        "Prefix sharing", "Three requests whose first 8 tokens are the same: the later two find those 2 blocks "
-        "cached (ref_cnt 2 and 3) and compute only the rest.", (10, 12, 9), (4, 3, 2), (0, 1, 2),
+        *_words("prefix"), (10, 12, 9), (4, 3, 2), (0, 1, 2),
         EngineConfig(4, 48, 4, 0.0, 32, chunked=True, prefix_caching=True), shared=(10, 8, 8)),
     "speculative": StepScenario(
-        "Speculative lookahead slots", "Each decode reserves slots for 3 draft tokens; the ones the target rejects "
-        "are rolled back, and a block they alone used goes back to the free queue.", (5, 3), (8, 6), (0, 0),
+        *_words("speculative"), (5, 3), (8, 6), (0, 0),
         EngineConfig(2, 32, 4, 0.0, 16, chunked=True, spec_k=3, spec_alpha=0.6, spec_seed=1)),
 }
 
@@ -233,7 +242,7 @@ def scenario_hashes(sc: StepScenario) -> list[list[int]] | None:
 def run_scenario(name: str, config: EngineConfig | None = None) -> EngineRun:
     """A scenario (optionally with its config changed) stepped with every step recorded."""
     if name not in STEP_SCENARIOS:
-        raise ValueError(f"unknown scenario {name!r}; one of {', '.join(STEP_SCENARIOS)}")
+        raise Refusal("serving.err.scenario", name=repr(name), names=", ".join(STEP_SCENARIOS))
     sc = STEP_SCENARIOS[name]
     cfg = config or sc.config
     wl = workload_from_lengths(sc.prompts, sc.outputs, arrival=sc.arrivals,
@@ -266,13 +275,14 @@ class TraceRun:
                          "preemptions": r.num_preemptions})
         return pd.DataFrame(rows)
 
-    def hits_takeaway(self) -> str:
+    def hits_takeaway(self, lang: str = "en") -> str:
         p = self.prefix
-        return er.trace_hits_takeaway(p.num_hit_tokens, p.num_prompt_tokens, p.num_requests_with_hit, p.num_requests)
+        return er.trace_hits_takeaway(p.num_hit_tokens, p.num_prompt_tokens, p.num_requests_with_hit, p.num_requests,
+                                      lang)
 
-    def summary(self) -> str:
+    def summary(self, lang: str = "en") -> str:
         return er.trace_summary(self.trace.num_requests, int(self.trace.prompt_len.sum()),
-                                int(self.trace.output_len.sum()), self.prefix.hit_rate, self.to_frame())
+                                int(self.trace.output_len.sum()), self.prefix.hit_rate, self.to_frame(), lang)
 
 
 def run_trace(tf: TraceFile, deployment: DeploymentConfig, max_batch: int = 256, block_size: int = 16,
