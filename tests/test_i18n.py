@@ -313,7 +313,7 @@ def _literal_text(path: Path) -> list[str]:
             if isinstance(node.func, ast.Attribute) and getattr(node.func.value, "id", "") == "url":
                 name = "url." + name  # UrlState's readers take a URL key first, not text
             args = [*(node.args[:1] if name in UI_CALLS else []),
-                    *(node.args[1:2] if name == "queued" else []),
+                    *(node.args[1:2] if name in ("queued", "live_result") else []),
                     *(node.args[1:4] if name == "base_layout" else []),
                     *(k.value for k in node.keywords if k.arg in TEXT_KEYWORDS)]
             for arg in args:
