@@ -8,11 +8,18 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app.i18n import t
 from app.urlstate import UrlState
 from sim.alloc.workload import ARRIVALS, LENGTH_DISTS, MAX_MODEL_LEN, LengthWorkloadConfig
 
-LENGTH_LABELS = {"chat": "chat (long-tailed)", "uniform": "uniform", "fixed": "fixed"}
-ARRIVAL_LABELS = {"burst": "all queued at once", "poisson": "Poisson"}
+
+def length_label(dist: str) -> str:
+    """'chat (long-tailed)', 'uniform', 'fixed' in the page language (the URL keeps the identifier)."""
+    return t(f"wl.len.{dist}")
+
+
+def arrival_label(arrival: str) -> str:
+    return t(f"wl.arr.{arrival}")
 
 
 @dataclass(frozen=True)
@@ -27,13 +34,13 @@ class RateInput:
 
 
 def register_workload(url: UrlState, max_requests: int) -> None:
-    url.int("requests", 1000, 1, max_requests, label="requests")
-    url.choice("lengths", "chat", LENGTH_DISTS, label="length distribution")
-    url.int("prompt_mean", 160, 1, MAX_MODEL_LEN - 1, label="mean prompt length")
-    url.int("output_mean", 340, 1, MAX_MODEL_LEN - 1, label="mean output length")
-    url.float("spread", 1.0, 0.05, 3.0, label="spread (log-normal sigma)")
-    url.int("max_len", 2048, 64, MAX_MODEL_LEN, label="max model length")
-    url.int("max_tokens", 1024, 1, MAX_MODEL_LEN - 1, label="max_tokens")
+    url.int("requests", 1000, 1, max_requests, label=t("wl.url.requests"))
+    url.choice("lengths", "chat", LENGTH_DISTS, label=t("wl.url.lengths"))
+    url.int("prompt_mean", 160, 1, MAX_MODEL_LEN - 1, label=t("wl.url.prompt_mean"))
+    url.int("output_mean", 340, 1, MAX_MODEL_LEN - 1, label=t("wl.url.output_mean"))
+    url.float("spread", 1.0, 0.05, 3.0, label=t("wl.url.spread"))
+    url.int("max_len", 2048, 64, MAX_MODEL_LEN, label=t("wl.url.max_len"))
+    url.int("max_tokens", 1024, 1, MAX_MODEL_LEN - 1, label=t("wl.url.max_tokens"))
 
 
 def draw_workload(max_requests: int, rate: RateInput, helps: dict[str, str] | None = None) -> list:
@@ -42,23 +49,20 @@ def draw_workload(max_requests: int, rate: RateInput, helps: dict[str, str] | No
     columns left free at the end of the second row, for the page's own widgets."""
     helps = helps or {}
     c = st.columns(6)
-    c[0].number_input("Requests", 1, max_requests, step=100, key="requests",
-                      help=f"1 to {max_requests:,} chat completions.")
-    c[1].selectbox("Lengths", LENGTH_DISTS, key="lengths", format_func=LENGTH_LABELS.get,
-                   help="chat: log-normal, most requests short and a few very long (like ShareGPT); "
-                        "uniform: 1 … 2×mean−1; fixed: every request the mean.")
-    c[2].number_input("Mean prompt tokens", 1, MAX_MODEL_LEN - 1, step=16, key="prompt_mean",
-                      help="ShareGPT's mean is 161 (vLLM paper).")
-    c[3].number_input("Mean output tokens", 1, MAX_MODEL_LEN - 1, step=16, key="output_mean",
-                      help="ShareGPT's mean is 338 (vLLM paper). Outputs stop at max_tokens.")
-    c[4].slider("Spread σ (chat only)", 0.05, 3.0, step=0.05, key="spread",
-                help="Sigma of the log-normal: larger means a longer tail.")
-    c[5].number_input("Seed", 0, 2**31 - 1, key="seed")
+    c[0].number_input(t("wl.requests"), 1, max_requests, step=100, key="requests",
+                      help=t("wl.requests_help", n=f"{max_requests:,}"))
+    c[1].selectbox(t("wl.lengths"), LENGTH_DISTS, key="lengths", format_func=length_label, help=t("wl.lengths_help"))
+    c[2].number_input(t("wl.prompt_mean"), 1, MAX_MODEL_LEN - 1, step=16, key="prompt_mean",
+                      help=t("wl.prompt_mean_help"))
+    c[3].number_input(t("wl.output_mean"), 1, MAX_MODEL_LEN - 1, step=16, key="output_mean",
+                      help=t("wl.output_mean_help"))
+    c[4].slider(t("wl.spread"), 0.05, 3.0, step=0.05, key="spread", help=t("wl.spread_help"))
+    c[5].number_input(t("wl.seed"), 0, 2**31 - 1, key="seed")
     c = st.columns(6)
-    c[0].number_input("Max model length", 64, MAX_MODEL_LEN, step=256, key="max_len", help=helps.get("max_len"))
-    c[1].number_input("max_tokens (client's output cap)", 1, MAX_MODEL_LEN - 1, step=128, key="max_tokens",
+    c[0].number_input(t("wl.max_len"), 64, MAX_MODEL_LEN, step=256, key="max_len", help=helps.get("max_len"))
+    c[1].number_input(t("wl.max_tokens"), 1, MAX_MODEL_LEN - 1, step=128, key="max_tokens",
                       help=helps.get("max_tokens"))
-    c[2].radio("Arrivals", ARRIVALS, key="arrival", horizontal=True, format_func=ARRIVAL_LABELS.get)
+    c[2].radio(t("wl.arrivals"), ARRIVALS, key="arrival", horizontal=True, format_func=arrival_label)
     c[3].number_input(rate.label, rate.lo, rate.hi, step=rate.step, format=rate.format, key="rate",
                       disabled=st.session_state["arrival"] != "poisson")
     return c[4:]
