@@ -1,0 +1,235 @@
+"""Roofline and Attention kernels in Korean: their sentences worded from known results (the same numbers as the
+English), every Roofline tab and the timed parts of Attention kernels rendered with ?lang=ko, the seeds' claims
+quoted in their own words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.controls.roofline import TAB_SLUGS, TABS
+from sim.attention.kernel_claims import kernel_claims
+from sim.attention.limits import Limits, check_shape
+from sim.attention.readouts import (
+    held_caption,
+    reason_text,
+    shape_label,
+    stat_word,
+    sweep_time_takeaway,
+    timing_rows,
+    timing_takeaway,
+    traffic_takeaway,
+)
+from sim.attention.shapes import AttentionShape
+from sim.attention.timing import SweepResult
+from sim.cost.gpus import load_gpus
+from sim.cost.presets import load_presets
+from sim.cost.roofline import (
+    ContextTrend,
+    RooflineConfig,
+    SweepPoint,
+    TinyDecodePoint,
+    batching_caption,
+    bytes_takeaway,
+    decode_step,
+    hardware,
+    intensity_takeaway,
+    levers_frame,
+    prefill_step,
+    roofline_takeaway,
+    steps_frame,
+    tokens_takeaway,
+    turning_points,
+    what_helps,
+)
+from sim.cost.roofline_claims import roofline_claims
+from sim.i18n import text
+from tests.conftest import run_in_app, run_page
+from tests.test_attention_readouts import fake_result
+from tests.test_i18n import hangul_share, rendered_text
+
+SEEDS = Path(__file__).resolve().parent.parent.parent / "shared" / "seeds"
+P, G = load_presets(), load_gpus()
+CFG = RooflineConfig(P["llama-3.1-70b"], 1, 4096)  # the page's defaults: 1.05 FLOP/B against an H100's 295
+H100 = hardware(G["h100-sxm"])
+
+
+def _pt(batch: int, context: int, intensity: float, tokens_per_s: float = 1.0) -> SweepPoint:
+    return SweepPoint(batch, context, intensity, 1.0, tokens_per_s, "")
+
+
+# --- Roofline's sentences ----------------------------------------------------------------------------------------
+
+def test_roofline_takeaway_in_korean_has_the_english_numbers():
+    dec, pre = decode_step(CFG), prefill_step(CFG)
+    assert roofline_takeaway(dec, pre, H100) == (
+        "Decode at 1.05 FLOP/B is memory-bound, 281× below the ridge of 295 FLOP/B; prefill at 2,508 FLOP/B is "
+        "compute-bound, 8.5× above the ridge")
+    assert roofline_takeaway(dec, pre, H100, "ko") == (
+        "균형점 295 FLOP/B 기준: 디코딩은 1.05 FLOP/B로 균형점보다 281× 낮아 메모리 한계, 프리필은 2,508 FLOP/B로 "
+        "균형점보다 8.5× 높아 연산 한계")
+    assert bytes_takeaway(dec, "ko") == (
+        "디코딩은 스텝마다 가중치 141.1 GB, KV 캐시 1.342 GB를 읽는다 — 전체 바이트 중 가중치가 99%")
+    assert bytes_takeaway(dec).startswith("Decode reads 141.1 GB of weights and 1.342 GB of KV cache a step")
+
+
+def test_batch_sweep_sentences_in_korean():
+    rows = [_pt(1, 512, 1.0), _pt(64, 512, 120.0), _pt(4096, 512, 300.0),
+            _pt(1, 8192, 1.0), _pt(64, 8192, 20.0), _pt(4096, 8192, 25.0)]
+    assert intensity_takeaway(rows, 295.0, "ko") == (
+        "디코딩은 컨텍스트 512(배치 4,096부터)에서 균형점 295 FLOP/B에 닿지만, 컨텍스트 8,192에서는 배치 4,096까지 "
+        "어디에서도 닿지 못한다")
+    assert intensity_takeaway(rows, 20.0, "ko") == (
+        "디코딩은 보인 모든 컨텍스트에서 균형점 20 FLOP/B에 닿는다: 컨텍스트 512(배치 64부터), 컨텍스트 8,192(배치 64부터)")
+    assert intensity_takeaway(rows, 591.0, "ko") == (
+        "디코딩은 배치 4,096까지, 보인 모든 컨텍스트에서 균형점 591 FLOP/B 아래에 머문다: 최대 300 FLOP/B "
+        "(컨텍스트 512, 배치 4,096)")
+    three = rows + [_pt(1, 131072, 1.0), _pt(4096, 131072, 2.0)]
+    assert "컨텍스트 8,192, 131,072에서는" in intensity_takeaway(three, 100.0, "ko")
+    assert tokens_takeaway([_pt(1, 4096, 0, 23.5), _pt(4096, 4096, 0, 2395.0)], 4096, "ko") == (
+        "컨텍스트 4,096에서 배치 4,096는 요청이 4,096×인데도 배치 1의 102× 토큰/s만 디코딩한다 (2,395 대 23.5 토큰/s)")
+    assert tokens_takeaway([_pt(1, 128, 0, 100.0), _pt(8, 128, 0, 700.0)], 128, "ko") == (
+        "컨텍스트 128에서 배치 8는 배치 1의 7.0× 토큰/s를 디코딩한다 (700 대 100 토큰/s): 요청 수 8.0×에 거의 비례한다")
+    assert turning_points({512: 64, 131072: None}, "ko") == (
+        "컨텍스트 512: 배치 **64**부터 연산 한계 · 컨텍스트 131,072: **배치 4,096까지 모두 메모리 한계**")
+    assert batching_caption(CFG, H100, lang="ko").endswith(
+        "산술 강도가 110 FLOP/B(요청 하나의 FLOPs ÷ 그 요청 자신의 바이트)를 넘지 못한다. 이는 균형점 295 FLOP/B보다 "
+        "2.7× 낮으므로, 이 컨텍스트에서 이 스텝은 결코 연산 한계가 되지 않는다.")
+    assert "can never pass 110 FLOP/B" in batching_caption(CFG, H100) and "2.7× below the ridge of 295" in \
+        batching_caption(CFG, H100)
+
+
+def test_roofline_tables_levers_and_measured_point_in_korean():
+    dec, pre = decode_step(CFG), prefill_step(CFG)
+    table = steps_frame([pre, dec], H100, "ko")
+    assert table["스텝"].tolist() == ["프리필", "디코딩"] and table["한계"].tolist() == ["연산", "메모리"]
+    assert table["메모리 시간 (ms)"].tolist() == steps_frame([pre, dec], H100)["Memory time (ms)"].tolist()
+    levers = what_helps(CFG, H100, "ko")
+    assert [x.name for x in levers] == ["고른 그대로", "가중치를 INT4로", "KV 캐시를 INT4로", "MQA (KV 헤드 1개)",
+                                        "배치 ×8 (8)"]
+    assert [x.tokens_per_s for x in levers] == [x.tokens_per_s for x in what_helps(CFG, H100)]
+    assert levers_frame(levers, "ko")["고른 설정 대비"].iloc[0] == "1.00×"
+    tp = TinyDecodePoint(2e6, 1e6, 500e-6, 50e-6, 120, 0.5, 2e9, 1e9)
+    assert tp.takeaway_in("ko") == "작은 모델의 디코딩 스텝은 측정해 보니 루프라인의 10.0%에 이른다"
+    assert tp.verdict_in("ko").startswith(
+        "작은 모델의 캐시 디코딩 스텝 하나는 2.00 MB를 옮기고 1.00 MFLOP를 계산한다. 루프라인으로는 50 µs면 되지만, "
+        "실제로는 **500 µs** 걸렸다 — 루프라인이 허용하는 속도의 10.0%다. ")
+    assert "약 120개 연산" in tp.verdict_in("ko") and tp.verdict == tp.verdict_in("en")
+    falling = ContextTrend(1, 4096, 1.0, 0.5, 1)
+    assert "컨텍스트가 길어지면 내려간다 (토큰 1개에서 1.00, 토큰 4,096개에서 0.50)" in falling.verdict_in("ko")
+    with pytest.raises(ValueError, match="NVIDIA A100 SXM 80GB에는 dense FP8 텐서 처리량 수치가 없다"):
+        hardware(G["a100-80gb"], "fp8", lang="ko")
+
+
+def _seed_text() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(SEEDS.glob("*.txt")))
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed articles are not beside this checkout")
+def test_every_claim_quotes_its_seed_verbatim():
+    seeds = _seed_text()
+    for claim in (*roofline_claims(P, G), *kernel_claims()):
+        assert claim.original and claim.original in seeds, claim.statement
+
+
+def test_claims_are_worded_in_the_page_language_with_the_same_numbers_and_verdicts():
+    en, ko = roofline_claims(P, G), roofline_claims(P, G, "ko")
+    assert [c.statement for c in ko] == [c.statement for c in en]  # the English translation in both
+    assert [(c.verdict, c.value) for c in ko] == [(c.verdict, c.value) for c in en]
+    assert ko[0].computed == "141 GB, 139 GFLOP (Llama 3.1 70B, bf16)" == en[0].computed
+    assert ko[2].why == "dense BF16 기준 (989 TFLOP/s ÷ 3.35 TB/s). FP8에서는 두 배인 약 591이 된다."
+    sweep = SweepResult((fake_result(128), fake_result(256)), 1e12)
+    measured = {c.statement: c for c in kernel_claims(sweep, "median", "ko")}
+    speed = measured["FlashAttention: 24× wall-clock on A100, 510× on H100 in FP8"]
+    assert speed.computed.endswith(" 이 페이지에서 cpu의 N = 256으로 잰 값: FLASH가 eager보다 3.0× 빠르다 (중앙값).")
+    assert kernel_claims(sweep)[4].computed.endswith(" Measured on this page at N = 256 on cpu: FLASH is 3.0× faster "
+                                                     "than eager (median).")
+
+
+# --- Attention kernels' sentences --------------------------------------------------------------------------------
+
+def test_kernel_sentences_in_korean():
+    r = fake_result(256)
+    assert timing_takeaway(r, lang="ko") == (
+        "이 CPU의 N = 256에서 FLASH는 eager보다 3.0× 빨랐다: 호출당 1 대 3 ms (중앙값). eager의 최대 메모리 1 MiB는 "
+        "FLASH의 64×였다")
+    assert timing_takeaway(r, "fastest block", "ko").endswith("호출당 0.5 대 2 ms (가장 빠른 블록). eager의 최대 메모리 "
+                                                             "1 MiB는 FLASH의 64×였다")
+    rows = timing_rows(r, "ko")
+    assert [x["커널"] for x in rows] == ["eager", "MATH", "FLASH", "EFFICIENT"]
+    assert [x["상태"] for x in rows] == ["정상", "정상", "정상", "쓸 수 없음 (위 표 참고)"]
+    assert rows[1]["MATH 대비 최대 |Δ|"] == "0 (기준)"
+    assert [list(a.values())[1:6] for a in rows] == [list(b.values())[1:6] for b in timing_rows(r)]  # same numbers
+    sweep = SweepResult((fake_result(128), fake_result(256)), 1e12)
+    assert sweep_time_takeaway(sweep, lang="ko") == (
+        "N = 128에서 256까지 (2× 길게) 늘리자 eager의 호출당 시간은 1.0× 늘어, FLASH의 1.0×만큼 늘었다 (중앙값)")
+    shape = AttentionShape(batch=1, heads=1, seq_len=128, head_dim=16)
+    assert shape_label(shape) == shape.label()
+    assert shape_label(shape, "ko") == "B=1, H=1, 질의 128개 × 키 128개, d=16, 인과, float32"
+    assert stat_word("fastest block", "ko") == "가장 빠른 블록"
+    from sim.attention.online_softmax import hbm_traffic
+
+    traffic = hbm_traffic(1, 1, 128, 128, 16, 4, 128, 128, True)
+    assert traffic_takeaway(traffic, shape_label(shape, "ko"), "ko").startswith(
+        "B=1, H=1, 질의 128개 × 키 128개, d=16, 인과, float32: 표준 어텐션은 메인 메모리와 ")
+    assert held_caption(r, traffic, "ko").startswith("eager의 측정 최대값은 N² 행렬 하나 (S 또는 P)의 ")
+
+
+def test_over_the_cap_and_why_not_in_korean():
+    with pytest.raises(ValueError, match=r"= 점수 원소 1,073,741,824개로, 이 장치의 상한 16,777,216 \(2\^24\)을 넘는다"):
+        check_shape(AttentionShape(heads=64, seq_len=4096), Limits("cpu", 1 << 24, 1 << 33, 3 << 30), "ko")
+    assert reason_text("this torch has no FlexAttention (No module named x)", "ko") == \
+        "이 torch에는 FlexAttention이 없다 (No module named x)"
+    assert reason_text(text("en", "home.why.cpu_only"), "ko") == text("ko", "home.why.cpu_only")
+    assert reason_text("CUDA error: no kernel image", "ko") == "CUDA error: no kernel image"  # torch's own words
+
+
+# --- the pages in Korean ------------------------------------------------------------------------------------------
+
+def _korean_ok(at, label: str) -> float:
+    assert not at.exception, (label, at.exception)
+    assert not at.error and not at.warning, (label, [e.value for e in [*at.error, *at.warning]])
+    share = hangul_share(rendered_text(at))
+    assert share >= 0.60, (label, share)
+    return share
+
+
+@pytest.mark.parametrize("tab", TAB_SLUGS)
+def test_every_roofline_tab_renders_in_korean(tab):
+    params = {"lang": "ko", "tab": tab}
+    if tab == "machine":
+        params.update(gpu="this-machine", model="tiny-mha", context="128")
+    at = run_page("roofline", params, timeout=300)
+    _korean_ok(at, tab)
+    assert at.query_params["tab"] == tab
+    assert at.title[0].value == "루프라인"
+    if tab == "machine":
+        next(b for b in at.button if b.label == "여기서 작은 모델의 디코딩 스텝 재기").click().run()
+        _korean_ok(at, "machine, measured")
+        assert any("실제로는 **" in m.value for m in at.markdown)
+
+
+def test_roofline_keeps_its_tab_when_the_language_changes():
+    at = run_in_app("roofline", {"tab": "batching"})
+    assert not at.exception and at.session_state[TABS.widget_key] == "Batching"
+    at.radio(key="lang").set_value("ko").run()
+    assert not at.exception and at.query_params["tab"] == "batching"
+    assert at.session_state[TABS.widget_key] == "배치" and at.subheader[0].value == "배치: 가중치는 함께 쓰고, 캐시는 저마다"
+
+
+def test_attention_kernels_timing_and_sweep_in_korean():
+    at = run_page("attention_kernels", {"lang": "ko", "n": "128", "h": "1", "d": "16", "threads": "1",
+                                        "sweep_max": "256"}, timeout=300)
+    _korean_ok(at, "default")
+    for label in ("이 커널들 시간 재기", "스윕 돌리기"):
+        next(b for b in at.button if b.label == label).click().run()
+        _korean_ok(at, label)
+    sweep = at.session_state["ak_sweep"]
+    assert sweep.lengths == [128, 256]
+    ratio = next(m.value for m in at.metric if m.label == "N = 256에서 FLASH 대 eager 시간")
+    speed = at.table[-1].value.loc["FlashAttention: 24× wall-clock on A100, 510× on H100 in FP8"]
+    said = " ".join(str(v) for v in speed.values)
+    assert "이 페이지에서 cpu의 N = 256으로 잰 값: " in said
+    if ratio not in ("1.0×", "0.9×"):  # faster or slower by the metric's own ratio
+        assert f"FLASH가 eager보다 {ratio} 빠르다 (중앙값)." in said or "느리다 (중앙값)." in said
