@@ -42,6 +42,7 @@ from sim.alloc.workload import (
     Trace,
     Workload,
 )
+from sim.i18n import text
 
 MAX_TRACE_BYTES = 16 * 2**20  # a trace file (the command line)
 MAX_PAGE_TRACE_BYTES = 2 * 2**20  # an uploaded or pasted trace (the page)
@@ -57,10 +58,15 @@ UNKNOWN_OUTPUT_ID = -1
 class TraceError(ValueError):
     """A trace that cannot be used; `line` is 1-based (0: the file as a whole), `field` the offending key."""
 
-    def __init__(self, line: int, field: str, message: str) -> None:
-        self.line, self.field = line, field
-        where = f"line {line}" if line else "the trace"
-        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+    def __init__(self, line: int, field: str, key: str, /, **fields: object) -> None:
+        self.line, self.field, self.key, self.fields = line, field, key, fields
+        super().__init__(self.words("en"))
+
+    def words(self, lang: str = "en") -> str:
+        """The refusal in `lang` (str(exc) is the English: what the command line prints)."""
+        where = text(lang, "serving.trace.line", n=f"{self.line}") if self.line else text(lang, "serving.trace.file")
+        message = text(lang, f"serving.trace.{self.key}", **self.fields)
+        return f"{where}: {self.field}: {message}" if self.field else f"{where}: {message}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,29 +138,37 @@ class TraceFile:
 def _whole(line: int, field: str, value, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or (isinstance(value, float) and (
             not math.isfinite(value) or value != int(value))):
-        raise TraceError(line, field, f"must be a whole number {lo:,}..{hi:,}, got {_short(value)}")
+        raise TraceError(line, field, "not_whole", lo=f"{lo:,}", hi=f"{hi:,}", got=_short(value))
     v = int(value)
     if not lo <= v <= hi:
-        raise TraceError(line, field, f"must be {lo:,}..{hi:,}, got {v:,}")
+        raise TraceError(line, field, "out_of_range", lo=f"{lo:,}", hi=f"{hi:,}", got=f"{v:,}")
     return v
 
 
 def _label(line: int, field: str, value) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise TraceError(line, field, f"must be text or a whole number, got {_short(value)}")
-    text = str(value)
-    if not 1 <= len(text) <= MAX_LABEL_CHARS:
-        raise TraceError(line, field, f"must be 1..{MAX_LABEL_CHARS} characters, got {len(text):,}")
-    return text
+        raise TraceError(line, field, "not_label", got=_short(value))
+    label = str(value)
+    if not 1 <= len(label) <= MAX_LABEL_CHARS:
+        raise TraceError(line, field, "label_length", max=f"{MAX_LABEL_CHARS}", got=f"{len(label):,}")
+    return label
 
 
 def _short(value) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    shown = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+class _BadConstant(ValueError):
+    """NaN, Infinity or -Infinity in a line: JSON has no such numbers."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(text("en", "serving.trace.constant", name=name))
 
 
 def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a number JSON allows")
+    raise _BadConstant(name)
 
 
 def _seeded_ids(key: str, n: int) -> np.ndarray:
@@ -162,73 +176,74 @@ def _seeded_ids(key: str, n: int) -> np.ndarray:
     return rng.integers(FIRST_ID, VOCAB_SIZE, size=n).astype(np.int32)
 
 
-def _parse_line(line: int, text: str) -> dict:
+def _parse_line(line: int, piece: str) -> dict:
     try:
-        obj = json.loads(text, parse_constant=_refuse_constant)
+        obj = json.loads(piece, parse_constant=_refuse_constant)
     except RecursionError:
-        raise TraceError(line, "", "nested too deeply to be a request") from None
+        raise TraceError(line, "", "nested") from None
+    except _BadConstant as exc:
+        raise TraceError(line, "", "bad_constant", name=exc.name) from None
+    except json.JSONDecodeError as exc:  # json's own words for what is wrong, and where
+        raise TraceError(line, "", "bad_json_at", msg=exc.msg, col=f"{exc.colno}") from None
     except ValueError as exc:
-        msg = str(exc).split(":")[0] if not isinstance(exc, json.JSONDecodeError) else \
-            f"{exc.msg} at character {exc.colno}"
-        raise TraceError(line, "", f"not valid JSON ({msg})") from None
+        raise TraceError(line, "", "bad_json", msg=str(exc).split(":")[0]) from None
     if not isinstance(obj, dict):
-        raise TraceError(line, "", f"must be a JSON object {{...}}, got {type(obj).__name__}")
+        raise TraceError(line, "", "not_object", got=type(obj).__name__)
     for key in obj:
         if key not in FIELDS:
-            raise TraceError(line, _short(key)[:40], f"unknown field; a line may have {', '.join(FIELDS)}")
+            raise TraceError(line, _short(key)[:40], "unknown_field", fields=", ".join(FIELDS))
     return obj
 
 
 def parse_trace(data: bytes | str, max_bytes: int = MAX_TRACE_BYTES) -> TraceFile:
-    """Check and read a JSONL trace; raises TraceError naming the line and the field."""
+    """Check and read a JSONL trace; raises TraceError naming the line and the field (str(exc) in English,
+    exc.words(lang) in either language)."""
     raw = data.encode() if isinstance(data, str) else bytes(data)
     if len(raw) > max_bytes:
-        raise TraceError(0, "", f"{len(raw):,} bytes, over the limit of {max_bytes:,}")
+        raise TraceError(0, "", "too_big", n=f"{len(raw):,}", max=f"{max_bytes:,}")
     try:
-        text = raw.decode("utf-8")
+        decoded = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
-        raise TraceError(line, "", f"not UTF-8 text (byte {exc.start:,} of the file)") from None
+        raise TraceError(line, "", "not_utf8", at=f"{exc.start:,}") from None
     rows: list[tuple[int, dict]] = []
-    for i, piece in enumerate(text.splitlines(), start=1):
+    for i, piece in enumerate(decoded.splitlines(), start=1):
         if not piece.strip():
             continue
         if len(piece.encode()) > MAX_LINE_BYTES:
-            raise TraceError(i, "", f"{len(piece.encode()):,} bytes, over the limit of {MAX_LINE_BYTES:,} per line")
+            raise TraceError(i, "", "line_too_big", n=f"{len(piece.encode()):,}", max=f"{MAX_LINE_BYTES:,}")
         if len(rows) >= MAX_TRACE_REQUESTS:
-            raise TraceError(i, "", f"more than {MAX_TRACE_REQUESTS:,} requests")
+            raise TraceError(i, "", "too_many", max=f"{MAX_TRACE_REQUESTS:,}")
         rows.append((i, _parse_line(i, piece)))
     if not rows:
-        raise TraceError(0, "", "no requests (every line is blank)")
+        raise TraceError(0, "", "empty")
     # prefix groups: the longest shared part each group needs, so every member draws the same leading ids
     group_len: dict[str, int] = {}
     parsed = []
     last_arrival, total = 0.0, 0
     for line, obj in rows:
         if "output_len" not in obj:
-            raise TraceError(line, "output_len", "missing (tokens the request produces)")
+            raise TraceError(line, "output_len", "no_output")
         out = _whole(line, "output_len", obj["output_len"], 1, MAX_MODEL_LEN - 1)
         arrival = obj.get("arrival", 0)
         if isinstance(arrival, bool) or not isinstance(arrival, int | float) or not 0 <= arrival <= MAX_ARRIVAL_S:
-            raise TraceError(line, "arrival", f"must be seconds 0..{MAX_ARRIVAL_S:g}, got {_short(arrival)}")
+            raise TraceError(line, "arrival", "arrival_range", max=f"{MAX_ARRIVAL_S:g}", got=_short(arrival))
         arrival = float(arrival)
         if arrival < last_arrival:
-            raise TraceError(line, "arrival", f"{arrival:g} s is before the line above's {last_arrival:g} s "
-                                              "(arrivals must not decrease)")
+            raise TraceError(line, "arrival", "arrival_order", a=f"{arrival:g}", last=f"{last_arrival:g}")
         last_arrival = arrival
         label = _label(line, "id", obj["id"]) if "id" in obj else f"line {line}"
         if "prompt" in obj:
             for key in ("prompt_len", "prefix_group", "prefix_len"):
                 if key in obj:
-                    raise TraceError(line, key, "give either prompt (token ids) or prompt_len, not both")
+                    raise TraceError(line, key, "both_prompts")
             ids = obj["prompt"]
             if not isinstance(ids, list) or not 1 <= len(ids) <= MAX_MODEL_LEN - 1:
-                n = f"{len(ids):,} ids" if isinstance(ids, list) else _short(ids)
-                raise TraceError(line, "prompt", f"must be a list of 1..{MAX_MODEL_LEN - 1:,} token ids, got {n}")
+                n = text("en", "serving.trace.n_ids", n=f"{len(ids):,}") if isinstance(ids, list) else _short(ids)
+                raise TraceError(line, "prompt", "prompt_list", max=f"{MAX_MODEL_LEN - 1:,}", got=n)
             for j, t in enumerate(ids):
                 if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= MAX_TOKEN_ID:
-                    raise TraceError(line, "prompt", f"token {j:,} must be a whole number 0..{MAX_TOKEN_ID:,}, "
-                                                     f"got {_short(t)}")
+                    raise TraceError(line, "prompt", "token_id", j=f"{j:,}", max=f"{MAX_TOKEN_ID:,}", got=_short(t))
             p, group, shared = len(ids), None, 0
             prompt = np.array(ids, dtype=np.int32)
         elif "prompt_len" in obj:
@@ -237,21 +252,18 @@ def parse_trace(data: bytes | str, max_bytes: int = MAX_TRACE_BYTES) -> TraceFil
             if "prefix_group" in obj:
                 group = _label(line, "prefix_group", obj["prefix_group"])
                 if "prefix_len" not in obj:
-                    raise TraceError(line, "prefix_len", "missing: with prefix_group, say how many leading tokens "
-                                                         "the group shares")
+                    raise TraceError(line, "prefix_len", "no_prefix_len")
                 shared = _whole(line, "prefix_len", obj["prefix_len"], 0, p)
                 group_len[group] = max(group_len.get(group, 0), shared)
             elif "prefix_len" in obj:
-                raise TraceError(line, "prefix_len", "needs a prefix_group (which requests share those tokens)")
+                raise TraceError(line, "prefix_len", "no_group")
         else:
-            raise TraceError(line, "prompt", "missing: give prompt (token ids) or prompt_len")
+            raise TraceError(line, "prompt", "no_prompt")
         if p + out > MAX_MODEL_LEN:
-            raise TraceError(line, "output_len", f"prompt {p:,} + output {out:,} tokens is past the longest "
-                                                 f"request the simulators take, {MAX_MODEL_LEN:,}")
+            raise TraceError(line, "output_len", "too_long", p=f"{p:,}", out=f"{out:,}", max=f"{MAX_MODEL_LEN:,}")
         total += p + out - 1
         if total > MAX_TRACE_TOKENS:
-            raise TraceError(line, "", f"the trace stores {total:,} tokens by this line, past the limit of "
-                                       f"{MAX_TRACE_TOKENS:,}")
+            raise TraceError(line, "", "too_many_tokens", n=f"{total:,}", max=f"{MAX_TRACE_TOKENS:,}")
         parsed.append((line, arrival, prompt, p, group, shared, out, label))
     shared_ids = {g: _seeded_ids(f"group:{g}", n) for g, n in group_len.items()}
     reqs = []
@@ -269,11 +281,11 @@ def read_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> TraceFile:
     try:
         size = p.stat().st_size
         if size > max_bytes:
-            raise TraceError(0, "", f"{size:,} bytes, over the limit of {max_bytes:,}")
+            raise TraceError(0, "", "too_big", n=f"{size:,}", max=f"{max_bytes:,}")
         with p.open("rb") as f:
             data = f.read(max_bytes + 1)
     except OSError as exc:
-        raise TraceError(0, "", f"cannot read {str(path)[:80]!r} ({exc.strerror or exc})") from None
+        raise TraceError(0, "", "cannot_read", path=repr(str(path)[:80]), why=f"{exc.strerror or exc}") from None
     return parse_trace(data, max_bytes)
 
 

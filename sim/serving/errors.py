@@ -21,5 +21,7 @@ class Refusal(ValueError):
 
 
 def why(exc: Exception, lang: str = "en") -> str:
-    """The reason an exception gives: in `lang` when it is a Refusal, else as it was raised."""
-    return exc.words(lang) if isinstance(exc, Refusal) else str(exc)
+    """The reason an exception gives: in `lang` when it can word itself (a Refusal, a sim.alloc.trace.TraceError),
+    else as it was raised."""
+    words = getattr(exc, "words", None)
+    return words(lang) if callable(words) else str(exc)

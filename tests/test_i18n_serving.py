@@ -1,0 +1,90 @@
+"""The Serving page in Korean: sentences worded from known numbers (exact strings, the same numbers as the English),
+refusals and trace errors in the page language while their English (and the command line's) stays as it was, the
+step-through's events, readable table headers, and every tab rendered with ?lang=ko."""
+
+import pytest
+
+from app.serving_tabs import column_name, readable
+from sim.alloc.trace import TraceError, parse_trace
+from sim.serving import engine_readouts as er
+from sim.serving import readouts as ro
+from sim.serving import studies as sd
+from sim.serving.errors import Refusal, why
+from sim.serving.result import cell_words
+from sim.serving.speculative import spec_timing
+from tests.conftest import run_page
+from tests.test_i18n import hangul_share, rendered_text
+
+
+def test_batching_titles_in_korean_keep_the_numbers():
+    assert ro.occupancy_takeaway(75.87, 177.68, 256, "ko") == (
+        "평균 전파에서 쓸모 있는 일을 하는 요청: 연속 배치 178개, 정적 배치 76개 (최대 배치 256)")
+    assert ro.occupancy_takeaway(75.87, 177.68, 256) == (
+        "Continuous batching keeps 178 requests doing useful work in an average pass vs 76 static (max batch 256)")
+    assert ro.latency_takeaway((53.55, 110.52), (6.23, 14.94), "ko") == (
+        "연속 배치의 종단 간 지연 시간: p50에서 8.60× 낮음(6.23 s 대 53.55 s), p99에서 7.40× 낮음(14.94 s 대 110.52 s)")
+
+
+def test_engine_titles_in_korean():
+    assert er.preemption_takeaway(10.0, 8.5, 12_000, 3.2e12, 2_500_000_000, 0.4, "PCIe 5.0 x16", 3, 5, "ko") == (
+        "스왑이 p99 요청을 8.50 s에 끝낸다(재계산은 10.00 s): 재계산은 토큰 12,000개를 다시 계산했고(3.2 TFLOP), "
+        "스왑은 PCIe 5.0 x16 링크로 2.50 GB를 옮겼다(0.40 s)")
+    assert er.step_takeaway(2, 5, 6, 2, 1, 0, 1, "ko") == (
+        "단계 2 뒤: 블록 6개 중 5개를 돌고 있는 요청 2개가 차지; 1개 대기, 1개 이 단계에서 끝남")
+    assert er.step_takeaway(2, 5, 6, 2, 1, 0, 1) == (
+        "After step 2: 5 of 6 blocks held by 2 running requests; 1 waiting, 1 finished in this step")
+
+
+def test_a_refusal_is_english_as_raised_and_korean_on_the_page():
+    with pytest.raises(Refusal) as info:
+        spec_timing("llama-3.1-8b", "llama-3.1-70b", "h100-sxm")
+    assert str(info.value).startswith("the draft Llama 3.1 70B takes 42.23 ms per decode step, no less than the "
+                                      "target Llama 3.1 8B's 4.84 ms (c = 8.73)")
+    assert why(info.value, "ko").startswith(
+        "초안 모델 Llama 3.1 70B의 디코딩 단계는 42.23 ms로, 검증 모델 Llama 3.1 8B의 4.84 ms보다 짧지 않다(c = 8.73)")
+    assert why(ValueError("plain"), "ko") == "plain"  # not worded by a catalog: shown as raised
+
+
+def test_trace_errors_keep_their_english_and_word_themselves_in_korean():
+    with pytest.raises(TraceError) as info:
+        parse_trace(b'{"prompt_len": 10}\n')
+    assert str(info.value) == "line 1: output_len: missing (tokens the request produces)"
+    assert why(info.value, "ko") == "1번째 줄: output_len: 없음 (요청이 만들어 내는 토큰 수)"
+    with pytest.raises(TraceError) as info:
+        parse_trace(b'{"output_len": 4, "prompt_len": NaN}\n')
+    assert str(info.value) == "line 1: not valid JSON (NaN is not a number JSON allows)"
+
+
+def test_step_through_events_and_rows_in_both_languages():
+    step = sd.run_scenario("recompute").steps[3]
+    assert step.events[0] == "request 2 preempted (recompute): blocks [4, 5] freed"
+    assert step.event_lines() == step.events
+    assert step.event_lines("ko")[:2] == ("요청 2 선점(재계산): 블록 [4, 5] 해제", "요청 0: 블록 [5] 받음")
+    first = sd.run_scenario("recompute").steps[0]
+    assert first.rows_frame("ko").to_dict("list") == {"요청": ["r0", "r1", "r2"], "한 일": ["프리필"] * 3,
+                                                      "토큰": [6, 6, 4]}
+    assert list(first.rows_frame().columns) == ["request", "did", "tokens"]
+
+
+def test_tables_get_readable_headers_and_worded_cells():
+    assert [column_name(c) for c in ("ttft_p50_s", "hit_rate_pct", "itl_p99_ms", "makespan_s")] == [
+        "TTFT p50 (s)", "hit rate (%)", "inter-token p99 (ms)", "total time (s)"]
+    assert [column_name(c, "ko") for c in ("ttft_p50_s", "hit_rate_pct")] == ["첫 토큰 시간 p50 (s)", "적중률 (%)"]
+    assert cell_words("disaggregated (2 prefill + 2 decode)", "ko") == "분리 (프리필 2 + 디코딩 2)"
+    assert cell_words("GPU + host + disk", "ko") == "GPU + 호스트 + 디스크"
+    assert cell_words("static") == "static" and cell_words("my request 7", "ko") == "my request 7"
+    import pandas as pd
+
+    frame = pd.DataFrame({"router": ["round-robin", "prefix-aware"], "hit_rate_pct": [10.0, 60.0]})
+    assert readable(frame, "ko")["router"].tolist() == ["라운드 로빈", "프리픽스 인지"]
+    assert readable(frame).equals(frame)  # English: the data as the simulators word it
+
+
+@pytest.mark.parametrize("tab", ["chunked", "preemption", "steps", "offload", "disagg", "routing", "trace"])
+def test_every_tab_renders_in_korean(tab):
+    at = run_page("serving", {"lang": "ko", "tab": tab, "live": "0"}, timeout=300)
+    assert not at.exception, at.exception
+    assert not at.error and not at.warning, [e.value for e in [*at.error, *at.warning]]
+    share = hangul_share(rendered_text(at))
+    print(f"serving tab={tab}: {share:.1%} Hangul")
+    assert share >= 0.6, (tab, share)
