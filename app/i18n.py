@@ -53,7 +53,9 @@ def read_lang() -> str:
         ss[SEEN_KEY] = raw
         if raw is not None:
             value, problem = parse_choice(raw, DEFAULT_LANG, LANGS)
-            ss[PROBLEM_KEY] = None if problem is None else f"`{LANG_KEY}` (language): {problem}; using `{value}`."
+            # worded in English: a bad lang= falls back to English, the language the page is then shown in
+            ss[PROBLEM_KEY] = None if problem is None else text(DEFAULT_LANG, "sidebar.lang_bad", key=LANG_KEY,
+                                                                  problem=problem, value=value)
             if problem is None or LANG_KEY not in ss:
                 ss[LANG_KEY] = value
     return ss.get(LANG_KEY, DEFAULT_LANG)

@@ -27,7 +27,9 @@ class LazyTabs:
     def open(self, url: UrlState):
         """(the open tab's slug, its container)."""
         ss = st.session_state
-        if url.entering or self.widget_key not in ss:  # the link (or this page's memory) picks the tab
+        # the link (or this page's memory) picks the tab; so does a label from the other language, left in the
+        # session by a language switch (the labels are worded in the page language, the link's values are not)
+        if url.entering or ss.get(self.widget_key) not in self.tabs.values():
             ss[self.widget_key] = self.tabs[ss[self.url_key]]
         containers = st.tabs(list(self.tabs.values()), key=self.widget_key, on_change="rerun")
         slug = next(k for k, label in self.tabs.items() if label == ss[self.widget_key])

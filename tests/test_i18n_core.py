@@ -136,3 +136,18 @@ def test_a_folded_table_is_labelled_in_the_page_language():
     at.session_state["lang"] = "ko"
     at.run()
     assert at.expander[0].label == "표 보기"
+
+
+@pytest.mark.parametrize("slug, tab", [("roofline", "bytes"), ("kv_memory", "engine"), ("serving", "preemption")])
+def test_the_open_tab_stays_open_across_a_language_switch(slug, tab):
+    """Tab labels are worded in the page language, the link's values are not: after a switch the label left in
+    the session is the other language's, and the link's `tab=` picks the same tab again (no exception)."""
+    from tests.conftest import run_in_app
+
+    at = run_in_app(slug, {"tab": tab})
+    assert not at.exception and at.query_params["tab"] == tab
+    at.radio(key="lang").set_value("ko").run()
+    assert not at.exception, at.exception
+    assert at.query_params["tab"] == tab and at.query_params["lang"] == "ko"
+    at.radio(key="lang").set_value("en").run()
+    assert not at.exception and at.query_params["tab"] == tab and "lang" not in at.query_params

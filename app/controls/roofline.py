@@ -1,6 +1,5 @@
 """Roofline's choices: the slider stops, the "this machine" hardware entry, and the page's tabs."""
 
-import streamlit as st
 
 from app.i18n import t
 from app.tabs import LazyTabs
@@ -14,9 +13,5 @@ TABS = LazyTabs("roofline", {k: text("en", f"roofline.tab.{k}") for k in TAB_SLU
 
 
 def tabs() -> LazyTabs:
-    """The page's tabs labelled in the page language (the same widget key and link values as TABS). A label
-    left in the session from the other language is dropped, so the link's `tab=` picks the open tab again."""
-    here = LazyTabs("roofline", {k: t(f"roofline.tab.{k}") for k in TAB_SLUGS})
-    if st.session_state.get(here.widget_key, None) not in (None, *here.tabs.values()):
-        del st.session_state[here.widget_key]
-    return here
+    """The page's tabs labelled in the page language (the same widget key and link values as TABS)."""
+    return LazyTabs("roofline", {k: t(f"roofline.tab.{k}") for k in TAB_SLUGS})
