@@ -126,7 +126,7 @@ def render_batching() -> None:
         c[3].metric(t("serving.m.c"), f"{run.c:.2f}", help=t("serving.m.c_help"))
         c[4].metric(t("serving.m.wall"), f"{run.speedup:.2f}×", t("serving.m.predict", x=f"{run.predicted_speedup:.2f}×"),
                     delta_color="off", delta_arrow="off", help=t("serving.m.wall_help"))
-        st.markdown(run.summary())
+        st.markdown(run.summary(L))
         with st.expander(t("serving.generated")):
             st.code(decode(run.prompt_ids) + decode(run.new_ids), language=None)
 

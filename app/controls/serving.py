@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app.i18n import t
+from app.i18n import lang, t
 from app.urlstate import UrlState
 from app.workload import RateInput, draw_workload, register_workload, workload_config
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
@@ -146,7 +146,9 @@ def live() -> LiveChoice | None:
         return None
     c = st.columns([5, 3, 1, 1])
     c[0].text_area(t("serving.c.prompt"), key="live_prompt", max_chars=LIVE_MAX_PROMPT, height=90)
-    c[1].selectbox(t("serving.c.live_draft"), sp.available_drafts(), key="live_draft", format_func=sp.draft_label)
+    L = lang()  # read while drawing: the label function may run outside the script run
+    c[1].selectbox(t("serving.c.live_draft"), sp.available_drafts(), key="live_draft",
+                   format_func=lambda key: sp.draft_label(key, L))
     c[2].number_input("k", 1, 8, key="live_k")
     c[3].number_input(t("serving.c.new_tokens"), 8, 256, key="live_new")
     return LiveChoice(ss["live_prompt"], ss["live_new"], ss["live_k"], ss["live_draft"])

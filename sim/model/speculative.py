@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.cost.presets import tiny_model_configs
+from sim.i18n import text
 from sim.serving.speculative import check_spec, expected_tokens_per_pass
 from sim.work.run_cost import ModelRates, cached_work
 
@@ -41,11 +42,11 @@ def draft_layers(key: str) -> int | None:
     return int(key.removeprefix("first")) if key.startswith("first") else None
 
 
-def draft_label(key: str) -> str:
+def draft_label(key: str, lang: str = "en") -> str:
     n = draft_layers(key)
     if n is not None:
-        return f"the target's first {n} of {target_layers()} layers (early exit)"
-    return f"the separately trained {key.upper()} model"
+        return text(lang, "serving.spec.draft_exit", n=n, total=target_layers())
+    return text(lang, "serving.spec.draft_model", name=key.upper())
 
 
 def make_draft(target, key: str, load: Callable[[str], object]):
@@ -150,47 +151,35 @@ class SpecRun:
 
         return first_difference(self.new_ids, self.target_ids)
 
-    def summary(self) -> str:
+    def summary(self, lang: str = "en") -> str:
         """What the run shows (Markdown): tokens per pass, acceptance, identity, and the measured costs."""
-        same = ("The output is **identical** to the target decoding alone. " if self.identical else
-                f"**The output differs from the target's own from token {self.first_difference} on.** In exact "
-                f"arithmetic it cannot; in {self.dtype} on {self.device} a pass over k + 1 tokens rounds differently "
-                "from a pass over one, and a near-tie between the two best tokens can flip greedy's choice. ")
+        same = (text(lang, "serving.spec.same") if self.identical else
+                text(lang, "serving.spec.differs", first=self.first_difference, dtype=self.dtype, device=self.device))
         return (
-            f"{self.num_passes} target passes produced {len(self.new_ids)} tokens. The draft was right "
-            f"**{self.acceptance_rate:.0%}** of the time it was checked. " + same
-            + f"On this machine ({self.device}) the speculative loop took {self.spec_s * 1e3:,.0f} ms against "
-            f"{self.target_s * 1e3:,.0f} ms for the target alone; one verify pass over {self.k + 1} tokens took "
-            f"{self.verify_s * 1e3:.2f} ms against {self.target_step_s * 1e3:.2f} ms for a one-token step. "
-            + self.cost_summary())
+            text(lang, "serving.spec.head", passes=self.num_passes, tokens=len(self.new_ids),
+                 rate=f"{self.acceptance_rate:.0%}") + same
+            + text(lang, "serving.spec.times", device=self.device, spec=f"{self.spec_s * 1e3:,.0f}",
+                   target=f"{self.target_s * 1e3:,.0f}", k1=self.k + 1, verify=f"{self.verify_s * 1e3:.2f}",
+                   step=f"{self.target_step_s * 1e3:.2f}")
+            + self.cost_summary(lang))
 
-    def cost_summary(self) -> str:
+    def cost_summary(self, lang: str = "en") -> str:
         """The measured draft cost against the draft's share of the layers, the verify pass against one step,
         and whether speculation paid off here."""
         parts = []
         tl, dl, c = self.target_layers, self.draft_layers, self.c
         if tl and dl and math.isfinite(c):
             ratio = dl / tl
-            if c >= C_FAR_ABOVE * ratio:
-                parts.append(f"A {tl}-layer model this small is bound by the fixed cost of each call, not by reading "
-                             f"its weights: a draft with {dl} of its {tl} layers costs c = {c:.2f} of a target step, "
-                             f"far above the layer ratio {ratio:.2f}.")
-            else:
-                where = "close to" if c > ratio / C_FAR_ABOVE else "well below"
-                parts.append(f"A draft with {dl} of the target's {tl} layers costs c = {c:.2f} of a target step, "
-                             f"{where} the layer ratio {ratio:.2f}.")
+            where = ("c_far" if c >= C_FAR_ABOVE * ratio else "c_near" if c > ratio / C_FAR_ABOVE else "c_below")
+            parts.append(text(lang, f"serving.spec.{where}", tl=tl, dl=dl, c=f"{c:.2f}", ratio=f"{ratio:.2f}"))
         elif math.isfinite(c):
-            parts.append(f"The draft costs c = {c:.2f} of a target step.")
+            parts.append(text(lang, "serving.spec.c_only", c=f"{c:.2f}"))
         v = self.verify_steps
         if math.isfinite(v):
-            parts.append(f"The {self.k + 1}-token verify pass is not free: it costs {v:.2f} one-token steps." if
-                         v > VERIFY_ABOUT_ONE else
-                         f"The {self.k + 1}-token verify pass costs {v:.2f} one-token steps: about one, as the "
-                         "formula assumes.")
-        parts.append(f"Speculation paid off here ({self.speedup:.2f}×); it pays most when the target is large and "
-                     "memory-bound, as in the curves above." if self.speedup > 1 else
-                     f"Here it did not pay off ({self.speedup:.2f}×): speculation pays off when the target is large "
-                     "and memory-bound, as in the curves above.")
+            parts.append(text(lang, "serving.spec.verify_costly" if v > VERIFY_ABOUT_ONE else "serving.spec.verify_one",
+                              k1=self.k + 1, v=f"{v:.2f}"))
+        parts.append(text(lang, "serving.spec.paid" if self.speedup > 1 else "serving.spec.not_paid",
+                          x=f"{self.speedup:.2f}"))
         return " ".join(parts)
 
 
