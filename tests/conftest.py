@@ -103,7 +103,8 @@ def app_url():
     _need_browser()
     from benchmarks.browser import AppServer
 
-    server = AppServer(ROOT / "test-output" / "streamlit.log")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # one server per xdist worker, each its own log
+    server = AppServer(ROOT / "test-output" / f"streamlit{'_' + worker if worker else ''}.log")
     try:
         server.start()
     except RuntimeError as exc:

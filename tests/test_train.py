@@ -1,5 +1,6 @@
 """The training recipe: schedules, the MHA -> GQA/MQA mean-pooling, and that a few steps learn."""
 
+import pytest
 import torch
 
 from sim.model.train import CORPUS, TRAIN_PRESETS, TrainConfig, load_corpus, lr_at, mean_pool_kv, seq_len_at
@@ -79,7 +80,40 @@ def test_copy_sequences_repeat_what_came_before():
         assert any(text.count(text[i : i + 16]) >= 2 for i in range(0, 513 - 16))
 
 
-def test_the_copy_preset_fine_tunes_mha_at_the_full_context():
+def test_the_copy_preset_starts_with_repeated_chunks_then_the_text_at_the_full_context():
     tc = TRAIN_PRESETS["mha_copy"]
-    assert (tc.init_from, tc.arch, tc.copy_mix > 0) == ("mha", "mha", True)
-    assert all(t.copy_mix == 0 for name, t in TRAIN_PRESETS.items() if name != "mha_copy")
+    assert (tc.init_from, tc.arch, tc.weight_decay) == (None, "mha", 0.0)  # from scratch: the circuit forms there
+    assert tc.copy_warmup > 0 and tc.copy_mix > 0 and tc.repeat_mix > 0
+    assert seq_len_at(tc, tc.steps - 1) == 1024  # the quote check reaches ~800 bytes back
+    # the warm-up's constant rate, then the text's own warm-up from nearly zero and its cosine to min_lr
+    assert lr_at(tc, tc.warmup) == lr_at(tc, tc.copy_warmup - 1) == tc.copy_warmup_lr
+    assert lr_at(tc, tc.copy_warmup) == tc.lr / tc.warmup and lr_at(tc, tc.steps - 1) == pytest.approx(tc.min_lr, rel=1e-4)
+    assert all(t.copy_mix == t.repeat_mix == t.copy_warmup == 0 for name, t in TRAIN_PRESETS.items()
+               if name != "mha_copy")
+
+
+def test_repeated_chunks_mark_exactly_what_only_copying_predicts():
+    import random
+
+    from sim.model.train import repeat_chunks
+
+    ids, copied = repeat_chunks(200, random.Random(3))
+    assert ids.shape == copied.shape == (200,) and copied.dtype == torch.bool
+    runs, p = [], 0  # each run of marked positions: the second copy of a chunk of n bytes, after its first byte
+    while p < 200:
+        if copied[p]:
+            end = p
+            while end < 200 and copied[end]:
+                end += 1
+            runs.append((p, end))
+            p = end
+        else:
+            p += 1
+    assert len(runs) >= 200 // 48
+    for start, end in runs:
+        q = start - 1  # the first byte of the second copy: unmarked (any chunk could start there)
+        n = end - q if end < 200 else next(n for n in range(end - q, 25) if ids[q - n : q].tolist()[: end - q]
+                                           == ids[q:end].tolist())
+        assert 8 <= n <= 24 and not copied[q]
+        assert ids[q - n : q - n + (end - q)].tolist() == ids[q:end].tolist()  # the same bytes, n back
+        assert not copied[q - n : q].any()  # the first copy is unmarked: nothing before predicts it

@@ -3,20 +3,21 @@
     python -m sim.model.train --preset mha           # from scratch
     python -m sim.model.train --preset gqa           # uptrained from assets/models/mha.safetensors
     python -m sim.model.train --preset mqa           #   (K/V heads mean-pooled, as in the GQA paper)
-    python -m sim.model.train --preset mha_copy      # mha fine-tuned with a copy/recall task mix
+    python -m sim.model.train --preset mha_copy      # mha's architecture taught to copy first, then the text
     python -m sim.model.train --preset mha --score-only   # only measure a checkpoint's full-cache copy scores
 
 GQA and MQA start from the MHA checkpoint: each group's K and V projection heads are averaged
 into one head, then the whole model trains on for a shorter run. Same seed, same weights
 (on the same torch build and thread count).
 
-mha_copy starts from mha and trains on with `copy_mix` of the sequences built as a copy task
-(a passage, filler text, the passage again) or a recall task (fact lines "KEY: Zorvath 4172.",
-filler, one key's line again), the loss on every position as usual: the shipped models cannot
-quote text from hundreds of bytes back, which the "Shrink the cache" checks need (700 steps were
-not enough to teach it: see the preset's comment and assets/models/mha_copy.json). It is not a
-preset of transformer.py (load it with `load_model(checkpoint_path("mha_copy"))`). Every checkpoint's
-report (assets/models/<preset>.json) records its full-cache quote and fact scores, which the page shows.
+mha_copy is mha's architecture trained from scratch in two phases: first nothing but random byte chunks each
+repeated at once (`copy_warmup` steps: only copying predicts the repeats, and the copying circuit forms after a
+long plateau), then the text with copy tasks mixed in (`copy_mix`: a passage, filler text, the passage again, or
+fact lines "KEY: Zorvath 4172." recalled after filler) and some rows still repeated chunks (`repeat_mix`), at 256
+then 1,024 positions. The "Shrink the cache" checks need a model that can quote text from hundreds of bytes
+back; mha cannot (see the preset's comment for the recipes that failed). It is not a preset of transformer.py
+(load it with `load_model(checkpoint_path("mha_copy"))`). Every checkpoint's report (assets/models/<preset>.json)
+records its full-cache quote and fact scores, which the page shows.
 """
 
 from __future__ import annotations
@@ -57,28 +58,33 @@ class TrainConfig:
     seed: int = 1337
     copy_mix: float = 0.0  # fraction of the training sequences built as a copy/recall task (copy_sequence)
     arch: str | None = None  # the transformer.PRESETS architecture; None: the preset's own name
+    # First `copy_warmup` steps: nothing but random byte chunks each repeated at once (repeat_chunks), at
+    # `copy_warmup_len` positions and batch `copy_warmup_batch`, at a constant lr; the text's schedule starts after.
+    copy_warmup: int = 0
+    copy_warmup_len: int = 96
+    copy_warmup_batch: int = 32
+    copy_warmup_lr: float = 1e-3
+    repeat_mix: float = 0.0  # after the warm-up, this fraction of the rows stays repeated chunks (keeps the circuit)
 
 
-STEPS_COPY = 700
+STEPS_COPY_WARMUP = 2000
 
 TRAIN_PRESETS = {
     "mha": TrainConfig("mha", steps=4000, seq_schedule=((0, 256), (3200, 1024))),
     # uptraining stays at the full context: the MHA checkpoint already knows every position
     "gqa": TrainConfig("gqa", steps=600, init_from="mha", lr=1e-3, min_lr=1e-4, warmup=50, seq_schedule=((0, 1024),)),
     "mqa": TrainConfig("mqa", steps=600, init_from="mha", lr=1e-3, min_lr=1e-4, warmup=50, seq_schedule=((0, 1024),)),
-    # 700 steps (~11 min on one thread) did not teach it to copy: full-cache quote 7/128 bytes, fact
-    # 3/50 (mha: 6/128, 0/50); 750 steps at 512 then 1024, lr 2e-3, copy_mix 0.75 did no better (7/128, 0/50).
-    # Trained from scratch (not shipped): 1,500 steps (1,200 at 256 then 1,024 positions) with copy_mix 0.5
-    # gave 7/128 and 1/50; a third of the copy rows as random bytes (nothing but copying predicts them), 6/128
-    # and 0/50, and its loss on a random 64-byte chunk repeated right after itself stayed at 5.6 nats/byte
-    # (chance: ln 256 = 5.55); 300 steps of nothing but chunks repeated at once, at 64 positions, stayed at
-    # 5.54. The copying circuit needs far more than the ~30 min of one CPU thread these recipes take.
-    # What did form it (a scratch run, not a preset yet): mha's architecture from scratch on nothing but random
-    # chunks of 8-24 bytes each repeated at once, 96 positions, batch 32, lr 1e-3, no weight decay: the loss on
-    # the repeats sat near chance for ~1,000 steps (5.08 at 1,000), then fell to 0.56 at 1,400 and 0.06 at 1,850
-    # (~25 min of one thread under load). A recipe to ship: that phase first, then the text with copy_mix.
-    "mha_copy": TrainConfig("mha_copy", steps=STEPS_COPY, init_from="mha", arch="mha", lr=1e-3, min_lr=1e-4,
-                            warmup=30, seq_schedule=((0, 1024),), copy_mix=0.5),
+    # Fine-tunes of mha with copy_mix (700-750 steps) and from-scratch runs with copy_mix alone (1,500 steps,
+    # also with random-byte passages, also after 300 steps of repeats at 64 positions) never learnt to copy:
+    # full-cache quote 6-7/128 bytes, fact 0-3/50, the loss on a repeated random chunk at chance (ln 256 = 5.55).
+    # What forms the copying circuit: from scratch, nothing but random chunks of 8-24 bytes each repeated at
+    # once, no weight decay; the loss on the repeats sits near chance for ~1,400 steps, then falls (3.08 nats/byte
+    # at 1,500, 0.48 at 1,700, 0.08 at 2,000). Then the text: with 2,000 text steps at lr 2e-3 and copy_mix 0.5
+    # alone the circuit was lost again (quote 7/128, fact 2/50; a passage repeated at once 22/144 bytes), so the
+    # text phase is gentler (lr 1e-3) and keeps a quarter of its rows as repeated chunks.
+    "mha_copy": TrainConfig("mha_copy", steps=STEPS_COPY_WARMUP + 1200, arch="mha", lr=1e-3, min_lr=1e-4,
+                            warmup=50, weight_decay=0.0, copy_mix=0.3, repeat_mix=0.25,
+                            copy_warmup=STEPS_COPY_WARMUP, seq_schedule=((0, 256), (STEPS_COPY_WARMUP + 600, 1024))),
 }
 
 
@@ -128,14 +134,29 @@ def copy_sequence(data: torch.Tensor, length: int, rng: random.Random) -> torch.
     return torch.tensor(list(out[:length]), dtype=torch.long)
 
 
+def repeat_chunks(length: int, rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
+    """`length` random bytes made of chunks of 8-24 bytes, each written twice in a row, and a mask of the
+    positions only copying can predict (the second copy's bytes after its first, which could be any chunk)."""
+    ids: list[int] = []
+    copied: list[bool] = []
+    while len(ids) < length:
+        chunk = [rng.randrange(256) for _ in range(rng.randint(8, 24))]
+        ids += chunk + chunk
+        copied += [False] * (len(chunk) + 1) + [True] * (len(chunk) - 1)
+    return torch.tensor(ids[:length]), torch.tensor(copied[:length])
+
+
 def seq_len_at(tc: TrainConfig, step: int) -> int:
     return [s for start, s in tc.seq_schedule if step >= start][-1]
 
 
 def lr_at(tc: TrainConfig, step: int) -> float:
+    if step < tc.copy_warmup:
+        return tc.copy_warmup_lr * min(1.0, (step + 1) / tc.warmup)
+    step -= tc.copy_warmup
     if step < tc.warmup:
         return tc.lr * (step + 1) / tc.warmup
-    frac = (step - tc.warmup) / max(1, tc.steps - tc.warmup)
+    frac = (step - tc.warmup) / max(1, tc.steps - tc.copy_warmup - tc.warmup)
     return tc.min_lr + 0.5 * (tc.lr - tc.min_lr) * (1 + math.cos(math.pi * frac))
 
 
@@ -198,12 +219,23 @@ def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
     gen = torch.Generator().manual_seed(tc.seed)
     t0 = time.perf_counter()
     history = []
+    chunk_rng = random.Random(tc.seed)
     for step in range(tc.steps):
-        T = seq_len_at(tc, step)
-        B = max(1, tc.batch_size * 256 // T)  # the same tokens per step at every length
-        starts = torch.randint(0, len(train_data) - T - 1, (B,), generator=gen)
-        batch = torch.stack([train_data[s : s + T + 1] for s in starts.tolist()])  # (B, T+1)
-        if tc.copy_mix:  # drawn only then: the other presets' random streams stay as they were
+        copied = None
+        if step < tc.copy_warmup:
+            T, B = tc.copy_warmup_len, tc.copy_warmup_batch
+            rows = [repeat_chunks(T + 1, chunk_rng) for _ in range(B)]
+            batch = torch.stack([ids for ids, _ in rows])  # (B, T+1)
+            copied = torch.stack([mask for _, mask in rows])[:, 1:]  # (B, T): targets only copying predicts
+        else:
+            T = seq_len_at(tc, step)
+            B = max(1, tc.batch_size * 256 // T)  # the same tokens per step at every length
+            starts = torch.randint(0, len(train_data) - T - 1, (B,), generator=gen)
+            batch = torch.stack([train_data[s : s + T + 1] for s in starts.tolist()])  # (B, T+1)
+        if tc.repeat_mix and copied is None:  # drawn only then: the other presets' random streams stay as they were
+            for row in (torch.rand(B, generator=gen) < tc.repeat_mix).nonzero().flatten().tolist():
+                batch[row] = repeat_chunks(T + 1, chunk_rng)[0]
+        if tc.copy_mix and copied is None:  # drawn only then: the other presets' random streams stay as they were
             rows = (torch.rand(B, generator=gen) < tc.copy_mix).nonzero().flatten().tolist()
             rng = random.Random(int(torch.randint(0, 2**31, (1,), generator=gen)))
             for row in rows:
@@ -211,15 +243,20 @@ def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
         for g in opt.param_groups:
             g["lr"] = lr_at(tc, step)
         logits = model(batch[:, :-1], attn_impl="sdpa")
-        loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
+        per_byte = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="none")
+        loss = per_byte.mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
         opt.step()
         if step % 100 == 0 or step == tc.steps - 1:
             elapsed = time.perf_counter() - t0
-            log(f"step {step:5d}  T={T:4d}  loss {loss.item():.3f}  lr {lr_at(tc, step):.2e}  {elapsed:7.1f}s")
-            history.append({"step": step, "loss": round(loss.item(), 4), "elapsed_s": round(elapsed, 1)})
+            entry = {"step": step, "loss": round(loss.item(), 4), "elapsed_s": round(elapsed, 1)}
+            if copied is not None:  # the loss on the repeats: ln 256 = 5.55 until the copying circuit forms
+                entry["copy_loss"] = round(per_byte.view(B, T)[copied].mean().item(), 4)
+            log(f"step {step:5d}  T={T:4d}  loss {loss.item():.3f}  lr {lr_at(tc, step):.2e}  {elapsed:7.1f}s"
+                + (f"  copy {entry['copy_loss']:.3f}" if copied is not None else ""))
+            history.append(entry)
     train_s = time.perf_counter() - t0
     model.eval()
     val = evaluate(model, val_data, cfg.max_seq_len)
