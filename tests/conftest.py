@@ -14,6 +14,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Page tests assert on every section, so every job a page opens runs without its button (the
 # gating itself is tested with the real limit, in test_work.py).
 os.environ.setdefault("KVLAB_AUTO_RUN_S", "600")
+# Under `pytest -n auto` every core already runs a test process: one torch thread each (and in the app servers
+# they start), so no worker's OpenMP threads wait spinning for a core another worker holds.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("KVLAB_THREADS", "1")
 
 from sim.model.device import configure_threads  # noqa: E402
 from sim.model.transformer import PRESETS, ModelConfig, TinyLlama, load_model  # noqa: E402
