@@ -1,10 +1,12 @@
 """The training recipe: schedules, the MHA -> GQA/MQA mean-pooling, and that a few steps learn."""
 
+import json
+
 import pytest
 import torch
 
 from sim.model.train import CORPUS, TRAIN_PRESETS, TrainConfig, load_corpus, lr_at, mean_pool_kv, seq_len_at
-from sim.model.transformer import ModelConfig, TinyLlama
+from sim.model.transformer import ModelConfig, TinyLlama, checkpoint_path
 from tests.conftest import random_model
 
 
@@ -80,16 +82,23 @@ def test_copy_sequences_repeat_what_came_before():
         assert any(text.count(text[i : i + 16]) >= 2 for i in range(0, 513 - 16))
 
 
-def test_the_copy_preset_starts_with_repeated_chunks_then_the_text_at_the_full_context():
+def test_the_shipped_copy_preset_fine_tunes_mha_at_the_full_context():
     tc = TRAIN_PRESETS["mha_copy"]
+    assert (tc.init_from, tc.arch, tc.copy_mix > 0, tc.copy_warmup) == ("mha", "mha", True, 0)
+    shipped = json.loads(checkpoint_path("mha_copy").with_suffix(".json").read_text())["train_config"]
+    assert shipped["steps"] == tc.steps and shipped["copy_mix"] == tc.copy_mix and shipped["lr"] == tc.lr
+
+
+def test_the_repeat_preset_starts_with_repeated_chunks_then_the_text_at_the_full_context():
+    tc = TRAIN_PRESETS["mha_repeat"]
     assert (tc.init_from, tc.arch, tc.weight_decay) == (None, "mha", 0.0)  # from scratch: the circuit forms there
     assert tc.copy_warmup > 0 and tc.copy_mix > 0 and tc.repeat_mix > 0
     assert seq_len_at(tc, tc.steps - 1) == 1024  # the quote check reaches ~800 bytes back
     # the warm-up's constant rate, then the text's own warm-up from nearly zero and its cosine to min_lr
     assert lr_at(tc, tc.warmup) == lr_at(tc, tc.copy_warmup - 1) == tc.copy_warmup_lr
-    assert lr_at(tc, tc.copy_warmup) == tc.lr / tc.warmup and lr_at(tc, tc.steps - 1) == pytest.approx(tc.min_lr, rel=1e-4)
-    assert all(t.copy_mix == t.repeat_mix == t.copy_warmup == 0 for name, t in TRAIN_PRESETS.items()
-               if name != "mha_copy")
+    assert lr_at(tc, tc.copy_warmup) == tc.lr / tc.warmup
+    assert lr_at(tc, tc.steps - 1) == pytest.approx(tc.min_lr, rel=1e-4)
+    assert all(t.repeat_mix == t.copy_warmup == 0 for name, t in TRAIN_PRESETS.items() if name != "mha_repeat")
 
 
 def test_repeated_chunks_mark_exactly_what_only_copying_predicts():
