@@ -117,7 +117,7 @@ if moved == 0:
     st.info(t("shrink.nothing_offloaded"))
 else:
     pcie = costs["pcie5"]
-    show_chart(offload_bars([c.link.name for c in costs.values()], [c.transfer_s * 1e3 for c in costs.values()],
+    show_chart(offload_bars([c.link.name_in(L) for c in costs.values()], [c.transfer_s * 1e3 for c in costs.values()],
                             pcie.hbm_s * 1e3, t("shrink.offload_title", model=presets[ss["omodel"]].name,
                                                 ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
                key="shrink_offload")

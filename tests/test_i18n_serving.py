@@ -106,3 +106,15 @@ def test_the_live_speculative_run_in_korean_keeps_its_numbers():
     assert "125 ms" in ko and "68 ms" in ko and "2.90 ms" in ko and "2.27 ms" in ko
     assert sp.draft_label("mqa", "ko") == "따로 학습한 MQA 모델"
     assert sp.draft_label("mqa") == "the separately trained MQA model"
+
+
+def test_link_names_in_korean_on_the_disaggregation_tab():
+    from sim.serving.links import GPU_LINKS, HOST_LINKS
+    from tests.conftest import run_page
+
+    assert GPU_LINKS["nvlink4"].name_in("ko") == "NVLink 4 (H100, 같은 노드)"
+    assert GPU_LINKS["nvlink4"].name_in("en") == GPU_LINKS["nvlink4"].name == "NVLink 4 (H100, same node)"
+    assert HOST_LINKS["pcie5"].name_in("ko") == "PCIe 5.0 x16"  # an identifier: the same in both
+    at = run_page("serving", {"lang": "ko", "tab": "disagg"}, timeout=300)
+    assert not at.exception
+    assert "100 Gb 이더넷 (노드 간)" in at.selectbox(key="dg_link").options

@@ -133,7 +133,7 @@ def preemption_setup() -> sd.PreemptionSetup:
                       help=t("serving.e.pe_kv_help"))
     c[1].number_input(t("serving.e.pe_cpu"), 0, 1 << 26, step=50_000, key="pe_cpu",
                       help=t("serving.e.pe_cpu_help"))
-    c[2].selectbox(t("serving.e.pe_link"), list(HOST_LINKS), key="pe_link", format_func=lambda k: HOST_LINKS[k].name)
+    c[2].selectbox(t("serving.e.pe_link"), list(HOST_LINKS), key="pe_link", format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
     c[3].toggle(t("serving.e.pe_chunked"), key="pe_chunked")
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["pe_requests"], prompt_mean=ss["pe_prompt"], output_mean=ss["pe_output"],
@@ -223,9 +223,9 @@ def offload_setup() -> of.OffloadSetup:
                       help=t("serving.e.of_gpu_help"))
     c = st.columns(4)
     c[0].number_input(t("serving.e.of_cpu"), 0, MAX_TIER_SLOTS, step=10_000, key="of_cpu")
-    c[1].selectbox(t("serving.e.of_cpu_link"), list(HOST_LINKS), key="of_cpu_link", format_func=lambda k: HOST_LINKS[k].name)
+    c[1].selectbox(t("serving.e.of_cpu_link"), list(HOST_LINKS), key="of_cpu_link", format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
     c[2].number_input(t("serving.e.of_disk"), 0, MAX_TIER_SLOTS, step=100_000, key="of_disk")
-    c[3].selectbox(t("serving.e.of_disk_link"), list(HOST_LINKS), key="of_disk_link", format_func=lambda k: HOST_LINKS[k].name)
+    c[3].selectbox(t("serving.e.of_disk_link"), list(HOST_LINKS), key="of_disk_link", format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
     ss = st.session_state
     wl = SharedPrefixConfig(ss["of_requests"], ss["of_groups"], ss["of_prefix"], 128, 64, ss["of_rate"])
     return of.OffloadSetup(replace(dep, kv_limit_tokens=ss["of_gpu"]), wl,
@@ -237,7 +237,7 @@ def disagg_setup() -> dg.DisaggSetup:
     c = st.columns(5)
     c[0].number_input(t("serving.e.dg_prefill"), 1, MAX_POOL_HERE, key="dg_prefill")
     c[1].number_input(t("serving.e.dg_decode"), 1, MAX_POOL_HERE, key="dg_decode")
-    c[2].selectbox(t("serving.e.dg_link"), list(GPU_LINKS), key="dg_link", format_func=lambda k: GPU_LINKS[k].name)
+    c[2].selectbox(t("serving.e.dg_link"), list(GPU_LINKS), key="dg_link", format_func=lambda k, L=lang(): GPU_LINKS[k].name_in(L))
     c[3].number_input(t("serving.e.dg_ttft"), 0.01, 600.0, step=0.5, key="dg_ttft")
     c[4].number_input(t("serving.e.dg_tpot"), 1.0, 10_000.0, step=1.0, key="dg_tpot",
                       help=t("serving.e.dg_tpot_help"))

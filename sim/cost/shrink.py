@@ -76,6 +76,10 @@ class Link:
     name: str
     bytes_per_s: float  # one direction, decimal (vendor figures)
     source: str
+    name_ko: str = ""  # the name in Korean where it has words beyond identifiers ("same node")
+
+    def name_in(self, lang: str = "en") -> str:
+        return self.name_ko if lang == "ko" and self.name_ko else self.name
 
 
 # Host -> GPU links, one direction: PCIe x16 signalling rates after encoding; NVLink-C2C per direction.
@@ -108,7 +112,7 @@ class OffloadCost:
 
     def sentence_in(self, lang: str) -> str:
         ratio = self.transfer_s / self.hbm_s if self.hbm_s else 1.0
-        fields = dict(bytes=fmt_bytes(self.offloaded_bytes), link=self.link.name,
+        fields = dict(bytes=fmt_bytes(self.offloaded_bytes), link=self.link.name_in(lang),
                       link_bw=f"{fmt_decimal(self.link.bytes_per_s)}/s", ms=f"{self.transfer_s * 1e3:,.1f}",
                       hbm_ms=f"{self.hbm_s * 1e3:,.2f}", hbm_bw=f"{fmt_decimal(self.hbm_bytes_per_s)}/s")
         if ratio > 1:

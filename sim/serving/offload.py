@@ -82,7 +82,7 @@ class OffloadStudy:
         o = self.setup.offload
         out = []
         for i, (tier, key) in enumerate((("host", o.cpu_link), ("disk", o.disk_link))):
-            out.append(er.tier_verdict(tier, find_link(key).name, full.tier_hit_tokens[i + 1], full.load_seconds[i],
+            out.append(er.tier_verdict(tier, find_link(key).name_in(lang), full.tier_hit_tokens[i + 1], full.load_seconds[i],
                                        full.load_recompute_seconds[i], self.breakeven[i], self.load_us_per_block[i],
                                        self.recompute_us_first_block, self.setup.block_size,
                                        self.setup.deployment.arch.name, lang))

@@ -163,7 +163,7 @@ class PreemptionComparison:
         a, b = self.recompute, self.swap
         return er.preemption_takeaway(_percentile(a.result, a.result.e2e_s, 99), _percentile(b.result, b.result.e2e_s, 99),
                                       a.recomputed_tokens, a.recompute_flops, b.swap_bytes, b.swap_seconds,
-                                      find_link(self.setup.link).name, b.num_swaps, a.result.num_preemptions,
+                                      find_link(self.setup.link).name_in(lang), b.num_swaps, a.result.num_preemptions,
                                       lang)
 
 
