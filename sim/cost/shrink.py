@@ -76,10 +76,10 @@ class Link:
     name: str
     bytes_per_s: float  # one direction, decimal (vendor figures)
     source: str
-    name_ko: str = ""  # the name in Korean where it has words beyond identifiers ("same node")
+    name_key: str = ""  # the catalog key of its name where it has words beyond identifiers ("same node")
 
     def name_in(self, lang: str = "en") -> str:
-        return self.name_ko if lang == "ko" and self.name_ko else self.name
+        return text(lang, self.name_key) if self.name_key and lang != "en" else self.name
 
 
 # Host -> GPU links, one direction: PCIe x16 signalling rates after encoding; NVLink-C2C per direction.

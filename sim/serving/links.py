@@ -11,10 +11,10 @@ from sim.cost.shrink import Link
 # GPU -> GPU links for prefill/decode disaggregation (KV of a whole prompt moves once per request)
 GPU_LINKS: dict[str, Link] = {
     "nvlink4": Link("NVLink 4 (H100, same node)", 450e9, "NVIDIA: 900 GB/s total per H100, 450 GB/s each way",
-                    "NVLink 4 (H100, 같은 노드)"),
+                    "serving.link.nvlink4"),
     "ib_ndr": Link("InfiniBand NDR 400 Gb/s (across nodes)", 50e9, "400 Gb/s per port = 50 GB/s each way",
-                   "InfiniBand NDR 400 Gb/s (노드 간)"),
-    "eth100": Link("100 Gb Ethernet (across nodes)", 12.5e9, "100 Gb/s = 12.5 GB/s each way", "100 Gb 이더넷 (노드 간)"),
+                   "serving.link.ib_ndr"),
+    "eth100": Link("100 Gb Ethernet (across nodes)", 12.5e9, "100 Gb/s = 12.5 GB/s each way", "serving.link.eth100"),
 }
 LINKS: dict[str, Link] = {**HOST_LINKS, **GPU_LINKS}
 
