@@ -92,8 +92,8 @@ def render_calculator(arch) -> None:
         (st.success if kind == "fits" else st.warning)(message, icon=icon)
         source = plain(arch.source) if custom else arch.source
         st.caption(say.shape_caption(arch, name_md, L) + t("kvmem.source", source=source))
-        if arch.notes:
-            st.caption(plain(arch.notes) if custom else arch.notes)
+        if arch.notes:  # a preset's note in the page language; a pasted config's own text as it came
+            st.caption(plain(arch.notes) if custom else (arch.notes_ko if L == "ko" and arch.notes_ko else arch.notes))
     command, command_notes = vllm_command(arch, kv, alloc, gpu_cfg.utilization, gpu_cfg.num_gpus, lang=L)
     with st.expander(t("kvmem.command"), icon=":material/terminal:"):
         st.code(command, language="bash")

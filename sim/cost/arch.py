@@ -115,6 +115,7 @@ class ArchPreset:
     key: str = ""
     hf_id: str = ""
     notes: str = ""
+    notes_ko: str = ""  # the same note in Korean (assets/presets/models.json "notes_ko")
     params_card: float = 0.0  # total parameters the model card states, in billions (0 = unknown)
 
     def __post_init__(self) -> None:

@@ -71,6 +71,7 @@ def tiny_preset(name: str, cfg: dict[str, Any]) -> ArchPreset:
         vocab_size=cfg["vocab_size"], max_position_embeddings=cfg["max_seq_len"],
         source=f"sim/model/transformer.py PRESETS[{name!r}] (the lab's own model, trained by sim/model/train.py)",
         key=f"tiny-{name}", notes="Runs live on this machine: the Measured tab allocates its cache for real.",
+        notes_ko="이 머신에서 실제로 돕니다: 실제 모델에서 잰 값 탭이 캐시를 실제로 할당합니다.",
     )
 
 
@@ -84,7 +85,7 @@ def load_presets() -> dict[str, ArchPreset]:
         preset, _ = parse_hf_config_with_notes(text, entry["name"], entry["source"])
         out[entry["key"]] = replace(
             preset, family=entry["family"], key=entry["key"], hf_id=entry.get("hf_id", ""),
-            notes=entry.get("notes", ""), params_card=float(entry.get("params_card_billion", 0.0)),
+            notes=entry.get("notes", ""), notes_ko=entry.get("notes_ko", ""), params_card=float(entry.get("params_card_billion", 0.0)),
         )
     for name, cfg in tiny_model_configs().items():
         out[f"tiny-{name}"] = tiny_preset(name, cfg)
