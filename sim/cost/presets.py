@@ -71,7 +71,7 @@ def tiny_preset(name: str, cfg: dict[str, Any]) -> ArchPreset:
         vocab_size=cfg["vocab_size"], max_position_embeddings=cfg["max_seq_len"],
         source=f"sim/model/transformer.py PRESETS[{name!r}] (the lab's own model, trained by sim/model/train.py)",
         key=f"tiny-{name}", notes="Runs live on this machine: the Measured tab allocates its cache for real.",
-        notes_ko="이 머신에서 실제로 돕니다: 실제 모델에서 잰 값 탭이 캐시를 실제로 할당합니다.",
+        notes_ko="이 컴퓨터에서 실제로 돈다: 실제 모델에서 잰 값 탭이 캐시를 실제로 할당한다.",
     )
 
 
