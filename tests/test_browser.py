@@ -40,6 +40,11 @@ def open_page(browser, url: str, width: int = 1400, height: int = 1800):
 
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
 def test_page_in_browser(app_url, browser, slug):
+    """A laptop (1280 px, sidebar open), then the same page narrowed to a 1024×768 projector: a second load of
+    each page would cost the suite ~10 s of Chromium time a page for the same checks (the layout is CSS and
+    plotly's responsive resize, so narrowing the window re-lays out exactly what a load at that size draws)."""
+    from tests.test_browser_projector import check_projector_view
+
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = open_page(browser, f"{app_url}/{'' if slug == 'home' else slug}", 1280, 1600)  # a laptop, sidebar open
     try:
@@ -48,8 +53,17 @@ def test_page_in_browser(app_url, browser, slug):
         assert page.evaluate(OVERFLOWING_METRICS_JS) == [], f"{slug}: metric values run past their column"
         title = "KV Cache Lab" if slug == "home" else next(p.title for p in PAGES if p.slug == slug)
         assert page.locator("h1").first.inner_text().strip() == title
-    finally:
         page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
+        page.set_viewport_size({"width": 1024, "height": 768})
+        page.wait_for_timeout(700)  # plotly's resize handler redraws each chart at the new width
+        assert page.evaluate("() => window.innerWidth") == 1024
+        assert page.locator('[data-testid="stSidebar"][data-collapsed="false"]').count() == 1  # still open
+        check_projector_view(page, slug)
+        page.screenshot(path=str(SHOTS / f"{slug}-1024.png"))
+    except Exception:
+        page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
+        raise
+    finally:
         page.close()
 
 
