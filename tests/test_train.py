@@ -126,3 +126,24 @@ def test_repeated_chunks_mark_exactly_what_only_copying_predicts():
         assert 8 <= n <= 24 and not copied[q]
         assert ids[q - n : q - n + (end - q)].tolist() == ids[q:end].tolist()  # the same bytes, n back
         assert not copied[q - n : q].any()  # the first copy is unmarked: nothing before predicts it
+
+
+def test_a_loaded_model_put_back_into_training_learns_in_every_projection():
+    """load_model fuses q/k/v and gate/up into detached copies for inference: trained like that, only the
+    embedding and the norms would get a gradient. .train() unfuses it, and the logits stay the same."""
+    from sim.model.transformer import load_model
+
+    model = load_model("mha")
+    ids = torch.randint(0, 256, (2, 33), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        fused_logits = model(ids[:, :-1])
+    assert model.fused and model.model.layers[0].self_attn.wqkv_t is not None
+    model.train().requires_grad_(True)
+    assert not model.fused and model.model.layers[0].self_attn.wqkv_t is None and model.lm_head.weight_t is None
+    logits = model(ids[:, :-1])
+    torch.testing.assert_close(logits.detach(), fused_logits, rtol=1e-5, atol=1e-5)
+    torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten()).backward()
+    no_grad = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert no_grad == []
+    # eval() alone leaves a fused model fused (the app's models stay on the fast path)
+    assert load_model("mha").eval().fused

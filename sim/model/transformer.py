@@ -471,6 +471,24 @@ class TinyLlama(nn.Module):
         self.fused = True
         return self
 
+    def unfuse_projections(self) -> TinyLlama:
+        """Back to one matmul per projection on the parameters themselves: the fused copies and the transposed
+        views are detached, so a loss computed through them sends no gradient to q/k/v/o, the MLP or lm_head."""
+        for layer in self.model.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            attn.wqkv = attn.wqkv_t = attn.o_proj.weight_t = None
+            mlp.w_gate_up = mlp.w_gate_up_t = mlp.down_proj.weight_t = None
+        self.lm_head.weight_t = None
+        self.fused = False
+        return self
+
+    def train(self, mode: bool = True) -> TinyLlama:
+        """A model load_model fused for inference is unfused when it is put back into training: trained fused,
+        only the embedding and the norms would learn (the fused weights stay as they were loaded)."""
+        if mode and self.fused:
+            self.unfuse_projections()
+        return super().train(mode)
+
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
