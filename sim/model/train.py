@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from sim.model.curriculum import Phase, train_phases
 from sim.model.transformer import PRESETS, TinyLlama, checkpoint_path, load_model, save_checkpoint
 
 CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "shakespeare.txt"
@@ -67,6 +68,14 @@ class TrainConfig:
     copy_warmup_batch: int = 32
     copy_warmup_lr: float = 1e-3
     repeat_mix: float = 0.0  # after the warm-up, this fraction of the rows stays repeated chunks (keeps the circuit)
+    # Set: the run is these phases instead (sim.model.curriculum; steps must be their sum), and the fields above
+    # from batch_size to repeat_mix are unused.
+    phases: tuple[Phase, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.phases and self.steps != sum(ph.steps for ph in self.phases):
+            raise ValueError(f"{self.preset}: steps={self.steps} but the phases add up to "
+                             f"{sum(ph.steps for ph in self.phases)}")
 
 
 STEPS_COPY_WARMUP = 2000
@@ -173,6 +182,7 @@ def lr_at(tc: TrainConfig, step: int) -> float:
 @torch.no_grad()
 def evaluate(model: TinyLlama, val: torch.Tensor, seq_len: int, max_windows: int | None = None) -> float:
     """Mean next-byte cross-entropy (nats/byte) over non-overlapping windows of the val split."""
+    was_training = model.training
     model.eval()
     n = (len(val) - 1) // seq_len
     if max_windows:
@@ -185,7 +195,7 @@ def evaluate(model: TinyLlama, val: torch.Tensor, seq_len: int, max_windows: int
         loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum")
         total += loss.item()
         count += batch[:, 1:].numel()
-    model.train()
+    model.train(was_training)
     return total / count
 
 
@@ -220,6 +230,10 @@ def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
                     p.data.mul_(1 / math.sqrt(2 * cfg.n_layers))
     model = model.train()
     model.cfg = cfg  # the pooled model carries the preset's name
+    if tc.phases:
+        t0 = time.perf_counter()
+        history = train_phases(model, tc.phases, train_data, val_data, tc.seed, evaluate, log)
+        return model, _report(tc, model, val_data, time.perf_counter() - t0, history)
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
@@ -267,21 +281,23 @@ def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
             log(f"step {step:5d}  T={T:4d}  loss {loss.item():.3f}  lr {lr_at(tc, step):.2e}  {elapsed:7.1f}s"
                 + (f"  copy {entry['copy_loss']:.3f}" if copied is not None else ""))
             history.append(entry)
-    train_s = time.perf_counter() - t0
+    return model, _report(tc, model, val_data, time.perf_counter() - t0, history)
+
+
+def _report(tc: TrainConfig, model: TinyLlama, val_data: torch.Tensor, train_s: float, history: list[dict]) -> dict:
     model.eval()
-    val = evaluate(model, val_data, cfg.max_seq_len)
-    report = {
+    val = evaluate(model, val_data, model.cfg.max_seq_len)
+    return {
         "preset": tc.preset,
         "train_config": asdict(tc),
         "val_loss_nats_per_byte": round(val, 4),
-        "val_seq_len": cfg.max_seq_len,
+        "val_seq_len": model.cfg.max_seq_len,
         "train_seconds": round(train_s, 1),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "num_params": model.num_params(),
         "history": history,
     }
-    return model, report
 
 
 def main() -> None:

@@ -1,0 +1,51 @@
+"""Training in phases (sim.model.curriculum): the rows each kind makes, the rate schedule, the recipe checks."""
+
+import random
+
+import pytest
+import torch
+
+from sim.model.curriculum import ALPHABET, Phase, RowKind, phase_lr, repeat_row, text_repeat_row
+from sim.model.train import TrainConfig
+
+
+def test_repeat_rows_over_a_small_alphabet_mark_what_only_copying_predicts():
+    ids, mask = repeat_row(300, 8, 16, 48, random.Random(1))
+    assert ids.shape == mask.shape == (300,)
+    assert set(ids.tolist()) <= set(ALPHABET[:8]) == set(b"etaoinsh")
+    # the same draws made by hand: a length, that many symbols, the chunk twice; the mask on the second copy
+    # after its first byte (the first could be any chunk's start)
+    rng, want_ids, want_mask = random.Random(1), [], []
+    while len(want_ids) < 300:
+        chunk = [ALPHABET[rng.randrange(8)] for _ in range(rng.randint(16, 48))]
+        want_ids += chunk * 2
+        want_mask += [False] * (len(chunk) + 1) + [True] * (len(chunk) - 1)
+    assert ids.tolist() == want_ids[:300] and mask.tolist() == want_mask[:300]
+    assert 0 < mask.sum() < 150
+
+
+def test_a_text_repeat_row_repeats_one_span_of_the_data_after_its_filler():
+    data = torch.arange(10_000) % 251  # every 251-byte window is unique
+    ids, mask = text_repeat_row(data, 512, 40, 40, 300, random.Random(5))
+    marked = mask.nonzero().flatten().tolist()
+    assert len(marked) == 40 - 8 and marked == list(range(marked[0], marked[0] + 32))
+    start = marked[0] - 8  # the repeat's first byte
+    span = ids[start : start + 40].tolist()
+    first = next(j for j in range(start) if ids[j : j + 40].tolist() == span)
+    assert 0 < start - (first + 40) <= 300  # the filler between them, at most max_gap bytes
+
+
+def test_phase_rates_ramp_then_follow_the_cosine():
+    ph = Phase(100, 256, 16, 1e-3, (RowKind("text", 1.0),), warmup=10, cosine=True, min_lr=1e-4)
+    assert phase_lr(ph, 0) == pytest.approx(1e-3 * 1 / 10 * (1e-4 + 0.5 * 9e-4 * (1 + 1)) / 1e-3)
+    assert phase_lr(ph, 50) == pytest.approx(1e-4 + 0.5 * 9e-4)
+    assert phase_lr(ph, 99) > 1e-4 and phase_lr(Phase(5, 64, 2, 1e-3, (RowKind("text", 1.0),)), 3) == 1e-3
+
+
+def test_recipes_are_checked():
+    with pytest.raises(ValueError, match="not one of"):
+        RowKind("chunks", 1.0)
+    ph = Phase(10, 64, 2, 1e-3, (RowKind("text", 1.0),))
+    with pytest.raises(ValueError, match="phases add up to 20"):
+        TrainConfig("x", steps=30, phases=(ph, ph))
+    assert TrainConfig("x", steps=20, phases=(ph, ph)).steps == 20
