@@ -68,24 +68,26 @@ def show_study(make_setup, run, figure, sentences, lang: str = "en"):
     return setup, result
 
 
-def render_chunked() -> None:
+def _study_tab(intro: str, setup, run, figure, sentences, caption) -> None:
+    """A tab that is one study: its intro, the study's chart, sentences and table, then a caption built from
+    the setup and result (`caption(setup, result)`, `sentences(result, lang)`)."""
     L = lang()
-    st.markdown(t("serving.t.chunked_intro"))
-    shown = show_study(eng.chunk_setup, eruns.chunk_sweep, efigs.chunk_budget, lambda r: [r.summary(L)], L)
-    if shown is None:
-        return
-    _, sweep = shown
-    st.caption(t("serving.t.chunked_caption", slots=f"{sweep.capacity_tokens:,}", budget=f"{sweep.unchunked_budget:,}"))
+    st.markdown(t(intro))
+    shown = show_study(setup, run, figure, lambda r: sentences(r, L), L)
+    if shown is not None:
+        st.caption(caption(*shown))
+
+
+def render_chunked() -> None:
+    _study_tab("serving.t.chunked_intro", eng.chunk_setup, eruns.chunk_sweep, efigs.chunk_budget,
+               lambda r, L: [r.summary(L)],
+               lambda _, sweep: t("serving.t.chunked_caption", slots=f"{sweep.capacity_tokens:,}",
+                               budget=f"{sweep.unchunked_budget:,}"))
 
 
 def render_preemption() -> None:
-    L = lang()
-    st.markdown(t("serving.t.preemption_intro"))
-    shown = show_study(eng.preemption_setup, eruns.preemption, efigs.preemption, lambda r: [], L)
-    if shown is None:
-        return
-    _, cmp = shown
-    st.caption(t("serving.t.preemption_caption", kib=f"{cmp.kv_bytes_per_token / 1024:,.0f}"))
+    _study_tab("serving.t.preemption_intro", eng.preemption_setup, eruns.preemption, efigs.preemption,
+               lambda r, L: [], lambda _, cmp: t("serving.t.preemption_caption", kib=f"{cmp.kv_bytes_per_token / 1024:,.0f}"))
 
 
 def render_steps() -> None:
@@ -126,37 +128,22 @@ def render_steps() -> None:
 
 
 def render_offload() -> None:
-    L = lang()
-    st.markdown(t("serving.t.offload_intro"))
-    shown = show_study(eng.offload_setup, eruns.offload, efigs.offload, lambda r: r.verdicts(L), L)
-    if shown is None:
-        return
-    _, study = shown
-    st.caption(t("serving.t.offload_caption", slots=f"{study.capacity_tokens:,}",
-                 kib=f"{study.kv_bytes_per_token / 1024:,.0f}"))
+    _study_tab("serving.t.offload_intro", eng.offload_setup, eruns.offload, efigs.offload, lambda r, L: r.verdicts(L),
+               lambda _, study: t("serving.t.offload_caption", slots=f"{study.capacity_tokens:,}",
+                               kib=f"{study.kv_bytes_per_token / 1024:,.0f}"))
 
 
 def render_disagg() -> None:
-    L = lang()
-    st.markdown(t("serving.t.disagg_intro"))
-    shown = show_study(eng.disagg_setup, eruns.disagg, efigs.disagg, lambda r: [r.verdict(L)], L)
-    if shown is None:
-        return
-    _, study = shown
-    st.caption(t("serving.t.disagg_caption", gb=f"{study.transfer_gb:,.1f}", ms=f"{study.transfer_p50_ms:,.2f}",
-                 slots=f"{study.capacity_tokens:,}"))
+    _study_tab("serving.t.disagg_intro", eng.disagg_setup, eruns.disagg, efigs.disagg, lambda r, L: [r.verdict(L)],
+               lambda _, study: t("serving.t.disagg_caption", gb=f"{study.transfer_gb:,.1f}",
+                               ms=f"{study.transfer_p50_ms:,.2f}", slots=f"{study.capacity_tokens:,}"))
 
 
 def render_routing() -> None:
-    L = lang()
-    st.markdown(t("serving.t.routing_intro"))
-    shown = show_study(eng.routing_setup, eruns.routing, efigs.routing, lambda r: [], L)
-    if shown is None:
-        return
-    setup, study = shown
-    st.caption(t("serving.t.routing_caption", slots=f"{study.capacity_tokens:,}",
-                 prompt=f"{setup.workload.prompt_len:,}", prefix=f"{setup.workload.prefix_len:,}",
-                 groups=f"{setup.workload.num_groups:,}"))
+    _study_tab("serving.t.routing_intro", eng.routing_setup, eruns.routing, efigs.routing, lambda r, L: [],
+               lambda setup, study: t("serving.t.routing_caption", slots=f"{study.capacity_tokens:,}",
+                                      prompt=f"{setup.workload.prompt_len:,}", prefix=f"{setup.workload.prefix_len:,}",
+                                      groups=f"{setup.workload.num_groups:,}"))
 
 
 def render_trace() -> None:
