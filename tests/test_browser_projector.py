@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.present import PRESENTER
+from app.present import PRESENTER, PRESENTER_MAX_HEIGHT
 from app.registry import PAGES
 from tests.test_browser import DONE, OVERFLOWING_METRICS_JS, SHOTS
 
@@ -28,7 +28,7 @@ AXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(el => {
     if (!(ax.title && String(ax.title.text || '').trim())) untitled.push(name);
     if (ax.tickfont && ax.tickfont.size) minTick = Math.min(minTick, ax.tickfont.size);
   }
-  return {title: (fl.title && fl.title.text) || '', untitled, minTick};
+  return {title: (fl.title && fl.title.text) || '', untitled, minTick, height: fl.height || 0};
 })"""
 
 
@@ -60,6 +60,8 @@ def test_presenter_mode(app_url, browser, slug):
     try:
         charts = check_projector_view(page, slug)
         assert all(c["minTick"] >= PRESENTER["tick"] for c in charts if c["minTick"] < 1e9), charts
+        tall = [(c["title"][:60], c["height"]) for c in charts if c["height"] > PRESENTER_MAX_HEIGHT]
+        assert tall == [], f"{slug}: charts taller than a 720-px projector shows at once: {tall}"
         # the setting stays in the URL (a copied link keeps it) and the sidebar starts collapsed
         assert "present=1" in page.url
         # Streamlit marks the sidebar data-collapsed (it has no aria-expanded): an attribute that is never there
