@@ -49,3 +49,18 @@ def test_recipes_are_checked():
     with pytest.raises(ValueError, match="phases add up to 20"):
         TrainConfig("x", steps=30, phases=(ph, ph))
     assert TrainConfig("x", steps=20, phases=(ph, ph)).steps == 20
+
+
+def test_a_far_repeat_row_puts_random_symbols_between_a_chunk_and_its_repeat():
+    from sim.model.curriculum import far_repeat_row
+
+    ids, mask = far_repeat_row(400, 8, 16, 48, 100, random.Random(2))
+    rng, want_ids, want_mask, gaps = random.Random(2), [], [], []
+    while len(want_ids) < 400:
+        chunk = [ALPHABET[rng.randrange(8)] for _ in range(rng.randint(16, 48))]
+        gap = [ALPHABET[rng.randrange(8)] for _ in range(rng.randint(0, 100))]
+        gaps.append(len(gap))
+        want_ids += chunk + gap + chunk
+        want_mask += [False] * (len(chunk) + len(gap) + 1) + [True] * (len(chunk) - 1)
+    assert ids.tolist() == want_ids[:400] and mask.tolist() == want_mask[:400]
+    assert max(gaps) > 0  # the repeat is not always right after its chunk

@@ -10,6 +10,8 @@ the corpus comes back after filler text teach it to fire on text and to ignore t
 Row kinds (`RowKind.kind`):
   text         a window of the training text
   repeat       chunks of `lo`-`hi` symbols from an alphabet of `alphabet` bytes, each written twice in a row
+  far_repeat   the same, with up to `max_gap` random symbols between a chunk and its repeat (the key must then
+               be long enough to point at one place among that many)
   text_repeat  [text][a corpus span of lo-hi bytes][filler, up to max_gap bytes][the span again][text]
   copy         train.copy_sequence: a passage or fact lines, filler, then the passage or one line again
 
@@ -31,7 +33,7 @@ import torch.nn.functional as F
 # i n s h (bytes the text model knows); past the printable ones, every other byte.
 _PRINTABLE = list(b"etaoinshrdlucmfwypvbgkjqxz ETAOINSHRDLUCMFWYPVBGKJQXZ.,;:!?'-\n0123456789")
 ALPHABET = _PRINTABLE + [c for c in range(256) if c not in _PRINTABLE]
-ROW_KINDS = ("text", "repeat", "text_repeat", "copy")
+ROW_KINDS = ("text", "repeat", "far_repeat", "text_repeat", "copy")
 PROBE_EVERY = 250
 
 
@@ -42,7 +44,7 @@ class RowKind:
     alphabet: int = 256  # repeat: symbols drawn from ALPHABET[:alphabet]
     lo: int = 8  # repeat: chunk length; text_repeat: span length
     hi: int = 24
-    max_gap: int = 800  # text_repeat: the most filler between the span and its repeat
+    max_gap: int = 800  # text_repeat, far_repeat: the most filler between the span and its repeat
 
     def __post_init__(self) -> None:
         if self.kind not in ROW_KINDS:
@@ -72,6 +74,20 @@ def repeat_row(length: int, alphabet: int, lo: int, hi: int, rng: random.Random)
         chunk = [ALPHABET[rng.randrange(alphabet)] for _ in range(rng.randint(lo, hi))]
         ids += chunk + chunk
         copied += [False] * (len(chunk) + 1) + [True] * (len(chunk) - 1)
+    return torch.tensor(ids[:length]), torch.tensor(copied[:length])
+
+
+def far_repeat_row(length: int, alphabet: int, lo: int, hi: int, max_gap: int,
+                   rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
+    """[chunk][0-max_gap random symbols][the chunk again]... over ALPHABET[:alphabet], until `length` bytes; the
+    mask marks each repeat's bytes after its first."""
+    ids: list[int] = []
+    copied: list[bool] = []
+    while len(ids) < length:
+        chunk = [ALPHABET[rng.randrange(alphabet)] for _ in range(rng.randint(lo, hi))]
+        gap = [ALPHABET[rng.randrange(alphabet)] for _ in range(rng.randint(0, max_gap))]
+        ids += chunk + gap + chunk
+        copied += [False] * (len(chunk) + len(gap) + 1) + [True] * (len(chunk) - 1)
     return torch.tensor(ids[:length]), torch.tensor(copied[:length])
 
 
@@ -108,13 +124,15 @@ def phase_lr(ph: Phase, s: int) -> float:
 def copy_probe(model, val: torch.Tensor) -> dict[str, float]:
     """How well the model copies, teacher-forced on 16 fixed rows each: the share of copy-only positions whose
     argmax is the right byte. r256 / r8: repeats over 256 / 8 symbols; t0 / t600: a held-out text span of 80
-    bytes repeated at once / after 600 bytes of filler (what text alone predicts is ~0.55 here)."""
+    bytes repeated at once / after 600 bytes of filler (what text alone predicts is ~0.55 here); f8: chunks over 8
+    symbols repeated after up to 600 others."""
     was_training = model.training
     model.eval()
     rng = random.Random(7)
     makers = {"r256": lambda: repeat_row(257, 256, 8, 24, rng), "r8": lambda: repeat_row(257, 8, 16, 48, rng),
               "t0": lambda: text_repeat_row(val, 257, 80, 80, 0, rng),
-              "t600": lambda: text_repeat_row(val, 1025, 80, 80, 600, rng)}
+              "t600": lambda: text_repeat_row(val, 1025, 80, 80, 600, rng),
+              "f8": lambda: far_repeat_row(1025, 8, 16, 48, 600, rng)}
     out = {}
     for label, make in makers.items():
         rows = [make() for _ in range(16)]
@@ -140,6 +158,8 @@ def train_phases(model, phases: tuple[Phase, ...], train_data: torch.Tensor, val
             return train_data[start : start + length]
         if kind.kind == "repeat":
             return repeat_row(length, kind.alphabet, kind.lo, kind.hi, rng)[0]
+        if kind.kind == "far_repeat":
+            return far_repeat_row(length, kind.alphabet, kind.lo, kind.hi, kind.max_gap, rng)[0]
         if kind.kind == "text_repeat":
             return text_repeat_row(train_data, length, kind.lo, kind.hi, kind.max_gap, rng)[0]
         from sim.model.train import copy_sequence
