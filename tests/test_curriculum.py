@@ -64,3 +64,27 @@ def test_a_far_repeat_row_puts_random_symbols_between_a_chunk_and_its_repeat():
         want_mask += [False] * (len(chunk) + len(gap) + 1) + [True] * (len(chunk) - 1)
     assert ids.tolist() == want_ids[:400] and mask.tolist() == want_mask[:400]
     assert max(gaps) > 0  # the repeat is not always right after its chunk
+
+
+def test_a_text_chunks_row_repeats_earlier_spans_of_itself():
+    from sim.model.curriculum import text_chunks_row
+
+    data = torch.arange(20_000) % 251
+    ids, mask = text_chunks_row(data, 600, 12, 40, random.Random(4))
+    assert ids.shape == mask.shape == (600,) and 0.1 < mask.float().mean() < 0.9
+    # every marked run is the tail of a span that occurred earlier in the row: its 4 bytes of key + the run
+    runs, i = [], 0
+    while i < 600:
+        if mask[i]:
+            j = i
+            while j < 600 and mask[j]:
+                j += 1
+            runs.append((i - 4, j))
+            i = j
+        else:
+            i += 1
+    assert runs
+    row = ids.tolist()
+    for a, b in runs:
+        piece = row[a:b]
+        assert any(row[k : k + len(piece)] == piece for k in range(0, a)), (a, b)

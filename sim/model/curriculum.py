@@ -13,6 +13,8 @@ Row kinds (`RowKind.kind`):
   far_repeat   the same, with up to `max_gap` random symbols between a chunk and its repeat (the key must then
                be long enough to point at one place among that many)
   text_repeat  [text][a corpus span of lo-hi bytes][filler, up to max_gap bytes][the span again][text]
+  text_chunks  corpus spans of lo-hi bytes one after another, half of them a span written earlier in the row
+               (any distance back): half the bytes are copies, where a text_repeat row has one span
   copy         train.copy_sequence: a passage or fact lines, filler, then the passage or one line again
 
 Every random draw comes from the two streams `train_phases` seeds (a torch.Generator for text offsets, a
@@ -33,7 +35,7 @@ import torch.nn.functional as F
 # i n s h (bytes the text model knows); past the printable ones, every other byte.
 _PRINTABLE = list(b"etaoinshrdlucmfwypvbgkjqxz ETAOINSHRDLUCMFWYPVBGKJQXZ.,;:!?'-\n0123456789")
 ALPHABET = _PRINTABLE + [c for c in range(256) if c not in _PRINTABLE]
-ROW_KINDS = ("text", "repeat", "far_repeat", "text_repeat", "copy")
+ROW_KINDS = ("text", "repeat", "far_repeat", "text_repeat", "text_chunks", "copy")
 PROBE_EVERY = 250
 
 
@@ -111,6 +113,27 @@ def text_repeat_row(data: torch.Tensor, length: int, lo: int, hi: int, max_gap: 
     return torch.tensor(ids[:length]), torch.tensor(mask[:length])
 
 
+def text_chunks_row(data: torch.Tensor, length: int, lo: int, hi: int,
+                    rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
+    """Spans of `data` (lo-hi bytes) until `length` bytes, each, after the first, with even odds an earlier
+    span of the row again; the mask marks a repeated span's bytes after its 4th."""
+    ids: list[int] = []
+    copied: list[bool] = []
+    spans: list[list[int]] = []
+    while len(ids) < length:
+        if spans and rng.random() < 0.5:
+            chunk = rng.choice(spans)
+            copied += [False] * 4 + [True] * (len(chunk) - 4)
+        else:
+            n = rng.randint(lo, hi)
+            start = rng.randrange(0, len(data) - n - 1)
+            chunk = data[start : start + n].tolist()
+            spans.append(chunk)
+            copied += [False] * len(chunk)
+        ids += chunk
+    return torch.tensor(ids[:length]), torch.tensor(copied[:length])
+
+
 def phase_lr(ph: Phase, s: int) -> float:
     """The learning rate at step s of the phase."""
     lr = ph.lr
@@ -160,6 +183,8 @@ def train_phases(model, phases: tuple[Phase, ...], train_data: torch.Tensor, val
             return repeat_row(length, kind.alphabet, kind.lo, kind.hi, rng)[0]
         if kind.kind == "far_repeat":
             return far_repeat_row(length, kind.alphabet, kind.lo, kind.hi, kind.max_gap, rng)[0]
+        if kind.kind == "text_chunks":
+            return text_chunks_row(train_data, length, kind.lo, kind.hi, rng)[0]
         if kind.kind == "text_repeat":
             return text_repeat_row(train_data, length, kind.lo, kind.hi, kind.max_gap, rng)[0]
         from sim.model.train import copy_sequence
