@@ -147,3 +147,12 @@ def test_a_loaded_model_put_back_into_training_learns_in_every_projection():
     assert no_grad == []
     # eval() alone leaves a fused model fused (the app's models stay on the fast path)
     assert load_model("mha").eval().fused
+
+
+def test_the_phase_preset_starts_from_mha_and_ends_at_the_full_context():
+    tc = TRAIN_PRESETS["mha_letters"]
+    assert tc.init_from == "mha" and tc.steps == sum(ph.steps for ph in tc.phases) == 2500
+    assert tc.phases[-1].seq_len == 1024 and tc.phases[-1].cosine  # the quote check reaches ~800 bytes back
+    kinds = {k.kind for ph in tc.phases for k in ph.mix}
+    assert {"repeat", "text", "text_repeat", "copy"} <= kinds
+    assert any(k.alphabet == 8 for k in tc.phases[0].mix)  # the letters: a one-byte key is ambiguous there
