@@ -20,9 +20,9 @@ SEEN_KEY = "_present.url"  # the URL value this session last saw (a new one wins
 # Sizes in CSS px. Ticks of 16 px and titles of 20 px stay readable from the back of a classroom.
 NORMAL = {"font": 14, "tick": 13, "title": 17}
 PRESENTER = {"font": 17, "tick": 16, "title": 21}
-# A projector shows 1280×720: below Streamlit's header ~640 px of a chart fit on the screen at once, so a taller
+# A projector shows 1280×720: below Streamlit's header (~60 px) 600 px of chart fit with a margin, so a taller
 # figure (a Gantt row per request, a grid of heatmaps) is drawn at that height instead of running off the screen.
-PRESENTER_MAX_HEIGHT = 640
+PRESENTER_MAX_HEIGHT = 600
 
 # Always on: at 1024 px wide (sidebar open) columns wrap two to a row instead of squeezing metrics to
 # "1…" and select boxes to "Llam"; long table cells wrap instead of being cut off.

@@ -33,7 +33,7 @@ def test_styled_sets_type_sizes_and_keeps_axis_titles():
     assert fig.layout.xaxis.tickfont.size == PRESENTER["tick"] == fig.layout.yaxis.tickfont.size
     assert fig.layout.height == 460
     # on a 720-px projector a tall figure is drawn no taller than the screen shows at once
-    assert styled(go.Figure(layout=dict(height=900)), True).layout.height == PRESENTER_MAX_HEIGHT == 640
+    assert styled(go.Figure(layout=dict(height=900)), True).layout.height == PRESENTER_MAX_HEIGHT == 600
     assert styled(go.Figure(layout=dict(height=900)), False).layout.height == 900
     assert (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text) == ("context (tokens)", "KV cache (GiB)")
     assert styled(go.Figure(), False).layout.font.size == NORMAL["font"]
