@@ -171,6 +171,8 @@ def train_phases(model, phases: tuple[Phase, ...], train_data: torch.Tensor, val
                  evaluate, log=print) -> list[dict]:
     """Train `model` in place through the phases (AdamW, no weight decay, gradients clipped at 1); returns the
     history: every PROBE_EVERY steps the loss, the copy probes and the validation loss on 16 windows."""
+    from sim.model.train import copy_sequence  # here, not at the top: train.py imports this module
+
     opt = torch.optim.AdamW(model.parameters(), lr=phases[0].lr, betas=(0.9, 0.95), weight_decay=0.0)
     gen = torch.Generator().manual_seed(seed)
     rng = random.Random(seed)
@@ -187,8 +189,6 @@ def train_phases(model, phases: tuple[Phase, ...], train_data: torch.Tensor, val
             return text_chunks_row(train_data, length, kind.lo, kind.hi, rng)[0]
         if kind.kind == "text_repeat":
             return text_repeat_row(train_data, length, kind.lo, kind.hi, kind.max_gap, rng)[0]
-        from sim.model.train import copy_sequence
-
         return copy_sequence(train_data, length, rng)
 
     history: list[dict] = []

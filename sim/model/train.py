@@ -18,9 +18,10 @@ again). mha_repeat is mha's architecture from scratch in two phases: first nothi
 repeated at once (`copy_warmup` steps: only copying predicts the repeats, and a copying circuit forms after a
 long plateau), then the text with copy tasks mixed in and some rows still repeated chunks (`repeat_mix`).
 mha_letters trains in phases (sim/model/curriculum.py), each a mix of row kinds. The "Shrink the cache" checks
-need a model that can quote text from hundreds of bytes back; no recipe so far yields one (the presets' comments record each outcome), and the page says so. None of these is a preset of
-transformer.py (load with `load_model(checkpoint_path("mha_copy"))`). Every checkpoint's report
-(assets/models/<preset>.json) records its full-cache quote and fact scores, which the page shows.
+need a model that can quote text from hundreds of bytes back; no recipe so far yields one (the presets' comments
+record each outcome), and the page says so. None of these is a preset of transformer.py (load with
+`load_model(checkpoint_path("mha_copy"))`). Every checkpoint's report (assets/models/<preset>.json) records its
+full-cache quote and fact scores, which the page shows.
 """
 
 from __future__ import annotations
