@@ -24,6 +24,11 @@ OVERFLOWING_METRICS_JS = """() => [...document.querySelectorAll('[data-testid="s
   return [...m.querySelectorAll('[data-testid="stMetricValue"] *')].some(e => e.getBoundingClientRect().right > box.right + 1);
 }).map(m => m.innerText.replace(/\\s+/g, ' ').slice(0, 60))"""
 
+# A button that both draws an arrow icon and answers an arrow key shows two arrows ("← Back ←"): Streamlit
+# prints the key's glyph beside the label. List such buttons (the icon's ligature name is its text).
+DOUBLE_ARROW_BUTTONS_JS = """() => [...document.querySelectorAll('button')].map(b => b.innerText.replace(/\\s+/g, ' ').trim())
+  .filter(s => (s.match(/arrow_back|←/g) || []).length > 1 || (s.match(/arrow_forward|→/g) || []).length > 1)"""
+
 
 def open_page(browser, url: str, width: int = 1400, height: int = 1800):
     page = browser.new_page(viewport={"width": width, "height": height})
@@ -51,6 +56,7 @@ def test_page_in_browser(app_url, browser, slug):
         page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
         assert page.locator('[data-testid="stException"]').count() == 0
         assert page.evaluate(OVERFLOWING_METRICS_JS) == [], f"{slug}: metric values run past their column"
+        assert page.evaluate(DOUBLE_ARROW_BUTTONS_JS) == [], f"{slug}: a button shows its arrow twice"
         title = "KV Cache Lab" if slug == "home" else next(p.title for p in PAGES if p.slug == slug)
         assert page.locator("h1").first.inner_text().strip() == title
         page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)

@@ -52,17 +52,20 @@ def navigation(where: str) -> int:
     ss = st.session_state
     k, L = ss["step"], lang()
     c = st.columns([1, 4, 1], vertical_alignment="center")
+    # The top pair answers the arrow keys, and Streamlit draws a key's arrow on such a button, so only the
+    # bottom pair (no shortcut) draws an arrow icon: one arrow per button, not two.
+    top = where == "top"
     c[0].button(t("lesson.back"), key=f"back_{where}", on_click=_move, args=(-1,), disabled=k == 1,
-                icon=":material/arrow_back:", width="stretch", shortcut="left" if where == "top" else None)
-    if where == "top":
+                icon=None if top else ":material/arrow_back:", width="stretch", shortcut="left" if top else None)
+    if top:
         labels = {j: step_label(j, L) for j in range(1, len(STEPS) + 1)}  # worded now: format_func runs later too
         c[1].selectbox(t("lesson.step"), list(labels), key="step", format_func=labels.get,
                        label_visibility="collapsed")
     else:
         c[1].progress(k / len(STEPS), text=step_label(k, L))
     c[2].button(t("lesson.next"), key=f"next_{where}", on_click=_move, args=(1,), disabled=k == len(STEPS),
-                icon=":material/arrow_forward:", icon_position="right", type="primary", width="stretch",
-                shortcut="right" if where == "top" else None)
+                icon=None if top else ":material/arrow_forward:", icon_position="right", type="primary",
+                width="stretch", shortcut="right" if top else None)
     return k
 
 
