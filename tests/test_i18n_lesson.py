@@ -62,7 +62,8 @@ def test_claims_in_korean_keep_the_numbers_and_the_branches():
         "레이어 4개 모두에서, 프리필이 프롬프트의 K·V 행 28개를 한 번에 썼다. 이제 캐시는 레이어마다 28행을 담는다: "
         "28 × 토큰당 4 KiB = 112 KiB.")
     assert say.mask_title([0.0, 0.0], [1.5, 3.25], lang="ko") == (
-        "인과 마스크가 있으면 앞선 출력이 최대 0만큼 움직이고, 없으면 최대 3.25까지 움직인다")
+        "인과 마스크가 있으면 앞선 출력이 전혀 움직이지 않고, 없으면 최대 3.25까지 움직인다")
+    assert say.mask_caption(0.0, 0.0, lang="ko").startswith("인과 마스크가 있으면 앞선 모든 위치의 K와 V가 비트 단위까지")
     assert say.smallest_title("M", {"MHA": 4096, "GQA": 1024, "MQA": 256}, "MHA", lang="ko") == (
         "M: 가장 작은 것은 MQA, 토큰당 256 B로 MHA의 4 KiB보다 16.0× 적다")
 

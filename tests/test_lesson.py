@@ -142,7 +142,14 @@ def test_chart_titles_state_the_figures_takeaway_both_ways():
     assert say.repeat_title([512, 1024], [10, 38], [4, 8]) == (
         "From N = 512 to 1,024 tokens the naive total grows 3.8×, the cached one 2.0×")
     assert say.mask_title([0.0, 0.0], [1.5, 3.25]) == (
-        "With the causal mask earlier outputs move by at most 0; without it by up to 3.25")
+        "With the causal mask earlier outputs do not move at all; without it they move by up to 3.25")
+    assert say.mask_title([1e-7, 0.0], [1.5, 3.25]) == (
+        "With the causal mask earlier outputs move by at most 1.0e-07; without it by up to 3.25")
+    assert say.mask_title([0.0], [0.0]) == "Earlier outputs do not move at all, with or without the mask"
+    assert say.mask_caption(0.0, 0.0).startswith("With the causal mask, K and V at every earlier position came out "
+                                                 "bit for bit the same")
+    assert say.mask_caption(0.0, 2e-4).startswith("With the causal mask, K and V at the earlier positions moved by "
+                                                  "at most 0 and 2.0e-04;")
     assert say.mask_title([2.0], [1.0]).startswith("Earlier outputs move more with the mask")
     assert say.bytes_title("M", "BF16", [1024, 2048], [1, 3], 2) == (
         "M, BF16 cache: one request's cache outgrows the 2 B of weights by 2,048 tokens")

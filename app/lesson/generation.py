@@ -107,7 +107,7 @@ def mask() -> None:
     show_chart(figs.append_change(with_mask.row_diffs, without.row_diffs,
                                   say.mask_title(with_mask.row_diffs, without.row_diffs, lang=L), lang=L),
                key="lesson_mask")
-    st.caption(t("lesson.cap.mask", k=f"{with_mask.max_diff_k:.2g}", v=f"{with_mask.max_diff_v:.2g}"))
+    st.caption(say.mask_caption(with_mask.max_diff_k, with_mask.max_diff_v, lang=L))
     open_full_page("attention_masks", {"prompt": st.session_state["text"]}, t("lesson.open.mask"))
 
 

@@ -144,8 +144,18 @@ def qkv_title(layer: int, num_tokens: int, lang: str = "en") -> str:
 
 def mask_title(with_mask: list[float], without: list[float], lang: str = "en") -> str:
     c, f = max(with_mask), max(without)
+    if c == 0:  # "moves by at most 0" says less than what happened: nothing moved
+        return text(lang, "lesson.t.mask.none" if f > 0 else "lesson.t.mask.none_both", f=small_change(f))
     key = "lesson.t.mask.less" if c < f else "lesson.t.mask.more" if c > f else "lesson.t.mask.same"
     return text(lang, key, c=small_change(c), f=small_change(f))
+
+
+def mask_caption(max_diff_k: float, max_diff_v: float, lang: str = "en") -> str:
+    """The append chart's caption: how far the cached K and V moved with the causal mask (exactly 0 on this
+    model, worded as such)."""
+    if max_diff_k == 0 and max_diff_v == 0:
+        return text(lang, "lesson.cap.mask_none")
+    return text(lang, "lesson.cap.mask", k=small_change(max_diff_k), v=small_change(max_diff_v))
 
 
 def filling_title(layer: int, step: int, fed: str, picked: str, rows: int, lang: str = "en") -> str:
