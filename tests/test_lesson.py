@@ -151,6 +151,8 @@ def test_chart_titles_state_the_figures_takeaway_both_ways():
     assert say.mask_caption(0.0, 2e-4).startswith("With the causal mask, K and V at the earlier positions moved by "
                                                   "at most 0 and 2.0e-04;")
     assert say.mask_title([2.0], [1.0]).startswith("Earlier outputs move more with the mask")
+    assert say.growing_title(4096, 28 * 4096, 0) == "The cache grows by 4 KiB per token: 112 KiB after step 0"
+    assert say.growing_title(4096, 29 * 4096, 1, lang="ko") == "캐시는 토큰마다 4 KiB씩 자란다: 단계 1 뒤 116 KiB"
     assert say.bytes_title("M", "BF16", [1024, 2048], [1, 3], 2) == (
         "M, BF16 cache: one request's cache outgrows the 2 B of weights by 2,048 tokens")
     assert say.bytes_title("M", "BF16", [1024, 2048], [1, 1], 2).startswith("M, BF16 cache: one request stays below")

@@ -164,7 +164,8 @@ def filling_title(layer: int, step: int, fed: str, picked: str, rows: int, lang:
 
 
 def growing_title(bytes_per_token: int, used_bytes: int, step: int, lang: str = "en") -> str:
-    return text(lang, "lesson.t.grow", bpt=f"{bytes_per_token:,}", used=f"{used_bytes:,}", t=f"{step}")
+    # in the binary units of the step's sentence and the chart's KiB axis ("4 KiB", "112 KiB"), not raw bytes
+    return text(lang, "lesson.t.grow", bpt=fmt_bytes(bytes_per_token), used=fmt_bytes(used_bytes), t=f"{step}")
 
 
 def step_cost_title(model: str, context: int, naive: int, cached: int, lang: str = "en") -> str:
