@@ -29,6 +29,59 @@ def untitled_axes(fig: dict) -> list[str]:
     return missing
 
 
+def _numbers(values) -> list[float]:
+    """A trace's x or y as floats: a list, or plotly's packed {"dtype", "bdata"} array; text is skipped."""
+    if isinstance(values, dict) and "bdata" in values:
+        import base64
+
+        import numpy as np
+
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).astype(float).ravel().tolist()
+    out: list[float] = []
+    for v in values if isinstance(values, list) else []:
+        if isinstance(v, list):
+            out += _numbers(v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append(float(v))
+    return out
+
+
+def billions_axes(fig: dict) -> list[str]:
+    """Axes whose data reaches 1e9 and whose tick labels plotly writes in its default style, "B" for billion
+    ("10B" FLOP reads as ten bytes; past 1e12 it switches to 10^15): such an axis needs the app's own labels."""
+    layout, reach = fig.get("layout", {}), {}
+    for trace in fig.get("data", []):
+        if trace.get("type", "scatter") in NO_AXES:
+            continue
+        for letter in ("x", "y"):
+            name = letter + "axis" + trace.get(letter + "axis", letter)[1:]
+            reach[name] = max([reach.get(name, 0.0)] + [abs(v) for v in _numbers(trace.get(letter, []))])
+    bad = []
+    for name, top in sorted(reach.items()):
+        axis = layout.get(name, {})
+        if top >= 1e9 and not axis.get("ticktext") and axis.get("exponentformat", "B") == "B" \
+                and axis.get("type") != "category" and not axis.get("tickformat"):
+            bad.append(name)
+    return bad
+
+
+def test_billions_axes_are_found():
+    fig = {"data": [{"type": "scatter", "x": [1, 2], "y": {"dtype": "f8", "bdata": "AAAAAGXNzUEAAACilBptQg=="}},
+                    {"type": "bar", "x": [1], "y": [3e9], "xaxis": "x2", "yaxis": "y2"}],
+           "layout": {"yaxis2": {"tickvals": [1e9], "ticktext": ["1 G"]}}}
+    assert billions_axes(fig) == ["yaxis"]
+
+
+def test_si_ticks_label_every_decade_in_decimal_prefixes():
+    from app.figures import si_label, si_log_ticks
+
+    assert [si_label(v) for v in (0.1, 500, 1e3, 2.5e13, 1e15, 3e18)] == ["0.1", "500", "1k", "25T", "1P", "3E"]
+    assert si_log_ticks([1.5e8, 7e11]) == {"tickvals": [1e8, 1e9, 1e10, 1e11, 1e12],
+                                           "ticktext": ["100M", "1G", "10G", "100G", "1T"]}
+    assert si_log_ticks([2e3, 5e14])["ticktext"] == ["1k", "100k", "10M", "1G", "100G", "10T", "1P"]  # 12 decades
+    assert si_log_ticks([0, -1]) == {}
+
+
 def charts(at) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
@@ -62,3 +115,5 @@ def test_every_axis_has_a_title(slug, params):
     assert figs, f"{slug} draws no chart"
     bad = {title_of(f)[:60]: untitled_axes(f) for f in figs if untitled_axes(f)}
     assert bad == {}, bad
+    billions = {title_of(f)[:60]: billions_axes(f) for f in figs if billions_axes(f)}
+    assert billions == {}, billions

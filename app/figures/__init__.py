@@ -33,3 +33,30 @@ def base_layout(fig: go.Figure, title: str, x: str, y: str, height: int = 380) -
     if y:
         fig.update_layout(yaxis_title=y)
     return fig
+
+
+# Decimal prefixes, as the sentences beside the charts quote FLOP and FLOP/s ("17.2 GFLOP"). Plotly's default
+# labels write a billion as "B" (read as bytes on a FLOP axis) and switch to 10^15 past "100T".
+SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def si_label(v: float) -> str:
+    """1e9 -> '1G', 2.5e13 -> '25T', 500 -> '500', 0.1 -> '0.1'."""
+    for scale, prefix in SI_PREFIXES:
+        if abs(v) >= scale:
+            return f"{v / scale:.3g}{prefix}"
+    return f"{v:.3g}"
+
+
+def si_log_ticks(values) -> dict:
+    """tickvals / ticktext for a log axis over `values`: one label per power of ten spanning the positive ones
+    (every other when they span more than 8), in decimal prefixes."""
+    import math
+
+    pos = [float(v) for v in values if v and v > 0]
+    if not pos:
+        return {}
+    lo, hi = math.floor(math.log10(min(pos)) + 1e-9), math.ceil(math.log10(max(pos)) - 1e-9)
+    every = 1 if hi - lo <= 8 else 2
+    ticks = [10.0**k for k in range(lo, hi + 1, every)]
+    return dict(tickvals=ticks, ticktext=[si_label(v) for v in ticks])

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import CACHED, FORMULA, NAIVE, PART_COLORS, base_layout
+from app.figures import CACHED, FORMULA, NAIVE, PART_COLORS, base_layout, si_log_ticks
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.cost.decode_readouts import PART_LABELS, mode_label, part_label
 from sim.i18n import text
@@ -37,7 +37,10 @@ def flops_per_step(naive: pd.DataFrame, cached: pd.DataFrame, formula_naive: lis
                         marker=dict(color=color, size=6))
         fig.add_scatter(x=df["step"], y=formula, mode="lines", name=_t(lang, "formula", mode=mode_label(mode, lang)),
                         line=dict(color=FORMULA, width=1.5, dash="dot" if mode == "cached" else "dash"))
-    fig.update_yaxes(type="log" if log_y else "linear")
+    if log_y:
+        fig.update_yaxes(type="log", **si_log_ticks([*naive["flops"], *cached["flops"], *formula_naive, *formula_cached]))
+    else:
+        fig.update_yaxes(type="linear", exponentformat="SI")  # 1G, not plotly's 1B
     base_layout(fig, "", _t(lang, "step_prefill"), _t(lang, "flops"))
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
@@ -49,6 +52,7 @@ def cumulative_flops(naive: pd.DataFrame, cached: pd.DataFrame, title: str, lang
                     line=dict(color=NAIVE, width=3))
     fig.add_scatter(x=cached["step"], y=cached["flops"].cumsum(), name=mode_label("cached", lang),
                     line=dict(color=CACHED, width=3))
+    fig.update_yaxes(exponentformat="SI")  # 1G, not plotly's 1B
     base_layout(fig, "", _t(lang, "step"), _t(lang, "flops_so_far"))
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
@@ -72,7 +76,7 @@ def flops_by_part(naive: pd.DataFrame, cached: pd.DataFrame, title: str, lang: s
             fig.add_scatter(x=df["step"], y=df[f"flops_{part}"], name=part_label(part, lang), stackgroup=f"s{col}",
                             line=dict(color=PART_COLORS[part], width=0.5), legendgroup=part,
                             showlegend=col == 1, row=1, col=col)
-    fig.update_yaxes(title_text=_t(lang, "flops_per_step"))
+    fig.update_yaxes(title_text=_t(lang, "flops_per_step"), exponentformat="SI")
     fig.update_xaxes(title_text=_t(lang, "step_prefill"))
     base_layout(fig, "", "", "", height=420)
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLES_PX)
@@ -105,6 +109,6 @@ def scale_figure(points, total: bool, title: str, lang: str = "en") -> go.Figure
     for mode, y, color in (("naive", naive, NAIVE), ("cached", cached, CACHED)):
         fig.add_scatter(x=x, y=y, name=f"{mode_label(mode, lang)}: {ORDERS[mode, total]}", line=dict(color=color, width=3))
     fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(type="log", **si_log_ticks(naive + cached))
     base_layout(fig, "", _t(lang, "length_n"), _t(lang, "flops_total" if total else "flops_at_n"))
     return set_headline(fig, title, HALF_WIDTH_CHARS)

@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import CACHED, FORMULA, NAIVE, base_layout
+from app.figures import CACHED, FORMULA, NAIVE, base_layout, si_log_ticks
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.i18n import text
 
@@ -28,7 +28,7 @@ def totals_vs_length(lengths: list[int], naive: list[int], cached: list[int], ti
     fig.add_scatter(x=lengths, y=cached, name=text(lang, "lesson.fig.cached"), mode="lines+markers",
                     line=dict(color=CACHED))
     fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(type="log", **si_log_ticks(naive + cached))
     return _titled(fig, title, text(lang, "lesson.fig.tokens_generated"), text(lang, "lesson.fig.total_flops"))
 
 

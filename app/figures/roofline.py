@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.figures import CACHED, NAIVE, base_layout
+from app.figures import CACHED, NAIVE, base_layout, si_log_ticks
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.i18n import text
 
@@ -35,7 +35,8 @@ def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dic
                         marker=dict(size=14, color=p["color"], symbol=p.get("symbol", "circle"),
                                     line=dict(color="white", width=1)))
     fig.update_xaxes(type="log", title_text=text(lang, "roofline.fig.x_intensity"))
-    fig.update_yaxes(type="log", title_text=text(lang, "roofline.fig.y_flops"))
+    fig.update_yaxes(type="log", title_text=text(lang, "roofline.fig.y_flops"),
+                     **si_log_ticks([y for tr in fig.data for y in tr.y]))
     base_layout(fig, "", "", "", height=520)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
