@@ -65,6 +65,56 @@ def billions_axes(fig: dict) -> list[str]:
     return bad
 
 
+def _axis_data(fig: dict) -> dict[str, list[float]]:
+    """Every axis's numbers (layout name -> the values its traces plot on it)."""
+    out: dict[str, list[float]] = {}
+    for trace in fig.get("data", []):
+        if trace.get("type", "scatter") in NO_AXES:
+            continue
+        for letter in ("x", "y"):
+            name = letter + "axis" + trace.get(letter + "axis", letter)[1:]
+            out.setdefault(name, []).extend(_numbers(trace.get(letter, [])))
+    return out
+
+
+def misplaced_log_annotations(fig: dict) -> list[str]:
+    """Annotations on a log axis placed in data units: plotly reads an annotation's x/y there as log10 (a label
+    at x=295 lands at 10^295 and the axis stretches to reach it), while shapes take data units."""
+    import math
+
+    layout, data, bad = fig.get("layout", {}), _axis_data(fig), []
+    # where add_hline / add_vline drew their lines, in data units: a label put at the same number is misplaced
+    lines = {(letter + "axis" + s.get(letter + "ref", letter)[1:], float(s[letter + "0"]))
+             for s in layout.get("shapes", []) for letter in ("x", "y")
+             if s.get(letter + "0") is not None and s.get(letter + "0") == s.get(letter + "1")
+             and not s.get(letter + "ref", letter).endswith(("domain", "paper"))}
+    for ann in layout.get("annotations", []):
+        for letter in ("x", "y"):
+            ref = ann.get(letter + "ref", letter)
+            if ref == "paper" or ref.endswith("domain") or letter not in ann:
+                continue
+            name = letter + "axis" + ref[1:]
+            pos = [v for v in data.get(name, []) if v > 0]
+            if layout.get(name, {}).get("type") != "log" or not pos:
+                continue
+            lo, hi, at = math.log10(min(pos)), math.log10(max(pos)), float(ann[letter])
+            if not lo - 2 <= at <= hi + 2 or (name, at) in lines:
+                bad.append(f"{str(ann.get('text'))[:30]!r} at {letter}={at:g} on {name} ({lo:.1f}..{hi:.1f} in log10)")
+    return bad
+
+
+def test_misplaced_log_annotations_are_found():
+    fig = {"data": [{"x": [0.1, 1e5], "y": [1, 1e3]}],
+           "layout": {"xaxis": {"type": "log"}, "yaxis": {"type": "log"},
+                      "annotations": [{"x": 295, "y": 1, "yref": "y domain", "text": "ridge"},
+                                      {"x": 2.47, "y": 0, "yref": "paper", "text": "ridge, placed right"}]}}
+    assert misplaced_log_annotations(fig) == ["'ridge' at x=295 on xaxis (-1.0..5.0 in log10)"]
+    # a label on its own line's data value, inside the range read as log10: 3 means 10^3, not the line at 3
+    fig["layout"]["annotations"] = [{"x": 0, "xref": "x domain", "y": 3, "text": "HBM"}]
+    fig["layout"]["shapes"] = [{"type": "line", "x0": 0, "x1": 1, "xref": "x domain", "y0": 3, "y1": 3}]
+    assert misplaced_log_annotations(fig) == ["'HBM' at y=3 on yaxis (0.0..3.0 in log10)"]
+
+
 def test_billions_axes_are_found():
     fig = {"data": [{"type": "scatter", "x": [1, 2], "y": {"dtype": "f8", "bdata": "AAAAAGXNzUEAAACilBptQg=="}},
                     {"type": "bar", "x": [1], "y": [3e9], "xaxis": "x2", "yaxis": "y2"}],
@@ -117,3 +167,5 @@ def test_every_axis_has_a_title(slug, params):
     assert bad == {}, bad
     billions = {title_of(f)[:60]: billions_axes(f) for f in figs if billions_axes(f)}
     assert billions == {}, billions
+    misplaced = {title_of(f)[:60]: misplaced_log_annotations(f) for f in figs if misplaced_log_annotations(f)}
+    assert misplaced == {}, misplaced

@@ -60,3 +60,23 @@ def si_log_ticks(values) -> dict:
     every = 1 if hi - lo <= 8 else 2
     ticks = [10.0**k for k in range(lo, hi + 1, every)]
     return dict(tickvals=ticks, ticktext=[si_label(v) for v in ticks])
+
+
+LABEL_BG = "rgba(255, 255, 255, 0.85)"  # a line's label stays legible where it crosses bars or lines
+
+
+def log_line(fig: go.Figure, axis: str, value: float, label: str, line: dict, below: bool = False, **where) -> None:
+    """A dotted/dashed line across the plot at `value` on a log x ("x": vertical) or y ("y": horizontal) axis,
+    labelled at its start. add_vline/add_hline's own label would be placed at `value` read as log10 (a ridge
+    at 295 puts the label at 10^295 and stretches the axis to reach it): the label goes in log10 units here.
+    `below`: the label under a horizontal line / left of a vertical one; `where`: row/col of a subplot."""
+    import math
+
+    if axis == "x":
+        fig.add_vline(x=value, line=line, **where)
+        fig.add_annotation(x=math.log10(value), y=0, yref="paper", text=label, showarrow=False, bgcolor=LABEL_BG,
+                           xanchor="right" if below else "left", yanchor="bottom", **where)
+    else:
+        fig.add_hline(y=value, line=line, **where)
+        fig.add_annotation(x=0, xref="paper", y=math.log10(value), text=label, showarrow=False, bgcolor=LABEL_BG,
+                           xanchor="left", yanchor="top" if below else "bottom", **where)

@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import CACHED, FORMULA, NAIVE, base_layout, si_log_ticks
+from app.figures import CACHED, FORMULA, NAIVE, base_layout, log_line, si_log_ticks
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.i18n import text
 
@@ -128,8 +128,7 @@ def mini_roofline(peak: float, bandwidth: float, points: list[tuple[str, float, 
     for name, x, y, color in points:
         fig.add_scatter(x=[x], y=[y / 1e12], mode="markers+text", name=name, text=[name], textposition="top center",
                         marker=dict(size=14, color=color))
-    fig.add_vline(x=ridge, line=dict(color=FORMULA, dash="dot"),
-                  annotation_text=text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"))
+    log_line(fig, "x", ridge, text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"), dict(color=FORMULA, dash="dot"))
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
     return _titled(fig, title, text(lang, "lesson.fig.intensity"), text(lang, "lesson.fig.attainable"))
@@ -141,8 +140,7 @@ def intensity_vs_batch(batches: list[int], context_to_intensity: dict[int, list[
     for color, (S, ys) in zip((CACHED, ACCENT, NAIVE, FORMULA), context_to_intensity.items(), strict=False):
         fig.add_scatter(x=batches, y=ys, name=text(lang, "lesson.fig.context_n", n=f"{S:,}"), mode="lines+markers",
                         line=dict(color=color))
-    fig.add_hline(y=ridge, line=dict(color=FORMULA, dash="dot"),
-                  annotation_text=text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"))
+    log_line(fig, "y", ridge, text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"), dict(color=FORMULA, dash="dot"))
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
     return _titled(fig, title, text(lang, "lesson.fig.batch"), text(lang, "lesson.fig.flop_per_byte"))

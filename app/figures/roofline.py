@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.figures import CACHED, NAIVE, base_layout, si_log_ticks
+from app.figures import CACHED, NAIVE, base_layout, log_line, si_log_ticks
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.i18n import text
 
@@ -22,10 +22,7 @@ def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dic
     fig.add_scatter(x=x, y=np.minimum(peak_flops, x * bandwidth), name=text(lang, "roofline.fig.roof", hw=hw_name),
                     line=dict(color="#333", width=3), hovertemplate=text(lang, "roofline.fig.hover_roof"))
     ridge = peak_flops / bandwidth
-    # On log axes plotly places annotations in log10 units (shapes in data units): add them apart.
-    fig.add_vline(x=ridge, line=dict(color="#888", dash="dot"))
-    fig.add_annotation(x=np.log10(ridge), y=0, yref="paper", text=text(lang, "roofline.fig.ridge", ridge=f"{ridge:,.0f}"), showarrow=False,
-                       xanchor="left", yanchor="bottom")
+    log_line(fig, "x", ridge, text(lang, "roofline.fig.ridge", ridge=f"{ridge:,.0f}"), dict(color="#888", dash="dot"))
     for t in traces:
         fig.add_scatter(x=t["x"], y=t["y"], mode="lines+markers", name=t["name"], line=dict(color=t["color"], width=1.5),
                         marker=dict(size=5), text=t.get("labels"), hovertemplate="%{text}<extra></extra>")
@@ -56,9 +53,7 @@ def sweep_lines(rows: list, metric: str, ylabel: str, title: str, ridge: float |
         fig.add_scatter(x=[r.batch for r in pts], y=[getattr(r, metric) for r in pts], name=text(lang, "roofline.fig.context", S=f"{S:,}"),
                         mode="lines+markers", line=dict(color=colors[i % len(colors)], width=2.5))
     if ridge is not None:
-        fig.add_hline(y=ridge, line=dict(color="#888", dash="dot"))
-        fig.add_annotation(x=0, xref="paper", y=np.log10(ridge), text=text(lang, "roofline.fig.ridge_above"), showarrow=False,
-                           xanchor="left", yanchor="bottom")
+        log_line(fig, "y", ridge, text(lang, "roofline.fig.ridge_above"), dict(color="#888", dash="dot"))
     fig.update_xaxes(type="log", title_text=text(lang, "roofline.fig.x_batch"))
     fig.update_yaxes(type="log", title_text=ylabel)
     base_layout(fig, "", "", "", height=400)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import FORMULA, NAIVE, base_layout
+from app.figures import FORMULA, NAIVE, base_layout, log_line
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from sim.i18n import text
 
@@ -46,8 +48,9 @@ def offload_bars(names: list[str], link_ms: list[float], hbm_ms: float, title: s
     fig = go.Figure()
     fig.add_bar(x=names, y=link_ms, name=text(lang, "shrink.fig.bring_back"), marker_color=NAIVE,
                 text=[f"{v:,.1f} ms" for v in link_ms], textposition="outside")
-    fig.add_hline(y=hbm_ms, line=dict(color=FORMULA, dash="dash"), annotation_position="bottom left",
-                  annotation_text=text(lang, "shrink.fig.hbm", ms=f"{hbm_ms:,.2f}"))
-    fig.update_yaxes(type="log")
+    log_line(fig, "y", hbm_ms, text(lang, "shrink.fig.hbm", ms=f"{hbm_ms:,.2f}"), dict(color=FORMULA, dash="dash"))
+    # room under the GPU-memory line for its label, and over the tallest bar for its value
+    lo, hi = math.log10(min([hbm_ms, *link_ms])) - 0.6, math.log10(max([hbm_ms, *link_ms])) + 0.3
+    fig.update_yaxes(type="log", range=[lo, hi])
     base_layout(fig, "", text(lang, "shrink.fig.link"), text(lang, "shrink.fig.step_time"))
     return set_headline(fig, title, FULL_WIDTH_CHARS)
