@@ -132,6 +132,27 @@ def test_si_ticks_label_every_decade_in_decimal_prefixes():
     assert si_log_ticks([0, -1]) == {}
 
 
+def overlong_titles(at) -> dict[str, int]:
+    """Chart titles with a line longer than the chart's share of the page holds (plotly never wraps a title: the
+    rest is cut off at the chart's edge): {first words: the most characters that fit}. A chart in a column of
+    weight w gets that share of FULL_WIDTH_CHARS."""
+    import re
+
+    from app.figures.headline import FULL_WIDTH_CHARS, _width
+
+    room: dict[int, int] = {}  # id of the chart's proto -> characters its width holds
+    for col in at.columns:
+        for chart in col.get("plotly_chart"):
+            room[id(chart.proto)] = min(room.get(id(chart.proto), FULL_WIDTH_CHARS), int(FULL_WIDTH_CHARS * col.weight) + 3)
+    bad = {}
+    for chart in at.get("plotly_chart"):
+        lines = re.sub(r"<(?!br>)[^>]*>", "", title_of(json.loads(chart.proto.spec))).split("<br>")
+        fits = room.get(id(chart.proto), FULL_WIDTH_CHARS)
+        if max(_width(line) for line in lines) > fits:
+            bad[lines[0][:40]] = fits
+    return bad
+
+
 def charts(at) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
@@ -169,3 +190,4 @@ def test_every_axis_has_a_title(slug, params):
     assert billions == {}, billions
     misplaced = {title_of(f)[:60]: misplaced_log_annotations(f) for f in figs if misplaced_log_annotations(f)}
     assert misplaced == {}, misplaced
+    assert overlong_titles(at) == {}

@@ -232,6 +232,9 @@ def test_converted_page_renders_in_korean(slug):
     print(f"{slug}: {share:.1%} of {sum(c.isalpha() for s in texts for c in s):,} letters are Hangul")
     assert share >= 0.60, (slug, share)
     assert at.title[0].value == text("ko", "home.title" if slug == "home" else f"page.{slug}.title")
+    from tests.test_chart_axes import overlong_titles
+
+    assert overlong_titles(at) == {}  # Hangul is about two Latin letters wide: the wrap must count it so
 
 
 def test_hangul_share_counts_what_it_says():

@@ -15,9 +15,12 @@ ACCENT = "#ff7f0e"
 EXTRA = "<extra></extra>"  # no trace name beside a hover label
 
 
-def _titled(fig: go.Figure, title: str, x: str, y: str, height: int = 380) -> go.Figure:
+HALF_WIDTH_CHARS = 44  # a chart in one of two columns
+
+
+def _titled(fig: go.Figure, title: str, x: str, y: str, height: int = 380, chars: int = FULL_WIDTH_CHARS) -> go.Figure:
     base_layout(fig, "", x, y, height=height)
-    return set_headline(fig, title, FULL_WIDTH_CHARS)
+    return set_headline(fig, title, chars)
 
 
 def totals_vs_length(lengths: list[int], naive: list[int], cached: list[int], title: str,
@@ -147,12 +150,14 @@ def intensity_vs_batch(batches: list[int], context_to_intensity: dict[int, list[
 
 
 def bars(labels: list[str], values: list[float], x_axis: str, axis: str, title: str, highlight: str | None = None,
-         value_text: list[str] | None = None) -> go.Figure:
+         value_text: list[str] | None = None, half: bool = False) -> go.Figure:
+    """half: the chart sits in one of two columns (its title wraps at half the width)."""
     colors = [ACCENT if lab == highlight else CACHED for lab in labels]
     fig = go.Figure(go.Bar(x=labels, y=values, marker_color=colors, text=value_text, textposition="outside",
                            hovertemplate="%{x}: %{y:,.4g}" + EXTRA))
     fig.update_yaxes(range=[0, max(values) * 1.2] if values and max(values) > 0 else None)
-    return _titled(fig, title, x_axis, axis).update_layout(showlegend=False)
+    return _titled(fig, title, x_axis, axis, chars=HALF_WIDTH_CHARS if half else FULL_WIDTH_CHARS).update_layout(
+        showlegend=False)
 
 
 def tokens_per_pass(ks: list[int], tokens: list[float], chosen: int, title: str, lang: str = "en") -> go.Figure:

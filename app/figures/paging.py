@@ -200,7 +200,8 @@ def heap_map(offsets: np.ndarray, sizes: np.ndarray, stored: np.ndarray, reqs: n
     fig.update_layout(barmode="overlay", bargap=0.2)
     fig.update_xaxes(range=[0, capacity])
     fig.update_yaxes(showticklabels=False)
-    return base_layout(fig, title, text(lang, "paged.fig.address_axis"), "", height=200)
+    base_layout(fig, "", text(lang, "paged.fig.address_axis"), "", height=200)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
 def block_size_tradeoff(frame: pd.DataFrame, chosen: int, chosen_waste: float, chosen_table: float,

@@ -39,17 +39,20 @@ def shrink() -> None:
     claim(say.shrink_claim(kinds, by_dtype, "bf16", lang=L))
     c = st.columns(2)
     with c[0]:
-        show_chart(figs.bars(list(kinds), list(kinds.values()), t("lesson.fig.kinds"), t("lesson.fig.kv_per_token"),
+        show_chart(figs.bars(list(kinds), [v / 1024 for v in kinds.values()], t("lesson.fig.kinds"),
+                             t("lesson.fig.kv_per_token"),
                              say.smallest_title(t("lesson.fig.in_bf16", model=arch.name), kinds, "MHA", lang=L),
-                             highlight=arch.attention, value_text=[fmt_bytes(v) for v in kinds.values()]),
+                             highlight=arch.attention, value_text=[fmt_bytes(v) for v in kinds.values()], half=True),
                    key="lesson_shrink_kinds")
     with c[1]:
         labels = [t(f"lesson.dtype.{d}") for d in by_dtype]
-        show_chart(figs.bars(labels, list(by_dtype.values()), t("lesson.fig.kv_dtype"), t("lesson.fig.kv_per_token"),
+        show_chart(figs.bars(labels, [v / 1024 for v in by_dtype.values()], t("lesson.fig.kv_dtype"),
+                             t("lesson.fig.kv_per_token"),
                              say.smallest_title(f"{arch.name} ({arch.attention})",
                                                 dict(zip(labels, by_dtype.values(), strict=True)),
                                                 t("lesson.dtype.bf16"), lang=L),
-                             value_text=[fmt_bytes(v) for v in by_dtype.values()]), key="lesson_shrink_dtypes")
+                             value_text=[fmt_bytes(v) for v in by_dtype.values()], half=True),
+                   key="lesson_shrink_dtypes")
     st.caption(t("lesson.cap.shrink"))
     open_full_page("kv_memory", {"model": ss["model"], "tab": "variants"}, t("lesson.open.shrink"))
     ask(quiz.mqa_vs_mha("llama-3.1-8b", lang=L))
