@@ -152,6 +152,11 @@ def test_chart_titles_state_the_figures_takeaway_both_ways():
                                                   "at most 0 and 2.0e-04;")
     assert say.mask_title([2.0], [1.0]).startswith("Earlier outputs move more with the mask")
     assert say.growing_title(4096, 28 * 4096, 0) == "The cache grows by 4 KiB per token: 112 KiB after step 0"
+    from app.figures.headline import _wrap
+
+    for L, width in (("en", 90), ("ko", 60)):  # the bound stays whole on whichever line it lands
+        assert any("1\u00a0÷\u00a0(1\u00a0−\u00a0α)\u00a0=\u00a05.00" in line
+                   for line in _wrap(say.speculate_title(0.8, 4, 3.36, lang=L), width)), L
     assert say.growing_title(4096, 29 * 4096, 1, lang="ko") == "캐시는 토큰마다 4 KiB씩 자란다: 단계 1 뒤 116 KiB"
     assert say.bytes_title("M", "BF16", [1024, 2048], [1, 3], 2) == (
         "M, BF16 cache: one request's cache outgrows the 2 B of weights by 2,048 tokens")
@@ -163,7 +168,7 @@ def test_chart_titles_state_the_figures_takeaway_both_ways():
         "M: MQA keeps 256 B per token, 16.0× less than MHA's 4 KiB")
     assert say.share_title(0.2, 0.9).startswith("Reserving the maximum keeps 90.0%")
     assert say.layout_title(0.1, 0.3).startswith("Variable content first serves 30.0%")
-    assert say.speculate_title(0.8, 4, 3.36).endswith("no k yields more than 1 ÷ (1 − α) = 5.00")
+    assert say.speculate_title(0.8, 4, 3.36).endswith("no k yields more than 1\u00a0÷\u00a0(1\u00a0−\u00a0α)\u00a0=\u00a05.00")
 
 
 def test_a_chart_title_follows_its_control():

@@ -24,7 +24,7 @@ def _wrap(text: str, chars_per_line: int) -> list[str]:
     if _width(text) == len(text):
         return textwrap.wrap(text, chars_per_line, break_long_words=False, break_on_hyphens=False)
     lines: list[str] = []
-    for word in text.split():
+    for word in filter(None, text.split(" ")):  # a no-break space (U+00A0) keeps a formula on one line
         if lines and _width(lines[-1]) + 1 + _width(word) <= chars_per_line:
             lines[-1] += " " + word
         else:
