@@ -156,3 +156,26 @@ def test_the_phase_preset_starts_from_mha_and_ends_at_the_full_context():
     kinds = {k.kind for ph in tc.phases for k in ph.mix}
     assert {"repeat", "text", "text_repeat", "copy"} <= kinds
     assert any(k.alphabet == 8 for k in tc.phases[0].mix)  # the letters: a one-byte key is ambiguous there
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_few_steps_on_the_gpu_come_back_on_the_cpu(monkeypatch):
+    from sim.model import train as tr
+
+    evaluate = tr.evaluate
+    monkeypatch.setattr(tr, "evaluate", lambda model, val, seq_len: evaluate(model, val, seq_len, max_windows=8))
+    tc = TrainConfig("mqa", steps=12, batch_size=4, seq_schedule=((0, 64),), warmup=2, lr=3e-3)
+    model, report = tr.train(tc, log=lambda *_: None, device="cuda")
+    assert next(model.parameters()).device.type == "cpu" and report["device"].startswith("cuda")
+    assert report["history"][-1]["loss"] < report["history"][0]["loss"]
+
+
+def test_asking_for_a_gpu_where_there_is_none_is_refused_in_words(monkeypatch, capsys):
+    from sim.model import train as tr
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr("sys.argv", ["train", "--preset", "mqa", "--device", "cuda"])
+    with pytest.raises(SystemExit) as exc:
+        tr.main()
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--device cuda: this torch" in err and "sees no CUDA device" in err, err

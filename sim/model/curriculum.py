@@ -134,6 +134,10 @@ def text_chunks_row(data: torch.Tensor, length: int, lo: int, hi: int,
     return torch.tensor(ids[:length]), torch.tensor(copied[:length])
 
 
+def _device(model) -> torch.device:
+    return next(model.parameters()).device
+
+
 def phase_lr(ph: Phase, s: int) -> float:
     """The learning rate at step s of the phase."""
     lr = ph.lr
@@ -161,7 +165,7 @@ def copy_probe(model, val: torch.Tensor) -> dict[str, float]:
         rows = [make() for _ in range(16)]
         x = torch.stack([ids for ids, _ in rows])
         mask = torch.stack([m for _, m in rows])[:, 1:]
-        pred = model(x[:, :-1], attn_impl="sdpa").argmax(-1)
+        pred = model(x[:, :-1].to(_device(model)), attn_impl="sdpa").argmax(-1).cpu()
         out[label] = round((pred == x[:, 1:])[mask].float().mean().item(), 3)
     model.train(was_training)
     return out
@@ -192,6 +196,7 @@ def train_phases(model, phases: tuple[Phase, ...], train_data: torch.Tensor, val
         return copy_sequence(train_data, length, rng)
 
     history: list[dict] = []
+    device = _device(model)
     t0 = time.perf_counter()
     total = sum(ph.steps for ph in phases)
     step = 0
@@ -201,7 +206,9 @@ def train_phases(model, phases: tuple[Phase, ...], train_data: torch.Tensor, val
             lr = phase_lr(ph, s)
             for g in opt.param_groups:
                 g["lr"] = lr
+            # rows are built on the CPU (the same streams on any device), then sent to the model's device
             batch = torch.stack([row(rng.choices(ph.mix, weights)[0], ph.seq_len + 1) for _ in range(ph.batch)])
+            batch = batch.to(device, non_blocking=True)
             logits = model(batch[:, :-1], attn_impl="sdpa")
             loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
             opt.zero_grad(set_to_none=True)

@@ -208,7 +208,7 @@ def evaluate(model: TinyLlama, val: torch.Tensor, seq_len: int, max_windows: int
     total, count = 0.0, 0
     for i in range(0, n, 8):
         idx = [val[j * seq_len : j * seq_len + seq_len + 1] for j in range(i, min(n, i + 8))]
-        batch = torch.stack(idx)  # (b, seq_len + 1)
+        batch = torch.stack(idx).to(next(model.parameters()).device)  # (b, seq_len + 1)
         logits = model(batch[:, :-1], attn_impl="sdpa")
         loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum")
         total += loss.item()
@@ -232,7 +232,9 @@ def mean_pool_kv(mha: TinyLlama, n_kv_heads: int) -> TinyLlama:
     return model
 
 
-def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
+def train(tc: TrainConfig, log=print, device: str | torch.device = "cpu") -> tuple[TinyLlama, dict]:
+    """Train the preset on `device` (the batches are drawn on the CPU, so a recipe's data is the same on any
+    device; its weights agree only to rounding); the model comes back on the CPU, ready to save."""
     torch.manual_seed(tc.seed)
     cfg = replace(PRESETS[tc.arch or tc.preset], name=tc.preset)
     train_data, val_data = load_corpus()
@@ -246,12 +248,13 @@ def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
                 torch.nn.init.normal_(p, std=0.02)
                 if name.endswith(("o_proj.weight", "down_proj.weight")):
                     p.data.mul_(1 / math.sqrt(2 * cfg.n_layers))
-    model = model.train()
+    model = model.train().to(device)
     model.cfg = cfg  # the pooled model carries the preset's name
     if tc.phases:
         t0 = time.perf_counter()
         history = train_phases(model, tc.phases, train_data, val_data, tc.seed, evaluate, log)
-        return model, _report(tc, model, val_data, time.perf_counter() - t0, history)
+        report = _report(tc, model, val_data, time.perf_counter() - t0, history)  # validated on the device
+        return model.cpu(), report
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
@@ -268,7 +271,7 @@ def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
             T, B = tc.copy_warmup_len, tc.copy_warmup_batch
             rows = [repeat_chunks(T + 1, chunk_rng) for _ in range(B)]
             batch = torch.stack([ids for ids, _ in rows])  # (B, T+1)
-            copied = torch.stack([mask for _, mask in rows])[:, 1:]  # (B, T): targets only copying predicts
+            copied = torch.stack([mask for _, mask in rows])[:, 1:].to(device)  # (B, T): what only copying predicts
         else:
             T = seq_len_at(tc, step)
             B = max(1, tc.batch_size * 256 // T)  # the same tokens per step at every length
@@ -284,6 +287,7 @@ def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
                 batch[row] = copy_sequence(train_data, T + 1, rng)
         for g in opt.param_groups:
             g["lr"] = lr_at(tc, step)
+        batch = batch.to(device, non_blocking=True)
         logits = model(batch[:, :-1], attn_impl="sdpa")
         per_byte = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="none")
         loss = per_byte.mean()
@@ -299,7 +303,8 @@ def train(tc: TrainConfig, log=print) -> tuple[TinyLlama, dict]:
             log(f"step {step:5d}  T={T:4d}  loss {loss.item():.3f}  lr {lr_at(tc, step):.2e}  {elapsed:7.1f}s"
                 + (f"  copy {entry['copy_loss']:.3f}" if copied is not None else ""))
             history.append(entry)
-    return model, _report(tc, model, val_data, time.perf_counter() - t0, history)
+    report = _report(tc, model, val_data, time.perf_counter() - t0, history)  # validated on the device
+    return model.cpu(), report
 
 
 def _report(tc: TrainConfig, model: TinyLlama, val_data: torch.Tensor, train_s: float, history: list[dict]) -> dict:
@@ -311,6 +316,7 @@ def _report(tc: TrainConfig, model: TinyLlama, val_data: torch.Tensor, train_s: 
         "val_loss_nats_per_byte": round(val, 4),
         "val_seq_len": model.cfg.max_seq_len,
         "train_seconds": round(train_s, 1),
+        "device": str(next(model.parameters()).device),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "num_params": model.num_params(),
@@ -323,6 +329,9 @@ def main() -> None:
     ap.add_argument("--preset", choices=sorted(TRAIN_PRESETS), required=True)
     ap.add_argument("--steps", type=int, help="override the preset's step count (for quick trials)")
     ap.add_argument("--out", type=Path, help="where to write the checkpoint (default: assets/models/<preset>)")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu (default: what the shipped checkpoints were trained on), cuda, or auto (cuda when "
+                         "there is one); the batches are the same on any device, the weights agree to rounding")
     ap.add_argument("--score-only", action="store_true",
                     help="train nothing: measure the shipped checkpoint's full-cache quote and fact scores and "
                          "write them into its report (assets/models/<preset>.json)")
@@ -333,7 +342,10 @@ def main() -> None:
     tc = TRAIN_PRESETS[args.preset]
     if args.steps:
         tc = replace(tc, steps=args.steps)
-    model, report = train(tc)
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        ap.error(f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA device")
+    model, report = train(tc, device=device)
     out = args.out or checkpoint_path(tc.preset)
     save_checkpoint(model, out, {"val_loss_nats_per_byte": str(report["val_loss_nats_per_byte"])})
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
