@@ -88,3 +88,16 @@ def test_a_text_chunks_row_repeats_earlier_spans_of_itself():
     for a, b in runs:
         piece = row[a:b]
         assert any(row[k : k + len(piece)] == piece for k in range(0, a)), (a, b)
+
+
+def test_a_cipher_renames_text_bytes_one_to_one_and_keeps_the_rest():
+    from sim.model.curriculum import TEXT_BYTES, cipher
+
+    ids = torch.arange(256).repeat(2)
+    out = cipher(ids, random.Random(3))
+    assert torch.equal(out[:256], out[256:])  # one table for the whole row: a repeat stays a repeat
+    text = torch.tensor(TEXT_BYTES)
+    assert sorted(out[text].tolist()) == sorted(TEXT_BYTES) and not torch.equal(out[text], text)  # a permutation
+    other = torch.tensor([b for b in range(256) if b not in TEXT_BYTES])
+    assert torch.equal(out[other], other)  # digits and rare bytes are left as they are
+    assert not torch.equal(cipher(ids, random.Random(4)), out)  # each row draws its own table

@@ -15,6 +15,9 @@ Row kinds (`RowKind.kind`):
   text_repeat  [text][a corpus span of lo-hi bytes][filler, up to max_gap bytes][the span again][text]
   text_chunks  corpus spans of lo-hi bytes one after another, half of them a span written earlier in the row
                (any distance back): half the bytes are copies, where a text_repeat row has one span
+  cipher_chunks  a text_chunks row with its text bytes renamed by a permutation drawn for the row (a substitution
+               cipher): the text's own recurrences ("the ", "ing"), so a key must be several bytes long to point at
+               one place, and no prior to lean on, so only copying predicts a repeat
   copy         train.copy_sequence: a passage or fact lines, filler, then the passage or one line again
 
 Every random draw comes from the two streams `train_phases` seeds (a torch.Generator for text offsets, a
@@ -35,7 +38,10 @@ import torch.nn.functional as F
 # i n s h (bytes the text model knows); past the printable ones, every other byte.
 _PRINTABLE = list(b"etaoinshrdlucmfwypvbgkjqxz ETAOINSHRDLUCMFWYPVBGKJQXZ.,;:!?'-\n0123456789")
 ALPHABET = _PRINTABLE + [c for c in range(256) if c not in _PRINTABLE]
-ROW_KINDS = ("text", "repeat", "far_repeat", "text_repeat", "text_chunks", "copy")
+ROW_KINDS = ("text", "repeat", "far_repeat", "text_repeat", "text_chunks", "cipher_chunks", "copy")
+# The corpus's text bytes (those it holds 100 times or more; the rest are digits and rare signs): a cipher
+# permutes these among themselves, so every renamed byte is one whose embedding the text has trained.
+TEXT_BYTES = tuple(b"\n !'-,.:;?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz\"")
 PROBE_EVERY = 250
 
 
@@ -138,6 +144,15 @@ def _device(model) -> torch.device:
     return next(model.parameters()).device
 
 
+def cipher(ids: torch.Tensor, rng: random.Random) -> torch.Tensor:
+    """`ids` with each of TEXT_BYTES renamed by one random permutation of them; other bytes unchanged."""
+    shuffled = list(TEXT_BYTES)
+    rng.shuffle(shuffled)
+    table = torch.arange(256)
+    table[list(TEXT_BYTES)] = torch.tensor(shuffled)
+    return table[ids]
+
+
 def phase_lr(ph: Phase, s: int) -> float:
     """The learning rate at step s of the phase."""
     lr = ph.lr
@@ -151,13 +166,14 @@ def phase_lr(ph: Phase, s: int) -> float:
 def copy_probe(model, val: torch.Tensor) -> dict[str, float]:
     """How well the model copies, teacher-forced on 16 fixed rows each: the share of copy-only positions whose
     argmax is the right byte. r256 / r8: repeats over 256 / 8 symbols; t0 / t600: a held-out text span of 80
-    bytes repeated at once / after 600 bytes of filler (what text alone predicts is ~0.55 here); f8: chunks over 8
-    symbols repeated after up to 600 others."""
+    bytes repeated at once / after 600 bytes of filler (what text alone predicts is ~0.55 here); c0: t0's rows
+    enciphered (no prior: only copying scores); f8: chunks over 8 symbols repeated after up to 600 others."""
     was_training = model.training
     model.eval()
     rng = random.Random(7)
     makers = {"r256": lambda: repeat_row(257, 256, 8, 24, rng), "r8": lambda: repeat_row(257, 8, 16, 48, rng),
               "t0": lambda: text_repeat_row(val, 257, 80, 80, 0, rng),
+              "c0": lambda: (lambda ids, m: (cipher(ids, rng), m))(*text_repeat_row(val, 257, 80, 80, 0, rng)),
               "t600": lambda: text_repeat_row(val, 1025, 80, 80, 600, rng),
               "f8": lambda: far_repeat_row(1025, 8, 16, 48, 600, rng)}
     out = {}
@@ -191,6 +207,8 @@ def train_phases(model, phases: tuple[Phase, ...], train_data: torch.Tensor, val
             return far_repeat_row(length, kind.alphabet, kind.lo, kind.hi, kind.max_gap, rng)[0]
         if kind.kind == "text_chunks":
             return text_chunks_row(train_data, length, kind.lo, kind.hi, rng)[0]
+        if kind.kind == "cipher_chunks":
+            return cipher(text_chunks_row(train_data, length, kind.lo, kind.hi, rng)[0], rng)
         if kind.kind == "text_repeat":
             return text_repeat_row(train_data, length, kind.lo, kind.hi, kind.max_gap, rng)[0]
         return copy_sequence(train_data, length, rng)
