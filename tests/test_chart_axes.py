@@ -128,6 +128,8 @@ def test_si_ticks_label_every_decade_in_decimal_prefixes():
     assert [si_label(v) for v in (0.1, 500, 1e3, 2.5e13, 1e15, 3e18)] == ["0.1", "500", "1k", "25T", "1P", "3E"]
     assert si_log_ticks([1.5e8, 7e11]) == {"tickvals": [1e8, 1e9, 1e10, 1e11, 1e12],
                                            "ticktext": ["100M", "1G", "10G", "100G", "1T"]}
+    assert si_log_ticks([1.95e6, 1.7e8])["ticktext"] == ["1M", "2M", "5M", "10M", "20M", "50M", "100M", "200M",
+                                                         "500M", "1G"]  # 3 decades: 2× and 5× labelled too
     assert si_log_ticks([2e3, 5e14])["ticktext"] == ["1k", "100k", "10M", "1G", "100G", "10T", "1P"]  # 12 decades
     assert si_log_ticks([0, -1]) == {}
 

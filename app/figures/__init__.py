@@ -49,8 +49,9 @@ def si_label(v: float) -> str:
 
 
 def si_log_ticks(values) -> dict:
-    """tickvals / ticktext for a log axis over `values`: one label per power of ten spanning the positive ones
-    (every other when they span more than 8), in decimal prefixes."""
+    """tickvals / ticktext for a log axis over `values`, in decimal prefixes: a label at every power of ten
+    spanning the positive ones (every other past 8 decades), and at 2× and 5× too when they span 3 or fewer
+    (1.95M to 170M would otherwise carry only "10M" and "100M")."""
     import math
 
     pos = [float(v) for v in values if v and v > 0]
@@ -58,7 +59,8 @@ def si_log_ticks(values) -> dict:
         return {}
     lo, hi = math.floor(math.log10(min(pos)) + 1e-9), math.ceil(math.log10(max(pos)) - 1e-9)
     every = 1 if hi - lo <= 8 else 2
-    ticks = [10.0**k for k in range(lo, hi + 1, every)]
+    steps = (1, 2, 5) if hi - lo <= 3 else (1,)
+    ticks = [m * 10.0**k for k in range(lo, hi + 1, every) for m in steps if m * 10.0**k <= 10.0**hi]
     return dict(tickvals=ticks, ticktext=[si_label(v) for v in ticks])
 
 
