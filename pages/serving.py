@@ -26,7 +26,7 @@ from app.urlstate import UrlState
 from sim.cost.presets import load_presets
 from sim.serving import speculative as sps
 from sim.serving.errors import why
-from sim.serving.serving_claims import seed_claims
+from sim.serving.serving_claims import batching_claims, spec_claims
 
 st.title(page_title("serving"))
 st.markdown(t("serving.intro"))
@@ -39,7 +39,7 @@ url.show_problems()
 
 
 def render_batching() -> None:
-    """Static vs continuous batching, speculative decoding, and the seed's claims (the page as it opens)."""
+    """Static vs continuous batching and the seed's claim about it (the page as it opens)."""
     sw = None  # the batch sweep, when it runs
     try:
         setup = controls.serving_setup()
@@ -81,8 +81,14 @@ def render_batching() -> None:
                 frame = sw.to_frame()
                 show_chart(figs.batch_sweep(frame, setup.max_batch, sw.takeaway(L), L), width="stretch")
                 show_readable(frame.round(2), L)
+    if cmp is not None:
+        st.header(t("serving.h.claims"))
+        render_claims(batching_claims(cmp, sw, lang=L), "serving")
 
-    # --- Speculative decoding ---------------------------------------------------------------------
+
+def render_spec() -> None:
+    """Speculative decoding: closed form, Monte Carlo and roofline-timed; live on the real model; in a busy
+    server; and the seed's claims about it."""
     st.header(t("serving.h.spec"))
     st.markdown(t("serving.spec_intro"))
     choice = controls.speculative()
@@ -145,11 +151,11 @@ def render_batching() -> None:
         st.caption(sps.batch_sweep_caption(points, L))
 
     st.header(t("serving.h.claims"))
-    render_claims(seed_claims(cmp, curves.timing, run, sw, points, spec.alpha, spec.k, lang=L), "serving")
+    render_claims(spec_claims(curves.timing, run, points, spec.alpha, spec.k, lang=L), "serving")
 
 
 slug, tab = eng.open_tab(url)  # only the open tab's body runs
 with tab:
-    {"batching": render_batching, "chunked": render_chunked, "preemption": render_preemption, "steps": render_steps,
+    {"batching": render_batching, "spec": render_spec, "chunked": render_chunked, "preemption": render_preemption, "steps": render_steps,
      "offload": render_offload, "disagg": render_disagg, "routing": render_routing, "trace": render_trace}[slug]()
 url.sync()

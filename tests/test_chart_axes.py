@@ -174,6 +174,7 @@ def test_untitled_axes_are_found():
 @pytest.mark.parametrize("slug, params", [
     *[(p.slug, {}) for p in PAGES if p.slug != "home"],
     ("serving", {"sweep": "1"}),
+    ("serving", {"tab": "spec"}),
     ("kv_memory", {"measure": "1", "tbatch": "2", "tctx": "64"}),
     *[("kv_memory", {"tab": t}) for t in ("grid", "variants", "dtypes")],  # the tabs a link opens, each drawn alone
     *[("roofline", {"tab": t}) for t in ("bytes", "batching")],

@@ -6,6 +6,7 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
+from app.controls.serving_engine import TABS
 from sim.alloc.workload import LengthWorkloadConfig
 from sim.model import speculative as sp
 from sim.serving import comparison as cp
@@ -57,7 +58,10 @@ def test_defaults_show_the_simulators_numbers_and_export_them():
     button = at.get("download_button")[0]
     assert button.proto.url.endswith(f"/{_calculate_file_id(csv, 'text/csv', 'serving.csv')}.csv")
     assert csv.decode().startswith("policy,throughput_tok_s,") and len(csv.decode().splitlines()) == 3
+    assert "Tokens per target pass (formula)" not in metrics(at)  # speculation has its own tab
+    assert not at.error and not at.warning
     # speculative decoding at the defaults: α = 0.8, k = 4, c from the roofline (70B drafted by 8B on an H100)
+    at = open_page(tab="spec")
     shown = metrics(at)
     timing = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
     mc = sps.simulate_speculative(0.8, 4, 20_000, 0)
@@ -74,6 +78,12 @@ def test_widgets_change_the_numbers_and_the_url():
     at.number_input(key="batch").set_value(32)
     at.selectbox(key="lengths").set_value("uniform")
     at.selectbox(key="gpu").set_value("a100-80gb")
+    at.run()
+    assert not at.exception
+    assert_batching_matches(at, expected(num_requests=300, batch=32, length_dist="uniform", gpu="a100-80gb"))
+    at.session_state[TABS.widget_key] = TABS.tabs["spec"]  # what a click on the tab sends: the values stay
+    at.run()
+    assert not at.exception
     at.slider(key="alpha").set_value(0.6)
     at.slider(key="k").set_value(3)
     at.radio(key="c_mode").set_value("manual")
@@ -82,12 +92,11 @@ def test_widgets_change_the_numbers_and_the_url():
     at.slider(key="c").set_value(0.1)
     at.run()
     assert not at.exception
-    assert_batching_matches(at, expected(num_requests=300, batch=32, length_dist="uniform", gpu="a100-80gb"))
     shown = metrics(at)
     assert shown["Tokens per target pass (formula)"] == f"{sps.expected_tokens_per_pass(0.6, 3):.3f}"
     assert shown["Speedup"] == f"{sps.speculative_speedup(0.6, 3, 0.1):.2f}×"
-    for key, value in (("requests", "300"), ("batch", "32"), ("lengths", "uniform"), ("gpu", "a100-80gb"),
-                       ("alpha", "0.6"), ("k", "3"), ("c_mode", "manual"), ("c", "0.1")):
+    for key, value in (("tab", "spec"), ("requests", "300"), ("batch", "32"), ("lengths", "uniform"),
+                       ("gpu", "a100-80gb"), ("alpha", "0.6"), ("k", "3"), ("c_mode", "manual"), ("c", "0.1")):
         assert url_value(at, key) == value
 
 
@@ -132,7 +141,7 @@ def test_live_speculation_on_the_real_model(monkeypatch):
     if not checkpoint_path("mha").is_file():
         pytest.skip("the bundled mha checkpoint is missing")
     monkeypatch.setenv("KVLAB_THREADS", "1")  # one thread: a tiny model only loses time to thread sync
-    at = open_page(live=1, live_k=3, live_new=32, live_draft="first2")
+    at = open_page(tab="spec", live=1, live_k=3, live_new=32, live_draft="first2")
     shown = metrics(at)
     from sim.model.device import pick_device, pick_dtype
     from sim.model.generate import encode
@@ -165,6 +174,8 @@ def test_captions_and_seed_checks_state_the_simulators_numbers():
     cmp = expected()
     assert f"the KV budget holds **{cmp.capacity_tokens:,} tokens**" in text
     assert f"decodes a token in {cmp.decode_s_batch1 * 1e3:,.2f} ms" in text
+    assert f"{cmp.speedup:.2f}× here (max batch 256, σ = 1, llama-3.1-8b on h100-sxm)" in text
+    text = shown_text(open_page(tab="spec"))
     timing = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
     assert f"{timing.target_step_s * 1e3:.2f} ms → c = {timing.c:.3f}" in text
     assert f"k + 1 = 5 tokens in one target pass takes {timing.verify_s[4] * 1e3:.2f} ms" in text
@@ -172,7 +183,6 @@ def test_captions_and_seed_checks_state_the_simulators_numbers():
     turn = next(p.batch for p in points if p.verify_bound == "compute")
     assert f"from batch {turn} on it is compute-bound" in text
     # the seed checks: each computed from the simulators
-    assert f"{cmp.speedup:.2f}× here (max batch 256, σ = 1, llama-3.1-8b on h100-sxm)" in text
     assert f"E = {sps.expected_tokens_per_pass(0.8, 4):.2f} tokens per pass at α = 0.8, k = 4" in text
     assert "best k at c = 0.1: α=0.5: 2, α=0.6: 3, α=0.7: 4, α=0.8: 6" in text
     assert f"{sps.speculative_speedup(0.8, 4, 0.05):.2f}×" in text

@@ -141,24 +141,27 @@ def titles(at) -> list[str]:
 
 def test_titles_follow_the_link():
     """Equal output lengths flip the occupancy and latency titles to static batching; a low α makes
-    speculation pay at no batch."""
-    base = run_page("serving", {"live": "0"})
-    assert not base.exception, base.exception
-    flipped = run_page("serving", {"live": "0", "lengths": "fixed", "alpha": "0.3"})
-    assert not flipped.exception, flipped.exception
-    for at, lengths, alpha in ((base, "chat", 0.8), (flipped, "fixed", 0.3)):
+    speculation pay at no batch (on its own tab, the same link values)."""
+    pages = {}
+    for name, params in (("base", {}), ("flipped", {"lengths": "fixed", "alpha": "0.3"})):
+        for tab in ("batching", "spec"):
+            at = run_page("serving", {"live": "0", "tab": tab, **params})
+            assert not at.exception, at.exception
+            pages[name, tab] = titles(at)
+    for name, lengths, alpha in (("base", "chat", 0.8), ("flipped", "fixed", 0.3)):
         cmp = cp.run_serving(cp.ServingSetup(LengthWorkloadConfig(length_dist=lengths, arrival_rate=20.0)))
         spec = sps.run_speculative(sps.SpecSetup(alpha=alpha))
         points = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", alpha, 4)
-        assert titles(at) == [cmp.takeaway(40), cmp.occupancy_takeaway(), cmp.kv_takeaway(), cmp.latency_takeaway(),
-                              spec.takeaway(), sps.batch_sweep_takeaway(points, PAIR, alpha, 4)]
-        assert all(titles(at))  # no chart without its takeaway
-    base_titles, flipped_titles = titles(base), titles(flipped)
+        assert pages[name, "batching"] == [cmp.takeaway(40), cmp.occupancy_takeaway(), cmp.kv_takeaway(),
+                                           cmp.latency_takeaway()]
+        assert pages[name, "spec"] == [spec.takeaway(), sps.batch_sweep_takeaway(points, PAIR, alpha, 4)]
+        assert all(pages[name, "batching"] + pages[name, "spec"])  # no chart without its takeaway
+    base_titles, flipped_titles = pages["base", "batching"], pages["flipped", "batching"]
     assert base_titles[1].startswith("Continuous batching keeps 178 requests")
     assert flipped_titles[1].startswith("Static batching keeps 250 requests")
     assert base_titles[3].startswith("Continuous batching's end-to-end latency is 8.59× lower at p50")
     assert flipped_titles[3].startswith("Static batching's end-to-end latency is")
-    assert "pays up to batch 128" in base_titles[5] and "pays at no batch shown" in flipped_titles[5]
+    assert "pays up to batch 128" in pages["base", "spec"][1] and "pays at no batch shown" in pages["flipped", "spec"][1]
 
 
 def test_sweep_title_follows_the_link():

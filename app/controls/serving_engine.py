@@ -24,7 +24,7 @@ from sim.serving.schedulers import MAX_BATCH
 from sim.serving.shared_prefix import MAX_SHARED_GROUPS, MAX_SHARED_REQUESTS, SharedPrefixConfig
 from sim.serving.tiers import OffloadConfig
 
-TAB_SLUGS = ("batching", "chunked", "preemption", "steps", "offload", "disagg", "routing", "trace")
+TAB_SLUGS = ("batching", "spec", "chunked", "preemption", "steps", "offload", "disagg", "routing", "trace")
 TABS = LazyTabs("serving", {slug: text("en", f"serving.tab.{slug}") for slug in TAB_SLUGS})
 STUDY_MAX_LEN = 8192
 MAX_STEP_BLOCKS = 64

@@ -94,7 +94,7 @@ def speculate() -> None:
     show_chart(figs.tokens_per_pass(ks, tokens, k, say.speculate_title(alpha, k, tokens[k - 1], lang=L), lang=L),
                key="lesson_speculate")
     st.caption(t("lesson.cap.spec", cost=f"{DRAFT_COST:.0%}", step=f"{SLUGS.index('batching') + 1}"))
-    open_full_page("serving", {"alpha": alpha, "k": k}, t("lesson.open.spec"))
+    open_full_page("serving", {"tab": "spec", "alpha": alpha, "k": k}, t("lesson.open.spec"))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)  # the caller's spinner says what runs, in the page language

@@ -158,8 +158,19 @@ def seed_claims(cmp: ServingComparison | None, timing: SpecTiming | None, run=No
     """Every claim the page can check: the batching one when `cmp` ran (its trend over the max batch with
     `sweep`), the draft model's with roofline `timing` (its trend over the batch with `points`, the same pair at
     `alpha` and `k`), the quality one with a real-model `run`; `claimed`, `computed` and `why` worded in `lang`."""
-    out = [batching_claim(cmp, sweep, lang)] if cmp is not None else []
-    out += [tokens_per_pass_claim(lang=lang), typical_k_claim(lang=lang), draft_head_claim(lang=lang)]
+    return batching_claims(cmp, sweep, lang) + spec_claims(timing, run, points, alpha, k, lang)
+
+
+def batching_claims(cmp: ServingComparison | None, sweep: BatchSweep | None = None,
+                    lang: str = "en") -> tuple[Claim, ...]:
+    """The claims the batching tab checks: continuous against static batching, when `cmp` ran."""
+    return (batching_claim(cmp, sweep, lang),) if cmp is not None else ()
+
+
+def spec_claims(timing: SpecTiming | None, run=None, points: list[SpecBatchPoint] | None = None, alpha: float = 0.8,
+                k: int = 4, lang: str = "en") -> tuple[Claim, ...]:
+    """The claims the speculative-decoding tab checks (see seed_claims)."""
+    out = [tokens_per_pass_claim(lang=lang), typical_k_claim(lang=lang), draft_head_claim(lang=lang)]
     if timing is not None:
         out.append(draft_model_claim(timing, points=points, alpha=alpha, k=k, lang=lang))
     if run is not None:
