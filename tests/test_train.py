@@ -179,3 +179,22 @@ def test_asking_for_a_gpu_where_there_is_none_is_refused_in_words(monkeypatch, c
         tr.main()
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "--device cuda: this torch" in err and "sees no CUDA device" in err, err
+
+
+def test_the_gpu_copy_recipes_run_every_phase(monkeypatch):
+    """Each GPU-sized recipe, cut to one step of two short rows a phase, trains through all its phases here."""
+    from dataclasses import replace
+
+    from sim.model import curriculum
+    from sim.model import train as tr
+
+    evaluate = tr.evaluate
+    monkeypatch.setattr(tr, "evaluate", lambda model, val, seq_len, max_windows=None: evaluate(model, val, 64, 2))
+    monkeypatch.setattr(curriculum, "copy_probe", lambda model, val: {})
+    for name in ("mha_copy_gpu", "mha_copy_gpu_scratch", "mha_copy_gpu_repeat"):
+        tc = TRAIN_PRESETS[name]
+        assert tc.phases[-1].seq_len == 1024 and tc.steps >= 9000 and tc.phases[-1].cosine
+        short = tuple(replace(ph, steps=1, batch=2, seq_len=64) for ph in tc.phases)
+        model, report = tr.train(replace(tc, steps=len(short), phases=short), log=lambda *_: None)
+        assert [h["phase"] for h in report["history"]] == list(range(len(short)))[:1] + [len(short) - 1], name
+        assert next(model.parameters()).device.type == "cpu"

@@ -7,6 +7,8 @@
     python -m sim.model.train --preset mha_repeat    # from scratch: repeated chunks first, then the text (not shipped)
     python -m sim.model.train --preset mha_letters   # mha in phases: letter repeats, then text with copies (not shipped)
     python -m sim.model.train --preset mha --score-only   # only measure a checkpoint's full-cache copy scores
+    python -m sim.model.train --preset mha_copy_gpu --device cuda   # copy recipes sized for a GPU (not shipped;
+                                                      #   also mha_copy_gpu_scratch, mha_copy_gpu_repeat)
 
 GQA and MQA start from the MHA checkpoint: each group's K and V projection heads are averaged
 into one head, then the whole model trains on for a shorter run. Same seed, same weights
@@ -122,6 +124,30 @@ TRAIN_PRESETS = {
         Phase(1000, 1024, 4, 1e-3, (RowKind("text", 0.4), RowKind("text_repeat", 0.3, lo=24, hi=160),
                                     RowKind("copy", 0.2), RowKind("repeat", 0.1, alphabet=8, lo=16, hi=48)),
               cosine=True, min_lr=1e-4))),
+}
+
+# Sized for a GPU (--device cuda; benchmarks/device_session.sh runs up to three side by side): 9,000 steps of
+# 32 rows of 1,024 bytes, 295 M bytes, as many as 72,000 of mha's steps (at the 1.2 s a 4-row step takes on one
+# of these CPU cores, about a day each). Rows: cipher_chunks (copies only copying predicts, with the text's
+# recurrences), text_chunks (the same on the text itself, against its prior), copy (the quote and fact tasks the
+# checks set) and text.
+GPU_COPY_MIX = (RowKind("cipher_chunks", 0.3, lo=12, hi=64), RowKind("text_chunks", 0.3, lo=12, hi=64),
+                RowKind("copy", 0.1), RowKind("text", 0.3))
+
+
+def _gpu_copy(name: str, init_from: str | None, warm: tuple[Phase, ...] = ()) -> TrainConfig:
+    body = (Phase(8000 - sum(ph.steps for ph in warm), 1024, 32, 1e-3, GPU_COPY_MIX, warmup=100),
+            Phase(1000, 1024, 32, 1e-3, GPU_COPY_MIX, cosine=True, min_lr=1e-4))
+    phases = warm + body
+    return TrainConfig(name, steps=sum(ph.steps for ph in phases), init_from=init_from, arch="mha", phases=phases)
+
+
+TRAIN_PRESETS |= {
+    "mha_copy_gpu": _gpu_copy("mha_copy_gpu", "mha"),  # from the text model
+    "mha_copy_gpu_scratch": _gpu_copy("mha_copy_gpu_scratch", None),  # copying and text learnt together
+    # random repeats first, at 256 positions: the one-byte copying circuit forms there in ~1,500 steps
+    "mha_copy_gpu_repeat": _gpu_copy("mha_copy_gpu_repeat", None, (Phase(
+        1500, 256, 128, 1e-3, (RowKind("repeat", 0.5), RowKind("repeat", 0.5, alphabet=8, lo=16, hi=48)), warmup=30),)),
 }
 
 
