@@ -159,7 +159,8 @@ def test_chart_titles_state_the_figures_takeaway_both_ways():
                    for line in _wrap(say.speculate_title(0.8, 4, 3.36, lang=L), width)), L
     assert say.growing_title(4096, 29 * 4096, 1, lang="ko") == "캐시는 토큰마다 4 KiB씩 자란다: 단계 1 뒤 116 KiB"
     assert say.bytes_title("M", "BF16", [1024, 2048], [1, 3], 2) == (
-        "M, BF16 cache: one request's cache outgrows the 2 B of weights by 2,048 tokens")
+        "M, BF16 cache: one request's cache outgrows the 2 B of weights from 2,048 tokens on")
+    assert say.bytes_title("M", "BF16", [1024, 2048], [1, 3], 2, over=1366).endswith("from 1,366 tokens on")
     assert say.bytes_title("M", "BF16", [1024, 2048], [1, 1], 2).startswith("M, BF16 cache: one request stays below")
     assert say.ridge_title({512: 494, 131072: None}, 295) == (
         "Decode reaches the ridge (295 FLOP/B) only at 512 tokens of context (1 of 2 shown)")

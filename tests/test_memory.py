@@ -500,3 +500,20 @@ def test_gpu_comparisons_in_claims_are_computed():
     why = next(c.why for c in seed_claims(load_presets(), gpus) if "32K context of a 32-head" in c.why)
     assert "16 GiB, 67% of an L4's 24 GiB for one request" in why  # 16 / 24; the old text said 'more than'
     assert _share_of_gpu(30 * 2**30, gpus["l4"]) == "more than an L4's 24 GiB"
+
+
+def test_first_context_over_is_the_exact_crossing_both_plain_and_with_a_sliding_window():
+    from sim.cost.memory import MemoryConfig, first_context_over, request_bytes
+    from sim.cost.presets import load_presets
+
+    presets = load_presets()
+    cfg = MemoryConfig(presets["llama-3.1-8b"], batch=1, context=1, kv_dtype="bf16")  # 128 KiB a token
+    limit = 15 * 2**30 + 1
+    assert first_context_over(cfg, limit, 131_072) == limit // (128 * 1024) + 1 == 122_881
+    assert first_context_over(cfg, limit, 100_000) is None  # not by the end of the range
+    assert first_context_over(cfg, 0, 10) == 1
+    for name in ("mistral-7b-v0.1", "gemma-2-9b"):  # windowed layers stop growing: still the first token past it
+        cfg = MemoryConfig(presets[name], batch=1, context=1, kv_dtype="bf16")
+        limit = request_bytes(cfg, 50_000) - 1
+        over = first_context_over(cfg, limit, 131_072)
+        assert request_bytes(cfg, over) > limit >= request_bytes(cfg, over - 1), name

@@ -17,7 +17,15 @@ from app.present import show_chart
 from sim.cost.decode import flop_shape
 from sim.cost.gpus import load_gpus
 from sim.cost.kv_readouts import steps_frame
-from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS, MemoryConfig, kv_memory, request_bytes, weight_bytes
+from sim.cost.memory import (
+    KV_DTYPES,
+    WEIGHT_DTYPE_BITS,
+    MemoryConfig,
+    first_context_over,
+    kv_memory,
+    request_bytes,
+    weight_bytes,
+)
 from sim.cost.opcount import step_flops
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, memory_bound_until, prefill_step
@@ -73,7 +81,8 @@ def cache_bytes() -> None:
     per_request = [request_bytes(cfg, S) for S in CONTEXTS]
     show_chart(figs.bytes_vs_context(CONTEXTS, per_request, weights,
                                      say.bytes_title(arch.name, ss["kv"].upper(), CONTEXTS, per_request, weights,
-                                                     lang=L), lang=L),
+                                                     lang=L, over=first_context_over(cfg, weights, CONTEXTS[-1])),
+                                     lang=L),
                key="lesson_bytes")
     open_full_page("kv_memory", {"model": ss["model"], "kv": ss["kv"], "ctx": BYTES_CONTEXT, "batch": 1},
                    t("lesson.open.bytes"))

@@ -214,6 +214,19 @@ def request_bytes(cfg: MemoryConfig, context: int | None = None) -> int:
     return sum(g.bytes_per_request for g in layer_groups(cfg, context))
 
 
+def first_context_over(cfg: MemoryConfig, limit_bytes: int, max_context: int) -> int | None:
+    """The fewest tokens (1 to max_context) at which one request's cache holds more than `limit_bytes`; None when
+    it never does by max_context. A request's bytes never shrink as its context grows (a sliding window only
+    stops them growing), so a bisection finds it."""
+    if request_bytes(cfg, max_context) <= limit_bytes:
+        return None
+    lo, hi = 0, max_context  # request_bytes(hi) > limit_bytes; lo = 0 tokens hold nothing
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if request_bytes(cfg, mid) > limit_bytes else (mid, hi)
+    return hi
+
+
 @dataclass(frozen=True)
 class FormulaStep:
     what: str

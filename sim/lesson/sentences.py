@@ -175,8 +175,10 @@ def step_cost_title(model: str, context: int, naive: int, cached: int, lang: str
 
 
 def bytes_title(model: str, dtype: str, contexts: list[int], per_request: list[int], weights: int,
-                lang: str = "en") -> str:
-    over = next((S for S, b in zip(contexts, per_request, strict=True) if b > weights), None)
+                lang: str = "en", over: int | None = None) -> str:
+    """over: the exact first context past the weights (memory.first_context_over); else the first plotted one."""
+    if over is None:
+        over = next((S for S, b in zip(contexts, per_request, strict=True) if b > weights), None)
     if over is None:
         return text(lang, "lesson.t.bytes.below", model=model, dtype=dtype, w=fmt_bytes(weights),
                     max=f"{contexts[-1]:,}")
