@@ -25,7 +25,9 @@ st.page_link(lesson.path, label=t("home.lesson_link", title=page_title("lesson")
 st.subheader(t("home.map"))
 rows = [{t("home.col.page"): page_title(p.slug), t("home.col.section"): section_title(p.section),
          t("home.col.shows"): page_summary(p.slug)} for p in PAGES if p.slug != "home"]
-show_table(pd.DataFrame(rows), hide_index=True, width="stretch")
+# a static table: every row shown and each summary wrapped (a scrolling grid cut them off at its right edge and hid
+# the last rows under its fold)
+st.table(pd.DataFrame(rows), hide_index=True)
 cols = st.columns(3)
 for i, p in enumerate(q for q in PAGES if q.slug != "home"):
     cols[i % 3].page_link(p.path, label=page_title(p.slug), icon=p.icon)

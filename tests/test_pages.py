@@ -35,12 +35,14 @@ def test_every_page_is_built():
 
 def test_home_device_panel_shows_the_device_in_use():
     at = run_page("home")
+    lab_map = at.table[0].value  # a static table: every page's row, its summary wrapped, nothing cut off
+    assert list(lab_map["Page"]) == [p.title for p in PAGES if p.slug != "home"]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Device in use"] == str(pick_device())
     import torch
 
     assert metrics["torch"] == torch.__version__
-    backends = at.dataframe[1].value
+    backends = at.dataframe[0].value
     assert list(backends["Backend"]) == ["math", "flash", "efficient", "cudnn"]
     assert backends.set_index("Backend").loc["math", "Runs here"] == "yes"  # math runs everywhere
 
