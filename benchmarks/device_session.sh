@@ -6,7 +6,7 @@
 #      leaves it mostly idle; each run builds its batches on a CPU core of its own), each with its report and
 #      full-cache copy scores.
 #
-#   OUT=/tmp/out bash benchmarks/device_session.sh mha_copy_long mha_copy_scratch
+#   OUT=/tmp/out bash benchmarks/device_session.sh mha_copy_gpu mha_copy_gpu_scratch mha_copy_gpu_repeat
 #
 # Everything lands in $OUT: gpu_check.txt, <preset>.safetensors and <preset>.json for each preset, and
 # train.log (each run's log one after another). At most 3 presets: the device tool brings back 8 files.

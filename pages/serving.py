@@ -156,6 +156,7 @@ def render_spec() -> None:
 
 slug, tab = eng.open_tab(url)  # only the open tab's body runs
 with tab:
-    {"batching": render_batching, "spec": render_spec, "chunked": render_chunked, "preemption": render_preemption, "steps": render_steps,
-     "offload": render_offload, "disagg": render_disagg, "routing": render_routing, "trace": render_trace}[slug]()
+    {"batching": render_batching, "spec": render_spec, "chunked": render_chunked, "preemption": render_preemption,
+     "steps": render_steps, "offload": render_offload, "disagg": render_disagg, "routing": render_routing,
+     "trace": render_trace}[slug]()
 url.sync()

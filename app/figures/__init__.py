@@ -1,5 +1,7 @@
 """Plotly figure builders, one module per page: data in, go.Figure out, no st calls."""
 
+import math
+
 import plotly.graph_objects as go
 
 # One palette for the whole lab, so "naive" and "cached" look the same on every page.
@@ -52,8 +54,6 @@ def si_log_ticks(values) -> dict:
     """tickvals / ticktext for a log axis over `values`, in decimal prefixes: a label at every power of ten
     spanning the positive ones (every other past 8 decades), and at 2× and 5× too when they span 3 or fewer
     (1.95M to 170M would otherwise carry only "10M" and "100M")."""
-    import math
-
     pos = [float(v) for v in values if v and v > 0]
     if not pos:
         return {}
@@ -67,18 +67,15 @@ def si_log_ticks(values) -> dict:
 LABEL_BG = "rgba(255, 255, 255, 0.85)"  # a line's label stays legible where it crosses bars or lines
 
 
-def log_line(fig: go.Figure, axis: str, value: float, label: str, line: dict, below: bool = False, **where) -> None:
+def log_line(fig: go.Figure, axis: str, value: float, label: str, line: dict) -> None:
     """A dotted/dashed line across the plot at `value` on a log x ("x": vertical) or y ("y": horizontal) axis,
     labelled at its start. add_vline/add_hline's own label would be placed at `value` read as log10 (a ridge
-    at 295 puts the label at 10^295 and stretches the axis to reach it): the label goes in log10 units here.
-    `below`: the label under a horizontal line / left of a vertical one; `where`: row/col of a subplot."""
-    import math
-
+    at 295 puts the label at 10^295 and stretches the axis to reach it): the label goes in log10 units here."""
     if axis == "x":
-        fig.add_vline(x=value, line=line, **where)
+        fig.add_vline(x=value, line=line)
         fig.add_annotation(x=math.log10(value), y=0, yref="paper", text=label, showarrow=False, bgcolor=LABEL_BG,
-                           xanchor="right" if below else "left", yanchor="bottom", **where)
+                           xanchor="left", yanchor="bottom")
     else:
-        fig.add_hline(y=value, line=line, **where)
+        fig.add_hline(y=value, line=line)
         fig.add_annotation(x=0, xref="paper", y=math.log10(value), text=label, showarrow=False, bgcolor=LABEL_BG,
-                           xanchor="left", yanchor="top" if below else "bottom", **where)
+                           xanchor="left", yanchor="bottom")

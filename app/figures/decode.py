@@ -9,11 +9,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, NAIVE, PART_COLORS, base_layout, si_log_ticks
-from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.cost.decode_readouts import PART_LABELS, mode_label, part_label
 from sim.i18n import text
 
-HALF_WIDTH_CHARS = 44  # the two at-scale charts share the page's width
 SUBPLOT_TITLES_PX = 24  # room for the subplot titles between the headline and the plots
 # the growth orders in the at-scale legends: per step, and for the whole answer
 ORDERS = {("naive", False): "O(N·D² + N²·D)", ("cached", False): "O(D² + N·D)",

@@ -12,6 +12,7 @@ LINE_PX = 28  # one title line at presenter mode's 21 px type (plotly spaces lin
 PAD_PX = 10  # above the first line
 GAP_PX = 16  # between the last line and whatever sits at the plot's top
 FULL_WIDTH_CHARS = 90  # a chart across the page at 1280 px, presenter type
+HALF_WIDTH_CHARS = 44  # a chart in one of two columns
 
 
 def _width(word: str) -> int:

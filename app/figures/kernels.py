@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
-from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.attention.readouts import fmt_num
 from sim.attention.shapes import IMPL_SHORT
 from sim.i18n import text
@@ -26,7 +26,6 @@ IMPL_COLORS = {
 }
 DONE, CURRENT, LATER, MAX_LINE = CACHED, "#f58518", "#d9d9d9", FORMULA
 BIG = 18  # font size for the stepper: it is read from the back of a room
-HALF_WIDTH_CHARS = 44  # the sweep charts sit two to a row
 SUBPLOT_TITLE_PX = 24  # room under the headline for the subplots' own titles
 
 

@@ -8,14 +8,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, NAIVE, base_layout, log_line, si_log_ticks
-from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.i18n import text
 
 ACCENT = "#ff7f0e"
 EXTRA = "<extra></extra>"  # no trace name beside a hover label
-
-
-HALF_WIDTH_CHARS = 44  # a chart in one of two columns
 
 
 def _titled(fig: go.Figure, title: str, x: str, y: str, height: int = 380, chars: int = FULL_WIDTH_CHARS) -> go.Figure:

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import CACHED, NAIVE, base_layout, log_line, si_log_ticks
-from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.i18n import text
 
 
@@ -36,9 +36,6 @@ def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dic
                      **si_log_ticks([y for tr in fig.data for y in tr.y]))
     base_layout(fig, "", "", "", height=520)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
-
-
-HALF_WIDTH_CHARS = 44  # the batch sweeps sit side by side, each half the page
 
 
 def sweep_lines(rows: list, metric: str, ylabel: str, title: str, ridge: float | None = None,
