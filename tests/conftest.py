@@ -28,6 +28,21 @@ from sim.model.transformer import PRESETS, ModelConfig, TinyLlama, load_model  #
 configure_threads()
 
 
+def _scan_components_once() -> None:
+    """Every new AppTest scans each installed distribution's metadata for Streamlit components (0.6 s here, more
+    than most page runs take; the suite makes about a thousand). The installed packages do not change during a
+    test session, so the scan runs once per process; `streamlit run` too scans once, at start-up."""
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+
+    if not hasattr(manifest_scanner.scan_component_manifests, "cache_info"):
+        manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+
+
+_scan_components_once()
+
+
 def random_model(n_kv_heads: int = 4, seed: int = 0, **overrides) -> TinyLlama:
     """A model with seeded random weights: parity tests need no trained checkpoint."""
     torch.manual_seed(seed)

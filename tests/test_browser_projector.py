@@ -13,7 +13,7 @@ import pytest
 
 from app.present import PRESENTER, PRESENTER_MAX_HEIGHT
 from app.registry import PAGES
-from tests.test_browser import DONE, OVERFLOWING_METRICS_JS, SHOTS
+from tests.test_browser import DONE, OVERFLOWING_METRICS_JS, SHOTS, new_page
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +33,7 @@ AXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(el => {
 
 
 def _open(chromium, url: str, width: int, height: int):
-    page = chromium.new_page(viewport={"width": width, "height": height})
+    page = new_page(chromium, width, height)
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
     page.wait_for_selector(DONE, timeout=180_000)
