@@ -40,6 +40,8 @@ def new_page(browser, width: int, height: int):
 
 def open_page(browser, url: str, width: int = 1400, height: int = 1800):
     page = new_page(browser, width, height)
+    page.requested = []  # every URL the tab asks for, from the first request on (see outside_requests)
+    page.on("request", lambda r: page.requested.append(r.url))
     page.goto(url, wait_until="domcontentloaded")
     # Streamlit renders after its websocket connects: wait for the app, then for the run to end.
     page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
@@ -49,6 +51,11 @@ def open_page(browser, url: str, width: int = 1400, height: int = 1800):
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
     page.wait_for_timeout(500)  # let plotly finish laying out before the screenshot
     return page
+
+
+def outside_requests(page, app_url: str) -> list[str]:
+    """What the tab fetched from anywhere but the app's own server (fonts, icons, a favicon from a CDN)."""
+    return sorted({u for u in page.requested if not u.startswith((app_url, "data:", "blob:", "about:"))})
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
@@ -74,18 +81,12 @@ def test_page_in_browser(app_url, browser, slug):
         assert page.locator('[data-testid="stSidebar"][data-collapsed="false"]').count() == 1  # still open
         check_projector_view(page, slug)
         page.screenshot(path=str(SHOTS / f"{slug}-1024.png"))
+        # favicon, fonts, icons, plotly's bundle: the page, loaded, drawn and redrawn narrower (about two seconds
+        # since its script finished), has asked nothing of any other server
+        assert page.requested and outside_requests(page, app_url) == [], outside_requests(page, app_url)
     except Exception:
         page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
         raise
-    finally:
-        page.close()
-
-
-def test_bad_url_shows_no_exception(app_url, browser):
-    page = open_page(browser, f"{app_url}/decode_cost?n=abc&variant=%3Cscript%3E")
-    try:
-        page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
-        assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         page.close()
 
@@ -109,39 +110,26 @@ def test_an_interaction_updates_the_page_and_the_url(app_url, browser):
 
 
 INJECTION = ("/decode_cost?variant=%5BLog%20in%20again%5D(http%3A%2F%2F127.0.0.1%3A9%2Fphish)"
-             "&top_k=!%5Bx%5D(http%3A%2F%2F127.0.0.1%3A9%2Fpixel.png)")
+             "&top_k=!%5Bx%5D(http%3A%2F%2F127.0.0.1%3A9%2Fpixel.png)&n=abc&attn=%3Cscript%3E")
 
 
-def test_markdown_in_a_link_makes_no_link_or_image(app_url, browser):
-    """The link values are shown as text in the page's warning: no anchor, no image fetched."""
+def test_a_bad_or_hostile_link_shows_text_and_still_draws(app_url, browser):
+    """Garbage and Markdown/HTML in the link's values: the page still draws its charts, with no exception, and the
+    values are shown as text in its warning: no anchor, no image fetched, no element made."""
     page = open_page(browser, app_url + INJECTION)
     try:
+        page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
         # several bad values: one folded box whose label counts them; a click opens the list
         page.locator('[data-testid="stExpander"] summary', has_text="values the page cannot use").first.click()
         warning = page.locator('[data-testid="stAlert"]', has_text="Log in again")
         warning.first.wait_for(timeout=60_000)
+        assert "<script>" in page.locator('[data-testid="stExpander"]').first.inner_text()  # shown, not parsed
         assert page.locator('a[href*="127.0.0.1:9"]').count() == 0
         assert page.locator('img[src*="127.0.0.1:9"]').count() == 0
+        assert outside_requests(page, app_url) == []
         assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         page.screenshot(path=str(SHOTS / "injection.png"), full_page=True)
-        page.close()
-
-
-def test_the_app_fetches_nothing_from_outside(app_url, browser):
-    """Favicon, fonts, icons: every request the browser makes goes to the app's own server."""
-    page = new_page(browser, 1280, 900)
-    seen: list[str] = []
-    page.on("request", lambda r: seen.append(r.url))
-    try:
-        for path in ("/", "/kv_memory"):
-            page.goto(app_url + path, wait_until="domcontentloaded")
-            page.wait_for_selector(DONE, timeout=180_000)
-            page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
-            page.wait_for_timeout(1500)
-        outside = sorted({u for u in seen if not u.startswith((app_url, "data:", "blob:", "about:"))})
-        assert seen and outside == [], outside
-    finally:
         page.close()
 
 
