@@ -1,7 +1,15 @@
 """Presenter mode: from the link, kept across pages, turned off by the toggle, enlarging charts' type."""
 
-import plotly.graph_objects as go
+import json
+import subprocess
+import sys
 
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+from plotly.subplots import make_subplots
+
+from app.figures import LAB_TEMPLATE, base_layout
 from app.present import NORMAL, PRESENTER, PRESENTER_MAX_HEIGHT, styled
 from tests.conftest import ROOT, run_in_app
 
@@ -37,6 +45,58 @@ def test_styled_sets_type_sizes_and_keeps_axis_titles():
     assert styled(go.Figure(layout=dict(height=900)), False).layout.height == 900
     assert (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text) == ("context (tokens)", "KV cache (GiB)")
     assert styled(go.Figure(), False).layout.font.size == NORMAL["font"]
+
+
+def _styled_by_plotly_updates(fig: go.Figure, present: bool) -> go.Figure:
+    """The reference: the same type sizes set through plotly's own update API, axis by axis."""
+    sizes = PRESENTER if present else NORMAL
+    fig.update_layout(font=dict(size=sizes["font"]), title_font=dict(size=sizes["title"]))
+    fig.update_xaxes(tickfont=dict(size=sizes["tick"]), title_font=dict(size=sizes["font"]))
+    fig.update_yaxes(tickfont=dict(size=sizes["tick"]), title_font=dict(size=sizes["font"]))
+    if present and fig.layout.height:
+        fig.update_layout(height=min(round(fig.layout.height * 1.15), PRESENTER_MAX_HEIGHT))
+    return fig
+
+
+def _panels() -> go.Figure:
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("a", "b", "c"))
+    for col in (1, 2, 3):
+        fig.add_trace(go.Scatter(x=[1, 2, 3], y=[col, 2, 1]), row=1, col=col)
+        fig.update_xaxes(title_text=f"x{col} (tokens)", type="log", row=1, col=col)
+    fig.add_annotation(x=0, y=1, text="ridge")
+    return base_layout(fig, "Three panels", "", "time (ms)", height=420)
+
+
+FIGURES = {
+    "bare": go.Figure,
+    "line": lambda: base_layout(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), "A line", "context (tokens)", "GiB"),
+    "panels": _panels,
+    "heatmap": lambda: base_layout(go.Figure(go.Heatmap(z=[[1, 2], [3, 4]], coloraxis="coloraxis")).update_layout(
+        coloraxis=dict(colorscale="Blues"), yaxis2=dict(overlaying="y", title_text="share (%)")), "Cells", "key", ""),
+    "table": lambda: go.Figure(go.Table(header=dict(values=["a"]), cells=dict(values=[[1]]))).update_layout(
+        template="streamlit", height=200),
+    "own template": lambda: go.Figure(go.Bar(x=[1], y=[2])).update_layout(template="ggplot2", height=900),
+}
+
+
+@pytest.mark.parametrize("present", [False, True], ids=["normal", "present"])
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_styled_gives_the_figure_plotlys_own_updates_give(name, present):
+    """styled edits the layout as data, in one step: the same figure, JSON for JSON, template included."""
+    ours, reference = styled(FIGURES[name](), present), _styled_by_plotly_updates(FIGURES[name](), present)
+    assert json.loads(ours.to_json()) == json.loads(reference.to_json())
+
+
+def test_the_lab_template_stands_whichever_is_imported_first(monkeypatch):
+    """Streamlit sets its own template as plotly's default when its chart module loads; the lab's stays."""
+    for first, then in (("app.figures", "streamlit"), ("streamlit", "app.figures")):
+        code = f"import {first}, {then}, plotly.io as pio; print(pio.templates.default)"
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+        assert out.stdout.split()[-1] == LAB_TEMPLATE == "plotly_white", (first, then)
+    white = pio.templates[LAB_TEMPLATE].to_plotly_json()
+    assert base_layout(go.Figure(), "t", "x", "y").layout.template.to_plotly_json() == white
+    monkeypatch.setattr(pio.templates, "default", "streamlit")  # reset by something: named, the slow way
+    assert base_layout(go.Figure(), "t", "x", "y").layout.template.to_plotly_json() == white
 
 
 def test_every_chart_goes_through_the_lab_style():

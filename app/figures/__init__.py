@@ -5,10 +5,15 @@ import math
 import plotly.graph_objects as go
 import plotly.io as pio
 
-# Every chart of the lab starts from plotly_white. As the default, a new figure takes the template plotly has
-# already validated; named in each figure's update_layout, plotly validated and deep-copied the whole template
-# again every time (22 ms of base_layout's 31 ms, and a page draws up to a dozen charts on every rerun).
-pio.templates.default = "plotly_white"
+# Streamlit makes its own template plotly's default when its chart module is first imported: import it before
+# setting the lab's, so that the lab's stands whichever of the two a process imports first.
+import streamlit.elements.plotly_chart  # noqa: F401, I001
+
+# The lab's charts start from plotly_white. As plotly's default, a new figure takes the template plotly holds
+# validated; named in each figure's update_layout, plotly validated and deep-copied the whole template every time
+# (22 ms of base_layout's 31 ms, and a page draws up to a dozen charts on every rerun).
+LAB_TEMPLATE = "plotly_white"
+pio.templates.default = LAB_TEMPLATE
 
 # One palette for the whole lab, so "naive" and "cached" look the same on every page.
 NAIVE = "#d62728"
@@ -34,6 +39,8 @@ def base_layout(fig: go.Figure, title: str, x: str, y: str, height: int = 380) -
         title=title, height=height, margin=dict(l=10, r=10, t=50, b=10),
         legend=LEGEND_BELOW, font=dict(size=14),
     )
+    if pio.templates.default != LAB_TEMPLATE:  # something reset plotly's default: name it (the slow way)
+        fig.update_layout(template=LAB_TEMPLATE)
     # an empty x or y leaves the axis titles a builder set earlier (per subplot) alone: never wipe them
     if x:
         fig.update_layout(xaxis_title=x)

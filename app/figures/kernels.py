@@ -234,7 +234,8 @@ def softmax_trace_table(trace, row: int, step: int, title: str, lang: str = "en"
         cells=dict(values=cols, font=dict(size=BIG - 2, family="monospace"), fill_color=fill * len(header),
                    align="right", height=34),
     ))
-    fig.update_layout(height=90 + 36 * len(trace.steps), margin=dict(l=0, r=0, t=10, b=0))
+    # Streamlit's own template: its placeholder colours become the theme's (lines, text) in the browser
+    fig.update_layout(height=90 + 36 * len(trace.steps), margin=dict(l=0, r=0, t=10, b=0), template="streamlit")
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
