@@ -30,7 +30,7 @@ configure_threads()
 
 def _scan_components_once() -> None:
     """Every new AppTest scans each installed distribution's metadata for Streamlit components (0.6 s here, more
-    than most page runs take; the suite makes about a thousand). The installed packages do not change during a
+    than most page runs take; the suite makes about 480). The installed packages do not change during a
     test session, so the scan runs once per process; `streamlit run` too scans once, at start-up."""
     import functools
 
