@@ -49,8 +49,23 @@ def open_page(browser, url: str, width: int = 1400, height: int = 1800):
     # the app root carries the script's run state: wait until this run has finished
     page.wait_for_selector(DONE, timeout=180_000)
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
-    page.wait_for_timeout(500)  # let plotly finish laying out before the screenshot
+    wait_for_charts(page)
     return page
+
+
+# Every chart on view has been laid out by plotly at the width its box has now (a chart in a folded expander or
+# an unopened tab has no box and is left out).
+CHARTS_LAID_OUT_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].every(el => {
+  const w = el.getBoundingClientRect().width;
+  return w === 0 || (el._fullLayout && Math.abs(el._fullLayout.width - w) <= 1);
+})"""
+
+
+def wait_for_charts(page) -> None:
+    """Until plotly has drawn every chart at its box's width: after a load, a rerun or a resize, before a
+    screenshot or a check that reads plotly's layout. (A fixed pause did this before: 0.5-0.7 s each time,
+    three or four times a page, while the charts were in place when the run ended or the resize returned.)"""
+    page.wait_for_function(CHARTS_LAID_OUT_JS, timeout=60_000)
 
 
 def outside_requests(page, app_url: str) -> list[str]:
@@ -60,9 +75,10 @@ def outside_requests(page, app_url: str) -> list[str]:
 
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
 def test_page_in_browser(app_url, browser, slug):
-    """A laptop (1280 px, sidebar open), then the same page narrowed to a 1024×768 projector: a second load of
-    each page would cost the suite ~10 s of Chromium time a page for the same checks (the layout is CSS and
-    plotly's responsive resize, so narrowing the window re-lays out exactly what a load at that size draws)."""
+    """A laptop (1280 px, sidebar open), then the same page narrowed to a 1024×768 projector, then switched to
+    Korean in the sidebar. One load for the three: a load costs Chromium 6-8 CPU-s here (its scripts, the app's
+    start, the page), a rerun in Korean about 3. Narrowing re-lays out exactly what a load at that size draws (CSS
+    and plotly's responsive resize); a Korean link opened fresh is tests/test_i18n.py's."""
     from tests.test_browser_projector import check_projector_view
 
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -76,11 +92,12 @@ def test_page_in_browser(app_url, browser, slug):
         assert page.locator("h1").first.inner_text().strip() == title
         page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
         page.set_viewport_size({"width": 1024, "height": 768})
-        page.wait_for_timeout(700)  # plotly's resize handler redraws each chart at the new width
+        wait_for_charts(page)  # plotly's resize handler redraws each chart at the new width
         assert page.evaluate("() => window.innerWidth") == 1024
         assert page.locator('[data-testid="stSidebar"][data-collapsed="false"]').count() == 1  # still open
         check_projector_view(page, slug)
         page.screenshot(path=str(SHOTS / f"{slug}-1024.png"))
+        check_korean_after_switch(page, slug)
         # favicon, fonts, icons, plotly's bundle: the page, loaded, drawn and redrawn narrower (about two seconds
         # since its script finished), has asked nothing of any other server
         assert page.requested and outside_requests(page, app_url) == [], outside_requests(page, app_url)
@@ -107,6 +124,46 @@ def test_an_interaction_updates_the_page_and_the_url(app_url, browser):
     finally:
         page.screenshot(path=str(SHOTS / "kv_memory_batch17.png"), full_page=True)
         page.close()
+
+
+# Two Hangul syllables and an unassigned code point drawn on a canvas: with no CJK font (fonts-noto-cjk) Chromium
+# draws each as the same empty box, so the images agree; with one they all differ.
+HANGUL_DRAWN_JS = """() => {
+  const draw = ch => { const cv = document.createElement('canvas'); cv.width = 48; cv.height = 48;
+    const c = cv.getContext('2d'); c.font = '36px sans-serif'; c.fillText(ch, 4, 38); return cv.toDataURL(); };
+  return {ga_vs_na: draw('\\uac00') !== draw('\\ub098'), ga_vs_box: draw('\\uac00') !== draw('\\u0378')};
+}"""
+
+
+def check_korean(page, slug: str) -> None:
+    """The page in Korean: its Korean title, no exception, a chart or table drawn, Hangul drawn by a font."""
+    from sim.i18n import text
+
+    page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.locator("h1").first.inner_text().strip() == text("ko", "home.title" if slug == "home"
+                                                                  else f"page.{slug}.title")
+    assert "lang=ko" in page.url
+    assert page.evaluate(HANGUL_DRAWN_JS) == {"ga_vs_na": True, "ga_vs_box": True}, \
+        "Hangul is drawn as boxes: install fonts-noto-cjk"
+
+
+def check_korean_after_switch(page, slug: str) -> None:
+    """A class switching the open page to Korean in the sidebar (still 1024×768): the page reruns in Korean,
+    the link follows, the page passes the Korean checks and the projector's (Korean words run longer or shorter
+    than English in metrics, legends and tables). Screenshot: <slug>_ko.png, at the laptop's 1280×1600."""
+    from tests.test_browser_projector import check_projector_view
+
+    page.locator('[data-testid="stSidebar"] label', has_text="한국어").click()
+    page.wait_for_function("() => location.search.includes('lang=ko')", timeout=60_000)
+    page.wait_for_selector(DONE, timeout=180_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
+    wait_for_charts(page)
+    check_korean(page, slug)
+    check_projector_view(page, slug)
+    page.set_viewport_size({"width": 1280, "height": 1600})  # the screenshot at a laptop's size, as the English one
+    wait_for_charts(page)
+    page.screenshot(path=str(SHOTS / f"{slug}_ko.png"), full_page=True)
 
 
 INJECTION = ("/decode_cost?variant=%5BLog%20in%20again%5D(http%3A%2F%2F127.0.0.1%3A9%2Fphish)"

@@ -13,7 +13,7 @@ import pytest
 
 from app.present import PRESENTER, PRESENTER_MAX_HEIGHT
 from app.registry import PAGES
-from tests.test_browser import DONE, OVERFLOWING_METRICS_JS, SHOTS, new_page
+from tests.test_browser import DONE, OVERFLOWING_METRICS_JS, SHOTS, new_page, wait_for_charts
 
 pytestmark = pytest.mark.browser
 
@@ -38,7 +38,7 @@ def _open(chromium, url: str, width: int, height: int):
     page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
     page.wait_for_selector(DONE, timeout=180_000)
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
-    page.wait_for_timeout(700)
+    wait_for_charts(page)
     return page
 
 
