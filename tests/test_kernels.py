@@ -252,7 +252,11 @@ def test_stopping_a_flex_compile_kills_its_process():
 
 
 @pytest.mark.slow
-def test_flex_matches_math_when_it_compiles():
+def test_flex_matches_math_when_it_compiles(monkeypatch):
+    # Before its first kernel on a machine, inductor test-compiles a program for each vector ISA the CPU claims
+    # (AVX-512 and AVX2 here: six g++ runs, ~9 s on a fresh machine, cached after: this test alone 25 s -> 11 s).
+    # The test takes the CPU's word for them: the kernel is compiled for the same ISA either way.
+    monkeypatch.setenv("TORCHINDUCTOR_VEC_ISA_OK", "1")
     status = flex_status(CPU)
     if not status.runs:
         pytest.skip(status.reason)
