@@ -2,7 +2,7 @@
 loaded, narrowed to that size) and in presenter mode at 1280×720.
 
 Every plotly chart's every visible axis has a title (read from plotly's own full layout in the page, so a
-title wiped after the figure was built is caught); nothing scrolls sideways; presenter mode really enlarges
+title wiped after the figure was built is caught); every headline starts inside its chart; nothing scrolls sideways; presenter mode really enlarges
 the tick labels. Presenter-mode screenshots (the page's top and its first chart) go to
 test-output/screenshots/present-<page>.png and present-<page>-chart.png.
 """
@@ -28,8 +28,14 @@ AXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(el => {
     if (!(ax.title && String(ax.title.text || '').trim())) untitled.push(name);
     if (ax.tickfont && ax.tickfont.size) minTick = Math.min(minTick, ax.tickfont.size);
   }
-  return {title: (fl.title && fl.title.text) || '', untitled, minTick, height: fl.height || 0};
+  const head = el.querySelector('.g-gtitle text');  // the headline: px from the chart's top edge to its first line
+  const titleTop = head && head.textContent.trim() ?
+    Math.round(head.getBoundingClientRect().top - el.getBoundingClientRect().top) : null;
+  return {title: (fl.title && fl.title.text) || '', untitled, minTick, height: fl.height || 0, titleTop};
 })"""
+# A headline's first line starts this far inside its chart at least (13 px at the normal type, 9 px in presenter
+# mode): a title placed as a fraction of a height that presenter mode then scaled sat 2-4 px from the edge or was cut.
+TITLE_TOP_MIN_PX = 6
 
 
 def _open(chromium, url: str, width: int, height: int):
@@ -47,6 +53,8 @@ def check_projector_view(page, slug: str) -> list[dict]:
     charts = page.evaluate(AXES_JS)
     bad = [c for c in charts if c["untitled"]]
     assert bad == [], f"{slug}: charts with untitled axes: {bad}"
+    cut = [(c["title"][:50], c["titleTop"]) for c in charts if c["titleTop"] is not None and c["titleTop"] < TITLE_TOP_MIN_PX]
+    assert cut == [], f"{slug}: chart titles at or past the chart's top edge: {cut}"
     assert page.evaluate(OVERFLOWING_METRICS_JS) == [], f"{slug}: metric values run past their column"
     sw, iw = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
     assert sw <= iw, f"{slug}: the page scrolls sideways ({sw} px of content in a {iw} px window)"

@@ -47,6 +47,23 @@ def test_styled_sets_type_sizes_and_keeps_axis_titles():
     assert styled(go.Figure(), False).layout.font.size == NORMAL["font"]
 
 
+def test_a_headline_keeps_its_place_in_px_when_presenter_mode_resizes_the_chart():
+    """The headline hangs a fixed number of px below the figure's top, whatever height presenter mode gives it:
+    placed as a fraction of the builder's height (0.968 of 940 px: 30 px), a chart capped to 600 px put it
+    19 px down, where its first line at presenter type ran past the top edge."""
+    from app.figures.headline import PAD_PX, set_headline
+
+    for height in (300, 940):
+        fig = set_headline(go.Figure(layout=dict(height=height)), "A takeaway long enough to wrap onto a second line "
+                           "of the chart's title", 44)
+        before = (fig.layout.title.y, fig.layout.title.yanchor, fig.layout.title.pad.t)
+        styled(fig, True)
+        assert fig.layout.height != height  # presenter mode changed the height (×1.15, or capped)
+        assert (fig.layout.title.y, fig.layout.title.yref, fig.layout.title.yanchor) == (1, "container", "top")
+        assert (fig.layout.title.y, fig.layout.title.yanchor, fig.layout.title.pad.t) == before
+        assert fig.layout.title.pad.t == PAD_PX + 20
+
+
 def _styled_by_plotly_updates(fig: go.Figure, present: bool) -> go.Figure:
     """The reference: the same type sizes set through plotly's own update API, axis by axis."""
     sizes = PRESENTER if present else NORMAL

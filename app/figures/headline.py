@@ -42,6 +42,8 @@ def set_headline(fig: go.Figure, text: str, chars_per_line: int, below_px: int =
     top = fig.layout.margin.t if fig.layout.margin.t is not None else 100  # plotly's default
     new_top = max(top, PAD_PX + LINE_PX * len(lines) + GAP_PX + below_px)
     height = (fig.layout.height or 450) + new_top - top  # 450: plotly's default height
-    fig.update_layout(title=dict(text="<br>".join(lines), y=1 - (PAD_PX + 20) / height, yref="container",
-                                 yanchor="top"), margin=dict(t=new_top), height=height)
+    # y=1 with a padding in px, not a fraction of the height: presenter mode scales a chart's height (and caps
+    # it), which moved a fractional y up to the figure's edge and cut the first line off
+    fig.update_layout(title=dict(text="<br>".join(lines), y=1, yref="container", yanchor="top",
+                                 pad=dict(t=PAD_PX + 20)), margin=dict(t=new_top), height=height)
     return fig
