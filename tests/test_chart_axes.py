@@ -164,6 +164,21 @@ def title_of(fig: dict) -> str:
     return (t.get("text") if isinstance(t, dict) else t) or "(untitled chart)"
 
 
+def inkless_tables(fig: dict) -> list[str]:
+    """Table parts (header / cells) that fix their fill colour and leave the text's to the theme: Streamlit's dark
+    theme writes light text, unreadable on the light fills a chart picks."""
+    return [f"{i}.{part}" for i, trace in enumerate(fig.get("data", [])) if trace.get("type") == "table"
+            for part in ("header", "cells")
+            if trace.get(part, {}).get("fill", {}).get("color") is not None
+            and trace.get(part, {}).get("font", {}).get("color") is None]
+
+
+def test_inkless_tables_are_found():
+    fig = {"data": [{"type": "table", "header": {"fill": {"color": "#eee"}, "font": {"color": "#333"}},
+                     "cells": {"fill": {"color": [["white"]]}, "font": {"size": 14}}}]}
+    assert inkless_tables(fig) == ["0.cells"]
+
+
 def test_untitled_axes_are_found():
     fig = {"data": [{"type": "bar", "x": [1], "y": [2]}, {"type": "scatter", "xaxis": "x2", "yaxis": "y2"}],
            "layout": {"xaxis": {"title": {"text": "tokens"}}, "yaxis2": {"title": {"text": "ms"}},
@@ -193,4 +208,6 @@ def test_every_axis_has_a_title(slug, params):
     assert billions == {}, billions
     misplaced = {title_of(f)[:60]: misplaced_log_annotations(f) for f in figs if misplaced_log_annotations(f)}
     assert misplaced == {}, misplaced
+    inkless = {title_of(f)[:60]: inkless_tables(f) for f in figs if inkless_tables(f)}
+    assert inkless == {}, inkless
     assert overlong_titles(at) == {}

@@ -26,6 +26,7 @@ IMPL_COLORS = {
 }
 DONE, CURRENT, LATER, MAX_LINE = CACHED, "#f58518", "#d9d9d9", FORMULA
 BIG = 18  # font size for the stepper: it is read from the back of a room
+TABLE_INK = "#31333f"  # the trace table's fills are light in either theme: its text is dark in either too
 SUBPLOT_TITLE_PX = 24  # room under the headline for the subplots' own titles
 
 
@@ -229,12 +230,12 @@ def softmax_trace_table(trace, row: int, step: int, title: str, lang: str = "en"
     fill = [[("#ffe0b2" if i == step - 1 else ("#e3f2fd" if i < step - 1 else "white")) for i in range(len(trace.steps))]]
     fig = go.Figure(go.Table(
         columnwidth=[40, 60, 75, 75, 75, 75, 85, 75, 230],
-        header=dict(values=[f"<b>{h}</b>" for h in header], font=dict(size=BIG - 4), fill_color="#eeeeee",
-                    align="center", height=44),
-        cells=dict(values=cols, font=dict(size=BIG - 2, family="monospace"), fill_color=fill * len(header),
-                   align="right", height=34),
+        header=dict(values=[f"<b>{h}</b>" for h in header], font=dict(size=BIG - 4, color=TABLE_INK),
+                    fill_color="#eeeeee", align="center", height=44),
+        cells=dict(values=cols, font=dict(size=BIG - 2, family="monospace", color=TABLE_INK),
+                   fill_color=fill * len(header), align="right", height=34),
     ))
-    # Streamlit's own template: its placeholder colours become the theme's (lines, text) in the browser
+    # Streamlit's own template: its placeholder colours (the cell lines) become the theme's in the browser
     fig.update_layout(height=90 + 36 * len(trace.steps), margin=dict(l=0, r=0, t=10, b=0), template="streamlit")
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
