@@ -53,18 +53,22 @@ def open_page(browser, url: str, width: int = 1400, height: int = 1800):
     return page
 
 
-# Every chart on view has been laid out by plotly at the width its box has now (a chart in a folded expander or
-# an unopened tab has no box and is left out).
-CHARTS_LAID_OUT_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].every(el => {
-  const w = el.getBoundingClientRect().width;
-  return w === 0 || (el._fullLayout && Math.abs(el._fullLayout.width - w) <= 1);
+# Every chart on view has been drawn and laid out by plotly at the width its box has now. Until plotly's bundle
+# has loaded (it can be after the run ends) a chart is a loading skeleton with no chart element; a chart in a
+# folded expander or an unopened tab has no box and is left out.
+CHARTS_LAID_OUT_JS = """() => !document.querySelector('[data-testid="stSkeleton"]')
+  && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(box => {
+  if (box.getBoundingClientRect().width === 0) return true;
+  const el = box.querySelector('.js-plotly-plot');
+  return !!(el && el._fullLayout && Math.abs(el._fullLayout.width - el.getBoundingClientRect().width) <= 1);
 })"""
 
 
 def wait_for_charts(page) -> None:
     """Until plotly has drawn every chart at its box's width: after a load, a rerun or a resize, before a
     screenshot or a check that reads plotly's layout. (A fixed pause did this before: 0.5-0.7 s each time,
-    three or four times a page, while the charts were in place when the run ended or the resize returned.)"""
+    three or four times a page, while the charts were in place once the skeletons had gone or the resize had
+    returned.)"""
     page.wait_for_function(CHARTS_LAID_OUT_JS, timeout=60_000)
 
 

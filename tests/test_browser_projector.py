@@ -28,9 +28,10 @@ AXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(el => {
     if (!(ax.title && String(ax.title.text || '').trim())) untitled.push(name);
     if (ax.tickfont && ax.tickfont.size) minTick = Math.min(minTick, ax.tickfont.size);
   }
-  const head = el.querySelector('.g-gtitle text');  // the headline: px from the chart's top edge to its first line
-  const titleTop = head && head.textContent.trim() ?
-    Math.round(head.getBoundingClientRect().top - el.getBoundingClientRect().top) : null;
+  // the headline: px from the chart's top edge to its first line (a chart in an unopened tab has no box: skipped)
+  const head = el.querySelector('.g-gtitle text'), box = el.getBoundingClientRect();
+  const titleTop = head && head.textContent.trim() && box.width > 0 ?
+    Math.round(head.getBoundingClientRect().top - box.top) : null;
   return {title: (fl.title && fl.title.text) || '', untitled, minTick, height: fl.height || 0, titleTop};
 })"""
 # A headline's first line starts this far inside its chart at least (13 px at the normal type, 9 px in presenter
