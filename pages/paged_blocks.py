@@ -95,7 +95,7 @@ else:
     with left:
         fig = figs.block_grid(snap.owner, snap.ref_cnt, snap.fill, snap.logical_index, scfg.block_size,
                               views.pool_title(snap, step, L), highlight_blocks=list(snap.req_to_block_table.get(req, ())),
-                              lang=L)
+                              share=3 / 5, lang=L)  # the left of two columns (3 : 2)
         show_chart(fig, width="stretch")
         st.caption(t("paged.grid_caption"))
     if (hv := views.heap_at(heap, step)) is not None:

@@ -2,8 +2,8 @@
 loaded, narrowed to that size) and in presenter mode at 1280×720.
 
 Every plotly chart's every visible axis has a title (read from plotly's own full layout in the page, so a
-title wiped after the figure was built is caught); every headline starts inside its chart; nothing scrolls sideways; presenter mode really enlarges
-the tick labels. Presenter-mode screenshots (the page's top and its first chart) go to
+title wiped after the figure was built is caught); every headline lies inside its chart (top and right edge);
+nothing scrolls sideways; presenter mode really enlarges the tick labels. Presenter-mode screenshots (the page's top and its first chart) go to
 test-output/screenshots/present-<page>.png and present-<page>-chart.png.
 """
 
@@ -30,9 +30,12 @@ AXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(el => {
   }
   // the headline: px from the chart's top edge to its first line (a chart in an unopened tab has no box: skipped)
   const head = el.querySelector('.g-gtitle text'), box = el.getBoundingClientRect();
-  const titleTop = head && head.textContent.trim() && box.width > 0 ?
-    Math.round(head.getBoundingClientRect().top - box.top) : null;
-  return {title: (fl.title && fl.title.text) || '', untitled, minTick, height: fl.height || 0, titleTop};
+  const shown = head && head.textContent.trim() && box.width > 0;
+  const titleTop = shown ? Math.round(head.getBoundingClientRect().top - box.top) : null;
+  // px by which the headline's longest line runs past the chart's right edge (plotly cuts it off there)
+  const titleOver = shown ? Math.round(Math.max(...[...head.querySelectorAll('tspan.line'), head]
+    .map(l => l.getBoundingClientRect().right)) - box.right) : null;
+  return {title: (fl.title && fl.title.text) || '', untitled, minTick, height: fl.height || 0, titleTop, titleOver};
 })"""
 # A headline's first line starts this far inside its chart at least (13 px at the normal type, 9 px in presenter
 # mode): a title placed as a fraction of a height that presenter mode then scaled sat 2-4 px from the edge or was cut.
@@ -56,6 +59,8 @@ def check_projector_view(page, slug: str) -> list[dict]:
     assert bad == [], f"{slug}: charts with untitled axes: {bad}"
     cut = [(c["title"][:50], c["titleTop"]) for c in charts if c["titleTop"] is not None and c["titleTop"] < TITLE_TOP_MIN_PX]
     assert cut == [], f"{slug}: chart titles at or past the chart's top edge: {cut}"
+    wide = [(c["title"][:50], c["titleOver"]) for c in charts if c["titleOver"] is not None and c["titleOver"] > 0]
+    assert wide == [], f"{slug}: chart titles cut at the chart's right edge (px past it): {wide}"
     assert page.evaluate(OVERFLOWING_METRICS_JS) == [], f"{slug}: metric values run past their column"
     sw, iw = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
     assert sw <= iw, f"{slug}: the page scrolls sideways ({sw} px of content in a {iw} px window)"

@@ -137,15 +137,15 @@ def test_si_ticks_label_every_decade_in_decimal_prefixes():
 def overlong_titles(at) -> dict[str, int]:
     """Chart titles with a line longer than the chart's share of the page holds (plotly never wraps a title: the
     rest is cut off at the chart's edge): {first words: the most characters that fit}. A chart in a column of
-    weight w gets that share of FULL_WIDTH_CHARS."""
+    weight w gets column_chars(w) (the room on a 1024-px projector with the sidebar open)."""
     import re
 
-    from app.figures.headline import FULL_WIDTH_CHARS, _width
+    from app.figures.headline import FULL_WIDTH_CHARS, _width, column_chars
 
     room: dict[int, int] = {}  # id of the chart's proto -> characters its width holds
     for col in at.columns:
         for chart in col.get("plotly_chart"):
-            room[id(chart.proto)] = min(room.get(id(chart.proto), FULL_WIDTH_CHARS), int(FULL_WIDTH_CHARS * col.weight) + 3)
+            room[id(chart.proto)] = min(room.get(id(chart.proto), FULL_WIDTH_CHARS), column_chars(col.weight))
     bad = {}
     for chart in at.get("plotly_chart"):
         lines = re.sub(r"<(?!br>)[^>]*>", "", title_of(json.loads(chart.proto.spec))).split("<br>")

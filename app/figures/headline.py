@@ -11,8 +11,22 @@ import plotly.graph_objects as go
 LINE_PX = 28  # one title line at presenter mode's 21 px type (plotly spaces lines 1.3 em apart)
 PAD_PX = 10  # above the first line
 GAP_PX = 16  # between the last line and whatever sits at the plot's top
-FULL_WIDTH_CHARS = 90  # a chart across the page at 1280 px, presenter type
-HALF_WIDTH_CHARS = 44  # a chart in one of two columns
+# How many characters a title line may hold, set by the narrowest view a class meets: a 1024×768 projector with
+# the sidebar open, where a chart across the page is 564 px wide (556 px for the title) and the normal 17-px bold
+# title type takes up to 8.4 px a Latin character (measured in Chromium on every page). Presenter mode's 21-px
+# type has more room than that: the sidebar folds away (a chart across the page: 1,090 px at 1280, ~900 at 1024).
+TITLE_CHAR_PX = 8.4
+PAGE_TITLE_PX = 556
+COLUMN_GAP_PX = 12  # what a chart in a column loses to the gap beside it
+
+
+def column_chars(share: float) -> int:
+    """Characters a title line may hold on a chart that takes `share` of the page's width (st.columns weights)."""
+    return int((PAGE_TITLE_PX * share - (COLUMN_GAP_PX if share < 1 else 0)) / TITLE_CHAR_PX)
+
+
+FULL_WIDTH_CHARS = column_chars(1)  # 66: a chart across the page
+HALF_WIDTH_CHARS = column_chars(1 / 2)  # 31: a chart in one of two columns
 
 
 def _width(word: str) -> int:

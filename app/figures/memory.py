@@ -8,13 +8,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
-from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, column_chars, set_headline
 from sim.cost.capacity import Capacity, DtypeRow
 from sim.cost.memory import GiB, KvGrid, VariantCurves, fmt_bytes
 from sim.i18n import text
 
 ATTENTION_COLORS = {"MHA": NAIVE, "GQA": CACHED, "MQA": "#2ca02c", "MLA": "#9467bd"}
-NARROW_CHARS = 40  # the "Does it fit?" chart sits in the page's narrower column
+NARROW_CHARS = column_chars(2 / 5)  # the "Does it fit?" chart sits in the page's narrower column (3 : 2)
 PART_COLORS = {"weights": "#4c78a8", "kv": "#e45756", "free": "#54a24b", "aside": "#c7c7c7"}  # capacity.PARTS
 
 

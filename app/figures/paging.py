@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
-from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, column_chars, set_headline
 from sim.i18n import text
 
 POLICY_COLORS = {
@@ -27,7 +27,7 @@ KIND_COLORS = {
 }
 KIND_LABELS = {k: text("en", f"paged.kind.{k}") for k in KIND_COLORS}  # the English; kind_label words it
 FREE_COLOR = "#ececec"
-COLUMN_CHARS = 66  # a chart in three quarters of the page
+COLUMN_CHARS = column_chars(3 / 4)  # a chart in three quarters of the page
 # Distinct, projector-friendly colours for owners (free blocks are light grey).
 OWNER_COLORS = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
@@ -110,12 +110,14 @@ def memory_over_time(series: pd.DataFrame, capacity: int, title: str, lang: str 
 
 def block_grid(owner: np.ndarray, ref_cnt: np.ndarray, fill: np.ndarray, logical: np.ndarray, block_size: int,
                title: str, highlight_blocks: list[int] | None = None, cols: int | None = None,
-               label_all: bool | None = None, width_px: int = 560, lang: str = "en") -> go.Figure:
+               label_all: bool | None = None, width_px: int = 560, share: float = 1.0,
+               lang: str = "en") -> go.Figure:
     """Physical blocks as a grid of square cells, coloured by owning request (grey = free).
 
     Shared blocks (ref_cnt > 1) get a dotted outline and the label ×ref_cnt; `highlight_blocks`
     (one request's table) get a thick outline and, when the cells are large enough, their logical
     index L0, L1, …  Hover shows block id, owner, logical index, ref count and filled slots.
+    width_px sizes the cells; share is the chart's share of the page's width (its title is wrapped to fit it).
     """
     n = len(owner)
     if cols is None:
@@ -180,7 +182,7 @@ def block_grid(owner: np.ndarray, ref_cnt: np.ndarray, fill: np.ndarray, logical
                      scaleanchor="x", constrain="domain", title_text=text(lang, "paged.fig.row_axis"))
     base_layout(fig, "", "", "", height=int(110 + rows * cell))
     fig.update_layout(margin=dict(l=10, r=10, t=80, b=10))
-    return set_headline(fig, title, max(40, int(width_px) // 10), below_px=40)  # below it: the top axis
+    return set_headline(fig, title, column_chars(share), below_px=40)  # below it: the top axis
 
 
 def heap_map(offsets: np.ndarray, sizes: np.ndarray, stored: np.ndarray, reqs: np.ndarray, capacity: int,

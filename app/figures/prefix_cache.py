@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
-from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.alloc.byte_tokens import printable
 from sim.alloc.prefix_sweeps import FATE_KEYS, BlockFate, fate_label
 from sim.alloc.workload import label_in
@@ -19,7 +19,6 @@ HIT = CACHED
 COMPUTED = "#ff7f0e"
 RECOMPUTED = NAIVE
 PARTIAL = "#c7c7c7"
-HALF_WIDTH_CHARS = FULL_WIDTH_CHARS // 2  # a chart in one of two columns
 LAYOUT_COLORS = {"fixed_first": CACHED, "variable_first": NAIVE}
 FATE_COLORS = {BlockFate.HIT: HIT, BlockFate.CACHED: COMPUTED, BlockFate.RECOMPUTED: RECOMPUTED,
                BlockFate.PARTIAL: PARTIAL}

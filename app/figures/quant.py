@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
-from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, column_chars, set_headline
 from sim.i18n import text
 
 SCHEME_COLORS = {
@@ -26,8 +26,8 @@ PARTS = ("codes", "scales", "zero_points", "full_precision")  # each named by qu
 PART_HOVER = "%{{y}}<br>{name}: %{{x:,.1f}} B/token<extra></extra>"  # plotly's own fields, a unit
 CELL_HOVER = "%{y}, %{x}: %{text}<extra></extra>"
 PART_COLORS = {"codes": "#4c78a8", "scales": "#f58518", "zero_points": "#e45756", "full_precision": "#b0b0b0"}
-WIDE_COLUMN_CHARS = 52  # the bytes chart sits in the wider of two columns (3 : 2)
-NARROW_COLUMN_CHARS = 34  # the bytes-vs-context chart sits in the narrower one
+WIDE_COLUMN_CHARS = column_chars(3 / 5)  # the bytes chart sits in the wider of two columns (3 : 2)
+NARROW_COLUMN_CHARS = column_chars(2 / 5)  # the bytes-vs-context chart sits in the narrower one
 SUBPLOT_TITLE_PX = 24  # room under the headline for the subplots' own titles
 METRICS = ("kl", "delta_loss", "agreement")  # each axis titled by quant.fig.metric.<metric>
 

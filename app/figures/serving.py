@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
-from app.figures.headline import FULL_WIDTH_CHARS, set_headline
+from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.i18n import text
 from sim.serving.result import policy_label
 from sim.serving.speculative import SpecCurves
@@ -18,7 +18,6 @@ POLICY_COLORS = {"static": NAIVE, "continuous": CACHED}
 QUEUE_COLOR = "#c7c7c7"
 HELD_COLORS = {"static": "#f4b6b6", "continuous": "#aec7e8"}
 ALPHA_COLORS = ["#9ecae1", "#6baed6", "#3182bd", "#08519c", "#08306b"]
-HALF_WIDTH_CHARS = 42  # the occupancy and KV charts sit side by side in two equal columns
 SUBPLOT_TITLE_PX = 24  # room between the headline and the subplot titles under it
 
 
