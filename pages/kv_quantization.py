@@ -62,7 +62,7 @@ st.subheader(t("quant.h.position"))
 metric, width, log = ctl.position_controls()
 show_chart(figs.error_by_position(qe.binned_frame(chosen, width, L), metric, log, list(qs.POSITION_KINDS),
                                   qr.position_takeaway(kivi, naive, metric, L), L), width="stretch")
-st.caption(qe.position_caption(kivi, naive, setup.eval.num_windows, R, L))
+st.caption(qe.position_caption(kivi, naive, setup.eval.num_windows, R, L, metric=metric, log=log))
 
 st.subheader(t("quant.h.grid"))
 if ctl.every_scheme():

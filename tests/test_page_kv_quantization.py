@@ -91,3 +91,17 @@ def test_bad_input_is_explained():
     warnings = " ".join(w.value for w in at.warning)
     assert "`5` is not one of 8, 4, 3, 2" in warnings and "`99999` is outside 16..512" in warnings
     assert "The prompt is empty" in " ".join(e.value for e in at.error)
+
+
+def test_the_position_caption_describes_the_curve_as_drawn():
+    """The sentence under the error-by-position chart says how KIVI's exact start looks on the chart shown: on the
+    default log scale a 0 is not drawn (the curve starts late), on a linear one it starts at 0, and for another
+    metric it makes no claim about a curve."""
+    def last_sentence(params):
+        caps = [c.value for c in page({**SMALL, **params}).caption if "exactly 0 at the first" in c.value]
+        assert len(caps) == 1, caps
+        return caps[0].rsplit("read there)", 1)[1]
+
+    assert last_sentence({}) == "; a log scale has no 0, so its curve begins only where they end."
+    assert last_sentence({"log": "0"}) == ", which is why its curve starts at zero."
+    assert last_sentence({"metric": "agreement"}) == "."

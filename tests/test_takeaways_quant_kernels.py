@@ -68,6 +68,12 @@ def test_the_position_caption_says_where_kivi_is_exact_from_its_measured_kl():
         "KIVI's KL is exactly 0 at all 2 positions: with R=256, every key and value it reads is still in full "
         "precision.")
     assert exact_prefix_sentence(NAIVE, 128) == "KIVI's KL is above 0 from the first position."
+    # on a log scale a 0 is not drawn: the curve begins where the exact positions end; another metric: no curve claim
+    assert exact_prefix_sentence(KIVI, 128, curve="log") == (
+        "KIVI's KL is exactly 0 at the first 2 positions (R=128: only full-precision keys and values are read "
+        "there); a log scale has no 0, so its curve begins only where they end.")
+    assert exact_prefix_sentence(KIVI, 128, curve=None) == (
+        "KIVI's KL is exactly 0 at the first 2 positions (R=128: only full-precision keys and values are read there).")
 
 
 def test_heatmap_takeaway_ranks_the_schemes_at_the_lowest_width():

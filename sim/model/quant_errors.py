@@ -256,12 +256,13 @@ def perplexity_sentence(kivi: PositionErrors, naive: PositionErrors, lang: str =
 
 
 def position_caption(kivi: PositionErrors, naive: PositionErrors, num_windows: int, residual: int,
-                     lang: str = "en") -> str:
-    """What the error-by-position chart shows, with the first- and last-quarter KL of both schemes."""
+                     lang: str = "en", metric: str = "kl", log: bool = False) -> str:
+    """What the error-by-position chart shows, with the first- and last-quarter KL of both schemes; `metric` and
+    `log` are what the chart draws (the last sentence says what KIVI's exact start looks like on it)."""
     k, n = kivi.kl_by_quarter(), naive.kl_by_quarter()
     return text(lang, "quant.s.position_caption", w=f"{num_windows}", T=f"{kivi.num_positions}",
                 n0=f"{n[0]:.2e}", n1=f"{n[-1]:.2e}", k0=f"{k[0]:.2e}", k1=f"{k[-1]:.2e}") \
-        + exact_prefix_sentence(kivi, residual, lang)
+        + exact_prefix_sentence(kivi, residual, lang, curve=("log" if log else "linear") if metric == "kl" else None)
 
 
 def exact_prefix(kivi: PositionErrors) -> int:
@@ -270,12 +271,14 @@ def exact_prefix(kivi: PositionErrors) -> int:
     return int(nonzero[0]) if len(nonzero) else kivi.num_positions
 
 
-def exact_prefix_sentence(kivi: PositionErrors, residual: int, lang: str = "en") -> str:
-    """Why KIVI's curve starts where it does, from its measured KL (the caption's last sentence)."""
+def exact_prefix_sentence(kivi: PositionErrors, residual: int, lang: str = "en", curve: str | None = "linear") -> str:
+    """Where KIVI is exact, from its measured KL (the caption's last sentence), and what that does to a KL curve
+    drawn on a "linear" or "log" scale (a log scale has no 0); curve=None: the chart shows another metric."""
     n, T = exact_prefix(kivi), kivi.num_positions
     if n == T:
         return text(lang, "quant.s.exact_all", T=f"{T:,}", R=f"{residual}")
     if n == 0:
         return text(lang, "quant.s.exact_none")
-    return text(lang, "quant.s.exact_first", n=f"{n:,}", R=f"{residual}")
+    key = {"linear": "quant.s.exact_first", "log": "quant.s.exact_first_log", None: "quant.s.exact_first_plain"}[curve]
+    return text(lang, key, n=f"{n:,}", R=f"{residual}")
 
