@@ -211,3 +211,15 @@ def test_every_axis_has_a_title(slug, params):
     inkless = {title_of(f)[:60]: inkless_tables(f) for f in figs if inkless_tables(f)}
     assert inkless == {}, inkless
     assert overlong_titles(at) == {}
+
+
+def test_a_headline_never_parts_a_number_from_its_unit():
+    from app.figures.headline import _wrap
+
+    title = "At step 63, a naive step did 87.0× the FLOPs of a cached one: 170 MFLOP vs 1.95 MFLOP"
+    lines = _wrap(title, 60)  # plain word wrapping ends the first line after "170"
+    assert lines == ["At step 63, a naive step did 87.0× the FLOPs of a cached", "one: 170 MFLOP vs 1.95 MFLOP"]
+    assert " ".join(lines) == title
+    ko = _wrap("캐시는 토큰마다 4 KiB씩 자란다: 단계 1 뒤 116 KiB", 16)  # a unit with a Korean particle after it
+    assert any(line.startswith("4 KiB씩") for line in ko) and " ".join(ko) == "캐시는 토큰마다 4 KiB씩 자란다: 단계 1 뒤 116 KiB"
+    assert _wrap("from 2,048 tokens on and more words", 12) == ["from", "2,048 tokens", "on and more", "words"]

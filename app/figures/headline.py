@@ -3,6 +3,7 @@ wrapped here into lines that fit the chart's width, and the top margin grows to 
 
 from __future__ import annotations
 
+import re
 import textwrap
 import unicodedata
 
@@ -34,17 +35,38 @@ def _width(word: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in word)
 
 
+# A number and its unit stay on one line ("170 MFLOP", "4 KiB", "0.43 ms", "3.9×" needs nothing): the space between
+# a word ending in a digit and a unit word is held while lines are made, and given back after.
+_NUMBER_END = re.compile(r"\d[%×]?$")
+_UNIT = re.compile(r"^(?:[kKMGTPE]i?B|B|[kMGTPE]?FLOPs?(?:/s|/B)?|FLOP/(?:s|B)|[mµn]?s|[GT]B/s|tokens?)(?:[,.;:)]|[\uac00-\ud7a3])*$")  # a Korean particle may follow ("KiB씩")
+_HELD = "\x00"
+
+
+def _hold_units(text: str) -> str:
+    words = text.split(" ")
+    out = words[:1]
+    for word in words[1:]:
+        if out[-1] and _NUMBER_END.search(out[-1]) and _UNIT.match(word):
+            out[-1] += _HELD + word
+        else:
+            out.append(word)
+    return " ".join(out)
+
+
 def _wrap(text: str, chars_per_line: int) -> list[str]:
-    """textwrap's lines for Latin text; for text with wide glyphs (Korean), words packed by their drawn width."""
+    """textwrap's lines for Latin text; for text with wide glyphs (Korean), words packed by their drawn width.
+    A number is never parted from its unit."""
+    text = _hold_units(text)
     if _width(text) == len(text):
-        return textwrap.wrap(text, chars_per_line, break_long_words=False, break_on_hyphens=False)
+        lines = textwrap.wrap(text, chars_per_line, break_long_words=False, break_on_hyphens=False)
+        return [line.replace(_HELD, " ") for line in lines]
     lines: list[str] = []
     for word in filter(None, text.split(" ")):  # a no-break space (U+00A0) keeps a formula on one line
         if lines and _width(lines[-1]) + 1 + _width(word) <= chars_per_line:
             lines[-1] += " " + word
         else:
             lines.append(word)
-    return lines
+    return [line.replace(_HELD, " ") for line in lines]
 
 
 def set_headline(fig: go.Figure, text: str, chars_per_line: int, below_px: int = 0) -> go.Figure:
