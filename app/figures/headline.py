@@ -38,7 +38,9 @@ def _width(word: str) -> int:
 # A number and its unit stay on one line ("170 MFLOP", "4 KiB", "0.43 ms", "3.9×" needs nothing): the space between
 # a word ending in a digit and a unit word is held while lines are made, and given back after.
 _NUMBER_END = re.compile(r"\d[%×]?$")
-_UNIT = re.compile(r"^(?:[kKMGTPE]i?B|B|[kMGTPE]?FLOPs?(?:/s|/B)?|FLOP/(?:s|B)|[mµn]?s|[GT]B/s|tokens?)(?:[,.;:)]|[\uac00-\ud7a3])*$")  # a Korean particle may follow ("KiB씩")
+# a unit word, perhaps with punctuation or a Korean particle after it ("KiB씩")
+_UNIT = re.compile(r"^(?:[kKMGTPE]i?B|B|[kMGTPE]?FLOPs?(?:/s|/B)?|FLOP/(?:s|B)|[mµn]?s|[GT]B/s|tokens?)"
+                   r"(?:[,.;:)]|[\uac00-\ud7a3])*$")
 _HELD = "\x00"
 
 
