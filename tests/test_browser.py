@@ -46,10 +46,7 @@ def open_page(browser, url: str, width: int = 1400, height: int = 1800):
     # Streamlit renders after its websocket connects: wait for the app, then for the run to end.
     page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
     page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
-    # the app root carries the script's run state: wait until this run has finished
-    page.wait_for_selector(DONE, timeout=180_000)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
-    wait_for_charts(page)
+    wait_for_run(page)
     return page
 
 
@@ -62,6 +59,12 @@ CHARTS_LAID_OUT_JS = """() => !document.querySelector('[data-testid="stSkeleton"
   const el = box.querySelector('.js-plotly-plot');
   return !!(el && el._fullLayout && Math.abs(el._fullLayout.width - el.getBoundingClientRect().width) <= 1);
 })"""
+
+
+def wait_for_run(page) -> None:
+    """Until the script run has ended (the app root carries its state) and every chart is drawn."""
+    page.wait_for_selector(DONE, timeout=180_000)
+    wait_for_charts(page)
 
 
 def wait_for_charts(page) -> None:
@@ -160,9 +163,7 @@ def check_korean_after_switch(page, slug: str) -> None:
 
     page.locator('[data-testid="stSidebar"] label', has_text="한국어").click()
     page.wait_for_function("() => location.search.includes('lang=ko')", timeout=60_000)
-    page.wait_for_selector(DONE, timeout=180_000)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
-    wait_for_charts(page)
+    wait_for_run(page)
     check_korean(page, slug)
     check_projector_view(page, slug)
     page.set_viewport_size({"width": 1280, "height": 1600})  # the screenshot at a laptop's size, as the English one

@@ -3,8 +3,8 @@ loaded, narrowed to that size) and in presenter mode at 1280×720.
 
 Every plotly chart's every visible axis has a title (read from plotly's own full layout in the page, so a
 title wiped after the figure was built is caught); every headline lies inside its chart (top and right edge);
-nothing scrolls sideways; presenter mode really enlarges the tick labels. Presenter-mode screenshots (the page's top and its first chart) go to
-test-output/screenshots/present-<page>.png and present-<page>-chart.png.
+nothing scrolls sideways; presenter mode really enlarges the tick labels. Presenter-mode screenshots (the page's
+top and its first chart) go to test-output/screenshots/present-<page>.png and present-<page>-chart.png.
 """
 
 from pathlib import Path
@@ -13,7 +13,7 @@ import pytest
 
 from app.present import PRESENTER, PRESENTER_MAX_HEIGHT
 from app.registry import PAGES
-from tests.test_browser import DONE, OVERFLOWING_METRICS_JS, SHOTS, new_page, wait_for_charts
+from tests.test_browser import OVERFLOWING_METRICS_JS, SHOTS, new_page, wait_for_run
 
 pytestmark = pytest.mark.browser
 
@@ -46,9 +46,7 @@ def _open(chromium, url: str, width: int, height: int):
     page = new_page(chromium, width, height)
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
-    page.wait_for_selector(DONE, timeout=180_000)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
-    wait_for_charts(page)
+    wait_for_run(page)
     return page
 
 
@@ -57,7 +55,8 @@ def check_projector_view(page, slug: str) -> list[dict]:
     charts = page.evaluate(AXES_JS)
     bad = [c for c in charts if c["untitled"]]
     assert bad == [], f"{slug}: charts with untitled axes: {bad}"
-    cut = [(c["title"][:50], c["titleTop"]) for c in charts if c["titleTop"] is not None and c["titleTop"] < TITLE_TOP_MIN_PX]
+    cut = [(c["title"][:50], c["titleTop"]) for c in charts
+           if c["titleTop"] is not None and c["titleTop"] < TITLE_TOP_MIN_PX]
     assert cut == [], f"{slug}: chart titles at or past the chart's top edge: {cut}"
     wide = [(c["title"][:50], c["titleOver"]) for c in charts if c["titleOver"] is not None and c["titleOver"] > 0]
     assert wide == [], f"{slug}: chart titles cut at the chart's right edge (px past it): {wide}"
