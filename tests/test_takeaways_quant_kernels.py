@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from sim.attention import readouts as R
 from sim.attention.kernel_claims import kernel_claims
@@ -241,24 +242,38 @@ DEMO = SoftmaxDemo(num_keys=10, tile=4, num_queries=1, causal=False, masked_pref
                    dtype="float32")
 
 
+# float32 rounding of ten exp/sum terms: each |error| is a few ulp of values below 1 (float32's ulp near 1 is
+# 1.2e-7). Any machine's BLAS and SIMD kernels land within this bound; the digits inside it are theirs, so the
+# expected sentences below take them from the trace the test ran, never from a literal.
+FLOAT32_SOFTMAX_BOUND = 1e-6
+
+
 def test_stepper_takeaways_say_what_each_tile_did():
     trace = run_softmax_demo(DEMO)
+    s1, s2, s3 = trace.steps
+    m1, m2, tile3 = float(s1.m_new[0]), float(s2.m_new[0]), float(s3.tile_max[0])
+    # The scores are random draws far apart compared with rounding: tile 2 raises the max, tile 3 does not.
+    assert m2 - m1 > 0.1 and m2 - tile3 > 0.01 and float(s3.m_new[0]) == m2
     assert R.stepper_takeaway(trace, 0, 1) == (
-        "Row 0, tile 1 of 3 (keys 0–3) sets the running max to 0.9982: nothing was seen before, so nothing is "
-        "rescaled")
+        f"Row 0, tile 1 of 3 (keys 0–3) sets the running max to {R.fmt_num(m1)}: nothing was seen before, so "
+        "nothing is rescaled")
     assert R.stepper_takeaway(trace, 0, 2) == (
-        "Row 0, tile 2 of 3 (keys 4–7) raises the running max from 0.9982 to 1.445, so l and acc shrink by "
-        "α = 0.6394")
+        f"Row 0, tile 2 of 3 (keys 4–7) raises the running max from {R.fmt_num(m1)} to {R.fmt_num(m2)}, so l and "
+        f"acc shrink by α = {R.fmt_num(float(s2.rescale[0]))}")
+    assert float(s2.rescale[0]) == pytest.approx(np.exp(m1 - m2), rel=FLOAT32_SOFTMAX_BOUND)
     assert R.stepper_takeaway(trace, 0, 3) == (
-        "Row 0, tile 3 of 3 (keys 8–9) leaves the running max at 1.445 (its own max is 1.375), so nothing is "
-        "rescaled (α = 1)")
+        f"Row 0, tile 3 of 3 (keys 8–9) leaves the running max at {R.fmt_num(m2)} (its own max is "
+        f"{R.fmt_num(tile3)}), so nothing is rescaled (α = 1)")
     masked = run_softmax_demo(SoftmaxDemo(num_keys=10, tile=4, num_queries=1, causal=False, masked_prefix=4,
                                           score_scale=1.0, seed=0, dtype="float32"))
     assert R.stepper_takeaway(masked, 0, 1) == (
         "Row 0, tile 1 of 3 (keys 0–3) is fully masked: the running max stays −∞ and nothing is added")
+    diff = float(np.max(np.abs(trace.output[0].astype(np.float64) - trace.reference[0].astype(np.float64))))
+    assert diff <= FLOAT32_SOFTMAX_BOUND
+    end = ("the final acc / l equals the softmax over all keys exactly" if diff == 0
+           else f"the final acc / l is within {diff:.1e} of the softmax over all keys")
     assert R.trace_table_takeaway(trace, 0) == (
-        "Row 0: 1 of the 2 tiles after the first raised the running max, each rescaling l and acc; the final acc / l "
-        "is within 4.5e-08 of the softmax over all keys")
+        f"Row 0: 1 of the 2 tiles after the first raised the running max, each rescaling l and acc; {end}")
     one = run_softmax_demo(SoftmaxDemo(num_keys=4, tile=4, num_queries=1, causal=False, masked_prefix=0,
                                        score_scale=1.0, seed=0, dtype="float64"))
     assert R.trace_table_takeaway(one, 0).startswith("Row 0: one tile holds every key, so nothing is rescaled; ")
@@ -277,10 +292,31 @@ def test_traffic_takeaway_names_the_kernel_that_moves_more():
 
 def test_parity_caption_reports_this_inputs_numbers():
     trace = run_softmax_demo(DEMO)
+    d, te, pe = trace.max_abs_diff, trace.tiled_error, trace.plain_error
+    assert max(d, te, pe) <= FLOAT32_SOFTMAX_BOUND  # exact up to float32 rounding, whatever the machine
     cap = R.parity_caption(trace, DEMO)
-    assert "Here, in float32, they differ by at most 4.5e-08." in cap
-    assert "The tiled result is nearer the float64 truth (1.9e-08 vs 2.6e-08 for the plain one)." in cap
-    assert cap.endswith("The seed's 'bitwise identical' overstates it; its 'exact' is right.")
+    assert cap.startswith("Exact, not approximate — but not bit-for-bit. Both compute Σ e^(s−m)·v / Σ e^(s−m);")
+    if d == 0:
+        assert "Here, in float32, the two came out bit-for-bit identical" in cap
+        assert cap.endswith("The seed's 'bitwise identical' holds for this input only; its 'exact' is right.")
+    else:
+        assert f"Here, in float32, they differ by at most {d:.1e}." in cap
+        assert cap.endswith("The seed's 'bitwise identical' overstates it; its 'exact' is right.")
+    if te < pe:
+        assert f"The tiled result is nearer the float64 truth ({te:.1e} vs {pe:.1e} for the plain one)." in cap
+    elif pe < te:
+        assert f"The plain result is nearer the float64 truth ({pe:.1e} vs {te:.1e} for the tiled one)." in cap
+    else:
+        assert f"Both are {te:.1e} from the float64 truth." in cap
+    # The sentences for the other outcomes, pinned on a trace made to have them (no machine computes these):
+    from dataclasses import replace
+    zero = np.zeros_like(trace.exact)
+    same = replace(trace, output=zero + 2e-8, reference=zero + 2e-8, exact=zero)
+    assert "the two came out bit-for-bit identical" in R.parity_caption(same, DEMO)
+    assert "Both are 2.0e-08 from the float64 truth." in R.parity_caption(same, DEMO)
+    plain = replace(trace, output=zero + 3e-8, reference=zero + 1e-8, exact=zero)
+    assert "The plain result is nearer the float64 truth (1.0e-08 vs 3.0e-08 for the tiled one)." in (
+        R.parity_caption(plain, DEMO))
 
 
 def test_time_hint_comes_from_the_budget():
