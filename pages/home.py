@@ -8,6 +8,7 @@ from app.resources import device_info
 from app.urlstate import UrlState
 from sim.claims import SEEDS
 from sim.i18n import text
+from sim.work.threads import threads_message
 
 st.title(t("home.title"))
 url = UrlState("home")  # no controls here; marks the page so the next page knows it is entered
@@ -27,18 +28,17 @@ rows = [{t("home.col.page"): page_title(p.slug), t("home.col.section"): section_
          t("home.col.shows"): page_summary(p.slug)} for p in PAGES if p.slug != "home"]
 # a static table: every row shown and each summary wrapped (a scrolling grid cut them off at its right edge and hid
 # the last rows under its fold)
-st.table(pd.DataFrame(rows), hide_index=True)
-cols = st.columns(3)
-for i, p in enumerate(q for q in PAGES if q.slug != "home"):
-    cols[i % 3].page_link(p.path, label=page_title(p.slug), icon=p.icon)
+st.table(pd.DataFrame(rows), hide_index=True)  # the sidebar links every page; the table says what each shows
 
 st.subheader(t("home.machine"))
 info = device_info()
 c = st.columns(4)
+why_key, why_fields = threads_message()
 c[0].metric(t("home.m.device"), info.device)
 c[1].metric(t("home.m.dtype"), info.dtype)
 c[2].metric(t("home.m.threads") if info.device == "cpu" else t("home.m.gpu_memory"),
-            str(info.num_threads) if info.device == "cpu" else t("home.gib", x=f"{info.memory_bytes / 2**30:.1f}"))
+            str(info.num_threads) if info.device == "cpu" else t("home.gib", x=f"{info.memory_bytes / 2**30:.1f}"),
+            help=t("home.threads_help", why=t(why_key, **why_fields)) if info.device == "cpu" else None)
 c[3].metric(t("home.m.torch"), info.torch_version)
 st.caption(t("home.device_caption", name=info.device_name))
 st.markdown(t("home.sdpa"))

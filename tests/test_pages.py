@@ -42,6 +42,13 @@ def test_home_device_panel_shows_the_device_in_use():
     import torch
 
     assert metrics["torch"] == torch.__version__
+    threads = next(m for m in at.metric if m.label in ("CPU threads", "GPU memory"))
+    if threads.label == "CPU threads":  # the number is explained where it is shown
+        assert "torch threads this server's model work uses" in threads.help and "KVLAB_THREADS" in threads.help
+    # the pages are listed once (the sidebar links them, the table says what each shows): one link, the Lesson's
+    links = at.get("page_link")
+    assert [link.proto.page for link in links] == ["lesson"]
+    assert "there is no 003" in at.markdown[1].value  # a seed is explained where the word first appears
     backends = at.dataframe[0].value
     assert list(backends["Backend"]) == ["math", "flash", "efficient", "cudnn"]
     assert backends.set_index("Backend").loc["math", "Runs here"] == "yes"  # math runs everywhere

@@ -124,3 +124,10 @@ def test_an_exclusive_job_runs_alone_and_keeps_its_place():
     assert order[0] == ("first", 1)
     assert order[1] == ("exclusive", 1)  # alone
     assert order[2][0] == "late"
+
+
+def test_the_thread_count_says_why():
+    from sim.work.threads import threads_message
+
+    assert threads_message({}, cpu_count=2) == ("home.threads_why.auto", {"cores": "2"})
+    assert threads_message({"KVLAB_THREADS": "3"}, cpu_count=2) == ("home.threads_why.env", {"n": "3"})

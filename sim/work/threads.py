@@ -23,3 +23,12 @@ def pick_num_threads(env: dict[str, str] | None = None, cpu_count: int | None = 
         return n
     cpu_count = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
     return max(1, min(cpu_count // 2, 8))
+
+
+def threads_message(env: dict[str, str] | None = None, cpu_count: int | None = None) -> tuple[str, dict[str, str]]:
+    """Why the server runs the number of threads it does, as a message value (key, fields) for the words layer:
+    set by KVLAB_THREADS, or half the cores as `pick_num_threads` chooses."""
+    env = os.environ if env is None else env
+    if env.get(THREADS_ENV, "").strip():
+        return "home.threads_why.env", {"n": f"{pick_num_threads(env)}"}
+    return "home.threads_why.auto", {"cores": f"{cpu_count if cpu_count is not None else (os.cpu_count() or 1)}"}
