@@ -8,6 +8,7 @@ from app.present import show_chart, show_chart_in
 from app.resources import model_or_stop as load_model
 from app.resources import model_rates
 from app.runs.decode_profile import profile_step
+from app.tabs import LazyTabs
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import run_job
@@ -36,6 +37,7 @@ MAX_PROMPT_BYTES = 256
 CONTEXT = PRESETS["mha"].max_seq_len
 GRID_STEPS = 24  # rows of the "what gets computed" grid that stay legible on a projector
 SCALE_LENGTHS = [2**k for k in range(7, 18)]  # 128 … 131,072
+RESULT_TABS = ("per_step", "cumulative", "wall", "parts", "grid", "profile")
 
 st.title(page_title("decode_cost"))
 st.markdown(t("decode.intro"))
@@ -56,6 +58,8 @@ presets = {k: p for k, p in load_presets().items() if p.attention != "MLA"}
 url.choice("scale_model", "llama-3.1-8b" if "llama-3.1-8b" in presets else next(iter(presets)), list(presets),
            label=t("decode.url.scale_model"))
 url.int("scale_n", 8192, SCALE_LENGTHS[0], SCALE_LENGTHS[-1], label=t("decode.url.scale_n"))
+result_tabs = LazyTabs("decode_cost", {k: t(f"decode.tab.{k}") for k in RESULT_TABS})
+result_tabs.register(url)
 url.show_problems()
 graph_reason = graph_unavailable_here()
 fall_back_from_graph(graph_reason)
@@ -144,34 +148,35 @@ if not error and res is not None:
             wrap_lines=True)
 
     formula = {mo: [sum(s.values()) for s in generation_flops(cfg, len(prompt_ids), n_new, mo)] for mo in MODES}
-    tabs = st.tabs([t(f"decode.tab.{k}") for k in ("per_step", "cumulative", "wall", "parts", "grid", "profile")])
-    with tabs[0]:
-        st.toggle(t("decode.log"), key="log")
-        show_chart(figs.flops_per_step(frames["naive"], frames["cached"], formula["naive"], formula["cached"],
-                                       st.session_state["log"], per_step_takeaway(res.naive, res.cached, L), L),
-                   width="stretch")
-        st.caption(t("decode.dots_caption", agreement=formula_agreement(
-            {mo: frames[mo]["flops"].tolist() for mo in MODES}, formula, L)))
-    with tabs[1]:
-        show_chart(figs.cumulative_flops(frames["naive"], frames["cached"], res.flops_takeaway(L), L), width="stretch")
-    with tabs[2]:
-        show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"], res.wall_time_takeaway(L), L),
-                   width="stretch")
-        st.caption(wall_time_caption(res.cached, L))
-    with tabs[3]:
-        show_chart(figs.flops_by_part(frames["naive"], frames["cached"], parts_takeaway(res.naive, res.cached, L), L),
-                   width="stretch")
-        st.caption(t("decode.parts_caption"))
-    with tabs[4]:
-        rows = min(GRID_STEPS, n_new)
-        labels = [repr(chr(tok))[1:-1] if 32 <= tok < 127 else "·"
-                  for tok in (prompt_ids + cached_ids)[: len(prompt_ids) + rows - 1]]
-        grids = {mo: computed_grid(len(prompt_ids), rows, mo) for mo in MODES}
-        show_chart(figs.computed_grid(grids["naive"], grids["cached"], labels,
-                                      grid_takeaway(grids["naive"], grids["cached"], L), L), width="stretch")
-        st.caption(t("decode.grid_caption", rows=f"{rows:,}", n=f"{n_new:,}"))
-    with tabs[5]:
-        profile_step(model, min(len(prompt_ids) + n_new - 1, MAX_PROFILE_CONTEXT))
+    tab, box = result_tabs.open(url)  # only the open tab runs; the link keeps it (tab=)
+    with box:
+        if tab == "per_step":
+            st.toggle(t("decode.log"), key="log")
+            show_chart(figs.flops_per_step(frames["naive"], frames["cached"], formula["naive"], formula["cached"],
+                                           st.session_state["log"], per_step_takeaway(res.naive, res.cached, L), L),
+                       width="stretch")
+            st.caption(t("decode.dots_caption", agreement=formula_agreement(
+                {mo: frames[mo]["flops"].tolist() for mo in MODES}, formula, L)))
+        elif tab == "cumulative":
+            show_chart(figs.cumulative_flops(frames["naive"], frames["cached"], res.flops_takeaway(L), L), width="stretch")
+        elif tab == "wall":
+            show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"], res.wall_time_takeaway(L), L),
+                       width="stretch")
+            st.caption(wall_time_caption(res.cached, L))
+        elif tab == "parts":
+            show_chart(figs.flops_by_part(frames["naive"], frames["cached"], parts_takeaway(res.naive, res.cached, L), L),
+                       width="stretch")
+            st.caption(t("decode.parts_caption"))
+        elif tab == "grid":
+            rows = min(GRID_STEPS, n_new)
+            labels = [repr(chr(tok))[1:-1] if 32 <= tok < 127 else "·"
+                      for tok in (prompt_ids + cached_ids)[: len(prompt_ids) + rows - 1]]
+            grids = {mo: computed_grid(len(prompt_ids), rows, mo) for mo in MODES}
+            show_chart(figs.computed_grid(grids["naive"], grids["cached"], labels,
+                                          grid_takeaway(grids["naive"], grids["cached"], L), L), width="stretch")
+            st.caption(t("decode.grid_caption", rows=f"{rows:,}", n=f"{n_new:,}"))
+        elif tab == "profile":
+            profile_step(model, min(len(prompt_ids) + n_new - 1, MAX_PROFILE_CONTEXT))
     table = frames["cached"].merge(frames["naive"], on="step", how="left", suffixes=("_cached", "_naive"))
     st.download_button(t("decode.download"), table.to_csv(index=False), "decode_cost_steps.csv", "text/csv")
 

@@ -193,6 +193,7 @@ def test_untitled_axes_are_found():
     ("kv_memory", {"measure": "1", "tbatch": "2", "tctx": "64"}),
     *[("kv_memory", {"tab": t}) for t in ("grid", "variants", "dtypes")],  # the tabs a link opens, each drawn alone
     *[("roofline", {"tab": t}) for t in ("bytes", "batching")],
+    *[("decode_cost", {"tab": t, "n": "8"}) for t in ("cumulative", "wall", "parts", "grid")],
     *[("lesson", {"step": str(k)}) for k in range(2, 13)],
 ])
 def test_every_axis_has_a_title(slug, params):

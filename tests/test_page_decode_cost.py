@@ -1,5 +1,6 @@
 """AppTest for the Decode cost page: the numbers shown are the numbers sim/ returns."""
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.text import plain
@@ -34,8 +35,21 @@ def test_defaults_show_identical_tokens_and_exact_flops():
     t_cached = sum(r.wall_s for r in res.cached)
     assert metric(at, "Measured speedup") == f"{t_naive / t_cached:,.1f}×"
     assert metric(at, "Cached tokens/s") == f"{64 / t_cached:,.1f}"
-    assert len(at.get("plotly_chart")) >= 5
+    # the open tab's chart (per step, the default) and the two at Llama scale: the other tabs send nothing
+    assert len(at.get("plotly_chart")) == 3 and at.query_params["tab"] == "per_step"
     assert at.get("download_button")
+
+
+@pytest.mark.parametrize(("tab", "charts"), [("cumulative", 3), ("wall", 3), ("parts", 3), ("grid", 3),
+                                             ("profile", 2)])
+def test_every_result_tab_opens_from_its_link(tab, charts):
+    """A shared link opens on its tab (tab=), and only that tab's body runs."""
+    at = page({"n": "8", "tab": tab})
+    assert not at.exception and not at.warning
+    assert len(at.get("plotly_chart")) == charts  # the profile tab waits for its button
+    assert at.query_params["tab"] == tab
+    if tab == "profile":
+        assert any(b.label == "Profile one cached step" for b in at.button)
 
 
 def test_change_n_and_variant_then_run():

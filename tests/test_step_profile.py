@@ -45,7 +45,7 @@ def test_profiling_the_real_model_counts_the_steps_flops_exactly():
 
 
 def test_the_decode_cost_tab_profiles_on_request():
-    at = run_page("decode_cost", {"n": "16"})
+    at = run_page("decode_cost", {"n": "16", "tab": "profile"})
     assert not at.exception
     assert any("Profile one cached step" in i.value for i in at.info)
     next(b for b in at.button if b.label == "Profile one cached step").click().run()
