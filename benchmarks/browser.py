@@ -33,23 +33,40 @@ def free_port() -> int:
 class AppServer:
     """`streamlit run app/main.py` on a free loopback port, stopped on exit."""
 
-    def __init__(self, log_path: Path, env: dict[str, str] | None = None, script: Path | None = None) -> None:
+    def __init__(self, log_path: Path, env: dict[str, str] | None = None, script: Path | None = None, *,
+                 as_readme: bool = False, net_log: Path | None = None) -> None:
+        """`as_readme`: started as the README's command starts it, with no flags but the port (given in the
+        environment), so the repository's .streamlit/config.toml alone decides the rest. `net_log`: every
+        outside lookup or connection the server's process attempts is written there (benchmarks/netaudit.py)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self.env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_HEADLESS="true",
                         **(env or {}))
         self.script = script or ROOT / "app" / "main.py"
+        self.as_readme, self.net_log = as_readme, net_log
+        if as_readme:  # what a user's shell would not have set
+            for name in ("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "STREAMLIT_SERVER_HEADLESS"):
+                self.env.pop(name)
+            self.env["STREAMLIT_SERVER_PORT"] = str(self.port)
         self.proc: subprocess.Popen | None = None
+
+    def command(self) -> list[str]:
+        flags = [] if self.as_readme else [
+            "--server.address", "127.0.0.1", "--server.port", str(self.port), "--server.headless", "true",
+            "--browser.gatherUsageStats", "false"]
+        run = ["streamlit", "run", str(self.script), *flags]
+        if self.net_log is None:
+            return [sys.executable, "-m", *run]
+        self.net_log.parent.mkdir(parents=True, exist_ok=True)
+        self.net_log.write_text("")
+        return [sys.executable, "-m", "benchmarks.netaudit", str(self.net_log), "--", *run]
 
     def start(self, timeout_s: float = 90) -> AppServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(self.script), "--server.address", "127.0.0.1",
-             "--server.port", str(self.port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-        )
+        self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=self.env, stdout=self._log,
+                                     stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:

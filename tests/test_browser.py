@@ -217,3 +217,28 @@ def test_sidebar_navigation_keeps_each_page_its_own_values(app_url, browser):
     finally:
         page.screenshot(path=str(SHOTS / "navigation.png"), full_page=True)
         page.close()
+
+
+def test_nothing_leaves_the_machine_from_the_server_start_on(browser):
+    """The server started as the README starts it (no flags: .streamlit/config.toml decides), its process watched
+    from its first line by an audit hook: no name lookup or connection off this machine, at start or while a
+    page with the real model is served (headless Streamlit on every interface asks an outside service for its
+    external IP; a model hub or telemetry would show here too), and nothing fetched from outside by the tab."""
+    from benchmarks.browser import AppServer
+
+    out = ROOT / "test-output"
+    server = AppServer(out / "streamlit_readme.log", as_readme=True, net_log=out / "streamlit_readme_net.log")
+    try:
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        page = open_page(browser, f"{server.url}/decode_cost?n=4", 1280, 900)
+        assert page.locator('[data-testid="stPlotlyChart"]').count() >= 1  # the model ran
+        assert outside_requests(page, server.url) == []
+        page.close()
+    finally:
+        server.stop()
+    assert (out / "streamlit_readme_net.log").read_text() == ""
+    log = (out / "streamlit_readme.log").read_text()
+    assert f"URL: http://127.0.0.1:{server.port}" in log and "External URL" not in log  # loopback unless opted in
