@@ -24,9 +24,8 @@ import sys
 from pathlib import Path
 
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
-from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, EngineConfig, engine_allocation
+from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, MAX_TP, EngineConfig, engine_allocation
 from sim.cost.kv_readouts import group_rows
-from sim.cost.kv_engine import MAX_TP
 from sim.cost.memory import MAX_BATCH, MAX_CONTEXT, MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.tensor_parallel import tp_split
 from sim.cost.vllm_rules import VLLM_VERSION, version_label

@@ -52,7 +52,6 @@ from sim.cost.vllm_rules import (
     FP8_DS_MLA_TOKEN_BYTES,
     KERNEL_ALIGN,
     SLIDING_EXTRA_BLOCKS,
-    kv_heads_per_rank,
     version_label,
 )
 from sim.i18n import text
