@@ -2,12 +2,16 @@
 
     python -m app.cli kv --config PATH --context N [--batch B] [--kv-dtype fp16|bf16|fp8|int8|int4]
                          [--block-size 16] [--max-num-batched-tokens 8192] [--no-hybrid] [--state-dtype fp32]
+                         [--tp N]
 
 Prints one row per layer group (what it keeps, its layers, its bytes by the exact formula and what a
 vLLM-style allocator reserves), then as its LAST line one JSON object:
 
-    {"total_bytes": <exact formula, int>, "engine_bytes": <vLLM-style, int>,
-     "groups": [{"kind", "layers", "bytes", ...}], ...}
+    {"total_bytes": <exact formula, int>, "engine_bytes": <vLLM's blocks, int>,
+     "per_gpu_bytes": <exact formula on one of N GPUs, int>, "kv_heads_per_gpu": <int>,
+     "groups": [{"kind", "layers", "bytes", ...}], "vllm_version": "...", ...}
+
+Figures attributed to vLLM follow the release named in sim/cost/vllm_rules.py.
 
 A config that cannot be read or parsed, or a bad option, exits with code 2 and one line on stderr.
 """
@@ -20,9 +24,11 @@ import sys
 from pathlib import Path
 
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
-from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, EngineConfig, engine_allocation
+from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, MAX_TP, EngineConfig, engine_allocation
 from sim.cost.kv_readouts import group_rows
 from sim.cost.memory import MAX_BATCH, MAX_CONTEXT, MemoryConfig, fmt_bytes, kv_memory
+from sim.cost.tensor_parallel import tp_split
+from sim.cost.vllm_rules import VLLM_VERSION, version_label
 
 CLI_KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "int4")
 KIND_NAMES = {"G": "full", "L": "local", "R": "state", "I": "indexer"}  # the JSON's group kinds
@@ -51,7 +57,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--no-hybrid", action="store_true",
                    help="as vLLM's --disable-hybrid-kv-cache-manager: sliding layers reserved as full")
     p.add_argument("--state-dtype", default="", choices=("", "fp32", "bf16", "fp16"),
-                   help="linear-attention / Mamba state dtype (default: the config's)")
+                   help="the recurrent state's dtype, as vLLM's --mamba-ssm-cache-dtype (default: the config's; "
+                        "the conv state keeps the config's)")
+    p.add_argument("--tp", type=int, default=1,
+                   help=f"tensor-parallel GPUs (1..{MAX_TP}): K/V heads split across them, copied past the K/V heads; "
+                        "MLA's latent kept whole on each")
     return p
 
 
@@ -89,6 +99,7 @@ def run(args: argparse.Namespace) -> str:
     engine = EngineConfig(block_size=args.block_size, max_num_batched_tokens=args.max_num_batched_tokens,
                           hybrid=not args.no_hybrid)
     kv, alloc = kv_memory(cfg), engine_allocation(cfg, engine)
+    split = tp_split(kv, args.tp)
     rows = group_rows(kv, alloc)
     reserved = alloc.kind_bytes()
     out = [f"{arch.name}: {arch.describe_layers()}; context {cfg.context:,}, batch {cfg.batch:,}, "
@@ -100,7 +111,11 @@ def run(args: argparse.Namespace) -> str:
     out.append("")
     out.append(f"formula: {fmt_bytes(kv.per_request_bytes)} per request, {kv.total_bytes:,} B "
                f"({fmt_bytes(kv.total_bytes)}) for {cfg.batch:,}")
-    out.append(f"vLLM-style: {alloc.blocks_per_request:,} blocks of {alloc.block_size} tokens "
+    if args.tp > 1:
+        heads = "the whole latent" if split.latent else f"{split.kv_heads_per_gpu:,} of {split.kv_heads:,} K/V heads"
+        copies = f", each head on {split.copies} GPUs" if split.copies > 1 else ""
+        out.append(f"per GPU of {args.tp}: {heads}{copies}: {split.per_gpu_bytes:,} B ({fmt_bytes(split.per_gpu_bytes)})")
+    out.append(f"{version_label()}: {alloc.blocks_per_request:,} blocks of {alloc.block_size} tokens "
                f"({alloc.block_bytes:,} B each) per request, {alloc.total_bytes:,} B ({fmt_bytes(alloc.total_bytes)}) "
                f"for {cfg.batch:,}")
     for note in (*notes, *alloc.notes):
@@ -116,6 +131,8 @@ def run(args: argparse.Namespace) -> str:
               "total_bytes": kv.total_bytes, "engine_bytes": alloc.total_bytes,
               "per_request_bytes": kv.per_request_bytes, "engine_per_request_bytes": alloc.per_request_bytes,
               "bytes_per_token": kv.bytes_per_token, "groups": groups,
+              "tp": args.tp, "per_gpu_bytes": split.per_gpu_bytes, "kv_heads_per_gpu": split.kv_heads_per_gpu,
+              "vllm_version": VLLM_VERSION,
               "engine": {"block_size": alloc.block_size, "page_bytes": alloc.page_bytes,
                          "block_bytes": alloc.block_bytes, "blocks_per_request": alloc.blocks_per_request,
                          "kv_cache_groups": len(alloc.groups), "padding_layers": alloc.padding_layers,

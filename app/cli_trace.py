@@ -119,7 +119,7 @@ def _serve(argv: list[str]) -> int:
                              "prefix cache; drop --preemption / --prefix-caching or pick another policy")
         r = simulate_static(wl, SchedulerConfig(args.max_batch, slots, args.block_size, 0.01, 1 << 20), cost)
     else:
-        cfg = EngineConfig(args.max_batch, slots, args.block_size, 0.01, args.token_budget,
+        cfg = EngineConfig(args.max_batch, slots, args.block_size, 0.0, args.token_budget,  # v1: no watermark
                            chunked=args.policy == "chunked", preemption=args.preemption,
                            cpu_capacity_tokens=args.cpu_tokens or slots, link=args.link,
                            prefix_caching=args.prefix_caching)

@@ -11,7 +11,7 @@ import pytest
 from sim.cost.arch import STATE, with_kv_heads
 from sim.cost.hf_config import parse_hf_config, parse_hf_config_with_notes
 from sim.cost.kv_engine import EngineConfig, engine_allocation, vllm_command
-from sim.cost.memory import MemoryConfig, kv_memory, layer_groups
+from sim.cost.memory import MemoryConfig, kv_memory, layer_groups, request_bytes
 from sim.cost.presets import MODELS_JSON, load_presets
 
 P = load_presets()
@@ -118,9 +118,15 @@ def test_sliding_cap_at_window_minus_one_window_and_plus_one():
 
 
 def test_chunked_layers_keep_at_most_a_chunk():
-    # Llama 4 Scout: 36 chunked layers cap at 8,192; at 8,191 / 8,192 / 8,193 only the 12 global ones grow
-    b = [total("llama-4-scout", s) for s in (8191, 8192, 8193)]
-    assert b == [48 * 8191 * LLAMA4, 48 * 8192 * LLAMA4, 12 * 8193 * LLAMA4 + 36 * 8192 * LLAMA4]
+    # Llama 4 Scout: 36 chunked layers hold the current chunk of 8,192: (S − 1) mod 8,192 + 1 tokens (vLLM frees
+    # the blocks before the chunk); at 8,193 a new chunk holds 1 token. Their peak on the way is min(S, 8,192).
+    b = [total("llama-4-scout", s) for s in (8191, 8192, 8193, 40_000)]
+    assert b == [48 * 8191 * LLAMA4, 48 * 8192 * LLAMA4, (12 * 8193 + 36 * 1) * LLAMA4,
+                 (12 * 40_000 + 36 * 7232) * LLAMA4]  # 40,000 = 4 × 8,192 + 7,232
+    peak = request_bytes(MemoryConfig(P["llama-4-scout"], context=40_000), peak=True)
+    assert peak == (12 * 40_000 + 36 * 8192) * LLAMA4
+    # "min(S, C)" at 40,000 tokens overstates what the layers hold by 774,912 / 740,352 − 1 = 4.67%
+    assert (12 * 40_000 + 36 * 8192) * 100_000 // (12 * 40_000 + 36 * 7232) == 104_668
 
 
 def test_linear_attention_grows_only_with_its_full_attention_layers():
@@ -135,8 +141,8 @@ def test_linear_attention_grows_only_with_its_full_attention_layers():
     # a calculator that took all 48 layers as attention would say 4× the K/V
     assert total(replace(qn, layer_pattern="", state_kind="", state_conv_shape=(), state_ssm_shape=()), 10_000) \
         == 48 * 10_000 * QWEN3_NEXT
-    # an FP32 state doubles it
-    assert total(qn, 1, state_dtype="fp32") == 12 * QWEN3_NEXT + 36 * 2 * QWEN3_NEXT_STATE
+    # an FP32 recurrent state (vLLM's --mamba-ssm-cache-dtype) doubles the 32 × 128 × 128 state, not the conv
+    assert total(qn, 1, state_dtype="fp32") == 12 * QWEN3_NEXT + 36 * (QWEN3_NEXT_STATE + 32 * 128 * 128 * 2)
 
 
 def test_mla_has_no_two_and_no_heads():

@@ -69,24 +69,26 @@ def test_hand_worked_trace_exact_blocks_hits_and_evictions():
         A,                                    # 0: pops 0 1 2; caches [1-4]->0, [5-8]->1
         [1, 2, 3, 4, 5, 6, 7, 8, 20, 21, 22],  # 1: hits 0 1 (8 tokens); the tail takes 3
         list(range(1, 9)),                    # 2: both blocks cached, but its last token must be computed:
-                                              #    hits 0 only; [5-8] is computed again into 4 (not cached twice)
+                                              #    hits 0 only; [5-8] is computed again into 4 and cached
+                                              #    there too, a duplicate (vLLM does not de-duplicate)
         [1, 2, 3],                            # 3: shorter than a block: no hit, 1 partial block (5)
         [1, 2, 3, 99, 5, 6, 7, 8, 9, 10],     # 4: token 3 changed: both hashes new, block [5-8] too
         [1, 2, 3, 4, 5, 6, 7, 99, 9, 10],     # 5: hits [1-4]; popping for its tail evicts block 1 ([5-8])
-        A,                                    # 6: [5-8] was evicted: hits [1-4] only
+        A,                                    # 6: [5-8]'s first copy was evicted, its duplicate in 4 hits: 8
     ]
     res = simulate_prefix_cache(trace_from_lists(prompts), CacheConfig(block_size=4, capacity_tokens=32, max_running=1),
                       check=True)
-    assert res.hit_tokens.tolist() == [0, 8, 4, 0, 0, 4, 4]
+    assert res.hit_tokens.tolist() == [0, 8, 4, 0, 0, 4, 8]
     # free queue, step by step (one request runs at a time; a finished request's blocks go to the tail,
     # last block first): 0..7 | 3..7 2 1 0 -> hits 0 1 | 4..7 2 3 1 0 -> hit 0 | 5 6 7 2 3 1 4 0 |
-    # 6 7 2 3 1 4 0 5 | 3 1 4 5 2 7 6 (0 hit) -> pops 3, then 1, which evicts [5-8] | ...
+    # 6 7 2 3 1 4 0 5 | 3 1 4 0 5 2 7 6 (0 hit) -> pops 3, then 1, which evicts [5-8]'s first copy |
+    # 4 5 2 7 6 1 3 0 (0 and 4 hit) -> pops 5
     assert res.block_tables == ((0, 1, 2), (0, 1, 3), (0, 4), (5,), (6, 7, 2), (0, 3, 1), (0, 4, 5))
     assert res.evictions == ((5, 1, hash_block_tokens(hash_block_tokens(None, A[:4]), A[4:8])),)
-    assert res.new_cached_blocks.tolist() == [2, 0, 0, 0, 2, 1, 1]
+    assert res.new_cached_blocks.tolist() == [2, 0, 1, 0, 2, 1, 0]
     assert res.num_cached_blocks == sum(res.new_cached_blocks) - res.num_evictions == 5
     assert res.num_prompt_tokens == 10 + 11 + 8 + 3 + 10 + 10 + 10
-    assert res.num_hit_tokens == 20 and res.num_computed_tokens == 42
+    assert res.num_hit_tokens == 24 and res.num_computed_tokens == 38
     assert res.num_distinct_reused == 2  # [1-4] and [5-8]
 
 
@@ -444,3 +446,20 @@ def test_a_hit_may_share_a_block_behind_equal_tokens_in_other_blocks():
     res = simulate_prefix_cache(trace_from_lists(prompts, outputs), CacheConfig(1, 13, 2), check=True)
     assert res.block_tables[8][1] == res.block_tables[9][1] and res.block_tables[8][0] != res.block_tables[9][0]
     assert res.hit_tokens.tolist() == [0] * 9 + [2]
+
+
+def test_duplicate_blocks_stay_cached_and_hit_once_the_first_copy_is_evicted():
+    """vLLM v1 caches a recomputed block even when another block holds its hash (vllm/v1/core/block_pool.py,
+    BlockPool.cache_full_blocks: "we currently don't de-duplicate the blocks in the cache"). Four blocks of 16;
+    P is 49 tokens whose first 48 are then sent again."""
+    P = list(range(1, 50))
+    outputs = [[0] * n for n in (4, 10, 14, 9)]
+    trace = trace_from_lists([P, P[:32], list(range(400, 408)), P[:48]], outputs)
+    res = simulate_prefix_cache(trace, CacheConfig(16, 64, max_running=1), check=True)
+    # 0: 52 stored tokens take 0 1 2 3, caches h0 -> 0, h1 -> 1, h2 -> 2; freed last first: queue 3 2 1 0
+    # 1: 32-token prompt hits h0 (the last token is recomputed); pops 3, then 2 (evicts h2); block 3 holds
+    #    P[16:32] again: cached as a second copy of h1; 41 tokens fill no third block; queue 1 2 3 0
+    # 2: 8-token prompt, 21 stored tokens: pops 1 (evicts h1's first copy) and 2; queue 3 0 2 1
+    # 3: the 48-token prompt may hit two blocks: h0 in 0 and h1's copy in 3: 32 tokens (16 without copies)
+    assert res.hit_tokens.tolist() == [0, 16, 0, 32]
+    assert res.block_tables == ((0, 1, 2, 3), (0, 3, 2), (1, 2), (0, 3, 2, 1))

@@ -301,3 +301,22 @@ def test_engine_refuses_what_it_cannot_run():
     with pytest.raises(ValueError, match="unknown link 'usb'"):
         cfg(link="usb")
     assert replace(cfg(), chunked=False).policy == "continuous"
+
+
+def test_without_chunking_running_decodes_spend_the_budget_first():
+    """vLLM v1 (sim/cost/vllm_rules.py): running requests are scheduled first, a decode taking one token of
+    max_num_batched_tokens; without chunked prefill a prompt that does not fit in what is left waits. Budget 100:
+    r0 and r1 (prompt 1, 11 outputs) decode at passes 1..10, taking 2 tokens each pass; r2's 99-token prompt
+    arrives at pass 1 and 2 + 99 > 100, so it waits passes 1..10 and is prefilled at pass 11 (first token at
+    12 s: TTFT 11 s = 10 passes waiting + its own). Counting prompt tokens only would admit it at pass 1."""
+    wl = workload_from_lengths([1, 1, 99], [11, 11, 1], arrival=[0, 0, 1], max_model_len=100)
+    c = cfg(capacity_tokens=256, token_budget=100, chunked=False)
+    r = en.simulate_engine(wl, c, UNIT, check=True).result
+    assert r.first_token_s.tolist() == [1.0, 1.0, 12.0]
+    assert r.ttft_s.tolist() == [1.0, 1.0, 11.0]
+    # the continuous scheduler follows the same rule, and the engine reproduces it exactly
+    sched = sch.SchedulerConfig(4, 256, 4, 0.0, 100)
+    assert_same_result(en.simulate_engine(wl, c, UNIT).result, sch.simulate_continuous(wl, sched, UNIT))
+    # a 98-token prompt fits beside the two decodes: admitted at once
+    wl98 = workload_from_lengths([1, 1, 98], [11, 11, 1], arrival=[0, 0, 1], max_model_len=100)
+    assert en.simulate_engine(wl98, c, UNIT).result.ttft_s.tolist() == [1.0, 1.0, 1.0]

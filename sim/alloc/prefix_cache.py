@@ -10,8 +10,11 @@ so two requests get the same hash for block i exactly when their first (i+1)*bs 
 changed token changes its own block's hash and, through the chain, the hash of every later block:
 a prefix cache can only ever reuse a contiguous prefix that starts at token 0.
 
-The pool keeps a hash -> block map. A new request looks its block hashes up in order and stops at
-the first miss; the blocks found are shared (ref_cnt + 1; a block that was free leaves the free
+The pool keeps a hash -> blocks map. A block that fills up is cached under its hash even when another
+block already holds that hash (vLLM v1 does not de-duplicate, so that block tables stay append-only:
+vllm/v1/core/block_pool.py, BlockPool.cache_full_blocks; see sim/cost/vllm_rules.py), and a lookup takes the
+oldest of them (BlockPool.get_cached_block); when one copy is evicted the others still hit. A new request looks
+its block hashes up in order and stops at the first miss; the blocks found are shared (ref_cnt + 1; a block that was free leaves the free
 queue wherever it sits). Blocks of a finished request go back to the tail of the free queue but
 keep their hash, so they can still be hit; a block handed out from the head of the queue loses its
 hash then (eviction), so free cached blocks are evicted least-recently-freed first, a request's last
@@ -126,7 +129,7 @@ class PrefixCachingBlockPool(BlockPool):
     def __init__(self, num_blocks: int, block_size: int = 16) -> None:
         super().__init__(num_blocks, block_size)
         self.free_block_queue = FreeBlockQueue(range(num_blocks))
-        self.hash_to_block: dict[int, int] = {}
+        self.hash_to_blocks: dict[int, dict[int, None]] = {}  # hash -> its blocks, oldest first (duplicates kept)
         self.block_to_hash: dict[int, int] = {}
         self.evicted: list[tuple[int, int]] = []  # (block, hash) in eviction order
 
@@ -134,23 +137,27 @@ class PrefixCachingBlockPool(BlockPool):
         block = super()._pop_free()
         h = self.block_to_hash.pop(block, None)
         if h is not None:
-            del self.hash_to_block[h]
+            copies = self.hash_to_blocks[h]
+            del copies[block]
+            if not copies:
+                del self.hash_to_blocks[h]
             self.evicted.append((block, h))
         return block
 
     @property
     def num_cached_blocks(self) -> int:
-        return len(self.hash_to_block)
+        """Blocks holding a hash (two blocks with equal tokens count twice, as vLLM keeps both)."""
+        return len(self.block_to_hash)
 
     def find_cached_prefix(self, hashes: Sequence[int], max_blocks: int) -> list[int]:
         """Blocks holding the longest run of hashes[0..] that is cached, at most max_blocks of them."""
         found = []
-        get = self.hash_to_block.get
+        get = self.hash_to_blocks.get
         for h in hashes[:max(0, max_blocks)]:
-            block = get(h)
-            if block is None:
+            copies = get(h)
+            if not copies:
                 break
-            found.append(block)
+            found.append(next(iter(copies)))  # the oldest copy, as vLLM's get_cached_block
         return found
 
     def num_free_after_touch(self, blocks: Sequence[int]) -> int:
@@ -186,7 +193,8 @@ class PrefixCachingBlockPool(BlockPool):
 
     def cache_full_blocks(self, req_id: int, hashes: Sequence[int]) -> int:
         """Register the request's full blocks under their hashes; the number newly cached. A block whose
-        hash is already cached (the recomputed last block of a fully cached prompt) stays private."""
+        hash another block already holds (the recomputed last block of a fully cached prompt) is cached too,
+        a duplicate, as vLLM does: it still hits once the first copy is evicted."""
         table = self.req_to_block_table[req_id]
         n_full = min(self.req_to_num_tokens[req_id] // self.block_size, len(hashes))
         new = 0
@@ -195,18 +203,18 @@ class PrefixCachingBlockPool(BlockPool):
             if known is not None:
                 assert known == h, f"block {block} is cached as {known:x}, asked to hold {h:x}"
                 continue
-            if h in self.hash_to_block:
-                continue
-            self.hash_to_block[h] = block
+            self.hash_to_blocks.setdefault(h, {})[block] = None
             self.block_to_hash[block] = h
             new += 1
         return new
 
     def check_invariants(self) -> None:
         super().check_invariants()
-        assert len(self.hash_to_block) == len(self.block_to_hash), "hash maps disagree in size"
-        for h, b in self.hash_to_block.items():
-            assert self.block_to_hash[b] == h, f"block {b} and hash {h:x} do not point at each other"
+        assert sum(map(len, self.hash_to_blocks.values())) == len(self.block_to_hash), "hash maps disagree in size"
+        for h, blocks in self.hash_to_blocks.items():
+            assert blocks, f"hash {h:x} is kept with no block"
+            for b in blocks:
+                assert self.block_to_hash[b] == h, f"block {b} and hash {h:x} do not point at each other"
 
 
 

@@ -102,6 +102,7 @@ class ArchPreset:
     state_ssm_shape: tuple[int, ...] = ()  # per R layer and request: the recurrent state
     state_conv_dtype: str = "bf16"
     state_ssm_dtype: str = "bf16"
+    engine_ssm_dtype: str = ""  # the recurrent state's dtype vLLM picks when none is chosen, where it differs
     state_params: int = 0  # weights of one R layer's token mixer (for the parameter estimate)
     kv_shared_layers: int = 0
     index_head_dim: int = 0  # DeepSeek sparse attention's indexer key (0 = none)
@@ -187,6 +188,9 @@ class ArchPreset:
         if self.state_values_per_layer > MAX_STATE_VALUES:
             raise ValueError(f"a state layer of {self.state_values_per_layer:,} values is more than "
                              f"{MAX_STATE_VALUES:,}")
+        if self.engine_ssm_dtype and self.engine_ssm_dtype not in STATE_DTYPE_BYTES:
+            raise ValueError(f"engine_ssm_dtype must be one of {', '.join(STATE_DTYPE_BYTES)}, "
+                             f"got {self.engine_ssm_dtype!r}")
         for name in ("state_conv_dtype", "state_ssm_dtype"):
             if getattr(self, name) not in STATE_DTYPE_BYTES:
                 raise ValueError(f"{name} must be one of {', '.join(STATE_DTYPE_BYTES)}, got {getattr(self, name)!r}")

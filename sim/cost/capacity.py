@@ -98,12 +98,13 @@ def max_context(cfg: MemoryConfig, kv_budget: int) -> tuple[int, str]:
     limit = cfg.arch.max_position_embeddings
     if kv_budget <= 0:
         return 0, "memory"
-    if cfg.batch * request_bytes(cfg, limit) <= kv_budget:
+    # peak bytes: a chunked layer held a whole chunk on the way to a context (the only peak above the final count)
+    if cfg.batch * request_bytes(cfg, limit, peak=True) <= kv_budget:
         return limit, "model"
     lo, hi = 0, limit  # fits(lo), not fits(hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if cfg.batch * request_bytes(cfg, mid) <= kv_budget:
+        if cfg.batch * request_bytes(cfg, mid, peak=True) <= kv_budget:
             lo = mid
         else:
             hi = mid
@@ -114,7 +115,7 @@ def capacity(cfg: MemoryConfig, gpu: GpuConfig) -> Capacity:
     w = weight_bytes(cfg.arch, gpu.weight_dtype)
     per_request = request_bytes(cfg)
     budget = gpu.usable_bytes - w
-    max_req = budget // per_request if budget > 0 else 0
+    max_req = budget // request_bytes(cfg, peak=True) if budget > 0 else 0
     ctx, limited = max_context(cfg, budget)
     return Capacity(gpu.total_bytes, gpu.usable_bytes, w, per_request * cfg.batch, max_req, ctx, limited)
 

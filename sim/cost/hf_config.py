@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from sim.cost.arch import FFN, GLOBAL, LIMITS, LOCAL, MAX_PATTERN, STATE, ArchPreset
+from sim.cost.vllm_rules import NEMOTRON_H_MODEL_TYPES, NEMOTRON_H_SSM_DEFAULT
 from sim.i18n import text as message
 
 MAX_CONFIG_CHARS = 200_000  # a real config.json is a few kB
@@ -241,6 +242,8 @@ def _state(r: _Reader, model_type: str, d_model: int, n_state: int) -> dict:
     conv_dtype = _dtype(r, "mamba_cache_dtype", "mamba_conv_dtype", default=model_dtype)
     ssm_dtype = _dtype(r, "mamba_ssm_dtype", "mamba_ssm_cache_dtype", default=model_dtype)
     base = {"state_conv_dtype": conv_dtype, "state_ssm_dtype": ssm_dtype}
+    if model_type in NEMOTRON_H_MODEL_TYPES and r.raw("mamba_ssm_cache_dtype")[1] in (None, "auto"):
+        base["engine_ssm_dtype"] = NEMOTRON_H_SSM_DEFAULT  # vLLM's hook, when the config names no SSM dtype
     _, types = r.raw("layer_types")
     linear = (r.raw("linear_key_head_dim")[0] is not None or model_type.startswith(("qwen3_next", "qwen3_5"))
               or r.raw("full_attention_interval")[0] is not None

@@ -1,7 +1,8 @@
-"""What a vLLM-style paged allocator reserves for the cache that sim.cost.memory counts exactly.
+"""What vLLM's paged allocator reserves for the cache that sim.cost.memory counts exactly.
 
 The formula counts the bytes a request's cache holds. An engine hands out fixed-size blocks, and
-vLLM's KV cache manager (v1, with its hybrid allocator) sizes them like this:
+vLLM's KV cache manager (v1, with its hybrid allocator; the release and the source of each rule are in
+sim/cost/vllm_rules.py) sizes them like this:
 
 - Every caching layer has a spec: full attention (one block per block_size tokens of the whole
   context), sliding window W (the last W − 1 computed tokens plus a step's newly scheduled ones, plus
@@ -14,7 +15,10 @@ vLLM's KV cache manager (v1, with its hybrid allocator) sizes them like this:
   size (the smallest spec's layer count, or the largest when it is less than 1.25× the smallest), the
   last group of a spec padded with empty slots; one block id then costs page × layers-per-group.
   Mamba state pages force the attention block size up to a multiple of 16 whose page holds the state,
-  and the state is padded up to that page.
+  and the state is padded up to that page. --mamba-ssm-cache-dtype changes the recurrent state only; with
+  none chosen vLLM keeps Nemotron-H's in fp32 (a version-dependent default).
+- DeepSeek-V3.2's fp8 cache is fp8_ds_mla: 656 bytes a token and layer (FP8 latent, its scales, a BF16 RoPE
+  key), not the 576 of a plain FP8 latent.
 - Without the hybrid manager (--disable-hybrid-kv-cache-manager) sliding and chunked layers are
   reserved as full attention.
 
@@ -40,11 +44,20 @@ from sim.cost.memory import (
     state_layer_bytes,
     token_layer_bytes,
 )
+from sim.cost.vllm_rules import (
+    BLOCK_SIZES,
+    DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    FLASHMLA_BLOCK,
+    FP8_DS_MLA_SHAPE,
+    FP8_DS_MLA_TOKEN_BYTES,
+    KERNEL_ALIGN,
+    SLIDING_EXTRA_BLOCKS,
+    version_label,
+)
 from sim.i18n import text
 
-BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # vLLM's --block-size choices (CUDA)
-DEFAULT_BATCHED_TOKENS = 8192  # vLLM's --max-num-batched-tokens default for an OpenAI server on a large GPU
-KERNEL_ALIGN = 16  # attention kernels take block sizes in multiples of 16
+DEFAULT_BATCHED_TOKENS = DEFAULT_MAX_NUM_BATCHED_TOKENS
+MAX_TP = 64  # tensor-parallel ranks
 SPECS = ("full", "sliding", "chunked", "state", "indexer")
 
 
@@ -53,6 +66,7 @@ class EngineConfig:
     block_size: int = 16  # tokens per block, --block-size
     max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS  # tokens one step may schedule (chunked prefill)
     hybrid: bool = True  # the hybrid KV cache manager; False = --disable-hybrid-kv-cache-manager
+    tp: int = 1  # tensor-parallel ranks (--tensor-parallel-size): K/V heads split across them
 
     def __post_init__(self) -> None:
         if self.block_size not in BLOCK_SIZES:
@@ -60,6 +74,7 @@ class EngineConfig:
         _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1, MAX_CONTEXT)
         if not isinstance(self.hybrid, bool):
             raise ValueError(f"hybrid must be true or false, got {self.hybrid!r}")
+        _check_int("tp", self.tp, 1, MAX_TP)
 
 
 @dataclass(frozen=True)
@@ -146,7 +161,7 @@ def _tokens(spec: str, window: int, context: int, batched: int) -> int:
 def _blocks(spec: str, tokens: int, block_size: int) -> int:
     if spec == "state":
         return 1
-    extra = 1 if spec == "sliding" else 0  # the window may start mid-block
+    extra = SLIDING_EXTRA_BLOCKS if spec == "sliding" else 0  # the window may start mid-block
     return _cdiv(tokens, block_size) + extra
 
 
@@ -167,6 +182,17 @@ def _spec_layers(cfg: MemoryConfig, hybrid: bool) -> list[tuple[str, str, tuple[
     return out
 
 
+def uses_fp8_ds_mla(arch: ArchPreset, kv_dtype: str) -> bool:
+    """DeepSeek-V3.2 (MLA with a sparse-attention indexer) asked for an fp8 cache: vLLM stores fp8_ds_mla."""
+    return (kv_dtype == "fp8" and arch.attention == "MLA" and bool(arch.index_head_dim)
+            and (arch.kv_lora_rank, arch.qk_rope_head_dim) == FP8_DS_MLA_SHAPE)
+
+
+def engine_token_layer_bytes(arch: ArchPreset, kv_dtype: str, group_size: int = 128) -> int:
+    """Bytes one token takes in one attention layer's page in vLLM (the formula's, but fp8_ds_mla's 656)."""
+    return FP8_DS_MLA_TOKEN_BYTES if uses_fp8_ds_mla(arch, kv_dtype) else token_layer_bytes(arch, kv_dtype, group_size)
+
+
 def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), lang: str = "en") -> EngineAllocation:
     """The blocks one request needs; its notes (what vLLM does differently, or cannot) worded in `lang`."""
     a = cfg.arch
@@ -180,10 +206,15 @@ def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), 
         notes.append(_t(lang, "as_full", n=f"{a.num_local_layers:,}", spec=text(lang, f"kvmem.r.spec.{a.local_attention}"), s=f"{S:,}",
                         w=f"{a.sliding_window:,}", word=text(lang, f"kvmem.r.word.{a.window_word}")))
     specs = _spec_layers(cfg, hybrid)
-    bpl = token_layer_bytes(a, cfg.kv_dtype, cfg.group_size)
+    bpl = engine_token_layer_bytes(a, cfg.kv_dtype, cfg.group_size)
+    if uses_fp8_ds_mla(a, cfg.kv_dtype):
+        notes.append(_t(lang, "fp8_ds_mla", b=FP8_DS_MLA_TOKEN_BYTES, plain=token_layer_bytes(a, "fp8"),
+                        vllm=version_label()))
+    if a.num_state_layers and a.engine_ssm_dtype and not cfg.state_dtype:
+        notes.append(_t(lang, "ssm_default", dtype=a.engine_ssm_dtype, config=a.state_ssm_dtype, vllm=version_label()))
     idx = indexer_token_bytes(a)
     bs = engine.block_size
-    if a.attention == "MLA" and bs % 64:
+    if a.attention == "MLA" and bs % FLASHMLA_BLOCK:
         notes.append(_t(lang, "flashmla", bs=bs))
     full_only = all(spec in ("full", "indexer") for spec, _, _ in specs)
     if full_only:
@@ -195,7 +226,7 @@ def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), 
         return EngineAllocation(cfg, engine, bs, bs * bpl, sum(per_kind.values()), (group,), False, 0, 0,
                                 tuple(notes), tuple(per_kind.items()))
 
-    state_bytes = state_layer_bytes(cfg)
+    state_bytes = state_layer_bytes(cfg, engine=True)
     has_attention = any(spec != "state" for spec, _, _ in specs)
     if state_bytes and has_attention:
         need = KERNEL_ALIGN * _cdiv(state_bytes, KERNEL_ALIGN * bpl)
@@ -257,7 +288,7 @@ def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utiliz
         args.append(f"--tensor-parallel-size {num_gpus}")
     if not alloc.engine.hybrid and not arch.num_state_layers:
         args.append("--disable-hybrid-kv-cache-manager")
-    if arch.num_state_layers and cfg.state_dtype and cfg.state_dtype != arch.state_ssm_dtype:
+    if arch.num_state_layers and cfg.state_dtype and cfg.state_dtype != (arch.engine_ssm_dtype or arch.state_ssm_dtype):
         args.append(f"--mamba-ssm-cache-dtype {TORCH_NAMES[cfg.state_dtype]}")
     if cfg.layers_per_kv > 1:
         notes.append(_t(lang, "no_sharing", n=cfg.layers_per_kv))

@@ -10,7 +10,9 @@ S tokens of context each. The same count, generalised:
   token and layer, shared by K and V of every head: (d_c + d_R) · p, with no 2 and no H_kv.
 - A sliding-window layer keeps at most W tokens: min(S, W) instead of S. Hybrid models mix
   such local layers with global ones (Gemma 2: 1:1, Gemma 3: 5:1).
-- A chunked layer (Llama 4) keeps the current chunk of W tokens: at most min(S, W) while a request grows.
+- A chunked layer (Llama 4) keeps the current chunk of W tokens: (S − 1) mod W + 1 of them after S tokens
+  (vLLM frees the blocks before the chunk's start; sim/cost/vllm_rules.py). Its peak while a request grows to S
+  is min(S, W): what fitting a request needs (`peak=True`).
 - A linear-attention or Mamba layer keeps no K/V at all but a constant state per request (a short
   convolution's last inputs plus a recurrent matrix), sized from the config; it does not grow with S.
 - DeepSeek sparse attention adds an indexer key per token and layer (FP8 plus a 4-byte scale per 128).
@@ -36,6 +38,7 @@ from sim.cost.arch import (
     attention_variants,
     estimate_num_params,
 )
+from sim.cost.vllm_rules import chunked_tokens_held
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
@@ -131,18 +134,22 @@ def indexer_token_bytes(arch: ArchPreset) -> int:
     return d + 4 * -(-d // INDEX_QUANT_BLOCK) if d else 0
 
 
-def state_dtypes(cfg: MemoryConfig) -> tuple[str, str]:
-    """(conv state dtype, recurrent state dtype): the config's, unless the page or the CLI chose one."""
+def state_dtypes(cfg: MemoryConfig, engine: bool = False) -> tuple[str, str]:
+    """(conv state dtype, recurrent state dtype). A chosen state dtype (the page's, the CLI's
+    --mamba-ssm-cache-dtype) sets the recurrent state only, as vLLM's flag does; the conv state stays the config's.
+    engine=True: what vLLM picks when nothing is chosen (Nemotron-H: fp32; sim/cost/vllm_rules.py)."""
     a = cfg.arch
-    return (cfg.state_dtype or a.state_conv_dtype, cfg.state_dtype or a.state_ssm_dtype)
+    default = (a.engine_ssm_dtype or a.state_ssm_dtype) if engine else a.state_ssm_dtype
+    return (a.state_conv_dtype, cfg.state_dtype or default)
 
 
-def state_layer_bytes(cfg: MemoryConfig) -> int:
-    """Bytes one linear-attention / Mamba layer keeps per request (0 for a model without them)."""
+def state_layer_bytes(cfg: MemoryConfig, engine: bool = False) -> int:
+    """Bytes one linear-attention / Mamba layer keeps per request (0 for a model without them); engine=True with
+    the recurrent state in vLLM's default dtype."""
     a = cfg.arch
     if not a.num_state_layers:
         return 0
-    conv_dt, ssm_dt = state_dtypes(cfg)
+    conv_dt, ssm_dt = state_dtypes(cfg, engine)
     conv = math.prod(a.state_conv_shape) if a.state_conv_shape else 0
     return conv * STATE_DTYPE_BYTES[conv_dt] + math.prod(a.state_ssm_shape) * STATE_DTYPE_BYTES[ssm_dt]
 
@@ -187,7 +194,8 @@ def _storing(ids: list[int], arch: ArchPreset, layers_per_kv: int) -> int:
     return -(-len(own) // layers_per_kv)
 
 
-def layer_groups(cfg: MemoryConfig, context: int | None = None) -> tuple[LayerGroup, ...]:
+def layer_groups(cfg: MemoryConfig, context: int | None = None, peak: bool = False) -> tuple[LayerGroup, ...]:
+    """peak=True: a chunked layer at its most while the request grew to S, min(S, W); else what it holds at S."""
     arch = cfg.arch
     S = cfg.context if context is None else context
     bpl = token_layer_bytes(arch, cfg.kv_dtype, cfg.group_size)
@@ -196,7 +204,12 @@ def layer_groups(cfg: MemoryConfig, context: int | None = None) -> tuple[LayerGr
     for kind in (GLOBAL, LOCAL):
         ids = [i for i, k in enumerate(kinds) if k == kind]
         if ids:
-            kept = S if kind == GLOBAL else min(S, arch.sliding_window)
+            if kind == GLOBAL:
+                kept = S
+            elif arch.local_attention == "chunked" and not peak:
+                kept = chunked_tokens_held(S, arch.sliding_window)
+            else:
+                kept = min(S, arch.sliding_window)
             out.append(LayerGroup(kind, len(ids), _storing(ids, arch, cfg.layers_per_kv), kept, bpl,
                                   layer_ids=tuple(ids)))
     if arch.index_head_dim:
@@ -209,21 +222,22 @@ def layer_groups(cfg: MemoryConfig, context: int | None = None) -> tuple[LayerGr
     return tuple(out)
 
 
-def request_bytes(cfg: MemoryConfig, context: int | None = None) -> int:
-    """KV bytes of one request at `context` tokens (cfg.context when None)."""
-    return sum(g.bytes_per_request for g in layer_groups(cfg, context))
+def request_bytes(cfg: MemoryConfig, context: int | None = None, peak: bool = False) -> int:
+    """KV bytes of one request at `context` tokens (cfg.context when None); peak=True: the most it held on the way
+    (differs only for chunked attention)."""
+    return sum(g.bytes_per_request for g in layer_groups(cfg, context, peak))
 
 
 def first_context_over(cfg: MemoryConfig, limit_bytes: int, max_context: int) -> int | None:
     """The fewest tokens (1 to max_context) at which one request's cache holds more than `limit_bytes`; None when
-    it never does by max_context. A request's bytes never shrink as its context grows (a sliding window only
+    it never does by max_context. A request's peak bytes never shrink as its context grows (a sliding window only
     stops them growing), so a bisection finds it."""
-    if request_bytes(cfg, max_context) <= limit_bytes:
+    if request_bytes(cfg, max_context, peak=True) <= limit_bytes:
         return None
     lo, hi = 0, max_context  # request_bytes(hi) > limit_bytes; lo = 0 tokens hold nothing
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if request_bytes(cfg, mid) > limit_bytes else (mid, hi)
+        lo, hi = (lo, mid) if request_bytes(cfg, mid, peak=True) > limit_bytes else (mid, hi)
     return hi
 
 
@@ -351,7 +365,7 @@ def _steps(cfg: MemoryConfig, groups, bpl: int, bpt: int, per_request: int, tota
             terms.append(f"{x.num_storing_layers} × {x.state_bytes_per_layer:,} (state)")
             values.append(x.bytes_per_request)
             continue
-        t = f"{S:,}" if x.kind in (GLOBAL, INDEXER) else f"min({S:,}, {a.sliding_window:,})"
+        t = f"{S:,}" if x.kind in (GLOBAL, INDEXER) else _local_kept(a, S)
         terms.append(f"{x.bytes_per_token_per_layer:,} × {x.num_storing_layers} × {t}")
         values.append(x.bytes_per_request)
     if len(terms) == 1:
@@ -359,7 +373,7 @@ def _steps(cfg: MemoryConfig, groups, bpl: int, bpt: int, per_request: int, tota
                                  f"{bpt:,} × {S:,} = {per_request:,} B ({fmt_bytes(per_request)})", per_request))
     elif a.num_local_layers and not state and not index:
         parts = [f"{x.num_storing_layers} × {S:,}" if x.kind == GLOBAL else
-                 f"{x.num_storing_layers} × min({S:,}, {a.sliding_window:,})" for x in groups]
+                 f"{x.num_storing_layers} × {_local_kept(a, S)}" for x in groups]
         kept = " + ".join(f"{x.num_storing_layers * x.tokens_kept:,}" for x in groups)
         math_ = f"{bpl:,} × ({' + '.join(parts)}) = {bpl:,} × ({kept}) = {per_request:,} B ({fmt_bytes(per_request)})"
         keep = "the current chunk of at most" if a.local_attention == "chunked" else "at most"
@@ -372,6 +386,13 @@ def _steps(cfg: MemoryConfig, groups, bpl: int, bpt: int, per_request: int, tota
     steps.append(FormulaStep(f"All requests, B = {cfg.batch:,}",
                              f"{per_request:,} × {cfg.batch:,} = {total:,} B ({fmt_bytes(total)})", total))
     return tuple(steps)
+
+
+def _local_kept(a: ArchPreset, S: int) -> str:
+    """What a local layer keeps at S tokens, as the formula writes it."""
+    if a.local_attention == "chunked":
+        return f"(({S:,} − 1) % {a.sliding_window:,} + 1 = {chunked_tokens_held(S, a.sliding_window):,})"
+    return f"min({S:,}, {a.sliding_window:,})"
 
 
 def _state_step(cfg: MemoryConfig, state: LayerGroup) -> FormulaStep:

@@ -27,6 +27,7 @@ import numpy as np
 
 from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload
 from sim.cost.memory import MemoryConfig, request_bytes
+from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.serving import engine_readouts as er
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
@@ -244,7 +245,8 @@ def run_disagg(setup: DisaggSetup, progress=None) -> DisaggStudy:
     cost = dep.cost()
     _, _, slots = dep.kv_budget(cost)
     wl = make_workload(setup.workload)
-    cfg = EngineConfig(setup.max_batch, slots, 16, 0.01, max(setup.token_budget, setup.max_batch), chunked=True)
+    cfg = EngineConfig(setup.max_batch, slots, 16, ADMISSION_WATERMARK,
+                       max(setup.token_budget, setup.max_batch), chunked=True)
     if progress:
         progress(0.0, "colocated pool")
     coloc = simulate_colocated(wl, cfg, cost, setup.pools.num_gpus, ARRIVAL_TICK_S)

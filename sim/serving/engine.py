@@ -15,10 +15,12 @@ Each step (one forward pass):
                     still prefilling, or one the host has no room for, is recomputed instead.
   2. Unless something was preempted in this step: swapped requests come back first, oldest swap first; then,
      only once none is left swapped, waiting requests are admitted first-come first-served while fewer than
-     `max_batch` run, the budget has tokens left and the pool keeps `watermark` of its blocks free. With
-     `chunked` the last one admitted may get only part of its prompt (the rest in later steps); without it a
-     prompt is prefilled whole or waits, and the budget counts prompt tokens only (sim.serving.schedulers'
-     continuous batching, which this reproduces exactly).
+     `max_batch` run, the budget has tokens left and the pool keeps `watermark` of its blocks free (vLLM v1
+     keeps none: the default is 0; v0 kept 1%). With `chunked` the last one admitted may get only part of its
+     prompt (the rest in later steps); without it a prompt is prefilled whole or waits. Either way the running
+     requests' decode tokens come out of the budget first (vLLM v1's Scheduler.schedule), so without chunking a
+     prompt longer than what they leave waits (sim.serving.schedulers' continuous batching, which this
+     reproduces exactly). The rules and their vLLM release: sim/cost/vllm_rules.py.
   3. The pass runs: its time is the step cost of every row's tokens plus the bytes swapped this step over the
      link. A row whose prompt is complete produces a token (a speculative row its accepted drafts + 1; rejected
      drafts' slots are rolled back). Finished requests free their blocks, oldest first.
@@ -41,6 +43,7 @@ from sim.alloc.block_pool import BlockPool, cdiv
 from sim.alloc.prefix_cache import PrefixCachingBlockPool
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import Workload
+from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.i18n import text
 from sim.serving.links import link as find_link
 from sim.serving.result import ServingResult
@@ -60,7 +63,7 @@ class EngineConfig:
     max_batch: int = 256  # most requests running (max_num_seqs)
     capacity_tokens: int = 16_384  # GPU KV token slots
     block_size: int = 16
-    watermark: float = 0.01  # share of blocks an admission must leave free
+    watermark: float = ADMISSION_WATERMARK  # share of blocks an admission must leave free (v1: none)
     token_budget: int = 8192  # tokens one step may compute (max_num_batched_tokens); prompt tokens only unchunked
     chunked: bool = True
     preemption: str = "recompute"
@@ -351,7 +354,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
         for req in list(running):
             if req not in running:
                 continue  # preempted by an older request in this step
-            if chunked and budget == 0:
+            if chunked and budget <= 0:
                 break
             if computed[req] < seg_prompt[req]:  # still prefilling (only with chunking)
                 k, n_new = 0, min(seg_prompt[req] - computed[req], budget)
@@ -372,17 +375,15 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                 events.append(_ev("serving.ev.took", dict(r=req, blocks=pool.req_to_block_table[req][before:])))
             rows.append((req, n_new, k, "decode" if k or computed[req] >= seg_prompt[req] else _chunk_kind(
                 computed[req], n_new, seg_prompt[req])))
-            if chunked:
-                budget -= n_new
+            budget -= n_new  # running requests' tokens come out of the budget first, chunked or not
         # 2. swapped requests back, then admissions (none in a step that preempted)
-        pre_tokens = 0
         if not was_preempted:
             while swapped and len(running) < max_batch:
                 req = swapped[0]
                 k = min(k_spec, output[req] - produced[req] - 1)
                 n_new = 1 + k
                 need = cdiv(computed[req] + n_new, bs)
-                if (chunked and n_new > budget) or pool.num_free_blocks - need < (wm if running else 0):
+                if n_new > budget or pool.num_free_blocks - need < (wm if running else 0):
                     break
                 swapped.popleft()
                 host = cpu.free(req)
@@ -395,14 +396,13 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                 if record:
                     events.append(_ev("serving.ev.swap_in", dict(r=req, host=sorted(host), gpu=pool.block_table(req))))
                 rows.append((req, n_new, k, "decode"))
-                if chunked:
-                    budget -= n_new
+                budget -= n_new
             while not swapped and waiting and len(running) < max_batch:
                 req = waiting[0]
                 if prefilled_first_s is not None and produced[req] == 0:  # its KV arrives: decode at once
                     k = min(k_spec, output[req] - 2)
                     n_new = 1 + k
-                    if (chunked and n_new > budget) or \
+                    if n_new > budget or \
                             pool.num_free_blocks - cdiv(seg_prompt[req] + n_new, bs) < (wm if running else 0):
                         break
                     waiting.popleft()
@@ -415,8 +415,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                     if record:
                         events.append(_ev("serving.ev.arrived", dict(r=req, blocks=pool.block_table(req))))
                     rows.append((req, n_new, k, "decode"))
-                    if chunked:
-                        budget -= n_new
+                    budget -= n_new
                     continue
                 cached: list[int] = []
                 below: list[int] = []  # tiers (1 host, 2 disk) of the blocks loaded after the GPU's hits
@@ -429,10 +428,10 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                 hit = (len(cached) + len(below)) * bs
                 n_new = seg_prompt[req] - hit
                 if chunked:
-                    if budget == 0:
+                    if budget <= 0:
                         break
                     n_new = min(n_new, budget)
-                elif pre_tokens + n_new > budget_all:
+                elif n_new > budget:  # a whole prompt, after the running requests' tokens, or it waits
                     break
                 need = cdiv(hit + n_new, bs) - len(cached)
                 free = pool.num_free_after_touch(cached) if cached else pool.num_free_blocks
@@ -470,9 +469,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                                   _ev("serving.ev.admitted", dict(r=req, blocks=got[len(cached):])))
                 rows.append((req, n_new, 0, f"prefill after {hit} cached" if hit and hit + n_new == seg_prompt[req]
                              else _chunk_kind(hit, n_new, seg_prompt[req])))
-                pre_tokens += n_new
-                if chunked:
-                    budget -= n_new
+                budget -= n_new
         # 3. the pass
         tokens = skip = keys_g = keys_l = kv_g = kv_l = 0
         n_prefill_rows = prefill_tokens = 0

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sim.alloc.workload import Workload
+from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.serving import engine_readouts as er
 from sim.serving.comparison import DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
@@ -203,7 +204,8 @@ def run_routing(setup: RoutingSetup, progress=None) -> RoutingStudy:
         raise ValueError(f"prompts of {setup.workload.prompt_len:,} + {setup.workload.output_len:,} output tokens "
                          f"are past {dep.arch.name}'s trained context of {dep.arch.max_position_embeddings:,}")
     hashes = sp.hashes(setup.block_size)
-    cfg = EngineConfig(setup.max_batch, slots, setup.block_size, 0.01, max(setup.token_budget, setup.max_batch),
+    cfg = EngineConfig(setup.max_batch, slots, setup.block_size, ADMISSION_WATERMARK,
+                       max(setup.token_budget, setup.max_batch),
                        chunked=True, prefix_caching=True)
     out = []
     for i, router in enumerate(ROUTERS):

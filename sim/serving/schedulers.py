@@ -16,8 +16,9 @@ iteration is one forward pass of the model over every row in the batch, timed by
                and it goes back to the head of the queue, to be recomputed later (prompt + what it had
                produced). Then, unless something was preempted, waiting requests are admitted
                first-come first-served while there are fewer than `max_batch` running, their prompts
-               fit in `max_batched_tokens`, and the pool keeps `watermark` of its blocks free after
-               the prompt's blocks are taken. A request admitted at iteration s is prefilled at s
+               fit in what `max_batched_tokens` has left after every running request's decode token (vLLM
+               v1's Scheduler.schedule: running requests first), and the pool keeps `watermark` of its
+               blocks free after the prompt's blocks are taken (v0 kept 1%; v1 keeps none). A request admitted at iteration s is prefilled at s
                (its first token comes out of that pass) and decodes at s+1 .. s+o-1; finished
                requests leave at the end of their last iteration, and their slots are reused at once.
 
@@ -36,6 +37,7 @@ import numpy as np
 from sim.alloc.block_pool import BlockPool, cdiv
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import Workload
+from sim.cost.vllm_rules import V0_ADMISSION_WATERMARK
 from sim.serving.result import ServingResult
 from sim.serving.step_cost import Work, extend_work, keys_upto
 
@@ -50,8 +52,8 @@ class SchedulerConfig:
     max_batch: int = 256  # static: requests per batch; continuous: most requests running (vLLM's max_num_seqs)
     capacity_tokens: int = 16_384  # KV token slots the GPU has left for the cache
     block_size: int = 16
-    watermark: float = 0.01  # continuous: share of blocks an admission must leave free (vLLM's default)
-    max_batched_tokens: int = 8192  # continuous: prompt tokens one iteration may prefill
+    watermark: float = V0_ADMISSION_WATERMARK  # continuous: share of blocks an admission must leave free (v0's)
+    max_batched_tokens: int = 8192  # continuous: tokens one iteration may compute, running decodes first
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_batch <= MAX_BATCH:
@@ -249,10 +251,11 @@ def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: floa
         adm_a, n_adm, adm_local = 0, 0, 0
         pre_tokens, pre_skip, pre_kg, pre_kl, pre_kvl = 0, 0, 0.0, 0.0, 0.0
         if not was_preempted:
+            left = sched.max_batched_tokens - len(running)  # every running request decodes one token first
             while waiting and len(running) < max_batch:
                 req, p, o = waiting[0]
                 need = cdiv(p, bs)
-                if pre_tokens + p > sched.max_batched_tokens:
+                if pre_tokens + p > left:
                     break
                 if pool.num_free_blocks - need < (wm if running else 0):
                     break

@@ -12,6 +12,7 @@ import numpy as np
 from sim.alloc.prefix_cache import CacheConfig, PrefixCacheResult, block_hashes, simulate_prefix_cache
 from sim.alloc.trace import TraceFile, blocks_to_hold
 from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload, workload_from_lengths
+from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.i18n import text
 from sim.serving import engine_readouts as er
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
@@ -106,12 +107,13 @@ def sweep_chunk_budget(setup: StudySetup, budgets: tuple[int, ...] = CHUNK_BUDGE
     for i, b in enumerate(budgets):
         if progress:
             progress(i / (len(budgets) + 1), text("en", "serving.p.budget", b=f"{b:,}"))
-        cfg = EngineConfig(setup.max_batch, slots, setup.block_size, 0.01, b, chunked=True)
+        cfg = EngineConfig(setup.max_batch, slots, setup.block_size, ADMISSION_WATERMARK, b, chunked=True)
         runs.append(simulate_engine(wl, cfg, cost, tick).result)
     whole = max(budgets[-1], wl.max_model_len)
     if progress:
         progress(len(budgets) / (len(budgets) + 1), text("en", "serving.p.whole"))
-    un = simulate_engine(wl, EngineConfig(setup.max_batch, slots, setup.block_size, 0.01, whole, chunked=False), cost,
+    un = simulate_engine(wl, EngineConfig(setup.max_batch, slots, setup.block_size, ADMISSION_WATERMARK,
+                                          whole, chunked=False), cost,
                          tick).result
     return ChunkSweep(setup, slots, budgets, tuple(runs), un, whole)
 
@@ -175,7 +177,7 @@ def compare_preemption(setup: PreemptionSetup, progress=None) -> PreemptionCompa
     for i, mode in enumerate(("recompute", "swap")):
         if progress:
             progress(i / 2, text("en", f"serving.sc.{mode}.label"))
-        cfg = EngineConfig(study.max_batch, slots, study.block_size, 0.01,
+        cfg = EngineConfig(study.max_batch, slots, study.block_size, ADMISSION_WATERMARK,
                            setup.token_budget if setup.chunked else max(setup.token_budget, wl.max_model_len),
                            chunked=setup.chunked, preemption=mode, cpu_capacity_tokens=setup.cpu_tokens,
                            link=setup.link)
@@ -295,9 +297,10 @@ def run_trace(tf: TraceFile, deployment: DeploymentConfig, max_batch: int = 256,
                                                                       max_running=1))
     static = simulate_static(wl, SchedulerConfig(max_batch, slots, block_size, 0.01, 1 << 20), cost)
     whole = max(token_budget, wl.max_model_len)
-    cont = simulate_engine(wl, EngineConfig(max_batch, slots, block_size, 0.01, whole, chunked=False), cost).result
+    cont = simulate_engine(wl, EngineConfig(max_batch, slots, block_size, ADMISSION_WATERMARK,
+                                            whole, chunked=False), cost).result
     budget = max(token_budget, max_batch)
-    chunked_cfg = EngineConfig(max_batch, slots, block_size, 0.01, budget, chunked=True)
+    chunked_cfg = EngineConfig(max_batch, slots, block_size, ADMISSION_WATERMARK, budget, chunked=True)
     chunked = simulate_engine(wl, chunked_cfg, cost).result
     cached = simulate_engine(wl, replace(chunked_cfg, prefix_caching=True), cost,
                              prompt_hashes=tf.prompt_hashes(block_size))
