@@ -7,13 +7,33 @@
 Each subcommand lives in its own module (app/cli_kv.py, app/cli_trace.py) and is imported only when
 asked for, so `kv` never loads the serving simulator. Every subcommand prints a human-readable table,
 then as its LAST line one JSON object (the contract scripts parse). A bad input exits with code 2 and
-one line on stderr that names what is wrong.
+one line on stderr that names what is wrong. Text that came from a file or an argument is printed through
+`shown` (control characters written out, shortened): a trace's ids must not drive the terminal.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+
+MAX_SHOWN = 80  # characters of one untrusted value in a line
+MAX_ERROR = 300  # characters of an error line
+
+
+def shown(value: object, limit: int = MAX_SHOWN) -> str:
+    """Untrusted text for the terminal: every control character (ESC, CR, BEL, U+2028…) written out as its
+    escape, never sent as is, and at most `limit` characters."""
+    from app.text import shorten  # no Streamlit in it
+
+    return shorten(str(value), limit)
+
+
+def fail(message: object, prog: str = "") -> int:
+    """Print one error line on stderr (whitespace runs folded, escaped, shortened) and return exit code 2."""
+    line = " ".join(str(message).split())
+    print(shown(f"{prog}: {line}" if prog else line, MAX_ERROR), file=sys.stderr)
+    return 2
+
 
 # subcommand -> (module, one-line help)
 SUBCOMMANDS = {
@@ -38,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name not in SUBCOMMANDS:
-        print(f"unknown subcommand {name[:40]!r}: choose one of {', '.join(SUBCOMMANDS)}", file=sys.stderr)
-        return 2
+        return fail(f"unknown subcommand {shown(name, 40)!r}: choose one of {', '.join(SUBCOMMANDS)}")
     module = importlib.import_module(SUBCOMMANDS[name][0])
     return int(module.main(name, rest) or 0)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 
+from app.cli import fail, shown
 from sim.alloc.trace import read_trace
 
 SERVE_POLICIES = ("static", "continuous", "chunked")
@@ -68,7 +68,7 @@ def _prefix(argv: list[str]) -> int:
                          f"{MAX_CAPACITY_TOKENS:,}")
     res = simulate_prefix_cache(tf.to_prefix_trace(), CacheConfig(bs, num_blocks * bs, max_running=1))
     hits = [int(h) for h in res.hit_tokens]
-    table = [(f"{r.label} (line {r.line})" if r.label != f"line {r.line}" else r.label,
+    table = [(f"{shown(r.label)} (line {r.line})" if r.label != f"line {r.line}" else r.label,
               f"prompt {r.prompt_len:,}, from the cache {h:,}, computed {r.prompt_len - h:,}")
              for r, h in zip(tf.requests, hits, strict=True)]
     table += [("requests", f"{res.num_requests:,}"), ("block size", f"{bs}"), ("blocks", f"{num_blocks:,}"),
@@ -158,8 +158,6 @@ def main(name: str, argv: list[str]) -> int:
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     except _UsageError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
+        return fail(exc)
     except ValueError as exc:  # a bad trace (TraceError: its line and field) or settings the simulators refuse
-        print(f"{name}: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+        return fail(exc, name)

@@ -20,6 +20,7 @@ from app.urlstate import parse_bool
 
 PRESENT_KEY = "present"  # session key and URL name
 SEEN_KEY = "_present.url"  # the URL value this session last saw (a new one wins over the toggle)
+PROBLEM_KEY = "_present.problem"  # a bad present= read this run, for the page's list of bad URL values
 
 # Sizes in CSS px. Ticks of 16 px and titles of 20 px stay readable from the back of a classroom.
 NORMAL = {"font": 14, "tick": 13, "title": 17}
@@ -65,10 +66,22 @@ def read_present() -> bool:
     if raw != ss.get(SEEN_KEY):
         ss[SEEN_KEY] = raw
         if raw is not None:
-            value, problem = parse_bool(raw, False)
+            from app.i18n import lang
+            from sim.i18n import text
+
+            lg = lang()
+            value, problem = parse_bool(raw, False, lg)
             if problem is None:
                 ss[PRESENT_KEY] = value
+            else:  # listed with the page's other bad values, as any other
+                state = text(lg, "present.state_on" if ss.get(PRESENT_KEY) else "present.state_off")
+                ss[PROBLEM_KEY] = text(lg, "present.url_bad", key=PRESENT_KEY, problem=problem, state=state)
     return bool(ss.get(PRESENT_KEY, False))
+
+
+def take_present_problem() -> str | None:
+    """The bad `present=` this run read, once (the page's URL state lists it among its bad values)."""
+    return st.session_state.pop(PROBLEM_KEY, None)
 
 
 def apply_page_style(present: bool) -> None:

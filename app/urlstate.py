@@ -119,6 +119,10 @@ class UrlState:
         self.lang = read_lang()  # the page language: the problems below are worded in it
         if lang_problem := take_lang_problem():
             self.problems.append(lang_problem)
+        from app.present import take_present_problem
+
+        if present_problem := take_present_problem():
+            self.problems.append(present_problem)
 
     def _read(self, key: str, parse: Callable[[str | None], tuple[Any, str | None]], label: str) -> Any:
         raws = st.query_params.get_all(key)

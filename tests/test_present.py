@@ -29,9 +29,14 @@ def test_present_from_the_link_stays_across_pages_and_the_toggle_turns_it_off():
     assert _toggle(at).value is False and "present" not in at.query_params
 
 
-def test_a_bad_present_value_is_ignored():
-    at = run_in_app("home", {"present": "maybe"})
+def test_a_bad_present_value_is_ignored_and_named_like_any_bad_url_value():
+    at = run_in_app("home", {"present": "banana"})
     assert not at.exception and _toggle(at).value is False
+    warned = [w.value for w in at.warning if "`present`" in w.value]
+    assert len(warned) == 1 and "`banana`" in warned[0] and "presenter mode stays off" in warned[0], \
+        [w.value for w in at.warning]
+    at = run_in_app("home", {"present": "banana", "lang": "ko"})
+    assert any("`present` (발표자 모드)" in w.value and "`banana`" in w.value for w in at.warning)
 
 
 def test_styled_sets_type_sizes_and_keeps_axis_titles():

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,7 +209,9 @@ def parse_trace(data: bytes | str, max_bytes: int = MAX_TRACE_BYTES) -> TraceFil
         line = raw[:exc.start].count(b"\n") + 1
         raise TraceError(line, "", "not_utf8", at=f"{exc.start:,}") from None
     rows: list[tuple[int, dict]] = []
-    for i, piece in enumerate(decoded.splitlines(), start=1):
+    # JSON Lines ends a line at "\n" only: str.splitlines() would also split inside a string at U+2028, U+0085 or
+    # a form feed, all of which valid JSON may hold as they are (a trailing "\r" is JSON whitespace)
+    for i, piece in enumerate(decoded.split("\n"), start=1):
         if not piece.strip():
             continue
         if len(piece.encode()) > MAX_LINE_BYTES:
@@ -276,16 +280,26 @@ def parse_trace(data: bytes | str, max_bytes: int = MAX_TRACE_BYTES) -> TraceFil
 
 
 def read_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> TraceFile:
-    """parse_trace on a file; a file that is missing or too big is a TraceError too (read no more than the limit)."""
-    p = Path(path)
+    """parse_trace on a file; a file that is missing, too big or not a regular file (a FIFO, a device, a
+    directory: reading one could block for ever or never end) is a TraceError too (read no more than the limit).
+    The file is opened without blocking and checked on the opened descriptor, so nothing can swap it in between."""
+    shown = repr(str(path)[:80])
     try:
-        size = p.stat().st_size
-        if size > max_bytes:
-            raise TraceError(0, "", "too_big", n=f"{size:,}", max=f"{max_bytes:,}")
-        with p.open("rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise TraceError(0, "", "cannot_read", path=shown, why=f"{exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise TraceError(0, "", "not_regular", path=shown)
+        if info.st_size > max_bytes:
+            raise TraceError(0, "", "too_big", n=f"{info.st_size:,}", max=f"{max_bytes:,}")
+        with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read(max_bytes + 1)
     except OSError as exc:
-        raise TraceError(0, "", "cannot_read", path=repr(str(path)[:80]), why=f"{exc.strerror or exc}") from None
+        raise TraceError(0, "", "cannot_read", path=shown, why=f"{exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
     return parse_trace(data, max_bytes)
 
 

@@ -7,14 +7,20 @@ it never hangs the caller. The parent (`time_flex`) starts
 
 writes the request as JSON on its stdin and reads one result line (`FLEX_MARKER` + JSON) back.
 The one-time compile cost is reported apart from the per-call time.
+
+The child never outlives its parent: it is told the parent's pid and, from before it reads its request, a
+watchdog thread kills the child's own process group (it and its compile workers) as soon as the parent is gone,
+so a server killed with `kill -9` leaves no compile running on.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -38,11 +44,7 @@ def time_flex(shape: AttentionShape, device, budget_s: float = 0.25, timeout_s: 
 
     request = json.dumps({"shape": asdict(shape), "device": str(device), "budget_s": budget_s,
                           "threads": torch.get_num_threads()})
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    # Its own process group, so that a timeout also stops the compile workers torch.compile starts.
-    proc = subprocess.Popen([sys.executable, "-m", "sim.attention.flex", "--flex-child"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
-                            start_new_session=True)
+    proc = start_child()
     t0 = time.perf_counter()
     try:
         pending = request
@@ -76,9 +78,32 @@ def time_flex(shape: AttentionShape, device, budget_s: float = 0.25, timeout_s: 
                         got["max_abs_diff"], got["compile_s"])
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    import signal
+def start_child(stdin=subprocess.PIPE) -> subprocess.Popen:
+    """The FlexAttention child, in its own process group (so that a timeout also stops the compile workers
+    torch.compile starts), told this process's pid (it exits when this process is gone)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen([sys.executable, "-m", "sim.attention.flex", "--flex-child", str(os.getpid())],
+                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+                            start_new_session=True)
 
+
+def exit_with_parent(parent_pid: int, poll_s: float = 0.2) -> threading.Thread:
+    """Start a daemon thread that kills this process (and its process group, when it leads one: the compile
+    workers) once its parent is no longer `parent_pid` (the parent died and the child was re-parented)."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        if os.getpgid(0) == os.getpid():
+            os.killpg(0, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    thread = threading.Thread(target=watch, name="flex-parent-watchdog", daemon=True)
+    thread.start()
+    return thread
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -129,5 +154,6 @@ def _flex_child_main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--flex-child"]:
+    if len(sys.argv) == 3 and sys.argv[1] == "--flex-child" and sys.argv[2].isdigit():
+        exit_with_parent(int(sys.argv[2]))  # before anything that can block: reading stdin, compiling
         _flex_child_main()
