@@ -496,11 +496,11 @@ def load_model(
         raise CheckpointError(f"checkpoint {path}: {exc}") from exc
     except Exception as exc:
         raise CheckpointError(f"checkpoint {path} could not be read: {exc}") from exc
-    return _build(cfg, state, f"checkpoint {path}").to(device=device, dtype=dtype).eval().requires_grad_(False) \
+    return build_model(cfg, state, f"checkpoint {path}").to(device=device, dtype=dtype).eval().requires_grad_(False) \
         .fuse_projections()
 
 
-def _build(cfg: ModelConfig, state: dict[str, torch.Tensor], what: str) -> Llama:
+def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], what: str) -> Llama:
     """The model of `cfg` holding `state`'s tensors (every parameter present, none extra; a tied lm_head is taken
     from the embedding). Parameters are built on the meta device and then assigned, so a large model's random
     initialisation (seconds for 135M parameters) is never computed only to be overwritten."""
