@@ -20,7 +20,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("KVLAB_THREADS", "1")
 
 from sim.model.device import configure_threads  # noqa: E402
-from sim.model.transformer import PRESETS, ModelConfig, TinyLlama, load_model  # noqa: E402
+from sim.model.transformer import PRESETS, Llama, ModelConfig, load_model  # noqa: E402
 
 # The torch threads the app itself runs with (app/resources.py), from the first test on: a page test would
 # set them anyway, so without this the tests before it ran with torch's default, whose OpenMP threads spin
@@ -44,11 +44,11 @@ def _scan_components_once() -> None:
 _scan_components_once()
 
 
-def random_model(n_kv_heads: int = 4, seed: int = 0, **overrides) -> TinyLlama:
+def random_model(n_kv_heads: int = 4, seed: int = 0, **overrides) -> Llama:
     """A model with seeded random weights: parity tests need no trained checkpoint."""
     torch.manual_seed(seed)
     cfg = ModelConfig(name=f"random-kv{n_kv_heads}", n_kv_heads=n_kv_heads, **overrides)
-    model = TinyLlama(cfg)
+    model = Llama(cfg)
     for p in model.parameters():
         if p.dim() == 2:
             torch.nn.init.normal_(p, std=0.08)
@@ -56,7 +56,7 @@ def random_model(n_kv_heads: int = 4, seed: int = 0, **overrides) -> TinyLlama:
 
 
 @pytest.fixture(scope="session")
-def shipped_models() -> dict[str, TinyLlama]:
+def shipped_models() -> dict[str, Llama]:
     return {name: load_model(name) for name in PRESETS}
 
 

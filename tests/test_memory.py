@@ -87,10 +87,8 @@ def test_preset_shapes_are_the_published_ones():
 def test_tiny_presets_read_without_torch_match_sim_model():
     from dataclasses import asdict
 
-    from sim.cost.presets import _tiny_configs_from_source
     from sim.model.transformer import PRESETS
 
-    assert _tiny_configs_from_source() == {k: asdict(v) for k, v in PRESETS.items()}
     assert tiny_model_configs() == {k: asdict(v) for k, v in PRESETS.items()}
     for name, cfg in PRESETS.items():
         p = P[f"tiny-{name}"]

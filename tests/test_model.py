@@ -49,8 +49,8 @@ def test_chunked_prefill_matches_one_shot():
     full = model(ids, attn_impl="eager")[:, -1]
     for impl in ("eager", "sdpa"):
         cache = ContiguousKVCache(model.cfg, 1, 64)
-        model(ids[:, :10], 0, cache, impl)
-        last = model(ids[:, 10:], 10, cache, impl)[:, -1]
+        model(ids[:, :10], 0, cache, attn_impl=impl)
+        last = model(ids[:, 10:], 10, cache, attn_impl=impl)[:, -1]
         torch.testing.assert_close(last, full, rtol=1e-5, atol=1e-5)
 
 
@@ -230,4 +230,4 @@ def test_device_dtype_and_attention_options():
     assert model.device == torch.device("cpu") and model.dtype == torch.float64
     with pytest.raises(ValueError, match=r"attn_impl must be one of \('eager', 'sdpa'\), got 'flash'"):
         model(torch.tensor([PROMPT]), attn_impl="flash")
-    assert AttnOptions().impl == "eager" and AttnOptions("sdpa", "math").sdpa_backend == "math"
+    assert AttnOptions().impl == "eager" and AttnOptions(impl="sdpa", sdpa_backend="math").sdpa_backend == "math"

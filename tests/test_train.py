@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from sim.model.train import CORPUS, TRAIN_PRESETS, TrainConfig, load_corpus, lr_at, mean_pool_kv, seq_len_at
-from sim.model.transformer import ModelConfig, TinyLlama, checkpoint_path
+from sim.model.transformer import Llama, ModelConfig, checkpoint_path
 from tests.conftest import random_model
 
 
@@ -62,7 +62,7 @@ def test_a_few_steps_lower_the_loss(monkeypatch):
     monkeypatch.setattr(tr, "evaluate", lambda model, val, seq_len: evaluate(model, val, seq_len, max_windows=8))
     torch.manual_seed(0)
     model, report = tr.train(tc, log=lambda *_: None)
-    assert isinstance(model, TinyLlama)
+    assert isinstance(model, Llama)
     hist = report["history"]
     assert hist[-1]["loss"] < hist[0]["loss"]
 

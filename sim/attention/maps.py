@@ -9,7 +9,7 @@ import torch
 
 from sim.attention.masks import additive
 from sim.i18n import text
-from sim.model.transformer import TinyLlama
+from sim.model.transformer import Llama
 from sim.readout import small_change
 
 
@@ -21,7 +21,7 @@ class AttentionCapture:
 
 
 @torch.inference_mode()
-def capture_attention(model: TinyLlama, ids: list[int], mask: torch.Tensor | None = None) -> AttentionCapture:
+def capture_attention(model: Llama, ids: list[int], mask: torch.Tensor | None = None) -> AttentionCapture:
     """Prefill `ids` with eager attention; `mask` (T, T) bool replaces the causal mask."""
     if not 1 <= len(ids) <= model.cfg.max_seq_len:
         raise ValueError(f"prompt must be 1..{model.cfg.max_seq_len} tokens, got {len(ids)}")
@@ -50,7 +50,7 @@ class CacheValidity:
 
 
 @torch.inference_mode()
-def cache_validity(model: TinyLlama, ids: list[int], causal_mask: bool = True) -> CacheValidity:
+def cache_validity(model: Llama, ids: list[int], causal_mask: bool = True) -> CacheValidity:
     """Prefill ids[:-1] (N tokens) and ids (N+1 tokens); compare everything at positions 0..N-1.
 
     With the causal mask nothing earlier can see the appended token, so outputs, K and V agree

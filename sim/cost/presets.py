@@ -2,16 +2,15 @@
 
 The published presets live in assets/presets/models.json as the fields of each model's own
 Hugging Face config.json (with its source); they go through `sim.cost.hf_config`, the parser a
-user's config.json goes through. The lab's tiny models come from `sim.model.transformer.PRESETS`.
+user's config.json goes through. The lab's tiny models come from `sim.model.config.PRESETS`
+(torch-free).
 
     load_presets()  -> {key: ArchPreset}, published models then the tiny ones
 """
 
 from __future__ import annotations
 
-import ast
 import json
-import sys
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -22,43 +21,13 @@ from sim.cost.hf_config import parse_hf_config_with_notes
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS_JSON = ROOT / "assets" / "presets" / "models.json"
-MODEL_PY = ROOT / "sim" / "model" / "transformer.py"
-
-
-def _tiny_configs_from_source() -> dict[str, dict[str, Any]]:
-    """ModelConfig defaults and PRESETS overrides read from sim/model/transformer.py as literals, so that the
-    KV memory page can list the tiny models without importing torch (~1.5 s)."""
-    tree = ast.parse(MODEL_PY.read_text())
-    defaults: dict[str, Any] = {}
-    presets_node = None
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "ModelConfig":
-            for item in node.body:
-                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
-                    defaults[item.target.id] = ast.literal_eval(item.value)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "PRESETS":
-            presets_node = node.value
-    if not defaults or not isinstance(presets_node, ast.Dict):
-        raise ValueError("sim/model/transformer.py no longer has literal ModelConfig defaults and PRESETS")
-    out = {}
-    for k, v in zip(presets_node.keys, presets_node.values, strict=True):
-        if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "ModelConfig" and not v.args):
-            raise ValueError("a PRESETS entry in sim/model/transformer.py is not a literal ModelConfig(...) call")
-        out[ast.literal_eval(k)] = {**defaults, **{kw.arg: ast.literal_eval(kw.value) for kw in v.keywords}}
-    return out
 
 
 def tiny_model_configs() -> dict[str, dict[str, Any]]:
-    """The fields of sim.model.transformer.PRESETS, as dicts: from the module when it is already imported,
-    else from its source (same values; a test checks that)."""
-    if "sim.model.transformer" not in sys.modules:
-        try:
-            return _tiny_configs_from_source()
-        except (ValueError, SyntaxError, OSError):
-            pass
+    """The fields of sim.model.config.PRESETS, as dicts (that module imports no torch)."""
     from dataclasses import asdict
 
-    from sim.model.transformer import PRESETS
+    from sim.model.config import PRESETS
 
     return {k: asdict(v) for k, v in PRESETS.items()}
 
@@ -69,7 +38,7 @@ def tiny_preset(name: str, cfg: dict[str, Any]) -> ArchPreset:
         name=f"Tiny {name.upper()} (this lab)", family="KV Cache Lab", n_layers=cfg["n_layers"], d_model=d_model,
         n_heads=n_heads, n_kv_heads=cfg["n_kv_heads"], head_dim=d_model // n_heads, d_ff=cfg["d_ff"],
         vocab_size=cfg["vocab_size"], max_position_embeddings=cfg["max_seq_len"],
-        source=f"sim/model/transformer.py PRESETS[{name!r}] (the lab's own model, trained by sim/model/train.py)",
+        source=f"sim/model/config.py PRESETS[{name!r}] (the lab's own model, trained by sim/model/train.py)",
         key=f"tiny-{name}", notes="Runs live on this machine: the Measured tab allocates its cache for real.",
         notes_ko="이 컴퓨터에서 실제로 돈다: 실제 모델에서 잰 값 탭이 캐시를 실제로 할당한다.",
     )

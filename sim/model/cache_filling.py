@@ -15,7 +15,7 @@ import torch
 from sim.i18n import text
 from sim.model.generate import decode, greedy
 from sim.model.kvcache import ContiguousKVCache
-from sim.model.transformer import TinyLlama
+from sim.model.transformer import Llama
 
 MAX_FILL_PROMPT = 64  # bytes of prompt
 MAX_FILL_NEW = 64  # decode steps
@@ -67,7 +67,7 @@ class FillingRun:
 
 
 @torch.inference_mode()
-def fill_cache(model: TinyLlama, prompt: list[int], num_new: int, lang: str = "en") -> FillingRun:
+def fill_cache(model: Llama, prompt: list[int], num_new: int, lang: str = "en") -> FillingRun:
     """Prefill `prompt`, then `num_new - 1` cached decode steps (greedy): one frame per step. A prompt or a
     number of new tokens out of range raises ValueError, worded in `lang` (the Lesson never sends one)."""
     cfg = model.cfg
@@ -81,7 +81,7 @@ def fill_cache(model: TinyLlama, prompt: list[int], num_new: int, lang: str = "e
     feed, start = list(prompt), 0
     for step in range(num_new):
         cap: list[dict] = []
-        logits = model(torch.tensor([feed], device=dev), start, cache, "eager", capture=cap)  # (1, T, V)
+        logits = model(torch.tensor([feed], device=dev), start, cache, attn_impl="eager", capture=cap)  # (1, T, V)
         picked = greedy(logits[0, -1])
         end = start + len(feed)
         frames.append(FillFrame(

@@ -22,7 +22,7 @@ from sim.i18n import text
 from sim.model.device import Stopwatch
 from sim.model.graph_step import StaticDecodeStep, check_step_kind
 from sim.model.kvcache import ContiguousKVCache
-from sim.model.transformer import TinyLlama
+from sim.model.transformer import Llama
 
 MODES = ("naive", "cached")
 
@@ -104,14 +104,15 @@ def sample(logits: torch.Tensor, cfg: SamplingConfig, gen: torch.Generator | Non
     return int(torch.multinomial(probs, 1, generator=gen))
 
 
-def _last_logits(model: TinyLlama, ids: torch.Tensor, start_pos: int, cache, attn_impl, sdpa_backend, tally,
+def _last_logits(model: Llama, ids: torch.Tensor, start_pos: int, cache, attn_impl, sdpa_backend, tally,
                  last_only: bool = True) -> torch.Tensor:
-    logits = model(ids, start_pos, cache, attn_impl, sdpa_backend, tally, last_only=last_only)
+    logits = model(ids, start_pos, cache, attn_impl=attn_impl, sdpa_backend=sdpa_backend, tally=tally,
+                   last_only=last_only)
     return logits[:, -1] if last_only else logits
 
 
 @torch.inference_mode()
-def prefill(model: TinyLlama, ids: torch.Tensor, cache, attn_impl="eager", sdpa_backend=None, tally=None,
+def prefill(model: Llama, ids: torch.Tensor, cache, attn_impl="eager", sdpa_backend=None, tally=None,
             start_pos: int = 0, last_only: bool = True) -> torch.Tensor:
     """Feed ids (B, T) at positions start_pos.. (0: a prompt; later: a chunk on top of what `cache`
     holds) and write their K/V to `cache`. Logits of the last position (B, V), or of every position
@@ -120,13 +121,13 @@ def prefill(model: TinyLlama, ids: torch.Tensor, cache, attn_impl="eager", sdpa_
 
 
 @torch.inference_mode()
-def decode_one_token(model: TinyLlama, token: torch.Tensor, pos: int, cache, attn_impl="eager", sdpa_backend=None,
+def decode_one_token(model: Llama, token: torch.Tensor, pos: int, cache, attn_impl="eager", sdpa_backend=None,
                      tally=None) -> torch.Tensor:
     """Feed one token (B, 1) at position `pos` against the cache; logits (B, V)."""
     return _last_logits(model, token, pos, cache, attn_impl, sdpa_backend, tally)
 
 
-def check_lengths(model: TinyLlama, prompt_len: int, max_new_tokens: int) -> None:
+def check_lengths(model: Llama, prompt_len: int, max_new_tokens: int) -> None:
     limit = model.cfg.max_seq_len
     if prompt_len < 1:
         raise ValueError("the prompt is empty: give at least one byte")
@@ -143,7 +144,7 @@ def check_lengths(model: TinyLlama, prompt_len: int, max_new_tokens: int) -> Non
 
 @torch.inference_mode()
 def decode_loop(
-    model: TinyLlama,
+    model: Llama,
     ids: list[int],
     num_new: int,
     cache=None,
@@ -222,7 +223,7 @@ def decode_loop(
 
 
 def generate_steps(
-    model: TinyLlama,
+    model: Llama,
     prompt_ids: list[int],
     max_new_tokens: int,
     mode: str = "cached",
@@ -245,7 +246,7 @@ def generate_steps(
                            count, keep_logits, step if mode == "cached" else "eager")
 
 
-def generate(model: TinyLlama, prompt_ids: list[int], max_new_tokens: int, mode: str = "cached", **kwargs) -> GenerationResult:
+def generate(model: Llama, prompt_ids: list[int], max_new_tokens: int, mode: str = "cached", **kwargs) -> GenerationResult:
     steps = list(generate_steps(model, prompt_ids, max_new_tokens, mode, **kwargs))
     return GenerationResult(mode, list(prompt_ids), [s.token for s in steps], steps)
 
@@ -343,7 +344,7 @@ class DecodeComparison:
                              for r in (self.naive if mode == "naive" else self.cached)])
 
 
-def run_comparison(model: TinyLlama, prompt_ids: list[int], num_new: int, sampling: SamplingConfig,
+def run_comparison(model: Llama, prompt_ids: list[int], num_new: int, sampling: SamplingConfig,
                    attn_impl: str = "sdpa", naive_budget_s: float | None = None, on_step=None,
                    step: str = "eager") -> DecodeComparison:
     """Cached first (fast), then naive until done or out of budget. on_step(mode, i) reports progress.

@@ -1,6 +1,6 @@
 """A cached decode step with static shapes, run op by op or captured once in a CUDA graph and replayed.
 
-The eager step (TinyLlama.forward) launches a few hundred small operators per token; on a GPU each launch
+The eager step (Llama.forward) launches a few hundred small operators per token; on a GPU each launch
 costs microseconds of CPU time whatever the work, so a tiny model's step is bound by launches. A CUDA graph
 records the step's kernels once and replays them with one launch. That needs every shape and address fixed
 (the gpt-fast approach): the cache is the ContiguousKVCache's preallocated buffers, the new K/V row is
@@ -9,7 +9,7 @@ ones masked. The token and position go into fixed input tensors before each repl
 
 Step kinds:
     eager   the model's ordinary forward: dynamic shapes, attends to exactly the filled positions
-    static  TinyLlama.forward_static run op by op: the graph's step, on any device (tests run it on a CPU)
+    static  Llama.forward_static run op by op: the graph's step, on any device (tests run it on a CPU)
     graph   forward_static captured in a CUDA graph on the first step and replayed on every later one
 """
 
@@ -22,7 +22,7 @@ import torch
 from sim.cost.opcount import FlopTally
 from sim.i18n import text
 from sim.model.kvcache import ContiguousKVCache
-from sim.model.transformer import TinyLlama
+from sim.model.transformer import Llama
 
 STEP_KINDS = ("eager", "static", "graph")
 WARMUP_RUNS = 2  # eager runs on a side stream before capture (cuBLAS and the allocator set up lazily)
@@ -51,7 +51,7 @@ class StaticDecodeStep:
     `part_to_flops` is the step's matmul FLOPs counted on its first run (the shapes never change, so
     every later run executes the same): attention over all S_max slots, the masked ones included."""
 
-    def __init__(self, model: TinyLlama, cache, attn_impl: str = "sdpa", graph: bool = False) -> None:
+    def __init__(self, model: Llama, cache, attn_impl: str = "sdpa", graph: bool = False) -> None:
         if not isinstance(cache, ContiguousKVCache):
             raise ValueError(f"a static-shape step writes into preallocated buffers by position: it needs a "
                              f"ContiguousKVCache, got {type(cache).__name__}")
@@ -72,7 +72,7 @@ class StaticDecodeStep:
 
     def _run(self, tally: FlopTally | None = None) -> torch.Tensor:
         keep = self.slots <= self.pos  # (1, S_max) True where a written position may be attended
-        return self.model.forward_static(self.token, self.pos, self.cache, keep, self.attn_impl, tally)
+        return self.model.forward_static(self.token, self.pos, self.cache, keep, attn_impl=self.attn_impl, tally=tally)
 
     def _capture(self, tally: FlopTally) -> None:
         side = torch.cuda.Stream()

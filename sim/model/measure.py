@@ -62,12 +62,12 @@ def untrained_tiny_model(name: str, device=None, dtype=None):
     cache bytes depend on the shapes, not on the weights)."""
     import torch
 
-    from sim.model.transformer import PRESETS, TinyLlama
+    from sim.model.transformer import PRESETS, Llama
 
     if name not in PRESETS:
         raise ValueError(f"tiny model must be one of {', '.join(PRESETS)}, got {name!r}")
     torch.manual_seed(0)
-    model = TinyLlama(PRESETS[name])
+    model = Llama(PRESETS[name])
     for p in model.parameters():
         if p.dim() == 2:
             torch.nn.init.normal_(p, std=0.08)

@@ -19,7 +19,7 @@ from sim.alloc.paging_readouts import sharing_takeaway
 from sim.alloc.pool_views import marked_block_table
 from sim.i18n import text
 from sim.model.generate import SamplingConfig, check_lengths, decode, decode_loop, generate, prefill
-from sim.model.transformer import TinyLlama
+from sim.model.transformer import Llama
 from sim.work.run_cost import ModelRates, cached_work
 
 # Measured here: a paged decode step (gathering K/V through the block table) costs about twice a
@@ -171,7 +171,7 @@ def paged_run_seconds(rates: ModelRates, prompt_len: int, max_new_tokens: int, n
 
 
 def paged_generate(
-    model: TinyLlama,
+    model: Llama,
     prompt_ids: list[int],
     max_new_tokens: int,
     num_branches: int = 1,

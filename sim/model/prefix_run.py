@@ -470,7 +470,7 @@ def kv_change(model, ids: list[int], position: int, new_token: int | None = None
     for seq in (ids, changed):
         cap: list = []
         with torch.inference_mode():
-            model(torch.tensor([seq], dtype=torch.long, device=model.device), 0, None, "eager", capture=cap)
+            model(torch.tensor([seq], dtype=torch.long, device=model.device), 0, None, attn_impl="eager", capture=cap)
         caps.append(cap)
     k_diff, v_diff, k_scale = [], [], []
     for a, b in zip(caps[0], caps[1], strict=True):

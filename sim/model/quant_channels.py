@@ -12,7 +12,7 @@ from sim.i18n import text
 from sim.model.quant import QuantSpec, quantize
 from sim.model.quant_cache import FULL
 from sim.model.quant_forward import teacher_forced_logits
-from sim.model.transformer import TinyLlama
+from sim.model.transformer import Llama
 
 OUTLIER_RATIO = 5.0  # a channel this many times the median one counts as a strong outlier
 
@@ -55,7 +55,7 @@ class ChannelStats:
 
 
 @torch.inference_mode()
-def channel_stats(model: TinyLlama, ids: torch.Tensor) -> ChannelStats:
+def channel_stats(model: Llama, ids: torch.Tensor) -> ChannelStats:
     """Capture every layer's cached K and V for ids (1, T)."""
     cap: list = []
     model(ids.to(model.device), capture=cap, attn_impl="sdpa")
@@ -103,7 +103,7 @@ def outlier_demo(k: torch.Tensor, q: torch.Tensor, bits: int, chunk: int, channe
     return injected, cases
 
 
-def queries_and_keys(model: TinyLlama, ids: torch.Tensor, layer: int, kv_head: int) -> tuple[torch.Tensor, torch.Tensor]:
+def queries_and_keys(model: Llama, ids: torch.Tensor, layer: int, kv_head: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(T, D) RoPE'd queries of the first query head that reads `kv_head`, and that head's keys."""
     cfg = model.cfg
     if not 0 <= layer < cfg.n_layers or not 0 <= kv_head < cfg.n_kv_heads:

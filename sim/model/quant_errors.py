@@ -21,7 +21,7 @@ from sim.i18n import text
 from sim.model.quant import fp8_backend
 from sim.model.quant_cache import FP8_KINDS, FULL, CacheScheme, scheme_bytes, scheme_label, short_label
 from sim.model.quant_forward import teacher_forced_logits
-from sim.model.transformer import TinyLlama
+from sim.model.transformer import Llama
 from sim.readout import Metric
 
 MAX_WINDOWS = 16
@@ -153,7 +153,7 @@ def _window_batches(num_windows: int, T: int) -> list[slice]:
     return [slice(i, min(num_windows, i + per)) for i in range(0, num_windows, per)]
 
 
-def evaluate_scheme(model: TinyLlama, windows: torch.Tensor, scheme: CacheScheme,
+def evaluate_scheme(model: Llama, windows: torch.Tensor, scheme: CacheScheme,
                     ref_logits: torch.Tensor | None = None) -> PositionErrors:
     """windows (W, T + 1) -> PositionErrors against the full-precision logits."""
     device = model.device
@@ -175,7 +175,7 @@ def evaluate_scheme(model: TinyLlama, windows: torch.Tensor, scheme: CacheScheme
                           scheme.residual)
 
 
-def reference_logits(model: TinyLlama, windows: torch.Tensor) -> torch.Tensor:
+def reference_logits(model: Llama, windows: torch.Tensor) -> torch.Tensor:
     device = model.device
     ids = windows[:, :-1].to(device)
     return torch.cat([teacher_forced_logits(model, ids[sl]) for sl in _window_batches(ids.shape[0], ids.shape[1])])

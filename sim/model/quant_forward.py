@@ -24,7 +24,7 @@ from sim.model.quant_cache import (
     iter_open_chunk,
     open_chunk,
 )
-from sim.model.transformer import TinyLlama, apply_rope
+from sim.model.transformer import Llama, apply_rope
 
 
 def _fill_diagonal_blocks(mat: torch.Tensor, G: int) -> torch.Tensor:
@@ -88,7 +88,7 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scheme: CacheSche
 
 
 @torch.inference_mode()
-def teacher_forced_logits(model: TinyLlama, ids: torch.Tensor, scheme: CacheScheme = FULL,
+def teacher_forced_logits(model: Llama, ids: torch.Tensor, scheme: CacheScheme = FULL,
                           prefill_len: int = 0, capture: list | None = None) -> torch.Tensor:
     """(B, T) ids -> (B, T, V) fp32 logits, as if fed token by token through
     QuantizedKVCache(scheme) (the first `prefill_len` tokens in one prefill call).
@@ -121,7 +121,7 @@ def teacher_forced_logits(model: TinyLlama, ids: torch.Tensor, scheme: CacheSche
 
 
 @torch.inference_mode()
-def cache_logits(model: TinyLlama, ids: torch.Tensor, scheme: CacheScheme, prefill_len: int = 0) -> torch.Tensor:
+def cache_logits(model: Llama, ids: torch.Tensor, scheme: CacheScheme, prefill_len: int = 0) -> torch.Tensor:
     """The slow, literal path: prefill then one token at a time through QuantizedKVCache, every
     position's logits kept (B, T, V)."""
     B, T = ids.shape

@@ -12,7 +12,7 @@ from sim.i18n import text
 from sim.model.generate import decode_loop, first_difference, generate
 from sim.model.quant_cache import FULL, SCHEME_KINDS, CacheScheme, QuantizedKVCache, scheme_bytes
 from sim.model.quant_forward import teacher_forced_logits
-from sim.model.transformer import TinyLlama
+from sim.model.transformer import Llama
 from sim.readout import Metric
 
 MARK = "▌"  # where the two texts part
@@ -62,7 +62,7 @@ class FreeRun:
         return text(self.prompt_ids) + new
 
 
-def free_run(model: TinyLlama, prompt_ids: list[int], n_new: int, scheme: CacheScheme) -> FreeRun:
+def free_run(model: Llama, prompt_ids: list[int], n_new: int, scheme: CacheScheme) -> FreeRun:
     """Greedy text through the plain full-precision cache (sim.model.generate) and, by the same loop,
     through the scheme's QuantizedKVCache: one prefill call, then one token a step."""
     ref = generate(model, list(prompt_ids), n_new, "cached", count=False).new_ids  # checks the lengths
@@ -73,7 +73,7 @@ def free_run(model: TinyLlama, prompt_ids: list[int], n_new: int, scheme: CacheS
     return FreeRun(scheme, list(prompt_ids), ref, quant, cache.used_bytes(), full)
 
 
-def divergence_positions(model: TinyLlama, prompt_ids: list[int], ref_ids: list[int],
+def divergence_positions(model: Llama, prompt_ids: list[int], ref_ids: list[int],
                          schemes: Sequence[CacheScheme]) -> dict[str, int | None]:
     """The first generated token where greedy decoding through each scheme's cache would leave
     the full-precision text: up to there both runs read the same tokens, so one teacher-forced

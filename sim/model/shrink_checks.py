@@ -30,7 +30,7 @@ from sim.i18n import text
 from sim.model.generate import check_lengths, decode_loop, greedy
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.train import load_corpus, made_up_fact
-from sim.model.transformer import TinyLlama
+from sim.model.transformer import Llama
 
 CacheFactory = Callable[[int], object]
 
@@ -44,7 +44,7 @@ FACT_LEAD_LEN = 48
 FACT_CUE = "KEY: "
 
 
-def full_cache(model: TinyLlama) -> CacheFactory:
+def full_cache(model: Llama) -> CacheFactory:
     """The reference: a contiguous cache holding every position the run writes."""
     return lambda n: ContiguousKVCache(model.cfg, 1, n, model.device, model.dtype)
 
@@ -149,7 +149,7 @@ class RecallResult:
 # Running
 
 
-def greedy_run(model: TinyLlama, make_cache: CacheFactory, ids: Sequence[int], num_new: int,
+def greedy_run(model: Llama, make_cache: CacheFactory, ids: Sequence[int], num_new: int,
                attn_impl: str = "eager") -> list[int]:
     """num_new greedy tokens after ids, through a cache sized to the positions written."""
     check_lengths(model, len(ids), num_new)
@@ -157,7 +157,7 @@ def greedy_run(model: TinyLlama, make_cache: CacheFactory, ids: Sequence[int], n
     return [rec.token for rec in decode_loop(model, list(ids), num_new, cache, greedy, attn_impl=attn_impl)]
 
 
-def long_generation(model: TinyLlama, make_cache: CacheFactory, prompt_ids: Sequence[int], num_new: int = 900,
+def long_generation(model: Llama, make_cache: CacheFactory, prompt_ids: Sequence[int], num_new: int = 900,
                     reference: Sequence[int] | None = None, attn_impl: str = "eager") -> LongGenerationResult:
     """Check 1: num_new greedy tokens through `make_cache` against the full cache's (computed here
     unless `reference` passes them, e.g. computed once for many caches)."""
@@ -227,7 +227,7 @@ def fact_prompts(num_trials: int, seed: int, filler_len: int = FACT_FILLER_LEN,
     return out
 
 
-def _recall(check: str, model: TinyLlama, make_cache: CacheFactory, prompts, attn_impl: str) -> RecallResult:
+def _recall(check: str, model: Llama, make_cache: CacheFactory, prompts, attn_impl: str) -> RecallResult:
     t0 = time.perf_counter()
     trials = []
     for ids, expected in prompts:
@@ -237,7 +237,7 @@ def _recall(check: str, model: TinyLlama, make_cache: CacheFactory, prompts, att
     return RecallResult(check, tuple(trials), time.perf_counter() - t0)
 
 
-def exact_quote(model: TinyLlama, make_cache: CacheFactory, num_trials: int = 4, seed: int = 0,
+def exact_quote(model: Llama, make_cache: CacheFactory, num_trials: int = 4, seed: int = 0,
                 passage_len: int = QUOTE_PASSAGE_LEN, cue_len: int = QUOTE_CUE_LEN,
                 num_scored: int = QUOTE_NUM_SCORED, filler_len: int = QUOTE_FILLER_LEN,
                 attn_impl: str = "eager") -> RecallResult:
@@ -246,14 +246,14 @@ def exact_quote(model: TinyLlama, make_cache: CacheFactory, num_trials: int = 4,
     return _recall("exact quote", model, make_cache, prompts, attn_impl)
 
 
-def multi_turn(model: TinyLlama, make_cache: CacheFactory, num_trials: int = 4, seed: int = 0,
+def multi_turn(model: Llama, make_cache: CacheFactory, num_trials: int = 4, seed: int = 0,
                filler_len: int = FACT_FILLER_LEN, attn_impl: str = "eager") -> RecallResult:
     """Check 3: recall a made-up fact stated in an early turn when its cue comes back."""
     return _recall("multi-turn fact", model, make_cache, fact_prompts(num_trials, seed, filler_len), attn_impl)
 
 
 @torch.inference_mode()
-def full_cache_scores(model: TinyLlama, num_trials: int = 4, seed: int = 0) -> dict[str, dict]:
+def full_cache_scores(model: Llama, num_trials: int = 4, seed: int = 0) -> dict[str, dict]:
     """The full cache's quote and fact scores (what train.py writes into a copy model's report)."""
     out = {}
     for name, check in (("exact_quote", exact_quote), ("multi_turn", multi_turn)):

@@ -28,7 +28,7 @@ from sim.model.shrink_checks import (
     long_generation,
     multi_turn,
 )
-from sim.model.transformer import TinyLlama
+from sim.model.transformer import Llama
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class ShrinkTable:
         } for r in (self.full, *self.rows)])
 
 
-def _row(model: TinyLlama, method: str, budget: float | None, setup: ShrinkSetup, prompt: list[int],
+def _row(model: Llama, method: str, budget: float | None, setup: ShrinkSetup, prompt: list[int],
          reference: list[int]) -> ShrinkRow:
     cfg = model.cfg
 
@@ -99,7 +99,7 @@ def _row(model: TinyLlama, method: str, budget: float | None, setup: ShrinkSetup
 
 
 @torch.inference_mode()
-def run_shrink(model: TinyLlama, setup: ShrinkSetup, progress: Callable[[float, str], None] = lambda f, t: None,
+def run_shrink(model: Llama, setup: ShrinkSetup, progress: Callable[[float, str], None] = lambda f, t: None,
                lang: str = "en") -> ShrinkTable:
     """The full cache first (the reference), then every (method, budget) of the setup (progress in `lang`)."""
     prompt = encode(LONG_PROMPT)

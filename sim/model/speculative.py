@@ -69,14 +69,14 @@ def truncated_draft(model, num_layers: int):
     (an early exit, as in LayerSkip-style self-speculation). No weight is copied."""
     import torch
 
-    from sim.model.transformer import TinyLlama
+    from sim.model.transformer import Llama
 
     n = model.cfg.n_layers
     if not 1 <= num_layers < n:
         raise ValueError(f"a truncated draft keeps 1..{n - 1} of the target's {n} layers, got {num_layers}")
     cfg = replace(model.cfg, n_layers=num_layers, name=f"{model.cfg.name}-first{num_layers}")
     with torch.device("meta"):
-        draft = TinyLlama(cfg)
+        draft = Llama(cfg)
     draft.model.embed_tokens = model.model.embed_tokens
     draft.model.layers = torch.nn.ModuleList(list(model.model.layers)[:num_layers])
     draft.model.norm = model.model.norm

@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from sim.model.curriculum import Phase, RowKind, train_phases
-from sim.model.transformer import PRESETS, TinyLlama, checkpoint_path, load_model, save_checkpoint
+from sim.model.transformer import PRESETS, Llama, checkpoint_path, load_model, save_checkpoint
 
 CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "shakespeare.txt"
 VAL_CHUNK = 32 * 1024
@@ -230,7 +230,7 @@ def lr_at(tc: TrainConfig, step: int) -> float:
 
 
 @torch.no_grad()
-def evaluate(model: TinyLlama, val: torch.Tensor, seq_len: int, max_windows: int | None = None) -> float:
+def evaluate(model: Llama, val: torch.Tensor, seq_len: int, max_windows: int | None = None) -> float:
     """Mean next-byte cross-entropy (nats/byte) over non-overlapping windows of the val split."""
     was_training = model.training
     model.eval()
@@ -249,10 +249,10 @@ def evaluate(model: TinyLlama, val: torch.Tensor, seq_len: int, max_windows: int
     return total / count
 
 
-def mean_pool_kv(mha: TinyLlama, n_kv_heads: int) -> TinyLlama:
+def mean_pool_kv(mha: Llama, n_kv_heads: int) -> Llama:
     """GQA/MQA from MHA: average the K and V projection heads of each group."""
     cfg = replace(mha.cfg, name=f"kv{n_kv_heads}", n_kv_heads=n_kv_heads)
-    model = TinyLlama(cfg)
+    model = Llama(cfg)
     src = mha.state_dict()
     dst = {}
     G, D = mha.cfg.n_heads // n_kv_heads, cfg.head_dim
@@ -264,7 +264,7 @@ def mean_pool_kv(mha: TinyLlama, n_kv_heads: int) -> TinyLlama:
     return model
 
 
-def train(tc: TrainConfig, log=print, device: str | torch.device = "cpu") -> tuple[TinyLlama, dict]:
+def train(tc: TrainConfig, log=print, device: str | torch.device = "cpu") -> tuple[Llama, dict]:
     """Train the preset on `device` (the batches are drawn on the CPU, so a recipe's data is the same on any
     device; its weights agree only to rounding); the model comes back on the CPU, ready to save."""
     torch.manual_seed(tc.seed)
@@ -274,7 +274,7 @@ def train(tc: TrainConfig, log=print, device: str | torch.device = "cpu") -> tup
         model = mean_pool_kv(load_model(tc.init_from).train().requires_grad_(True), cfg.n_kv_heads)
         model = model.requires_grad_(True)
     else:
-        model = TinyLlama(cfg)
+        model = Llama(cfg)
         for name, p in model.named_parameters():
             if p.dim() == 2:
                 torch.nn.init.normal_(p, std=0.02)
@@ -339,7 +339,7 @@ def train(tc: TrainConfig, log=print, device: str | torch.device = "cpu") -> tup
     return model.cpu(), report
 
 
-def _report(tc: TrainConfig, model: TinyLlama, val_data: torch.Tensor, train_s: float, history: list[dict]) -> dict:
+def _report(tc: TrainConfig, model: Llama, val_data: torch.Tensor, train_s: float, history: list[dict]) -> dict:
     model.eval()
     val = evaluate(model, val_data, model.cfg.max_seq_len)
     return {

@@ -1,8 +1,8 @@
-"""A Llama-style decoder small enough to run live in a page.
+"""A Llama-style decoder: the bundled tiny models and a real pretrained one, run live in a page.
 
-Byte-level vocabulary (256), RMSNorm, rotary position embeddings (the rotate-half layout that
-Hugging Face's Llama uses), SwiGLU MLP and grouped-query attention: n_kv_heads == n_heads is
-MHA, 1 is MQA. Parameter names follow Llama's, so a checkpoint loads one-to-one into
+RMSNorm, rotary position embeddings (the rotate-half layout that Hugging Face's Llama uses; θ from the
+config), SwiGLU MLP and grouped-query attention: n_kv_heads == n_heads is MHA, 1 is MQA; any vocabulary,
+the output projection optionally tied to the embedding (sim.model.config.ModelConfig says which). Parameter names follow Llama's, so a checkpoint loads one-to-one into
 `transformers.LlamaForCausalLM` (`hf_twin` below: the oracle tests and the benchmark use it).
 
 forward() takes the tokens of one step and the absolute position of the first one. With a cache
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -22,62 +22,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from sim.cost.opcount import FlopTally
+from sim.model.config import PRESETS, ModelConfig
 from sim.model.errors import CheckpointError
 
 ATTN_IMPLS = ("eager", "sdpa")
 ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    name: str = "mha"
-    vocab_size: int = 256  # bytes
-    d_model: int = 128
-    n_layers: int = 4
-    n_heads: int = 4
-    n_kv_heads: int = 4
-    d_ff: int = 384
-    max_seq_len: int = 1024  # the context it was trained at; RoPE past this is untrained
-    rope_theta: float = 10000.0
-    norm_eps: float = 1e-5
-
-    def __post_init__(self) -> None:
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}")
-        if self.head_dim % 2:
-            raise ValueError(f"RoPE needs an even head_dim, got {self.head_dim}")
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.n_heads
-
-    @property
-    def group_size(self) -> int:
-        """Query heads that share one K/V head."""
-        return self.n_heads // self.n_kv_heads
-
-    @property
-    def attention_kind(self) -> str:
-        if self.n_kv_heads == self.n_heads:
-            return "MHA"
-        return "MQA" if self.n_kv_heads == 1 else "GQA"
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ModelConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown model config fields: {sorted(unknown)}")
-        return cls(**d)
-
-
-PRESETS: dict[str, ModelConfig] = {
-    "mha": ModelConfig(name="mha", n_kv_heads=4),
-    "gqa": ModelConfig(name="gqa", n_kv_heads=2),
-    "mqa": ModelConfig(name="mqa", n_kv_heads=1),
-}
 
 
 class RMSNorm(nn.Module):
@@ -109,7 +58,7 @@ class Linear(nn.Linear):
     def __init__(self, in_features: int, out_features: int) -> None:
         super().__init__(in_features, out_features, bias=False)
         # (in, out) view of weight. Plain attributes, here and for the fused copies below: a buffer is looked up
-        # through nn.Module.__getattr__ at every use; TinyLlama derives them again after .to().
+        # through nn.Module.__getattr__ at every use; Llama derives them again after .to().
         self.weight_t: torch.Tensor | None = None
 
     def prepare(self) -> None:
@@ -160,7 +109,7 @@ def causal_additive_mask(num_new: int, kv_len: int, device=None, dtype=torch.flo
     return mask.masked_fill(k_pos > q_pos, float("-inf"))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class AttnOptions:
     """How every layer of one forward pass attends; built once per forward."""
 
@@ -348,12 +297,16 @@ class Backbone(nn.Module):
         self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
 
 
-class TinyLlama(nn.Module):
+class Llama(nn.Module):
+    """Any Llama-style decoder that a ModelConfig describes: the bundled tiny models and a real pretrained one."""
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
         self.model = Backbone(cfg)
         self.lm_head = Linear(cfg.d_model, cfg.vocab_size)
+        if cfg.tie_word_embeddings:  # one parameter read twice: the embedding rows are the output projection
+            self.lm_head.weight = self.model.embed_tokens.weight
         cos, sin = rope_tables(cfg)
         self.register_buffer("rope_cos", cos, persistent=False)  # (max_seq_len, D), fp32
         self.register_buffer("rope_sin", sin, persistent=False)
@@ -388,6 +341,7 @@ class TinyLlama(nn.Module):
         idx: torch.Tensor,  # (B, T) token ids
         start_pos: int = 0,
         cache=None,
+        *,
         attn_impl: str = "eager",
         sdpa_backend: str | None = None,
         tally: FlopTally | None = None,
@@ -401,7 +355,7 @@ class TinyLlama(nn.Module):
             raise ValueError(
                 f"positions {start_pos}..{start_pos + T - 1} exceed the trained context of {cfg.max_seq_len} tokens"
             )
-        opts = AttnOptions(attn_impl, sdpa_backend, attn_mask, capture, tally)
+        opts = AttnOptions(impl=attn_impl, sdpa_backend=sdpa_backend, mask=attn_mask, capture=capture, tally=tally)
         # Rows are (batch, position) pairs: every matmul is one 2-D mm, with no reshapes around it.
         emb = self.model.embed_tokens
         if torch.is_grad_enabled() and emb.weight.requires_grad:  # training: the embedding's own backward
@@ -422,7 +376,7 @@ class TinyLlama(nn.Module):
             tally.matmul("lm_head", B * T, cfg.d_model, cfg.vocab_size)
         return self.lm_head(x).view(B, T, -1)  # (B, T or 1, V)
 
-    def forward_static(self, token: torch.Tensor, pos: torch.Tensor, cache, keep: torch.Tensor,
+    def forward_static(self, token: torch.Tensor, pos: torch.Tensor, cache, keep: torch.Tensor, *,
                        attn_impl: str = "sdpa", tally: FlopTally | None = None) -> torch.Tensor:
         """One decode step with fixed shapes and no host sync (what a CUDA graph captures): token (B, 1) at
         position pos, a (1,) tensor, written into the ContiguousKVCache's preallocated buffers by position;
@@ -462,7 +416,7 @@ class TinyLlama(nn.Module):
     def dtype(self) -> torch.dtype:
         return self.lm_head.weight.dtype
 
-    def fuse_projections(self) -> TinyLlama:
+    def fuse_projections(self) -> Llama:
         """For inference only (the fused copies do not follow later weight updates)."""
         for layer in self.model.layers:
             layer.self_attn.fuse()
@@ -471,7 +425,7 @@ class TinyLlama(nn.Module):
         self.fused = True
         return self
 
-    def unfuse_projections(self) -> TinyLlama:
+    def unfuse_projections(self) -> Llama:
         """Back to one matmul per projection on the parameters themselves: the fused copies and the transposed
         views are detached, so a loss computed through them sends no gradient to q/k/v/o, the MLP or lm_head."""
         for layer in self.model.layers:
@@ -482,7 +436,7 @@ class TinyLlama(nn.Module):
         self.fused = False
         return self
 
-    def train(self, mode: bool = True) -> TinyLlama:
+    def train(self, mode: bool = True) -> Llama:
         """A model load_model fused for inference is unfused when it is put back into training: trained fused,
         only the embedding and the norms would learn (the fused weights stay as they were loaded)."""
         if mode and self.fused:
@@ -497,10 +451,11 @@ class TinyLlama(nn.Module):
 # Checkpoints: safetensors, with the config as JSON in the file's metadata.
 
 
-def save_checkpoint(model: TinyLlama, path: Path, extra_metadata: dict[str, str] | None = None) -> None:
+def save_checkpoint(model: Llama, path: Path, extra_metadata: dict[str, str] | None = None) -> None:
     from safetensors.torch import save_file
 
-    state = {k: v.detach().to(torch.float32).contiguous().cpu() for k, v in model.state_dict().items()}
+    state = {k: v.detach().to(torch.float32).contiguous().cpu() for k, v in model.state_dict().items()
+             if not (model.cfg.tie_word_embeddings and k == "lm_head.weight")}  # tied: stored once, as the embedding
     meta = {"config": json.dumps(asdict(model.cfg))}
     meta.update(extra_metadata or {})
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -526,7 +481,7 @@ def read_checkpoint_metadata(path: Path) -> dict[str, str]:
 
 def load_model(
     name_or_path: str | Path, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
-) -> TinyLlama:
+) -> Llama:
     """Load a bundled preset ("mha", "gqa", "mqa") or a .safetensors path. Read-only use: eval mode."""
     from safetensors.torch import load_file
 
@@ -541,15 +496,32 @@ def load_model(
         raise CheckpointError(f"checkpoint {path}: {exc}") from exc
     except Exception as exc:
         raise CheckpointError(f"checkpoint {path} could not be read: {exc}") from exc
-    model = TinyLlama(cfg)  # under a million parameters: building it directly takes milliseconds
+    return build_model(cfg, state, f"checkpoint {path}").to(device=device, dtype=dtype).eval().requires_grad_(False) \
+        .fuse_projections()
+
+
+def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], what: str) -> Llama:
+    """The model of `cfg` holding `state`'s tensors (every parameter present, none extra; a tied lm_head is taken
+    from the embedding). Parameters are built on the meta device and then assigned, so a large model's random
+    initialisation (seconds for 135M parameters) is never computed only to be overwritten."""
+    if cfg.tie_word_embeddings:
+        state = {k: v for k, v in state.items() if k != "lm_head.weight"}
+        if "model.embed_tokens.weight" in state:
+            state["lm_head.weight"] = state["model.embed_tokens.weight"]
+    with torch.device("meta"):
+        model = Llama(cfg)
     try:
-        model.load_state_dict(state, strict=True)
+        model.load_state_dict(state, strict=True, assign=True)
     except RuntimeError as exc:
-        raise CheckpointError(f"checkpoint {path} does not match its config: {exc}") from exc
-    return model.to(device=device, dtype=dtype).eval().requires_grad_(False).fuse_projections()
+        raise CheckpointError(f"{what} does not match its config: {exc}") from exc
+    if cfg.tie_word_embeddings:  # assign=True replaced both parameters with one tensor: share the Parameter again
+        model.lm_head.weight = model.model.embed_tokens.weight
+    cos, sin = rope_tables(cfg)  # the buffers were made on the meta device
+    model.rope_cos, model.rope_sin = cos, sin
+    return model
 
 
-def hf_twin(model: TinyLlama, attn_impl: str = "sdpa"):
+def hf_twin(model: Llama, attn_impl: str = "sdpa"):
     """Hugging Face's LlamaForCausalLM with this model's config and weights (the parity oracle and the
     benchmark's reference). transformers is a dev dependency: imported here only."""
     import transformers
@@ -559,9 +531,9 @@ def hf_twin(model: TinyLlama, attn_impl: str = "sdpa"):
         vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_ff,
         num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads,
         max_position_embeddings=c.max_seq_len, rms_norm_eps=c.norm_eps, rope_theta=c.rope_theta,
-        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, attn_implementation=attn_impl,
+        tie_word_embeddings=c.tie_word_embeddings, attention_bias=False, mlp_bias=False, attn_implementation=attn_impl,
         bos_token_id=None, eos_token_id=None, pad_token_id=None,
     )
     hf = transformers.LlamaForCausalLM(hc).eval()
-    hf.load_state_dict(model.state_dict(), strict=True)  # every name maps one-to-one
+    hf.load_state_dict(model.state_dict(), strict=True)  # every name maps one-to-one (a tied lm_head included)
     return hf
