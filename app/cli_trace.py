@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import textwrap
 
 from app.cli import fail, shown
 from sim.alloc.trace import read_trace
@@ -18,9 +19,17 @@ class _UsageError(Exception):
     pass
 
 
+class _Help(argparse.HelpFormatter):
+    def _split_lines(self, text: str, width: int) -> list[str]:  # a name like gpt-oss-20b is never cut at a hyphen
+        return textwrap.wrap(text, width, break_on_hyphens=False)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, **kwargs) -> None:
+        super().__init__(formatter_class=_Help, **kwargs)
+
     def error(self, message: str):  # argparse would print the usage too: one line is the contract
-        raise _UsageError(f"{self.prog}: {message}")
+        raise _UsageError(f"{self.prog.split()[-1]}: {message}")  # as every error line starts: 'prefix: ...'
 
 
 def _int_in(lo: int, hi: int):
@@ -51,10 +60,10 @@ def _emit(table: list[tuple[str, str]], payload: dict) -> None:
 def _prefix(argv: list[str]) -> int:
     from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
     from sim.alloc.prefix_cache import MAX_PREFIX_CACHE_BLOCK_SIZE, CacheConfig, simulate_prefix_cache
-    from sim.alloc.trace import blocks_to_hold
+    from sim.alloc.trace import TraceFile, blocks_to_hold
 
-    ap = _Parser(prog="prefix", description="Replay a JSONL trace, one request at a time in file order, through a "
-                 "prefix cache (hashed full blocks chained to their parent, least recently freed evicted first).")
+    ap = _Parser(prog="python -m app.cli prefix", description="Replay a JSONL trace, one request at a time in file "
+                 "order, through a prefix cache (hashed full blocks chained to their parent, least recently freed evicted first).")
     ap.add_argument("--trace", required=True, help="JSONL: one request per line (see sim/alloc/trace.py)")
     ap.add_argument("--block-size", type=_int_in(1, MAX_PREFIX_CACHE_BLOCK_SIZE), default=16)
     ap.add_argument("--num-blocks", type=_int_in(1, MAX_CAPACITY_TOKENS),
@@ -66,6 +75,12 @@ def _prefix(argv: list[str]) -> int:
     if num_blocks * bs > MAX_CAPACITY_TOKENS:
         raise ValueError(f"{num_blocks:,} blocks of {bs} are {num_blocks * bs:,} token slots, past the limit of "
                          f"{MAX_CAPACITY_TOKENS:,}")
+    # A request that cannot fit is named by its line, as every other trace message is (the simulator counts from 0)
+    for r in tf.requests:
+        if (need := blocks_to_hold(TraceFile((r,), 0), bs)) > num_blocks:
+            raise ValueError(f"line {r.line}: the request stores {r.prompt_len + r.output_len - 1:,} tokens = "
+                             f"{need:,} blocks of {bs}, but the cache holds {num_blocks:,} blocks: raise --num-blocks "
+                             f"to at least {need:,}")
     res = simulate_prefix_cache(tf.to_prefix_trace(), CacheConfig(bs, num_blocks * bs, max_running=1))
     hits = [int(h) for h in res.hit_tokens]
     table = [(f"{shown(r.label)} (line {r.line})" if r.label != f"line {r.line}" else r.label,
@@ -89,12 +104,15 @@ def _serve(argv: list[str]) -> int:
     from sim.serving.links import HOST_LINKS
     from sim.serving.schedulers import MAX_BATCH, SchedulerConfig, simulate_static
 
-    ap = _Parser(prog="serve", description="Serve a JSONL trace on a simulated GPU: every forward pass timed by the "
+    ap = _Parser(prog="python -m app.cli serve", description="Serve a JSONL trace on a simulated GPU: every forward pass timed by the "
                  "roofline, the KV cache in paged blocks.")
     ap.add_argument("--trace", required=True, help="JSONL: one request per line (see sim/alloc/trace.py)")
     ap.add_argument("--policy", choices=SERVE_POLICIES, default="continuous")
-    ap.add_argument("--model", choices=list(load_presets()), default="llama-3.1-8b", metavar="MODEL")
-    ap.add_argument("--gpu", choices=list(load_gpus()), default="h100-sxm", metavar="GPU")
+    models, gpus = list(load_presets()), list(load_gpus())
+    ap.add_argument("--model", choices=models, default="llama-3.1-8b", metavar="MODEL",
+                    help=f"one of {', '.join(models)} (default llama-3.1-8b)")
+    ap.add_argument("--gpu", choices=gpus, default="h100-sxm", metavar="GPU",
+                    help=f"one of {', '.join(gpus)} (default h100-sxm)")
     ap.add_argument("--kv-tokens", type=_int_in(0, MAX_CAPACITY_TOKENS), default=0,
                     help="cap the GPU's KV token slots (default 0: what the weights leave)")
     ap.add_argument("--max-batch", type=_int_in(1, MAX_BATCH), default=256, help="most requests running at once")

@@ -163,7 +163,7 @@ def test_prefix_groups_hit_their_shared_blocks(tmp_path, capsys):
 @pytest.mark.parametrize(("argv", "words"), [
     (["--block-size", "0"], "prefix: argument --block-size: must be 1..256, got 0"),
     (["--num-blocks", "x"], "prefix: argument --num-blocks: must be a whole number, got 'x'"),
-    (["--num-blocks", "1"], "prefix: request 0 stores 23 tokens"),
+    (["--num-blocks", "1"], "prefix: line 1: the request stores 23 tokens"),
     (["--frobnicate"], "prefix: unrecognized arguments: --frobnicate"),
 ])
 def test_prefix_refusals_are_one_line_and_exit_2(tmp_path, capsys, argv, words):
