@@ -404,3 +404,19 @@ def test_a_korean_link_opens_the_page_in_korean(ko_browser):
     finally:
         page.screenshot(path=str(SHOTS / "decode_cost_ko_link.png"), full_page=True)
         page.close()
+
+
+def test_no_english_article_before_a_number():
+    """'A {n}-token …' reads 'A 8-token' for n = 8 and 'A 11-layer' for 11: no English message puts the article
+    'a'/'an' straight before a number's placeholder (say 'a timestamp of {n} tokens' instead)."""
+    import json
+    import re
+
+    from tests.conftest import ROOT
+
+    bad = []
+    for path in sorted((ROOT / "assets" / "i18n" / "en").glob("*.json")):
+        for key, message in json.loads(path.read_text(encoding="utf-8")).items():
+            for m in re.finditer(r"(?:^|[^\w])(?:[Aa]n?) \{(\w+)\}-", message):
+                bad.append(f"{path.name}:{key}: …{m.group(0).strip()}…")
+    assert bad == []

@@ -391,7 +391,7 @@ def test_parse_hostile_text(text, message):
     ("num_hidden_layers", -4, "num_hidden_layers=-4 is outside"),
     ("hidden_size", [4096], "must be a whole number"),
     ("num_key_value_heads", {"a": 1}, "must be a whole number"),
-    ("vocab_size", 2**200, "vocab_size=a 61-digit number is outside"),
+    ("vocab_size", 2**200, "vocab_size=a number of 61 digits is outside"),
     ("tie_word_embeddings", "yes", "must be true or false"),
     ("max_position_embeddings", float("nan"), "must be a whole number"),
 ])

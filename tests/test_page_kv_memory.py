@@ -157,7 +157,7 @@ def test_uploaded_config_and_a_bad_one():
     hostile = dict(gemma, num_key_value_heads=5, num_hidden_layers=10**50)
     at.file_uploader(key="cfg_file").set_value(("evil.json", json.dumps(hostile).encode(), "application/json")).run()
     assert not at.exception and not at.metric
-    assert "num_hidden_layers=a 51-digit number is outside 1..1,024" in unescaped(at.error[0].value)
+    assert "num_hidden_layers=a number of 51 digits is outside 1..1,024" in unescaped(at.error[0].value)
     at.file_uploader(key="cfg_file").set_value(("bin.json", b"\xff\xfe\x00", "application/json")).run()
     assert not at.exception and "not UTF-8" in unescaped(at.error[0].value)
 

@@ -191,7 +191,7 @@ def test_branch_run_metrics_and_sentences():
     assert got["Tokens identical"][0] == "yes" and got["Largest logit diff"][0] == "0.0e+00"
     assert run.mismatch_warning() is None
     assert run.chart_title() == ("Prefilling the prefix once cuts prefill from 2000.0 ms to 1200.0 ms (40% less) for 2 "
-                                 "branches from a 100-token prefix on cpu (float32)")
+                                 "branches from a prefix of 100 tokens on cpu (float32)")
     # one decode step: 0.10 s / (2 × 4) = 12.5 ms; one prefill token: 2.0 s / 220 = 9.09 ms
     assert run.decode_step_in_prefill_tokens == pytest.approx(0.0125 / (2.0 / 220))
     assert run.report() == run.summary() + " One decode step here (batch 1) costs as much as **1** prefill tokens."

@@ -104,7 +104,7 @@ def test_claims_quote_the_runs_they_come_from():
     assert f"documents before the question: {100 * rag:.1f}% hit" in got[1].computed
     agent = view.get("agent", "fixed_first")
     assert got[3].computed == claims.agent_finding(agent, 10.0) and got[3].value == agent.throughput_gain(10.0)
-    assert got[4].computed == "2 branches on a 50-byte prefix: prefill time −40% (tokens −45%), tokens identical"
+    assert got[4].computed == "2 branches on a prefix of 50 bytes: prefill time −40% (tokens −45%), tokens identical"
     # sections that did not run are named instead
     empty = claims.prefix_claims(None, None, 10.0)
     assert empty[0].computed == f"section 1; on the real model {claims.NOT_RUN}."

@@ -181,10 +181,10 @@ def test_spec_run_summary_is_worded_from_the_run():
                            "The output is **identical** to the target decoding alone. ")
     assert "the speculative loop took 125 ms against 68 ms for the target alone; one verify pass over 4 tokens took " \
            "2.90 ms against 2.27 ms" in text
-    assert "A 4-layer model this small" in text
+    assert "A model of 4 layers, this small, is bound" in text
     # c = 1 / 2.27 = 0.44, far above the draft's 1 of 4 layers; verify = 2.9 / 2.27 = 1.28 steps; 67.5 / 125 = 0.54×
     assert text.endswith(
-        "for a one-token step. A 4-layer model this small is bound by the fixed cost of each call, not by reading its "
+        "for a one-token step. A model of 4 layers, this small, is bound by the fixed cost of each call, not by reading its "
         "weights: a draft with 1 of its 4 layers costs c = 0.44 of a target step, far above the layer ratio 0.25. "
         "The 4-token verify pass is not free: it costs 1.28 one-token steps. Here it did not pay off (0.54×): "
         "speculation pays off when the target is large and memory-bound, as in the curves above.")
