@@ -84,6 +84,29 @@ def statement_columns(lang: str = "en") -> list[str]:
     return [ko, en] if lang == "ko" else [en, ko]
 
 
+# The seeds write some formulas in LaTeX; a table cell shows text, so each is read as the plain symbols it means.
+_LATEX_SYMBOLS = {"\\times": "×", "\\cdot": "·", "\\to": " → ", "\\approx": "≈", "\\le": "≤", "\\ge": "≥"}
+_SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def latex_as_text(quote: str) -> str:
+    """A seed's words with its LaTeX written as plain symbols: '$\\frac{1}{h}$' -> '1/h', '2 \\times 32' -> '2 × 32',
+    '131{,}072 \\ \\text{KiB}' -> '131,072 KiB', 'O(ND^2)' -> 'O(ND²)'. Text without LaTeX is returned unchanged.
+    (It reads the seeds' quotes, never text the lab wrote.)"""
+    import re
+
+    if not re.search(r"\\[A-Za-z]|\$[^$]*[\\^][^$]*\$", quote):  # a macro, or $...$ holding one or a power
+        return quote
+    out = quote.replace("{,}", ",").replace("$", "")
+    out = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"\1/\2", out)
+    out = re.sub(r"\\text\{([^{}]*)\}", r"\1", out)
+    for macro, symbol in _LATEX_SYMBOLS.items():
+        out = re.sub(re.escape(macro) + r"(?![A-Za-z])", symbol, out)
+    out = re.sub(r"\^\{?(\d+)\}?", lambda m: m.group(1).translate(_SUPERSCRIPTS), out)
+    out = out.replace("\\ ", " ")
+    return re.sub(r" {2,}", " ", out)
+
+
 def claims_frame(claims: tuple[Claim, ...] | list[Claim], lang: str = "en"):
     """One row per claim, the same columns on every page (CSV download and on-screen table), headed and worded
     in `lang`: the claim in the seed's Korean and in English side by side, then where it comes from, what the
@@ -94,8 +117,8 @@ def claims_frame(claims: tuple[Claim, ...] | list[Claim], lang: str = "en"):
     col = {name: text(lang, f"claims.col.{name}") for name in
            ("statement", "original", "source", "claimed", "computed", "verdict", "why")}
     first = statement_columns(lang)
-    rows = [{col["statement"]: c.statement, col["original"]: c.original, col["source"]: source_name(c, lang),
-             col["claimed"]: c.claimed, col["computed"]: c.computed, col["verdict"]: verdict_word(c.verdict, lang),
+    rows = [{col["statement"]: c.statement, col["original"]: latex_as_text(c.original),
+             col["source"]: source_name(c, lang), col["claimed"]: latex_as_text(c.claimed), col["computed"]: c.computed, col["verdict"]: verdict_word(c.verdict, lang),
              col["why"]: c.why} for c in claims]
     order = [*first, col["source"], col["claimed"], col["computed"], col["verdict"], col["why"]]
     return pd.DataFrame(rows, columns=order)

@@ -192,3 +192,24 @@ def test_every_claim_quotes_its_korean_original(page):
         seeds = {p.name[:3]: _squeeze(p.read_text(encoding="utf-8")) for p in SEED_TEXTS}
         quoted = [c for c in claims if c.seed in SEEDS]
         assert [c.original for c in quoted if _squeeze(c.original.strip("…").strip()) not in seeds[c.seed]] == []
+
+
+def test_a_seed_quote_in_latex_reads_as_plain_symbols():
+    """A table cell shows text: the seeds' LaTeX is written as the symbols it means, in the table and the CSV."""
+    from sim.claims import claims_frame, latex_as_text
+    from sim.cost.decode import seed_claims as decode_claims
+    from sim.cost.gpus import load_gpus
+    from sim.cost.kv_claims import seed_claims as kv_claims
+    from sim.cost.presets import load_presets
+
+    assert latex_as_text("2 \\times 32 \\times 8 = 131{,}072 \\ \\text{바이트} = 128 \\ \\text{KiB}") == (
+        "2 × 32 × 8 = 131,072 바이트 = 128 KiB")
+    assert latex_as_text("KV Cache 용량이 기존 대비 $\\frac{1}{h}$만큼 감소") == "KV Cache 용량이 기존 대비 1/h만큼 감소"
+    assert latex_as_text("QKV projection: $O(ND^2)\\to O(D^2)$") == "QKV projection: O(ND²) → O(D²)"
+    assert latex_as_text("costs $2 and ^ stays; 3^2") == "costs $2 and ^ stays; 3^2"  # no LaTeX: unchanged
+    from sim.model.transformer import PRESETS
+
+    for claims in (kv_claims(load_presets(), load_gpus()), decode_claims(PRESETS["mha"])):
+        frame = claims_frame(claims)
+        cells = [str(v) for col in frame.columns for v in frame[col]]
+        assert not [c for c in cells if "\\times" in c or "\\frac" in c or "\\text" in c or "\\to" in c]
