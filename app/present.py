@@ -30,7 +30,8 @@ PRESENTER = {"font": 17, "tick": 16, "title": 21}
 PRESENTER_MAX_HEIGHT = 600
 
 # Always on: at 1024 px wide (sidebar open) columns wrap two to a row instead of squeezing metrics to
-# "1…" and select boxes to "Llam"; long table cells wrap instead of being cut off.
+# "1…" and select boxes to "Llam"; long table cells wrap instead of being cut off. Korean lines break between
+# words, not inside one (keep-all; English text breaks as before, and a word too long for its box still wraps).
 BASE_CSS = """
 <style>
 @media (max-width: 1180px) {
@@ -42,6 +43,7 @@ div[data-testid="stMetricValue"] > div, div[data-testid="stMetricValue"] p { ove
 div[data-testid="stMetricLabel"], div[data-testid="stMetricLabel"] * { overflow: visible; text-overflow: clip;
   white-space: normal; }
 div[data-testid="stTable"] td, div[data-testid="stTable"] th { white-space: normal; overflow-wrap: anywhere; }
+.stApp :is(p, li, td, th, label, h1, h2, h3) { word-break: keep-all !important; }
 </style>
 """
 

@@ -142,6 +142,12 @@ HANGUL_DRAWN_JS = """() => {
 }"""
 
 
+KEEP_ALL_JS = """() => [...document.querySelectorAll(
+  '[data-testid="stMainBlockContainer"] :is(p, li, td, th, h1, h2, h3)')]
+  .filter(el => /[\uac00-\ud7a3]/.test(el.textContent) && getComputedStyle(el).wordBreak !== 'keep-all')
+  .map(el => el.tagName + ': ' + el.textContent.slice(0, 40))"""
+
+
 def check_korean(page, slug: str) -> None:
     """The page in Korean: its Korean title, no exception, a chart or table drawn, Hangul drawn by a font."""
     from sim.i18n import text
@@ -153,6 +159,8 @@ def check_korean(page, slug: str) -> None:
     assert "lang=ko" in page.url
     assert page.evaluate(HANGUL_DRAWN_JS) == {"ga_vs_na": True, "ga_vs_box": True}, \
         "Hangul is drawn as boxes: install fonts-noto-cjk"
+    # Korean breaks lines between words (keep-all), never inside one, in every paragraph, list item and table cell
+    assert page.evaluate(KEEP_ALL_JS) == [], "Korean text that may break inside a word"
 
 
 def check_korean_after_switch(page, slug: str) -> None:
