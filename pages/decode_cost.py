@@ -1,3 +1,5 @@
+import time
+
 import streamlit as st
 
 from app.claims import render_claims
@@ -16,6 +18,7 @@ from sim.cost.decode import computed_grid, flop_shape, human_flops, scale_curve,
 from sim.cost.decode_readouts import (
     formula_agreement,
     grid_takeaway,
+    measured_caption,
     mode_label,
     parts_takeaway,
     per_step_takeaway,
@@ -108,8 +111,11 @@ else:
     estimate = cached_s + min(naive_s, budget)
 
     def compare(progress):
+        steps = {"cached": 0, "naive": 0}  # the two modes take turns, a step each
+
         def on_step(mode, i):
-            done = i / n_new * cached_s if mode == "cached" else cached_s + min(budget, i / n_new * naive_s)
+            steps[mode] = i
+            done = steps["cached"] / n_new * cached_s + min(budget, steps["naive"] / n_new * naive_s)
             progress(done / estimate, text(L, "decode.progress", mode=mode_label(mode, L), i=f"{i:,}", n=f"{n_new:,}"))
 
         return run_comparison(model, prompt_ids, n_new, sampling, attn, budget, on_step, step)
@@ -142,6 +148,8 @@ if not error and res is not None:
                 help=t("decode.m.flop_ratio_help", a=f"{res.flops('naive', k):,}", b=f"{res.flops('cached', k):,}",
                        k=f"{k}"))
     st.caption(speedup_caption(res.naive, res.cached, L))
+    if res.conditions is not None:
+        st.caption(measured_caption(res.conditions, time.time(), L))
     if res.step != "eager":
         st.caption(step_caption(res.step, res.cached[-1].kv_len, L))  # the cache holds every position fed
     st.code(st.session_state["prompt"] + bytes(cached_ids).decode("utf-8", errors="replace"), language=None,

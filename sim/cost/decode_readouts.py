@@ -226,3 +226,18 @@ def wall_time_caption(cached: Sequence, lang: str = "en") -> str:
     if e >= lt * BARELY:
         return text(lang, "decode.s.wall.faster", said=said, x=times(e / lt))
     return text(lang, "decode.s.wall.barely" if lt > e else "decode.s.wall.flat", said=said)
+
+
+def measured_caption(conditions, now: float, lang: str = "en") -> str:
+    """When and under what load the page's times were taken (a `sim.work.conditions.Conditions`), how long ago
+    when the result is an earlier run's, and whether the machine was too busy for the times to describe the
+    model: a measured time is a fact about this machine at that moment."""
+    import time as _time
+
+    at = _time.strftime("%H:%M:%S", _time.gmtime(conditions.started_at))
+    age = now - conditions.started_at
+    ago = text(lang, "decode.s.measured.ago", m=f"{age / 60:,.0f}") if age >= 90 else ""
+    fields = {"at": at, "ago": ago, "before": f"{conditions.load_before:.1f}", "after": f"{conditions.load_after:.1f}",
+              "cpus": f"{conditions.num_cpus}"}
+    key = "decode.s.measured.busy" if conditions.busy else "decode.s.measured.quiet"
+    return text(lang, key, **fields)

@@ -23,6 +23,7 @@ from sim.model.device import Stopwatch
 from sim.model.graph_step import StaticDecodeStep, check_step_kind
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.transformer import Llama
+from sim.work.conditions import Conditions, Measuring
 
 MODES = ("naive", "cached")
 
@@ -271,6 +272,7 @@ class DecodeComparison:
     num_requested: int
     naive_budget_s: float | None
     step: str = "eager"  # how the cached decode steps ran (sim.model.graph_step.STEP_KINDS)
+    conditions: Conditions | None = None  # the load the times were measured under
 
     @property
     def compared(self) -> int:
@@ -347,23 +349,28 @@ class DecodeComparison:
 def run_comparison(model: Llama, prompt_ids: list[int], num_new: int, sampling: SamplingConfig,
                    attn_impl: str = "sdpa", naive_budget_s: float | None = None, on_step=None,
                    step: str = "eager") -> DecodeComparison:
-    """Cached first (fast), then naive until done or out of budget. on_step(mode, i) reports progress.
-    `step`: how the cached decode steps run (sim.model.graph_step)."""
+    """Cached and naive generation of the same tokens, one step of each in turn, so that both are timed under the
+    same load (a burst of other work slows both alike); naive stops when its steps have spent `naive_budget_s`,
+    cached runs on to the end. on_step(mode, i) reports progress. `step`: how the cached decode steps run
+    (sim.model.graph_step). The load before and after is kept with the times (`conditions`)."""
     check_step_kind(step, model.device)
     for mode in ("cached", "naive"):  # warm-up: first calls pay one-time kernel and allocator costs
         for _ in generate_steps(model, prompt_ids[:8], 3, mode, sampling, attn_impl, count=False, step=step):
             pass
-    cached = []
-    for rec in generate_steps(model, prompt_ids, num_new, "cached", sampling, attn_impl, step=step):
-        cached.append(rec)
-        if on_step:
-            on_step("cached", len(cached))
-    naive, spent = [], 0.0
-    for rec in generate_steps(model, prompt_ids, num_new, "naive", sampling, attn_impl):
-        naive.append(rec)
-        spent += rec.wall_s
-        if on_step:
-            on_step("naive", len(naive))
-        if naive_budget_s is not None and spent > naive_budget_s:
-            break
-    return DecodeComparison(naive, cached, num_new, naive_budget_s, step)
+    cached, naive, spent = [], [], 0.0
+    naive_steps = generate_steps(model, prompt_ids, num_new, "naive", sampling, attn_impl)
+    with Measuring() as measuring:
+        for rec in generate_steps(model, prompt_ids, num_new, "cached", sampling, attn_impl, step=step):
+            cached.append(rec)
+            if on_step:
+                on_step("cached", len(cached))
+            if naive_steps is None:
+                continue
+            naive.append(next(naive_steps))  # the same step number: both generators yield num_new records
+            spent += naive[-1].wall_s
+            if on_step:
+                on_step("naive", len(naive))
+            if naive_budget_s is not None and spent > naive_budget_s:
+                naive_steps.close()
+                naive_steps = None
+    return DecodeComparison(naive, cached, num_new, naive_budget_s, step, measuring.conditions)

@@ -1,0 +1,61 @@
+"""A measured time is a fact about this machine at that moment: the naive and cached steps are timed in turns
+under the same load, and the page says when and under what load they were taken, and when the machine was too
+busy for them to describe the model."""
+
+import math
+
+from sim.cost.decode_readouts import measured_caption
+from sim.model.generate import SamplingConfig, encode, run_comparison
+from sim.work.conditions import Conditions, Measuring
+from tests.conftest import run_page
+
+T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
+
+
+def test_naive_and_cached_steps_take_turns_until_naive_runs_out_of_budget(shipped_models):
+    model, order = shipped_models["mha"], []
+    ids = encode("ROMEO.\n")
+    res = run_comparison(model, ids, 6, SamplingConfig(), "sdpa", None, lambda mode, i: order.append((mode, i)))
+    assert order == [(mode, i) for i in range(1, 7) for mode in ("cached", "naive")]
+    assert [r.token for r in res.naive] == [r.token for r in res.cached] and res.naive_complete
+    order.clear()
+    res = run_comparison(model, ids, 6, SamplingConfig(), "sdpa", 0.0, lambda mode, i: order.append((mode, i)))
+    # a budget of 0 s is spent by naive's first step: from there on the cached steps run alone
+    assert order == [("cached", 1), ("naive", 1), *[("cached", i) for i in range(2, 7)]]
+    assert len(res.naive) == 1 and len(res.cached) == 6
+    c = res.conditions
+    assert c is not None and c.num_cpus >= 1 and c.started_at > T0
+
+
+def test_the_load_decides_whether_the_machine_was_too_busy():
+    assert not Conditions(T0, 0.4, 1.9, 2).busy and Conditions(T0, 0.4, 2.1, 2).busy
+    assert Conditions(T0, 11.0, 1.0, 2).busy  # busy at either end
+    assert not Conditions(T0, math.nan, math.nan, 2).busy  # no load average on this system: no claim
+    import os
+    import time
+
+    before = time.time()
+    with Measuring() as m:
+        pass
+    assert before <= m.conditions.started_at <= time.time() and m.conditions.num_cpus == (os.cpu_count() or 1)
+
+
+def test_the_caption_says_when_and_under_what_load():
+    quiet = Conditions(T0, 0.4, 0.6, 2)
+    assert measured_caption(quiet, T0 + 30) == (
+        "Measured at 22:13:20 UTC, one naive and one cached step in turn so both saw the same load; the load "
+        "average went 0.4 → 0.6 on 2 cores, so the times describe this machine when it was not overloaded.")
+    busy = measured_caption(Conditions(T0, 11.0, 9.5, 2), T0 + 35 * 60)
+    assert busy.startswith("Measured at 22:13:20 UTC (35 min ago: the server keeps the result of identical "
+                           "settings), one naive and one cached step in turn")
+    assert "went 11.0 → 9.5 on 2 cores: more work was waiting than there are cores" in busy
+    assert "The machine was too busy to tell how fast the model is here" in busy
+    assert measured_caption(quiet, T0, "ko").startswith("측정 시각 22:13:20 UTC. 순진한 스텝과 캐시 스텝을")
+
+
+def test_the_page_shows_the_conditions_of_its_times():
+    at = run_page("decode_cost", {"n": "8"})
+    assert not at.exception
+    res = at.session_state["decode_cost.result"]
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("Measured at ") and f"on {res.conditions.num_cpus} cores" in c for c in captions)
