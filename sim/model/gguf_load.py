@@ -388,7 +388,7 @@ def load_real_model(source: GGUFSource | None = None, *, progress: Progress | No
     if progress:
         progress("load", 0, 1)
     model = build_model(cfg, state, f"GGUF {path}").to(device=device, dtype=dtype).eval().requires_grad_(False)
-    model.fuse_projections()
+    model.fuse_projections(contiguous=True)  # decode steps read (in, out) copies: see Linear.prepare
     if progress:
         progress("load", 1, 1)
     return RealModel(model, tokenizer, chat, sha, path, bos, eos, from_cache=hit is not None)
