@@ -8,6 +8,7 @@ import streamlit as st
 
 from app.i18n import LANG_KEY, LANG_NAMES, LANGS, read_lang, show_lang, t
 from app.present import PRESENT_KEY
+from app.share_qr import qr_button
 from sim.work.threads import DEVICE_ENV
 
 
@@ -19,6 +20,7 @@ def render_sidebar() -> None:
                  help=t("sidebar.lang_help"))
         show_lang()
         st.toggle(t("sidebar.present"), key=PRESENT_KEY, help=t("sidebar.present_help"))
+        qr_button()  # presenter mode: the current view's link as a QR code, for the room
         st.caption(t("sidebar.share"))
         # Cheap: no torch import here (pages that need no torch stay fast to open).
         want = os.environ.get(DEVICE_ENV)

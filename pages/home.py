@@ -22,6 +22,7 @@ st.caption(t("home.seed_sep").join(t("home.seed_item", seed=k, en=en, ko=ko) for
 lesson = next(p for p in PAGES if p.slug == "lesson")
 st.page_link(lesson.path, label=t("home.lesson_link", title=page_title("lesson"), summary=page_summary("lesson")),
              icon=lesson.icon)
+st.caption(t("deploy.home_guide"))
 
 st.subheader(t("home.map"))
 rows = [{t("home.col.page"): page_title(p.slug), t("home.col.section"): section_title(p.section),
