@@ -66,7 +66,6 @@ class EngineConfig:
     block_size: int = 16  # tokens per block, --block-size
     max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS  # tokens one step may schedule (chunked prefill)
     hybrid: bool = True  # the hybrid KV cache manager; False = --disable-hybrid-kv-cache-manager
-    tp: int = 1  # tensor-parallel ranks (--tensor-parallel-size): K/V heads split across them
 
     def __post_init__(self) -> None:
         if self.block_size not in BLOCK_SIZES:
@@ -74,7 +73,6 @@ class EngineConfig:
         _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1, MAX_CONTEXT)
         if not isinstance(self.hybrid, bool):
             raise ValueError(f"hybrid must be true or false, got {self.hybrid!r}")
-        _check_int("tp", self.tp, 1, MAX_TP)
 
 
 @dataclass(frozen=True)
