@@ -88,3 +88,22 @@ def prefix_hit(cfg: MemoryConfig, engine: EngineConfig, prompt_len: int) -> Pref
     alloc = engine_allocation(cfg, engine)
     bs = alloc.block_size
     return PrefixHit(prompt_len, bs, engine.block_size, hit_tokens(prompt_len, bs), bs != engine.block_size)
+
+
+def hit_metrics(hit: PrefixHit, lang: str = "en") -> list:
+    """The tab's metric row: the engine's block size, the shortest prompt that hits, this prompt's hits."""
+    from sim.readout import Metric
+
+    def tokens(n: int) -> str:
+        return text(lang, "engine.m.tokens", n=f"{n:,}")
+
+    return [Metric(text(lang, "engine.m.block"), tokens(hit.block_size),
+                   help=text(lang, "engine.m.block_help", vllm=version_label(), asked=f"{hit.requested_block_size:,}")),
+            Metric(text(lang, "engine.m.min"), tokens(hit.min_cacheable_prompt)),
+            Metric(text(lang, "engine.m.hit"), tokens(hit.hit_tokens), f"{hit.hit_rate:.1%}")]
+
+
+def staircase_title(hit: PrefixHit, name: str, lang: str = "en") -> str:
+    """The staircase's headline. name: the model's name, already escaped for the chart."""
+    return text(lang, "engine.fig.title", name=name, bs=f"{hit.block_size:,}", vllm=version_label(),
+                min=f"{hit.min_cacheable_prompt:,}", n=f"{hit.prompt_len:,}", rate=f"{hit.hit_rate:.1%}")
