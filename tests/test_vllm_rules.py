@@ -98,3 +98,16 @@ def test_tensor_parallel_splits_heads_and_copies_past_them():
 
     with pytest.raises(ValueError, match="divide the 8 K/V heads"):
         tp_split(kv_memory(MemoryConfig(a, context=10)), 3)
+
+
+def test_batch_defaults_depend_on_the_gpu():
+    from sim.cost.gpus import load_gpus
+
+    g = load_gpus()
+    assert vllm_rules.default_batch_limits(g["h100-sxm"].memory_bytes, g["h100-sxm"].name) == (8192, 1024)
+    assert vllm_rules.default_batch_limits(80 << 30, "A100 SXM 80GB") == (2048, 256)
+    assert vllm_rules.default_batch_limits(24 << 30, "L4") == (2048, 256)
+    a = P["llama-3.1-8b"]
+    cfg = MemoryConfig(a, context=4096)
+    command, _ = vllm_command(a, kv_memory(cfg), engine_allocation(cfg), 0.9, 1)
+    assert "--max-num-batched-tokens 8192" in command  # stated, not left to a GPU-dependent default

@@ -280,8 +280,8 @@ def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utiliz
         notes.append(_t(lang, "no_dtype", dtype=cfg.kv_dtype.upper()))
     args += [f"--block-size {alloc.block_size}", f"--max-model-len {cfg.context}",
              f"--gpu-memory-utilization {utilization:g}", f"--max-num-seqs {cfg.batch}"]
-    if alloc.engine.max_num_batched_tokens != DEFAULT_BATCHED_TOKENS:
-        args.append(f"--max-num-batched-tokens {alloc.engine.max_num_batched_tokens}")
+    # stated always: its default depends on the GPU and the vLLM release (vllm_rules.default_batch_limits)
+    args.append(f"--max-num-batched-tokens {alloc.engine.max_num_batched_tokens}")
     if num_gpus > 1:
         args.append(f"--tensor-parallel-size {num_gpus}")
     if not alloc.engine.hybrid and not arch.num_state_layers:
