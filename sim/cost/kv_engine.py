@@ -50,8 +50,10 @@ from sim.cost.vllm_rules import (
     FLASHMLA_BLOCK,
     FP8_DS_MLA_SHAPE,
     FP8_DS_MLA_TOKEN_BYTES,
+    INT8_KV_CACHE_DTYPE,
     KERNEL_ALIGN,
     SLIDING_EXTRA_BLOCKS,
+    int8_token_layer_bytes,
     version_label,
 )
 from sim.i18n import text
@@ -187,8 +189,13 @@ def uses_fp8_ds_mla(arch: ArchPreset, kv_dtype: str) -> bool:
 
 
 def engine_token_layer_bytes(arch: ArchPreset, kv_dtype: str, group_size: int = 128) -> int:
-    """Bytes one token takes in one attention layer's page in vLLM (the formula's, but fp8_ds_mla's 656)."""
-    return FP8_DS_MLA_TOKEN_BYTES if uses_fp8_ds_mla(arch, kv_dtype) else token_layer_bytes(arch, kv_dtype, group_size)
+    """Bytes one token takes in one attention layer's page in vLLM: the formula's, but fp8_ds_mla's 656 and INT8's
+    per-token-head FP32 scales in place of the lab's group scales and zero points."""
+    if uses_fp8_ds_mla(arch, kv_dtype):
+        return FP8_DS_MLA_TOKEN_BYTES
+    if kv_dtype == "int8" and arch.attention != "MLA":
+        return int8_token_layer_bytes(arch.n_kv_heads, arch.head_dim, arch.v_dim)
+    return token_layer_bytes(arch, kv_dtype, group_size)
 
 
 def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), lang: str = "en") -> EngineAllocation:
@@ -271,6 +278,11 @@ def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utiliz
     args = [f"vllm serve {ref}"]
     if cfg.kv_dtype in VLLM_KV_DTYPES:
         args.append(f"--kv-cache-dtype {VLLM_KV_DTYPES[cfg.kv_dtype]}")
+    elif cfg.kv_dtype == "int8" and arch.attention != "MLA":
+        args.append(f"--kv-cache-dtype {INT8_KV_CACHE_DTYPE}")
+        b = int8_token_layer_bytes(arch.n_kv_heads, arch.head_dim, arch.v_dim)
+        notes.append(_t(lang, "int8", vllm=version_label(), b=f"{b:,}", g=cfg.group_size,
+                        lab=f"{token_layer_bytes(arch, 'int8', cfg.group_size):,}"))
     elif cfg.kv_dtype in TORCH_NAMES:
         args.append("--kv-cache-dtype auto")
         if cfg.kv_dtype != arch.model_dtype:

@@ -75,6 +75,18 @@ RUNNING_FIRST = True
 FP8_DS_MLA_TOKEN_BYTES = 512 + 4 * 4 + 64 * 2
 FP8_DS_MLA_SHAPE = (512, 64)  # (kv_lora_rank, qk_rope_head_dim) the format is laid out for
 
+# vllm/config/cache.py, CacheDType "int8_per_token_head", and vllm/v1/kv_cache_interface.py,
+# AttentionSpec.real_page_size_bytes (KVQuantMode.INT8_PER_TOKEN_HEAD): an INT8 cache keeps one FP32 scale per
+# token and K/V head, for K and for V, beside the INT8 values (no zero point, no groups). Accepted by v0.24.0.
+INT8_KV_CACHE_DTYPE = "int8_per_token_head"
+INT8_SCALE_BYTES = 4
+
+
+def int8_token_layer_bytes(n_kv_heads: int, head_dim: int, v_head_dim: int) -> int:
+    """Bytes one token takes in one attention layer of vLLM's INT8 cache."""
+    return n_kv_heads * ((head_dim + INT8_SCALE_BYTES) + (v_head_dim + INT8_SCALE_BYTES))
+
+
 # vllm/model_executor/models/config.py, HybridAttentionMambaModelConfig.verify_and_update_config: the attention
 # block size of a hybrid model is raised to the smallest multiple of the kernel alignment (16) whose page holds
 # one Mamba / linear-attention state, and the state page is padded up to the attention page.
