@@ -2,6 +2,7 @@
 
     python -m app.cli kv      --config PATH --context N [--batch B] [--kv-dtype fp16|bf16|fp8|int8|int4]
     python -m app.cli prefix  --trace PATH [--block-size 16] [--num-blocks N]
+    python -m app.cli prefix-hit --config PATH --prompt-len N [--kv-dtype ...] [--block-size B]
     python -m app.cli serve   --trace PATH [--policy static|continuous|chunked] ...
 
 Each subcommand lives in its own module (app/cli_kv.py, app/cli_trace.py) and is imported only when
@@ -39,6 +40,7 @@ def fail(message: object, prog: str = "") -> int:
 SUBCOMMANDS = {
     "kv": ("app.cli_kv", "KV-cache bytes per layer group for any Hugging Face config.json"),
     "prefix": ("app.cli_trace", "replay a JSONL trace through the prefix cache"),
+    "prefix-hit": ("app.cli_prefix_hit", "prefix-cache hits for a prompt sent twice (hybrid models' block size)"),
     "serve": ("app.cli_trace", "serve a JSONL trace with a batching policy"),
 }
 

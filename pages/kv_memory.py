@@ -3,6 +3,7 @@ tiny model's cache measured; the seeds' figures checked."""
 
 import streamlit as st
 
+from app import engine_tabs
 from app.claims import render_claims
 from app.controls import kv_memory as controls
 from app.figures.memory import dtype_bars, engine_bars, kv_heatmap, memory_breakdown, variant_lines
@@ -100,11 +101,15 @@ def render_calculator(arch) -> None:
         st.caption(say.command_caption(kv, alloc, L))
         for note in command_notes:
             st.caption(f":material/info: {note}")
+        engine_tabs.version_caption()
 
     slug, tab = controls.open_tab(url)  # only the open tab's body runs
     with tab:
         {"formula": lambda: render_formula(kv, alloc),
-         "engine": lambda: render_engine(kv, alloc, cap.kv_budget_bytes, for_plotly(arch.name)),
+         "engine": lambda: render_engine(kv, alloc, cap.kv_budget_bytes, for_plotly(arch.name), gpu_cfg.num_gpus),
+         "prefix_hit": lambda: engine_tabs.render_prefix_hit(cfg, choices.engine_config(), for_plotly(arch.name)),
+         "log": lambda: engine_tabs.render_log(cfg, choices.engine_config(), gpu_cfg.num_gpus, cap.kv_budget_bytes,
+                                               name_md, runs.allocated),
          "grid": lambda: render_grid(cfg, cap.kv_budget_bytes, for_plotly(arch.name)),
          "variants": lambda: render_variants(cfg, runs.curves(cfg), cap.kv_budget_bytes, for_plotly(arch.name)),
          "dtypes": lambda: render_dtypes(cfg, runs.dtypes(cfg, gpu_cfg)),
@@ -120,8 +125,9 @@ def render_formula(kv, alloc) -> None:
     st.caption(say.groups_caption(kv, L))
 
 
-def render_engine(kv, alloc, budget: int, name_plot: str) -> None:
+def render_engine(kv, alloc, budget: int, name_plot: str, num_gpus: int) -> None:
     show_metrics(say.engine_metrics(kv, alloc, budget, L))
+    engine_tabs.per_gpu_line(kv, num_gpus)
     rows = say.group_rows(kv, alloc, L)
     show_chart(engine_bars(rows, say.engine_takeaway(kv, alloc, name_plot, L), L), key="engine")
     st.caption(say.engine_caption(kv, alloc, L))
@@ -129,6 +135,7 @@ def render_engine(kv, alloc, budget: int, name_plot: str) -> None:
         st.caption(f":material/info: {note}")
     show_table(say.arrow_safe(say.engine_frame(alloc, L)), hide_index=True, width="stretch")
     st.caption(t("kvmem.engine_caption"))
+    engine_tabs.version_caption()
 
 
 def render_grid(cfg: MemoryConfig, budget: int, name_plot: str) -> None:

@@ -15,10 +15,12 @@ from sim.alloc import prefix_readouts as ro
 from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
 from sim.alloc.byte_tokens import show_byte
+from sim.cost.vllm_rules import version_label
 
 L = lang()  # the sentences and figures below are worded in the page language
 st.title(page_title("prefix_caching"))
 st.markdown(t("prefix.intro"))
+st.caption(t("engine.prefix_rules", vllm=version_label()))
 url = UrlState("prefix_caching")
 controls.register(url)
 url.show_problems()

@@ -300,7 +300,7 @@ def test_the_vllm_command_matches_the_view():
     cmd, notes = vllm_command(cfg.arch, kv_memory(cfg), alloc, 0.85, 2)
     assert cmd.split(" \\\n  ") == ["vllm serve openai/gpt-oss-20b", "--kv-cache-dtype fp8", "--block-size 32",
                                     "--max-model-len 65536", "--gpu-memory-utilization 0.85", "--max-num-seqs 8",
-                                    "--tensor-parallel-size 2"]
+                                    "--max-num-batched-tokens 8192", "--tensor-parallel-size 2"]
     assert notes == ()
     cfg4 = replace(cfg, kv_dtype="int4")
     cmd, notes = vllm_command(cfg.arch, kv_memory(cfg4), engine_allocation(cfg4, EngineConfig(hybrid=False)), 0.9, 1)

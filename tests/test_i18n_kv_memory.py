@@ -35,6 +35,7 @@ def test_english_catalog_keeps_the_labels_it_replaced():
 
     assert {k: text("en", f"kvmem.dtype.{k}") for k in KV_DTYPES} == {k: d.label for k, d in KV_DTYPES.items()}
     assert TABS == {"formula": "The formula, with your numbers", "engine": "Formula vs vLLM's blocks",
+                    "prefix_hit": "Prefix hits by prompt length", "log": "Reconcile an engine log",
                     "grid": "Batch × context", "variants": "MHA · GQA · MQA · MLA", "dtypes": "KV dtypes",
                     "measured": "Measured on the real model", "claims": "Claims in the seeds",
                     "presets": "Model presets"}
@@ -152,7 +153,7 @@ def test_switching_language_keeps_the_open_tab():
     at.radio(key="lang").set_value("ko").run()
     assert not at.exception
     assert at.title[0].value == "KV 메모리" and at.query_params["tab"] == "dtypes"
-    assert [t.label for t in at.tabs][4] == "KV dtype"
+    assert [t.label for t in at.tabs][6] == "KV dtype"
     assert say.dtypes_caption(128, "ko") in [c.value for c in at.caption]
     at.radio(key="lang").set_value("en").run()
     assert not at.exception and at.query_params["tab"] == "dtypes"

@@ -219,7 +219,7 @@ def test_only_the_open_tab_runs_and_the_link_keeps_it():
 
 def test_a_bad_tab_in_the_link_opens_the_first_with_a_warning():
     at = run_page({"tab": "nope"})
-    assert "`tab` (tab): `nope` is not one of formula, engine, grid, variants" in " ".join(w.value for w in at.warning)
+    assert "`tab` (tab): `nope` is not one of formula, engine, prefix_hit, log, grid, variants" in " ".join(w.value for w in at.warning)
     assert at.query_params["tab"] == "formula" and at.session_state[TAB_WIDGET] == TABS["formula"]
 
 

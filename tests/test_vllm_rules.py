@@ -98,3 +98,30 @@ def test_tensor_parallel_splits_heads_and_copies_past_them():
 
     with pytest.raises(ValueError, match="divide the 8 K/V heads"):
         tp_split(kv_memory(MemoryConfig(a, context=10)), 3)
+
+
+def test_batch_defaults_depend_on_the_gpu():
+    from sim.cost.gpus import load_gpus
+
+    g = load_gpus()
+    assert vllm_rules.default_batch_limits(g["h100-sxm"].memory_bytes, g["h100-sxm"].name) == (8192, 1024)
+    assert vllm_rules.default_batch_limits(80 << 30, "A100 SXM 80GB") == (2048, 256)
+    assert vllm_rules.default_batch_limits(24 << 30, "L4") == (2048, 256)
+    a = P["llama-3.1-8b"]
+    cfg = MemoryConfig(a, context=4096)
+    command, _ = vllm_command(a, kv_memory(cfg), engine_allocation(cfg), 0.9, 1)
+    assert "--max-num-batched-tokens 8192" in command  # stated, not left to a GPU-dependent default
+
+
+def test_int8_is_vllms_per_token_head_layout():
+    a = P["llama-3.1-8b"]  # 8 K/V heads of 128
+    # vLLM: INT8 values plus one FP32 scale per token and head, for K and V: 8 × (132 + 132) = 2,112 B
+    assert vllm_rules.int8_token_layer_bytes(8, 128, 128) == 2112
+    cfg = MemoryConfig(a, context=4096, kv_dtype="int8", group_size=32)
+    # the formula's KIVI-style groups of 32: 8 × 2 × (128 + 4 × 4) = 2,304 B
+    assert token_layer_bytes(a, "int8", 32) == 2304
+    alloc = engine_allocation(cfg)
+    assert alloc.block_bytes == 16 * 2112 * 32
+    command, notes = vllm_command(a, kv_memory(cfg), alloc, 0.9, 1)
+    assert "--kv-cache-dtype int8_per_token_head" in command
+    assert any("2,112 B" in n and "2,304 B" in n for n in notes)

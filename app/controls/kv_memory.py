@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app import engine_tabs
 from app.i18n import lang, t
 from app.tabs import LazyTabs
 from app.urlstate import UrlState
@@ -33,7 +34,7 @@ TINY = ("mha", "gqa", "mqa")
 MAX_TINY_CONTEXT = 1024
 MAX_URL_CONFIG = 8000
 # The tabs under the calculator: the link's `tab` value -> the tab's label (kvmem.tab.<slug>). Only the open one runs.
-TAB_SLUGS = ("formula", "engine", "grid", "variants", "dtypes", "measured", "claims", "presets")
+TAB_SLUGS = ("formula", "engine", "prefix_hit", "log", "grid", "variants", "dtypes", "measured", "claims", "presets")
 
 
 def tab_labels(language: str) -> dict[str, str]:
@@ -105,6 +106,7 @@ def register(presets: dict[str, ArchPreset], gpus: dict[str, GpuPreset]) -> UrlS
     url.choice("tiny", "mha", list(TINY), label=t("kvmem.url.tiny"))
     url.int("tbatch", 4, 1, MAX_TINY_BATCH, label=t("kvmem.url.tbatch"))
     url.int("tctx", 256, 1, MAX_TINY_CONTEXT, label=t("kvmem.url.tctx"))
+    engine_tabs.register(url)
     KV_TABS.register(url)
     if st.session_state["model"] == CUSTOM:
         url.text("cfg", "", max_len=MAX_URL_CONFIG, label=t("kvmem.url.cfg"))

@@ -178,3 +178,23 @@ def engine_bars(rows: list[dict], title: str, lang: str = "en") -> go.Figure:
     fig.update_layout(barmode="group")
     base_layout(fig, "", _t(lang, "x_group"), _t(lang, "y_bytes"), height=420)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
+
+
+def prefix_staircase(lengths, rates, prompt_len: int, prompt_rate: float, block_size: int, title: str,
+                     lang: str = "en") -> go.Figure:
+    """The share of a prompt sent twice that comes from the prefix cache, against its length: 0 up to one block,
+    then a sawtooth that jumps at every block boundary (sim.cost.prefix_hit). The chosen prompt marked; the block
+    boundaries as dotted lines. title: the takeaway (its user text already escaped)."""
+    fig = go.Figure()
+    fig.add_scatter(x=list(lengths), y=[100 * r for r in rates], mode="lines", line=dict(color=CACHED, width=2),
+                    name=text(lang, "engine.fig.hit_rate"), hovertemplate=text(lang, "engine.fig.hover") + "<extra></extra>")
+    top = max(lengths)
+    for k in range(1, min(top // block_size, 40) + 1):
+        fig.add_vline(x=k * block_size, line=dict(color="#bbbbbb", width=1, dash="dot"))
+    fig.add_scatter(x=[prompt_len], y=[100 * prompt_rate], mode="markers", marker=dict(color=NAIVE, size=12),
+                    name=text(lang, "engine.fig.your_prompt", n=f"{prompt_len:,}"),
+                    hovertemplate=text(lang, "engine.fig.hover") + "<extra></extra>")
+    base_layout(fig, "", text(lang, "engine.fig.x"), text(lang, "engine.fig.y"))
+    fig.update_yaxes(range=[0, 100])
+    fig.update_xaxes(range=[0, top])
+    return set_headline(fig, title, FULL_WIDTH_CHARS)

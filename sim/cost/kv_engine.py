@@ -50,8 +50,10 @@ from sim.cost.vllm_rules import (
     FLASHMLA_BLOCK,
     FP8_DS_MLA_SHAPE,
     FP8_DS_MLA_TOKEN_BYTES,
+    INT8_KV_CACHE_DTYPE,
     KERNEL_ALIGN,
     SLIDING_EXTRA_BLOCKS,
+    int8_token_layer_bytes,
     version_label,
 )
 from sim.i18n import text
@@ -66,7 +68,6 @@ class EngineConfig:
     block_size: int = 16  # tokens per block, --block-size
     max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS  # tokens one step may schedule (chunked prefill)
     hybrid: bool = True  # the hybrid KV cache manager; False = --disable-hybrid-kv-cache-manager
-    tp: int = 1  # tensor-parallel ranks (--tensor-parallel-size): K/V heads split across them
 
     def __post_init__(self) -> None:
         if self.block_size not in BLOCK_SIZES:
@@ -74,7 +75,6 @@ class EngineConfig:
         _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1, MAX_CONTEXT)
         if not isinstance(self.hybrid, bool):
             raise ValueError(f"hybrid must be true or false, got {self.hybrid!r}")
-        _check_int("tp", self.tp, 1, MAX_TP)
 
 
 @dataclass(frozen=True)
@@ -189,8 +189,13 @@ def uses_fp8_ds_mla(arch: ArchPreset, kv_dtype: str) -> bool:
 
 
 def engine_token_layer_bytes(arch: ArchPreset, kv_dtype: str, group_size: int = 128) -> int:
-    """Bytes one token takes in one attention layer's page in vLLM (the formula's, but fp8_ds_mla's 656)."""
-    return FP8_DS_MLA_TOKEN_BYTES if uses_fp8_ds_mla(arch, kv_dtype) else token_layer_bytes(arch, kv_dtype, group_size)
+    """Bytes one token takes in one attention layer's page in vLLM: the formula's, but fp8_ds_mla's 656 and INT8's
+    per-token-head FP32 scales in place of the lab's group scales and zero points."""
+    if uses_fp8_ds_mla(arch, kv_dtype):
+        return FP8_DS_MLA_TOKEN_BYTES
+    if kv_dtype == "int8" and arch.attention != "MLA":
+        return int8_token_layer_bytes(arch.n_kv_heads, arch.head_dim, arch.v_dim)
+    return token_layer_bytes(arch, kv_dtype, group_size)
 
 
 def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), lang: str = "en") -> EngineAllocation:
@@ -273,6 +278,11 @@ def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utiliz
     args = [f"vllm serve {ref}"]
     if cfg.kv_dtype in VLLM_KV_DTYPES:
         args.append(f"--kv-cache-dtype {VLLM_KV_DTYPES[cfg.kv_dtype]}")
+    elif cfg.kv_dtype == "int8" and arch.attention != "MLA":
+        args.append(f"--kv-cache-dtype {INT8_KV_CACHE_DTYPE}")
+        b = int8_token_layer_bytes(arch.n_kv_heads, arch.head_dim, arch.v_dim)
+        notes.append(_t(lang, "int8", vllm=version_label(), b=f"{b:,}", g=cfg.group_size,
+                        lab=f"{token_layer_bytes(arch, 'int8', cfg.group_size):,}"))
     elif cfg.kv_dtype in TORCH_NAMES:
         args.append("--kv-cache-dtype auto")
         if cfg.kv_dtype != arch.model_dtype:
@@ -282,8 +292,8 @@ def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utiliz
         notes.append(_t(lang, "no_dtype", dtype=cfg.kv_dtype.upper()))
     args += [f"--block-size {alloc.block_size}", f"--max-model-len {cfg.context}",
              f"--gpu-memory-utilization {utilization:g}", f"--max-num-seqs {cfg.batch}"]
-    if alloc.engine.max_num_batched_tokens != DEFAULT_BATCHED_TOKENS:
-        args.append(f"--max-num-batched-tokens {alloc.engine.max_num_batched_tokens}")
+    # stated always: its default depends on the GPU and the vLLM release (vllm_rules.default_batch_limits)
+    args.append(f"--max-num-batched-tokens {alloc.engine.max_num_batched_tokens}")
     if num_gpus > 1:
         args.append(f"--tensor-parallel-size {num_gpus}")
     if not alloc.engine.hybrid and not arch.num_state_layers:

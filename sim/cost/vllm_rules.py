@@ -27,13 +27,22 @@ DEFAULT_BLOCK_SIZE = 16
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # vllm/config/cache.py, the BlockSize literal (--block-size choices)
 FLASHMLA_BLOCK = 64  # vllm/v1/attention/backends/mla/flashmla.py: its kernel takes blocks of 64 tokens
 
-# vllm/engine/arg_utils.py, EngineArgs._set_default_args: max_num_batched_tokens depends on the usage context
-# and the GPU (8,192 for the OpenAI server on a large GPU in this release; older releases used 2,048 or
-# max_model_len): a version-dependent default.
+# vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: max_num_batched_tokens and max_num_seqs depend on the
+# usage context and the GPU: for the OpenAI server, 8,192 and 1,024 on a GPU of 70 GiB or more that is not an A100,
+# else 2,048 and 256 (older releases: 2,048 or max_model_len, and 256 everywhere): version- and GPU-dependent
+# defaults, so the command the lab writes states both.
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 MAX_NUM_BATCHED_TOKENS_HISTORY = (("0.6", "max(max_model_len, 2048) without chunked prefill"),
                                   ("0.8", "2048 with chunked prefill (v1)"),
                                   (VLLM_VERSION, "8192 for the OpenAI server on a large GPU"))
+LARGE_GPU_BYTES = 70 << 30
+
+
+def default_batch_limits(gpu_memory_bytes: int, gpu_name: str) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) `vllm serve` picks on this GPU when neither is given."""
+    if gpu_memory_bytes >= LARGE_GPU_BYTES and "a100" not in gpu_name.lower():
+        return 8192, 1024
+    return 2048, 256
 
 # vllm/v1/core/kv_cache_manager.py, KVCacheManager.get_computed_blocks: max_cache_hit_length =
 # request.num_tokens - 1, so the last prompt token is always computed (its logits give the first output token);
@@ -65,6 +74,18 @@ RUNNING_FIRST = True
 # kept in BF16: 512 + 4 × 4 + 64 × 2 = 656 bytes a token and layer (not 576).
 FP8_DS_MLA_TOKEN_BYTES = 512 + 4 * 4 + 64 * 2
 FP8_DS_MLA_SHAPE = (512, 64)  # (kv_lora_rank, qk_rope_head_dim) the format is laid out for
+
+# vllm/config/cache.py, CacheDType "int8_per_token_head", and vllm/v1/kv_cache_interface.py,
+# AttentionSpec.real_page_size_bytes (KVQuantMode.INT8_PER_TOKEN_HEAD): an INT8 cache keeps one FP32 scale per
+# token and K/V head, for K and for V, beside the INT8 values (no zero point, no groups). Accepted by v0.24.0.
+INT8_KV_CACHE_DTYPE = "int8_per_token_head"
+INT8_SCALE_BYTES = 4
+
+
+def int8_token_layer_bytes(n_kv_heads: int, head_dim: int, v_head_dim: int) -> int:
+    """Bytes one token takes in one attention layer of vLLM's INT8 cache."""
+    return n_kv_heads * ((head_dim + INT8_SCALE_BYTES) + (v_head_dim + INT8_SCALE_BYTES))
+
 
 # vllm/model_executor/models/config.py, HybridAttentionMambaModelConfig.verify_and_update_config: the attention
 # block size of a hybrid model is raised to the smallest multiple of the kernel alignment (16) whose page holds
