@@ -22,14 +22,6 @@ def _per_language(spinner_key: str, load: Callable) -> dict[str, Callable]:
     return {lg: st.cache_resource(show_spinner=text(lg, spinner_key))(load) for lg in LANGS}
 
 
-def _load_device_info():
-    from app.work import server
-    from sim.model.device import describe_device
-
-    with server().queue.slot(exclusive=True):  # forcing an SDPA backend is process-wide: run alone
-        return describe_device()
-
-
 def _load_model(name: str):
     from sim.model.device import configure_threads, pick_device, pick_dtype
 
@@ -40,22 +32,16 @@ def _load_model(name: str):
     return load_model(name, device, pick_dtype(device))
 
 
-def _load_model_rates(name: str, attn_impl: str):
-    from app.work import server
-    from sim.model.measure import measure_rates
-
-    m = model(name)
-    with server().queue.slot(exclusive=True):  # a timing: nothing else may run beside it
-        return measure_rates(m, attn_impl)
-
-
-_DEVICE_INFO = _per_language("res.probing", _load_device_info)
 _MODEL = _per_language("res.loading", _load_model)
-_MODEL_RATES = _per_language("res.timing", _load_model_rates)
 
 
 def device_info():
-    return _DEVICE_INFO[lang()]()
+    """The device and which SDPA backends really run on it: probed once per server, alone in the queue (forcing
+    an SDPA backend is process-wide); the wait shows its place and can be left."""
+    from app.work import once
+    from sim.model.device import describe_device
+
+    return once("res.device_info", (), describe_device, what=t("res.probing"))
 
 
 def model(name: str):
@@ -77,8 +63,13 @@ def model_or_stop(name: str):
 
 def model_rates(name: str, attn_impl: str):
     """Seconds per forward call, per token and per attention pair of this model on this device,
-    measured in the server's queue (so no other run disturbs it) once per process."""
-    return _MODEL_RATES[lang()](name, attn_impl)
+    measured in the server's queue (so no other run disturbs it) once per process; the wait shows its place and
+    can be left."""
+    from app.work import once
+    from sim.model.measure import measure_rates
+
+    m = model(name)
+    return once("res.model_rates", (name, attn_impl), lambda: measure_rates(m, attn_impl), what=t("res.timing"))
 
 
 def live_result(run, cannot: str):

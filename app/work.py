@@ -4,8 +4,11 @@ Every page hands its heavy work (real-model runs, large simulations) to `run_job
 of its seconds from a cost model. Work estimated at `AUTO_RUN_S` or less runs as soon as the page
 opens; longer work waits for a button, shows a progress bar, and can be stopped. Real-model work
 from every session of the server goes through one FIFO queue with as many slots as torch threads,
-and a waiting user sees how many runs are ahead. Results are kept server-wide by (kind, params), so
-a second visit, or a second student with the same settings, gets them at once.
+and a waiting user sees how many runs are ahead, and can leave the queue (Stop). Results are kept server-wide by
+(kind, params), so a second visit, or a second student with the same settings, gets them at once; a run asked for
+while the same run is queued or running is not queued again: it waits for that one's result (sim/work/queue.py's
+SharedRuns). Work that needs the machine to itself (`once`: timing the model, probing the machine) waits in the same
+queue, showing its place and a Stop button, like every other wait.
 
 Every message here (why a run waits, Run / Stop, the queue's "runs ahead") is worded in the page language from
 core.json's `work.*`; `what` and a page's own `button` label come worded from the page.
@@ -13,10 +16,10 @@ core.json's `work.*`; `what` and a page's own `button` label come worded from th
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Hashable
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -24,7 +27,7 @@ import streamlit as st
 
 from app.i18n import lang
 from sim.i18n import text
-from sim.work.queue import RateBook, ResultCache, WorkQueue
+from sim.work.queue import MISSING, RateBook, ResultCache, SharedRuns, WorkQueue
 from sim.work.threads import pick_num_threads
 
 AUTO_RUN_S = 3.0  # one job that starts when a page opens is estimated at no more than this
@@ -33,6 +36,9 @@ AUTO_ENV = "KVLAB_AUTO_RUN_S"  # overrides AUTO_RUN_S (page tests raise it so ev
 BUDGET_KEY = "_work.auto_left"  # reset at the start of every page run (UrlState does it)
 PROGRESS_EVERY_S = 0.1  # redraw the bar at most this often (each redraw is also where a Stop lands)
 WAIT_REDRAW_S = 2.0  # while queued, redraw "k runs ahead" when k changes, else this often
+RESULT_BYTES = 64 * 2**20  # the shared result cache holds at most this much (keys included)
+LOG_ENV = "KVLAB_WORK_LOG"  # "1": log why a run waits for its button (benchmarks/classroom.py reads it)
+_LOG = logging.getLogger("kvlab.work")
 
 T = TypeVar("T")
 Progress = Callable[[float, str], None]
@@ -43,12 +49,24 @@ class Server:
     queue: WorkQueue
     results: ResultCache
     rates: RateBook
+    shared: SharedRuns  # run_job's results, each computed once
+    measured: SharedRuns  # once()'s: measurements of this machine, kept apart from the jobs' LRU
+
+    @staticmethod
+    def make(num_slots: int) -> Server:
+        queue, results = WorkQueue(num_slots), ResultCache(128, RESULT_BYTES)
+        return Server(queue, results, RateBook(), SharedRuns(queue, results), SharedRuns(queue, ResultCache(64)))
 
 
 @st.cache_resource(show_spinner=False)
 def server() -> Server:
     """One per server process, shared by every session."""
-    return Server(WorkQueue(pick_num_threads()), ResultCache(128), RateBook())
+    if os.environ.get(LOG_ENV) == "1" and not _LOG.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s kvlab.work %(message)s"))
+        _LOG.addHandler(handler)
+        _LOG.setLevel(logging.INFO)
+    return Server.make(pick_num_threads())
 
 
 def fmt_seconds(s: float, lang: str = "en") -> str:
@@ -98,7 +116,8 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     fn(progress): does the work, calling progress(fraction, text) now and then;
     go: whether the page's own button (labelled `button`) was pressed this run; None: run_job draws
     its own `button` (None: "Run" in the page language); auto: False makes it wait for the button however short it is (a grid of runs
-    that a link should never start).
+    that a link should never start). The same run already queued or running for another session is joined
+    without a button: waiting for its result costs this server nothing.
     """
     srv = server()
     lg = lang()
@@ -111,10 +130,13 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     stopped = ss.pop(_flag(kind, "stopped"), False)
     own_button = go is None
     go = bool(go) or ss.pop(_flag(kind, "go"), False)
+    joining = srv.shared.in_flight(key)
     estimate = srv.rates.estimate(kind, estimate_s)
     one, page_total = auto_limits()
     left = ss.get(BUDGET_KEY, page_total)
-    if not go and (stopped or not auto or estimate > min(one, left)):
+    if not go and (stopped or (not joining and (not auto or estimate > min(one, left)))):
+        _LOG.log(logging.INFO, "gated=%s estimate_s=%.3f prior_s=%.3f factor=%.2f limit_s=%.3f stopped=%s",
+                  kind, estimate, estimate_s, srv.rates.factor(kind), min(one, left), stopped)
         took = fmt_seconds(estimate, lg)
         why = (text(lg, "work.stopped") if stopped else
                text(lg, "work.takes", t=took) if not auto else
@@ -130,6 +152,7 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
                      help=text(lg, "work.stop_help"))
 
     wait = _waiting_message(status, text(lg, "work.waiting_model"), lg)
+    same = _same_run_message(status, what, lg)
 
     head = f"{what} ({fmt_seconds(estimate, lg)})"
     last = [0.0]
@@ -140,31 +163,27 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
             last[0] = now
             bar_slot.progress(min(1.0, max(0.0, fraction)), text=f"{head} — {text}" if text else head)
 
-    spent = [0.0]
-
-    def compute() -> T:
+    def compute() -> tuple[T, float]:
         status.empty()
         bar_slot.progress(0.0, text=head)
         t0 = time.perf_counter()
         out = fn(progress)
-        spent[0] = time.perf_counter() - t0
-        srv.rates.observe(kind, estimate_s, spent[0])
-        return out
+        spent = time.perf_counter() - t0
+        srv.rates.observe(kind, estimate_s, spent)
+        return out, spent
 
     def clear() -> None:
         for slot in (status, bar_slot, stop_slot):
             slot.empty()
 
     try:
-        with srv.queue.slot(wait) if real_model else nullcontext():
-            result = compute()
+        (result, spent), computed = srv.shared.run(key, compute, use_queue=real_model, on_wait=wait, on_same=same)
     except Exception:
         clear()
         raise
     clear()
-    if not go:  # what it was expected to cost, or what it did cost if more
-        ss[BUDGET_KEY] = left - max(estimate, spent[0])
-    srv.results.put(key, (result, spent[0]))
+    if computed and not go:  # what it was expected to cost, or what it did cost if more
+        ss[BUDGET_KEY] = left - max(estimate, spent)
     return result
 
 
@@ -184,11 +203,91 @@ def _waiting_message(slot, what: str, lang: str = "en") -> Callable[[int], None]
     return wait
 
 
+def _same_run_message(slot, what: str, lang: str = "en") -> Callable[[int], None]:
+    """on_same for SharedRuns: another session's identical run is queued (that many runs ahead of it) or running;
+    redrawn as _waiting_message is."""
+    last = {"ahead": None, "at": 0.0}
+
+    def wait(num_ahead: int) -> None:
+        now = time.perf_counter()
+        if num_ahead != last["ahead"] or now - last["at"] >= WAIT_REDRAW_S:
+            last.update(ahead=num_ahead, at=now)
+            key = ("work.same.running" if num_ahead == 0 else
+                   "work.same.one" if num_ahead == 1 else "work.same.many")
+            slot.info(text(lang, key, what=what, n=f"{num_ahead:,}"), icon=":material/hourglass_top:")
+
+    return wait
+
+
+class _Wait:
+    """A wait with its place on the page: where it is in the queue (or whose identical run it waits for), and a
+    Stop button that leaves the queue. A session that left sees so, and a Run button, and the page stops there
+    (what follows needs this work) until Run is pressed."""
+
+    def __init__(self, name: str, what: str, lang: str, waiting: str | None = None) -> None:
+        self.flag, self.button_key, self.what, self.lang = f"_work.left.{name}", f"_work.leave.{name}", what, lang
+        ss = st.session_state
+        if ss.pop(self.flag, False):
+            st.info(text(lang, "work.left", what=what, button=text(lang, "work.run")), icon=":material/play_circle:")
+            st.button(text(lang, "work.run"), key=f"_work.again.{name}", type="primary")
+            st.stop()
+        self.status, self.stop_slot = st.empty(), st.empty()
+        self._queue = _waiting_message(self.status, waiting or what, lang)
+        self._same = _same_run_message(self.status, what, lang)
+        self._stop_shown = False
+
+    def _stop(self) -> None:
+        if not self._stop_shown:
+            self._stop_shown = True
+            self.stop_slot.button(text(self.lang, "work.stop"), key=self.button_key, on_click=_set, args=(self.flag,),
+                                  help=text(self.lang, "work.leave_help"))
+
+    def queue(self, num_ahead: int) -> None:
+        self._stop()
+        self._queue(num_ahead)
+
+    def same(self, num_ahead: int) -> None:
+        self._stop()
+        self._same(num_ahead)
+
+    def clear(self) -> None:
+        self.status.empty()
+        self.stop_slot.empty()
+
+
 def queued(fn: Callable[[], T], what: str) -> T:
-    """Run short real-model work (well under a second) in its turn in the server's queue."""
-    status = st.empty()
+    """Run short real-model work (well under a second) in its turn in the server's queue; while it waits the page
+    shows its place and a Stop button."""
     lg = lang()
-    with server().queue.slot(_waiting_message(status, text(lg, "work.what_waiting", what=what), lg)):
-        status.empty()
-        out = fn()
-    return out
+    wait = _Wait(f"queued.{what}", what, lg, text(lg, "work.what_waiting", what=what))
+    try:
+        with server().queue.slot(wait.queue):
+            wait.clear()
+            return fn()
+    finally:
+        wait.clear()
+
+
+def once(kind: str, params: Hashable, fn: Callable[[], T], *, what: str, exclusive: bool = True) -> T:
+    """fn() computed once per server process and kept (a measurement of this machine or model): with the machine
+    to itself when `exclusive` (a timing, or a process-wide switch such as forcing an SDPA backend), in its turn
+    in the shared queue. While it waits the page shows its place and a Stop button; a session asking while it is
+    computed waits for that result."""
+    srv = server()
+    key = (kind, params)
+    hit = srv.measured.results.get(key, MISSING)
+    if hit is not MISSING:
+        return hit
+    lg = lang()
+    wait = _Wait(f"once.{kind}", what, lg)
+
+    def compute() -> T:
+        wait.clear()
+        with st.spinner(what):
+            return fn()
+
+    try:
+        value, _ = srv.measured.run(key, compute, exclusive=exclusive, on_wait=wait.queue, on_same=wait.same)
+    finally:
+        wait.clear()
+    return value

@@ -36,13 +36,12 @@ from sim.model.transformer import PRESETS
 
 MAX_PROMPT = 48  # bytes: one row and column per byte keeps the maps legible on a projector
 
-@st.cache_resource(show_spinner=False)
 def masked_row_behaviour() -> dict[str, str]:
-    """Measured once per server, alone in the queue: it forces each SDPA backend, a process-wide switch."""
-    from app.work import server
+    """Measured once per server, alone in the queue: it forces each SDPA backend, a process-wide switch (the wait
+    shows its place and can be left)."""
+    from app.work import once
 
-    with server().queue.slot(exclusive=True):
-        return fully_masked_row_behaviour()
+    return once("masks.masked_rows", (), fully_masked_row_behaviour, what=t("masks.job.masked_rows"))
 
 
 st.title(page_title("attention_masks"))

@@ -71,18 +71,13 @@ c[1].select_slider(t("roofline.batch"), BATCHES, key="batch")
 c[2].select_slider(t("roofline.context"), CONTEXTS, key="context", format_func=lambda v: f"{v:,}")
 
 
-@st.cache_resource(show_spinner=False)
-def machine_probe():
-    from app.work import server
+def probe_here():
+    """Measured once per server, alone in the queue (no other session's model run shares the machine); the wait
+    shows its place and can be left."""
+    from app.work import once
     from sim.model.probe import probe_machine
 
-    with server().queue.slot(exclusive=True):  # measured alone: no other session's model run shares the machine
-        return probe_machine()
-
-
-def probe_here():
-    with st.spinner(t("roofline.probing")):
-        return machine_probe()
+    return once("roofline.probe", (), probe_machine, what=t("roofline.probing"))
 
 
 # The probe imports torch (seconds): it runs only when this machine is chosen or asked for.

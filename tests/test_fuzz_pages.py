@@ -3,10 +3,14 @@ combinations, and URL values that are garbage, huge, repeated or Markdown.
 
 Hypothesis draws the widget values (derandomized: the same examples every run). The URL checks
 also render every message a page shows with a reference CommonMark renderer and assert that no
-user-supplied link or image survives.
+user-supplied link or image survives. CommonMark does not autolink bare URLs, and Streamlit's Markdown does
+(remark-gfm: `http://…`, `www.…`, `name@host`), so the last check renders the way Streamlit does: every page
+opened in Chromium with hostile URL values, failing on any link in the page that the app did not write.
 """
 
+import json
 import re
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -173,3 +177,52 @@ def test_huge_and_repeated_url_values_are_named_and_shortened(slug):
     at = open_page(slug, {first: [value, value]})
     no_crash(at, f"{slug} with a repeated key")
     assert re.search(rf"`{re.escape(first)}` \(.*\) appears 2 times", warning_text(at)), warning_text(at)
+
+
+# --- the same in the browser: Streamlit's own Markdown (remark-gfm autolinks bare URLs) ------------------------
+
+# Bare URLs and addresses as GFM autolinks them, in the two halves of a page's URL values (every value is shown
+# shortened to 60 characters, so each stays short), and a link written out.
+HOSTILE_URLS = ["go http://127.0.0.1:9/x www.evil.io", "a@evil.io WWW.EVIL.IO HTTPS://127.0.0.1:9/Y",
+                "[x](http://127.0.0.1:9/p) mailto:x@evil.io"]
+# The issue's two samples, and a pasted config whose refusal quotes a URL inside the red error box.
+HOSTILE_LINKS = [
+    "/lesson?step=4&text=go%20http%3A%2F%2F127.0.0.1%3A9%2Fx%20www.evil.io",
+    "/kv_memory?model=custom&cfg=" + quote(json.dumps({
+        "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 2,
+        "layer_types": ["http://127.0.0.1:9/phish", "www.evil.io"], "model_type": "a@evil.io"})),
+]
+# Every link in the page's main area that leads out of this app to a hostile address (every payload names one:
+# 127.0.0.1:9, evil.io, an email address), folded expanders opened first. Links into the app may carry the hostile
+# values in their query (a heading's anchor is the page's own URL): they are the app's, and harmless.
+FOREIGN_LINKS_JS = """() => {
+  document.querySelectorAll('[data-testid="stMain"] details').forEach(d => { d.open = true; });
+  return [...document.querySelectorAll('[data-testid="stMain"] a[href]')].map(a => a.href)
+    .filter(h => !h.startsWith(location.origin + '/') && /127\\.0\\.0\\.1:9\\/|evil|^mailto:|^xmpp:/i.test(h));
+}"""
+
+
+def hostile_link(slug: str) -> str:
+    """The page with every URL value it keeps (and the shared lang= and present=) set to a hostile one."""
+    keys = ["lang", "present", *sorted(url_keys(slug) if slug != "home" else {})]
+    query = "&".join(f"{k}={quote(HOSTILE_URLS[i % len(HOSTILE_URLS)])}" for i, k in enumerate(keys))
+    return f"/{'' if slug == 'home' else slug}?{query}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("link", [p.slug for p in PAGES] + HOSTILE_LINKS,
+                         ids=[p.slug for p in PAGES] + ["lesson-text", "kv_memory-cfg"])
+def test_no_link_from_user_text_in_the_browser(app_url, browser, link):
+    from tests.test_browser import new_page, wait_for_run
+
+    if not link.startswith("/"):
+        link = hostile_link(link)
+    page = new_page(browser, 1280, 1600)
+    try:
+        page.goto(app_url + link, wait_until="domcontentloaded")
+        page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+        wait_for_run(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert page.evaluate(FOREIGN_LINKS_JS) == [], link
+    finally:
+        page.close()

@@ -42,7 +42,7 @@ def test_a_bad_present_value_is_ignored_and_named_like_any_bad_url_value():
 def test_styled_sets_type_sizes_and_keeps_axis_titles():
     fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
     fig.update_layout(height=400, xaxis_title="context (tokens)", yaxis_title="KV cache (GiB)")
-    styled(fig, True)
+    fig = styled(fig, True)
     assert fig.layout.xaxis.tickfont.size == PRESENTER["tick"] == fig.layout.yaxis.tickfont.size
     assert fig.layout.height == 460
     # on a 720-px projector a tall figure is drawn no taller than the screen shows at once
@@ -62,7 +62,7 @@ def test_a_headline_keeps_its_place_in_px_when_presenter_mode_resizes_the_chart(
         fig = set_headline(go.Figure(layout=dict(height=height)), "A takeaway long enough to wrap onto a second line "
                            "of the chart's title", 44)
         before = (fig.layout.title.y, fig.layout.title.yanchor, fig.layout.title.pad.t)
-        styled(fig, True)
+        fig = styled(fig, True)
         assert fig.layout.height != height  # presenter mode changed the height (×1.15, or capped)
         assert (fig.layout.title.y, fig.layout.title.yref, fig.layout.title.yanchor) == (1, "container", "top")
         assert (fig.layout.title.y, fig.layout.title.yanchor, fig.layout.title.pad.t) == before
@@ -150,3 +150,25 @@ def test_dense_tables_fold_and_short_word_tables_stay():
     assert not is_dense(pd.DataFrame({"Lever": ["GQA", "FP8 KV"], "What it does": ["fewer heads", "half bytes"]}))
     assert is_dense(pd.DataFrame({c: [1.0, 2.0] for c in "abcde"}))  # five numeric columns
     assert is_dense(pd.DataFrame({"x": range(9)}))  # nine rows
+
+
+def _chart_heights(at) -> list:
+    return [json.loads(c.proto.spec)["layout"].get("height") for c in at.get("plotly_chart")]
+
+
+def test_a_presenter_view_does_not_change_what_other_sessions_see():
+    """Issue 39: Serving's timeline comes from a server-wide cache; presenter mode restyled it in place, so after
+    one presenter view every viewer's timeline was 600 px tall instead of 940. Normal, presenter, normal again
+    (three sessions, one server process): the two normal views agree."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import PAGES_DIR, run_page
+
+    before = _chart_heights(run_page("serving"))
+    assert 940 in before, before  # the timeline, at its builder's height
+    at = AppTest.from_file(str(PAGES_DIR / "serving.py"), default_timeout=300)
+    at.session_state["present"] = True  # a session in presenter mode (set from its link or the toggle)
+    presenting = _chart_heights(at.run())
+    assert not at.exception and PRESENTER_MAX_HEIGHT in presenting and 940 not in presenting, presenting
+    after = _chart_heights(run_page("serving"))
+    assert after == before

@@ -243,3 +243,22 @@ def test_serve_refusals_are_one_line_and_exit_2(tmp_path, capsys, argv, words):
     rc, out, err = run_cli("serve", ["--trace", path] + argv, capsys)
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith(words), err
+
+
+def test_the_page_keys_a_trace_run_by_its_digest_not_its_bytes():
+    """Issue 39: the shared result cache kept whole traces (up to 2 MiB each) in its keys; a key is now the trace's
+    SHA-256, so what the cache holds is bounded by its byte limit and the results themselves."""
+    import hashlib
+
+    from app.work import server
+    from sim.work.queue import approx_bytes
+    from tests.conftest import run_page
+
+    text = tr.write_trace([{"prompt": list(range(1000, 1500 + i)), "output_len": 5} for i in range(40)])
+    assert len(text) > 100_000
+    at = run_page("serving", {"tab": "trace", "live": "0"})
+    at.text_area(key="tr_text").set_value(text).run()
+    assert not at.exception
+    keys = [k for k in list(server().results._data) if k[0] == "serving.trace"]
+    assert keys and all(approx_bytes(k) < 4096 for k in keys), [approx_bytes(k) for k in keys]
+    assert any(hashlib.sha256(text.encode()).hexdigest() in k[1] for k in keys)

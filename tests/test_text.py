@@ -27,7 +27,7 @@ def test_shorten_and_code_exact():
     assert code("`x") == "`` `x ``"
     assert code("a``b`") == "``` a``b` ```"
     assert code("") == '`""`'
-    assert plain("[a](http://x)") == "\\[a\\]\\(http\\:/\\/x\\)".replace("\\/", "/")
+    assert plain("[a](http://x)") == "\\[a\\]\\(http\\:\u2060//x\\)"  # a word joiner inside "://" (see below)
     assert for_plotly("<a href='x'>") == "&lt;a href=&#x27;x&#x27;&gt;"
 
 
@@ -49,3 +49,21 @@ def test_code_is_always_one_code_span(text):
 def test_plain_never_makes_markup(text):
     html = MD.render(plain(text))
     assert "<a " not in html and "<img" not in html and "<code>" not in html and "<em>" not in html
+
+
+def test_plain_leaves_no_bare_url_or_address_for_gfm_to_autolink():
+    """Streamlit's Markdown autolinks `http(s)://…`, `www.…` and `name@host.tld` after escapes are resolved: plain
+    puts an invisible word joiner inside each, and the reader sees the same characters (the browser check is
+    tests/test_fuzz_pages.py::test_no_link_from_user_text_in_the_browser)."""
+    import re
+
+    from app.text import WORD_JOINER, plain, unlinked
+
+    raw = "go http://127.0.0.1:9/x www.evil.io HTTPS://A.IO WwW.b.io mailto:a@evil.io ftp://f"
+    got = plain(raw)
+    seen = re.sub(r"\\(.)", r"\1", got)
+    assert seen.replace(WORD_JOINER, "") == raw
+    for part in ("://", "www.", "WwW.", "a@"):
+        assert part not in seen, part
+    assert unlinked("http://x") == f"http:{WORD_JOINER}//x" and unlinked("a@b") == f"a{WORD_JOINER}@b"
+    assert unlinked("no links: 1.5 www") == "no links: 1.5 www"

@@ -131,3 +131,131 @@ def test_the_thread_count_says_why():
 
     assert threads_message({}, cpu_count=2) == ("home.threads_why.auto", {"cores": "2"})
     assert threads_message({"KVLAB_THREADS": "3"}, cpu_count=2) == ("home.threads_why.env", {"n": "3"})
+
+
+# --- identical work computed once (issue 39) -------------------------------------------------------
+
+
+class GaveUp(BaseException):  # a stopped Streamlit script raises a BaseException
+    pass
+
+
+def _start(fn, *args):
+    t = threading.Thread(target=fn, args=args, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_run_looks_in_the_result_cache_again_when_its_turn_comes():
+    from sim.work.queue import SharedRuns
+
+    q = WorkQueue(1, poll_s=0.01)
+    shared = SharedRuns(q, ResultCache(8), poll_s=0.01)
+    release, queued = threading.Event(), threading.Event()
+    calls, got = [], {}
+
+    def holder():
+        with q.slot():
+            release.wait(30)
+
+    def asker():
+        got["b"] = shared.run("k", lambda: calls.append("b") or "computed by b", on_wait=lambda n: queued.set())
+
+    h = _start(holder)
+    while q.num_running == 0:
+        time.sleep(0.001)
+    b = _start(asker)
+    assert queued.wait(30)  # b waits for its turn ...
+    shared.results.put("k", "computed elsewhere")  # ... while the same result lands in the cache
+    release.set()
+    for t in (h, b):
+        t.join(30)
+    assert got["b"] == ("computed elsewhere", False) and calls == []
+
+
+def test_identical_work_in_flight_is_computed_once_and_shared():
+    from sim.work.queue import SharedRuns
+
+    shared = SharedRuns(WorkQueue(2, poll_s=0.01), ResultCache(8), poll_s=0.01)
+    started, joined, release = threading.Event(), threading.Event(), threading.Event()
+    calls, got = [], {}
+
+    def compute_a():
+        calls.append("a")
+        started.set()
+        release.wait(30)
+        return "result"
+
+    def a():
+        got["a"] = shared.run("k", compute_a)
+
+    def b():
+        got["b"] = shared.run("k", lambda: calls.append("b") or "again", on_same=lambda n: joined.set())
+
+    ta = _start(a)
+    assert started.wait(30)
+    assert shared.in_flight("k")
+    tb = _start(b)
+    assert joined.wait(30)  # b waits for a's run instead of queueing its own (a free slot was there)
+    release.set()
+    for t in (ta, tb):
+        t.join(30)
+    assert calls == ["a"]
+    assert got == {"a": ("result", True), "b": ("result", False)}
+    assert not shared.in_flight("k") and shared.results.get("k") == "result"
+    assert shared.run("k", lambda: "never") == ("result", False)
+
+
+def test_when_the_first_asker_gives_up_the_next_one_computes():
+    from sim.work.queue import SharedRuns
+
+    q = WorkQueue(1, poll_s=0.01)
+    shared = SharedRuns(q, ResultCache(8), poll_s=0.01)
+    release, joined, b_queued = threading.Event(), threading.Event(), threading.Event()
+    got = {}
+
+    def holder():
+        with q.slot():
+            release.wait(30)
+
+    def a_waits(n):
+        assert joined.wait(30)
+        raise GaveUp  # a user pressed Stop while a waited in the queue
+
+    def a():
+        try:
+            shared.run("k", lambda: "by a", on_wait=a_waits)
+        except GaveUp:
+            got["a"] = "gave up"
+
+    def b():
+        got["b"] = shared.run("k", lambda: "by b", on_same=lambda n: joined.set(), on_wait=lambda n: b_queued.set())
+
+    h = _start(holder)
+    while q.num_running == 0:
+        time.sleep(0.001)
+    ta = _start(a)
+    while not shared.in_flight("k"):
+        time.sleep(0.001)
+    tb = _start(b)
+    assert b_queued.wait(30)  # a left; b took its place in the queue
+    release.set()
+    for t in (h, ta, tb):
+        t.join(30)
+    assert got == {"a": "gave up", "b": ("by b", True)}
+    assert q.num_running == 0 and q.num_waiting == 0 and not shared.in_flight("k")
+
+
+def test_the_result_cache_bounds_bytes_keys_included():
+    import numpy as np
+
+    mib = 2**20
+    c = ResultCache(100, max_bytes=int(2.5 * mib))
+    c.put("a", np.zeros(mib, np.uint8))
+    c.put("b", np.zeros(mib, np.uint8))
+    assert len(c) == 2
+    c.put("c", np.zeros(mib, np.uint8))  # 3 MiB in all: the least recently used goes
+    assert "a" not in c and "b" in c and "c" in c and c.num_bytes <= c.max_bytes
+    assert c.put(b"x" * (2 * mib), 1)  # a key of 2 MiB (a whole trace) counts as much as a value
+    assert len(c) == 1 and c.num_bytes <= c.max_bytes
+    assert not c.put("huge", np.zeros(3 * mib, np.uint8)) and "huge" not in c  # never kept

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
 from app.i18n import t
@@ -53,7 +55,8 @@ def trace_run(data: bytes, dep, max_batch: int, budget: int) -> sd.TraceRun | No
     tf = read_trace(data)
     tokens = int(tf.prompt_len.sum() + tf.output_len.sum())
     estimate = 4 * 0.3 * tokens / 50_000  # four serving runs, ~0.3 s per 50k tokens each here
-    return run_job("serving.trace", (data, dep, max_batch, budget), estimate,
+    # keyed by the trace's digest, not its bytes: the shared result cache would hold every 2 MiB trace in its keys
+    return run_job("serving.trace", (hashlib.sha256(data).hexdigest(), dep, max_batch, budget), estimate,
                    lambda progress: sd.run_trace(tf, dep, max_batch, 16, budget), real_model=False,
                    what=t("serving.job.trace"))
 

@@ -1,19 +1,24 @@
-"""Sharing one server among many users: a FIFO queue for heavy work, a result cache, and the
-measured rates that turn a job's size into an estimate of its seconds.
+"""Sharing one server among many users: a FIFO queue for heavy work, a result cache, identical work computed
+once (`SharedRuns`), and the measured rates that turn a job's size into an estimate of its seconds.
 
 Plain Python (threading only): the app keeps one of each per server process, and every session's
 heavy real-model work passes through the same queue, so thirty students opening the same link
-wait in line instead of splitting two cores thirty ways.
+wait in line instead of splitting two cores thirty ways, and wait for one run, not thirty copies of it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+MISSING = object()  # a result cache's "no such entry" (None may be a result)
 
 
 class WorkQueue:
@@ -93,37 +98,173 @@ class WorkQueue:
                 self._cond.notify_all()
 
 
-class ResultCache:
-    """A thread-safe LRU map from a job's key to its (read-only) result, shared by every session."""
+def approx_bytes(obj: Any, max_nodes: int = 200_000) -> int:
+    """Roughly the memory `obj` holds: numpy arrays, bytes and strings by their length, containers, dataclasses
+    and plain objects by what they hold (each object counted once; at most `max_nodes` visited, so sizing a
+    result is always quick). What a cache bound needs: the size of a 2 MiB trace, not its last byte."""
+    seen: set[int] = set()
+    stack = [obj]
+    total = 0
+    visited = 0
+    while stack and visited < max_nodes:
+        o = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        visited += 1
+        nbytes = getattr(o, "nbytes", None)  # numpy arrays, torch tensors' storage views, memoryview
+        if isinstance(nbytes, int) and not isinstance(o, type):
+            total += nbytes + 100
+            continue
+        if hasattr(o, "memory_usage") and hasattr(o, "columns"):  # a pandas DataFrame
+            try:
+                total += int(o.memory_usage(deep=True).sum())
+                continue
+            except Exception:  # noqa: BLE001 - sizing is best effort
+                pass
+        total += sys.getsizeof(o, 64)
+        if isinstance(o, str | bytes | bytearray | int | float | complex | bool) or o is None:
+            continue
+        if isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, list | tuple | set | frozenset | deque):
+            stack.extend(o)
+        elif dataclasses.is_dataclass(o) and not isinstance(o, type):
+            stack.extend(getattr(o, f.name, None) for f in dataclasses.fields(o))
+        else:
+            d = getattr(o, "__dict__", None)
+            if isinstance(d, dict):
+                stack.append(d)
+            for name in getattr(type(o), "__slots__", ()):
+                stack.append(getattr(o, name, None))
+    return total
 
-    def __init__(self, max_entries: int = 128) -> None:
+
+class ResultCache:
+    """A thread-safe LRU map from a job's key to its (read-only) result, shared by every session.
+
+    Bounded twice: at most `max_entries` entries and at most `max_bytes` held in all, keys included (a key
+    that is a whole uploaded trace counts as much as its result). The least recently used go first; a
+    value larger than the whole bound is not kept at all."""
+
+    def __init__(self, max_entries: int = 128, max_bytes: int = 64 * 2**20) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+        if max_bytes < 1:
+            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._num_bytes = 0
+
+    @property
+    def num_bytes(self) -> int:
+        with self._lock:
+            return self._num_bytes
 
     def get(self, key: Hashable, default: Any = None) -> Any:
         with self._lock:
             if key not in self._data:
                 return default
             self._data.move_to_end(key)
-            return self._data[key]
+            return self._data[key][0]
 
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
             return key in self._data
 
-    def put(self, key: Hashable, value: Any) -> None:
+    def put(self, key: Hashable, value: Any) -> bool:
+        """Keep `value` under `key`; False when it is too large to keep at all."""
+        size = approx_bytes((key, value))
         with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.max_entries:
-                self._data.popitem(last=False)
+            if key in self._data:
+                self._num_bytes -= self._data.pop(key)[1]
+            if size > self.max_bytes:
+                return False
+            self._data[key] = (value, size)
+            self._num_bytes += size
+            while len(self._data) > self.max_entries or self._num_bytes > self.max_bytes:
+                self._num_bytes -= self._data.popitem(last=False)[1][1]
+            return True
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._data)
+
+
+class _Flight:
+    """One computation of a key in progress: its leader computes, everyone else waits for `done`."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: Any = MISSING
+        self.ahead = 0  # how many jobs are ahead of the leader in the queue (0: it is running)
+
+
+class SharedRuns:
+    """Identical work is computed once, whoever asks: results are kept in `results`, and a key asked for while
+    it is being computed (or queued to be) is not queued again: the later callers wait for the first one's
+    result (`on_same(num_ahead_of_it)` about every `poll_s` seconds; it may raise, and that caller leaves).
+
+    The one computing it goes through `queue` (unless `use_queue` is False) and, when its turn comes, looks in
+    `results` again: another caller may have put the result there while it waited. If the one computing it
+    fails or gives up, the next caller still waiting takes its place."""
+
+    def __init__(self, queue: WorkQueue, results: ResultCache, poll_s: float = 0.25) -> None:
+        self.queue = queue
+        self.results = results
+        self.poll_s = poll_s
+        self._lock = threading.Lock()
+        self._flights: dict[Hashable, _Flight] = {}
+
+    def in_flight(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._flights
+
+    def run(self, key: Hashable, compute: Callable[[], T], *, use_queue: bool = True, exclusive: bool = False,
+            on_wait: Callable[[int], None] | None = None,
+            on_same: Callable[[int], None] | None = None) -> tuple[T, bool]:
+        """(the result, whether this call computed it)."""
+        while True:
+            hit = self.results.get(key, MISSING)
+            if hit is not MISSING:
+                return hit, False
+            with self._lock:
+                flight = self._flights.get(key)
+                leader = flight is None
+                if leader:
+                    flight = self._flights[key] = _Flight()
+            if leader:
+                return self._lead(key, flight, compute, use_queue, exclusive, on_wait)
+            while not flight.done.wait(self.poll_s):
+                if on_same is not None:
+                    on_same(flight.ahead)  # may raise: this caller leaves, the leader goes on
+            if flight.value is not MISSING:
+                return flight.value, False
+            # the leader failed or gave up: look again, and lead if nobody else does
+
+    def _lead(self, key, flight: _Flight, compute, use_queue: bool, exclusive: bool, on_wait) -> tuple[Any, bool]:
+        def waiting(num_ahead: int) -> None:
+            flight.ahead = num_ahead
+            if on_wait is not None:
+                on_wait(num_ahead)
+
+        value, computed = MISSING, False
+        try:
+            with self.queue.slot(waiting, exclusive=exclusive) if use_queue else nullcontext():
+                flight.ahead = 0
+                value = self.results.get(key, MISSING)  # its turn: computed meanwhile by someone else?
+                if value is MISSING:
+                    value, computed = compute(), True
+                    self.results.put(key, value)
+        finally:
+            flight.value = value
+            with self._lock:
+                del self._flights[key]
+            flight.done.set()
+        return value, computed
 
 
 @dataclass
