@@ -56,7 +56,7 @@ def step_cost() -> None:
     claim(say.step_cost_claim(ss["ctx"], cached[i], naive[i], share, lang=L))
     show_chart(figs.step_flops_vs_context(CONTEXTS, naive, cached,
                                           say.step_cost_title(arch.name, ss["ctx"], naive[i], cached[i], lang=L),
-                                          lang=L),
+                                          lang=L, chosen=ss["ctx"]),
                key="lesson_step_cost")
     st.caption(t("lesson.cap.step_cost"))
     open_full_page("decode_cost", {"scale_model": COST_MODEL, "scale_n": ss["ctx"]},
@@ -76,17 +76,17 @@ def cache_bytes() -> None:
     weights = weight_bytes(arch, "bf16")
     claim(say.bytes_claim(arch.name, ss["kv"].upper(), m.bytes_per_token, BYTES_CONTEXT, m.per_request_bytes,
                           weights, lang=L))
-    steps = steps_frame(m, L)  # the KV memory page's formula steps, worded in the page language
-    st.table({t("lesson.tab.step"): list(steps.iloc[:, 0]), t("lesson.tab.math"): list(steps.iloc[:, 1])})
     per_request = [request_bytes(cfg, S) for S in CONTEXTS]
     show_chart(figs.bytes_vs_context(CONTEXTS, per_request, weights,
                                      say.bytes_title(arch.name, ss["kv"].upper(), CONTEXTS, per_request, weights,
                                                      lang=L, over=first_context_over(cfg, weights, CONTEXTS[-1])),
                                      lang=L),
                key="lesson_bytes")
+    steps = steps_frame(m, L)  # the KV memory page's formula steps, worded in the page language
+    st.table({t("lesson.tab.step"): list(steps.iloc[:, 0]), t("lesson.tab.math"): list(steps.iloc[:, 1])})
     open_full_page("kv_memory", {"model": ss["model"], "kv": ss["kv"], "ctx": BYTES_CONTEXT, "batch": 1},
                    t("lesson.open.bytes"))
-    ask(quiz.kib_per_token(lang=L))
+    ask(quiz.kib_per_token(quiz.other_model(ss["model"]), lang=L))  # not the model the step shows
 
 
 def memory_bound() -> None:
@@ -106,7 +106,7 @@ def memory_bound() -> None:
                  ms=f"{dec.time(hw) * 1e3:,.1f}"))
     open_full_page("roofline", {"model": ROOFLINE_MODEL, "gpu": GPU, "batch": 1, "context": ROOFLINE_CONTEXT},
                    t("lesson.open.roof"))
-    ask(quiz.decode_intensity(ROOFLINE_MODEL, GPU, ROOFLINE_CONTEXT, lang=L))
+    ask(quiz.decode_intensity(ROOFLINE_MODEL, ROOFLINE_CONTEXT, lang=L))
 
 
 BATCHES = [2**k for k in range(13)]
