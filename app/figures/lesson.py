@@ -149,11 +149,22 @@ def mini_roofline(peak: float, bandwidth: float, points: list[tuple[str, float, 
 
 
 def intensity_vs_batch(batches: list[int], context_to_intensity: dict[int, list[float]], ridge: float,
-                       title: str, lang: str = "en") -> go.Figure:
+                       title: str, lang: str = "en", context_to_fit: dict[int, int] | None = None) -> go.Figure:
+    """context_to_fit: {context: the largest batch the deployment holds}; a line is solid up to it and dotted past
+    it (drawn to show where the intensity heads, not a batch that runs)."""
     fig = go.Figure()
     for color, (S, ys) in zip((CACHED, ACCENT, NAIVE, FORMULA), context_to_intensity.items(), strict=False):
-        fig.add_scatter(x=batches, y=ys, name=text(lang, "lesson.fig.context_n", n=f"{S:,}"), mode="lines+markers",
-                        line=dict(color=color))
+        name = text(lang, "lesson.fig.context_n", n=f"{S:,}")
+        top = (context_to_fit or {}).get(S, batches[-1])
+        inside = [i for i, b in enumerate(batches) if b <= top]
+        fig.add_scatter(x=[batches[i] for i in inside], y=[ys[i] for i in inside], name=name, mode="lines+markers",
+                        line=dict(color=color), legendgroup=name)
+        past = [i for i, b in enumerate(batches) if b > top]
+        if past:
+            start = [inside[-1]] if inside else []  # the dotted part joins the solid one
+            fig.add_scatter(x=[batches[i] for i in start + past], y=[ys[i] for i in start + past],
+                            name=text(lang, "lesson.fig.does_not_fit", n=f"{S:,}"), mode="lines+markers",
+                            line=dict(color=color, dash="dot"), marker=dict(symbol="circle-open"), legendgroup=name)
     log_line(fig, "y", ridge, text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"), dict(color=FORMULA, dash="dot"))
     _log_axes(fig, x=batches, y=[v for ys in context_to_intensity.values() for v in ys] + [ridge])
     return _titled(fig, title, text(lang, "lesson.fig.batch"), text(lang, "lesson.fig.flop_per_byte"))
