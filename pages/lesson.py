@@ -3,7 +3,8 @@
 import streamlit as st
 
 from app.i18n import lang, page_title, t
-from app.lesson import cost, generation, nav, ways_out
+from app.lesson import cost, generation, nav, style, ways_out
+from app.present import presenting
 from sim.lesson.steps import STEPS
 
 RENDER = {
@@ -13,8 +14,13 @@ RENDER = {
     "layout": ways_out.layout,
 }
 
+style.apply(presenting(), lang())
 st.title(page_title("lesson"))
-st.markdown(t("lesson.intro"))
+if presenting():  # on a projector the step is the content: how to use the lesson is one click away
+    with st.expander(t("lesson.about")):
+        st.markdown(t("lesson.intro"))
+else:
+    st.markdown(t("lesson.intro"))
 url = nav.register()
 k = nav.navigation("top")
 step = STEPS[k - 1]

@@ -36,6 +36,7 @@ from sim.cost.roofline import (
     what_helps,
 )
 from sim.cost.roofline_claims import roofline_claims
+from sim.cost.roofline_fit import fit, fit_sentence, turn_fits
 
 st.title(page_title("roofline"))
 st.markdown(t("roofline.intro"))
@@ -113,6 +114,8 @@ m[1].metric(t("roofline.m.dec_step"), f"{dec.time(hw) * 1e3:,.2f} ms",
 m[2].metric(t("roofline.m.pre_intensity"), f"{pre.intensity:,.0f} FLOP/B", t(f"roofline.bounded.{pre.bound(hw)}"),
             delta_color="off", delta_arrow="off")
 m[3].metric(t("roofline.m.ridge"), f"{hw.ridge:,.0f} FLOP/B", help=t("roofline.m.ridge_help"))
+if st.session_state["gpu"] != THIS_MACHINE:  # where the example runs: one GPU, n of them, or none the lab counts
+    st.caption(fit_sentence(fit(cfg, gpus[st.session_state["gpu"]]), arch.name, L))
 
 
 def render_roofline() -> None:
@@ -159,6 +162,8 @@ def render_batching() -> None:
                                          tokens_takeaway(rows, cfg.context, L), lang=L), width="stretch")
     turns = {S: memory_bound_until(replace(cfg, context=S), hw) for S in contexts}
     st.markdown(turning_points(turns, L))
+    if st.session_state["gpu"] != THIS_MACHINE and (needs := turn_fits(turns, cfg, gpus[st.session_state["gpu"]], L)):
+        st.markdown(t("roofline.fit.turn_head", parts=needs))  # a compute-bound batch, and what it takes to run it
     st.caption(batching_caption(cfg, hw, lang=L))
 
 

@@ -82,22 +82,26 @@ def test_the_roofline_claim_is_the_roofline_pages_own_in_english():
 
 def test_quiz_in_korean():
     q = quiz.kib_per_token("llama-3.1-8b", "bf16", lang="ko")
-    assert q.answer == quiz.kib_per_token().answer == 128
-    assert q.prompt == "Llama 3.1 8B(BF16)에서 토큰 하나가 차지하는 KV 캐시는 몇 KiB인가?"
+    assert q.answer == quiz.kib_per_token("llama-3.1-8b").answer == 128
+    assert q.prompt == ("Llama 3.1 8B은(는) 레이어 32개, 값 128개짜리 K/V 헤드 8개를 가진다. "
+                        "BF16에서 토큰 하나가 차지하는 KV 캐시는 몇 KiB인가?")
     assert q.check("128 KiB").correct and q.check("128").message.startswith("정답이다. 2(K와 V) × 레이어 32개")
-    assert q.check("64").message.startswith("아쉽지만 아니다. 정답은 128 KiB. 2(K와 V) × 레이어 32개 × K/V 헤드 8개")
+    assert q.check("64").message.startswith("아쉽지만 아니다. 힌트: ") and "128" not in q.check("64").message
+    assert q.reveal().startswith("정답은 128 KiB. 2(K와 V) × 레이어 32개 × K/V 헤드 8개")
     assert quiz.mqa_vs_mha(lang="ko").check("4배").correct  # a Korean unit after the number still parses
-    q = quiz.better_layout(lang="ko")
+    q = quiz.better_layout("system_prompt", lang="ko")
     assert q.answer == "Fixed content first" and q.check("Fixed content first").correct
     assert q.label(q.answer) == "고정 내용을 먼저"
-    assert q.check("Both the same").message.startswith("아쉽지만 아니다. 정답은 고정 내용을 먼저. 시스템 프롬프트를")
+    assert q.check("Both the same").message.startswith("아쉽지만 아니다. 힌트: ")
+    assert q.reveal().startswith("정답은 고정 내용을 먼저. 시스템 프롬프트 워크로드의 요청 100개로")
 
 
 def test_quiz_in_the_korean_page_parses_typed_answers_and_keeps_a_link_as_text():
     at = lesson_ko({"step": "6"})
-    for typed, kind, start in (("64", "warning", "아쉽지만 아니다. 정답은 128 KiB."), ("128", "success", "정답이다. 2(K와 V)"),
+    box = "quiz_kib_llama-3.1-70b_bf16"
+    for typed, kind, start in (("64", "warning", "아쉽지만 아니다. 힌트:"), ("320", "success", "정답이다. 2(K와 V)"),
                                ("[x](http://127.0.0.1:9/)", "warning", "숫자를 입력하세요")):
-        at.text_input(key="quiz_kib").set_value(typed).run()
+        at.text_input(key=box).set_value(typed).run()
         shown = [m.value for m in getattr(at, kind)]
         assert any(unescaped(v).startswith(start) for v in shown), shown
     assert "\\[x\\]" in shown[0]  # the link is shown as text, escaped

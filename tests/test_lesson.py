@@ -93,22 +93,32 @@ def test_check_yourself_answers_come_from_the_full_pages_functions():
     assert q.answer == kv_memory(MemoryConfig(presets["llama-3.1-8b"], 1, 1, kv_dtype="bf16")).bytes_per_token / 1024
     assert q.answer == 128
     assert q.check("128").correct and q.check("128 KiB").correct and not q.check("64").correct
-    assert q.check("64").message.startswith("Not quite: the answer is 128 KiB. 2 (K and V) × 32 layers × 8")
+    # a wrong answer gets the hint, not the answer; the answer comes when asked for
+    assert q.check("64").message.startswith("Not quite. Hint: multiply 2 (K and V)") and "128" not in q.check("64").message
+    assert q.reveal().startswith("The answer is 128 KiB. 2 (K and V) × 32 layers × 8")
     assert q.check("") is None and not q.check("lots").correct
-    q = quiz.decode_intensity("llama-3.1-70b", "h100-sxm", 4096)
-    assert q.answer == round(decode_step(RooflineConfig(presets["llama-3.1-70b"], 1, 4096)).intensity, 2) == 1.05
+    q = quiz.decode_intensity("llama-3.1-70b", 4096, "fp8")
+    fp8 = decode_step(RooflineConfig(presets["llama-3.1-70b"], 1, 4096, weight_dtype="fp8"))
+    assert q.answer == round(fp8.intensity, 2) and q.answer > 2 * round(
+        decode_step(RooflineConfig(presets["llama-3.1-70b"], 1, 4096)).intensity, 2) * 0.95
     q = quiz.mqa_vs_mha("llama-3.1-8b")
     c = variant_curves(MemoryConfig(presets["llama-3.1-8b"], 1, 1024), contexts=(1024,)).name_to_token_bytes
     assert q.answer == c["MHA"] / c["GQA"] == 4
-    q = quiz.better_layout()
+    q = quiz.better_layout("system_prompt")
     assert q.answer == "Fixed content first" and q.check("Fixed content first").correct
-    # in the page: the typed answer gets the computed feedback
+    assert quiz.other_workload("system_prompt") == "few_shot" and quiz.other_workload("rag") == "system_prompt"
+    assert quiz.other_model("llama-3.1-8b") == "llama-3.1-70b" and quiz.other_model("llama-3.1-70b") == "llama-3.1-8b"
+    # in the page: the question asks the model the step does not show; a typed answer gets the computed feedback
     at = lesson({"step": "6"})
-    at.text_input(key="quiz_kib").set_value("64").run()
-    assert any(unescaped(w.value).startswith("Not quite: the answer is 128 KiB. 2 (K and V)") for w in at.warning)
-    at.text_input(key="quiz_kib").set_value("128").run()
-    assert any(unescaped(s.value).startswith("Right. 2 (K and V) × 32 layers") for s in at.success)
-    at.text_input(key="quiz_kib").set_value("[x](http://127.0.0.1:9/)").run()
+    box = "quiz_kib_llama-3.1-70b_bf16"
+    at.text_input(key=box).set_value("64").run()
+    assert any(unescaped(w.value).startswith("Not quite. Hint:") for w in at.warning)
+    assert not any("320" in unescaped(w.value) for w in [*at.warning, *at.info])  # 70B: 320 KiB, not yet shown
+    at.toggle(key=f"{box}_show").set_value(True).run()
+    assert any(unescaped(i.value).startswith("The answer is 320 KiB. 2 (K and V) × 80 layers") for i in at.info)
+    at.text_input(key=box).set_value("320").run()
+    assert any(unescaped(s.value).startswith("Right. 2 (K and V) × 80 layers") for s in at.success)
+    at.text_input(key=box).set_value("[x](http://127.0.0.1:9/)").run()
     assert any(unescaped(w.value).startswith("Type a number") and "\\[x\\]" in w.value for w in at.warning)
 
 

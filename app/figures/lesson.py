@@ -15,20 +15,36 @@ ACCENT = "#ff7f0e"
 EXTRA = "<extra></extra>"  # no trace name beside a hover label
 
 
+def _log_axes(fig: go.Figure, x=None, y=None) -> go.Figure:
+    """Log axes labelled with whole values at powers of ten (and 2×, 5× over a short span): plotly's own log
+    ticks print bare minor digits ("2", "5") that read as values from the back of a room."""
+    if x is not None:
+        fig.update_xaxes(type="log", **si_log_ticks(x))
+    if y is not None:
+        fig.update_yaxes(type="log", **si_log_ticks(y))
+    return fig
+
+
 def _titled(fig: go.Figure, title: str, x: str, y: str, height: int = 380, chars: int = FULL_WIDTH_CHARS) -> go.Figure:
     base_layout(fig, "", x, y, height=height)
     return set_headline(fig, title, chars)
 
 
 def totals_vs_length(lengths: list[int], naive: list[int], cached: list[int], title: str,
-                     lang: str = "en") -> go.Figure:
+                     lang: str = "en", chosen: int | None = None) -> go.Figure:
+    """chosen: the N the step's slider picked (one of `lengths`), marked on both curves and by a dotted line."""
     fig = go.Figure()
     fig.add_scatter(x=lengths, y=naive, name=text(lang, "lesson.fig.naive"), mode="lines+markers",
                     line=dict(color=NAIVE))
     fig.add_scatter(x=lengths, y=cached, name=text(lang, "lesson.fig.cached"), mode="lines+markers",
                     line=dict(color=CACHED))
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log", **si_log_ticks(naive + cached))
+    if chosen is not None:
+        i = lengths.index(chosen)
+        fig.add_scatter(x=[chosen, chosen], y=[naive[i], cached[i]], mode="markers",
+                        name=text(lang, "lesson.fig.chosen", n=f"{chosen:,}"), hoverinfo="skip",
+                        marker=dict(size=16, color=ACCENT, symbol="circle-open", line=dict(width=3)))
+        log_line(fig, "x", chosen, text(lang, "lesson.fig.chosen", n=f"{chosen:,}"), dict(color=ACCENT, dash="dot"))
+    _log_axes(fig, x=lengths, y=naive + cached)
     return _titled(fig, title, text(lang, "lesson.fig.tokens_generated"), text(lang, "lesson.fig.total_flops"))
 
 
@@ -100,8 +116,8 @@ def bytes_growing(steps: list[int], used: list[int], upto: int, title: str, lang
 
 
 def step_flops_vs_context(contexts: list[int], naive: list[int], cached: list[int], title: str,
-                          lang: str = "en") -> go.Figure:
-    return totals_vs_length(contexts, naive, cached, title, lang).update_layout(
+                          lang: str = "en", chosen: int | None = None) -> go.Figure:
+    return totals_vs_length(contexts, naive, cached, title, lang, chosen).update_layout(
         xaxis_title=text(lang, "lesson.fig.seq_tokens"), yaxis_title=text(lang, "lesson.fig.step_flops"))
 
 
@@ -112,8 +128,7 @@ def bytes_vs_context(contexts: list[int], per_request: list[int], weights: int, 
                     mode="lines+markers", line=dict(color=CACHED))
     fig.add_scatter(x=[contexts[0], contexts[-1]], y=[weights / 2**30] * 2, name=text(lang, "lesson.fig.the_weights"),
                     mode="lines", line=dict(color=FORMULA, dash="dash"))
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    _log_axes(fig, x=contexts, y=[b / 2**30 for b in per_request] + [weights / 2**30])
     return _titled(fig, title, text(lang, "lesson.fig.context_tokens"), text(lang, "lesson.fig.memory_gib"))
 
 
@@ -129,20 +144,29 @@ def mini_roofline(peak: float, bandwidth: float, points: list[tuple[str, float, 
         fig.add_scatter(x=[x], y=[y / 1e12], mode="markers+text", name=name, text=[name], textposition="top center",
                         marker=dict(size=14, color=color))
     log_line(fig, "x", ridge, text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"), dict(color=FORMULA, dash="dot"))
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    _log_axes(fig, x=xs, y=list(np.minimum(peak, xs * bandwidth) / 1e12))
     return _titled(fig, title, text(lang, "lesson.fig.intensity"), text(lang, "lesson.fig.attainable"))
 
 
 def intensity_vs_batch(batches: list[int], context_to_intensity: dict[int, list[float]], ridge: float,
-                       title: str, lang: str = "en") -> go.Figure:
+                       title: str, lang: str = "en", context_to_fit: dict[int, int] | None = None) -> go.Figure:
+    """context_to_fit: {context: the largest batch the deployment holds}; a line is solid up to it and dotted past
+    it (drawn to show where the intensity heads, not a batch that runs)."""
     fig = go.Figure()
     for color, (S, ys) in zip((CACHED, ACCENT, NAIVE, FORMULA), context_to_intensity.items(), strict=False):
-        fig.add_scatter(x=batches, y=ys, name=text(lang, "lesson.fig.context_n", n=f"{S:,}"), mode="lines+markers",
-                        line=dict(color=color))
+        name = text(lang, "lesson.fig.context_n", n=f"{S:,}")
+        top = (context_to_fit or {}).get(S, batches[-1])
+        inside = [i for i, b in enumerate(batches) if b <= top]
+        fig.add_scatter(x=[batches[i] for i in inside], y=[ys[i] for i in inside], name=name, mode="lines+markers",
+                        line=dict(color=color), legendgroup=name)
+        past = [i for i, b in enumerate(batches) if b > top]
+        if past:
+            start = [inside[-1]] if inside else []  # the dotted part joins the solid one
+            fig.add_scatter(x=[batches[i] for i in start + past], y=[ys[i] for i in start + past],
+                            name=text(lang, "lesson.fig.does_not_fit", n=f"{S:,}"), mode="lines+markers",
+                            line=dict(color=color, dash="dot"), marker=dict(symbol="circle-open"), legendgroup=name)
     log_line(fig, "y", ridge, text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"), dict(color=FORMULA, dash="dot"))
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    _log_axes(fig, x=batches, y=[v for ys in context_to_intensity.values() for v in ys] + [ridge])
     return _titled(fig, title, text(lang, "lesson.fig.batch"), text(lang, "lesson.fig.flop_per_byte"))
 
 

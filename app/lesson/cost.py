@@ -29,6 +29,7 @@ from sim.cost.memory import (
 from sim.cost.opcount import step_flops
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, memory_bound_until, prefill_step
+from sim.cost.roofline_fit import fit, fit_sentence, max_batch_on, turn_fits
 from sim.lesson import quiz
 from sim.lesson import sentences as say
 
@@ -56,7 +57,7 @@ def step_cost() -> None:
     claim(say.step_cost_claim(ss["ctx"], cached[i], naive[i], share, lang=L))
     show_chart(figs.step_flops_vs_context(CONTEXTS, naive, cached,
                                           say.step_cost_title(arch.name, ss["ctx"], naive[i], cached[i], lang=L),
-                                          lang=L),
+                                          lang=L, chosen=ss["ctx"]),
                key="lesson_step_cost")
     st.caption(t("lesson.cap.step_cost"))
     open_full_page("decode_cost", {"scale_model": COST_MODEL, "scale_n": ss["ctx"]},
@@ -76,17 +77,17 @@ def cache_bytes() -> None:
     weights = weight_bytes(arch, "bf16")
     claim(say.bytes_claim(arch.name, ss["kv"].upper(), m.bytes_per_token, BYTES_CONTEXT, m.per_request_bytes,
                           weights, lang=L))
-    steps = steps_frame(m, L)  # the KV memory page's formula steps, worded in the page language
-    st.table({t("lesson.tab.step"): list(steps.iloc[:, 0]), t("lesson.tab.math"): list(steps.iloc[:, 1])})
     per_request = [request_bytes(cfg, S) for S in CONTEXTS]
     show_chart(figs.bytes_vs_context(CONTEXTS, per_request, weights,
                                      say.bytes_title(arch.name, ss["kv"].upper(), CONTEXTS, per_request, weights,
                                                      lang=L, over=first_context_over(cfg, weights, CONTEXTS[-1])),
                                      lang=L),
                key="lesson_bytes")
+    steps = steps_frame(m, L)  # the KV memory page's formula steps, worded in the page language
+    st.table({t("lesson.tab.step"): list(steps.iloc[:, 0]), t("lesson.tab.math"): list(steps.iloc[:, 1])})
     open_full_page("kv_memory", {"model": ss["model"], "kv": ss["kv"], "ctx": BYTES_CONTEXT, "batch": 1},
                    t("lesson.open.bytes"))
-    ask(quiz.kib_per_token(lang=L))
+    ask(quiz.kib_per_token(quiz.other_model(ss["model"]), lang=L))  # not the model the step shows
 
 
 def memory_bound() -> None:
@@ -95,21 +96,27 @@ def memory_bound() -> None:
     hw = hardware(gpu, "bf16")
     cfg = RooflineConfig(arch, 1, ROOFLINE_CONTEXT)
     dec, pre = decode_step(cfg), prefill_step(cfg)
+    where = fit(cfg, gpu)  # 70B in BF16 needs two H100s: the step says so and why one GPU's roofline still holds
+    n = where.num_gpus or 1
     text = say.roofline_takeaway(dec.intensity, pre.intensity, hw.ridge, lang=L)
     claim(text + ".")
     show_chart(figs.mini_roofline(hw.peak_flops, hw.bandwidth, [
         (t("lesson.fig.decode"), dec.intensity, dec.attainable_flops(hw), CACHED),
         (t("lesson.fig.prefill"), pre.intensity, pre.attainable_flops(hw), NAIVE)],
-        say.roofline_title(arch.name, gpu.name, cfg.batch, cfg.context, text, lang=L), lang=L),
+        say.roofline_title(arch.name, gpu.name if n == 1 else t("lesson.gpus", n=f"{n}", gpu=gpu.name), cfg.batch,
+                           cfg.context, text, lang=L), lang=L),
         key="lesson_roofline")
-    st.caption(t("lesson.cap.roof", gb=f"{dec.bytes_weights / 1e9:,.1f}", b=f"{WEIGHT_DTYPE_BITS['bf16'] // 8}",
-                 ms=f"{dec.time(hw) * 1e3:,.1f}"))
+    st.caption(fit_sentence(where, arch.name, L))
+    ms = dec.time(hw) * 1e3
+    st.caption(t("lesson.cap.roof" if n == 1 else "lesson.cap.roof_n", gb=f"{dec.bytes_weights / 1e9:,.1f}",
+                 b=f"{WEIGHT_DTYPE_BITS['bf16'] // 8}", ms=f"{ms:,.1f}", n=f"{n}", ms_n=f"{ms / n:,.1f}"))
     open_full_page("roofline", {"model": ROOFLINE_MODEL, "gpu": GPU, "batch": 1, "context": ROOFLINE_CONTEXT},
                    t("lesson.open.roof"))
-    ask(quiz.decode_intensity(ROOFLINE_MODEL, GPU, ROOFLINE_CONTEXT, lang=L))
+    ask(quiz.decode_intensity(ROOFLINE_MODEL, ROOFLINE_CONTEXT, lang=L))
 
 
 BATCHES = [2**k for k in range(13)]
+NODE_GPUS = 8  # the batching step's deployment: one server of 8 GPUs, the model split across them
 
 
 def batching() -> None:
@@ -121,9 +128,14 @@ def batching() -> None:
     base = RooflineConfig(arch, 1, 4096)
     lines = {S: [decode_step(replace(base, batch=B, context=S)).intensity for B in BATCHES] for S in contexts}
     turns = {S: memory_bound_until(replace(base, context=S), hw, BATCHES[-1]) for S in contexts}
-    claim(say.batching_claim(turns, BATCHES[-1], lang=L))
-    show_chart(figs.intensity_vs_batch(BATCHES, lines, hw.ridge, say.ridge_title(turns, hw.ridge, lang=L), lang=L),
-               key="lesson_batching")
+    holds = {S: max_batch_on(replace(base, context=S), gpu, NODE_GPUS) for S in contexts}
+    needs = turn_fits(turns, base, gpu, L)
+    claim(say.batching_claim(turns, BATCHES[-1], lang=L) + (" " + t("roofline.fit.turn_head", parts=needs)
+                                                             if needs else ""))
+    show_chart(figs.intensity_vs_batch(BATCHES, lines, hw.ridge, say.ridge_title(turns, hw.ridge, lang=L), lang=L,
+                                       context_to_fit=holds), key="lesson_batching")
+    st.caption(t("lesson.cap.node", n=f"{NODE_GPUS}", gpu=gpu.name,
+                 holds=", ".join(t("lesson.cap.node_at", S=f"{S:,}", b=f"{b:,}") for S, b in holds.items())))
     st.caption(t("lesson.cap.batching"))
     open_full_page("roofline", {"model": ROOFLINE_MODEL, "gpu": GPU, "context": ss["ctx"], "tab": "batching"},
                    t("lesson.open.batching"))

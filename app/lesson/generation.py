@@ -8,6 +8,7 @@ import streamlit as st
 from app.figures import lesson as figs
 from app.i18n import lang, t
 from app.lesson.nav import LENGTHS, open_full_page
+from app.lesson.style import ROW_KEY
 from app.present import show_chart
 from app.text import for_plotly, plain
 from app.work import queued
@@ -41,7 +42,8 @@ def repeat() -> None:
                             totals["cached"][half], lang=L)
     claim(text)
     show_chart(figs.totals_vs_length(LENGTHS, totals["naive"], totals["cached"],
-                                     say.repeat_title(LENGTHS, totals["naive"], totals["cached"], lang=L), lang=L),
+                                     say.repeat_title(LENGTHS, totals["naive"], totals["cached"], lang=L), lang=L,
+                                     chosen=n),
                key="lesson_repeat")
     st.caption(t("lesson.cap.repeat"))
     open_full_page("decode_cost", {"n": n}, t("lesson.open.repeat", n=f"{n:,}"))
@@ -56,10 +58,15 @@ def _attention(text: str):
     return capture_attention(model(TINY), encode(text))
 
 
-def _prompt_box() -> list[int] | None:
+def controls_row(spec: list[int]) -> list:
+    """Columns that stay side by side at any width (app/lesson/style.py): a step's controls take one row."""
+    return st.container(key=f"{ROW_KEY}_{len(spec)}").columns(spec, vertical_alignment="bottom")
+
+
+def _prompt_box(where=None) -> list[int] | None:
     from app.lesson.nav import MAX_LESSON_PROMPT
 
-    st.text_input(t("lesson.c.prompt"), key="text", max_chars=MAX_LESSON_PROMPT)
+    (where or st).text_input(t("lesson.c.prompt"), key="text", max_chars=MAX_LESSON_PROMPT)
     ids = list(st.session_state["text"].encode("utf-8"))
     if len(ids) < MIN_PROMPT:
         st.warning(t(f"lesson.w.short.{'one' if len(ids) == 1 else 'other'}", min=f"{MIN_PROMPT}", n=f"{len(ids)}"))
@@ -68,12 +75,13 @@ def _prompt_box() -> list[int] | None:
 
 
 def qkv() -> None:
-    ids = _prompt_box()
+    c = controls_row([3, 2])
+    ids = _prompt_box(c[0])
+    c[1].select_slider(t("lesson.c.layer"), [0, 1, 2, 3], key="layer")
     if ids is None:
         return
     L = lang()
     layer = st.session_state["layer"]
-    st.select_slider(t("lesson.c.layer"), [0, 1, 2, 3], key="layer")
     cap = queued(lambda: _attention(st.session_state["text"]), t("lesson.job.attention"))
     claim(say.qkv_claim(len(ids), lang=L))
     weights = cap.probs[layer, 0].numpy()
@@ -121,17 +129,17 @@ def _filling(text: str, new: int):
 
 
 def filling() -> None:
-    ids = _prompt_box()
+    ss = st.session_state
+    c = controls_row([5, 3, 2])
+    ids = _prompt_box(c[0])
+    c[1].select_slider(t("lesson.c.layer"), [0, 1, 2, 3], key="layer")
+    c[2].toggle(t("lesson.c.play"), key="lesson_play", help=t("lesson.c.play_help"))
     if ids is None:
         return
-    ss = st.session_state
-    c = st.columns([4, 1], vertical_alignment="bottom")
-    c[0].select_slider(t("lesson.c.layer"), [0, 1, 2, 3], key="layer")
     run = queued(lambda: _filling(ss["text"], FILL_NEW), t("lesson.job.decode"))
     last = len(run.frames) - 1
     if ss["t"] > last:
         ss["t"] = last
-    c[1].toggle(t("lesson.c.play"), key="lesson_play", help=t("lesson.c.play_help"))
     # only a playing animation reruns itself (its part of the page alone, once a second)
     st.fragment(_filling_view, run_every=1.0 if ss["lesson_play"] else None)(run)
 

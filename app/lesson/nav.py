@@ -6,10 +6,12 @@ from __future__ import annotations
 import streamlit as st
 
 from app.i18n import lang, page_title, t
+from app.lesson.style import NAV_KEY, OPEN_KEY
 from app.links import page_link
 from app.urlstate import UrlState
 from sim.cost.memory import KV_DTYPES
 from sim.cost.presets import load_presets
+from sim.lesson.quiz import LAYOUT_WORKLOADS
 from sim.lesson.steps import STEPS, step_label
 
 LENGTHS = [2**k for k in range(4, 11)]  # 16 … 1,024 tokens generated
@@ -17,7 +19,6 @@ CONTEXTS = [2**k for k in range(7, 18)]  # 128 … 131,072
 ALPHAS = [round(0.05 * i, 2) for i in range(1, 20)]  # 0.05 … 0.95
 MAX_LESSON_PROMPT = 48  # bytes: the real-model steps draw every position
 DEFAULT_PROMPT = "To be, or not to be, that is"
-LAYOUT_WORKLOADS = ("system_prompt", "few_shot", "chat", "rag")
 
 
 def register() -> UrlState:
@@ -51,7 +52,8 @@ def navigation(where: str) -> int:
     """Back, the step picker, Next (← / → on the keyboard); the open step (1-based)."""
     ss = st.session_state
     k, L = ss["step"], lang()
-    c = st.columns([1, 4, 1], vertical_alignment="center")
+    box = st.container(key=f"{NAV_KEY}_{where}")  # one row at any width (app/lesson/style.py)
+    c = box.columns([1, 4, 1], vertical_alignment="center")
     # The top pair answers the arrow keys, and Streamlit draws a key's arrow on such a button, so only the
     # bottom pair (no shortcut) draws an arrow icon: one arrow per button, not two.
     top = where == "top"
@@ -71,4 +73,5 @@ def navigation(where: str) -> int:
 
 def open_full_page(slug: str, params: dict[str, object], what: str) -> None:
     """A link to the full page with this step's parameters in its URL."""
-    page_link(slug, t("lesson.open", title=page_title(slug), what=what), params)
+    page_link(slug, t("lesson.open", title=page_title(slug), what=what), params,
+              where=st.container(key=OPEN_KEY))  # opens at the page's top (app/lesson/style.py)

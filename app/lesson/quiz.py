@@ -1,4 +1,5 @@
-"""A check-yourself question in the page: an answer box (or choices), and the computed feedback."""
+"""A check-yourself question in the page: an answer box (or choices), the computed feedback (a hint when the
+answer is wrong), and the answer itself only after a right answer or when the class asks for it."""
 
 from __future__ import annotations
 
@@ -22,3 +23,6 @@ def ask(q: Question) -> None:
         feedback = q.check(given)
         if feedback is not None:
             (st.success if feedback.correct else st.warning)(plain(feedback.message))
+        if feedback is None or not feedback.correct:  # a right answer already comes with the worked answer
+            if st.toggle(t("lesson.quiz.show"), key=f"{key}_show"):
+                st.info(plain(q.reveal()))

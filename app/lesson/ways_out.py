@@ -8,7 +8,7 @@ import streamlit as st
 from app.figures import lesson as figs
 from app.i18n import lang, t
 from app.lesson.generation import claim
-from app.lesson.nav import ALPHAS, LAYOUT_WORKLOADS, open_full_page
+from app.lesson.nav import ALPHAS, open_full_page
 from app.lesson.quiz import ask
 from app.present import show_chart
 from sim.alloc.policies import simulate_policy
@@ -16,14 +16,16 @@ from sim.alloc.prefix_cache import CacheConfig
 from sim.alloc.prefix_sweeps import run_both_layouts
 from sim.alloc.schedule import ServingConfig
 from sim.alloc.workload import LengthWorkloadConfig, PrefixWorkloadConfig, make_workload
+from sim.cost.gpus import load_gpus
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory, variant_curves
 from sim.cost.presets import load_presets
 from sim.lesson import quiz
 from sim.lesson import sentences as say
+from sim.lesson.quiz import LAYOUT_WORKLOADS
 from sim.lesson.steps import SLUGS
-from sim.serving.speculative import expected_tokens_per_pass, speculative_speedup
+from sim.serving.speculative import SpecSetup, expected_tokens_per_pass, spec_timing, speculative_speedup
 
-DRAFT_COST = 0.05  # a draft pass costs this share of a big-model pass (a small draft model)
+SPEC = SpecSetup()  # the Serving page's speculative defaults: Llama 3.1 70B drafted by Llama 3.1 8B on an H100
 SHRINK_DTYPES = ("bf16", "fp8", "int8", "int4", "int2")
 SHARE_REQUESTS = 200
 
@@ -54,7 +56,7 @@ def shrink() -> None:
                              value_text=[fmt_bytes(v) for v in by_dtype.values()], half=True),
                    key="lesson_shrink_dtypes")
     st.caption(t("lesson.cap.shrink"))
-    open_full_page("kv_memory", {"model": ss["model"], "tab": "variants"}, t("lesson.open.shrink"))
+    open_full_page("kv_memory", {"model": ss["model"], "kv": "bf16", "tab": "variants"}, t("lesson.open.shrink"))
     ask(quiz.mqa_vs_mha("llama-3.1-8b", lang=L))
 
 
@@ -89,12 +91,20 @@ def speculate() -> None:
     alpha, k = ss["alpha"], ss["k"]
     ks = list(range(1, 9))
     tokens = [expected_tokens_per_pass(alpha, j) for j in ks]
-    claim(say.speculate_claim(alpha, k, expected_tokens_per_pass(alpha, k), speculative_speedup(alpha, k, DRAFT_COST),
+    # the draft's cost as the Serving page's default times it (target, draft and GPU from its defaults), so the
+    # speedup here is the one its speculative tab shows for the same α and k
+    timing = spec_timing(SPEC.target, SPEC.draft, SPEC.gpu)
+    claim(say.speculate_claim(alpha, k, expected_tokens_per_pass(alpha, k), speculative_speedup(alpha, k, timing.c),
                               lang=L))
     show_chart(figs.tokens_per_pass(ks, tokens, k, say.speculate_title(alpha, k, tokens[k - 1], lang=L), lang=L),
                key="lesson_speculate")
-    st.caption(t("lesson.cap.spec", cost=f"{DRAFT_COST:.0%}", step=f"{SLUGS.index('batching') + 1}"))
-    open_full_page("serving", {"tab": "spec", "alpha": alpha, "k": k}, t("lesson.open.spec"))
+    presets = load_presets()
+    st.caption(t("lesson.cap.spec2", c=f"{timing.c:.3f}", draft=presets[SPEC.draft].name,
+                 target=presets[SPEC.target].name, d=f"{timing.draft_step_s * 1e3:.2f}",
+                 t=f"{timing.target_step_s * 1e3:.2f}", gpu=load_gpus()[SPEC.gpu].name, ctx=f"{timing.context:,}",
+                 step=f"{SLUGS.index('batching') + 1}"))
+    open_full_page("serving", {"tab": "spec", "alpha": alpha, "k": k, "c_mode": "roofline", "spec_target": SPEC.target,
+                               "spec_draft": SPEC.draft, "gpu": SPEC.gpu}, t("lesson.open.spec"))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)  # the caller's spinner says what runs, in the page language
@@ -116,4 +126,4 @@ def layout() -> None:
                          value_text=[f"{100 * v:.1f}%" for v in hits.values()]), key="lesson_layout")
     st.caption(t("lesson.cap.layout"))
     open_full_page("prefix_caching", {"workload": ss["workload"]}, t("lesson.open.layout"))
-    ask(quiz.better_layout(lang=L))
+    ask(quiz.better_layout(quiz.other_workload(ss["workload"]), lang=L))  # not the workload the step shows

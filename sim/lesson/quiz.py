@@ -1,6 +1,10 @@
 """Check-yourself questions. Each answer is computed when asked, by the sim/ function the full page
 uses, so a question can never fall out of step with the page that teaches it. Each question is worded in
-`lang` ("en" or "ko", from the catalogs); a choice's value is its English wording, shown in `lang`."""
+`lang` ("en" or "ko", from the catalogs); a choice's value is its English wording, shown in `lang`.
+
+A question asks what the step's claim and figure do not print (another model, another weight format, another
+workload): the class works it out from what the step shows. A wrong answer gets a hint, never the answer; the
+answer and how it is computed come with a right answer, or when the class asks for it (`Question.reveal`)."""
 
 from __future__ import annotations
 
@@ -13,10 +17,9 @@ from sim.alloc.prefix_cache import CacheConfig
 from sim.alloc.prefix_sweeps import run_both_layouts
 from sim.alloc.workload import PrefixWorkloadConfig
 from sim.cost.decode import human_flops
-from sim.cost.gpus import load_gpus
-from sim.cost.memory import KV_DTYPES, MemoryConfig, fmt_decimal, kv_memory, variant_curves
+from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS, MemoryConfig, fmt_decimal, kv_memory, variant_curves
 from sim.cost.presets import load_presets
-from sim.cost.roofline import RooflineConfig, decode_step, hardware
+from sim.cost.roofline import RooflineConfig, decode_step
 from sim.i18n import text
 
 MAX_ANSWER_CHARS = 40
@@ -38,6 +41,7 @@ class Question:
     answer: float | str
     unit: str  # shown after a number ("KiB"), "" for a choice
     why: str  # how the answer is computed, with the numbers
+    hint: str = ""  # what a wrong answer gets: how to work it out, without the answer
     rel_tol: float = 0.02
     choices: tuple[str, ...] = field(default=())  # the values (English); `labels` shows them in `lang`
     labels: tuple[str, ...] = field(default=())
@@ -48,49 +52,70 @@ class Question:
         return self.labels[self.choices.index(choice)] if self.labels else choice
 
     def check(self, given: str | None) -> Feedback | None:
-        """None when nothing was given; otherwise right or wrong, with the worked answer."""
+        """None when nothing was given; right (with the worked answer) or wrong (with the hint only)."""
         if given is None or not str(given).strip():
             return None
         if self.choices:
             ok = given == self.answer
-            return self._feedback(ok, self.label(str(self.answer)))
-        typed = str(given)[:MAX_ANSWER_CHARS]
-        m = NUMBER.match(typed)
-        if not m:
-            return Feedback(False, text(self.lang, "lesson.q.not_number", given=repr(typed)))
-        value = float(m.group(1).replace(",", ""))
-        ok = math.isclose(value, float(self.answer), rel_tol=self.rel_tol)
-        shown = f"{float(self.answer):,.4g}" + ("×" if self.unit == "×" else f" {self.unit}" if self.unit else "")
-        return self._feedback(ok, shown)
-
-    def _feedback(self, ok: bool, shown: str) -> Feedback:
+        else:
+            typed = str(given)[:MAX_ANSWER_CHARS]
+            m = NUMBER.match(typed)
+            if not m:
+                return Feedback(False, text(self.lang, "lesson.q.not_number", given=repr(typed)))
+            ok = math.isclose(float(m.group(1).replace(",", "")), float(self.answer), rel_tol=self.rel_tol)
         if ok:
             return Feedback(True, text(self.lang, "lesson.q.right", why=self.why))
-        return Feedback(False, text(self.lang, "lesson.q.wrong", answer=shown, why=self.why))
+        return Feedback(False, text(self.lang, "lesson.q.hint", hint=self.hint))
+
+    @property
+    def shown_answer(self) -> str:
+        if self.choices:
+            return self.label(str(self.answer))
+        return f"{float(self.answer):,.4g}" + ("×" if self.unit == "×" else f" {self.unit}" if self.unit else "")
+
+    def reveal(self) -> str:
+        """The answer and how it is computed, for a class that asks for it."""
+        return text(self.lang, "lesson.q.answer", answer=self.shown_answer, why=self.why)
+
+
+def other_model(shown: str, first: str = "llama-3.1-70b", second: str = "llama-3.1-8b") -> str:
+    """The model a question asks about: not the one the step shows (its answer would be printed above)."""
+    return second if shown == first else first
 
 
 @lru_cache(maxsize=16)  # pure, and asked again on every rerun of its step
-def kib_per_token(model: str = "llama-3.1-8b", dtype: str = "bf16", lang: str = "en") -> Question:
+def kib_per_token(model: str = "llama-3.1-70b", dtype: str = "bf16", lang: str = "en") -> Question:
+    """A model's KV bytes per token from its shape (given in the question): a plain-attention model and a whole
+    number of bytes per value (BF16, FP16, FP8, INT8), so the formula the step shows is all it takes."""
     arch = load_presets()[model]
+    assert KV_DTYPES[dtype].bits % 8 == 0 and arch.attention in ("MHA", "GQA", "MQA"), (model, dtype)
     m = kv_memory(MemoryConfig(arch, batch=1, context=1, kv_dtype=dtype))
     kib = m.bytes_per_token / 1024
+    b = f"{KV_DTYPES[dtype].bits // 8}"
     why = text(lang, "lesson.q.kib.why", layers=f"{arch.n_layers}", heads=f"{arch.n_kv_heads}",
-               dim=f"{arch.head_dim}", b=f"{KV_DTYPES[dtype].bits // 8}", bpt=f"{m.bytes_per_token:,}",
-               kib=f"{kib:,.4g}")
-    return Question("kib", text(lang, "lesson.q.kib.prompt", model=arch.name, dtype=dtype.upper()), kib, "KiB", why,
-                    lang=lang)
+               dim=f"{arch.head_dim}", b=b, bpt=f"{m.bytes_per_token:,}", kib=f"{kib:,.4g}")
+    prompt = text(lang, "lesson.q.kib.ask", model=arch.name, layers=f"{arch.n_layers}", heads=f"{arch.n_kv_heads}",
+                  dim=f"{arch.head_dim}", dtype=dtype.upper())
+    return Question(f"kib_{model}_{dtype}", prompt, kib, "KiB", why, lang=lang,
+                    hint=text(lang, "lesson.q.kib.hint", b=b, dtype=dtype.upper()))
 
 
 @lru_cache(maxsize=16)  # pure, and asked again on every rerun of its step
-def decode_intensity(model: str = "llama-3.1-70b", gpu: str = "h100-sxm", context: int = 4096,
+def decode_intensity(model: str = "llama-3.1-70b", context: int = 4096, weight_dtype: str = "fp8",
                      lang: str = "en") -> Question:
-    arch, g = load_presets()[model], load_gpus()[gpu]
-    dec, hw = decode_step(RooflineConfig(arch, 1, context)), hardware(g, "bf16")
-    why = text(lang, "lesson.q.intensity.why", flops=human_flops(dec.flops), bytes=fmt_decimal(dec.bytes),
-               i=f"{dec.intensity:.2f}", gpu=g.name, ridge=f"{hw.ridge:,.0f}",
-               bound=text(lang, f"lesson.q.bound.{dec.bound(hw)}"))
-    return Question("intensity", text(lang, "lesson.q.intensity.prompt", ctx=f"{context:,}", model=arch.name),
-                    round(dec.intensity, 2), "FLOP/B", why, rel_tol=0.05, lang=lang)
+    """The step shows decode's FLOPs per byte with BF16 weights; this asks it with `weight_dtype` weights (the
+    same FLOPs, fewer bytes): the class reasons from the claim to a number it does not print."""
+    arch = load_presets()[model]
+    base = decode_step(RooflineConfig(arch, 1, context))
+    dec = decode_step(RooflineConfig(arch, 1, context, weight_dtype=weight_dtype))
+    assert dec.flops == base.flops  # the format changes the bytes read, not the work
+    why = text(lang, "lesson.q.intensity.why2", flops=human_flops(dec.flops), a=fmt_decimal(base.bytes),
+               bytes=fmt_decimal(dec.bytes), i0=f"{base.intensity:.2f}", i=f"{dec.intensity:.2f}",
+               dtype=weight_dtype.upper())
+    prompt = text(lang, "lesson.q.intensity.ask", i0=f"{base.intensity:.2f}", dtype=weight_dtype.upper(),
+                  bits=f"{WEIGHT_DTYPE_BITS[weight_dtype]}")
+    return Question(f"intensity_{weight_dtype}", prompt, round(dec.intensity, 2), "FLOP/B", why, rel_tol=0.05,
+                    lang=lang, hint=text(lang, "lesson.q.intensity.hint", dtype=weight_dtype.upper()))
 
 
 @lru_cache(maxsize=16)  # pure, and asked again on every rerun of its step
@@ -100,16 +125,27 @@ def mqa_vs_mha(model: str = "llama-3.1-8b", lang: str = "en") -> Question:
     mha, gqa = curves.name_to_token_bytes["MHA"], curves.name_to_token_bytes["GQA"]
     why = text(lang, "lesson.q.gqa.why", model=arch.name, heads=f"{arch.n_heads}", kv_heads=f"{arch.n_kv_heads}",
                gqa=f"{gqa:,}", mha=f"{mha:,}", x=f"{mha / gqa:,.4g}")
-    return Question("gqa", text(lang, "lesson.q.gqa.prompt", model=arch.name), mha / gqa, "×", why, lang=lang)
+    return Question("gqa", text(lang, "lesson.q.gqa.prompt", model=arch.name), mha / gqa, "×", why, lang=lang,
+                    hint=text(lang, "lesson.q.gqa.hint"))
+
+
+LAYOUT_WORKLOADS = ("system_prompt", "few_shot", "chat", "rag")  # the lesson's workloads, in its order
+
+
+def other_workload(shown: str) -> str:
+    """The workload the layout question asks about: the one after the step's (its answer is the step's claim)."""
+    return LAYOUT_WORKLOADS[(LAYOUT_WORKLOADS.index(shown) + 1) % len(LAYOUT_WORKLOADS)]
 
 
 @lru_cache(maxsize=16)  # pure, and asked again on every rerun of its step
-def better_layout(workload: str = "system_prompt", lang: str = "en") -> Question:
+def better_layout(workload: str = "few_shot", lang: str = "en") -> Question:
     num_requests = 100
     runs = run_both_layouts(PrefixWorkloadConfig(workload=workload, num_requests=num_requests), CacheConfig())
     fixed, variable = runs["fixed_first"].result.hit_rate, runs["variable_first"].result.hit_rate
     options = tuple(text("en", f"lesson.q.layout.{c}") for c in LAYOUT_CHOICES)
     answer = options[0] if fixed > variable else options[1] if variable > fixed else options[2]
-    why = text(lang, "lesson.q.layout.why", n=f"{num_requests:,}", f=f"{fixed:.1%}", v=f"{variable:.1%}")
-    return Question("layout", text(lang, "lesson.q.layout.prompt"), answer, "", why, choices=options,
-                    labels=tuple(text(lang, f"lesson.q.layout.{c}") for c in LAYOUT_CHOICES), lang=lang)
+    name = text(lang, f"lesson.workload.{workload}")
+    why = text(lang, "lesson.q.layout.why2", n=f"{num_requests:,}", w=name, f=f"{fixed:.1%}", v=f"{variable:.1%}")
+    return Question(f"layout_{workload}", text(lang, "lesson.q.layout.ask", w=name), answer, "", why,
+                    choices=options, labels=tuple(text(lang, f"lesson.q.layout.{c}") for c in LAYOUT_CHOICES),
+                    lang=lang, hint=text(lang, "lesson.q.layout.hint"))
