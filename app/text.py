@@ -20,8 +20,9 @@ MAX_MESSAGE = 600  # characters of a whole error message that quotes user values
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>:$~=^&\"'@%])")
 WORD_JOINER = "\u2060"  # invisible, never a line break, not a word character: it splits what an autolink needs
-# GFM's autolink literals: a scheme's "://" (http, https; any scheme, to be safe), "www." and an email's "@"
-_AUTOLINK_SPLITS = re.compile(r"(?<=:)(?=//)|(?<=[wW]{3})(?=\.)|(?=@)")  # where a word joiner goes
+# GFM's autolink literals: a scheme's "://" (http, https; any scheme, to be safe), "www." and an email's "@" when a
+# local part (a word character, ".", "+" or "-") stands before it ("H2O @ 25%" is no address and stays as it is)
+_AUTOLINK_SPLITS = re.compile(r"(?<=:)(?=//)|(?<=[wW]{3})(?=\.)|(?<=[\w.+-])(?=@)")  # where a word joiner goes
 
 
 def shorten(text: str, limit: int = MAX_SHOWN) -> str:

@@ -67,3 +67,12 @@ def test_plain_leaves_no_bare_url_or_address_for_gfm_to_autolink():
         assert part not in seen, part
     assert unlinked("http://x") == f"http:{WORD_JOINER}//x" and unlinked("a@b") == f"a{WORD_JOINER}@b"
     assert unlinked("no links: 1.5 www") == "no links: 1.5 www"
+
+
+def test_an_at_sign_that_starts_no_address_stays_as_it_is():
+    """A label such as 'H2O (heavy hitters + window) @ 25.0%' is no email address: no joiner goes in (a page's
+    sentence that quotes it reads, and compares, as written)."""
+    from app.text import WORD_JOINER, unlinked
+
+    assert unlinked("H2O (heavy hitters + window) @ 25.0%") == "H2O (heavy hitters + window) @ 25.0%"
+    assert unlinked("mail x.y+z@evil.io") == f"mail x.y+z{WORD_JOINER}@evil.io"
