@@ -61,7 +61,7 @@ def render_prefix_hit(cfg: MemoryConfig, engine, name_plot: str) -> None:
     version_caption()
 
 
-def render_log(cfg: MemoryConfig, engine, num_gpus: int, kv_budget: int, name_md: str, allocate) -> None:
+def render_log(cfg: MemoryConfig, engine, num_gpus: int, gpu: str, kv_budget: int, name_md: str, allocate) -> None:
     """allocate(cfg, engine, lang): the page's cached engine allocation."""
     L = lang()
     st.markdown(t("engine.log_intro"))
@@ -81,6 +81,6 @@ def render_log(cfg: MemoryConfig, engine, num_gpus: int, kv_budget: int, name_md
         st.error(plain(why(exc, L)), icon=":material/error:")
         return
     show_table(engine_log.reconciliation_frame(rec, L), hide_index=True, width="stretch")
-    st.caption(engine_log.reconciliation_summary(rec, name_md, cfg.kv_dtype, L))
+    st.caption(engine_log.reconciliation_summary(rec, name_md, cfg.kv_dtype, gpu, L))
     version_caption()
 

@@ -151,6 +151,6 @@ def test_engine_metrics_count_both_ways():
     cfg = MemoryConfig(P["gpt-oss-20b"], context=32768)
     m = {x.label: x for x in engine_metrics(kv_memory(cfg), engine_allocation(cfg), 40 * (1 << 30))}
     # 42,949,672,960 // 808,452,096 = 53; (42,949,672,960 // 393,216) // 2,569 = 109,226 // 2,569 = 42
-    assert (m["Max requests (formula)"].value, m["Max requests (vLLM v0.24.0 blocks)"].value) == ("53", "42")
-    assert m["Max requests (vLLM v0.24.0 blocks)"].delta == "42.52× concurrency"
-    assert m["vLLM v0.24.0 reserves, per request"].delta == "1.25× the formula"
+    assert (m["Max requests (formula)"].value, m["Max requests (vLLM blocks)"].value) == ("53", "42")
+    assert m["Max requests (vLLM blocks)"].delta == "42.52× concurrency"
+    assert m["vLLM reserves, per request"].delta == "1.25× the formula"

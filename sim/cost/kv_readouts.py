@@ -352,15 +352,15 @@ def engine_metrics(kv: KvMemory, alloc, kv_budget: int, lang: str = "en") -> lis
     engine_max = alloc.max_requests(budget)
     return [
         Metric(_t(lang, "em.formula"), fmt_bytes(kv.per_request_bytes), help=f"{kv.per_request_bytes:,} B"),
-        Metric(_t(lang, "em.vllm", vllm=version_label()), fmt_bytes(alloc.per_request_bytes),
+        Metric(_t(lang, "em.vllm"), fmt_bytes(alloc.per_request_bytes),
                _t(lang, "em.vllm_delta", x=f"{alloc.per_request_bytes / kv.per_request_bytes:.3g}"),
-               _t(lang, "em.vllm_help", blocks=f"{alloc.blocks_per_request:,}", block=f"{alloc.block_bytes:,}",
+               _t(lang, "em.vllm_help", vllm=version_label(), blocks=f"{alloc.blocks_per_request:,}", block=f"{alloc.block_bytes:,}",
                   b=f"{alloc.per_request_bytes:,}")),
         Metric(_t(lang, "em.max_formula"), f"{formula_max:,}", _t(lang, "m.at_s", s=f"{cfg.context:,}"),
                help=_t(lang, "em.max_formula_help", room=f"{budget:,}", per=f"{kv.per_request_bytes:,}")),
-        Metric(_t(lang, "em.max_vllm", vllm=version_label()), f"{engine_max:,}",
+        Metric(_t(lang, "em.max_vllm"), f"{engine_max:,}",
                _t(lang, "em.concurrency", x=f"{alloc.max_concurrency(budget):.2f}"),
-               _t(lang, "em.max_vllm_help", blocks=f"{alloc.num_blocks(budget):,}",
+               _t(lang, "em.max_vllm_help", vllm=version_label(), blocks=f"{alloc.num_blocks(budget):,}",
                   per=f"{alloc.blocks_per_request:,}")),
     ]
 
