@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.cli_kv import CLI_KV_DTYPES
 from app.figures.memory import prefix_staircase
 from app.i18n import lang, t
 from app.metrics import show_metrics
@@ -56,8 +57,9 @@ def render_prefix_hit(cfg: MemoryConfig, engine, name_plot: str) -> None:
                                 prefix_hit.staircase_title(hit, name_plot, L), L), key="staircase")
     st.markdown(hit.advice(L))
     st.caption(t("engine.cli"))
-    st.code(f"python -m app.cli prefix-hit --config config.json --prompt-len {hit.prompt_len} "
-            f"--kv-dtype {cfg.kv_dtype} --block-size {engine.block_size}", language="bash")
+    dtype = f" --kv-dtype {cfg.kv_dtype}" if cfg.kv_dtype in CLI_KV_DTYPES else ""  # the CLI's choices
+    st.code(f"python -m app.cli prefix-hit --config config.json --prompt-len {hit.prompt_len}{dtype} "
+            f"--block-size {engine.block_size}", language="bash")
     version_caption()
 
 
