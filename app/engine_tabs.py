@@ -58,6 +58,7 @@ def render_prefix_hit(cfg: MemoryConfig, engine, name_plot: str) -> None:
     st.markdown(hit.advice(L))
     st.caption(t("engine.cli"))
     dtype = f" --kv-dtype {cfg.kv_dtype}" if cfg.kv_dtype in CLI_KV_DTYPES else ""  # the CLI's choices
+    dtype += f" --state-dtype {cfg.state_dtype}" if cfg.state_dtype else ""
     st.code(f"python -m app.cli prefix-hit --config config.json --prompt-len {hit.prompt_len}{dtype} "
             f"--block-size {engine.block_size}", language="bash")
     version_caption()
