@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.cli_kv import CLI_KV_DTYPES
 from app.figures.memory import prefix_staircase
 from app.i18n import lang, t
 from app.metrics import show_metrics
@@ -56,12 +57,14 @@ def render_prefix_hit(cfg: MemoryConfig, engine, name_plot: str) -> None:
                                 prefix_hit.staircase_title(hit, name_plot, L), L), key="staircase")
     st.markdown(hit.advice(L))
     st.caption(t("engine.cli"))
-    st.code(f"python -m app.cli prefix-hit --config config.json --prompt-len {hit.prompt_len} "
-            f"--kv-dtype {cfg.kv_dtype} --block-size {engine.block_size}", language="bash")
+    dtype = f" --kv-dtype {cfg.kv_dtype}" if cfg.kv_dtype in CLI_KV_DTYPES else ""  # the CLI's choices
+    dtype += f" --state-dtype {cfg.state_dtype}" if cfg.state_dtype else ""
+    st.code(f"python -m app.cli prefix-hit --config config.json --prompt-len {hit.prompt_len}{dtype} "
+            f"--block-size {engine.block_size}", language="bash")
     version_caption()
 
 
-def render_log(cfg: MemoryConfig, engine, num_gpus: int, kv_budget: int, name_md: str, allocate) -> None:
+def render_log(cfg: MemoryConfig, engine, num_gpus: int, gpu: str, kv_budget: int, name_md: str, allocate) -> None:
     """allocate(cfg, engine, lang): the page's cached engine allocation."""
     L = lang()
     st.markdown(t("engine.log_intro"))
@@ -81,6 +84,6 @@ def render_log(cfg: MemoryConfig, engine, num_gpus: int, kv_budget: int, name_md
         st.error(plain(why(exc, L)), icon=":material/error:")
         return
     show_table(engine_log.reconciliation_frame(rec, L), hide_index=True, width="stretch")
-    st.caption(engine_log.reconciliation_summary(rec, name_md, cfg.kv_dtype, L))
+    st.caption(engine_log.reconciliation_summary(rec, name_md, cfg.kv_dtype, gpu, L))
     version_caption()
 

@@ -114,3 +114,20 @@ def test_through_the_dispatcher_as_a_process():
     bad = subprocess.run([sys.executable, "-m", "app.cli", "kv", "--config", "missing.json", "--context", "1"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
+
+
+def test_tensor_parallel_per_gpu(capsys):
+    path = str(CONFIGS / "llama-3.1-8b.json")
+    # 8 K/V heads: 4 GPUs hold 2 each; 16 GPUs hold 1 each (copied twice). 32 layers × 2 × 128 × 2 B a head-token
+    for tp, heads in ((1, 8), (4, 2), (8, 1), (16, 1)):
+        code, out, _ = run(capsys, "--config", path, "--context", "1000", "--batch", "2", "--tp", str(tp))
+        r = last_json(out)
+        assert code == 0 and r["kv_heads_per_gpu"] == heads and r["tp"] == tp
+        assert r["per_gpu_bytes"] == 2 * 1000 * 32 * 2 * 128 * 2 * heads
+    # MLA: the latent is whole on every GPU
+    code, out, _ = run(capsys, "--config", str(CONFIGS / "deepseek-v3.json"), "--context", "1000", "--tp", "8")
+    r = last_json(out)
+    assert code == 0 and r["per_gpu_bytes"] == r["total_bytes"] == 61 * 576 * 2 * 1000 and r["kv_heads_per_gpu"] == 1
+    for bad, message in (("3", "divide the 8 K/V heads"), ("0", "tp=0 is outside 1..64")):
+        code, out, err = run(capsys, "--config", path, "--context", "10", "--tp", bad)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and message in err

@@ -69,7 +69,7 @@ def test_engine_tab_sentences_in_korean():
     cfg = MemoryConfig(P["gpt-oss-20b"], batch=4, context=32768)
     kv, alloc = kv_memory(cfg), engine_allocation(cfg, EngineConfig(), "ko")
     assert say.engine_takeaway(kv, alloc, "gpt-oss-20b", "ko") == (
-        "gpt-oss-20b, 32,768토큰: vLLM은 요청당 963.4 MiB를 예약한다, 공식의 771 MiB의 1.25×; "
+        "gpt-oss-20b, 32,768토큰: vLLM v0.24.0은 요청당 963.4 MiB를 예약한다, 공식의 771 MiB의 1.25×; "
         "늘어난 192.4 MiB의 대부분은 슬라이딩 윈도 W = 128 레이어 몫이다")
     assert say.engine_caption(kv, alloc, "ko").startswith(
         "레이어 슬롯 12개짜리 KV 캐시 그룹 2개, 페이지 크기는 하나(레이어당 32,768 B, 어텐션 토큰 16개): 블록 id 하나에 "

@@ -126,13 +126,13 @@ def test_engine_takeaway_worded_both_ways():
     kv, alloc = kv_memory(cfg), engine_allocation(cfg, EngineConfig())
     # 1,010,171,904 / 808,452,096 = 1.25; the sliding layers reserve 521 blocks instead of 128 tokens
     assert engine_takeaway(kv, alloc, "gpt-oss-20b") == (
-        "gpt-oss-20b at 32,768 tokens: vLLM reserves 963.4 MiB per request, 1.25× the formula's 771 MiB; the sliding "
+        "gpt-oss-20b at 32,768 tokens: vLLM v0.24.0 reserves 963.4 MiB per request, 1.25× the formula's 771 MiB; the sliding "
         "window W = 128 layers take most of the 192.4 MiB extra")
     exact = MemoryConfig(P["llama-3.1-8b"], context=32768)  # 32,768 tokens = 2,048 whole blocks
     assert engine_takeaway(kv_memory(exact), engine_allocation(exact), "Llama 3.1 8B") == (
-        "Llama 3.1 8B at 32,768 tokens: vLLM's blocks reserve exactly the formula's 4 GiB per request")
+        "Llama 3.1 8B at 32,768 tokens: vLLM v0.24.0's blocks reserve exactly the formula's 4 GiB per request")
     fewer = replace(alloc, block_bytes=alloc.block_bytes // 2)  # a cheaper engine, to word the other way
-    assert engine_takeaway(kv, fewer, "x").startswith("x at 32,768 tokens: vLLM reserves 481.7 MiB per request, "
+    assert engine_takeaway(kv, fewer, "x").startswith("x at 32,768 tokens: vLLM v0.24.0 reserves 481.7 MiB per request, "
                                                       "less than the formula's 771 MiB; the full attention layers")
     assert engine_caption(kv, alloc).startswith(
         "2 KV cache groups of 12 layer slots, one page size (32,768 B per layer, 16 tokens of attention): a block id "

@@ -42,7 +42,7 @@ def test_log_tab_reconciles_a_pasted_vllm_log():
     assert got["GPU blocks"] == "1,950 blocks" and got["Maximum concurrency"] == "1.56x"
     kinds = dict(zip(df["Figure"], df["Kind"], strict=True))
     assert kinds["GPU blocks"] == "capacity" and kinds["Maximum concurrency"] == "derived"
-    assert "max_model_len 20,000" in captions(at)
+    assert "max_model_len 20,000, 1 × NVIDIA H100 SXM 80GB" in captions(at)
 
 
 def test_log_tab_with_no_kv_line_says_so_once():

@@ -64,6 +64,10 @@ def test_defaults_show_the_simulators_numbers_and_export_them():
     assert shown["Blocks of B reused"] == f"{demo.hit_tokens[1] // 16} of {cdiv(len(b), 16)}" == "4 of 9"
     assert shown["Tokens of B read from the cache"] == "64"
     assert shown["Tokens of B computed"] == f"{len(b) - 64}"
+    # the cache's rules are vLLM's, and the page names the release (issue 38)
+    from sim.cost.vllm_rules import version_label
+
+    assert any(version_label() in c.value and "does not de-duplicate" in c.value for c in at.caption)
     # the CSV behind the first download button is the per-request table
     csv = simulate_prefix_cache(make_trace(cfg), cache).to_frame().to_csv(index=False).encode()
     button = at.get("download_button")[0]

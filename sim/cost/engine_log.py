@@ -208,7 +208,7 @@ def reconciliation_frame(rec: Reconciliation, lang: str = "en"):
     return pd.DataFrame(rows)
 
 
-def reconciliation_summary(rec: Reconciliation, model: str, dtype: str, lang: str = "en") -> str:
+def reconciliation_summary(rec: Reconciliation, model: str, dtype: str, gpu: str, lang: str = "en") -> str:
     """Under the table: what the log was read as and what the derivations assumed. model: already escaped."""
     return text(lang, "engine.log.summary", engine="SGLang" if rec.log.engine == "sglang" else "vLLM", model=model,
-                dtype=dtype.upper(), len=f"{rec.max_model_len:,}", tp=f"{rec.tp:,}")
+                dtype=dtype.upper(), len=f"{rec.max_model_len:,}", tp=f"{rec.tp:,}", gpu=gpu)

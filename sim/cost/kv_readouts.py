@@ -11,6 +11,7 @@ from dataclasses import replace
 from sim.cost.arch import GLOBAL, LOCAL, STATE, STATE_NAMES, ArchPreset
 from sim.cost.capacity import Capacity, DtypeRow, GpuConfig, int8_vs_fp16
 from sim.cost.memory import KvGrid, KvMemory, MemoryConfig, VariantCurves, fmt_bytes, group_label, request_bytes
+from sim.cost.vllm_rules import version_label
 from sim.i18n import text
 from sim.readout import Metric
 
@@ -333,11 +334,11 @@ def engine_takeaway(kv: KvMemory, alloc, name: str, lang: str = "en") -> str:
     f, e = kv.per_request_bytes, alloc.per_request_bytes
     head = _t(lang, "eng.head", name=name, s=f"{cfg.context:,}")
     if e == f:
-        return _t(lang, "eng.exact", head=head, f=fmt_bytes(f))
+        return _t(lang, "eng.exact", head=head, f=fmt_bytes(f), vllm=version_label())
     reserved = alloc.kind_bytes()
     gaps = {g.kind: reserved.get(g.kind, 0) - g.bytes_per_request for g in kv.groups}
     kind = max(gaps, key=lambda k: abs(gaps[k]))
-    fields = dict(head=head, e=fmt_bytes(e), f=fmt_bytes(f), label=group_name(kind, arch, lang))
+    fields = dict(head=head, e=fmt_bytes(e), f=fmt_bytes(f), label=group_name(kind, arch, lang), vllm=version_label())
     if e > f:
         return _t(lang, "eng.more", times=_times(e / f), gap=fmt_bytes(e - f), **fields)
     return _t(lang, "eng.less", gap=fmt_bytes(f - e), **fields)
@@ -353,13 +354,13 @@ def engine_metrics(kv: KvMemory, alloc, kv_budget: int, lang: str = "en") -> lis
         Metric(_t(lang, "em.formula"), fmt_bytes(kv.per_request_bytes), help=f"{kv.per_request_bytes:,} B"),
         Metric(_t(lang, "em.vllm"), fmt_bytes(alloc.per_request_bytes),
                _t(lang, "em.vllm_delta", x=f"{alloc.per_request_bytes / kv.per_request_bytes:.3g}"),
-               _t(lang, "em.vllm_help", blocks=f"{alloc.blocks_per_request:,}", block=f"{alloc.block_bytes:,}",
+               _t(lang, "em.vllm_help", vllm=version_label(), blocks=f"{alloc.blocks_per_request:,}", block=f"{alloc.block_bytes:,}",
                   b=f"{alloc.per_request_bytes:,}")),
         Metric(_t(lang, "em.max_formula"), f"{formula_max:,}", _t(lang, "m.at_s", s=f"{cfg.context:,}"),
                help=_t(lang, "em.max_formula_help", room=f"{budget:,}", per=f"{kv.per_request_bytes:,}")),
         Metric(_t(lang, "em.max_vllm"), f"{engine_max:,}",
                _t(lang, "em.concurrency", x=f"{alloc.max_concurrency(budget):.2f}"),
-               _t(lang, "em.max_vllm_help", blocks=f"{alloc.num_blocks(budget):,}",
+               _t(lang, "em.max_vllm_help", vllm=version_label(), blocks=f"{alloc.num_blocks(budget):,}",
                   per=f"{alloc.blocks_per_request:,}")),
     ]
 

@@ -32,8 +32,8 @@ FLASHMLA_BLOCK = 64  # vllm/v1/attention/backends/mla/flashmla.py: its kernel ta
 # else 2,048 and 256 (older releases: 2,048 or max_model_len, and 256 everywhere): version- and GPU-dependent
 # defaults, so the command the lab writes states both.
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
-MAX_NUM_BATCHED_TOKENS_HISTORY = (("0.6", "max(max_model_len, 2048) without chunked prefill"),
-                                  ("0.8", "2048 with chunked prefill (v1)"),
+MAX_NUM_BATCHED_TOKENS_HISTORY = (("the v0 engine", "max(max_model_len, 2048) without chunked prefill"),
+                                  ("early v1 releases", "2048 with chunked prefill"),
                                   (VLLM_VERSION, "8192 for the OpenAI server on a large GPU"))
 LARGE_GPU_BYTES = 70 << 30
 
@@ -100,9 +100,9 @@ SSM_FLAG_SETS_CONV = False
 # vllm/model_executor/models/config.py, NemotronHForCausalLMConfig: with --mamba-ssm-cache-dtype auto, Nemotron-H
 # keeps its recurrent state in the config's mamba_ssm_cache_dtype, else in float32 (vLLM pull request #39032,
 # April 2026; before it the same hook fell back to float16, and before the hook existed "auto" meant the model's
-# dtype). A version-dependent default: (first release it applies to, dtype).
+# dtype). A version-dependent default: (which releases, dtype).
 NEMOTRON_H_SSM_DEFAULT = "fp32"
-NEMOTRON_H_SSM_HISTORY = (("0.10", "fp16"), (VLLM_VERSION, NEMOTRON_H_SSM_DEFAULT))
+NEMOTRON_H_SSM_HISTORY = (("before pull request #39032", "fp16"), (VLLM_VERSION, NEMOTRON_H_SSM_DEFAULT))
 NEMOTRON_H_MODEL_TYPES = ("nemotron_h",)
 
 # vllm/v1/core/single_type_kv_cache_manager.py, ChunkedLocalAttentionManager.remove_skipped_blocks: a chunked
