@@ -23,7 +23,7 @@ How the pieces fit:
 
 from __future__ import annotations
 
-from sim.i18n import DEFAULT_LANG, LANG_NAMES, LANGS, text
+from sim.i18n import DEFAULT_LANG, LANG_NAMES, LANGS, catalog, text
 
 LANG_KEY = "lang"  # URL name and the sidebar switch's session key
 SEEN_KEY = "_lang.url"  # the URL value this session last saw (a new one wins over the switch)
@@ -67,7 +67,13 @@ def lang() -> str:
 
 
 def t(key: str, /, **fields: object) -> str:
-    """The message `key` in the current language, placeholders filled from `fields` (already formatted)."""
+    """The message `key` in the current language, placeholders filled from `fields` (already formatted). A message
+    that names the vLLM release whose rule it states has `{vllm}` filled from sim.cost.vllm_rules, the one place
+    that holds it."""
+    if "vllm" not in fields and "{vllm}" in catalog(lang()).get(key, ""):
+        from sim.cost.vllm_rules import version_label
+
+        fields["vllm"] = version_label()
     return text(lang(), key, **fields)
 
 

@@ -125,3 +125,34 @@ def test_int8_is_vllms_per_token_head_layout():
     command, notes = vllm_command(a, kv_memory(cfg), alloc, 0.9, 1)
     assert "--kv-cache-dtype int8_per_token_head" in command
     assert any("2,112 B" in n and "2,304 B" in n for n in notes)
+
+
+def test_every_message_that_states_a_vllm_default_names_the_release():
+    """A message that gives a vLLM default (a block size, a utilization, a flag's value) says which release's rule it
+    is: it carries {vllm}, filled from sim.cost.vllm_rules (figures from the vLLM paper say 'vLLM paper')."""
+    import json
+
+    from tests.conftest import ROOT
+
+    unnamed = []
+    for path in sorted((ROOT / "assets" / "i18n" / "en").glob("*.json")):
+        for key, message in json.loads(path.read_text(encoding="utf-8")).items():
+            if "vLLM" in message and "default" in message and "{vllm}" not in message:
+                unnamed.append(f"{path.name}:{key}")
+    assert unnamed == []
+
+
+def test_the_app_fills_the_release_into_its_messages():
+    from streamlit.testing.v1 import AppTest
+
+    from sim.cost.vllm_rules import version_label
+
+    def page():
+        import streamlit as st
+
+        from app.i18n import t
+
+        st.write(t("paged.c.block_size_help"))
+
+    at = AppTest.from_function(page).run()
+    assert at.markdown[0].value == f"{version_label()}'s default is 16 tokens on CUDA GPUs (MLA backends raise it)."

@@ -7,6 +7,7 @@ from sim.cost.arch import ArchPreset, attention_variants, with_mla
 from sim.cost.capacity import GpuConfig, capacity
 from sim.cost.gpus import GpuPreset
 from sim.cost.memory import MemoryConfig, fmt_both, fmt_bytes, fmt_decimal, kv_memory, token_layer_bytes, weight_bytes
+from sim.cost.vllm_rules import version_label
 from sim.i18n import text
 
 
@@ -88,7 +89,7 @@ def seed_claims(presets: dict[str, ArchPreset], gpus: dict[str, GpuPreset], lang
         "001", "Add 16 GiB of FP16 weights and an 80 GiB GPU is exactly full",
         "FP16 가중치 16 GiB를 더하면 80 GiB짜리 GPU가 정확히 꽉 찬다", "64 + 16 = 80 GiB",
         say("full.computed", w=fmt_both(w), total=fmt_bytes(w + b)), Verdict.CLOSE,
-        say("full.why", at09=cap_09.max_requests, at10=cap_full.max_requests), w + b))
+        say("full.why", at09=cap_09.max_requests, at10=cap_full.max_requests, vllm=version_label()), w + b))
     int8_grouped = kv(l8, 32768, batch=16, dtype="int8")
     fp8 = kv(l8, 32768, batch=16, dtype="fp8")
     g_fp16 = GpuConfig(h100, utilization=1.0, weight_dtype="fp16")
