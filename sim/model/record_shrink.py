@@ -63,6 +63,7 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     setup = RealShrinkSetup()
+    commit = _commit()  # the code that runs: taken before the run, not after it
     t0 = time.perf_counter()
 
     def progress(i: int, n: int, what: str) -> None:
@@ -75,7 +76,7 @@ def main() -> int:
     data = {
         "provenance": {
             "command": "python -m sim.model.record_shrink" + (f" --threads {args.threads}" if args.threads != 2 else ""),
-            "commit": _commit(), "machine": f"{_cpu()}, {os.cpu_count()} CPUs, {platform.system()}",
+            "commit": commit, "machine": f"{_cpu()}, {os.cpu_count()} CPUs, {platform.system()}",
             "torch": torch.__version__, "python": platform.python_version(), "threads": args.threads,
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "model": real.cfg.name,
             "gguf_sha256": real.sha256, "seconds": round(time.perf_counter() - t0, 1),
