@@ -48,3 +48,21 @@ def install_line() -> str:
     from sim.model.real_source import INSTALL_COMMAND
 
     return code(INSTALL_COMMAND)
+
+
+def run_real_probe(kind: str, num_tokens: int, measure, *, what: str, button: str):
+    """`measure(model, ids)` on the real model over `num_tokens` held-out tokens, once per server, behind its
+    button (a forward pass of the 135M model: seconds); None until it has run."""
+    from app.work import run_job
+    from sim.work.run_cost import SMOLLM2_RATES, prefill_work
+
+    def work(progress):
+        from app.resources import real_model
+        from sim.model.real_probe import probe_ids
+
+        real = real_model()
+        progress(0.1, what)
+        return measure(real.model, probe_ids(real, num_tokens))
+
+    return run_job(kind, (num_tokens,), SMOLLM2_RATES["eager"].seconds(prefill_work(num_tokens)) + 2.0, work,
+                   what=what, button=button, auto=False)

@@ -3,7 +3,9 @@
     python -m sim.model.record_shrink [--out assets/models/smollm2_shrink.json] [--threads 2]
 
 Every cell of sim.model.real_recorded.RealShrinkSetup() (the full cache, four eviction policies at two budgets,
-four quantizations) through the three checks of sim.model.real_checks. About 5-10 minutes on a 2-core CPU.
+four quantizations) through the three checks of sim.model.real_checks: about 5 minutes on a quiet 2-core CPU
+(sized for that: a 32-token long generation, two quote and two chat trials, 200 tokens of filler); 30 on one
+shared with a few other jobs.
 Without the real model it exits 2 with one line.
 """
 
