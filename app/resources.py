@@ -84,3 +84,47 @@ def live_result(run, cannot: str):
     except ValueError as exc:
         st.error(t("res.cannot", cannot=cannot, error=plain(exc)))
     return None
+
+
+@st.cache_resource(show_spinner=False)
+def _real_holder() -> dict:
+    """The one real model of this server process, filled on first use (see real_model)."""
+    import threading
+
+    return {"model": None, "lock": threading.Lock()}
+
+
+def real_model():
+    """SmolLM2-135M-Instruct (sim.model.gguf_load.RealModel), loaded once per server; the first load shows its
+    progress (hash, dequantize, save: seconds; a warm start reads the converted copy back). Raises the loader's
+    Refusal (no wheel, a bad file): callers show it with real_model_or_none."""
+    holder = _real_holder()
+    with holder["lock"]:
+        if holder["model"] is None:
+            from sim.model.device import configure_threads
+            from sim.model.gguf_load import load_real_model
+
+            configure_threads()
+            bar = st.progress(0.0, text=t("real.loading"))
+
+            def progress(stage: str, done: int, total: int) -> None:
+                bar.progress(min(1.0, done / max(total, 1)), text=t("real.progress", stage=t(f"real.stage.{stage}"),
+                                                                    done=f"{done:,}", total=f"{total:,}"))
+
+            try:
+                holder["model"] = load_real_model(progress=progress)
+            finally:
+                bar.empty()
+        return holder["model"]
+
+
+def real_model_or_none():
+    """The real model, or None with its one-line reason in the page (how to install it, or what is wrong with
+    the file); the tiny models keep working either way."""
+    from sim.serving.errors import Refusal
+
+    try:
+        return real_model()
+    except Refusal as exc:
+        (st.info if exc.key == "real.err.no_wheel" else st.error)(plain(exc.words(lang())))
+    return None

@@ -3,6 +3,7 @@ import streamlit as st
 
 from app.figures import masks as figs
 from app.i18n import lang, page_title, t
+from app.model_picker import picker, real_unavailable, register, run_real_probe
 from app.present import show_chart, show_table
 from app.resources import model_or_stop as load_model
 from app.text import plain
@@ -32,9 +33,11 @@ from sim.attention.masks import (
     segments_from_text,
     sliding_window,
 )
+from sim.model.real_source import MODEL_KEY
 from sim.model.transformer import PRESETS
 
 MAX_PROMPT = 48  # bytes: one row and column per byte keeps the maps legible on a projector
+SINK_TOKENS = 256  # held-out tokens the real model's attention sink is measured over
 
 def masked_row_behaviour() -> dict[str, str]:
     """Measured once per server, alone in the queue: it forces each SDPA backend, a process-wide switch (the wait
@@ -59,6 +62,7 @@ url.int("layer", 0, 0, PRESETS["mha"].n_layers - 1, label=t("masks.url.layer"))
 url.int("head", 0, 0, PRESETS["mha"].n_heads - 1, label=t("masks.url.head"))
 url.int("row", 5, 0, MAX_PROMPT + 8, label=t("masks.url.row"))
 url.int("map_w", 8, 1, MAX_PROMPT, label=t("masks.url.map_w"))
+register(url)
 url.show_problems()
 
 c = st.columns([3, 1])
@@ -171,4 +175,21 @@ else:
     show_chart(figs.row_diffs(with_mask.row_diffs, without.row_diffs, append_takeaway(with_mask, without, lang=L),
                               lang=L), width="stretch")
     st.caption(append_caption(with_mask, without, lang=L))
+st.header(t("real.sink.h"))
+if picker() == MODEL_KEY and not (why := real_unavailable()):
+    from sim.model.real_probe import attention_sink
+
+    sink = run_real_probe("masks.real_sink", SINK_TOKENS, attention_sink, what=t("real.sink.what", n=f"{SINK_TOKENS}"),
+                          button=t("real.sink.run"))
+    if sink is not None:
+        pct = {k: f"{100 * v:.1f}%" for k, v in (("median", sink.median), ("uniform", sink.uniform),
+                                                  ("min", sink.share.min()), ("max", sink.share.max()))}
+        show_chart(figs.sink_bars(sink.share, sink.uniform, t("real.sink.title", median=pct["median"],
+                                                                uniform=pct["uniform"]), L), key="masks_sink")
+        st.caption(t("real.sink.sentence", n=f"{sink.num_tokens:,}", skip=f"{sink.skip}", lo=f"{sink.share.argmin()}",
+                     hi=f"{sink.share.argmax()}", many=f"{sink.layers_above(10)}", **pct))
+elif st.session_state["model"] == MODEL_KEY:
+    st.info(why, icon=":material/download:")
+else:
+    st.caption(t("real.picker.caption"))
 url.sync()

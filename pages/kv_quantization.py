@@ -8,6 +8,7 @@ from app.controls import kv_quantization as ctl
 from app.figures import quant as figs
 from app.i18n import lang, page_title, t
 from app.metrics import show_metrics
+from app.model_picker import picker, real_unavailable, run_real_probe
 from app.present import show_chart, show_chart_in, show_table
 from app.resources import model_or_stop, model_rates
 from app.runs import kv_quantization as runs
@@ -23,6 +24,33 @@ from sim.model import quant_readouts as qr
 from sim.model import quant_setup as qs
 from sim.model.quant import INT_BITS
 from sim.model.quant_claims import seed_claims
+from sim.model.real_probe import kv_channels
+from sim.model.real_source import MODEL_KEY
+
+REAL_TOKENS = 256  # held-out tokens the real model's K and V are measured over
+
+
+
+def real_kv_section() -> None:
+    """K and V per channel, and KIVI's per-channel K against per-token K, on the real model when it is picked."""
+    st.subheader(t("real.kv.h"))
+    if picker(key="lm") != MODEL_KEY:
+        st.caption(t("real.picker.caption"))
+    elif why := real_unavailable():
+        st.info(why, icon=":material/download:")
+    elif (kv := run_real_probe("quant.real_kv", REAL_TOKENS, kv_channels, button=t("real.kv.run"),
+                               what=t("real.kv.what", n=f"{REAL_TOKENS}"))) is not None:
+        show_chart(figs.real_channel_heatmaps(kv.k_mean, kv.v_mean, L), key="quant_real_kv")
+        holds = t("real.kv.holds" if kv.claim_holds() else "real.kv.fails")
+        st.markdown(t("real.kv.sentence", n=f"{kv.num_tokens:,}", k_ratio=f"{kv.k_ratio.mean():.1f}",
+                      v_ratio=f"{kv.v_ratio.mean():.1f}", k_layers=f"{int((kv.k_ratio > 4).sum())}",
+                      v_layers=f"{int((kv.v_ratio > 4).sum())}", holds=holds))
+        for b, (per_channel, per_token) in kv.bits_to_mse.items():
+            lower = per_channel <= per_token
+            st.markdown("- " + t("real.kv.kivi", bits=f"{b}", per_channel=f"{per_channel:.2e}",
+                                 per_token=f"{per_token:.2e}", which=t("real.kv.lower" if lower else "real.kv.higher"),
+                                 ratio=f"{max(per_channel, per_token) / max(min(per_channel, per_token), 1e-30):.1f}"))
+
 
 st.title(page_title("kv_quantization"))
 st.markdown(t("quant.intro"))
@@ -31,6 +59,7 @@ L = lang()  # the sentences and figures below are worded in the page language
 presets = qb.scale_presets(load_presets())
 gpus = load_gpus()
 url = ctl.register(presets, gpus)
+real_kv_section()
 setup = ctl.setup_panel()
 variant, bits, R, S = setup.variant, setup.bits, setup.residual, setup.eval.window_len
 model = model_or_stop(variant)

@@ -6,6 +6,7 @@ import streamlit as st
 from app.figures.shrink import offload_bars, scores_vs_bytes
 from app.i18n import lang, page_title, t
 from app.links import page_link
+from app.model_picker import model_label
 from app.present import show_chart, show_table
 from app.registry import PAGES
 from app.runs import shrink_cache as runs
@@ -26,6 +27,7 @@ from sim.cost.shrink import (
     offload_cost,
     verdict,
 )
+from sim.model.real_source import MODEL_KEY
 
 SCOPES = {"all": (0.125, 0.25, 0.5), "quarter": (0.25,)}  # budgets; each named by shrink.scope.<key>
 LONG_LENGTHS = (128, 256, 512, 900)
@@ -37,9 +39,10 @@ ko, en = SEEDS["001"]
 st.markdown(t("shrink.intro", title_en=en, title_ko=ko))
 
 models, presets, gpus = runs.available_models(), load_presets(), load_gpus()
-model_labels = {k: runs.model_label(k, L) for k in models}
+model_labels = {k: runs.model_label(k, L) for k in models} | {MODEL_KEY: model_label(MODEL_KEY)}
 url = UrlState("shrink_cache")
-url.choice("model", next(iter(models)), list(models), label=t("shrink.url.model"))
+url.choice("model", next(iter(models)), [*models, MODEL_KEY], label=t("shrink.url.model"))
+url.choice("cell", "full", runs.real_cells(), label=t("real.rerun.pick"))
 url.choice("scope", "all", list(SCOPES), label=t("shrink.url.scope"))
 url.int("long", 900, LONG_LENGTHS[0], LONG_LENGTHS[-1], label=t("shrink.url.long"))
 url.int("trials", 4, 1, 8, label=t("shrink.url.trials"))
@@ -68,13 +71,16 @@ st.markdown(copy_ability_sentence(abilities, L))
 st.caption(t("shrink.models_caption"))
 c = st.columns([2, 2, 1, 1])
 scope_labels = {k: t(f"shrink.scope.{k}") for k in SCOPES}  # worded now: Streamlit calls format_func later too
-c[0].selectbox(t("shrink.w.model"), list(models), key="model", format_func=model_labels.get)
+c[0].selectbox(t("shrink.w.model"), list(model_labels), key="model", format_func=model_labels.get,
+               help=t("real.w.model_help"))
 c[1].selectbox(t("shrink.w.scope"), list(SCOPES), key="scope", format_func=scope_labels.get)
 c[2].select_slider(t("shrink.w.long"), LONG_LENGTHS, key="long", help=t("shrink.w.long_help"))
 c[3].number_input(t("shrink.w.trials"), 1, 8, key="trials", help=t("shrink.w.trials_help"))
 setup = ShrinkSetup(methods=EVICT_METHODS + QUANT_METHODS, budgets=SCOPES[ss["scope"]], num_new=ss["long"],
                     num_trials=ss["trials"])
-table = runs.run(ss["model"], setup, None)
+if ss["model"] == MODEL_KEY:
+    runs.real_section()
+table = runs.run(ss["model"], setup, None) if ss["model"] != MODEL_KEY else None
 if table is not None:
     scores = [r.score(L) for r in table.rows]
     full = table.full.score(L)

@@ -71,6 +71,9 @@ def register(presets: Mapping, gpus: Mapping) -> UrlState:
     url.choice("gpu", "h100-sxm" if "h100-sxm" in gpus else next(iter(gpus)), list(gpus), label=t("quant.url.gpu"))
     url.int("ctx", 32768, CONTEXTS[0], CONTEXTS[-1], label=t("quant.url.ctx"))
     url.float("util", 0.9, 0.05, 1.0, label=t("quant.url.util"))
+    from app.model_picker import register as register_model  # `lm`: "model" here is the preset for scale
+
+    register_model(url, key="lm")
     url.show_problems()
     if st.session_state["ctx"] not in CONTEXTS:  # a URL may carry any in-range integer
         st.session_state["ctx"] = min(CONTEXTS, key=lambda v: abs(v - st.session_state["ctx"]))

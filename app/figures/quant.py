@@ -168,3 +168,17 @@ def outlier_errors(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figu
     fig.update_layout(legend=dict(LEGEND_BELOW, xanchor="center", x=0.5),
                       margin=dict(t=40))
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
+
+
+def real_channel_heatmaps(k_mean: np.ndarray, v_mean: np.ndarray, lang: str = "en") -> go.Figure:
+    """Layer × channel mean |K| and mean |V| of the real model, side by side, each on its own colour scale."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[text(lang, "real.kv.title_k"), text(lang, "real.kv.title_v")],
+                        horizontal_spacing=0.12)
+    for col, m in enumerate((k_mean, v_mean), start=1):
+        fig.add_heatmap(z=m, colorscale="Viridis", row=1, col=col, colorbar=dict(x=0.44 if col == 1 else 1.0,
+                        title=text(lang, "real.kv.color")),
+                        hovertemplate="%{y} · %{x}: %{z:.2f}<extra></extra>")
+        fig.update_xaxes(title_text=text(lang, "real.kv.x"), row=1, col=col)
+        fig.update_yaxes(title_text=text(lang, "real.kv.y"), row=1, col=col)
+    base_layout(fig, "", "", "", height=440)
+    return fig

@@ -16,7 +16,7 @@ KIND_SYMBOL = {"discard": "x", "blur": "circle", "full": "star"}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 
 
-def scores_vs_bytes(scores, full, title: str, lang: str = "en") -> go.Figure:
+def scores_vs_bytes(scores, full, title: str, lang: str = "en", *, score_title: str | None = None) -> go.Figure:
     """One panel per check: each method's score (%) against the share of the full cache's bytes it keeps;
     the full cache's own score as a dashed line (the model's ceiling on that check). Labels in `lang`."""
     fig = make_subplots(rows=1, cols=3, subplot_titles=[text(lang, f"shrink.fig.check.{c}") for c in CHECKS],
@@ -37,7 +37,7 @@ def scores_vs_bytes(scores, full, title: str, lang: str = "en") -> go.Figure:
         fig.add_hline(y=100 * getattr(full, field), line=dict(color=FORMULA, dash="dash"), row=1, col=col,
                       annotation_text=text(lang, "shrink.fig.full_cache"), annotation_position="bottom right")
         fig.update_xaxes(title_text=text(lang, "shrink.fig.bytes_kept"), range=[0, 105], row=1, col=col)
-        fig.update_yaxes(title_text=text(lang, "shrink.fig.score") if col == 1 else "",
+        fig.update_yaxes(title_text=(score_title or text(lang, "shrink.fig.score")) if col == 1 else "",
                          range=[-3, 105], row=1, col=col,
                          showticklabels=col == 1)
     base_layout(fig, "", "", "", height=520)

@@ -91,3 +91,100 @@ def run(name: str, setup: ShrinkSetup, go: bool):
     return run_job("shrink_cache.grid", (name, setup), estimate_s(setup), work,
                    what=t("shrink.job.what", n=f"{num_runs(setup)}"), go=go, button=t("shrink.run"), auto=False)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# The real model (SmolLM2-135M-Instruct): the recorded grid at once, any one cell live behind its button
+
+
+def real_cells() -> list[str]:
+    """The recorded grid's cells ("full", "window@0.25", ...), read without torch; ["full"] when none ships."""
+    from sim.model.real_recorded import cell_key, load_recorded
+
+    data = load_recorded()
+    return [cell_key(r["method"], r["budget"]) for r in data["rows"]] if data else ["full"]
+
+
+def _cell_s(row: dict, setup) -> float:
+    """The cost model's seconds for one cell (eager attention: H2O and SnapKV read the weights): the long generation,
+    then each quote (its prompt: the recorded positions less the scored tokens) and each chat (~160 tokens)."""
+    from sim.work.run_cost import SMOLLM2_RATES
+
+    quote = cached_work(row["num_tokens"] - 23, 24)
+    one = cached_work(48, setup.num_new) + (quote + cached_work(160, 20)) * setup.num_trials
+    return SMOLLM2_RATES["eager"].seconds(one)
+
+
+def real_section() -> None:
+    """The recorded table, its verdict and provenance; then the cell picked (`cell` in the page's URL) rerun live
+    when its button is pressed."""
+    from app.figures.shrink import scores_vs_bytes
+    from app.model_picker import real_unavailable
+    from app.present import show_chart, show_table
+    from app.text import code, plain
+    from sim.model.real_recorded import RealShrinkSetup, cell_key, frame_rows, label, load_recorded, score, verdict
+
+    L = lang()
+    why = real_unavailable()
+    if why:
+        st.info(why, icon=":material/download:")
+    data = load_recorded()
+    if data is None:
+        st.info(t("real.no_recorded", command=code("python -m sim.model.record_shrink")))
+        return
+    rows, prov = data["rows"], data["provenance"]
+    setup = RealShrinkSetup.from_dict(data["setup"])
+    st.subheader(t("real.h.recorded"))
+    st.markdown(t("real.recorded_intro", n=f"{setup.num_new:,}"))
+    head, sentence = verdict(rows, L)
+    st.markdown(f"**{plain(sentence, 4000)}**")
+    scores = [score(r, L) for r in rows]
+    show_chart(scores_vs_bytes(scores[1:], scores[0], head, L, score_title=t("real.fig.score")), key="shrink_real")
+    import pandas as pd
+
+    show_table(pd.DataFrame(frame_rows(rows, L)), hide_index=True, width="stretch")
+    st.caption(t("real.provenance", command=code(prov["command"]), commit=code(prov["commit"][:12]),
+                 machine=plain(prov["machine"]), torch=plain(prov["torch"]), threads=f"{prov['threads']}",
+                 date=plain(prov["date"]), cells=f"{len(rows)}", seconds=f"{prov['seconds']:,.0f}",
+                 tokens=f"{rows[0]['num_tokens']:,}"))
+    st.caption(t("real.chat_answer", answer=code(rows[0]["chat_answer"])))
+    if why:
+        return
+    st.markdown(f"**{t('real.rerun.h')}**")
+    by_key = {cell_key(r["method"], r["budget"]): r for r in rows}
+    st.selectbox(t("real.rerun.pick"), list(by_key), key="cell",
+                 format_func=lambda k: label(by_key[k]["method"], by_key[k]["budget"], L))
+    cell = st.session_state["cell"]
+    rec = by_key.get(cell, rows[0])
+    name = label(rec["method"], rec["budget"], L)
+
+    def work(progress):
+        from app.resources import real_model
+        from sim.model.real_checks import make_prompts, run_cell
+
+        real = real_model()
+        prompts = make_prompts(real, setup)
+        reference = None
+        if rec["method"] != "full":
+            progress(0.0, t("real.job.cell", cell=label("full", None, L)))
+            reference = run_cell(real, "full", None, setup, prompts, None)["long_tokens"]
+        progress(0.5, t("real.job.cell", cell=name))
+        out = run_cell(real, rec["method"], rec["budget"], setup, prompts, reference)
+        out.pop("long_tokens")
+        return out
+
+    estimate = _cell_s(rec, setup) * (2 if rec["method"] != "full" else 1)  # the full cache first: the reference
+    live = run_job("shrink_cache.real_cell", (cell, json.dumps(data["setup"], sort_keys=True)), estimate, work,
+                   what=t("real.rerun.what"), button=t("real.rerun.button"), auto=False)
+    if live is None:
+        return
+
+    def pct(r: dict) -> tuple[str, str, str]:
+        return (f"{100 * r['long_same'] / r['num_new']:.0f}%", f"{100 * r['quote_prefix'] / r['quote_max']:.0f}%",
+                f"{100 * r['chat_prefix'] / r['chat_max']:.0f}%")
+
+    (lo, qu, ch), (rlo, rqu, rch) = pct(live), pct(rec)
+    if (lo, qu, ch) == (rlo, rqu, rch):
+        st.success(t("real.rerun.same", cell=name, long=lo, quote=qu, chat=ch))
+    else:
+        st.warning(t("real.rerun.differs", cell=name, long=lo, quote=qu, chat=ch, rlong=rlo, rquote=rqu, rchat=rch))

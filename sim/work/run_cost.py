@@ -47,6 +47,16 @@ DEFAULT_RATES = {
     "eager": ModelRates(per_call_s=1.3e-3, per_token_s=3.0e-5, per_pair_s=2.1e-7),
 }
 
+# SmolLM2-135M-Instruct (the real model, fp32, one thread, this project's 2-core CPU): per token from
+# measure_rates' fit (~0.02 s, its 135M multiply-adds), per call from the benchmark's cached decode step
+# (benchmarks.real_model: ~16 tok/s, so ~0.06 s a step, one token's 0.02 s of it), per pair from attention's
+# FLOPs at the fitted matmul rate (30 layers × 9 heads × 64 dims × 4 FLOP ≈ 69 kFLOP at ~13 GFLOP/s; eager
+# twice that for its softmax and copies). Measured under heavy load: gating errs on the long side.
+SMOLLM2_RATES = {
+    "sdpa": ModelRates(per_call_s=4.0e-2, per_token_s=2.1e-2, per_pair_s=5.3e-6),
+    "eager": ModelRates(per_call_s=4.5e-2, per_token_s=2.1e-2, per_pair_s=1.1e-5),
+}
+
 
 def triangle(start: int, stop: int) -> int:
     """Σ_{t=start}^{stop-1} t: attention pairs of one query per position, causal."""

