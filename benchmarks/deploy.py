@@ -56,12 +56,13 @@ class Replica(AppServer):
         self.name = name
         self.settings = {"KVLAB_ADDRESS": address, "KVLAB_PORT": str(self.port), "KVLAB_PUBLIC_HOST": public_host,
                          "KVLAB_PUBLIC_PORT": str(public_port), "KVLAB_PYTHON": sys.executable}
+        self.command = ["sh", str(DEPLOY / "start.sh")]
 
     def start(self, timeout_s: float = BOUND_S) -> Replica:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(["sh", str(DEPLOY / "start.sh")], cwd=ROOT, env=dict(self.env, **self.settings),
-                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.command, cwd=ROOT, env=dict(self.env, **self.settings), stdout=self._log,
+                                     stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
