@@ -349,3 +349,22 @@ def test_replicas_behind_the_load_balancer(browser):
         finally:
             for s in sessions:
                 s.page.context.close()
+
+
+def test_community_cloud_gets_the_cpu_wheel_of_the_pinned_torch():
+    """app/requirements.txt (read by Community Cloud before the root's): the CPU wheel of the very torch version
+    requirements.txt pins, for CPython 3.11 on Linux x86-64, and every other pin from requirements.txt itself."""
+    from urllib.parse import unquote
+
+    from packaging.requirements import Requirement
+    from packaging.utils import parse_wheel_filename
+
+    lines = [x for x in (ROOT / "app" / "requirements.txt").read_text().splitlines() if x and not x.startswith("#")]
+    assert lines[1:] == ["-r ../requirements.txt"]
+    req = Requirement(lines[0])
+    name, version, _, tags = parse_wheel_filename(unquote(req.url.rsplit("/", 1)[1]))
+    pinned = next(x for x in (ROOT / "requirements.txt").read_text().splitlines() if x.startswith("torch=="))
+    assert (req.name, name, str(version)) == ("torch", "torch", pinned.split("==")[1] + "+cpu")
+    assert {(t.interpreter, t.platform) for t in tags} == {("cp311", "manylinux_2_28_x86_64")}
+    assert req.marker.evaluate({"python_version": "3.11", "sys_platform": "linux", "platform_machine": "x86_64"})
+    assert not req.marker.evaluate({"python_version": "3.12", "sys_platform": "linux", "platform_machine": "x86_64"})
