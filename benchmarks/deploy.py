@@ -56,12 +56,13 @@ class Replica(AppServer):
         self.name = name
         self.settings = {"KVLAB_ADDRESS": address, "KVLAB_PORT": str(self.port), "KVLAB_PUBLIC_HOST": public_host,
                          "KVLAB_PUBLIC_PORT": str(public_port), "KVLAB_PYTHON": sys.executable}
+        self.command = ["sh", str(DEPLOY / "start.sh")]
 
     def start(self, timeout_s: float = BOUND_S) -> Replica:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(["sh", str(DEPLOY / "start.sh")], cwd=ROOT, env=dict(self.env, **self.settings),
-                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.command, cwd=ROOT, env=dict(self.env, **self.settings), stdout=self._log,
+                                     stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
@@ -258,14 +259,6 @@ def _rerun_done(s: Session) -> bool:
             and s.page.get_by_text(s.expect).count() > 0)
 
 
-def _wait(page, ready, t0: float) -> bool:
-    while time.monotonic() - t0 < BOUND_S:
-        if ready():
-            return True
-        page.wait_for_timeout(100)
-    return False
-
-
 def kill_and_recover(deployment: Deployment, sessions: list[Session], victim: str) -> float:
     """Kill replica `victim` (SIGKILL). Each of its sessions must reconnect through the load balancer to a survivor
     (a new websocket, the cookie now naming the survivor) and keep showing its view; Streamlit's page does not rerun
@@ -278,17 +271,29 @@ def kill_and_recover(deployment: Deployment, sessions: list[Session], victim: st
     before = {id(s): s.page.url for s in mine}
     deployment.replicas[victim].kill()
     t0 = time.monotonic()
+    # all of them watched at once: each is timed when it reconnects, and played its rerun at once
+    reconnecting, rerunning = list(mine), []
+    while (reconnecting or rerunning) and time.monotonic() - t0 < BOUND_S:
+        for s in list(reconnecting):
+            if _reconnected(s, survivors):
+                s.reconnect_s, s.moved_to = time.monotonic() - t0, s.cookie()
+                s.page.evaluate("() => { window.__kvlab = []; }")
+                s.page.locator("body").press("r")
+                reconnecting.remove(s)
+                rerunning.append(s)
+        for s in list(rerunning):
+            if _rerun_done(s):
+                s.recovered_s = time.monotonic() - t0
+                rerunning.remove(s)
+        if reconnecting or rerunning:
+            (reconnecting or rerunning)[0].page.wait_for_timeout(100)
+    for s in reconnecting:
+        s.error = f"not reconnected to a survivor within {BOUND_S:.0f} s"
+    for s in rerunning:
+        s.error = f"its view was not run again by a survivor within {BOUND_S:.0f} s"
     for s in mine:
-        if not _wait(s.page, lambda s=s: _reconnected(s, survivors), t0):
-            s.error = f"not reconnected to a survivor within {BOUND_S:.0f} s"
+        if s.error:
             continue
-        s.reconnect_s, s.moved_to = time.monotonic() - t0, s.cookie()
-        s.page.evaluate("() => { window.__kvlab = []; }")
-        s.page.locator("body").press("r")
-        if not _wait(s.page, lambda s=s: _rerun_done(s), t0):
-            s.error = f"its view was not run again by a survivor within {BOUND_S:.0f} s"
-            continue
-        s.recovered_s = time.monotonic() - t0
         if s.page.url != before[id(s)]:
             s.error = f"reconnected to another view: {s.page.url}"
         elif s.sockets[-1].frames_in == 0:
@@ -305,14 +310,48 @@ def kill_and_recover(deployment: Deployment, sessions: list[Session], victim: st
     return max((s.recovered_s for s in mine if s.recovered_s is not None), default=float("nan"))
 
 
-def run(num_replicas: int, num_sessions: int, out_dir: Path) -> tuple[list[Session], float, dict[str, tuple]]:
-    """The whole benchmark: returns the sessions, failover seconds and each replica's (CPU s, peak MiB)."""
+# What one student's page run costs the server (not the browser), on one replica: the real-model page cold (torch
+# imported, the model loaded: once per replica) and warm with new values, and KV memory (a simulator page).
+COST_PAGES = [("decode_cost", {"n": "24"}, "all 24 tokens"), ("decode_cost", {"n": "32"}, "all 32 tokens"),
+              ("kv_memory", {"batch": "3"}, None)]
+
+
+def page_costs(browser, replica: Replica) -> list[tuple[str, float]]:
+    """(path, server CPU seconds) for each of COST_PAGES opened in turn straight on `replica`, to its run's end."""
+    out = []
+    for slug, params, expect in COST_PAGES:
+        path = f"/{slug}?" + "&".join(f"{k}={v}" for k, v in params.items())
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, reduced_motion="reduce")
+        page = context.new_page()
+        before = replica.cpu_s()
+        try:
+            page.goto(replica.url + path, wait_until="domcontentloaded", timeout=BOUND_S * 1000)
+            page.wait_for_selector(DONE, timeout=BOUND_S * 1000)
+            page.get_by_text(expect or kv_total(int(params["batch"]))).first.wait_for(timeout=BOUND_S * 1000)
+            out.append((path, replica.cpu_s() - before))
+        finally:
+            context.close()
+    return out
+
+
+@dataclass
+class Report:
+    sessions: list[Session]
+    failover_s: float
+    costs: list[tuple[str, float]]  # (path, server CPU s) on one replica
+    usage: dict[str, tuple[float, float]]  # replica -> (CPU s over the KV memory sessions, peak MiB)
+
+
+def run(num_replicas: int, num_sessions: int, out_dir: Path) -> Report:
+    """The whole benchmark (see the module's docstring)."""
     from playwright.sync_api import sync_playwright
 
     sessions: list[Session] = []
     with Deployment(num_replicas, out_dir) as dep, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
+            costs = page_costs(browser, dep.replicas["r1"])
+            cpu0 = {name: r.cpu_s() for name, r in dep.replicas.items()}
             for i in range(num_sessions):
                 try:
                     s = open_session(browser, dep.url, 4 + i)
@@ -323,11 +362,11 @@ def run(num_replicas: int, num_sessions: int, out_dir: Path) -> tuple[list[Sessi
             loaded = [s for s in sessions if not s.error]
             counts = {name: sum(s.replica == name for s in loaded) for name in dep.replicas}
             victim = max(counts, key=counts.get)
-            usage = {name: (r.cpu_s(), r.peak_rss_mb()) for name, r in dep.replicas.items()}
+            usage = {name: (r.cpu_s() - cpu0[name], r.peak_rss_mb()) for name, r in dep.replicas.items()}
             failover = kill_and_recover(dep, loaded, victim)
         finally:
             browser.close()
-    return sessions, failover, usage
+    return Report(sessions, failover, costs, usage)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -344,14 +383,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     num_replicas, num_sessions = int(args.replicas), int(args.sessions)
     t0 = time.monotonic()
-    sessions, failover, usage = run(num_replicas, num_sessions, ROOT / "test-output" / "deploy")
+    report = run(num_replicas, num_sessions, ROOT / "test-output" / "deploy")
+    sessions, failover = report.sessions, report.failover_s
+    print("server CPU s of one page run on replica r1 (the browser's own work not counted):")
+    for path, cpu in report.costs:
+        print(f"  {path:<22} {cpu:6.2f}")
     print(f"{'batch':>5} {'replica':>7} {'after':>6} {'reconnect s':>11} {'answered s':>10}  error")
     for s in sessions:
         con, rec = (f"{x:.1f}" if x is not None else "-" for x in (s.reconnect_s, s.recovered_s))
         print(f"{s.batch:>5} {s.replica or '-':>7} {s.moved_to or '-':>6} {con:>11} {rec:>10}  {s.error}")
-    for name, (cpu, peak) in usage.items():
-        print(f"replica {name}: {sum(s.replica == name for s in sessions)} sessions, {cpu:.1f} CPU s, "
-              f"peak {peak:.0f} MiB (before the kill)")
+    for name, (cpu, peak) in report.usage.items():
+        print(f"replica {name}: {sum(s.replica == name for s in sessions)} KV memory sessions, {cpu:.2f} CPU s for "
+              f"them, peak {peak:.0f} MiB (before the kill{', the model loaded' if name == 'r1' else ''})")
     print(f"whole run {time.monotonic() - t0:.0f} s on {os.cpu_count()} cores")
     completed = sum(not s.error for s in sessions)
     print(f"replicas={num_replicas} sessions={len(sessions)} completed={completed} errors={len(sessions) - completed} "

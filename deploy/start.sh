@@ -11,6 +11,7 @@
 #   KVLAB_PUBLIC_PORT  the port students type (default: KVLAB_PORT; 80 or 443 behind a load balancer)
 #   KVLAB_THREADS      torch threads, and so work-queue slots, of this replica (default 1: one core per replica)
 #   KVLAB_PYTHON       the Python that runs Streamlit (default: python on the PATH)
+#   KVLAB_CHECK_ONLY=1 check the settings, then exit (nothing started)
 # Any further arguments are passed to `streamlit run` (e.g. --server.baseUrlPath lab).
 set -eu
 cd "$(dirname "$0")/.."
@@ -42,6 +43,8 @@ esac
 whole KVLAB_PUBLIC_PORT "$KVLAB_PUBLIC_PORT" 1 65535
 whole KVLAB_THREADS "$KVLAB_THREADS" 1 256
 [ -f .streamlit/config.toml ] || fail "no .streamlit/config.toml in $(pwd): start the replica from the lab's folder"
+
+[ "${KVLAB_CHECK_ONLY:-0}" != 1 ] || { echo "deploy/start.sh: settings are valid"; exit 0; }
 
 # torch reads KVLAB_THREADS (sim/work/threads.py); OpenMP and MKL pools get the same count, so a replica never
 # spins more threads than the one core it is given.
