@@ -64,12 +64,15 @@ def model_or_stop(name: str):
 def model_rates(name: str, attn_impl: str):
     """Seconds per forward call, per token and per attention pair of this model on this device,
     measured in the server's queue (so no other run disturbs it) once per process; the wait shows its place and
-    can be left."""
-    from app.work import once
+    can be left. Counted on app.work's work clock: on a CPU with one torch thread that is the thread's CPU time,
+    so rates measured while a class's browsers load the machine are the model's, not the load's."""
+    from app.work import once, work_clock
     from sim.model.measure import measure_rates
 
     m = model(name)
-    return once("res.model_rates", (name, attn_impl), lambda: measure_rates(m, attn_impl), what=t("res.timing"))
+    clock = work_clock() if m.device.type == "cpu" else None
+    return once("res.model_rates", (name, attn_impl), lambda: measure_rates(m, attn_impl, clock=clock),
+                what=t("res.timing"))
 
 
 def live_result(run, cannot: str):

@@ -1,13 +1,15 @@
 """A class opening the lab at once: thirty real browser sessions against one server.
 
-    python -m benchmarks.classroom [--sessions 30] [--heavy 10]
+    python -m benchmarks.classroom [--sessions 30] [--heavy 10] [--same 5]
 
 Starts the app on 127.0.0.1, opens one Debian Chromium with one browser context per student, and
 points them all at once at every page with different URL values, `--heavy` of them at the real-model
 Decode cost page (each with its own number of new tokens, so each needs its own run through the
 server's one queue). Each session must show its own numbers — KV memory its own batch's total, Decode
 cost its own token count, every page the URL values it was given — and no exception. The whole run
-is bounded to five minutes. Prints a table per page, then as its LAST line exactly:
+is bounded to five minutes. Then `--same` more sessions open one identical Decode cost link at once (a class
+following the teacher's link): the server must compute that run once and show it to all of them (the server logs
+each run computed or shared, KVLAB_WORK_LOG=1). Prints a table per page, then as its LAST line exactly:
     sessions=<n> completed=<n> errors=<n> p50_s=<x> p95_s=<x> peak_rss_mb=<x>
 (p50/p95: seconds from opening the URL to the page's first chart or table, over completed sessions).
 """
@@ -123,6 +125,15 @@ async def run_all(base: str, sessions: list[Session]) -> None:
             await browser.close()
 
 
+SAME_PATH = "/decode_cost?n=96&seed=7"  # in no session above: its run starts from nothing
+
+
+def log_count(server: AppServer, what: str) -> int:
+    """How many of the server's work-log lines (app/work.py, KVLAB_WORK_LOG=1) start with `what` after the time."""
+    lines = server.log_path.read_text(errors="replace").splitlines()
+    return sum(1 for line in lines if " kvlab.work " in line and line.split(" kvlab.work ", 1)[1].startswith(what))
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -135,15 +146,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sessions", type=int, default=30)
     ap.add_argument("--heavy", type=int, default=10)
+    ap.add_argument("--same", type=int, default=5)
     args = ap.parse_args()
-    if not 1 <= args.sessions <= 60 or not 0 <= args.heavy <= args.sessions:
-        raise SystemExit("--sessions must be 1..60 and --heavy 0..sessions")
+    if not 1 <= args.sessions <= 60 or not 0 <= args.heavy <= args.sessions or not 0 <= args.same <= 30:
+        raise SystemExit("--sessions must be 1..60, --heavy 0..sessions and --same 0..30")
     sessions = plan(args.sessions, args.heavy)
-    with AppServer(ROOT / "test-output" / "classroom-streamlit.log") as server:
+    same = [Session("decode_cost", {"n": "96", "seed": "7"}, "all 96 tokens") for _ in range(args.same)]
+    assert all(s.path == SAME_PATH for s in same)
+    with AppServer(ROOT / "test-output" / "classroom-streamlit.log", env={"KVLAB_WORK_LOG": "1"}) as server:
         t0 = time.perf_counter()
         asyncio.run(run_all(server.url, sessions))
         wall = time.perf_counter() - t0
         peak, cpu = server.peak_rss_mb(), server.cpu_s()
+        gated = log_count(server, "gated=decode_cost.compare")
+        before = log_count(server, "computed=decode_cost.compare")
+        if same:
+            asyncio.run(run_all(server.url, same))
+        same_computed = log_count(server, "computed=decode_cost.compare") - before
     pages = sorted({s.page for s in sessions})
     print(f"{'page':<20} {'sessions':>8} {'ok':>4} {'first chart p50 s':>18} {'p95 s':>7}")
     for p in pages:
@@ -155,7 +174,13 @@ def main() -> None:
             print(f"  failed: {s.path}: {s.error}")
     times = [s.first_chart_s for s in sessions if s.ok and s.first_chart_s is not None]
     print(f"all {len(sessions)} sessions opened at once; the last finished after {wall:.1f} s; the server used "
-          f"{cpu:.1f} CPU s")
+          f"{cpu:.1f} CPU s; times a Decode cost run was held for its button: {gated}")
+    if same:
+        print(f"then {len(same)} sessions opened {SAME_PATH} at once: {sum(s.ok for s in same)} showed its result; "
+              f"the server computed it {same_computed} time(s)")
+        for s in same:
+            if not s.ok:
+                print(f"  failed: {s.path}: {s.error}")
     completed = sum(s.ok for s in sessions)
     print(f"sessions={len(sessions)} completed={completed} errors={len(sessions) - completed} "
           f"p50_s={pct(times, 50):.1f} p95_s={pct(times, 95):.1f} peak_rss_mb={peak:.0f}")
