@@ -105,3 +105,21 @@ def test_a_steps_link_opens_its_page_at_the_top(app_url, browser, step):
 
 PANE_SCROLL_JS = """() => (document.querySelector('[data-testid="stMain"]') || {}).scrollTop
   + document.scrollingElement.scrollTop"""
+
+
+def test_a_word_links_to_its_glossary_entry(app_url, browser):
+    """Step 7's "ridge" link scrolls the pane to the glossary's entry at the foot of the page."""
+    page = new_page(browser, 1280, 720)
+    try:
+        page.goto(f"{app_url}/lesson?present=1&step=7", wait_until="domcontentloaded")
+        page.wait_for_selector('[data-testid="stMainBlockContainer"] h2', timeout=60_000)
+        wait_for_run(page)
+        entry = page.locator("#g-ridge")
+        assert not entry.is_visible() or entry.bounding_box()["y"] > 720  # below the first screen
+        page.locator('a[href="#g-ridge"]').first.click()
+        page.wait_for_function("() => { const r = document.getElementById('g-ridge').getBoundingClientRect();"
+                               " return r.top >= 0 && r.top < window.innerHeight; }", timeout=10_000)
+        assert page.evaluate(PANE_SCROLL_JS) > 0
+        page.screenshot(path=str(SHOTS / "lesson-glossary.png"))
+    finally:
+        page.close()

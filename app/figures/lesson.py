@@ -145,6 +145,8 @@ def mini_roofline(peak: float, bandwidth: float, points: list[tuple[str, float, 
                         marker=dict(size=14, color=color))
     log_line(fig, "x", ridge, text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"), dict(color=FORMULA, dash="dot"))
     _log_axes(fig, x=xs, y=list(np.minimum(peak, xs * bandwidth) / 1e12))
+    # headroom above the roof: a point's label sits over it and was cut at the plot's top edge
+    fig.update_yaxes(range=[np.log10(xs[0] * bandwidth / 1e12), np.log10(peak / 1e12) + 0.45])
     return _titled(fig, title, text(lang, "lesson.fig.intensity"), text(lang, "lesson.fig.attainable"))
 
 

@@ -30,17 +30,25 @@ def _tiny_shape():
     return load_presets()[f"tiny-{TINY}"]
 
 
+def repeat_totals() -> dict[str, list[int]]:
+    shape = _tiny_shape()
+    return {mode: [sum(generation_totals(shape, PROMPT_LEN, m, mode).values()) for m in LENGTHS] for mode in
+            ("naive", "cached")}
+
+
+def repeat_finding(n: int, L: str) -> str:
+    """Step 1's claim at n tokens (also the recap's line)."""
+    totals, i = repeat_totals(), LENGTHS.index(n)
+    half = max(i - 1, 0)
+    return say.repeat_claim(n, totals["naive"][i], totals["cached"][i], totals["naive"][half],
+                            totals["cached"][half], lang=L)
+
+
 def repeat() -> None:
     ss, L = st.session_state, lang()
     st.select_slider(t("lesson.c.n"), LENGTHS, key="n", format_func=lambda v: f"{v:,}")
-    shape, n = _tiny_shape(), ss["n"]
-    totals = {mode: [sum(generation_totals(shape, PROMPT_LEN, m, mode).values()) for m in LENGTHS] for mode in
-              ("naive", "cached")}
-    i = LENGTHS.index(n)
-    half = max(i - 1, 0)
-    text = say.repeat_claim(n, totals["naive"][i], totals["cached"][i], totals["naive"][half],
-                            totals["cached"][half], lang=L)
-    claim(text)
+    n, totals = ss["n"], repeat_totals()
+    claim(repeat_finding(n, L))
     show_chart(figs.totals_vs_length(LENGTHS, totals["naive"], totals["cached"],
                                      say.repeat_title(LENGTHS, totals["naive"], totals["cached"], lang=L), lang=L,
                                      chosen=n),
@@ -83,7 +91,7 @@ def qkv() -> None:
     L = lang()
     layer = st.session_state["layer"]
     cap = queued(lambda: _attention(st.session_state["text"]), t("lesson.job.attention"))
-    claim(say.qkv_claim(len(ids), lang=L))
+    claim(qkv_finding(st.session_state["text"], L))
     weights = cap.probs[layer, 0].numpy()
     tokens = [bytes([b]).decode("latin-1") for b in ids]
     show_chart(figs.who_reads_what(weights, tokens, say.qkv_title(layer, len(ids), lang=L), lang=L),
@@ -102,16 +110,32 @@ def _validity(text: str):
     return cache_validity(m, ids, True), cache_validity(m, ids, False)
 
 
+def qkv_finding(text: str, L: str) -> str:
+    return say.qkv_claim(len(text.encode("utf-8")), lang=L)
+
+
+def mask_finding(text: str, L: str) -> str:
+    from sim.attention.maps import append_takeaway
+
+    with_mask, without = queued(lambda: _validity(text), t("lesson.job.append"))
+    return append_takeaway(with_mask, without, lang=L) + "."
+
+
+def filling_finding(text: str, step: int, L: str) -> str:
+    run = queued(lambda: _filling(text, FILL_NEW), t("lesson.job.decode"))
+    f = run.frames[min(step, len(run.frames) - 1)]
+    return say.filling_sentence(min(step, len(run.frames) - 1), len(f.fed), f.end, run.num_layers, f.used_bytes,
+                                run.bytes_per_token(), lang=L)
+
+
 def mask() -> None:
     ids = _prompt_box()
     if ids is None:
         return
-    from sim.attention.maps import append_takeaway
 
     L = lang()
     with_mask, without = queued(lambda: _validity(st.session_state["text"]), t("lesson.job.append"))
-    title = append_takeaway(with_mask, without, lang=L)
-    claim(title + ".")
+    claim(mask_finding(st.session_state["text"], L))
     show_chart(figs.append_change(with_mask.row_diffs, without.row_diffs,
                                   say.mask_title(with_mask.row_diffs, without.row_diffs, lang=L), lang=L),
                key="lesson_mask")
@@ -151,7 +175,7 @@ def _filling_view(run) -> None:
         ss["t"] = ss["t"] + 1 if ss["t"] < last else 0
     t_ = st.slider(t("lesson.c.t"), 0, last, key="t")
     f, layer = run.frames[t_], ss["layer"]
-    claim(say.filling_sentence(t_, len(f.fed), f.end, run.num_layers, f.used_bytes, run.bytes_per_token(), lang=L))
+    claim(filling_finding(ss["text"], t_, L))
     text = for_plotly(run.text[: f.end + 1] if t_ < last else run.text)
     fed = "".join(chr(b) if 32 <= b < 127 else "·" for b in f.fed)
     title = say.filling_title(layer, t_, str(for_plotly(fed)), for_plotly(repr(chr(f.picked))), f.end, lang=L)
