@@ -17,7 +17,7 @@ def anchor(term: str) -> str:
 def words(step: Step) -> None:
     """The step's idea, then its glossary words, each a link to its entry at the foot of the page."""
     links = " · ".join(f"[{t(f'lesson.g.{w}.term')}](#{anchor(w)})" for w in step.terms)
-    st.caption(step.idea_in(lang()) + (f" &nbsp; {t('lesson.g.words')} {links}" if links else ""))
+    st.caption(step.idea_in(lang()) + (f"\u00a0\u00a0 {t('lesson.g.words')} {links}" if links else ""))
 
 
 def glossary() -> None:
