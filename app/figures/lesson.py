@@ -190,3 +190,64 @@ def tokens_per_pass(ks: list[int], tokens: list[float], chosen: int, title: str,
     fig.add_scatter(x=[chosen], y=[tokens[ks.index(chosen)]], mode="markers", name=text(lang, "lesson.fig.your_k"),
                     marker=dict(size=14, color=ACCENT))
     return _titled(fig, title, text(lang, "lesson.fig.draft_k"), text(lang, "lesson.fig.big_pass"))
+
+
+POOL_COLORS = ("#e8e8e8", CACHED, ACCENT, "#2ca02c", "#9467bd")  # free, A, B, C, shared by two or more
+
+
+def _banded(n: int) -> list:
+    """A colour scale of n flat bands for the integers 0..n-1 (a heatmap of categories)."""
+    scale = []
+    for i, c in enumerate(POOL_COLORS[:n]):
+        scale += [[i / n, c], [(i + 1) / n, c]]
+    return scale
+
+
+def block_tables(pool, names: tuple[str, ...], marked: tuple[int, ...], title: str, lang: str = "en") -> go.Figure:
+    """The pool's blocks in a row (coloured by the request holding them, or shared, or free; each with its id,
+    filled slots and ref_cnt) above every request's block table (logical block -> physical id). `marked`: the
+    blocks the frame's event touched, outlined."""
+    n, bs = pool.num_blocks, pool.block_size
+    kind = [0 if pool.ref_cnt[b] == 0 else 4 if pool.ref_cnt[b] > 1 else int(pool.owner[b]) + 1 for b in range(n)]
+    cells = [text(lang, "lesson.fig.bt_cell", id=f"{b}", fill=f"{pool.fill[b]}", bs=f"{bs}", ref=f"{pool.ref_cnt[b]}")
+             for b in range(n)]
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.45, 0.55], vertical_spacing=0.28)
+    fig.add_heatmap(z=[kind], x=list(range(n)), text=[cells], texttemplate="%{text}", zmin=-0.5, zmax=4.5,
+                    colorscale=_banded(5), showscale=False, xgap=3, hoverinfo="skip", row=1, col=1)
+    width = max([len(t) for t in pool.req_to_block_table.values()] + [1])
+    rows = [[(names.index(r) + 1 if pool.ref_cnt[t[i]] == 1 else 4) if i < len(t) else None
+             for i in range(width)] for r, t in ((nm, pool.req_to_block_table.get(k, ())) for k, nm in enumerate(names))]
+    labels = [[f"#{t[i]}" if i < len(t) else "" for i in range(width)]
+              for t in (pool.req_to_block_table.get(k, ()) for k in range(len(names)))]
+    fig.add_heatmap(z=rows, x=list(range(width)), y=list(names), text=labels, texttemplate="%{text}", zmin=-0.5,
+                    zmax=4.5, colorscale=_banded(5), showscale=False, xgap=3, ygap=3, hoverinfo="skip", row=2, col=1)
+    for b in marked:
+        fig.add_shape(type="rect", x0=b - 0.5, x1=b + 0.5, y0=-0.5, y1=0.5, line=dict(color="#000", width=3),
+                      row=1, col=1)
+    fig.update_xaxes(title_text=text(lang, "lesson.fig.bt_physical"), dtick=1, row=1, col=1)
+    fig.update_yaxes(showticklabels=False, row=1, col=1)
+    fig.update_xaxes(title_text=text(lang, "lesson.fig.bt_logical"), dtick=1, row=2, col=1)
+    fig.update_yaxes(title_text=text(lang, "lesson.fig.bt_request"), autorange="reversed", row=2, col=1)
+    base_layout(fig, "", "", "", height=420)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
+
+
+def attention_walk(stage: int, walk, tokens: list[str], title: str, lang: str = "en") -> go.Figure:
+    """One stage of a token's attention: 0 its query (per channel), 1 its score against each cached key, 2 the
+    softmax weights, 3 the output (the weights' mix of the values, per channel)."""
+    fig = go.Figure()
+    if stage in (0, 3):
+        vec = walk.q if stage == 0 else walk.output
+        fig.add_bar(x=list(range(len(vec))), y=vec, marker_color=CACHED if stage == 0 else ACCENT,
+                    hovertemplate="%{x}: %{y:.3f}" + EXTRA)
+        x, y = text(lang, "lesson.fig.walk_channel"), text(lang, f"lesson.fig.walk_y{stage}")
+    else:
+        vals = walk.scores if stage == 1 else walk.weights
+        best = int(np.argmax(vals))
+        fig.add_bar(x=list(range(len(vals))), y=vals, customdata=tokens,
+                    marker_color=[ACCENT if i == best else CACHED for i in range(len(vals))],
+                    hovertemplate="%{x} (%{customdata}): %{y:.3f}" + EXTRA)
+        fig.update_xaxes(tickvals=list(range(len(vals))), ticktext=tokens)
+        x, y = text(lang, "lesson.fig.walk_position"), text(lang, f"lesson.fig.walk_y{stage}")
+    fig.update_layout(showlegend=False)
+    return _titled(fig, title, x, y, height=340)

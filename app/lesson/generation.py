@@ -15,6 +15,7 @@ from app.work import queued
 from sim.cost.opcount import generation_totals
 from sim.cost.presets import load_presets
 from sim.lesson import sentences as say
+from sim.lesson.walk import STAGES, attention_walk, walk_sentence, walk_title
 
 TINY = "mha"  # the bundled model the real-model steps run
 PROMPT_LEN = 16  # the cost steps' prompt, in tokens
@@ -97,6 +98,22 @@ def qkv() -> None:
     show_chart(figs.who_reads_what(weights, tokens, say.qkv_title(layer, len(ids), lang=L), lang=L),
                key="lesson_qkv")
     open_full_page("attention_masks", {"prompt": st.session_state["text"], "layer": layer}, t("lesson.open.qkv"))
+    walk(ids, layer)
+
+
+def walk(ids: list[int], layer: int) -> None:
+    """The prompt's last token attending, stage by stage, on the bundled model (its own q, K, V)."""
+    ss, L = st.session_state, lang()
+    st.subheader(t("lesson.walk.head"))
+    stages = {i: t(f"lesson.walk.stage{i}") for i in range(STAGES)}  # worded now: format_func runs later too
+    st.segmented_control(t("lesson.walk.c"), list(stages), key="walk", format_func=stages.get,
+                         selection_mode="single", required=True)
+    run = queued(lambda: _filling(ss["text"], FILL_NEW), t("lesson.job.decode"))
+    w = attention_walk(run, 0, layer)  # frame 0: the prefill; its last position attends over the whole prompt
+    stage = ss["walk"]
+    st.markdown(walk_sentence(w, stage, L))
+    tokens = [for_plotly(chr(b) if 32 <= b < 127 else "·") for b in ids]
+    show_chart(figs.attention_walk(stage, w, tokens, walk_title(w, stage, L), lang=L), key="lesson_walk")
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

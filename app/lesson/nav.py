@@ -11,8 +11,10 @@ from app.links import page_link
 from app.urlstate import UrlState
 from sim.cost.memory import KV_DTYPES
 from sim.cost.presets import load_presets
+from sim.lesson.blocks import SCRIPT
 from sim.lesson.quiz import LAYOUT_WORKLOADS
 from sim.lesson.steps import RECAP, STEPS, step_label
+from sim.lesson.walk import STAGES
 
 LENGTHS = [2**k for k in range(4, 11)]  # 16 … 1,024 tokens generated
 CONTEXTS = [2**k for k in range(7, 18)]  # 128 … 131,072
@@ -36,6 +38,8 @@ def register() -> UrlState:
     url.float("alpha", 0.8, ALPHAS[0], ALPHAS[-1], label=t("lesson.url.alpha"))
     url.int("k", 4, 1, 8, label=t("lesson.url.k"))
     url.choice("workload", "system_prompt", list(LAYOUT_WORKLOADS), label=t("lesson.url.workload"))
+    url.int("bt", 0, 0, len(SCRIPT), label=t("lesson.url.bt"))
+    url.int("walk", 0, 0, STAGES - 1, label=t("lesson.url.walk"))
     url.show_problems()
     ss = st.session_state
     for key, stops in (("n", LENGTHS), ("ctx", CONTEXTS), ("alpha", ALPHAS)):  # snap URL numbers to the stops

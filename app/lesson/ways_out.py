@@ -21,6 +21,7 @@ from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory, variant_curves
 from sim.cost.presets import load_presets
 from sim.lesson import quiz
 from sim.lesson import sentences as say
+from sim.lesson.blocks import REQUESTS, block_story, event_sentence, touched
 from sim.lesson.quiz import LAYOUT_WORKLOADS
 from sim.lesson.steps import SLUGS
 from sim.serving.speculative import SpecSetup, expected_tokens_per_pass, spec_timing, speculative_speedup
@@ -108,6 +109,23 @@ def share() -> None:
                key="lesson_share")
     st.caption(t("lesson.cap.share", bs=f"{ServingConfig().block_size:,}"))
     open_full_page("paged_blocks", {"requests": SHARE_REQUESTS}, t("lesson.open.share"))
+    block_tables()
+
+
+def block_tables() -> None:
+    """Three requests on a small pool, one event at a time (the lab's BlockPool plays them)."""
+    ss, L = st.session_state, lang()
+    frames = block_story()
+    st.subheader(t("lesson.bt.head"))
+    st.select_slider(t("lesson.bt.c"), list(range(len(frames))), key="bt", format_func=lambda i: f"{i}")
+    f = frames[ss["bt"]]
+    st.markdown(event_sentence(f, L))
+    pool = f.pool
+    show_chart(figs.block_tables(pool, REQUESTS, touched(f),
+                                 t("lesson.bt.title", k=f"{ss['bt']}", n=f"{len(frames) - 1}",
+                                   used=f"{pool.num_used_blocks}", total=f"{pool.num_blocks}",
+                                   free=f"{pool.num_blocks - pool.num_used_blocks}"), lang=L), key="lesson_bt")
+    st.caption(t("lesson.bt.cap", queue=", ".join(f"#{b}" for b in pool.free_block_queue)))
 
 
 def speculate() -> None:
