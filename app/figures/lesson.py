@@ -48,13 +48,25 @@ def totals_vs_length(lengths: list[int], naive: list[int], cached: list[int], ti
     return _titled(fig, title, text(lang, "lesson.fig.tokens_generated"), text(lang, "lesson.fig.total_flops"))
 
 
+MASKED = "#8c8c8c"  # cells a causal mask hides: a flat grey, apart from any weight's colour
+
+
 def who_reads_what(weights: np.ndarray, tokens: list[str], title: str, lang: str = "en") -> go.Figure:
-    """(T, T) attention weights: row = the query (used by that step only), column = the key/value read."""
+    """(T, T) attention weights: row = the query (used by that step only), column = the key/value read. Cells the
+    causal mask hides (a key after its query) are grey, not the colour of a small weight; the weights run on a
+    dark-to-bright scale with a titled colour bar, readable from the back of a room."""
     T = weights.shape[0]
-    fig = go.Figure(go.Heatmap(z=weights, x=list(range(T)), y=list(range(T)), colorscale="Blues", zmin=0,
-                               colorbar=dict(title=text(lang, "lesson.fig.weight")),
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T) key after query
+    shown = np.where(future, np.nan, weights)
+    fig = go.Figure(go.Heatmap(z=shown, x=list(range(T)), y=list(range(T)), colorscale="Viridis", zmin=0,
+                               colorbar=dict(title=text(lang, "lesson.fig.weight_bar")),
                                customdata=np.array([tokens] * T),
                                hovertemplate=text(lang, "lesson.fig.reads_hover") + EXTRA))
+    fig.add_heatmap(z=np.where(future, 1.0, np.nan), x=list(range(T)), y=list(range(T)), showscale=False,
+                    colorscale=[[0, MASKED], [1, MASKED]], hovertemplate=text(lang, "lesson.fig.masked_hover") + EXTRA,
+                    name=text(lang, "lesson.fig.masked"))
+    fig.add_scatter(x=[None], y=[None], mode="markers", marker=dict(size=12, color=MASKED, symbol="square"),
+                    name=text(lang, "lesson.fig.masked"), showlegend=True)  # the grey's meaning, in the legend
     fig.update_yaxes(autorange="reversed")
     return _titled(fig, title, text(lang, "lesson.fig.kv_position"), text(lang, "lesson.fig.query_position"),
                    height=460)
@@ -81,7 +93,8 @@ def cache_frame(keys: np.ndarray, values: np.ndarray, q: np.ndarray, weights: np
     pad = np.full((max_rows - keys.shape[0], D), np.nan)
     lim = float(np.nanmax(np.abs(np.concatenate([keys, values])))) or 1.0
     for col, (mat, name) in enumerate(((keys, "K"), (values, "V")), start=1):
-        fig.add_heatmap(z=np.vstack([mat, pad]), colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
+        fig.add_heatmap(z=np.vstack([mat, pad]), colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=col == 2,
+                        colorbar=dict(title=text(lang, "lesson.fig.kv_bar"), len=0.7, y=0.62, x=1.02),
                         hovertemplate=text(lang, "lesson.fig.row_hover", name=name) + EXTRA, row=1, col=col)
         fig.add_shape(type="rect", x0=-0.5, x1=D - 0.5, y0=new_rows.start - 0.5, y1=new_rows.stop - 0.5,
                       line=dict(color=ACCENT, width=3), row=1, col=col)
