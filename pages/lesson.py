@@ -1,11 +1,12 @@
-"""Lesson: the seeds' story in twelve steps, each one claim, one live figure and a link to its full page."""
+"""Lesson: the seeds' story in twelve steps, each one claim, one live figure and a link to its full page; then
+a recap of the twelve findings with the class's numbers, and a glossary every step links its words to."""
 
 import streamlit as st
 
 from app.i18n import lang, page_title, t
-from app.lesson import cost, generation, nav, style, ways_out
+from app.lesson import cost, generation, nav, recap, style, ways_out
 from app.present import presenting
-from sim.lesson.steps import STEPS
+from sim.lesson.steps import RECAP, STEPS
 
 RENDER = {
     "repeat": generation.repeat, "qkv": generation.qkv, "mask": generation.mask, "filling": generation.filling,
@@ -23,10 +24,14 @@ else:
     st.markdown(t("lesson.intro"))
 url = nav.register()
 k = nav.navigation("top")
-step = STEPS[k - 1]
-st.header(step.title_in(lang()))
-st.caption(step.idea_in(lang()))
-RENDER[step.slug]()
+if k == RECAP:
+    recap.recap()
+else:
+    step = STEPS[k - 1]
+    st.header(step.title_in(lang()))
+    recap.words(step)
+    RENDER[step.slug]()
 st.divider()
 nav.navigation("bottom")
+recap.glossary()
 url.sync()

@@ -7,6 +7,7 @@ from app.controls.roofline import BATCHES, CONTEXTS, THIS_MACHINE, tabs
 from app.figures import CACHED, NAIVE
 from app.figures import roofline as figs
 from app.i18n import lang, page_title, t
+from app.lesson.style import korean_lines
 from app.present import show_chart, show_chart_in, show_table
 from app.text import plain
 from app.urlstate import UrlState
@@ -38,6 +39,7 @@ from sim.cost.roofline import (
 from sim.cost.roofline_claims import roofline_claims
 from sim.cost.roofline_fit import fit, fit_sentence, turn_fits
 
+korean_lines(lang())
 st.title(page_title("roofline"))
 st.markdown(t("roofline.intro"))
 L = lang()  # the sentences and figures below are worded in the page language

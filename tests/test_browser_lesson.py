@@ -1,7 +1,8 @@
 """The Lesson on a projector, in a real browser: at 1280×720 and 1024×768 in presenter mode, every step's claim,
 the top of its figure and Back / Next are on the first screen (nothing to scroll), and at both sizes Back, the
-step picker and Next share one row. The class moves with Next, as a teacher does (each click a rerun of the
-page, the step in the URL). Screenshots: test-output/screenshots/lesson-<width>-step<k>.png."""
+step picker and Next share one row (in Korean too at 1024×768, its lines the longest). The class moves with Next,
+as a teacher does (each click a rerun of the page, the step in the URL). Screenshots:
+test-output/screenshots/lesson-<width>[-ko]-step<k>.png."""
 
 import pytest
 
@@ -48,13 +49,14 @@ def check_first_screen(view: dict, where: str) -> None:
     assert back["right"] <= picker["left"] and picker["right"] <= nxt["left"], f"{where}: not in order"
 
 
-@pytest.mark.parametrize("size", [(1280, 720), (1024, 768)], ids=["1280x720", "1024x768"])
-def test_every_step_fits_the_first_screen_in_presenter_mode(app_url, browser, size):
+@pytest.mark.parametrize(("size", "lang"), [((1280, 720), "en"), ((1024, 768), "en"), ((1024, 768), "ko")],
+                         ids=["1280x720", "1024x768", "1024x768-ko"])
+def test_every_step_fits_the_first_screen_in_presenter_mode(app_url, browser, size, lang):
     SHOTS.mkdir(parents=True, exist_ok=True)
     w, h = size
     page = new_page(browser, w, h)
     try:
-        page.goto(f"{app_url}/lesson?present=1&step=1", wait_until="domcontentloaded")
+        page.goto(f"{app_url}/lesson?present=1&step=1&lang={lang}", wait_until="domcontentloaded")
         page.wait_for_selector('[data-testid="stMainBlockContainer"] h2', timeout=60_000)
         wait_for_run(page)
         for k in range(1, len(STEPS) + 1):
@@ -65,9 +67,9 @@ def test_every_step_fits_the_first_screen_in_presenter_mode(app_url, browser, si
                 wait_for_run(page)
             assert page.locator('[data-testid="stException"]').count() == 0
             view = page.evaluate(FIRST_SCREEN_JS)
-            assert view["header"] == STEPS[k - 1].title, view["header"]
-            page.screenshot(path=str(SHOTS / f"lesson-{w}-step{k}.png"))
-            check_first_screen(view, f"step {k} at {w}×{h}")
+            assert view["header"] == STEPS[k - 1].title_in(lang), view["header"]
+            page.screenshot(path=str(SHOTS / f"lesson-{w}{'' if lang == 'en' else '-' + lang}-step{k}.png"))
+            check_first_screen(view, f"step {k} at {w}×{h} ({lang})")
     finally:
         page.close()
 
@@ -105,3 +107,21 @@ def test_a_steps_link_opens_its_page_at_the_top(app_url, browser, step):
 
 PANE_SCROLL_JS = """() => (document.querySelector('[data-testid="stMain"]') || {}).scrollTop
   + document.scrollingElement.scrollTop"""
+
+
+def test_a_word_links_to_its_glossary_entry(app_url, browser):
+    """Step 7's "ridge" link scrolls the pane to the glossary's entry at the foot of the page."""
+    page = new_page(browser, 1280, 720)
+    try:
+        page.goto(f"{app_url}/lesson?present=1&step=7", wait_until="domcontentloaded")
+        page.wait_for_selector('[data-testid="stMainBlockContainer"] h2', timeout=60_000)
+        wait_for_run(page)
+        entry = page.locator("#g-ridge")
+        assert not entry.is_visible() or entry.bounding_box()["y"] > 720  # below the first screen
+        page.locator('a[href="#g-ridge"]').first.click()
+        page.wait_for_function("() => { const r = document.getElementById('g-ridge').getBoundingClientRect();"
+                               " return r.top >= 0 && r.top < window.innerHeight; }", timeout=10_000)
+        assert page.evaluate(PANE_SCROLL_JS) > 0
+        page.screenshot(path=str(SHOTS / "lesson-glossary.png"))
+    finally:
+        page.close()

@@ -42,8 +42,8 @@ def test_every_step_opens_from_its_link_draws_a_chart_and_next_goes_on(k):
     assert at.header[0].value == STEPS[k - 1].title and at.query_params["step"] == str(k)
     assert len(at.get("plotly_chart")) >= 1 and len(claims(at)) == 1
     nxt = next(b for b in at.button if b.key == "next_top")
-    if k == len(STEPS):
-        assert nxt.disabled
+    if k == len(STEPS):  # Next leads to the recap (tests/test_lesson_recap.py)
+        assert not nxt.disabled
         return
     nxt.click().run()
     assert not at.exception and at.query_params["step"] == str(k + 1)
@@ -56,7 +56,7 @@ def test_a_bad_step_in_the_link_is_named_and_the_lesson_starts_at_step_one():
     at = lesson({"step": "99", "n": "3", "text": "x" * 500})
     assert not at.exception and at.query_params["step"] == "1"
     text = " ".join(w.value for w in at.warning)
-    assert "`99` is outside 1..12" in text and "prompt" in text
+    assert "`99` is outside 1..13" in text and "prompt" in text
     assert step_label(1) == "Step 1 of 12: Generation repeats work"
 
 
@@ -125,10 +125,10 @@ def test_check_yourself_answers_come_from_the_full_pages_functions():
 def test_step_sentences_follow_the_numbers_both_ways():
     assert say.share_claim(0.98, 0.2, 30.0, 7.5) == (
         "Paged blocks keep 98.0% of the memory they claim for real tokens, against 20.0% when each request reserves "
-        "its maximum length, so 30.0 requests run at once instead of 7.5.")
+        "its maximum length, so the number of requests running at once averages 30.0 instead of 7.5.")
     assert say.share_claim(0.5, 0.6, 3.0, 4.0) == (
         "Reserving the maximum length keeps more of its claim for real tokens (60.0%) than paged blocks (50.0%), "
-        "yet fewer requests run at once (3.0 vs 4.0).")
+        "yet the number of requests running at once averages less (3.0 vs 4.0).")
     assert say.layout_claim(0.85, 0.0).startswith("With the fixed content first, 85.0% of prompt tokens")
     assert say.layout_claim(0.1, 0.3).startswith("Here the variable-first layout hits more (30.0% vs 10.0%)")
     assert say.layout_claim(0.2, 0.2) == "Both layouts serve 20.0% of prompt tokens from the cache in this workload."

@@ -48,13 +48,25 @@ def totals_vs_length(lengths: list[int], naive: list[int], cached: list[int], ti
     return _titled(fig, title, text(lang, "lesson.fig.tokens_generated"), text(lang, "lesson.fig.total_flops"))
 
 
+MASKED = "#8c8c8c"  # cells a causal mask hides: a flat grey, apart from any weight's colour
+
+
 def who_reads_what(weights: np.ndarray, tokens: list[str], title: str, lang: str = "en") -> go.Figure:
-    """(T, T) attention weights: row = the query (used by that step only), column = the key/value read."""
+    """(T, T) attention weights: row = the query (used by that step only), column = the key/value read. Cells the
+    causal mask hides (a key after its query) are grey, not the colour of a small weight; the weights run on a
+    dark-to-bright scale with a titled colour bar, readable from the back of a room."""
     T = weights.shape[0]
-    fig = go.Figure(go.Heatmap(z=weights, x=list(range(T)), y=list(range(T)), colorscale="Blues", zmin=0,
-                               colorbar=dict(title=text(lang, "lesson.fig.weight")),
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T) key after query
+    shown = np.where(future, np.nan, weights)
+    fig = go.Figure(go.Heatmap(z=shown, x=list(range(T)), y=list(range(T)), colorscale="Viridis", zmin=0,
+                               colorbar=dict(title=text(lang, "lesson.fig.weight_bar")),
                                customdata=np.array([tokens] * T),
                                hovertemplate=text(lang, "lesson.fig.reads_hover") + EXTRA))
+    fig.add_heatmap(z=np.where(future, 1.0, np.nan), x=list(range(T)), y=list(range(T)), showscale=False,
+                    colorscale=[[0, MASKED], [1, MASKED]], hovertemplate=text(lang, "lesson.fig.masked_hover") + EXTRA,
+                    name=text(lang, "lesson.fig.masked"))
+    fig.add_scatter(x=[None], y=[None], mode="markers", marker=dict(size=12, color=MASKED, symbol="square"),
+                    name=text(lang, "lesson.fig.masked"), showlegend=True)  # the grey's meaning, in the legend
     fig.update_yaxes(autorange="reversed")
     return _titled(fig, title, text(lang, "lesson.fig.kv_position"), text(lang, "lesson.fig.query_position"),
                    height=460)
@@ -81,7 +93,8 @@ def cache_frame(keys: np.ndarray, values: np.ndarray, q: np.ndarray, weights: np
     pad = np.full((max_rows - keys.shape[0], D), np.nan)
     lim = float(np.nanmax(np.abs(np.concatenate([keys, values])))) or 1.0
     for col, (mat, name) in enumerate(((keys, "K"), (values, "V")), start=1):
-        fig.add_heatmap(z=np.vstack([mat, pad]), colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
+        fig.add_heatmap(z=np.vstack([mat, pad]), colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=col == 2,
+                        colorbar=dict(title=text(lang, "lesson.fig.kv_bar"), len=0.7, y=0.62, x=1.02),
                         hovertemplate=text(lang, "lesson.fig.row_hover", name=name) + EXTRA, row=1, col=col)
         fig.add_shape(type="rect", x0=-0.5, x1=D - 0.5, y0=new_rows.start - 0.5, y1=new_rows.stop - 0.5,
                       line=dict(color=ACCENT, width=3), row=1, col=col)
@@ -145,6 +158,8 @@ def mini_roofline(peak: float, bandwidth: float, points: list[tuple[str, float, 
                         marker=dict(size=14, color=color))
     log_line(fig, "x", ridge, text(lang, "lesson.fig.ridge", ridge=f"{ridge:,.0f}"), dict(color=FORMULA, dash="dot"))
     _log_axes(fig, x=xs, y=list(np.minimum(peak, xs * bandwidth) / 1e12))
+    # headroom above the roof: a point's label sits over it and was cut at the plot's top edge
+    fig.update_yaxes(range=[np.log10(xs[0] * bandwidth / 1e12), np.log10(peak / 1e12) + 0.45])
     return _titled(fig, title, text(lang, "lesson.fig.intensity"), text(lang, "lesson.fig.attainable"))
 
 
@@ -188,3 +203,64 @@ def tokens_per_pass(ks: list[int], tokens: list[float], chosen: int, title: str,
     fig.add_scatter(x=[chosen], y=[tokens[ks.index(chosen)]], mode="markers", name=text(lang, "lesson.fig.your_k"),
                     marker=dict(size=14, color=ACCENT))
     return _titled(fig, title, text(lang, "lesson.fig.draft_k"), text(lang, "lesson.fig.big_pass"))
+
+
+POOL_COLORS = ("#e8e8e8", CACHED, ACCENT, "#2ca02c", "#9467bd")  # free, A, B, C, shared by two or more
+
+
+def _banded(n: int) -> list:
+    """A colour scale of n flat bands for the integers 0..n-1 (a heatmap of categories)."""
+    scale = []
+    for i, c in enumerate(POOL_COLORS[:n]):
+        scale += [[i / n, c], [(i + 1) / n, c]]
+    return scale
+
+
+def block_tables(pool, names: tuple[str, ...], marked: tuple[int, ...], title: str, lang: str = "en") -> go.Figure:
+    """The pool's blocks in a row (coloured by the request holding them, or shared, or free; each with its id,
+    filled slots and ref_cnt) above every request's block table (logical block -> physical id). `marked`: the
+    blocks the frame's event touched, outlined."""
+    n, bs = pool.num_blocks, pool.block_size
+    kind = [0 if pool.ref_cnt[b] == 0 else 4 if pool.ref_cnt[b] > 1 else int(pool.owner[b]) + 1 for b in range(n)]
+    cells = [text(lang, "lesson.fig.bt_cell", id=f"{b}", fill=f"{pool.fill[b]}", bs=f"{bs}", ref=f"{pool.ref_cnt[b]}")
+             for b in range(n)]
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.45, 0.55], vertical_spacing=0.28)
+    fig.add_heatmap(z=[kind], x=list(range(n)), text=[cells], texttemplate="%{text}", zmin=-0.5, zmax=4.5,
+                    colorscale=_banded(5), showscale=False, xgap=3, hoverinfo="skip", row=1, col=1)
+    width = max([len(t) for t in pool.req_to_block_table.values()] + [1])
+    rows = [[(names.index(r) + 1 if pool.ref_cnt[t[i]] == 1 else 4) if i < len(t) else None
+             for i in range(width)] for r, t in ((nm, pool.req_to_block_table.get(k, ())) for k, nm in enumerate(names))]
+    labels = [[f"#{t[i]}" if i < len(t) else "" for i in range(width)]
+              for t in (pool.req_to_block_table.get(k, ()) for k in range(len(names)))]
+    fig.add_heatmap(z=rows, x=list(range(width)), y=list(names), text=labels, texttemplate="%{text}", zmin=-0.5,
+                    zmax=4.5, colorscale=_banded(5), showscale=False, xgap=3, ygap=3, hoverinfo="skip", row=2, col=1)
+    for b in marked:
+        fig.add_shape(type="rect", x0=b - 0.5, x1=b + 0.5, y0=-0.5, y1=0.5, line=dict(color="#000", width=3),
+                      row=1, col=1)
+    fig.update_xaxes(title_text=text(lang, "lesson.fig.bt_physical"), dtick=1, row=1, col=1)
+    fig.update_yaxes(showticklabels=False, row=1, col=1)
+    fig.update_xaxes(title_text=text(lang, "lesson.fig.bt_logical"), dtick=1, row=2, col=1)
+    fig.update_yaxes(title_text=text(lang, "lesson.fig.bt_request"), autorange="reversed", row=2, col=1)
+    base_layout(fig, "", "", "", height=420)
+    return set_headline(fig, title, FULL_WIDTH_CHARS)
+
+
+def attention_walk(stage: int, walk, tokens: list[str], title: str, lang: str = "en") -> go.Figure:
+    """One stage of a token's attention: 0 its query (per channel), 1 its score against each cached key, 2 the
+    softmax weights, 3 the output (the weights' mix of the values, per channel)."""
+    fig = go.Figure()
+    if stage in (0, 3):
+        vec = walk.q if stage == 0 else walk.output
+        fig.add_bar(x=list(range(len(vec))), y=vec, marker_color=CACHED if stage == 0 else ACCENT,
+                    hovertemplate="%{x}: %{y:.3f}" + EXTRA)
+        x, y = text(lang, "lesson.fig.walk_channel"), text(lang, f"lesson.fig.walk_y{stage}")
+    else:
+        vals = walk.scores if stage == 1 else walk.weights
+        best = int(np.argmax(vals))
+        fig.add_bar(x=list(range(len(vals))), y=vals, customdata=tokens,
+                    marker_color=[ACCENT if i == best else CACHED for i in range(len(vals))],
+                    hovertemplate="%{x} (%{customdata}): %{y:.3f}" + EXTRA)
+        fig.update_xaxes(tickvals=list(range(len(vals))), ticktext=tokens)
+        x, y = text(lang, "lesson.fig.walk_position"), text(lang, f"lesson.fig.walk_y{stage}")
+    fig.update_layout(showlegend=False)
+    return _titled(fig, title, x, y, height=340)

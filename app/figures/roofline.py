@@ -31,7 +31,7 @@ def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dic
                         text=[p["name"]], textposition="top center",
                         marker=dict(size=14, color=p["color"], symbol=p.get("symbol", "circle"),
                                     line=dict(color="white", width=1)))
-    fig.update_xaxes(type="log", title_text=text(lang, "roofline.fig.x_intensity"))
+    fig.update_xaxes(type="log", title_text=text(lang, "roofline.fig.x_intensity"), **si_log_ticks(x))
     fig.update_yaxes(type="log", title_text=text(lang, "roofline.fig.y_flops"),
                      **si_log_ticks([y for tr in fig.data for y in tr.y]))
     base_layout(fig, "", "", "", height=520)
@@ -51,8 +51,10 @@ def sweep_lines(rows: list, metric: str, ylabel: str, title: str, ridge: float |
                         mode="lines+markers", line=dict(color=colors[i % len(colors)], width=2.5))
     if ridge is not None:
         log_line(fig, "y", ridge, text(lang, "roofline.fig.ridge_above"), dict(color="#888", dash="dot"))
-    fig.update_xaxes(type="log", title_text=text(lang, "roofline.fig.x_batch"))
-    fig.update_yaxes(type="log", title_text=ylabel)
+    # labels at powers of ten (and 2x, 5x over a short span), never plotly's bare minor digits read as values
+    fig.update_xaxes(type="log", title_text=text(lang, "roofline.fig.x_batch"), **si_log_ticks([r.batch for r in rows]))
+    fig.update_yaxes(type="log", title_text=ylabel, **si_log_ticks([getattr(r, metric) for r in rows]
+                                                                   + ([ridge] if ridge else [])))
     base_layout(fig, "", "", "", height=400)
     return set_headline(fig, title, HALF_WIDTH_CHARS)
 

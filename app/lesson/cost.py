@@ -44,17 +44,56 @@ def _models():
     return {k: a for k, a in load_presets().items() if not k.startswith("tiny")}
 
 
+def _step_curves() -> tuple[list[int], list[int]]:
+    shape = flop_shape(load_presets()[COST_MODEL])
+    return [sum(step_flops(shape, S, S).values()) for S in CONTEXTS], [sum(step_flops(shape, 1, S).values())
+                                                                         for S in CONTEXTS]
+
+
+def step_cost_finding(ctx: int, L: str) -> str:
+    """Step 5's claim at `ctx` tokens (also the recap's line)."""
+    naive, cached = _step_curves()
+    i = CONTEXTS.index(ctx)
+    parts = step_flops(flop_shape(load_presets()[COST_MODEL]), 1, ctx)
+    share = (parts["attn_scores"] + parts["attn_v"]) / sum(parts.values())
+    return say.step_cost_claim(ctx, cached[i], naive[i], share, lang=L)
+
+
+def bytes_finding(model: str, kv: str, L: str) -> str:
+    arch = _models()[model]
+    m = kv_memory(MemoryConfig(arch, batch=1, context=BYTES_CONTEXT, kv_dtype=kv))
+    return say.bytes_claim(arch.name, kv.upper(), m.bytes_per_token, BYTES_CONTEXT, m.per_request_bytes,
+                           weight_bytes(arch, "bf16"), lang=L)
+
+
+def memory_bound_finding(L: str) -> str:
+    cfg, hw = RooflineConfig(load_presets()[ROOFLINE_MODEL], 1, ROOFLINE_CONTEXT), hardware(load_gpus()[GPU], "bf16")
+    return say.roofline_takeaway(decode_step(cfg).intensity, prefill_step(cfg).intensity, hw.ridge, lang=L) + "."
+
+
+def _batching(ctx: int, L: str):
+    arch, gpu = load_presets()[ROOFLINE_MODEL], load_gpus()[GPU]
+    hw = hardware(gpu, "bf16")
+    contexts = sorted({512, ctx, 131072})
+    base = RooflineConfig(arch, 1, 4096)
+    turns = {S: memory_bound_until(replace(base, context=S), hw, BATCHES[-1]) for S in contexts}
+    needs = turn_fits(turns, base, gpu, L)
+    claim_text = say.batching_claim(turns, BATCHES[-1], lang=L) + (" " + t("roofline.fit.turn_head", parts=needs)
+                                                                  if needs else "")
+    return claim_text, arch, gpu, hw, contexts, base, turns
+
+
+def batching_finding(ctx: int, L: str) -> str:
+    return _batching(ctx, L)[0]
+
+
 def step_cost() -> None:
     ss, L = st.session_state, lang()
     st.select_slider(t("lesson.c.ctx"), CONTEXTS, key="ctx", format_func=lambda v: f"{v:,}")
     arch = load_presets()[COST_MODEL]
-    shape = flop_shape(arch)
-    cached = [sum(step_flops(shape, 1, S).values()) for S in CONTEXTS]
-    naive = [sum(step_flops(shape, S, S).values()) for S in CONTEXTS]
+    naive, cached = _step_curves()
     i = CONTEXTS.index(ss["ctx"])
-    parts = step_flops(shape, 1, ss["ctx"])
-    share = (parts["attn_scores"] + parts["attn_v"]) / sum(parts.values())
-    claim(say.step_cost_claim(ss["ctx"], cached[i], naive[i], share, lang=L))
+    claim(step_cost_finding(ss["ctx"], L))
     show_chart(figs.step_flops_vs_context(CONTEXTS, naive, cached,
                                           say.step_cost_title(arch.name, ss["ctx"], naive[i], cached[i], lang=L),
                                           lang=L, chosen=ss["ctx"]),
@@ -75,8 +114,7 @@ def cache_bytes() -> None:
     cfg = MemoryConfig(arch, batch=1, context=BYTES_CONTEXT, kv_dtype=ss["kv"])
     m = kv_memory(cfg)
     weights = weight_bytes(arch, "bf16")
-    claim(say.bytes_claim(arch.name, ss["kv"].upper(), m.bytes_per_token, BYTES_CONTEXT, m.per_request_bytes,
-                          weights, lang=L))
+    claim(bytes_finding(ss["model"], ss["kv"], L))
     per_request = [request_bytes(cfg, S) for S in CONTEXTS]
     show_chart(figs.bytes_vs_context(CONTEXTS, per_request, weights,
                                      say.bytes_title(arch.name, ss["kv"].upper(), CONTEXTS, per_request, weights,
@@ -99,7 +137,7 @@ def memory_bound() -> None:
     where = fit(cfg, gpu)  # 70B in BF16 needs two H100s: the step says so and why one GPU's roofline still holds
     n = where.num_gpus or 1
     text = say.roofline_takeaway(dec.intensity, pre.intensity, hw.ridge, lang=L)
-    claim(text + ".")
+    claim(memory_bound_finding(L))
     show_chart(figs.mini_roofline(hw.peak_flops, hw.bandwidth, [
         (t("lesson.fig.decode"), dec.intensity, dec.attainable_flops(hw), CACHED),
         (t("lesson.fig.prefill"), pre.intensity, pre.attainable_flops(hw), NAIVE)],
@@ -122,16 +160,10 @@ NODE_GPUS = 8  # the batching step's deployment: one server of 8 GPUs, the model
 def batching() -> None:
     ss, L = st.session_state, lang()
     st.select_slider(t("lesson.c.ctx_each"), CONTEXTS, key="ctx", format_func=lambda v: f"{v:,}")
-    arch, gpu = load_presets()[ROOFLINE_MODEL], load_gpus()[GPU]
-    hw = hardware(gpu, "bf16")
-    contexts = sorted({512, ss["ctx"], 131072})
-    base = RooflineConfig(arch, 1, 4096)
+    claim_text, arch, gpu, hw, contexts, base, turns = _batching(ss["ctx"], L)
     lines = {S: [decode_step(replace(base, batch=B, context=S)).intensity for B in BATCHES] for S in contexts}
-    turns = {S: memory_bound_until(replace(base, context=S), hw, BATCHES[-1]) for S in contexts}
     holds = {S: max_batch_on(replace(base, context=S), gpu, NODE_GPUS) for S in contexts}
-    needs = turn_fits(turns, base, gpu, L)
-    claim(say.batching_claim(turns, BATCHES[-1], lang=L) + (" " + t("roofline.fit.turn_head", parts=needs)
-                                                             if needs else ""))
+    claim(claim_text)
     show_chart(figs.intensity_vs_batch(BATCHES, lines, hw.ridge, say.ridge_title(turns, hw.ridge, lang=L), lang=L,
                                        context_to_fit=holds), key="lesson_batching")
     st.caption(t("lesson.cap.node", n=f"{NODE_GPUS}", gpu=gpu.name,

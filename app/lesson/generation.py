@@ -15,6 +15,7 @@ from app.work import queued
 from sim.cost.opcount import generation_totals
 from sim.cost.presets import load_presets
 from sim.lesson import sentences as say
+from sim.lesson.walk import STAGES, attention_walk, walk_sentence, walk_title
 
 TINY = "mha"  # the bundled model the real-model steps run
 PROMPT_LEN = 16  # the cost steps' prompt, in tokens
@@ -30,17 +31,25 @@ def _tiny_shape():
     return load_presets()[f"tiny-{TINY}"]
 
 
+def repeat_totals() -> dict[str, list[int]]:
+    shape = _tiny_shape()
+    return {mode: [sum(generation_totals(shape, PROMPT_LEN, m, mode).values()) for m in LENGTHS] for mode in
+            ("naive", "cached")}
+
+
+def repeat_finding(n: int, L: str) -> str:
+    """Step 1's claim at n tokens (also the recap's line)."""
+    totals, i = repeat_totals(), LENGTHS.index(n)
+    half = max(i - 1, 0)
+    return say.repeat_claim(n, totals["naive"][i], totals["cached"][i], totals["naive"][half],
+                            totals["cached"][half], lang=L)
+
+
 def repeat() -> None:
     ss, L = st.session_state, lang()
     st.select_slider(t("lesson.c.n"), LENGTHS, key="n", format_func=lambda v: f"{v:,}")
-    shape, n = _tiny_shape(), ss["n"]
-    totals = {mode: [sum(generation_totals(shape, PROMPT_LEN, m, mode).values()) for m in LENGTHS] for mode in
-              ("naive", "cached")}
-    i = LENGTHS.index(n)
-    half = max(i - 1, 0)
-    text = say.repeat_claim(n, totals["naive"][i], totals["cached"][i], totals["naive"][half],
-                            totals["cached"][half], lang=L)
-    claim(text)
+    n, totals = ss["n"], repeat_totals()
+    claim(repeat_finding(n, L))
     show_chart(figs.totals_vs_length(LENGTHS, totals["naive"], totals["cached"],
                                      say.repeat_title(LENGTHS, totals["naive"], totals["cached"], lang=L), lang=L,
                                      chosen=n),
@@ -83,12 +92,28 @@ def qkv() -> None:
     L = lang()
     layer = st.session_state["layer"]
     cap = queued(lambda: _attention(st.session_state["text"]), t("lesson.job.attention"))
-    claim(say.qkv_claim(len(ids), lang=L))
+    claim(qkv_finding(st.session_state["text"], L))
     weights = cap.probs[layer, 0].numpy()
     tokens = [bytes([b]).decode("latin-1") for b in ids]
     show_chart(figs.who_reads_what(weights, tokens, say.qkv_title(layer, len(ids), lang=L), lang=L),
                key="lesson_qkv")
     open_full_page("attention_masks", {"prompt": st.session_state["text"], "layer": layer}, t("lesson.open.qkv"))
+    walk(ids, layer)
+
+
+def walk(ids: list[int], layer: int) -> None:
+    """The prompt's last token attending, stage by stage, on the bundled model (its own q, K, V)."""
+    ss, L = st.session_state, lang()
+    st.subheader(t("lesson.walk.head"))
+    stages = {i: t(f"lesson.walk.stage{i}") for i in range(STAGES)}  # worded now: format_func runs later too
+    st.segmented_control(t("lesson.walk.c"), list(stages), key="walk", format_func=stages.get,
+                         selection_mode="single", required=True)
+    run = queued(lambda: _filling(ss["text"], FILL_NEW), t("lesson.job.decode"))
+    w = attention_walk(run, 0, layer)  # frame 0: the prefill; its last position attends over the whole prompt
+    stage = ss["walk"]
+    st.markdown(walk_sentence(w, stage, L))
+    tokens = [for_plotly(chr(b) if 32 <= b < 127 else "·") for b in ids]
+    show_chart(figs.attention_walk(stage, w, tokens, walk_title(w, stage, L), lang=L), key="lesson_walk")
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -102,16 +127,32 @@ def _validity(text: str):
     return cache_validity(m, ids, True), cache_validity(m, ids, False)
 
 
+def qkv_finding(text: str, L: str) -> str:
+    return say.qkv_claim(len(text.encode("utf-8")), lang=L)
+
+
+def mask_finding(text: str, L: str) -> str:
+    from sim.attention.maps import append_takeaway
+
+    with_mask, without = queued(lambda: _validity(text), t("lesson.job.append"))
+    return append_takeaway(with_mask, without, lang=L) + "."
+
+
+def filling_finding(text: str, step: int, L: str) -> str:
+    run = queued(lambda: _filling(text, FILL_NEW), t("lesson.job.decode"))
+    f = run.frames[min(step, len(run.frames) - 1)]
+    return say.filling_sentence(min(step, len(run.frames) - 1), len(f.fed), f.end, run.num_layers, f.used_bytes,
+                                run.bytes_per_token(), lang=L)
+
+
 def mask() -> None:
     ids = _prompt_box()
     if ids is None:
         return
-    from sim.attention.maps import append_takeaway
 
     L = lang()
     with_mask, without = queued(lambda: _validity(st.session_state["text"]), t("lesson.job.append"))
-    title = append_takeaway(with_mask, without, lang=L)
-    claim(title + ".")
+    claim(mask_finding(st.session_state["text"], L))
     show_chart(figs.append_change(with_mask.row_diffs, without.row_diffs,
                                   say.mask_title(with_mask.row_diffs, without.row_diffs, lang=L), lang=L),
                key="lesson_mask")
@@ -151,7 +192,7 @@ def _filling_view(run) -> None:
         ss["t"] = ss["t"] + 1 if ss["t"] < last else 0
     t_ = st.slider(t("lesson.c.t"), 0, last, key="t")
     f, layer = run.frames[t_], ss["layer"]
-    claim(say.filling_sentence(t_, len(f.fed), f.end, run.num_layers, f.used_bytes, run.bytes_per_token(), lang=L))
+    claim(filling_finding(ss["text"], t_, L))
     text = for_plotly(run.text[: f.end + 1] if t_ < last else run.text)
     fed = "".join(chr(b) if 32 <= b < 127 else "·" for b in f.fed)
     title = say.filling_title(layer, t_, str(for_plotly(fed)), for_plotly(repr(chr(f.picked))), f.end, lang=L)

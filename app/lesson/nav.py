@@ -11,8 +11,10 @@ from app.links import page_link
 from app.urlstate import UrlState
 from sim.cost.memory import KV_DTYPES
 from sim.cost.presets import load_presets
+from sim.lesson.blocks import SCRIPT
 from sim.lesson.quiz import LAYOUT_WORKLOADS
-from sim.lesson.steps import STEPS, step_label
+from sim.lesson.steps import RECAP, STEPS, step_label
+from sim.lesson.walk import STAGES
 
 LENGTHS = [2**k for k in range(4, 11)]  # 16 … 1,024 tokens generated
 CONTEXTS = [2**k for k in range(7, 18)]  # 128 … 131,072
@@ -25,7 +27,7 @@ def register() -> UrlState:
     """Every value the lesson keeps in its link, validated; then the link's problems, folded."""
     presets = load_presets()
     url = UrlState("lesson")
-    url.int("step", 1, 1, len(STEPS), label=t("lesson.url.step"))
+    url.int("step", 1, 1, RECAP, label=t("lesson.url.step"))
     url.int("n", 256, LENGTHS[0], LENGTHS[-1], label=t("lesson.url.n"))
     url.text("text", DEFAULT_PROMPT, max_len=MAX_LESSON_PROMPT, label=t("lesson.url.text"))
     url.int("layer", 0, 0, 3, label=t("lesson.url.layer"))
@@ -36,6 +38,8 @@ def register() -> UrlState:
     url.float("alpha", 0.8, ALPHAS[0], ALPHAS[-1], label=t("lesson.url.alpha"))
     url.int("k", 4, 1, 8, label=t("lesson.url.k"))
     url.choice("workload", "system_prompt", list(LAYOUT_WORKLOADS), label=t("lesson.url.workload"))
+    url.int("bt", 0, 0, len(SCRIPT), label=t("lesson.url.bt"))
+    url.int("walk", 0, 0, STAGES - 1, label=t("lesson.url.walk"))
     url.show_problems()
     ss = st.session_state
     for key, stops in (("n", LENGTHS), ("ctx", CONTEXTS), ("alpha", ALPHAS)):  # snap URL numbers to the stops
@@ -45,7 +49,7 @@ def register() -> UrlState:
 
 
 def _move(by: int) -> None:
-    st.session_state["step"] = min(len(STEPS), max(1, st.session_state["step"] + by))
+    st.session_state["step"] = min(RECAP, max(1, st.session_state["step"] + by))
 
 
 def navigation(where: str) -> int:
@@ -60,12 +64,12 @@ def navigation(where: str) -> int:
     c[0].button(t("lesson.back"), key=f"back_{where}", on_click=_move, args=(-1,), disabled=k == 1,
                 icon=None if top else ":material/arrow_back:", width="stretch", shortcut="left" if top else None)
     if top:
-        labels = {j: step_label(j, L) for j in range(1, len(STEPS) + 1)}  # worded now: format_func runs later too
+        labels = {j: step_label(j, L) for j in range(1, RECAP + 1)}  # worded now: format_func runs later too
         c[1].selectbox(t("lesson.step"), list(labels), key="step", format_func=labels.get,
                        label_visibility="collapsed")
     else:
-        c[1].progress(k / len(STEPS), text=step_label(k, L))
-    c[2].button(t("lesson.next"), key=f"next_{where}", on_click=_move, args=(1,), disabled=k == len(STEPS),
+        c[1].progress(min(k, len(STEPS)) / len(STEPS), text=step_label(k, L))
+    c[2].button(t("lesson.next"), key=f"next_{where}", on_click=_move, args=(1,), disabled=k == RECAP,
                 icon=None if top else ":material/arrow_forward:", icon_position="right", type="primary",
                 width="stretch", shortcut="right" if top else None)
     return k

@@ -56,3 +56,9 @@ if (!window.kvlabLessonOpenTop) {{
 def apply(present: bool, lang: str) -> None:
     st.html(ALWAYS + (PRESENTER if present else "") + (KOREAN if lang == "ko" else "") + TOP_ON_OPEN,
             unsafe_allow_javascript=True)
+
+
+def korean_lines(lang: str) -> None:
+    """Word-keeping line breaks on a page shown in Korean (the Roofline page uses it too)."""
+    if lang == "ko":
+        st.html(KOREAN)

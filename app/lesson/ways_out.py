@@ -21,6 +21,7 @@ from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory, variant_curves
 from sim.cost.presets import load_presets
 from sim.lesson import quiz
 from sim.lesson import sentences as say
+from sim.lesson.blocks import REQUESTS, block_story, event_sentence, touched
 from sim.lesson.quiz import LAYOUT_WORKLOADS
 from sim.lesson.steps import SLUGS
 from sim.serving.speculative import SpecSetup, expected_tokens_per_pass, spec_timing, speculative_speedup
@@ -30,15 +31,43 @@ SHRINK_DTYPES = ("bf16", "fp8", "int8", "int4", "int2")
 SHARE_REQUESTS = 200
 
 
+def _shrink(model: str) -> tuple[dict[str, int], dict[str, int]]:
+    arch = load_presets()[model]
+    curves = variant_curves(MemoryConfig(arch, batch=1, context=1024, kv_dtype="bf16"), contexts=(1024,))
+    return curves.name_to_token_bytes, {d: kv_memory(MemoryConfig(arch, 1, 1, kv_dtype=d)).bytes_per_token
+                                        for d in SHRINK_DTYPES}
+
+
+def shrink_finding(model: str, L: str) -> str:
+    kinds, by_dtype = _shrink(model)
+    return say.shrink_claim(kinds, by_dtype, "bf16", lang=L)
+
+
+def share_finding(L: str) -> str:
+    with st.spinner(t("lesson.job.pool")):
+        r = _policies(SHARE_REQUESTS)
+    paged, reserved = r["paged"], r["reserve_max_len"]
+    return say.share_claim(paged.token_share, reserved.token_share, paged.mean_running, reserved.mean_running, lang=L)
+
+
+def speculate_finding(alpha: float, k: int, L: str) -> str:
+    c = spec_timing(SPEC.target, SPEC.draft, SPEC.gpu).c
+    return say.speculate_claim(alpha, k, expected_tokens_per_pass(alpha, k), speculative_speedup(alpha, k, c), lang=L)
+
+
+def layout_finding(workload: str, L: str) -> str:
+    with st.spinner(t("lesson.job.prefix")):
+        hits = _layouts(workload)
+    return say.layout_claim(hits["fixed_first"], hits["variable_first"], lang=L)
+
+
 def shrink() -> None:
     ss, L = st.session_state, lang()
     models = {k: a for k, a in load_presets().items() if not k.startswith("tiny")}
     st.selectbox(t("lesson.c.model"), list(models), key="model", format_func=lambda k: models[k].name)
     arch = models[ss["model"]]
-    curves = variant_curves(MemoryConfig(arch, batch=1, context=1024, kv_dtype="bf16"), contexts=(1024,))
-    kinds = curves.name_to_token_bytes
-    by_dtype = {d: kv_memory(MemoryConfig(arch, 1, 1, kv_dtype=d)).bytes_per_token for d in SHRINK_DTYPES}
-    claim(say.shrink_claim(kinds, by_dtype, "bf16", lang=L))
+    kinds, by_dtype = _shrink(ss["model"])
+    claim(shrink_finding(ss["model"], L))
     c = st.columns(2)
     with c[0]:
         show_chart(figs.bars(list(kinds), [v / 1024 for v in kinds.values()], t("lesson.fig.kinds"),
@@ -71,8 +100,7 @@ def share() -> None:
     with st.spinner(t("lesson.job.pool")):
         r = _policies(SHARE_REQUESTS)
     paged, reserved = r["paged"], r["reserve_max_len"]
-    claim(say.share_claim(paged.token_share, reserved.token_share, paged.mean_running, reserved.mean_running,
-                          lang=L))
+    claim(share_finding(L))
     labels = [t("lesson.fig.paged"), t("lesson.fig.reserved")]
     show_chart(figs.bars(labels, [100 * paged.token_share, 100 * reserved.token_share], t("lesson.fig.allocation"),
                          t("lesson.fig.real_share"), say.share_title(paged.token_share, reserved.token_share, lang=L),
@@ -81,6 +109,23 @@ def share() -> None:
                key="lesson_share")
     st.caption(t("lesson.cap.share", bs=f"{ServingConfig().block_size:,}"))
     open_full_page("paged_blocks", {"requests": SHARE_REQUESTS}, t("lesson.open.share"))
+    block_tables()
+
+
+def block_tables() -> None:
+    """Three requests on a small pool, one event at a time (the lab's BlockPool plays them)."""
+    ss, L = st.session_state, lang()
+    frames = block_story()
+    st.subheader(t("lesson.bt.head"))
+    st.select_slider(t("lesson.bt.c"), list(range(len(frames))), key="bt", format_func=lambda i: f"{i}")
+    f = frames[ss["bt"]]
+    st.markdown(event_sentence(f, L))
+    pool = f.pool
+    show_chart(figs.block_tables(pool, REQUESTS, touched(f),
+                                 t("lesson.bt.title", k=f"{ss['bt']}", n=f"{len(frames) - 1}",
+                                   used=f"{pool.num_used_blocks}", total=f"{pool.num_blocks}",
+                                   free=f"{pool.num_blocks - pool.num_used_blocks}"), lang=L), key="lesson_bt")
+    st.caption(t("lesson.bt.cap", queue=", ".join(f"#{b}" for b in pool.free_block_queue)))
 
 
 def speculate() -> None:
@@ -94,8 +139,7 @@ def speculate() -> None:
     # the draft's cost as the Serving page's default times it (target, draft and GPU from its defaults), so the
     # speedup here is the one its speculative tab shows for the same α and k
     timing = spec_timing(SPEC.target, SPEC.draft, SPEC.gpu)
-    claim(say.speculate_claim(alpha, k, expected_tokens_per_pass(alpha, k), speculative_speedup(alpha, k, timing.c),
-                              lang=L))
+    claim(speculate_finding(alpha, k, L))
     show_chart(figs.tokens_per_pass(ks, tokens, k, say.speculate_title(alpha, k, tokens[k - 1], lang=L), lang=L),
                key="lesson_speculate")
     presets = load_presets()
@@ -119,7 +163,7 @@ def layout() -> None:
     st.selectbox(t("lesson.c.workload"), list(LAYOUT_WORKLOADS), key="workload", format_func=names.get)
     with st.spinner(t("lesson.job.prefix")):
         hits = _layouts(ss["workload"])
-    claim(say.layout_claim(hits["fixed_first"], hits["variable_first"], lang=L))
+    claim(layout_finding(ss["workload"], L))
     show_chart(figs.bars([t("lesson.fig.fixed_first"), t("lesson.fig.variable_first")],
                          [100 * hits["fixed_first"], 100 * hits["variable_first"]], t("lesson.fig.layout"),
                          t("lesson.fig.served"), say.layout_title(hits["fixed_first"], hits["variable_first"], lang=L),

@@ -13,6 +13,7 @@ from sim.i18n import text
 class Step:
     slug: str
     page: str  # the full page that goes deeper (its slug)
+    terms: tuple[str, ...] = ()  # the glossary's words the step uses, linked under its title (GLOSSARY keys)
 
     def title_in(self, lang: str = "en") -> str:
         return text(lang, f"lesson.step.{self.slug}.title")
@@ -31,24 +32,30 @@ class Step:
 
 
 STEPS: tuple[Step, ...] = (
-    Step("repeat", "decode_cost"),
-    Step("qkv", "attention_masks"),
-    Step("mask", "attention_masks"),
-    Step("filling", "decode_cost"),
-    Step("step_cost", "decode_cost"),
-    Step("bytes", "kv_memory"),
-    Step("memory_bound", "roofline"),
-    Step("batching", "roofline"),
-    Step("shrink", "kv_memory"),
-    Step("share", "paged_blocks"),
-    Step("speculate", "serving"),
-    Step("layout", "prefix_caching"),
+    Step("repeat", "decode_cost", ("token", "kv_cache", "flop", "decode")),
+    Step("qkv", "attention_masks", ("qkv", "token")),
+    Step("mask", "attention_masks", ("causal_mask", "kv_cache")),
+    Step("filling", "decode_cost", ("prefill", "decode", "kv_cache")),
+    Step("step_cost", "decode_cost", ("decode", "flop")),
+    Step("bytes", "kv_memory", ("bf16", "int2", "kv_cache")),
+    Step("memory_bound", "roofline", ("arithmetic_intensity", "ridge", "memory_bound", "compute_bound", "prefill",
+                                      "bf16", "batch")),
+    Step("batching", "roofline", ("batch", "arithmetic_intensity", "ridge", "compute_bound", "memory_bound")),
+    Step("shrink", "kv_memory", ("mha", "gqa", "mqa", "mla", "bf16", "int2")),
+    Step("share", "paged_blocks", ("block", "kv_cache", "prefix_cache")),
+    Step("speculate", "serving", ("speculative", "decode")),
+    Step("layout", "prefix_caching", ("prefix_cache", "block")),
 )
+# The glossary's words, in the order a class meets them; each is `lesson.g.<key>.term` / `.def` in the catalogs.
+GLOSSARY: tuple[str, ...] = tuple(dict.fromkeys(term for step in STEPS for term in step.terms))
+RECAP = len(STEPS) + 1  # the view after the last step: the twelve findings again, with the class's numbers
 SLUGS = tuple(s.slug for s in STEPS)
 
 
 def step_label(k: int, lang: str = "en") -> str:
-    """`Step k of N: title` for k = 1..N."""
+    """`Step k of N: title` for k = 1..N; the recap's label for k = RECAP."""
+    if k == RECAP:
+        return text(lang, "lesson.recap.label")
     if not 1 <= k <= len(STEPS):
-        raise ValueError(f"step must be 1..{len(STEPS)}, got {k}")
+        raise ValueError(f"step must be 1..{RECAP}, got {k}")
     return text(lang, "lesson.step_label", k=f"{k}", n=f"{len(STEPS)}", title=STEPS[k - 1].title_in(lang))
