@@ -27,7 +27,7 @@ import streamlit as st
 
 from app.i18n import lang
 from sim.i18n import text
-from sim.work.queue import MISSING, RateBook, ResultCache, SharedRuns, WorkQueue
+from sim.work.queue import MISSING, RateBook, ResultCache, SharedRuns, WorkQueue, remaining_s
 from sim.work.threads import pick_num_threads
 
 AUTO_RUN_S = 3.0  # one job that starts when a page opens is estimated at no more than this
@@ -101,6 +101,17 @@ def begin_page_run() -> None:
     st.session_state[BUDGET_KEY] = auto_limits()[1]
 
 
+def estimate_basis(kind: str, prior_s: float, lang: str = "en") -> str:
+    """Where a job's estimate comes from: the page's cost model, and how this server's own runs of the kind have
+    corrected it."""
+    rates = server().rates
+    n = rates.num_runs(kind)
+    if n == 0:
+        return text(lang, "work.basis.model", prior=fmt_seconds(prior_s, lang))
+    return text(lang, "work.basis.learned", prior=fmt_seconds(prior_s, lang), factor=f"{rates.factor(kind):.2f}",
+                n=f"{n:,}")
+
+
 def job_seconds(kind: str, params: Hashable) -> float | None:
     """How long the job with these params took when it ran on this server (None: not run, or evicted)."""
     done = server().results.get((kind, params))
@@ -150,7 +161,8 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
                text(lg, "work.takes", t=took) if not auto else
                text(lg, "work.would_take", t=took) if estimate > one
                else text(lg, "work.budget_spent", t=took, spent=fmt_seconds(page_total - left, lg)))
-        st.info(text(lg, "work.press", why=why, what=what, button=button), icon=":material/play_circle:")
+        st.info(text(lg, "work.press", why=why, what=what, button=button) + " " + estimate_basis(kind, estimate_s, lg),
+                icon=":material/play_circle:")
         if own_button:
             st.button(button, key=_flag(kind, "button"), type="primary", on_click=_set, args=(_flag(kind, "go"),))
         return None
@@ -162,20 +174,24 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     wait = _waiting_message(status, text(lg, "work.waiting_model"), lg)
     same = _same_run_message(status, what, lg)
 
-    head = f"{what} ({fmt_seconds(estimate, lg)})"
-    last = [0.0]
+    head = f"{what} ({fmt_seconds(estimate, lg)}: {estimate_basis(kind, estimate_s, lg)})"
+    last, began = [0.0], [time.perf_counter()]
 
-    def progress(fraction: float, text: str = "") -> None:
+    def progress(fraction: float, note: str = "") -> None:
         now = time.perf_counter()
         if now - last[0] >= PROGRESS_EVERY_S or fraction >= 1:
             last[0] = now
-            bar_slot.progress(min(1.0, max(0.0, fraction)), text=f"{head} — {text}" if text else head)
+            elapsed, f = now - began[0], min(1.0, max(0.0, fraction))
+            pace = text(lg, "work.pace", elapsed=f"{elapsed:,.0f}", left=fmt_seconds(remaining_s(elapsed, f, estimate), lg))
+            line = f"{what} — {pace}" if elapsed >= 1 and f < 1 else head  # the estimate corrected as the run goes
+            bar_slot.progress(f, text=f"{line} — {note}" if note else line)
 
     clock = work_clock()
 
     def compute() -> tuple[T, float]:
         status.empty()
         bar_slot.progress(0.0, text=head)
+        began[0] = time.perf_counter()  # the wall clock the user waits by; the rates learn from the work clock
         t0 = clock()
         out = fn(progress)
         spent = clock() - t0

@@ -73,3 +73,17 @@ def test_a_page_run_starts_at_most_a_few_seconds_unasked():
     # 2.5 s each against a page budget of 5 s: two run by themselves, the third waits
     assert [m.value for m in at.markdown] == ["0: ran", "1: ran", "2: None"]
     assert "already started" in at.info[0].value
+
+
+def test_an_estimate_says_where_it_comes_from_and_is_corrected_as_the_run_goes():
+    from sim.work.queue import RateBook, remaining_s
+
+    at = run(estimate=AUTO_RUN_S + 10, tag="basis")  # a kind no run has finished: the cost model's word alone
+    assert at.info[0].value.endswith("Estimated by the page's cost model (about 13 s); no run of this kind has "
+                                     "finished on this server yet.")
+    book = RateBook()
+    book.observe("k", 10.0, 30.0)  # a first run took 3× the model's estimate
+    assert book.num_runs("k") == 1 and book.factor("k") == 3.0 and book.estimate("k", 10.0) == 30.0
+    # while the run goes: the estimate less what has passed, then (from a tenth done) the pace so far
+    assert remaining_s(2.0, 0.05, 12.0) == 10.0 and remaining_s(20.0, 0.05, 12.0) == 0.0
+    assert remaining_s(30.0, 0.25, 12.0) == 90.0 and remaining_s(10.0, 0.5, 100.0) == 10.0  # exact in binary

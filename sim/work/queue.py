@@ -302,7 +302,21 @@ class RateBook:
             rate.factor = ratio if rate.num_runs == 0 else (1 - self.weight) * rate.factor + self.weight * ratio
             rate.num_runs += 1
 
+    def num_runs(self, kind: str) -> int:
+        """How many of this kind's runs the correction has learned from (0: the cost model alone)."""
+        with self._lock:
+            rate = self._rates.get(kind)
+            return rate.num_runs if rate else 0
+
     def factor(self, kind: str) -> float:
         with self._lock:
             rate = self._rates.get(kind)
             return rate.factor if rate else 1.0
+
+
+def remaining_s(elapsed_s: float, fraction: float, estimate_s: float) -> float:
+    """Seconds still to go, corrected while the run goes: at first the estimate less what has passed; once a
+    tenth of the work is done, what the pace so far says (elapsed × (1 − f) / f), which a busy machine slows."""
+    if fraction >= 0.1:
+        return elapsed_s * (1 - fraction) / fraction
+    return max(0.0, estimate_s - elapsed_s)
