@@ -43,6 +43,8 @@ def figure(at, i: int = 0) -> dict:
     ("6", lambda: quiz.kib_per_token(quiz.other_model("llama-3.1-8b")), lambda q: [f"{q.answer:,.4g}"]),
     # 7: FLOP/B with FP8 weights (the step shows BF16)
     ("7", lambda: quiz.decode_intensity(cost.ROOFLINE_MODEL, cost.ROOFLINE_CONTEXT), lambda q: [f"{q.answer:.2f}"]),
+    # 9: GQA against MHA for the model the bars do not show (70B: 64 query heads over 8 K/V heads)
+    ("9", lambda: quiz.mqa_vs_mha(quiz.other_model("llama-3.1-8b")), lambda q: [f"{q.answer:.1f}×", f"{q.answer:g}×"]),
     # 12: the better layout in the workload after the one shown (its hit rates are nowhere on the page)
     ("12", lambda: quiz.better_layout(quiz.other_workload("system_prompt")), lambda q: [r for r in layout_hit_rates("few_shot")
                                                                                     if r not in layout_hit_rates("system_prompt")]),

@@ -86,7 +86,7 @@ def shrink() -> None:
                    key="lesson_shrink_dtypes")
     st.caption(t("lesson.cap.shrink"))
     open_full_page("kv_memory", {"model": ss["model"], "kv": "bf16", "tab": "variants"}, t("lesson.open.shrink"))
-    ask(quiz.mqa_vs_mha("llama-3.1-8b", lang=L))
+    ask(quiz.mqa_vs_mha(quiz.other_model(ss["model"]), lang=L))  # not the model the step's bars show
 
 
 @st.cache_data(max_entries=4, show_spinner=False)  # the caller's spinner says what runs, in the page language

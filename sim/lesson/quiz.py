@@ -125,8 +125,8 @@ def mqa_vs_mha(model: str = "llama-3.1-8b", lang: str = "en") -> Question:
     mha, gqa = curves.name_to_token_bytes["MHA"], curves.name_to_token_bytes["GQA"]
     why = text(lang, "lesson.q.gqa.why", model=arch.name, heads=f"{arch.n_heads}", kv_heads=f"{arch.n_kv_heads}",
                gqa=f"{gqa:,}", mha=f"{mha:,}", x=f"{mha / gqa:,.4g}")
-    return Question("gqa", text(lang, "lesson.q.gqa.prompt", model=arch.name), mha / gqa, "×", why, lang=lang,
-                    hint=text(lang, "lesson.q.gqa.hint"))
+    prompt = text(lang, "lesson.q.gqa.ask", model=arch.name, heads=f"{arch.n_heads}", kv_heads=f"{arch.n_kv_heads}")
+    return Question(f"gqa_{model}", prompt, mha / gqa, "×", why, lang=lang, hint=text(lang, "lesson.q.gqa.hint"))
 
 
 LAYOUT_WORKLOADS = ("system_prompt", "few_shot", "chat", "rag")  # the lesson's workloads, in its order
