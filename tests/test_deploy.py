@@ -368,3 +368,13 @@ def test_community_cloud_gets_the_cpu_wheel_of_the_pinned_torch():
     assert {(t.interpreter, t.platform) for t in tags} == {("cp311", "manylinux_2_28_x86_64")}
     assert req.marker.evaluate({"python_version": "3.11", "sys_platform": "linux", "platform_machine": "x86_64"})
     assert not req.marker.evaluate({"python_version": "3.12", "sys_platform": "linux", "platform_machine": "x86_64"})
+
+
+@pytest.mark.parametrize("args, named", [(["--replicas", "2.5"], "--replicas"), (["--replicas", "1"], "--replicas"),
+                                         (["--sessions", "ten"], "--sessions"), (["--sessions", "0"], "--sessions")])
+def test_the_benchmark_refuses_a_wrong_count_in_one_line(args, named, capsys):
+    from benchmarks.deploy import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and named in err and repr(args[1]) in err
