@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.deploy import HAPROXY, Deployment, Replica, kill_and_recover, open_session
+from benchmarks.deploy import HAPROXY, Deployment, Replica, kill_and_recover, open_session, open_sessions
 from sim.i18n import text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -323,7 +323,7 @@ def test_replicas_behind_the_load_balancer(browser):
     student goes to the survivor. Recovery times are printed (benchmarks/deploy.py measures them)."""
     _need_haproxy()
     with Deployment(2, OUT) as dep:
-        sessions = [open_session(browser, dep.url, 4 + i) for i in range(10)]
+        sessions = open_sessions(browser, dep.url, list(range(4, 14)))  # ten students at once
         try:
             for s in sessions:
                 assert s.shown_batch() == str(s.batch) and s.cookie() == s.replica in dep.replicas, s
