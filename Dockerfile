@@ -22,12 +22,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH
 
-# The CPU build of torch from PyTorch's own index first: from PyPI, `torch==2.13.0` on Linux is the CUDA build
-# with about fifteen nvidia packages (several GB). requirements.txt's torch==2.13.0 is then already met.
+# The CPU build of torch, alone, from PyTorch's own index: from PyPI, `torch==2.13.0` on Linux is the CUDA build
+# with about fifteen nvidia packages (several GB). requirements.txt's torch==2.13.0 is then already met, and its
+# install brings torch's own dependencies and everything else from PyPI.
 COPY requirements.txt /tmp/requirements.txt
 RUN python -m venv /opt/venv \
-    && pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0+cpu \
+    && pip install --no-deps --index-url https://download.pytorch.org/whl/cpu torch==2.13.0+cpu \
     && pip install -r /tmp/requirements.txt \
+    && pip check \
     && python -c "import torch; assert torch.version.cuda is None, torch.version.cuda" \
     && rm /tmp/requirements.txt
 

@@ -213,18 +213,28 @@ class Session:
         return self.page.evaluate("() => new URLSearchParams(location.search).get('batch')")
 
 
+def open_sessions(browser, base: str, batches: list[int]) -> list[Session]:
+    """One new browser context (a student's own cookies) per batch on KV memory, all requested at once, then each
+    waited for: loaded, its own total shown, its state watched from then on."""
+    sessions = []
+    for batch in batches:
+        s = Session(batch, kv_total(batch))
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, reduced_motion="reduce")
+        s.page = context.new_page()
+        s.page.on("websocket", lambda ws, s=s: _watch(s, ws))
+        response = s.page.goto(base + s.path, wait_until="commit", timeout=BOUND_S * 1000)
+        s.replica = response.headers.get(REPLICA_HEADER, "")
+        sessions.append(s)
+    for s in sessions:
+        s.page.wait_for_selector(DONE, timeout=BOUND_S * 1000)
+        s.page.get_by_text(s.expect).first.wait_for(timeout=BOUND_S * 1000)
+        s.page.evaluate(WATCH_JS)
+    return sessions
+
+
 def open_session(browser, base: str, batch: int) -> Session:
-    """A new browser context (a student's own cookies) on KV memory with `batch`, loaded, its numbers checked."""
-    s = Session(batch, kv_total(batch))
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, reduced_motion="reduce")
-    s.page = context.new_page()
-    s.page.on("websocket", lambda ws: _watch(s, ws))
-    response = s.page.goto(base + s.path, wait_until="domcontentloaded", timeout=BOUND_S * 1000)
-    s.replica = response.headers.get(REPLICA_HEADER, "")
-    s.page.wait_for_selector(DONE, timeout=BOUND_S * 1000)
-    s.page.get_by_text(s.expect).first.wait_for(timeout=BOUND_S * 1000)
-    s.page.evaluate(WATCH_JS)
-    return s
+    """One student's session (see open_sessions)."""
+    return open_sessions(browser, base, [batch])[0]
 
 
 def check_session(s: Session) -> None:

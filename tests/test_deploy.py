@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.deploy import HAPROXY, Deployment, Replica, kill_and_recover, open_session
+from benchmarks.deploy import HAPROXY, Deployment, Replica, kill_and_recover, open_session, open_sessions
 from sim.i18n import text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,14 +198,17 @@ class _Trap:
 EXTERNAL_IP_WARNING = "Did not auto detect external IP"
 
 
-def _start_and_stop(server) -> str:
-    """The server started until healthy, a moment for a late request to reach the trap, stopped; its log."""
+def _start_and_stop(server) -> tuple[str, dict[str, str]]:
+    """The server started until healthy, a moment for a late request to reach the trap, stopped; its log and the
+    environment its process ran with."""
     try:
         server.start()
+        raw = Path(f"/proc/{server.proc.pid}/environ").read_bytes()
+        env = dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
         threading.Event().wait(1.0)
     finally:
         server.stop()
-    return server.log_path.read_text()
+    return server.log_path.read_text(), env
 
 
 def test_a_public_replica_asks_no_outside_service_for_its_address():
@@ -217,17 +220,23 @@ def test_a_public_replica_asks_no_outside_service_for_its_address():
     trap = _Trap()
     try:
         env = outside_request_trap_env(trap.url)
+        # KVLAB_THREADS unset (empty: the test runner may set it) and other thread counts inherited: start.sh's
+        # default must win
         public = Replica("public", OUT / "public-replica.log", public_port=443, address="0.0.0.0",
-                         public_host="lab.example.org", env=env)
-        log = _start_and_stop(public)
+                         public_host="lab.example.org",
+                         env={**env, "KVLAB_THREADS": "", "OMP_NUM_THREADS": "7", "MKL_NUM_THREADS": "7"})
+        log, env_seen = _start_and_stop(public)
         assert trap.requests == [] and EXTERNAL_IP_WARNING not in log, (trap.requests, log)
         assert "URL: http://lab.example.org:443" in log  # the address students are told is the public one
+        # start.sh exec's Streamlit: this is the server itself, with one torch (and OpenMP, MKL) thread by default
+        assert {k: env_seen.get(k) for k in ("KVLAB_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")} == dict.fromkeys(
+            ("KVLAB_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
 
         bare = Replica("bare", OUT / "bare-wildcard.log", public_port=443, env=env)
         # what a public replica without deploy/start.sh would run: every interface, no public address named
         bare.command = [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.address", "0.0.0.0",
                         "--server.port", str(bare.port)]
-        log = _start_and_stop(bare)
+        log, _ = _start_and_stop(bare)
         assert any("checkip" in r for r in trap.requests) and EXTERNAL_IP_WARNING in log, trap.requests
     finally:
         trap.close()
@@ -323,7 +332,7 @@ def test_replicas_behind_the_load_balancer(browser):
     student goes to the survivor. Recovery times are printed (benchmarks/deploy.py measures them)."""
     _need_haproxy()
     with Deployment(2, OUT) as dep:
-        sessions = [open_session(browser, dep.url, 4 + i) for i in range(10)]
+        sessions = open_sessions(browser, dep.url, list(range(4, 14)))  # ten students at once
         try:
             for s in sessions:
                 assert s.shown_batch() == str(s.batch) and s.cookie() == s.replica in dep.replicas, s
@@ -368,3 +377,13 @@ def test_community_cloud_gets_the_cpu_wheel_of_the_pinned_torch():
     assert {(t.interpreter, t.platform) for t in tags} == {("cp311", "manylinux_2_28_x86_64")}
     assert req.marker.evaluate({"python_version": "3.11", "sys_platform": "linux", "platform_machine": "x86_64"})
     assert not req.marker.evaluate({"python_version": "3.12", "sys_platform": "linux", "platform_machine": "x86_64"})
+
+
+@pytest.mark.parametrize("args, named", [(["--replicas", "2.5"], "--replicas"), (["--replicas", "1"], "--replicas"),
+                                         (["--sessions", "ten"], "--sessions"), (["--sessions", "0"], "--sessions")])
+def test_the_benchmark_refuses_a_wrong_count_in_one_line(args, named, capsys):
+    from benchmarks.deploy import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and named in err and repr(args[1]) in err
