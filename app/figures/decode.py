@@ -107,7 +107,8 @@ def scale_figure(points, total: bool, title: str, lang: str = "en") -> go.Figure
     fig = go.Figure()
     for mode, y, color in (("naive", naive, NAIVE), ("cached", cached, CACHED)):
         fig.add_scatter(x=x, y=y, name=f"{mode_label(mode, lang)}: {ORDERS[mode, total]}", line=dict(color=color, width=3))
-    fig.update_xaxes(type="log")
+    ticks = x[::2]  # every other power of two, whole numbers: plotly's own log ticks label 2s and 5s as bare digits
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{n:,}" for n in ticks])
     fig.update_yaxes(type="log", **si_log_ticks(naive + cached))
     base_layout(fig, "", _t(lang, "length_n"), _t(lang, "flops_total" if total else "flops_at_n"))
     return set_headline(fig, title, HALF_WIDTH_CHARS)
