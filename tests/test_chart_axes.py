@@ -173,6 +173,24 @@ def inkless_tables(fig: dict) -> list[str]:
             and trace.get(part, {}).get("font", {}).get("color") is None]
 
 
+def digit_labelled_log_axes(fig: dict) -> list[str]:
+    """Log axes left to plotly's automatic ticks: over a few decades plotly labels the 2s and 5s between powers of
+    ten with a bare "2" or "5", which a class reads as values on the axis. Each log axis of the lab's sets its own
+    ticks (tickvals, as si_log_ticks gives them) or one label a decade (dtick=1)."""
+    layout, bad = fig.get("layout", {}), []
+    for name, axis in sorted(layout.items()):
+        if (name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and axis.get("type") == "log"
+                and axis.get("visible") is not False and axis.get("showticklabels") is not False
+                and "tickvals" not in axis and axis.get("dtick") not in (1, "1")):
+            bad.append(name)
+    return bad
+
+
+def test_digit_labelled_log_axes_are_found():
+    assert digit_labelled_log_axes({"layout": {"xaxis": {"type": "log"}, "yaxis": {"type": "log", "dtick": 1},
+                                               "xaxis2": {"type": "log", "tickvals": [1, 10]}}}) == ["xaxis"]
+
+
 def test_inkless_tables_are_found():
     fig = {"data": [{"type": "table", "header": {"fill": {"color": "#eee"}, "font": {"color": "#333"}},
                      "cells": {"fill": {"color": [["white"]]}, "font": {"size": 14}}}]}
@@ -211,6 +229,8 @@ def test_every_axis_has_a_title(slug, params):
     assert misplaced == {}, misplaced
     inkless = {title_of(f)[:60]: inkless_tables(f) for f in figs if inkless_tables(f)}
     assert inkless == {}, inkless
+    digits = {title_of(f)[:60]: digit_labelled_log_axes(f) for f in figs if digit_labelled_log_axes(f)}
+    assert digits == {}, digits
     assert overlong_titles(at) == {}
 
 

@@ -86,7 +86,7 @@ def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[
         fig.add_scatter(x=df["position"], y=y, name=df["scheme"].iloc[0], mode="lines+markers",
                         line=dict(color=SCHEME_COLORS.get(key), width=3), marker=dict(size=5))
     if log_y:
-        fig.update_yaxes(type="log", exponentformat="power")
+        fig.update_yaxes(type="log", exponentformat="power", dtick=1)  # a label a decade: no bare 2s and 5s
     fig = base_layout(fig, "", text(lang, "quant.fig.position"), metric_label(metric, lang), height=460)
     fig.update_layout(legend=dict(orientation="v", yref="paper", yanchor="top", y=1.0, xanchor="left", x=1.01))
     return set_headline(fig, title, FULL_WIDTH_CHARS)

@@ -51,6 +51,6 @@ def offload_bars(names: list[str], link_ms: list[float], hbm_ms: float, title: s
     log_line(fig, "y", hbm_ms, text(lang, "shrink.fig.hbm", ms=f"{hbm_ms:,.2f}"), dict(color=FORMULA, dash="dash"))
     # room under the GPU-memory line for its label, and over the tallest bar for its value
     lo, hi = math.log10(min([hbm_ms, *link_ms])) - 0.6, math.log10(max([hbm_ms, *link_ms])) + 0.3
-    fig.update_yaxes(type="log", range=[lo, hi])
+    fig.update_yaxes(type="log", range=[lo, hi], dtick=1)  # a label a decade: no bare 2s and 5s between them
     base_layout(fig, "", text(lang, "shrink.fig.link"), text(lang, "shrink.fig.step_time"))
     return set_headline(fig, title, FULL_WIDTH_CHARS)
