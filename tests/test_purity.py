@@ -31,3 +31,21 @@ def test_importing_all_of_sim_loads_neither():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=SIM.parent, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_one_user_facing_error_type():
+    """Every refusal a user can cause is a sim.refusal.Refusal: the allocators' name for it, a trace's and the
+    serving simulators' are that class, not look-alikes."""
+    from sim.alloc.errors import WordedError
+    from sim.alloc.trace import TraceError
+    from sim.refusal import Refusal
+    from sim.serving.errors import Refusal as ServingRefusal
+
+    assert WordedError is Refusal and ServingRefusal is Refusal and issubclass(TraceError, Refusal)
+    bad = TraceError(3, "output_len", "not_regular", path="'x'")
+    assert isinstance(bad, Refusal) and bad.key == "not_regular" and str(bad).startswith("line 3: output_len: ")
+    defined = [f"{p.relative_to(SIM)}:{i}" for p in SIM.rglob("*.py")
+               for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+               if line.startswith("class ") and "def words" in p.read_text(encoding="utf-8")
+               and "Refusal" not in line and p.name != "refusal.py" and "(ValueError)" in line]
+    assert defined == []  # no second worded ValueError class

@@ -1,23 +1,10 @@
-"""Settings the allocator simulations refuse, worded in either language: a `WordedError` is a ValueError whose
-message is a catalog entry (English by default, so `str(exc)` and every caller that matches it are unchanged);
-`worded(exc, lang)` gives the page its message in the page language, and any other ValueError as it is."""
+"""The allocator simulations' refusals are the lab's one user-facing error, sim.refusal.Refusal: `WordedError` is
+its name here and `worded` its wording, both the same objects (kept so the modules that name them need not change
+at once)."""
 
 from __future__ import annotations
 
-from sim.i18n import text
+from sim.refusal import Refusal as WordedError
+from sim.refusal import why as worded
 
-
-class WordedError(ValueError):
-    """A ValueError worded from the catalog entry `key` with `fields` (already formatted)."""
-
-    def __init__(self, key: str, /, **fields: str) -> None:
-        self.key, self.fields = key, fields
-        super().__init__(text("en", key, **fields))
-
-    def in_lang(self, lang: str) -> str:
-        return text(lang, self.key, **self.fields)
-
-
-def worded(exc: Exception, lang: str = "en") -> str:
-    """The exception's message in `lang` where it has one in the catalogs, else as it was raised."""
-    return exc.in_lang(lang) if isinstance(exc, WordedError) else str(exc)
+__all__ = ["WordedError", "worded"]

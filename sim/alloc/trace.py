@@ -45,6 +45,7 @@ from sim.alloc.workload import (
     Workload,
 )
 from sim.i18n import text
+from sim.refusal import Refusal
 
 MAX_TRACE_BYTES = 16 * 2**20  # a trace file (the command line)
 MAX_PAGE_TRACE_BYTES = 2 * 2**20  # an uploaded or pasted trace (the page)
@@ -57,15 +58,16 @@ FIELDS = ("arrival", "prompt", "prompt_len", "prefix_group", "prefix_len", "outp
 UNKNOWN_OUTPUT_ID = -1
 
 
-class TraceError(ValueError):
-    """A trace that cannot be used; `line` is 1-based (0: the file as a whole), `field` the offending key."""
+class TraceError(Refusal):
+    """A trace that cannot be used; `line` is 1-based (0: the file as a whole), `field` the offending key; `key`
+    names the message serving.trace.<key>."""
 
     def __init__(self, line: int, field: str, key: str, /, **fields: object) -> None:
-        self.line, self.field, self.key, self.fields = line, field, key, fields
-        super().__init__(self.words("en"))
+        self.line, self.field = line, field
+        super().__init__(key, **fields)
 
     def words(self, lang: str = "en") -> str:
-        """The refusal in `lang` (str(exc) is the English: what the command line prints)."""
+        """The refusal in `lang` (str(exc) is the English: what the command line prints), after its line and field."""
         where = text(lang, "serving.trace.line", n=f"{self.line}") if self.line else text(lang, "serving.trace.file")
         message = text(lang, f"serving.trace.{self.key}", **self.fields)
         return f"{where}: {self.field}: {message}" if self.field else f"{where}: {message}"

@@ -1,0 +1,25 @@
+"""The one error a user can cause: `Refusal(key, **fields)`, a ValueError that carries a catalog message's key and
+its (already formatted) fields instead of a sentence. `str(exc)` is its English (what the command line prints and
+what a log shows); `why(exc, lang)` words it in the page language. Every refusal in the lab is one: the
+allocators', the serving simulators', a trace's (sim.alloc.trace.TraceError, which adds its line and field), the
+real model's. Any other ValueError is shown as it was raised, so a refusal with no catalog entry yet still reads."""
+
+from __future__ import annotations
+
+from sim.i18n import text
+
+
+class Refusal(ValueError):
+    """`Refusal("serving.err.key", n="1,024")`: the message `key` with its (already formatted) fields."""
+
+    def __init__(self, key: str, /, **fields: object) -> None:
+        self.key, self.fields = key, fields
+        super().__init__(self.words("en"))
+
+    def words(self, lang: str = "en") -> str:
+        return text(lang, self.key, **self.fields)
+
+
+def why(exc: Exception, lang: str = "en") -> str:
+    """The reason an exception gives: in `lang` when it is a Refusal, else as it was raised."""
+    return exc.words(lang) if isinstance(exc, Refusal) else str(exc)
