@@ -44,8 +44,11 @@ def test_one_user_facing_error_type():
     assert WordedError is Refusal and ServingRefusal is Refusal and issubclass(TraceError, Refusal)
     bad = TraceError(3, "output_len", "not_regular", path="'x'")
     assert isinstance(bad, Refusal) and bad.key == "not_regular" and str(bad).startswith("line 3: output_len: ")
-    defined = [f"{p.relative_to(SIM)}:{i}" for p in SIM.rglob("*.py")
-               for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-               if line.startswith("class ") and "def words" in p.read_text(encoding="utf-8")
-               and "Refusal" not in line and p.name != "refusal.py" and "(ValueError)" in line]
+    defined = []
+    for path in SIM.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.ClassDef) and any(getattr(b, "id", "") == "ValueError" for b in node.bases)
+                    and any(isinstance(f, ast.FunctionDef) and f.name in ("words", "in_lang") for f in node.body)
+                    and path.name != "refusal.py"):
+                defined.append(f"{path.relative_to(SIM)}:{node.name}")  # a ValueError that words itself
     assert defined == []  # no second worded ValueError class
