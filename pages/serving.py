@@ -109,6 +109,7 @@ def render_spec() -> None:
     m[3].metric(t("serving.m.best_k"), f"{best_k}", f"{best_speedup:.2f}×", delta_color="off", delta_arrow="off")
     if curves.timing is not None:
         st.caption(curves.timing.caption(spec.k, L))
+        st.caption(sps.fit_caption(curves.timing, lang=L))
 
     # --- the real model ---------------------------------------------------------------------------
     run = None

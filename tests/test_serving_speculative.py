@@ -13,6 +13,7 @@ from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware
 from sim.model import speculative as sp
 from sim.serving import speculative as sps
+from tests.conftest import run_page
 
 # --- speculative decoding ---------------------------------------------------------------------------
 
@@ -253,3 +254,21 @@ def test_curves_chosen_and_best_speedup():
     assert curves.chosen_speedup == pytest.approx(3.3616 / 1.4)
     k, speedup = curves.best_speedup
     assert k == 6 and speedup == pytest.approx(3.951424 / 1.6)
+
+
+def test_the_default_pair_says_where_it_runs():
+    """70B + 8B in BF16 cannot share one 80 GB H100: the tab says so, how many it takes, and why one GPU's timing
+    still gives c; a pair that fits says that."""
+    from sim.serving import speculative as sps
+
+    f = sps.spec_fit("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
+    assert f.usable_per_gpu == 80 * 2**30 * 9 // 10  # 90% of 80 GiB
+    assert 2 * f.usable_per_gpu < f.need_bytes <= 3 * f.usable_per_gpu and f.num_gpus == 3
+    said = sps.fit_caption(sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm"))
+    assert said.startswith("Where it runs: Llama 3.1 70B and Llama 3.1 8B in BF16, with one request's cache each, "
+                           "need 157.6 GB, more than the 77.31 GB one NVIDIA H100 SXM 80GB holds at 90% of its "
+                           "memory: the pair takes 3 of them.")
+    fits = sps.fit_caption(sps.spec_timing("llama-3.1-8b", "tiny-mha", "h100-sxm"))
+    assert fits.endswith("so the pair fits on it.") and sps.spec_fit("llama-3.1-8b", "tiny-mha", "h100-sxm").num_gpus == 1
+    at = run_page("serving", {"tab": "spec"})
+    assert not at.exception and any(c.value == said for c in at.caption)

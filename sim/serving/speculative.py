@@ -191,6 +191,44 @@ def batch_sweep_caption(points: list[SpecBatchPoint], lang: str = "en") -> str:
     return text(lang, "serving.s.bc", where=where)
 
 
+FIT_UTILIZATION = 0.9  # the share of a GPU's memory a server may fill (as the Roofline page counts a fit)
+
+
+@dataclass(frozen=True)
+class SpecFit:
+    """Where a target and its draft run: both models' weights and one request's cache each, against what GPUs of
+    the kind hold."""
+
+    need_bytes: int
+    usable_per_gpu: int
+    num_gpus: int | None  # the fewest GPUs that hold it (None: more than MAX_GPUS)
+
+
+def spec_fit(target: str, draft: str, gpu: str, context: int = 1024, weight_dtype: str = "bf16") -> SpecFit:
+    from sim.cost.memory import MAX_GPUS, MemoryConfig, kv_memory, weight_bytes
+
+    presets = load_presets()
+    need = sum(weight_bytes(presets[m], weight_dtype) + kv_memory(MemoryConfig(presets[m], 1, context)).total_bytes
+               for m in (target, draft))
+    usable = int(load_gpus()[gpu].memory_bytes * FIT_UTILIZATION)
+    n = -(-need // usable)
+    return SpecFit(need, usable, n if n <= MAX_GPUS else None)
+
+
+def fit_caption(timing: SpecTiming, weight_dtype: str = "bf16", lang: str = "en") -> str:
+    """Whether the pair fits the one GPU its timing is drawn on, and if not, how many it takes and why one GPU's
+    timing still gives c."""
+    from sim.cost.memory import MAX_GPUS, fmt_decimal
+
+    f, presets = spec_fit(timing.target, timing.draft, timing.gpu, timing.context, weight_dtype), load_presets()
+    fields = dict(target=presets[timing.target].name, draft=presets[timing.draft].name, gpu=load_gpus()[timing.gpu].name,
+                  need=fmt_decimal(f.need_bytes), usable=fmt_decimal(f.usable_per_gpu), util=f"{FIT_UTILIZATION:.0%}",
+                  dtype=weight_dtype.upper())
+    if f.num_gpus == 1:
+        return text(lang, "serving.s.fit.one", **fields)
+    return text(lang, "serving.s.fit.many", n=f"{f.num_gpus}" if f.num_gpus else f"> {MAX_GPUS}", **fields)
+
+
 def spec_timing(target: str, draft: str, gpu: str, context: int = 1024, weight_dtype: str = "bf16") -> SpecTiming:
     presets = load_presets()
     for name in (target, draft):
