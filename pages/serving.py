@@ -39,17 +39,21 @@ url.show_problems()
 
 
 def render_batching() -> None:
-    """Static vs continuous batching and the seed's claim about it (the page as it opens)."""
+    """Static vs continuous batching and the seed's claim about it (the page as it opens): the finding and its chart
+    first, the settings that move it one click below, then the details."""
     sw = None  # the batch sweep, when it runs
-    try:
-        setup = controls.serving_setup()
-        cmp = runs.batching(setup)
-    except ValueError as exc:
-        st.error(t("serving.cannot_simulate", why=plain(why(exc, L))))
-        cmp = None
-
-    if cmp is not None:
-        static, cont = cmp.results["static"], cmp.results["continuous"]
+    finding = st.container()
+    with st.expander(controls.settings_label(), expanded=False, icon=":material/tune:"):
+        try:
+            setup = controls.serving_setup()
+            cmp = runs.batching(setup)
+        except ValueError as exc:
+            st.error(t("serving.cannot_simulate", why=plain(why(exc, L))))
+            cmp = None
+    if cmp is None:
+        return
+    static, cont = cmp.results["static"], cmp.results["continuous"]
+    with finding:
         st.caption(cmp.budget_caption(L))
         m = st.columns(4)
         m[0].metric(t("serving.m.static"), f"{static.tokens_per_s:,.0f}")
@@ -57,33 +61,32 @@ def render_batching() -> None:
         m[2].metric(t("serving.m.ratio"), f"{cmp.speedup:.2f}×")
         m[3].metric(t("serving.m.preemptions"), f"{cont.num_preemptions:,}", help=t("serving.m.preemptions_help"))
         st.markdown(cmp.summary(L))
-        table = cmp.to_frame().round(3)
-        show_readable(table, L)
-        st.download_button(t("serving.download"), table.to_csv(index=False).encode(), file_name="serving.csv",
-                           mime="text/csv")
-        st.caption(t("serving.table_caption"))
-
-        st.header(t("serving.h.who"))
         shown = runs.batching_figures(setup, controls.gantt_rows(), L)
         show_chart(shown["gantt"], width="stretch")
         st.caption(t("serving.gantt_caption"))
-        g = st.columns(2)
-        show_chart_in(g[0], shown["occupancy"], width="stretch")
-        show_chart_in(g[1], shown["kv"], width="stretch")
-        show_chart(shown["latency"], width="stretch")
 
-        if controls.sweep_on():
-            try:
-                sw = runs.sweep(setup)
-            except ValueError as exc:
-                st.error(t("serving.sweep_cannot", why=plain(why(exc, L))))
-            if sw is not None:
-                frame = sw.to_frame()
-                show_chart(figs.batch_sweep(frame, setup.max_batch, sw.takeaway(L), L), width="stretch")
-                show_readable(frame.round(2), L)
-    if cmp is not None:
-        st.header(t("serving.h.claims"))
-        render_claims(batching_claims(cmp, sw, lang=L), "serving")
+    st.header(t("serving.h.details"))
+    table = cmp.to_frame().round(3)
+    show_readable(table, L)
+    st.download_button(t("serving.download"), table.to_csv(index=False).encode(), file_name="serving.csv",
+                       mime="text/csv")
+    st.caption(t("serving.table_caption"))
+    g = st.columns(2)
+    show_chart_in(g[0], shown["occupancy"], width="stretch")
+    show_chart_in(g[1], shown["kv"], width="stretch")
+    show_chart(shown["latency"], width="stretch")
+
+    if controls.sweep_on():
+        try:
+            sw = runs.sweep(setup)
+        except ValueError as exc:
+            st.error(t("serving.sweep_cannot", why=plain(why(exc, L))))
+        if sw is not None:
+            frame = sw.to_frame()
+            show_chart(figs.batch_sweep(frame, setup.max_batch, sw.takeaway(L), L), width="stretch")
+            show_readable(frame.round(2), L)
+    st.header(t("serving.h.claims"))
+    render_claims(batching_claims(cmp, sw, lang=L), "serving")
 
 
 def render_spec() -> None:

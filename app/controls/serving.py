@@ -60,6 +60,13 @@ def register(url: UrlState) -> None:
     url.text("live_prompt", DEFAULT_LIVE_PROMPT, max_len=LIVE_MAX_PROMPT, label=t("serving.url.live_prompt"))
 
 
+def settings_label() -> str:
+    """The settings' fold, named by what they are now: the model, the GPU and the workload's size."""
+    ss, presets, gpus = st.session_state, load_presets(), load_gpus()
+    return t("serving.c.settings", model=presets[ss["model"]].name, gpu=gpus[ss["gpu"]].name,
+             batch=f"{ss['batch']:,}")
+
+
 def serving_setup() -> cp.ServingSetup:
     """Model and GPU, workload and scheduler; raises ValueError for settings that cannot be simulated."""
     presets, gpus = load_presets(), load_gpus()
