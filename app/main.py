@@ -9,6 +9,9 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
+from app.work import import_shared_libraries  # noqa: E402
+
+import_shared_libraries()  # before anything draws a figure: thirty sessions may start at once
 from app.i18n import page_title, read_lang, section_title, t  # noqa: E402
 from app.present import apply_page_style, read_present  # noqa: E402
 from app.registry import PAGES, SECTIONS  # noqa: E402

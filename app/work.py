@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -42,6 +43,18 @@ _LOG = logging.getLogger("kvlab.work")
 
 T = TypeVar("T")
 Progress = Callable[[float, str], None]
+_IMPORT_LOCK = threading.Lock()
+
+
+def import_shared_libraries() -> None:
+    """numpy and pandas wholly imported before any page runs. plotly looks pandas up in sys.modules without
+    importing it (to check whether a value is a Series), so when thirty sessions arrived at once one session's
+    figure was validated while another's thread was still halfway through importing pandas: "partially initialized
+    module 'pandas' has no attribute 'Series'" on 24 of 30 pages. The first run imports them under a lock; the
+    others wait for it, then find them complete."""
+    with _IMPORT_LOCK:
+        import numpy  # noqa: F401
+        import pandas  # noqa: F401
 
 
 @dataclass

@@ -54,7 +54,7 @@ def test_model_rates_count_the_work_not_the_wait_for_a_core(monkeypatch):
     """Issue 39, item 9: rates timed by wall clock while thirty browsers loaded two cores made a 0.2-s Decode cost
     run look like 3.2 s, above the 3-s limit, so it waited for a button nobody pressed. On the work clock (one torch
     thread: the thread's CPU time) time spent waiting for a core does not count. Here a forward pass that only
-    waits (sleeps 50 ms, no CPU) must fit as next to nothing, where the wall clock would give 50 ms a call."""
+    waits (sleeps 50 ms, next to no CPU) must fit at a tenth of what the wall clock gives, 50 ms a call, at most."""
     import sim.model.generate as generate
     from app.work import work_clock
     from sim.model.measure import measure_rates
@@ -67,10 +67,28 @@ def test_model_rates_count_the_work_not_the_wait_for_a_core(monkeypatch):
 
     monkeypatch.setattr(generate, "prefill", lambda *args, **kwargs: time.sleep(0.05))
     rates = measure_rates(random_model(), "sdpa", repeats=1, clock=time.thread_time)
-    assert rates.per_call_s < 0.01 and rates.seconds(generate_work()) < 0.01, rates
+    # the wall clock gives at least 0.05 s a call, 8.8 s for the 176 calls of the work below: ten times less at most
+    assert rates.per_call_s < 0.005 and rates.seconds(generate_work()) < 0.88, rates
 
 
 def generate_work():
     from sim.work.run_cost import cached_work, naive_work
 
     return cached_work(26, 88) + naive_work(26, 88)  # the classroom's slowest Decode cost link
+
+
+def test_pandas_is_imported_whole_before_any_page_of_the_app_runs():
+    """Issue 39, item 9: with thirty sessions starting at once, plotly (which reads pandas from sys.modules without
+    importing it) met a half-imported pandas in 24 of 30 sessions. The app's entry imports numpy and pandas under one
+    lock before its pages: in a fresh interpreter, after the entry's call, pandas is whole."""
+    import ast
+
+    tree = ast.parse((ROOT / "app" / "main.py").read_text())
+    calls = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and getattr(n.func, "id", "") == "import_shared_libraries"]
+    page_imports = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                    and n.module in ("app.i18n", "app.present", "app.registry", "app.sidebar")]
+    assert calls and min(calls) < min(page_imports)
+    code = ("import sys\nfrom app.work import import_shared_libraries\nimport_shared_libraries()\n"
+            "assert hasattr(sys.modules['pandas'], 'Series') and hasattr(sys.modules['numpy'], 'ndarray')\n")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
