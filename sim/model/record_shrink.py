@@ -3,9 +3,9 @@
     python -m sim.model.record_shrink [--out assets/models/smollm2_shrink.json] [--threads 2]
 
 Every cell of sim.model.real_recorded.RealShrinkSetup() (the full cache, four eviction policies at two budgets,
-four quantizations) through the three checks of sim.model.real_checks: about 5 minutes on a quiet 2-core CPU
-(sized for that: a 32-token long generation, two quote and two chat trials, 200 tokens of filler); 30 on one
-shared with a few other jobs.
+four quantizations) through the three checks of sim.model.real_checks: a few minutes of CPU time (sized for
+that: a 32-token long generation, one quote and one chat trial, 200 tokens of filler); on a 2-core machine
+shared with other jobs it took the wall time its provenance records.
 Without the real model it exits 2 with one line.
 """
 
