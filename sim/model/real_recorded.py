@@ -26,9 +26,9 @@ MAX_RECORDED_BYTES = 4 << 20
 class RealShrinkSetup:
     methods: tuple[str, ...] = EVICT_METHODS + QUANT_METHODS
     budgets: tuple[float, ...] = (0.25, 0.5)
-    num_new: int = 32  # the long generation
-    num_trials: int = 1  # quote and chat prompts each (more: --trials; each costs a few CPU-minutes here)
-    filler_tokens: int = 200  # held-out text between the passage and its cue
+    num_new: int = 64  # the long generation
+    num_trials: int = 3  # quote and chat prompts each
+    filler_tokens: int = 300  # held-out text between the passage and its cue
     seed: int = 0
 
     def __post_init__(self) -> None:

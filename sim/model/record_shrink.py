@@ -3,9 +3,9 @@
     python -m sim.model.record_shrink [--out assets/models/smollm2_shrink.json] [--threads 1]
 
 Every cell of sim.model.real_recorded.RealShrinkSetup() (the full cache, four eviction policies at two budgets,
-four quantizations) through the three checks of sim.model.real_checks: a few minutes of CPU time (sized for
-that: a 32-token long generation, one quote and one chat trial, 200 tokens of filler); on a 2-core machine
-shared with other jobs it took the wall time its provenance records.
+four quantizations) through the three checks of sim.model.real_checks, sized to finish in a few minutes on one
+CPU thread (a 64-token long generation, three quote and three chat trials, 300 tokens of filler); its
+provenance records the wall time it took.
 Without the real model it exits 2 with one line.
 """
 
