@@ -102,7 +102,8 @@ def test_shrink_page_shows_the_recorded_grid_and_its_verdict_on_the_real_model()
     shown = [unescaped(m.value) for m in at.markdown]
     _, sentence = verdict(data["rows"])
     assert f"**{sentence}**" in shown
-    assert any("Recorded by" in unescaped(c.value) and data["provenance"]["torch"] in c.value for c in at.caption)
+    assert any("Recorded by" in unescaped(c.value) and data["provenance"]["torch"] in unescaped(c.value)
+               for c in at.caption)
     assert at.session_state["model"] == "smollm2"
 
 
