@@ -66,3 +66,11 @@ def run_real_probe(kind: str, num_tokens: int, measure, *, what: str, button: st
 
     return run_job(kind, (num_tokens,), SMOLLM2_RATES["eager"].seconds(prefill_work(num_tokens)) + 2.0, work,
                    what=what, button=button, auto=False)
+
+
+def token_labels(ids: list[int], real=None) -> list[str]:
+    """One short label per token for a chart's axis: the byte itself for the tiny model, the token's text (its
+    leading space as ␣) for the real one."""
+    if real is None:
+        return [repr(chr(tok))[1:-1] if 32 <= tok < 127 else "·" for tok in ids]
+    return [repr(real.decode([tok]).replace(" ", "␣"))[1:-1][:12] or "·" for tok in ids]

@@ -6,9 +6,10 @@ from app.claims import render_claims
 from app.controls.decode_cost import STEP_KINDS, fall_back_from_graph, graph_unavailable_here, step_label, step_radio
 from app.figures import decode as figs
 from app.i18n import lang, page_title, t
+from app.model_picker import picker, register, token_labels
 from app.present import show_chart, show_chart_in
 from app.resources import model_or_stop as load_model
-from app.resources import model_rates
+from app.resources import model_rates, real_model_or_none
 from app.runs.decode_profile import profile_step
 from app.tabs import LazyTabs
 from app.text import plain
@@ -29,11 +30,12 @@ from sim.cost.decode_readouts import (
 from sim.cost.opcount import generation_flops
 from sim.cost.presets import load_presets
 from sim.i18n import text
-from sim.model.generate import MODES, SamplingConfig, encode, run_comparison
+from sim.model.generate import MODES, SamplingConfig, decode, encode, run_comparison
 from sim.model.graph_step import step_caption
+from sim.model.real_source import MODEL_KEY
 from sim.model.step_profile import MAX_PROFILE_CONTEXT
 from sim.model.transformer import PRESETS
-from sim.work.run_cost import cached_work, naive_work
+from sim.work.run_cost import SMOLLM2_RATES, cached_work, naive_work
 
 DEFAULT_PROMPT = "HAMLET.\nTo be, or not to be"
 MAX_PROMPT_BYTES = 256
@@ -63,12 +65,14 @@ url.choice("scale_model", "llama-3.1-8b" if "llama-3.1-8b" in presets else next(
 url.int("scale_n", 8192, SCALE_LENGTHS[0], SCALE_LENGTHS[-1], label=t("decode.url.scale_n"))
 result_tabs = LazyTabs("decode_cost", {k: t(f"decode.tab.{k}") for k in RESULT_TABS})
 result_tabs.register(url)
+register(url)
 url.show_problems()
 graph_reason = graph_unavailable_here()
 fall_back_from_graph(graph_reason)
 if st.session_state["scale_n"] not in SCALE_LENGTHS:  # a URL may carry any in-range integer
     st.session_state["scale_n"] = min(SCALE_LENGTHS, key=lambda v: abs(v - st.session_state["scale_n"]))
 
+real = real_model_or_none() if picker() == MODEL_KEY else None  # None: the tiny model (or the reason shown)
 with st.form("run"):
     left, right = st.columns([3, 2])
     left.text_area(t("decode.prompt"), key="prompt", height=90, max_chars=MAX_PROMPT_BYTES,
@@ -85,7 +89,7 @@ with st.form("run"):
     c[4].number_input(t("decode.budget"), 1, 600, key="budget", help=t("decode.budget_help"))
     go = st.form_submit_button(t("decode.run"), type="primary")
 
-prompt_ids = encode(st.session_state["prompt"])
+prompt_ids = real.encode(st.session_state["prompt"]) if real else encode(st.session_state["prompt"])
 n_new = st.session_state["n"]
 error = None
 if not prompt_ids:
@@ -104,8 +108,9 @@ else:
     variant, attn, step = st.session_state["variant"], st.session_state["attn"], st.session_state["step"]
     budget = float(st.session_state["budget"])
     run_key = (tuple(prompt_ids), variant, n_new, sampling, attn, budget, step)
-    model = load_model(variant)
-    rates = model_rates(variant, attn)
+    model = real.model if real else load_model(variant)
+    rates = SMOLLM2_RATES[attn] if real else model_rates(variant, attn)
+    run_key = (*run_key, MODEL_KEY) if real else run_key
     cached_s = rates.seconds(cached_work(len(prompt_ids), n_new))
     naive_s = rates.seconds(naive_work(len(prompt_ids), n_new))
     estimate = cached_s + min(naive_s, budget)
@@ -128,7 +133,7 @@ else:
         res = None
 if not error and res is not None:
     st.session_state["decode_cost.result"] = res  # the run the page shows (tests read it)
-    cfg = PRESETS[variant]
+    cfg = model.cfg
     frames = {m: res.to_frame(m) for m in MODES}
     cached_ids = [r.token for r in res.cached]
     diff, k = res.first_difference, res.compared
@@ -152,7 +157,7 @@ if not error and res is not None:
         st.caption(measured_caption(res.conditions, time.time(), L))
     if res.step != "eager":
         st.caption(step_caption(res.step, res.cached[-1].kv_len, L))  # the cache holds every position fed
-    st.code(st.session_state["prompt"] + bytes(cached_ids).decode("utf-8", errors="replace"), language=None,
+    st.code(st.session_state["prompt"] + (real.decode(cached_ids) if real else decode(cached_ids)), language=None,
             wrap_lines=True)
 
     formula = {mo: [sum(s.values()) for s in generation_flops(cfg, len(prompt_ids), n_new, mo)] for mo in MODES}
@@ -177,8 +182,7 @@ if not error and res is not None:
             st.caption(t("decode.parts_caption"))
         elif tab == "grid":
             rows = min(GRID_STEPS, n_new)
-            labels = [repr(chr(tok))[1:-1] if 32 <= tok < 127 else "·"
-                      for tok in (prompt_ids + cached_ids)[: len(prompt_ids) + rows - 1]]
+            labels = token_labels((prompt_ids + cached_ids)[: len(prompt_ids) + rows - 1], real)
             grids = {mo: computed_grid(len(prompt_ids), rows, mo) for mo in MODES}
             show_chart(figs.computed_grid(grids["naive"], grids["cached"], labels,
                                           grid_takeaway(grids["naive"], grids["cached"], L), L), width="stretch")

@@ -302,3 +302,22 @@ def test_chat_template_refuses_what_it_cannot_render():
     assert ChatTemplate.from_jinja(plain).render([("user", "hi")]) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     with pytest.raises(ValueError):
         ChatTemplate().render([("robot", "hi")])
+
+
+def test_the_cache_keeps_at_most_two_conversions_and_writes_atomically(tmp_path, monkeypatch):
+    from sim.model.config import ModelConfig
+
+    monkeypatch.setenv("KVLAB_CACHE_DIR", str(tmp_path))
+    for i, sha in enumerate(["11" * 32, "22" * 32, "33" * 32]):
+        weights, tok = gguf_load._cached_paths(sha)
+        weights.write_bytes(b"old")
+        tok.write_text("{}")
+        os.utime(weights, (1_000 + i, 1_000 + i))
+    cfg = ModelConfig(name="t", n_layers=1, d_model=8, n_heads=2, n_kv_heads=1, d_ff=16, max_seq_len=16)
+    vocab = gguf_load.Vocab(["a"], [1], ["a a"], "gpt2", None, None)
+    state = {"model.embed_tokens.weight": torch.zeros(256, 8)}
+    assert gguf_load._save_converted("44" * 32, cfg, state, "{}", vocab, ChatTemplate())
+    kept = sorted(p.name[5:7] for p in tmp_path.glob("gguf-*.safetensors"))
+    assert kept == ["33", "44"]  # the newest old one and the new one; the two oldest went
+    assert sorted(p.name[5:7] for p in tmp_path.glob("gguf-*.tokenizer.json")) == ["33", "44"]
+    assert not list(tmp_path.glob("*.tmp"))  # no temporary file left behind

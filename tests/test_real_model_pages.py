@@ -102,7 +102,8 @@ def test_shrink_page_shows_the_recorded_grid_and_its_verdict_on_the_real_model()
     shown = [unescaped(m.value) for m in at.markdown]
     _, sentence = verdict(data["rows"])
     assert f"**{sentence}**" in shown
-    assert any("Recorded by" in unescaped(c.value) and data["provenance"]["torch"] in c.value for c in at.caption)
+    assert any("Recorded by" in unescaped(c.value) and data["provenance"]["torch"] in unescaped(c.value)
+               for c in at.caption)
     assert at.session_state["model"] == "smollm2"
 
 
@@ -193,3 +194,19 @@ def test_attention_sink_baseline_is_the_even_spread():
     share = np.array([0.5, 0.01, 0.3])
     s = SinkResult(64, 16, share, float(np.mean([1 / (i + 1) for i in range(16, 64)])))
     assert s.median == 0.3 and s.layers_above(10) == 2
+
+
+def test_decode_cost_runs_on_the_real_model_with_its_tokens(real):
+    prompt = "The capital of France is"
+    at = run_in_app("decode_cost", {"model": "smollm2", "prompt": prompt, "n": "4", "budget": "5"}, timeout=600)
+    assert not at.exception
+    assert at.session_state["model"] == "smollm2"
+    if "decode_cost.result" not in at.session_state:  # it waits for its button when the estimate is over budget
+        next(b for b in at.button if b.label == "Run naive and cached").click().run(timeout=600)
+        assert not at.exception
+    res = at.session_state["decode_cost.result"]
+    ids = real.encode(prompt)
+    assert res.first_difference is None and res.cached[0].position == len(ids)  # the real tokens, not bytes
+    from sim.model.generate import generate
+
+    assert [r.token for r in res.cached] == generate(real.model, ids, 4, "cached", attn_impl="sdpa", count=False).new_ids

@@ -97,7 +97,7 @@ def sink_bars(share: np.ndarray, uniform: float, title: str, lang: str = "en") -
     """The real model's attention on token 0 per layer (%), against the even spread's share as a dashed line."""
     fig = go.Figure()
     fig.add_bar(x=list(range(len(share))), y=[100 * s for s in share], marker_color=CACHED,
-                hovertemplate="%{x}: %{y:.1f}%<extra></extra>", showlegend=False)
+                hovertemplate=text(lang, "real.sink.hover"), showlegend=False)
     fig.add_hline(y=100 * uniform, line=dict(color=NAIVE, dash="dash"))
     base_layout(fig, "", text(lang, "real.sink.x"), text(lang, "real.sink.y"))
     fig.update_yaxes(range=[0, 100])

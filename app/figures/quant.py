@@ -177,7 +177,7 @@ def real_channel_heatmaps(k_mean: np.ndarray, v_mean: np.ndarray, lang: str = "e
     for col, m in enumerate((k_mean, v_mean), start=1):
         fig.add_heatmap(z=m, colorscale="Viridis", row=1, col=col, colorbar=dict(x=0.44 if col == 1 else 1.0,
                         title=text(lang, "real.kv.color")),
-                        hovertemplate="%{y} · %{x}: %{z:.2f}<extra></extra>")
+                        hovertemplate=text(lang, "real.kv.hover"))
         fig.update_xaxes(title_text=text(lang, "real.kv.x"), row=1, col=col)
         fig.update_yaxes(title_text=text(lang, "real.kv.y"), row=1, col=col)
     base_layout(fig, "", "", "", height=440)

@@ -147,7 +147,7 @@ def real_section() -> None:
                  machine=plain(prov["machine"]), torch=plain(prov["torch"]), threads=f"{prov['threads']}",
                  date=plain(prov["date"]), cells=f"{len(rows)}", seconds=f"{prov['seconds']:,.0f}",
                  tokens=f"{rows[0]['num_tokens']:,}"))
-    st.caption(t("real.chat_answer", answer=code(rows[0]["chat_answer"])))
+    st.caption(t("real.chat_answer", answer=code(rows[0]["chat_answer"].split("<|im_end|>")[0])))  # its own turn
     if why:
         return
     st.markdown(f"**{t('real.rerun.h')}**")

@@ -1,11 +1,11 @@
 """Record the real model's Shrink-the-cache grid, with its provenance, for the page to show at once.
 
-    python -m sim.model.record_shrink [--out assets/models/smollm2_shrink.json] [--threads 2]
+    python -m sim.model.record_shrink [--out assets/models/smollm2_shrink.json] [--threads 1]
 
 Every cell of sim.model.real_recorded.RealShrinkSetup() (the full cache, four eviction policies at two budgets,
-four quantizations) through the three checks of sim.model.real_checks: about 5 minutes on a quiet 2-core CPU
-(sized for that: a 32-token long generation, two quote and two chat trials, 200 tokens of filler); 30 on one
-shared with a few other jobs.
+four quantizations) through the three checks of sim.model.real_checks, sized to finish in a few minutes on one
+CPU thread (a 64-token long generation, three quote and three chat trials, 300 tokens of filler); its
+provenance records the wall time it took.
 Without the real model it exits 2 with one line.
 """
 
@@ -48,7 +48,8 @@ def _cpu() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=RECORDED)
-    ap.add_argument("--threads", type=int, default=2)
+    # one thread: on a machine shared with other jobs, two BLAS threads waiting on each other ran a prefill 6× slower
+    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     if not 1 <= args.threads <= 64:
         ap.error(f"--threads must be in 1..64, got {args.threads}")
@@ -77,7 +78,7 @@ def main() -> int:
         r.pop("long_tokens")
     data = {
         "provenance": {
-            "command": "python -m sim.model.record_shrink" + (f" --threads {args.threads}" if args.threads != 2 else ""),
+            "command": "python -m sim.model.record_shrink" + (f" --threads {args.threads}" if args.threads != 1 else ""),
             "commit": commit, "machine": f"{_cpu()}, {os.cpu_count()} CPUs, {platform.system()}",
             "torch": torch.__version__, "python": platform.python_version(), "threads": args.threads,
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "model": real.cfg.name,
