@@ -23,6 +23,7 @@ import json
 import sys
 from pathlib import Path
 
+from app.cli import fail
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
 from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, MAX_TP, EngineConfig, engine_allocation
 from sim.cost.kv_readouts import group_rows
@@ -149,9 +150,8 @@ def main(name: str = "kv", argv: list[str] | None = None) -> int:
         print(run(args))
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    except (UsageError, ValueError) as exc:
-        print(f"error: {' '.join(str(exc).split())[:600]}", file=sys.stderr)
-        return 2
+    except (UsageError, ValueError) as exc:  # one line, control characters written out, shortened
+        return fail(exc, name)
     return 0
 
 

@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from app.cli import fail
 from app.cli_kv import CLI_KV_DTYPES, UsageError, _read
 from sim.cost.hf_config import parse_hf_config_with_notes
 from sim.cost.kv_engine import BLOCK_SIZES, EngineConfig
@@ -73,9 +74,8 @@ def main(name: str = "prefix-hit", argv: list[str] | None = None) -> int:
         print(run(args))
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    except (UsageError, ValueError) as exc:
-        print(f"error: {' '.join(str(exc).split())[:600]}", file=sys.stderr)
-        return 2
+    except (UsageError, ValueError) as exc:  # one line, control characters written out, shortened
+        return fail(exc, name)
     return 0
 
 

@@ -96,7 +96,7 @@ def test_bad_input_exits_2_with_one_line(capsys, tmp_path, make, argv, message):
         argv = ["--config", str(f), *argv]
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
+    assert err.count("\n") == 1 and err.startswith("kv: ") and message in err, err
 
 
 def test_a_directory_is_not_a_config(capsys, tmp_path):

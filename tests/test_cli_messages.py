@@ -31,3 +31,13 @@ def test_usage_names_the_whole_command_and_help_lists_the_names(capsys):
         assert f" {name}," in flat or f" {name} " in flat  # each name whole, never cut at a hyphen
     code, _, err = run(capsys, "prefix", "--trace")
     assert code == 2 and err == "prefix: argument --trace: expected one argument\n"  # errors: the short name
+
+
+def test_every_subcommand_prints_untrusted_text_escaped_on_one_line(tmp_path, capsys):
+    """kv and prefix-hit word their errors as prefix and serve do: 'name: …', control characters written out."""
+    bad = str(tmp_path / "no\x1b[31mconfig.json")
+    for sub, argv in (("kv", ["--config", bad, "--context", "8"]),
+                      ("prefix-hit", ["--config", bad, "--prompt-len", "8"])):
+        code, out, err = run(capsys, sub, *argv)
+        assert code == 2 and out == "" and err.startswith(f"{sub}: ") and err.count("\n") == 1
+        assert "\x1b" not in err and "\\x1b[31m" in err
