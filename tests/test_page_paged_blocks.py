@@ -69,9 +69,11 @@ def test_widgets_change_the_numbers_and_the_url():
     for key, value in (("lengths", "uniform"), ("block_size", "32"), ("capacity", "8192")):
         got = at.query_params[key]
         assert (got[0] if isinstance(got, list) else got) == value
-    # the block-size example follows the slider: 17 tokens in 32-token blocks
+    # the block-size example (its own tab) follows the slider: 17 tokens in 32-token blocks
+    at = open_page(block_size=32, tab="block_size")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Blocks of 32"] == "1" and metrics["Share of their slots used"] == "53.1%"
+    assert at.query_params["tab"] == "block_size"
 
 
 def test_a_shared_link_opens_the_same_view():
@@ -84,6 +86,16 @@ def test_a_shared_link_opens_the_same_view():
     assert not at.warning
     assert_matches(at, expected(num_requests=250, seed=3, arrival="poisson", arrival_rate=0.2, spread=1.5,
                                 max_tokens=512, block_size=8))
+
+
+def test_the_page_opens_on_where_the_memory_goes_and_each_section_from_its_link():
+    """One section at a time: the default is the finding (memory and how many fit); the others open from tab=."""
+    at = open_page()
+    assert at.query_params["tab"] == "memory" and len(at.get("plotly_chart")) == 3
+    for tab in ("pool", "block_size", "fork"):
+        other = open_page(tab=tab)
+        assert other.query_params["tab"] == tab and other.get("plotly_chart")
+        assert not [m for m in other.metric if m.label == "Paged (vLLM)"]  # the memory section did not run
 
 
 def test_bad_url_values_fall_back_with_a_warning():
@@ -107,7 +119,7 @@ def test_impossible_settings_are_an_error_not_a_traceback(params, message):
 
 
 def test_block_grid_and_table_come_from_the_pool():
-    at = open_page(requests=200, frame=10)
+    at = open_page(requests=200, frame=10, tab="pool")
     wcfg, scfg = LengthWorkloadConfig(num_requests=200), ServingConfig()
     cmp = compare_policies(make_workload(wcfg), scfg)
     last = min(cmp.results["paged"].makespan - 1, 20_000)
@@ -118,7 +130,7 @@ def test_block_grid_and_table_come_from_the_pool():
     assert box.options == [str(r) for r in running] and box.value == running[0]
     box.set_value(running[-1]).run()
     assert not at.exception
-    pd.testing.assert_frame_equal(at.dataframe[1].value.reset_index(drop=True), snap.table_frame(running[-1]))
+    pd.testing.assert_frame_equal(at.dataframe[0].value.reset_index(drop=True), snap.table_frame(running[-1]))
     n = snap.req_to_num_tokens[running[-1]]
     blocks = len(snap.req_to_block_table[running[-1]])
     assert any(f"Request **{running[-1]}** holds **{n}** tokens in **{blocks}** blocks" in m.value for m in at.markdown)
@@ -128,7 +140,7 @@ def test_block_grid_and_table_come_from_the_pool():
 
 
 def test_parallel_sampling_numbers():
-    at = open_page(fork_prompt=33, fork_n=5, fork_gen=40, block_size=8)
+    at = open_page(fork_prompt=33, fork_n=5, fork_gen=40, block_size=8, tab="fork")
     r = simulate_parallel_sampling(33, 5, 40, 8)
     metrics = {m.label: m.value for m in at.metric}
     # 33 tokens = 4 full blocks + 1 token; each branch ends with 73 tokens = 10 blocks, 4 of them shared
@@ -139,7 +151,7 @@ def test_parallel_sampling_numbers():
 
 
 def test_real_model_decodes_through_block_tables():
-    at = open_page(live="1", live_new=24, live_branches=2, live_bs="4")
+    at = open_page(live="1", live_new=24, live_branches=2, live_bs="4", tab="live")
     if not checkpoint_path("mha").is_file():
         assert any("not available" in w.value for w in at.warning)
         return

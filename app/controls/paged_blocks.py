@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app.i18n import t
+from app.tabs import LazyTabs
 from app.urlstate import UrlState
 from app.workload import RateInput, draw_workload, register_workload, workload_config
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
@@ -39,7 +40,20 @@ def register(url: UrlState) -> None:
     url.float("live_temp", 0.8, 0.0, 2.0, label=t("paged.url.live_temperature"))
     url.choice("live_bs", "8", [str(b) for b in LIVE_BLOCK_SIZES], label=t("paged.url.live_block_size"))
     url.int("live_seed", 0, 0, 2**31 - 1, label=t("paged.url.live_seed"))
+    page_tabs().register(url)
     url.show_problems()
+
+
+def page_tabs() -> LazyTabs:
+    """The page's sections, one open at a time (tab= in the link), labelled in the page language: it opens on
+    where the memory goes and how many requests fit."""
+    return LazyTabs("paged_blocks", {k: t(f"paged.tab.{k}") for k in ("memory", "pool", "block_size", "fork", "live")})
+
+
+def settings_label() -> str:
+    """The workload's fold, named by what it holds now."""
+    ss = st.session_state
+    return t("paged.c.settings", n=f"{ss['requests']:,}", cap=f"{ss['capacity']:,}", bs=f"{ss['block_size']}")
 
 
 def workload_and_memory() -> tuple[LengthWorkloadConfig, ServingConfig]:
