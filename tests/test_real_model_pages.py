@@ -225,3 +225,18 @@ def test_kv_quantization_measures_k_and_v_of_the_real_model(real):
                for s in shown), shown[:5]
     per_channel, per_token = kv.bits_to_mse[2]
     assert any(f"per-channel scales (KIVI) give a mean squared error of {per_channel:.2e}" in s for s in shown)
+
+
+def test_one_cell_of_the_recorded_grid_reruns_live(real):
+    data = load_recorded()
+    if data is None:
+        pytest.skip("no recorded grid")
+    at = run_in_app("shrink_cache", {"model": "smollm2", "cell": "full"}, timeout=600)
+    assert not at.exception
+    at.button(key=next(b.key for b in at.button if b.label == "Rerun this cell")).click().run(timeout=600)
+    assert not at.exception
+    rec = data["rows"][0]
+    said = [unescaped(m.value) for m in (*at.success, *at.warning) if "Live rerun of The full FP16 cache" in m.value]
+    assert len(said) == 1
+    if said[0].startswith("Live rerun of The full FP16 cache: the same scores"):  # same arithmetic as when recorded
+        assert f"quote {100 * rec['quote_prefix'] / rec['quote_max']:.0f}%" in said[0]
