@@ -70,7 +70,7 @@ def run_real_probe(kind: str, num_tokens: int, measure, *, what: str, button: st
 
 def token_labels(ids: list[int], real=None) -> list[str]:
     """One short label per token for a chart's axis: the byte itself for the tiny model, the token's text (its
-    leading space as ␣) for the real one."""
+    leading space as ␣) with its position for the real one (a heatmap merges equal labels)."""
     if real is None:
         return [repr(chr(tok))[1:-1] if 32 <= tok < 127 else "·" for tok in ids]
-    return [repr(real.decode([tok]).replace(" ", "␣"))[1:-1][:12] or "·" for tok in ids]
+    return [f"{repr(real.decode([tok]).replace(' ', '␣'))[1:-1][:12] or '·'}<sub>{i}</sub>" for i, tok in enumerate(ids)]

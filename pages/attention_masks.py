@@ -3,9 +3,10 @@ import streamlit as st
 
 from app.figures import masks as figs
 from app.i18n import lang, page_title, t
-from app.model_picker import picker, real_unavailable, register, run_real_probe
+from app.model_picker import picker, real_unavailable, register, run_real_probe, token_labels
 from app.present import show_chart, show_table
 from app.resources import model_or_stop as load_model
+from app.resources import real_model
 from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued
@@ -188,6 +189,11 @@ if picker() == MODEL_KEY and not (why := real_unavailable()):
                                                                 uniform=pct["uniform"]), L), key="masks_sink")
         st.caption(t("real.sink.sentence", n=f"{sink.num_tokens:,}", skip=f"{sink.skip}", lo=f"{sink.share.argmin()}",
                      hi=f"{sink.share.argmax()}", many=f"{sink.layers_above(10)}", **pct))
+        lo, hi, m = int(sink.share.argmin()), int(sink.share.argmax()), sink.maps.shape[1]
+        show_chart(figs.attention_pair(sink.maps[lo], sink.maps[hi], token_labels(list(sink.ids[:m]), real_model()),
+                                       (t("real.map.layer", layer=f"{lo}"), t("real.map.layer", layer=f"{hi}")),
+                                       t("real.map.title", n=f"{m}", lo=f"{lo}", hi=f"{hi}", min=pct["min"],
+                                         max=pct["max"]), L), key="masks_real_map")
 elif st.session_state["model"] == MODEL_KEY:
     st.info(why, icon=":material/download:")
 else:

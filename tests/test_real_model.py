@@ -321,3 +321,20 @@ def test_the_cache_keeps_at_most_two_conversions_and_writes_atomically(tmp_path,
     assert kept == ["33", "44"]  # the newest old one and the new one; the two oldest went
     assert sorted(p.name[5:7] for p in tmp_path.glob("gguf-*.tokenizer.json")) == ["33", "44"]
     assert not list(tmp_path.glob("*.tmp"))  # no temporary file left behind
+
+
+def test_the_command_line_exits_2_with_one_line_on_a_bad_file(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    junk = tmp_path / "model.gguf"
+    junk.write_text("not a model")
+    root = Path(__file__).resolve().parent.parent
+    for path in (junk, tmp_path / "missing.gguf"):
+        out = subprocess.run([sys.executable, "-m", "benchmarks.real_model", "--gguf", str(path)], cwd=root,
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "KVLAB_CACHE_DIR": str(tmp_path / "cache")})
+        assert out.returncode == 2, out.stderr[-1000:]
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and str(path) in lines[0]

@@ -210,3 +210,33 @@ def test_decode_cost_runs_on_the_real_model_with_its_tokens(real):
     from sim.model.generate import generate
 
     assert [r.token for r in res.cached] == generate(real.model, ids, 4, "cached", attn_impl="sdpa", count=False).new_ids
+
+
+def test_kv_quantization_measures_k_and_v_of_the_real_model(real):
+    from sim.model.real_probe import kv_channels, probe_ids
+
+    at = run_in_app("kv_quantization", {"lm": "smollm2"}, timeout=600)
+    assert not at.exception
+    at.button(key=next(b.key for b in at.button if b.label == "Measure K and V")).click().run(timeout=600)
+    assert not at.exception
+    kv = kv_channels(real.model, probe_ids(real, 256))
+    shown = [unescaped(m.value) for m in at.markdown]
+    assert any(f"the largest K channel is on average {kv.k_ratio.mean():.1f}× its layer's median channel" in s
+               for s in shown), shown[:5]
+    per_channel, per_token = kv.bits_to_mse[2]
+    assert any(f"per-channel scales (KIVI) give a mean squared error of {per_channel:.2e}" in s for s in shown)
+
+
+def test_one_cell_of_the_recorded_grid_reruns_live(real):
+    data = load_recorded()
+    if data is None:
+        pytest.skip("no recorded grid")
+    at = run_in_app("shrink_cache", {"model": "smollm2", "cell": "full"}, timeout=600)
+    assert not at.exception
+    at.button(key=next(b.key for b in at.button if b.label == "Rerun this cell")).click().run(timeout=600)
+    assert not at.exception
+    rec = data["rows"][0]
+    said = [unescaped(m.value) for m in (*at.success, *at.warning) if "Live rerun of The full FP16 cache" in m.value]
+    assert len(said) == 1
+    if said[0].startswith("Live rerun of The full FP16 cache: the same scores"):  # same arithmetic as when recorded
+        assert f"quote {100 * rec['quote_prefix'] / rec['quote_max']:.0f}%" in said[0]

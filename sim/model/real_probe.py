@@ -40,6 +40,8 @@ class SinkResult:
     skip: int  # queries at positions < skip are left out (they have few keys to spread over)
     share: np.ndarray  # (L,) mean attention on token 0
     uniform: float  # the mean of 1/(i+1) over the same queries
+    ids: tuple[int, ...] = ()  # the tokens measured
+    maps: np.ndarray | None = None  # (L, M, M) attention weights among the first M tokens, averaged over heads
 
     @property
     def median(self) -> float:
@@ -50,15 +52,17 @@ class SinkResult:
 
 
 @torch.inference_mode()
-def attention_sink(model: Llama, ids: list[int], skip: int = 16) -> SinkResult:
+def attention_sink(model: Llama, ids: list[int], skip: int = 16, map_tokens: int = 32) -> SinkResult:
     if not skip < len(ids) <= MAX_PROBE_TOKENS:
         raise ValueError(f"need more than {skip} and at most {MAX_PROBE_TOKENS} tokens, got {len(ids)}")
-    shares = []
+    shares, maps = [], []
+    m = min(map_tokens, len(ids))
 
     class Observer:  # sees every layer's attention weights as they are made, keeps one number per layer
         @staticmethod
         def observe(layer: int, probs: torch.Tensor) -> None:  # (B, H, T, S)
             shares.append(float(probs[0, :, skip:, 0].float().mean()))
+            maps.append(probs[0, :, :m, :m].float().mean(0).cpu().numpy())  # (M, M)
 
         @staticmethod
         def update(layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor):
@@ -66,7 +70,8 @@ def attention_sink(model: Llama, ids: list[int], skip: int = 16) -> SinkResult:
 
     model(torch.tensor([ids], device=model.device), 0, Observer(), attn_impl="eager")
     positions = np.arange(skip, len(ids))
-    return SinkResult(len(ids), skip, np.array(shares), float(np.mean(1.0 / (positions + 1))))
+    return SinkResult(len(ids), skip, np.array(shares), float(np.mean(1.0 / (positions + 1))), tuple(ids),
+                      np.stack(maps))
 
 
 @dataclass(frozen=True)
