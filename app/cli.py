@@ -36,6 +36,19 @@ def fail(message: object, prog: str = "") -> int:
     return 2
 
 
+def run_parsed(parser, run, name: str, argv: list[str] | None, errors: tuple[type[Exception], ...]) -> int:
+    """A subcommand's main: parse `argv`, print what `run(args)` returns, and turn `errors` (a bad command line, a
+    refusal) into one error line and exit code 2; --help exits 0."""
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        print(run(args))
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except errors as exc:  # one line, control characters written out, shortened
+        return fail(exc, name)
+    return 0
+
+
 # subcommand -> (module, one-line help)
 SUBCOMMANDS = {
     "kv": ("app.cli_kv", "KV-cache bytes per layer group for any Hugging Face config.json"),

@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from app.cli import fail
+from app.cli import run_parsed
 from app.cli_kv import CLI_KV_DTYPES, UsageError, _read
 from sim.cost.hf_config import parse_hf_config_with_notes
 from sim.cost.kv_engine import BLOCK_SIZES, EngineConfig
@@ -68,15 +68,7 @@ def run(args: argparse.Namespace) -> str:
 
 
 def main(name: str = "prefix-hit", argv: list[str] | None = None) -> int:
-    parser = _parser(f"python -m app.cli {name}")
-    try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-        print(run(args))
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    except (UsageError, ValueError) as exc:  # one line, control characters written out, shortened
-        return fail(exc, name)
-    return 0
+    return run_parsed(_parser(f"python -m app.cli {name}"), run, name, argv, (UsageError, ValueError))
 
 
 if __name__ == "__main__":
