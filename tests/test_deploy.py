@@ -110,6 +110,8 @@ def test_the_image_runs_the_tested_start_script_as_a_non_root_user():
     torch_pin = next(x for x in (ROOT / "requirements.txt").read_text().splitlines() if x.startswith("torch=="))
     install = next(x for x in lines if "download.pytorch.org/whl/cpu" in x)
     assert f"{torch_pin}+cpu" in install.split()  # the CPU build of the pinned version
+    from sim.model.real_source import INSTALL_COMMAND  # the real model's file, as the README and the pages say
+    assert f"&& {INSTALL_COMMAND} \\" in lines
     ignored = (ROOT / ".dockerignore").read_text().splitlines()
     for needed in ("app", "pages", "sim", "assets", "deploy", ".streamlit", "requirements.txt"):
         assert needed not in ignored and (ROOT / needed).exists()
