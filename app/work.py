@@ -28,11 +28,12 @@ import streamlit as st
 
 from app.i18n import lang
 from sim.i18n import text
-from sim.work.queue import MISSING, RateBook, ResultCache, SharedRuns, WorkQueue, remaining_s
+from sim.work.queue import MAX_WAITING, MISSING, QueueFull, RateBook, ResultCache, SharedRuns, WorkQueue, remaining_s
 from sim.work.threads import pick_num_threads
 
 AUTO_RUN_S = 3.0  # one job that starts when a page opens is estimated at no more than this
 PAGE_AUTO_S = 5.0  # and all the jobs one page run starts by itself at no more than this
+QUEUE_ENV = "KVLAB_MAX_QUEUE"  # jobs the server's queue may hold waiting (one bounded queue per server process)
 AUTO_ENV = "KVLAB_AUTO_RUN_S"  # overrides AUTO_RUN_S (page tests raise it so every section runs)
 BUDGET_KEY = "_work.auto_left"  # reset at the start of every page run (UrlState does it)
 PROGRESS_EVERY_S = 0.1  # redraw the bar at most this often (each redraw is also where a Stop lands)
@@ -67,8 +68,19 @@ class Server:
 
     @staticmethod
     def make(num_slots: int) -> Server:
-        queue, results = WorkQueue(num_slots), ResultCache(128, RESULT_BYTES)
+        queue, results = WorkQueue(num_slots, max_waiting=max_queue()), ResultCache(128, RESULT_BYTES)
         return Server(queue, results, RateBook(), SharedRuns(queue, results), SharedRuns(queue, ResultCache(64)))
+
+
+def max_queue(env: dict[str, str] | None = None) -> int:
+    """How many jobs the server's queue holds waiting (KVLAB_MAX_QUEUE, default MAX_WAITING); a bad value is
+    refused by name."""
+    raw = (os.environ if env is None else env).get(QUEUE_ENV, "").strip()
+    if not raw:
+        return MAX_WAITING
+    if not raw.isdigit() or not 1 <= int(raw) <= 10_000:
+        raise ValueError(f"{QUEUE_ENV} must be a whole number 1..10,000, got {raw[:40]!r}")
+    return int(raw)
 
 
 @st.cache_resource(show_spinner=False)
@@ -217,6 +229,10 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
 
     try:
         (result, spent), computed = srv.shared.run(key, compute, use_queue=real_model, on_wait=wait, on_same=same)
+    except QueueFull as exc:  # the queue is full: say so, queue nothing; the page's button runs it later
+        clear()
+        st.warning(exc.words(lg), icon=":material/hourglass_disabled:")
+        return None
     except Exception:
         clear()
         raise
@@ -304,6 +320,9 @@ def queued(fn: Callable[[], T], what: str) -> T:
         with server().queue.slot(wait.queue):
             wait.clear()
             return fn()
+    except QueueFull as exc:
+        st.warning(exc.words(lg), icon=":material/hourglass_disabled:")
+        st.stop()
     finally:
         wait.clear()
 
@@ -328,6 +347,9 @@ def once(kind: str, params: Hashable, fn: Callable[[], T], *, what: str, exclusi
 
     try:
         value, _ = srv.measured.run(key, compute, exclusive=exclusive, on_wait=wait.queue, on_same=wait.same)
+    except QueueFull as exc:
+        st.warning(exc.words(lg), icon=":material/hourglass_disabled:")
+        st.stop()
     finally:
         wait.clear()
     return value

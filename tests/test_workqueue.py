@@ -259,3 +259,46 @@ def test_the_result_cache_bounds_bytes_keys_included():
     assert c.put(b"x" * (2 * mib), 1)  # a key of 2 MiB (a whole trace) counts as much as a value
     assert len(c) == 1 and c.num_bytes <= c.max_bytes
     assert not c.put("huge", np.zeros(3 * mib, np.uint8)) and "huge" not in c  # never kept
+
+
+def test_the_queue_is_bounded_and_a_full_queue_refuses_without_queueing():
+    from sim.refusal import Refusal
+    from sim.work.queue import QueueFull
+
+    q = WorkQueue(1, poll_s=0.01, max_waiting=1)
+    release, waiting = threading.Event(), threading.Event()
+
+    def holder():
+        with q.slot():
+            release.wait(30)
+
+    def waiter():
+        with q.slot(lambda n: waiting.set()):
+            pass
+
+    h = _start(holder)
+    while q.num_running == 0:
+        time.sleep(0.001)
+    w = _start(waiter)
+    assert waiting.wait(30) and q.num_waiting == 1
+    with pytest.raises(QueueFull) as info:
+        with q.slot():
+            raise AssertionError("a full queue must not admit")
+    assert isinstance(info.value, Refusal) and info.value.fields == {"waiting": "1", "running": "1"}
+    assert str(info.value) == ("The server's queue is full (waiting: 1, running: 1; it holds no more). Nothing was "
+                               "queued; try again in a minute.")
+    assert q.num_waiting == 1  # the refused call left nothing behind
+    release.set()
+    for t in (h, w):
+        t.join(30)
+    assert q.num_waiting == 0 and q.num_running == 0
+
+
+def test_the_queue_bound_is_a_setting_refused_by_name_when_wrong():
+    from app.work import max_queue
+    from sim.work.queue import MAX_WAITING
+
+    assert max_queue({}) == MAX_WAITING == 64 and max_queue({"KVLAB_MAX_QUEUE": "200"}) == 200
+    for bad in ("0", "-3", "many", "1e3", "10001"):
+        with pytest.raises(ValueError, match="KVLAB_MAX_QUEUE must be a whole number 1..10,000"):
+            max_queue({"KVLAB_MAX_QUEUE": bad})

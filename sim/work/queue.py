@@ -17,8 +17,17 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from sim.refusal import Refusal
+
 T = TypeVar("T")
 MISSING = object()  # a result cache's "no such entry" (None may be a result)
+
+
+MAX_WAITING = 64  # jobs one server's queue holds waiting; past that a request is refused (KVLAB_MAX_QUEUE)
+
+
+class QueueFull(Refusal):
+    """The queue already holds its most waiting jobs: this one is refused, nothing is queued."""
 
 
 class WorkQueue:
@@ -33,10 +42,13 @@ class WorkQueue:
     any other job. Order stays first come, first served for both kinds.
     """
 
-    def __init__(self, num_slots: int, poll_s: float = 0.25) -> None:
+    def __init__(self, num_slots: int, poll_s: float = 0.25, max_waiting: int = MAX_WAITING) -> None:
         if num_slots < 1:
             raise ValueError(f"a work queue needs at least 1 slot, got {num_slots}")
+        if max_waiting < 1:
+            raise ValueError(f"a work queue needs room for at least 1 waiting job, got {max_waiting}")
         self.num_slots = num_slots
+        self.max_waiting = max_waiting
         self.poll_s = poll_s
         self._cond = threading.Condition()
         self._waiting: deque[tuple[object, bool]] = deque()
@@ -74,6 +86,8 @@ class WorkQueue:
         entry = (object(), exclusive)
         admitted = False
         with self._cond:
+            if len(self._waiting) >= self.max_waiting:  # bounded: a full queue refuses, it never grows
+                raise QueueFull("work.queue_full", waiting=f"{len(self._waiting):,}", running=f"{self._num_running:,}")
             self._waiting.append(entry)
         try:
             while True:
