@@ -28,6 +28,7 @@ import streamlit as st
 
 from app.i18n import lang
 from sim.i18n import text
+from sim.refusal import Refusal
 from sim.work.queue import MAX_WAITING, MISSING, QueueFull, RateBook, ResultCache, SharedRuns, WorkQueue, remaining_s
 from sim.work.threads import pick_num_threads
 
@@ -79,7 +80,7 @@ def max_queue(env: dict[str, str] | None = None) -> int:
     if not raw:
         return MAX_WAITING
     if not raw.isdigit() or not 1 <= int(raw) <= 10_000:
-        raise ValueError(f"{QUEUE_ENV} must be a whole number 1..10,000, got {raw[:40]!r}")
+        raise Refusal("work.bad_queue", name=QUEUE_ENV, got=repr(raw[:40]))
     return int(raw)
 
 
