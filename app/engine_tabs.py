@@ -14,7 +14,7 @@ from app.text import plain
 from sim.cost import engine_log, prefix_hit, tensor_parallel
 from sim.cost.memory import MAX_CONTEXT, MemoryConfig, kv_memory
 from sim.cost.vllm_rules import version_label
-from sim.serving.errors import why
+from sim.refusal import why
 
 MAX_URL_LOG = 6000  # bytes of a pasted log kept in the link
 

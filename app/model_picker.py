@@ -35,7 +35,7 @@ def real_unavailable() -> str | None:
     """None when the real model's wheel is installed as the lab expects; else the one line that says why not and
     how to add it (in the page language, user-visible paths escaped)."""
     from sim.model.real_source import wheel_gguf
-    from sim.serving.errors import Refusal
+    from sim.refusal import Refusal
 
     try:
         wheel_gguf()

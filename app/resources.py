@@ -124,7 +124,7 @@ def real_model():
 def real_model_or_none():
     """The real model, or None with its one-line reason in the page (how to install it, or what is wrong with
     the file); the tiny models keep working either way."""
-    from sim.serving.errors import Refusal
+    from sim.refusal import Refusal
 
     try:
         return real_model()

@@ -13,7 +13,7 @@ from app.present import number_formats, show_chart, show_table
 from app.runs import serving_engine as eruns
 from app.text import plain
 from sim.i18n import catalog, text
-from sim.serving.errors import why
+from sim.refusal import why
 from sim.serving.result import cell_words
 
 PERCENTILE_COLUMN = re.compile(r"([a-z0-9]+)_p(\d+)_(s|ms)")

@@ -24,8 +24,8 @@ from app.serving_tabs import (
 from app.text import plain
 from app.urlstate import UrlState
 from sim.cost.presets import load_presets
+from sim.refusal import why
 from sim.serving import speculative as sps
-from sim.serving.errors import why
 from sim.serving.serving_claims import batching_claims, spec_claims
 
 st.title(page_title("serving"))

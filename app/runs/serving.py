@@ -9,9 +9,9 @@ from app.figures import serving as figs
 from app.i18n import t
 from app.work import AUTO_RUN_S, job_seconds, run_job
 from sim.model import speculative as sp
+from sim.refusal import Refusal
 from sim.serving import comparison as cp
 from sim.serving import speculative as sps
-from sim.serving.errors import Refusal
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

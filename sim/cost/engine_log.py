@@ -30,7 +30,7 @@ from sim.cost.kv_engine import EngineAllocation
 from sim.cost.memory import GiB, KvMemory
 from sim.cost.tensor_parallel import tp_split
 from sim.i18n import text
-from sim.serving.errors import Refusal
+from sim.refusal import Refusal
 
 MAX_LOG_CHARS = 200_000
 MAX_LOG_LINES = 5_000

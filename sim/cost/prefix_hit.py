@@ -19,7 +19,7 @@ from sim.cost.kv_engine import EngineConfig, engine_allocation
 from sim.cost.memory import MAX_CONTEXT, MemoryConfig
 from sim.cost.vllm_rules import version_label
 from sim.i18n import text
-from sim.serving.errors import Refusal
+from sim.refusal import Refusal
 
 MAX_STAIRCASE_POINTS = 4000  # prompt lengths drawn (every jump is among them)
 

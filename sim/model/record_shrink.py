@@ -57,7 +57,7 @@ def main() -> int:
 
     from sim.model.gguf_load import load_real_model
     from sim.model.real_checks import run_grid
-    from sim.serving.errors import Refusal
+    from sim.refusal import Refusal
 
     torch.set_num_threads(args.threads)
     try:
