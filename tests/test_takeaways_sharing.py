@@ -153,9 +153,9 @@ def test_prefix_page_titles_follow_the_url():
 
 
 def test_paged_page_title_follows_the_url():
-    titles = _titles(run_page("paged_blocks", {"live": "0"}))
+    titles = _titles(run_page("paged_blocks", {"live": "0", "tab": "fork"}))  # parallel sampling's own tab
     assert ("After 24 tokens per branch, sharing saves 38%: 4 branches hold 10 blocks of 16 tokens instead of 16 as "
             "unshared copies, 2 blocks still shared") in titles
-    at = run_page("paged_blocks", {"live": "0", "fork_n": "1"})
+    at = run_page("paged_blocks", {"live": "0", "fork_n": "1", "tab": "fork"})
     assert not at.exception
     assert any(t.startswith("After 24 tokens per branch, sharing saves nothing: 1 branch holds") for t in _titles(at))
