@@ -48,8 +48,8 @@ def seen(monkeypatch):
 def _hold_queue_until(srv, event: threading.Event) -> threading.Thread:
     entered = threading.Event()
 
-    def holder():
-        with srv.queue.slot():
+    def holder():  # the machine to itself: every slot taken, however many torch threads the queue has slots for
+        with srv.queue.slot(exclusive=True):
             entered.set()
             event.wait(60)
 
