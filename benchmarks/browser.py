@@ -30,6 +30,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float, what: str, log_path: Path) -> None:
+    """Until `url`/_stcore/health answers 200; RuntimeError when the process exits first, TimeoutError when the
+    time runs out (the caller stops the process)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
+                return
+        except OSError:
+            time.sleep(0.3)
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}; see {log_path}")
+    raise TimeoutError(what)
+
+
 class AppServer:
     """`streamlit run app/main.py` on a free loopback port, stopped on exit."""
 
@@ -67,17 +82,12 @@ class AppServer:
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=self.env, stdout=self._log,
                                      stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                if urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2).status == 200:
-                    return self
-            except OSError:
-                time.sleep(0.3)
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {self.proc.returncode}; see {self.log_path}")
-        self.stop()
-        raise RuntimeError(f"streamlit did not become healthy within {timeout_s:.0f} s")
+        try:
+            wait_healthy(self.proc, self.url, timeout_s, "streamlit", self.log_path)
+        except TimeoutError:
+            self.stop()
+            raise RuntimeError(f"streamlit did not become healthy within {timeout_s:.0f} s") from None
+        return self
 
     def peak_rss_mb(self) -> float:
         """The server's peak resident memory so far (VmHWM), in MiB."""

@@ -32,7 +32,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, DONE, ROOT, AppServer, free_port
+from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, DONE, ROOT, AppServer, free_port, wait_healthy
 
 DEPLOY = ROOT / "deploy"
 HAPROXY = os.environ.get("KVLAB_HAPROXY") or shutil.which("haproxy") or "/usr/sbin/haproxy"
@@ -63,17 +63,12 @@ class Replica(AppServer):
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(self.command, cwd=ROOT, env=dict(self.env, **self.settings), stdout=self._log,
                                      stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                if urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2).status == 200:
-                    return self
-            except OSError:
-                time.sleep(0.3)
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"replica {self.name} exited with {self.proc.returncode}; see {self.log_path}")
-        self.stop()
-        raise RuntimeError(f"replica {self.name} did not become healthy within {timeout_s:.0f} s")
+        try:
+            wait_healthy(self.proc, self.url, timeout_s, f"replica {self.name}", self.log_path)
+        except TimeoutError:
+            self.stop()
+            raise RuntimeError(f"replica {self.name} did not become healthy within {timeout_s:.0f} s") from None
+        return self
 
     def kill(self) -> None:
         """A crash: SIGKILL, no shutdown (start.sh exec's Streamlit, so this is the server's own process)."""

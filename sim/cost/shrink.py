@@ -182,6 +182,15 @@ def verdict(scores: list[Score], full_quote: float, lang: str = "en") -> str:
     return text(lang, "shrink.v.sentence", head=head, full=_pct1(full_quote), parts=text(lang, "shrink.v.sep").join(parts))
 
 
+def check_methods_and_budgets(methods: tuple[str, ...], budgets: tuple[float, ...]) -> None:
+    """A shrink grid's methods are known ones and its budgets fractions in (0, 1] (ValueError naming them)."""
+    bad = [m for m in methods if m not in (*EVICT_METHODS, *QUANT_METHODS)]
+    if bad or not methods:
+        raise ValueError(f"methods must be among {', '.join((*EVICT_METHODS, *QUANT_METHODS))}, got {bad}")
+    if not budgets or any(not 0 < b <= 1 for b in budgets):
+        raise ValueError(f"budgets must be fractions in (0, 1], got {budgets}")
+
+
 @dataclass(frozen=True)
 class ShrinkSetup:
     methods: tuple[str, ...]
@@ -191,11 +200,7 @@ class ShrinkSetup:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        bad = [m for m in self.methods if m not in (*EVICT_METHODS, *QUANT_METHODS)]
-        if bad or not self.methods:
-            raise ValueError(f"methods must be among {', '.join((*EVICT_METHODS, *QUANT_METHODS))}, got {bad}")
-        if not self.budgets or any(not 0 < b <= 1 for b in self.budgets):
-            raise ValueError(f"budgets must be fractions in (0, 1], got {self.budgets}")
+        check_methods_and_budgets(self.methods, self.budgets)
         if not 16 <= self.num_new <= MAX_LONG_NEW:
             raise ValueError(f"the long generation must be 16..{MAX_LONG_NEW} tokens, got {self.num_new}")
         if not 1 <= self.num_trials <= 8:

@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sim.cost.shrink import EVICT_METHODS, QUANT_METHODS, Score
+from sim.cost.shrink import EVICT_METHODS, QUANT_METHODS, Score, check_methods_and_budgets
 from sim.i18n import text
 
 RECORDED = Path(__file__).resolve().parents[2] / "assets" / "models" / "smollm2_shrink.json"
@@ -32,11 +32,7 @@ class RealShrinkSetup:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        bad = [m for m in self.methods if m not in (*EVICT_METHODS, *QUANT_METHODS)]
-        if bad or not self.methods:
-            raise ValueError(f"methods must be among {', '.join((*EVICT_METHODS, *QUANT_METHODS))}, got {bad}")
-        if not self.budgets or any(not 0 < b <= 1 for b in self.budgets):
-            raise ValueError(f"budgets must be fractions in (0, 1], got {self.budgets}")
+        check_methods_and_budgets(self.methods, self.budgets)
         if not 16 <= self.num_new <= 1024 or not 1 <= self.num_trials <= 8 or not 64 <= self.filler_tokens <= 2048:
             raise ValueError("num_new must be 16..1024, num_trials 1..8 and filler_tokens 64..2048, got "
                              f"{self.num_new}, {self.num_trials}, {self.filler_tokens}")
