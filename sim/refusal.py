@@ -6,18 +6,25 @@ real model's. Any other ValueError is shown as it was raised, so a refusal with 
 
 from __future__ import annotations
 
-from sim.i18n import text
+from sim.msg import Msg
 
 
 class Refusal(ValueError):
-    """`Refusal("serving.err.key", n="1,024")`: the message `key` with its (already formatted) fields."""
+    """`Refusal("serving.err.key", n=1024)`: the message `key` with its fields (numbers, Msgs, names), a Msg
+    that sim/words words; `str()` is its English for logs and the command line."""
 
     def __init__(self, key: str, /, **fields: object) -> None:
         self.key, self.fields = key, fields
-        super().__init__(self.words("en"))
+        self.msg = Msg(key, **fields)
+        super().__init__(key)
+
+    def __str__(self) -> str:
+        return self.words("en")
 
     def words(self, lang: str = "en") -> str:
-        return text(lang, self.key, **self.fields)
+        from sim.words import say  # the words layer, loaded when a refusal is shown, not when it is raised
+
+        return say(lang, self.msg)
 
 
 def why(exc: Exception, lang: str = "en") -> str:
