@@ -9,10 +9,10 @@ sentence back, so Korean never depends on the English wording.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import Mapping
 
 
 @dataclass(frozen=True)
