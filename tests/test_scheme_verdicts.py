@@ -1,0 +1,77 @@
+"""No page states a verdict on a quantization scheme that its own measurement contradicts (issue 40, item 4).
+
+The KV quantization page once called FP8 "nearly safe" (the seed's words, checked only by top-1 agreement) while
+its own table showed FP8's KL 32× INT8's and hundreds of times INT4 KIVI's. Each verdict is now checked against the
+ranking of the measured numbers it is computed from: in the sim, over any table, and on the rendered page, against
+the table the page shows beside it.
+"""
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.claims import Verdict
+from sim.model.quant_claims import KL_GAP, SAFE_AGREEMENT, fp8_verdict, seed_claims
+from tests.conftest import run_page
+
+KINDS = (("kivi", 8), ("token", 8), ("fp8_e4m3", 8), ("kivi", 4), ("token", 4))
+kl_values = st.floats(1e-9, 1.0, allow_nan=False)
+agreements = st.sampled_from([0.95, 0.985, 0.99, 0.995, 1.0])
+
+
+def table(kl: dict, agree: dict) -> pd.DataFrame:
+    return pd.DataFrame([{"scheme": k, "bits": b, "delta_loss": 0.0, "kl": kl[(k, b)], "top1_agreement": agree[(k, b)],
+                          "kl_first_quarter": kl[(k, b)], "kl_last_quarter": kl[(k, b)]} for k, b in KINDS])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.fixed_dictionaries({k: kl_values for k in KINDS}), st.fixed_dictionaries({k: agreements for k in KINDS}))
+def test_a_nearly_safe_verdict_never_outranks_the_numbers(kl, agree):
+    claims = {c.statement.split(":")[0]: c for c in seed_claims(table(kl, agree), 4).claims}
+    fp8, int8 = claims["FP8"], claims["INT8"]
+    f, t = ("fp8_e4m3", 8), ("token", 8)
+    # FP8 is "nearly safe like INT8" exactly when it keeps SAFE_AGREEMENT and its KL is within KL_GAP of INT8's
+    holds = agree[f] >= SAFE_AGREEMENT and kl[f] <= KL_GAP * kl[t]
+    assert (fp8.verdict is Verdict.RIGHT) == holds
+    if kl[f] > KL_GAP * kl[t]:  # measurably worse than INT8: the sentence says so, with the ratio
+        assert fp8.verdict is Verdict.WRONG and fp8.why.startswith("Not on the tiny model: FP8's KL is")
+    assert fp8.value == kl[f] / kl[t]
+    # INT8 holds only when both INT8 schemes keep SAFE_AGREEMENT of the predictions
+    assert (int8.verdict is Verdict.RIGHT) == all(agree[(k, 8)] >= SAFE_AGREEMENT for k in ("kivi", "token"))
+    assert (int8.verdict is Verdict.WRONG) == all(agree[(k, 8)] < SAFE_AGREEMENT for k in ("kivi", "token"))
+
+
+def test_fp8_verdict_keys():
+    row = lambda kl, a: {"kl": kl, "top1_agreement": a}  # noqa: E731
+    assert fp8_verdict(row(2e-5, 1.0), row(1e-5, 1.0)) == (Verdict.RIGHT, "holds")
+    assert fp8_verdict(row(4e-5, 1.0), row(1e-5, 1.0)) == (Verdict.WRONG, "worse")
+    assert fp8_verdict(row(2e-5, 0.98), row(1e-5, 1.0)) == (Verdict.WRONG, "flips")
+    assert fp8_verdict(row(3e-5, 0.99), row(1e-5, 1.0)) == (Verdict.RIGHT, "holds")  # the bounds are inclusive
+
+
+def test_the_kv_quantization_page_s_verdicts_agree_with_the_table_it_shows():
+    """Rendered: the FP8 and INT8 verdicts against the bits × scheme table on the same page (its format, KL and
+    agreement columns), and the FP8 scale section's sentence against its own table."""
+    at = run_page("kv_quantization", {"win": "1", "len": "128", "n": "24"}, timeout=300)
+    assert not at.exception and not at.error
+    shown = next(d.value for d in at.dataframe if "format" in d.value.columns)
+    by = {(r["format"], r["label"]): r for _, r in shown.iterrows()}  # as the page shows it: format and scheme
+    f8, t8 = by[("FP8 e4m3", "FP8 e4m3 (K and V)")], by[("INT8", "K and V per-token (naive)")]
+    k8 = by[("INT8", "KIVI: K per-channel, V per-token, residual R=128")]
+    claims = at.table[0].value
+    fp8 = claims.loc["FP8: nearly safe like INT8, the quality difference is hard to measure"]
+    int8 = claims.loc["INT8: nearly safe, the quality difference is hard to measure"]
+    fp8_holds = f8["top1_agreement"] >= SAFE_AGREEMENT and f8["kl"] <= KL_GAP * t8["kl"]
+    assert (fp8["Verdict"] == "right") == fp8_holds
+    assert (int8["Verdict"] == "right") == (min(t8["top1_agreement"], k8["top1_agreement"]) >= SAFE_AGREEMENT)
+    # at this view FP8 keeps 99% of the predictions yet its KL is many times INT8's: the old check called it safe
+    assert f8["kl"] > KL_GAP * t8["kl"] and fp8["Verdict"] == "wrong"
+    assert f"{f8['kl'] / t8['kl']:,.0f}× INT8 per-token's" in fp8["Why"]
+    # the scale section: its sentence says "not the scale" exactly when no calibrated scale moved FP8's KL past 3×
+    scale = next(d.value for d in at.dataframe if "k_error" in d.value.columns)
+    kls = list(scale["kl"])
+    assert kls[0] == f8["kl"]  # the scale-1.0 row is the page's FP8 cache
+    apart = max(kls[:3]) > KL_GAP * min(kls[:3])
+    said = " ".join(m.value for m in at.markdown)
+    assert ("**The scale matters here.**" in said) == apart and ("**Not the scale.**" in said) == (not apart)
+    assert kls[3] == t8["kl"]  # INT8 per-token, the contrast, is the table's INT8 row
