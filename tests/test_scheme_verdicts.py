@@ -15,7 +15,7 @@ from sim.claims import Verdict
 from sim.model.quant_claims import KL_GAP, SAFE_AGREEMENT, fp8_verdict, seed_claims
 from tests.conftest import run_page
 
-KINDS = (("kivi", 8), ("token", 8), ("fp8_e4m3", 8), ("kivi", 4), ("token", 4))
+KINDS = (("kivi", 8), ("token", 8), ("fp8_e4m3", 8), ("kivi", 4), ("token", 4), ("kivi", 2), ("token", 2))
 kl_values = st.floats(1e-9, 1.0, allow_nan=False)
 agreements = st.sampled_from([0.95, 0.985, 0.99, 0.995, 1.0])
 
@@ -40,6 +40,13 @@ def test_a_nearly_safe_verdict_never_outranks_the_numbers(kl, agree):
     # INT8 holds only when both INT8 schemes keep SAFE_AGREEMENT of the predictions
     assert (int8.verdict is Verdict.RIGHT) == all(agree[(k, 8)] >= SAFE_AGREEMENT for k in ("kivi", "token"))
     assert (int8.verdict is Verdict.WRONG) == all(agree[(k, 8)] < SAFE_AGREEMENT for k in ("kivi", "token"))
+    # INT4 "needs KIVI's recipe; per-token collapses": right only when per-token's KL is more than 3× KIVI's
+    int4 = claims["INT4 works with K per channel, small groups and a residual window; per-token all the way collapses"]
+    ratio = kl[("token", 4)] / kl[("kivi", 4)]
+    assert int4.verdict is (Verdict.RIGHT if ratio > KL_GAP else Verdict.NEEDS_CONTEXT if ratio >= 1 else Verdict.WRONG)
+    # INT2 "research territory": right only when even INT2 KIVI loses more than 2% of the top-1 predictions
+    int2 = claims["2-bit is research territory"]
+    assert (int2.verdict is Verdict.RIGHT) == (agree[("kivi", 2)] < 0.98)
 
 
 def test_fp8_verdict_keys():
