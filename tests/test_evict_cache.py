@@ -362,6 +362,6 @@ def test_the_sentence_is_made_of_the_numbers():
     assert shrunk_bytes(CFG, "window", 25, 100).what == (
         "A sliding window keeps 25 of 100 tokens: 51,200 B of K/V, 25.0% of the full FP16 cache (204,800 B).")
     assert shrunk_bytes(CFG, "fp8", None, 100).what == (
-        "FP8 e4m3 keeps all 100 tokens, quantized: 102,400 B of K/V, 50.0% of the full FP16 cache (204,800 B).")
+        "FP8 e4m3 (scale 1.0) keeps all 100 tokens, quantized: 102,400 B of K/V, 50.0% of the full FP16 cache (204,800 B).")
     with pytest.raises(ValueError, match="needs a budget"):
         shrunk_bytes(CFG, "window", None, 100)

@@ -82,6 +82,8 @@ class CacheScheme:
     v: QuantSpec | None
     residual: int = 0  # R: tokens kept in full precision (see the module docstring)
     keep: str = "recent"  # which R tokens: the most recent (a residual window) or the first R
+    # FP8 only: each layer's (k_scale, v_scale), calibrated (sim/model/quant_fp8.py); () keeps the specs' own scale
+    layer_scales: tuple[tuple[float | tuple[float, ...], float | tuple[float, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if self.keep not in ("recent", "first"):
@@ -91,6 +93,8 @@ class CacheScheme:
         if isinstance(self.residual, bool) or not isinstance(self.residual, int) \
                 or not 0 <= self.residual <= MAX_RESIDUAL:
             raise ValueError(f"residual must be a whole number in 0..{MAX_RESIDUAL}, got {self.residual!r}")
+        if self.layer_scales and not (self.k is not None and self.k.is_fp8 and self.v is not None and self.v.is_fp8):
+            raise ValueError("per-layer scales are for FP8 K and V only")
         for name, spec in (("K", self.k), ("V", self.v)):
             if spec is not None and not spec.is_fp8 and spec.axis == "channel" and self.residual % spec.group_size:
                 raise ValueError(
@@ -101,6 +105,15 @@ class CacheScheme:
     @property
     def is_full(self) -> bool:
         return self.k is None and self.v is None
+
+    def for_layer(self, layer: int) -> CacheScheme:
+        """The scheme one layer uses: its own calibrated FP8 scales in the specs when there are any."""
+        if not self.layer_scales:
+            return self
+        if not 0 <= layer < len(self.layer_scales):
+            raise ValueError(f"the scheme has FP8 scales for {len(self.layer_scales)} layers, asked for layer {layer}")
+        ks, vs = self.layer_scales[layer]
+        return replace(self, k=replace(self.k, scale=ks), v=replace(self.v, scale=vs), layer_scales=())
 
     def label_in(self, lang: str) -> str:
         return scheme_label(self.key, self.residual, lang)
@@ -270,8 +283,11 @@ class QuantizedKVCache:
         shape = (batch_size, cfg.n_kv_heads, self.max_seq_len, cfg.head_dim)  # (B, Hkv, S_max, D)
         self.view_k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
         self.view_v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
-        self.stores = [(_Store(scheme.k, scheme.residual, scheme.keep), _Store(scheme.v, scheme.residual, scheme.keep))
-                       for _ in range(cfg.n_layers)]
+        if scheme.layer_scales and len(scheme.layer_scales) != cfg.n_layers:
+            raise ValueError(f"the scheme has FP8 scales for {len(scheme.layer_scales)} layers; the model has "
+                             f"{cfg.n_layers}")
+        layers = [scheme.for_layer(i) for i in range(cfg.n_layers)]
+        self.stores = [(_Store(s.k, s.residual, s.keep), _Store(s.v, s.residual, s.keep)) for s in layers]
         self._pending: list[tuple[int, int, torch.Tensor, torch.Tensor] | None] = [None] * cfg.n_layers
         self._len = 0
 
