@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from sim.msg import Msg
 
-
 # A warm load of the real model (its converted copy read back, once per server), added to estimates of work that
 # may be the server's first use of it; the target is at most 2 s, measured here at about 0.5 s.
 WARM_LOAD_S = 0.5
