@@ -91,7 +91,9 @@ def real_chat(chat, block_size: int, *, go: bool):
     from sim.work.run_cost import SMOLLM2_RATES, prefill_work
 
     rates = SMOLLM2_RATES["sdpa"]
-    per_round = sum(rates.seconds(prefill_work(n)) * 2 for n in chat.max_tokens())
+    # a round: each request from scratch, and from the cache (at most the question and the template's markers)
+    per_round = sum(rates.seconds(prefill_work(n)) + rates.seconds(prefill_work(n - len(chat.system.encode())))
+                    for n in chat.max_tokens())
     estimate = (rp.REPEATS + 1) * per_round + WARM_LOAD_S
 
     def work(progress):
