@@ -6,7 +6,7 @@ import pytest
 
 from tests.test_browser import SHOTS, new_page, wait_for_run
 from tests.test_browser_lesson import FIRST_SCREEN_JS, check_first_screen
-from tests.test_real_pages import _need_wheel
+from tests.test_real_model import _need_wheel
 
 pytestmark = pytest.mark.browser
 

@@ -5,25 +5,12 @@ checked against the computation it comes from, never against a time."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from sim.model.config import PRESETS
 from sim.words import say
 from tests.conftest import run_in_app, unescaped
-
-
-def _need_wheel() -> None:
-    from sim.model.real_source import wheel_gguf
-    from sim.refusal import Refusal
-
-    try:
-        wheel_gguf()
-    except Refusal as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI=true but the real model is not usable: {exc}")
-        pytest.skip(f"the real model is not installed ({exc})")
+from tests.test_real_model import _need_wheel
 
 
 @pytest.fixture(scope="module")
