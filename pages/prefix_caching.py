@@ -30,8 +30,8 @@ st.markdown(t("prefix.intro"))
 st.caption(t("engine.prefix_rules", vllm=version_label()))
 url = UrlState("prefix_caching")
 controls.register(url)
-url.text("rsys", rp.DEFAULT_SYSTEM, max_len=4 * rp.MAX_SYSTEM_CHARS, label=t("rp.prefix.system"))
-url.text("rturns", "\n".join(rp.DEFAULT_TURNS), max_len=4 * rp.MAX_TURNS * rp.MAX_TURN_CHARS, label=t("rp.prefix.turns"))
+url.text("rsys", rp.DEFAULT_SYSTEM, max_len=rp.MAX_SYSTEM_BYTES, label=t("rp.prefix.system"))
+url.text("rturns", "\n".join(rp.DEFAULT_TURNS), max_len=rp.MAX_TURNS_BYTES, label=t("rp.prefix.turns"))
 url.show_problems()
 
 # --- 1. Block hashes ------------------------------------------------------------------------------
@@ -174,9 +174,9 @@ def real_chat_section() -> None:
         return
     with st.form("real_chat"):
         left, right = st.columns(2)
-        left.text_area(t("rp.prefix.system"), key="rsys", height=150, max_chars=rp.MAX_SYSTEM_CHARS)
-        right.text_area(t("rp.prefix.turns"), key="rturns", height=150,
-                        help=t("rp.prefix.turns_help", max=f"{rp.MAX_TURNS}", chars=f"{rp.MAX_TURN_CHARS}"))
+        left.text_area(t("rp.prefix.system"), key="rsys", height=150, max_chars=rp.MAX_SYSTEM_BYTES)
+        right.text_area(t("rp.prefix.turns"), key="rturns", height=150, max_chars=rp.MAX_TURNS_BYTES,
+                        help=t("rp.prefix.turns_help", max=f"{rp.MAX_TURNS}", bytes=f"{rp.MAX_TURN_BYTES}"))
         go = st.form_submit_button(t("rp.prefix.run"), type="primary")
     chat = rp.RealChat(st.session_state["rsys"], rp.chat_turns(st.session_state["rturns"]))
     if (problem := chat.problem()) is not None:

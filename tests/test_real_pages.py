@@ -156,6 +156,16 @@ def test_chat_problems_are_message_values():
     too_many = RealChat("sys", tuple("q" * (MAX_TURNS + 1)))
     assert too_many.problem().key == "rp.prefix.err.turns" and too_many.problem().fields["n"] == MAX_TURNS + 1
     assert RealChat("sys", ()).problem().key == "rp.prefix.err.turns"
+    korean = RealChat("가" * 600, ("q",)).problem()  # 600 characters, 1,800 bytes: over the 1,500-byte limit
+    assert korean.key == "rp.prefix.err.system_long" and dict(korean.fields) == {"n": 1800, "max": 1500}
+
+
+def test_prefix_page_names_bad_real_chat_input_without_running():
+    _need_wheel()
+    at = run_in_app("prefix_caching", {"live": "0", "rturns": " \n "})
+    assert not at.exception
+    said = [unescaped(e.value) for e in at.error]
+    assert "0 questions given; this section takes 1 to 6, one per line." in said, said
 
 
 def test_real_prefix_run_hits_come_from_the_real_tokenizer_and_template(real):

@@ -31,9 +31,10 @@ DEFAULT_TURNS = (
     "Can I bring an umbrella into the yard?",
     "Is there a seat close to the stage?",
 )
-MAX_SYSTEM_CHARS = 1500
-MAX_TURN_CHARS = 200
+MAX_SYSTEM_BYTES = 1500  # UTF-8 bytes, as the URL keeps it (a Korean character is three)
+MAX_TURN_BYTES = 200
 MAX_TURNS = 6
+MAX_TURNS_BYTES = MAX_TURNS * (MAX_TURN_BYTES + 1)  # the turns box: every turn and its newline
 MAX_PROMPT_TOKENS = 1024  # one request (system + turn, with the template's markers)
 REPEATS = 3  # timed rounds after one warm-up round
 TEMPLATE_BYTES = 64  # the ChatML markers around two messages and the assistant's opening: at most this many bytes
@@ -51,13 +52,13 @@ class RealChat:
         """What is wrong with the text (None: it can run)."""
         if not self.system.strip():
             return Msg("rp.prefix.err.no_system")
-        if len(self.system) > MAX_SYSTEM_CHARS:
-            return Msg("rp.prefix.err.system_long", n=len(self.system), max=MAX_SYSTEM_CHARS)
+        if len(self.system.encode()) > MAX_SYSTEM_BYTES:
+            return Msg("rp.prefix.err.system_long", n=len(self.system.encode()), max=MAX_SYSTEM_BYTES)
         if not 1 <= len(self.turns) <= MAX_TURNS:
             return Msg("rp.prefix.err.turns", n=len(self.turns), max=MAX_TURNS)
-        longest = max(len(s) for s in self.turns)
-        if longest > MAX_TURN_CHARS:
-            return Msg("rp.prefix.err.turn_long", n=longest, max=MAX_TURN_CHARS)
+        longest = max(len(s.encode()) for s in self.turns)
+        if longest > MAX_TURN_BYTES:
+            return Msg("rp.prefix.err.turn_long", n=longest, max=MAX_TURN_BYTES)
         return None
 
     def max_tokens(self) -> list[int]:
