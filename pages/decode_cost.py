@@ -32,9 +32,11 @@ from sim.cost.presets import load_presets
 from sim.i18n import text
 from sim.model.generate import MODES, SamplingConfig, decode, encode, run_comparison
 from sim.model.graph_step import step_caption
+from sim.model.real_pages import fixed_shape, model_named
 from sim.model.real_source import MODEL_KEY
 from sim.model.step_profile import MAX_PROFILE_CONTEXT
 from sim.model.transformer import PRESETS
+from sim.words import say
 from sim.work.run_cost import SMOLLM2_RATES, cached_work, naive_work
 
 DEFAULT_PROMPT = "HAMLET.\nTo be, or not to be"
@@ -45,7 +47,7 @@ SCALE_LENGTHS = [2**k for k in range(7, 18)]  # 128 … 131,072
 RESULT_TABS = ("per_step", "cumulative", "wall", "parts", "grid", "profile")
 
 st.title(page_title("decode_cost"))
-st.markdown(t("decode.intro"))
+intro = st.empty()  # worded once the picked model is known: its name and shape from its own config
 L = lang()  # the sentences and figures below are worded in the page language
 
 url = UrlState("decode_cost")
@@ -73,12 +75,17 @@ if st.session_state["scale_n"] not in SCALE_LENGTHS:  # a URL may carry any in-r
     st.session_state["scale_n"] = min(SCALE_LENGTHS, key=lambda v: abs(v - st.session_state["scale_n"]))
 
 real = real_model_or_none() if picker() == MODEL_KEY else None  # None: the tiny model (or the reason shown)
+shown_cfg = real.cfg if real else PRESETS[st.session_state["variant"]]
+intro.markdown(t("rp.decode.intro", model=plain(say(L, model_named(shown_cfg, real=real is not None)))))
 with st.form("run"):
     left, right = st.columns([3, 2])
     left.text_area(t("decode.prompt"), key="prompt", height=90, max_chars=MAX_PROMPT_BYTES,
                    help=t("decode.prompt_help", n=f"{MAX_PROMPT_BYTES}"))
-    right.radio(t("decode.variant"), list(PRESETS), key="variant", horizontal=True,
-                format_func=lambda v: text(L, "decode.variant_option", name=v.upper(), n=f"{PRESETS[v].n_kv_heads}"))
+    if real:  # the real model's shape is its own: no MHA/GQA/MQA choice to make
+        right.caption(f"**{t('rp.variant_fixed')}** — {plain(say(L, fixed_shape(real.cfg)))}")
+    else:
+        right.radio(t("decode.variant"), list(PRESETS), key="variant", horizontal=True,
+                    format_func=lambda v: text(L, "decode.variant_option", name=v.upper(), n=f"{PRESETS[v].n_kv_heads}"))
     right.slider(t("decode.n"), 1, CONTEXT, key="n", help=t("decode.n_help", n=f"{CONTEXT}"))
     step_radio(right, graph_reason)
     c = st.columns(5)

@@ -1,3 +1,6 @@
+import time
+
+import pandas as pd
 import streamlit as st
 
 from app.claims import render_claims
@@ -16,12 +19,18 @@ from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
 from sim.alloc.byte_tokens import show_byte
 from sim.cost.vllm_rules import version_label
+from sim.model import real_prefix as rp
+from sim.readout import Metric
+from sim.refusal import Refusal
+from sim.words import say
 
 L = lang()  # the sentences and figures below are worded in the page language
 st.title(page_title("prefix_caching"))
 st.markdown(t("prefix.intro"))
 url = UrlState("prefix_caching")
 controls.register(url)
+url.text("rsys", rp.DEFAULT_SYSTEM, max_len=rp.MAX_SYSTEM_BYTES, label=t("rp.prefix.system"))
+url.text("rturns", "\n".join(rp.DEFAULT_TURNS), max_len=rp.MAX_TURNS_BYTES, label=t("rp.prefix.turns"))
 url.show_problems()
 
 # The page opens on its finding (section 2's hit rate by workload and layout, its chart first); every other
@@ -173,6 +182,47 @@ with st.expander(t("prefix.h.live")):
                        width="stretch")
             st.markdown(kc.summary(L))
             kv_finding = kc.finding(L)
+
+# --- 5b. The real model: one system prompt, many users ----------------------------------------------
+def real_chat_section() -> None:
+    from app.model_picker import real_unavailable
+
+    st.header(t("rp.prefix.h"))
+    st.markdown(t("rp.prefix.intro"))
+    if (missing := real_unavailable()) is not None:
+        st.info(missing, icon=":material/download:")
+        return
+    with st.form("real_chat"):
+        left, right = st.columns(2)
+        left.text_area(t("rp.prefix.system"), key="rsys", height=150, max_chars=rp.MAX_SYSTEM_BYTES)
+        right.text_area(t("rp.prefix.turns"), key="rturns", height=150, max_chars=rp.MAX_TURNS_BYTES,
+                        help=t("rp.prefix.turns_help", max=f"{rp.MAX_TURNS}", bytes=f"{rp.MAX_TURN_BYTES}"))
+        go = st.form_submit_button(t("rp.prefix.run"), type="primary")
+    chat = rp.RealChat(st.session_state["rsys"], rp.chat_turns(st.session_state["rturns"]))
+    if (problem := chat.problem()) is not None:
+        st.error(plain(say(L, problem)))
+        return
+    try:
+        run = runs.real_chat(chat, int(st.session_state["block_size"]), go=go)
+    except Refusal as exc:
+        st.error(t("rp.prefix.cannot", why=plain(exc.words(L))))
+        return
+    if run is None:
+        return
+    show_metrics([Metric(t(label), say(L, value)) for label, value in run.metrics()])
+    st.markdown(plain(say(L, run.hits_sentence())))
+    rows = run.rows()
+    show_chart(figs.real_prefill_bars(rows, say(L, run.title()), lang=L), width="stretch")
+    st.markdown(plain(say(L, run.time_sentence())))
+    st.caption(plain(say(L, run.measured(time.time()))))
+    (st.success if run.same_next_tokens else st.warning)(plain(say(L, run.check_sentence())))
+    show_table(pd.DataFrame(rows).rename(columns={k: t(f"rp.prefix.col.{k}") for k in rows[0]}), hide_index=True,
+               width="stretch")
+    with st.expander(t("rp.prefix.first")):
+        st.code(run.first_text, language=None, wrap_lines=True)
+
+
+real_chat_section()
 
 # --- 6. Seeds ---------------------------------------------------------------------------------------
 with st.expander(t("prefix.h.claims")):
