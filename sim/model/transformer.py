@@ -333,6 +333,10 @@ def load_model(
     try:
         cfg = ModelConfig.from_dict(json.loads(meta["config"]))
         state = load_file(str(path))
+        # A file's tensors may start anywhere in it, and MKL picks its summation order by the data's alignment: each
+        # is copied onto a 64-byte boundary, where a weight alone gives the same bits as inside sim.model.fast's
+        # fused copy (so the fast paths equal this file's code bit for bit).
+        state = {k: v if v.data_ptr() % ALIGN_BYTES == 0 else v.clone() for k, v in state.items()}
     except (ValueError, TypeError) as exc:
         raise CheckpointError(f"checkpoint {path}: {exc}") from exc
     except Exception as exc:
@@ -346,15 +350,11 @@ def load_model(
 def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], what: str) -> Llama:
     """The model of `cfg` holding `state`'s tensors (every parameter present, none extra; a tied lm_head is taken
     from the embedding). Parameters are built on the meta device and then assigned, so a large model's random
-    initialisation (seconds for 135M parameters) is never computed only to be overwritten. Every tensor is placed
-    on a 64-byte boundary (see below)."""
-    # A file's tensors may start anywhere in it; MKL picks its summation order by the data's alignment, so each is
-    # copied onto a 64-byte boundary, where a weight gives the same bits alone as inside sim.model.fast's fused copy.
-    tied = cfg.tie_word_embeddings
-    state = {k: v if v.data_ptr() % ALIGN_BYTES == 0 else v.clone() for k, v in state.items()
-             if not (tied and k == "lm_head.weight")}
-    if tied and "model.embed_tokens.weight" in state:
-        state["lm_head.weight"] = state["model.embed_tokens.weight"]
+    initialisation (seconds for 135M parameters) is never computed only to be overwritten."""
+    if cfg.tie_word_embeddings:
+        state = {k: v for k, v in state.items() if k != "lm_head.weight"}
+        if "model.embed_tokens.weight" in state:
+            state["lm_head.weight"] = state["model.embed_tokens.weight"]
     with torch.device("meta"):
         model = Llama(cfg)
     try:
