@@ -20,6 +20,7 @@ from sim.serving.disagg import (
 )
 from sim.serving.engine import EngineConfig, simulate_engine
 from sim.serving.step_cost import LinearCost
+from sim.words.serving import event_line
 
 UNIT = LinearCost(1.0)  # every pass takes 1 s
 CFG = EngineConfig(4, 64, 4, 0.0, 32, chunked=True)
@@ -88,7 +89,7 @@ def test_a_prefilled_request_decodes_from_its_second_token():
     wl = workload_from_lengths([6], [3], arrival=[5], max_model_len=9)
     run = simulate_engine(wl, CFG, UNIT, prefilled_first_s=np.array([4.0]), record=True, check=True)
     assert run.result.first_token_s.tolist() == [4.0] and run.result.finish_s.tolist() == [7.0]
-    assert run.steps[0].events[0] == "request 0 arrived with its KV, took block(s) [0, 1]"  # 6 + 1 tokens, blocks of 4
+    assert event_line("en", run.steps[0].events[0]) == "request 0 arrived with its KV, took block(s) [0, 1]"  # 6 + 1 tokens, blocks of 4
     assert run.result.itl_s.tolist() == [2.0, 1.0]  # 6 − 4, then one pass
     with pytest.raises(ValueError, match="at least 2 output tokens"):
         simulate_engine(workload_from_lengths([6], [1], max_model_len=9), CFG, UNIT, prefilled_first_s=np.zeros(1))

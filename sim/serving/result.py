@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.i18n import catalog, text
+from sim.msg import Msg
 
 POLICIES_NAMED = ("static", "continuous", "chunked")
 POLICY_LABELS = {p: text("en", f"serving.policy.{p}") for p in POLICIES_NAMED}  # English, as the tests read them
@@ -36,6 +37,18 @@ def cell_words(value, lang: str = "en"):
     return text(lang, key) if key in catalog(lang) else value
 
 PERCENTILES = (50, 95, 99)
+PERCENTILE_METRICS = ("ttft", "tpot", "itl", "e2e")
+
+
+def percentile_column(metric: str, q: int, unit: str) -> str:
+    """A results table's column of one latency percentile: ('ttft', 50, 's') -> 'ttft_p50_s'."""
+    return f"{metric}_p{q}_{unit}"
+
+
+# every percentile column a serving table may hold, with the message that names it on screen
+PERCENTILE_COLUMNS: dict[str, Msg] = {
+    percentile_column(m, q, u): Msg("serving.col.percentile", metric=Msg(f"serving.col.m.{m}"), q=q, unit=u)
+    for m in PERCENTILE_METRICS for q in (50, 90, 95, 99) for u in ("s", "ms")}
 
 
 @dataclass(frozen=True)
@@ -169,7 +182,7 @@ class ServingResult:
                                   ("e2e", self.e2e_s, 1.0)):
             unit = "ms" if scale == 1e3 else "s"
             for q, v in zip(PERCENTILES, self.percentiles(vals), strict=True):
-                row[f"{name}_p{q}_{unit}"] = v * scale
+                row[percentile_column(name, q, unit)] = v * scale
         row.update({"mean_batch": self.mean_batch, "useful_rows_pct": 100 * self.useful_row_share,
                     "forward_passes": self.num_iterations, "preemptions": self.num_preemptions,
                     "peak_kv_pct": 100 * self.peak_kv_claimed / self.capacity_tokens})
