@@ -146,16 +146,79 @@ class PagedTrace:
 
 def simulate_paged_stepwise(wl: Workload, serving: ServingConfig, snapshot_steps=(), lazy: bool = False,
                             check: bool = False, until: int | None = None) -> PagedTrace:
-    """The paged loop with a real BlockPool, step by step.
+    """The paged schedule with a real BlockPool, step by step, with pool snapshots at the asked steps.
 
-    Each step: running requests (oldest first) get room for their next token, preempting the newest
-    running request while the pool is empty; then, unless something was preempted, waiting requests
-    are admitted FCFS while their prompt's blocks are free; then requests on their last step are freed.
-    lazy=False appends one token per running request per step; lazy=True touches a request only on
-    the steps it needs a new block (identical block ids, much faster). check=True asserts the pool's
+    lazy=False runs the one Scheduler (sim.serving.scheduler: every running request appends its token each step,
+    the reference); lazy=True is a replay that touches a request only on the steps it needs a new block
+    (identical block ids, much faster, for the block-grid snapshots of long runs). check=True asserts the pool's
     invariants after every step. until=t stops after step t (then the trace has snapshots but no result).
     """
     check_fits(wl, serving)
+    if not lazy:
+        return _scheduler_trace(wl, serving, snapshot_steps, check, until)
+    return _lazy_trace(wl, serving, snapshot_steps, check, until)
+
+
+def _scheduler_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check: bool,
+                     until: int | None) -> PagedTrace:
+    """Decode steps of the Scheduler with no token budget: each step, running requests (oldest first) get room
+    for their next token, preempting the newest while the pool is empty; then, unless something was preempted,
+    waiting requests are admitted FCFS while their prompt's blocks are free; requests on their last step leave."""
+    from sim.serving.scheduler import Request, Scheduler
+
+    sched = Scheduler(serving.scheduler_config)
+    pool = sched.kv.pool
+    n = wl.num_requests
+    arrival, prompt, output = wl.arrival.tolist(), wl.prompt_len.tolist(), wl.output_len.tolist()
+    wanted = set(int(s) for s in snapshot_steps)
+    snapshots: dict[int, PoolSnapshot] = {}
+    used_series: list[int] = []
+    segs: tuple[list, list, list, list] = ([], [], [], [])
+    req_to_seg: dict[int, int] = {}
+    preemptions = 0
+    nxt = 0
+    t = 0
+    stop = math.inf if until is None else until
+    while (nxt < n or sched.has_unfinished_requests()) and t <= stop:
+        while nxt < n and arrival[nxt] <= t:
+            sched.add_request(Request(nxt, prompt[nxt], output[nxt]))
+            nxt += 1
+        if not sched.has_unfinished_requests():
+            if arrival[nxt] > MAX_STEPS:
+                raise ValueError(f"request {nxt} arrives at step {arrival[nxt]:,}, past the limit of {MAX_STEPS:,} steps")
+            for step in range(t, int(min(arrival[nxt], stop + 1))):
+                used_series.append(0)
+                if step in wanted:
+                    snapshots[step] = pool.snapshot(step)
+            t = arrival[nxt]
+            continue
+        out = sched.schedule()
+        for pre in out.preempted:
+            segs[2][req_to_seg[pre.request_id]] = t
+            preemptions += 1
+        for rid in out.started:  # a stretch runs until its remaining outputs are made (unless preempted)
+            req = sched.requests[rid]
+            req_to_seg[rid] = len(segs[0])
+            for lst, v in zip(segs, (rid, t, t + req.max_tokens - req.num_output_tokens, req.num_prefill_tokens),
+                              strict=True):
+                lst.append(v)
+        used_series.append(pool.num_used_blocks)
+        if t in wanted:
+            snapshots[t] = pool.snapshot(t)
+        sched.update_from_output(out)
+        if check:
+            sched.check()
+        t += 1
+    for step in wanted:
+        if step >= t:
+            snapshots[step] = pool.snapshot(step)
+    if nxt < n or sched.has_unfinished_requests():
+        return PagedTrace(None, snapshots)
+    return PagedTrace(_paged_result(wl, serving, np.array(used_series, dtype=np.int64), segs, preemptions), snapshots)
+
+
+def _lazy_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check: bool, until: int | None) -> PagedTrace:
+    """The same schedule, touching a request only on the steps it crosses into a new block."""
     bs, max_seqs = serving.block_size, serving.max_num_seqs
     pool = BlockPool(serving.num_blocks, bs)
     n = wl.num_requests
@@ -164,7 +227,7 @@ def simulate_paged_stepwise(wl: Workload, serving: ServingConfig, snapshot_steps
     snapshots: dict[int, PoolSnapshot] = {}
     waiting: deque[tuple[int, int, int]] = deque()
     running: list[list[int]] = []  # [req, start, prompt, output, segment], oldest first
-    crossings: dict[int, list[int]] = {}  # lazy: step -> segments that need a new block then
+    crossings: dict[int, list[int]] = {}  # step -> segments that need a new block then
     used_series: list[int] = []
     segs: tuple[list, list, list, list] = ([], [], [], [])
     req_to_seg: dict[int, int] = {}
@@ -192,11 +255,8 @@ def simulate_paged_stepwise(wl: Workload, serving: ServingConfig, snapshot_steps
             t = arrival[nxt]
             continue
         preempted = False
-        if lazy:
-            due = set(crossings.pop(t, ()))
-            todo = [r for r in running if r[4] in due]
-        else:
-            todo = list(running)
+        due = set(crossings.pop(t, ()))
+        todo = [r for r in running if r[4] in due]
         for r in todo:
             if r not in running:
                 break  # preempted while an older request made room: everything after it was too
@@ -213,10 +273,9 @@ def simulate_paged_stepwise(wl: Workload, serving: ServingConfig, snapshot_steps
                     break
             else:
                 pool.append(r[0], needed)
-                if lazy:
-                    nxt_cross = cdiv(pool.req_to_num_tokens[r[0]], bs) * bs + 1 - r[2] + r[1]
-                    if nxt_cross < r[1] + r[3]:
-                        crossings.setdefault(nxt_cross, []).append(r[4])
+                nxt_cross = cdiv(pool.req_to_num_tokens[r[0]], bs) * bs + 1 - r[2] + r[1]
+                if nxt_cross < r[1] + r[3]:
+                    crossings.setdefault(nxt_cross, []).append(r[4])
                 continue
             break
         if not preempted:
@@ -227,15 +286,13 @@ def simulate_paged_stepwise(wl: Workload, serving: ServingConfig, snapshot_steps
                 req_to_seg[req] = len(segs[0])
                 for lst, v in zip(segs, (req, t, t + o, p), strict=True):
                     lst.append(v)
-                if lazy:
-                    first = cdiv(p, bs) * bs + 1 - p + t
-                    if first < t + o:
-                        crossings.setdefault(first, []).append(running[-1][4])
+                first = cdiv(p, bs) * bs + 1 - p + t
+                if first < t + o:
+                    crossings.setdefault(first, []).append(running[-1][4])
         used_series.append(pool.num_used_blocks)
         if t in wanted:
-            if lazy:
-                for r in running:
-                    sync(r)
+            for r in running:
+                sync(r)
             snapshots[t] = pool.snapshot(t)
         if check:
             pool.check_invariants()

@@ -203,6 +203,21 @@ class KVCacheManager:
         self.peak_cpu_blocks = 0
         self._evictions_seen = 0
 
+    def allocate_slots(self, request_id: int, num_new_tokens: int) -> bool:
+        """Room for a running request's next tokens, taking blocks from the free queue; False (nothing taken)
+        when the queue is too short."""
+        pool = self.pool
+        n = pool.req_to_num_tokens[request_id]
+        bs = self.block_size
+        if n % bs and n % bs + num_new_tokens <= bs and pool.ref_cnt[pool.req_to_block_table[request_id][-1]] == 1:
+            pool.block_num_tokens[pool.req_to_block_table[request_id][-1]] += num_new_tokens  # fits the last block
+            pool.req_to_num_tokens[request_id] = n + num_new_tokens
+            return True
+        if pool.num_new_blocks(request_id, num_new_tokens) > pool.num_free_blocks:
+            return False
+        pool.append(request_id, num_new_tokens)
+        return True
+
     def get_block_ids(self, request_id: int) -> list[int]:
         return self.pool.block_table(request_id)
 
@@ -273,6 +288,7 @@ class Scheduler:
         chunked = cfg.enable_chunked_prefill
         k_spec = cfg.num_speculative_tokens
         running = self.running
+        allocate = self.kv.allocate_slots
         was_preempted = False
         # 1. the running requests, oldest first
         for req in list(running.values()):
@@ -281,12 +297,13 @@ class Scheduler:
                 continue  # preempted by an older request in this step
             if chunked and budget <= 0:
                 break
-            if req.is_prefilling:  # only with chunked prefill
-                k, n_new = 0, min(req.num_prefill_tokens - req.num_computed_tokens, budget)
+            computed, target = req.num_computed_tokens, req.num_prefill_tokens
+            if computed < target:  # still prefilling (only with chunked prefill)
+                k, n_new = 0, min(target - computed, budget)
             else:
                 k = min(k_spec, req.max_tokens - req.num_output_tokens - 1)
                 n_new = 1 + k
-            while not pool.can_append(rid, n_new):
+            while not allocate(rid, n_new):
                 victim = next(reversed(running.values()))
                 self._preempt(victim, out)
                 was_preempted = True
@@ -294,13 +311,12 @@ class Scheduler:
                     break
             if rid not in running:
                 break
-            before = len(pool.req_to_block_table[rid])
-            pool.append(rid, n_new)
-            if record and len(pool.req_to_block_table[rid]) > before:
-                events.append(Msg("serving.ev.took", r=rid, blocks=pool.req_to_block_table[rid][before:]))
-            kind = RowKind.DECODE if k or not req.is_prefilling else prefill_kind(
-                req.num_computed_tokens, n_new, req.num_prefill_tokens)
-            out.rows.append(ScheduledRow(rid, n_new, k, kind, req.num_computed_tokens, req.num_prefill_tokens))
+            if record:
+                new = pool.req_to_block_table[rid][cdiv(computed, bs):]  # a table holds cdiv(tokens, bs) blocks
+                if new:
+                    events.append(Msg("serving.ev.took", r=rid, blocks=new))
+            kind = RowKind.DECODE if k or computed >= target else prefill_kind(computed, n_new, target)
+            out.rows.append(ScheduledRow(rid, n_new, k, kind, computed, target))
             budget -= n_new
         if was_preempted:  # 2. no admissions in a step that preempted
             return out
