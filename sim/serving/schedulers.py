@@ -16,7 +16,7 @@ iteration is one forward pass of the model over every row in the batch, timed by
                and it goes back to the head of the queue, to be recomputed later (prompt + what it had
                produced). Then, unless something was preempted, waiting requests are admitted
                first-come first-served while there are fewer than `max_batch` running, their prompts
-               fit in what `max_batched_tokens` has left after every running request's decode token (vLLM
+               fit in what `max_num_batched_tokens` has left after every running request's decode token (vLLM
                v1's Scheduler.schedule: running requests first), and the pool keeps `watermark` of its
                blocks free after the prompt's blocks are taken (v0 kept 1%; v1 keeps none). A request admitted at iteration s is prefilled at s
                (its first token comes out of that pass) and decodes at s+1 .. s+o-1; finished
@@ -48,20 +48,20 @@ MAX_BATCH = 1024
 
 
 @dataclass(frozen=True)
-class SchedulerConfig:
+class BatchingConfig:
     max_batch: int = 256  # static: requests per batch; continuous: most requests running (vLLM's max_num_seqs)
     capacity_tokens: int = 16_384  # KV token slots the GPU has left for the cache
     block_size: int = 16
     watermark: float = V0_ADMISSION_WATERMARK  # continuous: share of blocks an admission must leave free (v0's)
-    max_batched_tokens: int = 8192  # continuous: tokens one iteration may compute, running decodes first
+    max_num_batched_tokens: int = 8192  # continuous: tokens one iteration may compute, running decodes first
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_batch <= MAX_BATCH:
             raise ValueError(f"max_batch must be 1..{MAX_BATCH}, got {self.max_batch}")
         if not 0.0 <= self.watermark <= 0.5:
             raise ValueError(f"watermark must be 0..0.5 of the blocks, got {self.watermark}")
-        if not 1 <= self.max_batched_tokens <= 1 << 20:
-            raise ValueError(f"max_batched_tokens must be 1..{1 << 20:,}, got {self.max_batched_tokens:,}")
+        if not 1 <= self.max_num_batched_tokens <= 1 << 20:
+            raise ValueError(f"max_batched_tokens must be 1..{1 << 20:,}, got {self.max_num_batched_tokens:,}")
         ServingConfig(self.capacity_tokens, self.block_size, self.max_batch)  # validates capacity and block size
 
     @property
@@ -77,12 +77,12 @@ class SchedulerConfig:
         return int(self.watermark * self.num_blocks)
 
 
-def _check(wl: Workload, sched: SchedulerConfig) -> None:
+def _check(wl: Workload, sched: BatchingConfig) -> None:
     if wl.num_requests > MAX_REQUESTS:
         raise ValueError(f"at most {MAX_REQUESTS:,} requests, got {wl.num_requests:,}")
     check_fits(wl, sched.paging)
-    if sched.max_batched_tokens < wl.max_model_len:
-        raise ValueError(f"max_batched_tokens {sched.max_batched_tokens:,} is below the maximum length "
+    if sched.max_num_batched_tokens < wl.max_model_len:
+        raise ValueError(f"max_batched_tokens {sched.max_num_batched_tokens:,} is below the maximum length "
                          f"{wl.max_model_len:,}: a long (or recomputed) prompt could never be prefilled")
     least = int(np.ceil(wl.output_len.sum() / sched.max_batch))
     if least > MAX_ITERATIONS:
@@ -91,7 +91,7 @@ def _check(wl: Workload, sched: SchedulerConfig) -> None:
                          "batch size or use fewer or shorter requests")
 
 
-def simulate_static(wl: Workload, sched: SchedulerConfig, cost, tick_s: float = 1.0) -> ServingResult:
+def simulate_static(wl: Workload, sched: BatchingConfig, cost, tick_s: float = 1.0) -> ServingResult:
     """Batches of up to max_batch waiting requests, each padded and run until its longest output is done."""
     _check(wl, sched)
     n, window = wl.num_requests, getattr(cost, "window", 1 << 40)
@@ -162,7 +162,7 @@ def simulate_static(wl: Workload, sched: SchedulerConfig, cost, tick_s: float = 
         cat["kvtok"].astype(np.int64), cat["fin"].astype(np.int64))
 
 
-def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: float = 1.0,
+def simulate_continuous(wl: Workload, sched: BatchingConfig, cost, tick_s: float = 1.0,
                         check: bool = False) -> ServingResult:
     """Iteration-level scheduling over a BlockPool, preemption by recompute (see the module docstring).
 
@@ -251,7 +251,7 @@ def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: floa
         adm_a, n_adm, adm_local = 0, 0, 0
         pre_tokens, pre_skip, pre_kg, pre_kl, pre_kvl = 0, 0, 0.0, 0.0, 0.0
         if not was_preempted:
-            left = sched.max_batched_tokens - len(running)  # every running request decodes one token first
+            left = sched.max_num_batched_tokens - len(running)  # every running request decodes one token first
             while waiting and len(running) < max_batch:
                 req, p, o = waiting[0]
                 need = cdiv(p, bs)
@@ -333,7 +333,7 @@ def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: floa
         np.array(it_kvtok, dtype=np.int64), np.array(it_fin, dtype=np.int64))
 
 
-def simulate(wl: Workload, sched: SchedulerConfig, cost, policy: str, tick_s: float = 1.0) -> ServingResult:
+def simulate(wl: Workload, sched: BatchingConfig, cost, policy: str, tick_s: float = 1.0) -> ServingResult:
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     fn = simulate_static if policy == "static" else simulate_continuous
