@@ -13,7 +13,6 @@ from app.text import plain
 from sim.i18n import text
 from sim.refusal import why
 from sim.serving.engine_readouts import step_takeaway
-from sim.serving.result import cell_words
 from sim.words import say
 from sim.words import serving as serving_words
 
@@ -26,19 +25,21 @@ def column_name(name: str, lang: str = "en") -> str:
     return serving_words.column_name(lang, name)
 
 
-def readable(frame, lang: str = "en"):
-    """The frame with its worded cells in `lang` ('static' -> '정적 배치'); numbers and column names as they are."""
+def readable(frame, lang: str = "en", cell_msgs: dict | None = None):
+    """The frame with its worded cells in `lang` ('static' -> '정적 배치'); a column the result gives as messages
+    (`cell_msgs`, column -> one message per row) is worded from those; numbers and column names as they are."""
     shown = frame.copy()
     for col in TEXT_COLUMNS:
         if col in shown.columns:
-            shown[col] = [cell_words(v, lang) for v in shown[col]]
+            values = (cell_msgs or {}).get(col, shown[col])
+            shown[col] = [serving_words.cell(lang, v) for v in values]
     return shown
 
 
-def show_readable(frame, lang: str = "en") -> None:
+def show_readable(frame, lang: str = "en", cell_msgs: dict | None = None) -> None:
     """A results table on screen with readable headers with units in `lang` ('ttft_p50_s' -> 'TTFT p50 (s)') and
     its worded cells translated; the data (and a CSV of it) keeps the raw column names."""
-    shown = readable(frame, lang)
+    shown = readable(frame, lang, cell_msgs)
     formats = number_formats(shown)
     labels = {c: {**formats.get(c, st.column_config.Column()), "label": column_name(c, lang)} for c in shown.columns}
     show_table(shown, hide_index=True, width="stretch", column_config=labels)
@@ -59,7 +60,7 @@ def show_study(make_setup, run, figure, sentences, lang: str = "en"):
     show_chart(figure(frame, result.takeaway(lang), lang), width="stretch")
     for line in sentences(result):
         st.markdown(line)
-    show_readable(frame.round(3), lang)
+    show_readable(frame.round(3), lang, getattr(result, "cell_msgs", None))
     return setup, result
 
 

@@ -11,10 +11,9 @@ from sim.serving import engine_readouts as er
 from sim.serving import readouts as ro
 from sim.serving import studies as sd
 from sim.serving.errors import Refusal, why
-from sim.serving.result import cell_words
 from sim.serving.speculative import spec_timing
 from sim.words import say
-from sim.words.serving import event_line
+from sim.words.serving import cell, event_line
 from tests.conftest import run_page
 from tests.test_i18n import hangul_share, rendered_text
 
@@ -90,9 +89,11 @@ def test_tables_get_readable_headers_and_worded_cells():
     assert [column_name(c) for c in ("ttft_p50_s", "hit_rate_pct", "itl_p99_ms", "makespan_s")] == [
         "TTFT p50 (s)", "hit rate (%)", "inter-token p99 (ms)", "total time (s)"]
     assert [column_name(c, "ko") for c in ("ttft_p50_s", "hit_rate_pct")] == ["첫 토큰 시간 p50 (s)", "적중률 (%)"]
-    assert cell_words("disaggregated (2 prefill + 2 decode)", "ko") == "분리 (프리필 2 + 디코딩 2)"
-    assert cell_words("GPU + host + disk", "ko") == "GPU + 호스트 + 디스크"
-    assert cell_words("static") == "static" and cell_words("my request 7", "ko") == "my request 7"
+    pool = Msg("serving.cell.pool_disaggregated", p=2, d=2)
+    assert (cell("en", pool), cell("ko", pool)) == ("disaggregated (2 prefill + 2 decode)", "분리 (프리필 2 + 디코딩 2)")
+    assert cell("ko", Msg("serving.cell.pool_colocated", n=4)) == "함께 둠 (GPU 4개)"
+    assert cell("ko", "GPU + host + disk") == "GPU + 호스트 + 디스크"
+    assert cell("en", "static") == "static" and cell("ko", "my request 7") == "my request 7"
     import pandas as pd
 
     frame = pd.DataFrame({"router": ["round-robin", "prefix-aware"], "hit_rate_pct": [10.0, 60.0]})

@@ -9,6 +9,7 @@ import pytest
 from sim.alloc.workload import workload_from_lengths
 from sim.cost.memory import MemoryConfig, request_bytes
 from sim.cost.presets import load_presets
+from sim.msg import Msg
 from sim.serving import engine_readouts as er
 from sim.serving.disagg import (
     DisaggConfig,
@@ -20,7 +21,7 @@ from sim.serving.disagg import (
 )
 from sim.serving.engine import EngineConfig, simulate_engine
 from sim.serving.step_cost import LinearCost
-from sim.words.serving import event_line
+from sim.words.serving import cell, event_line
 
 UNIT = LinearCost(1.0)  # every pass takes 1 s
 CFG = EngineConfig(4, 64, 4, 0.0, 32, chunked=True)
@@ -103,6 +104,11 @@ def test_the_study_measures_what_its_verdict_says():
     assert (d["itl_p99_ms"] < c["itl_p99_ms"]) == ("did not even shorten" not in text)
     assert f"{d['slo_met_pct']:.0f}% of requests met both vs {c['slo_met_pct']:.0f}% colocated" in text
     assert st.transfer_gb == pytest.approx(st.disagg.transfer_bytes.sum() / 1e9)
+    # the pool cells come with their messages, row for row, so Korean never parses the English (issue 35)
+    pools = DisaggSetup().pools
+    assert st.cell_msgs["pool"] == [Msg("serving.cell.pool_colocated", n=pools.num_gpus),
+                                    Msg("serving.cell.pool_disaggregated", p=pools.num_prefill, d=pools.num_decode)]
+    assert [c["pool"], d["pool"]] == [cell("en", m) for m in st.cell_msgs["pool"]]
 
 
 def test_disagg_sentences_both_ways():

@@ -7,12 +7,11 @@ Serving page's table, charts and sentences show.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.i18n import catalog, text
+from sim.i18n import text
 from sim.msg import Msg
 
 POLICIES_NAMED = ("static", "continuous", "chunked")
@@ -23,18 +22,6 @@ def policy_label(policy: str, lang: str = "en") -> str:
     """'Static batching', '정적 배치': a scheduler as a chart or a table names it."""
     return text(lang, f"serving.policy.{policy}")
 
-
-def cell_words(value, lang: str = "en"):
-    """A text cell the simulators word in English ('static', 'recompute', 'GPU + host', 'round-robin'), in `lang`;
-    anything else (numbers, a trace's own names) as it is."""
-    if not isinstance(value, str):
-        return value
-    if m := re.fullmatch(r"colocated \((\d+) GPUs\)", value):
-        return text(lang, "serving.cell.pool_colocated", n=m[1])
-    if m := re.fullmatch(r"disaggregated \((\d+) prefill \+ (\d+) decode\)", value):
-        return text(lang, "serving.cell.pool_disaggregated", p=m[1], d=m[2])
-    key = "serving.cell." + "".join(ch if ch.isalnum() else "_" for ch in value.replace("+", "plus").lower())
-    return text(lang, key) if key in catalog(lang) else value
 
 PERCENTILES = (50, 95, 99)
 PERCENTILE_METRICS = ("ttft", "tpot", "itl", "e2e")

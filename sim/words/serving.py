@@ -35,3 +35,15 @@ def column_name(lang: str, name: str) -> str:
         return text(lang, f"serving.col.{name}")
     msg = PERCENTILE_COLUMNS.get(name)
     return say(lang, msg) if msg is not None else name
+
+
+def cell(lang: str, value):
+    """A results table's text cell in `lang`: a message worded; one of the simulators' fixed words ('static',
+    'recompute', 'GPU + host', 'round-robin') by its catalog entry; anything else (numbers, a trace's own names) as
+    it is."""
+    if isinstance(value, Msg):
+        return say(lang, value)
+    if not isinstance(value, str):
+        return value
+    key = "serving.cell." + "".join(ch if ch.isalnum() else "_" for ch in value.replace("+", "plus").lower())
+    return text(lang, key) if key in catalog(lang) else value
