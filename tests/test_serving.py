@@ -233,7 +233,7 @@ def test_step_costs_equal_the_roofline(model, kv_dtype):
         assert cost.decode_seconds(batch, ctx) == pytest.approx(decode_step(rc).time(hw), rel=1e-12)
         assert cost.prefill_seconds(batch, ctx) == pytest.approx(prefill_step(rc).time(hw), rel=1e-12)
         d = sc.extend_work(1, ctx - 1, cost.window)
-        w = sc.Work(batch, 0, d.keys_g * batch, d.keys_l * batch, d.kv_g * batch, d.kv_l * batch)
+        w = sc.PassWork(batch, 0, d.keys_g * batch, d.keys_l * batch, d.kv_g * batch, d.kv_l * batch)
         assert float(cost.flops(w)) == pytest.approx(decode_step(rc).flops, rel=1e-12)
         assert float(cost.bytes(w)) == pytest.approx(decode_step(rc).bytes, rel=1e-12)
 
@@ -258,7 +258,7 @@ def test_sliding_window_sums_match_a_recount_of_every_pass():
         pre = start_it == t
         ctx = prompt_of_seg[dec] + (t - start_it[dec])
         p = prompt_of_seg[pre]
-        w = sc.Work(int(dec.sum() + p.sum()), float((p - 1).sum()), float(ctx.sum() + (p * (p + 1) / 2).sum()),
+        w = sc.PassWork(int(dec.sum() + p.sum()), float((p - 1).sum()), float(ctx.sum() + (p * (p + 1) / 2).sum()),
                     float(np.minimum(ctx, W).sum() + sum(float(sc.keys_upto(x, W)) for x in p)),
                     float(ctx.sum() + p.sum()), float(np.minimum(ctx, W).sum() + np.minimum(p, W).sum()))
         assert r.it_seconds[t] == pytest.approx(cost.seconds(w), rel=1e-12), t

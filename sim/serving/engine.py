@@ -25,7 +25,7 @@ from sim.serving.links import link as find_link
 from sim.serving.result import ServingResult
 from sim.serving.scheduler import PREEMPTION_MODES, Request, Scheduler, SchedulerConfig
 from sim.serving.schedulers import MAX_BATCH, MAX_ITERATIONS, MAX_REQUESTS
-from sim.serving.step_cost import Work
+from sim.serving.step_cost import PassWork
 
 __all__ = ["PREEMPTION_MODES", "EngineConfig", "EngineRun", "StepView", "simulate_engine"]
 
@@ -256,7 +256,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             stats["recomputed"] += c
             if flops_of is not None and c:
                 kl = _keys_upto(c, window) if windowed else c * (c + 1) // 2
-                stats["re_flops"] += float(flops_of(Work(c, c - 1, c * (c + 1) // 2, kl, c, min(c, window))))
+                stats["re_flops"] += float(flops_of(PassWork(c, c - 1, c * (c + 1) // 2, kl, c, min(c, window))))
         for c in out.swapped_in:
             stats["in_b"] += cdiv(c, bs) * bs * kvb
             step_bytes += cdiv(c, bs) * bs * kvb
@@ -295,7 +295,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
                 skip += n_new - (1 if s + n_new == row.num_prefill_tokens else 0)
         if not windowed:
             keys_l, kv_l = keys_g, kv_g
-        sec = float(cost.seconds(Work(tokens, skip, keys_g, keys_l, kv_g, kv_l)))
+        sec = float(cost.seconds(PassWork(tokens, skip, keys_g, keys_l, kv_g, kv_l)))
         if step_bytes:
             extra = step_bytes / link_bw
             stats["swap_s"] += extra

@@ -39,7 +39,7 @@ from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import Workload
 from sim.cost.vllm_rules import V0_ADMISSION_WATERMARK
 from sim.serving.result import ServingResult
-from sim.serving.step_cost import Work, extend_work, keys_upto
+from sim.serving.step_cost import PassWork, extend_work, keys_upto
 
 POLICIES = ("static", "continuous")
 MAX_REQUESTS = 5000  # the page's bound; a run is a Python loop over iterations
@@ -125,12 +125,12 @@ def simulate_static(wl: Workload, sched: BatchingConfig, cost, tick_s: float = 1
             raise ValueError(f"static batching passed {MAX_ITERATIONS:,} forward passes: raise the batch size or "
                              "use fewer or shorter requests")
         pre = extend_work(pmax, 0, window, logits_rows=1)
-        secs = [np.atleast_1d(cost.seconds(Work(b * pmax, pre.lm_skip * b, pre.keys_g * b, pre.keys_l * b,
+        secs = [np.atleast_1d(cost.seconds(PassWork(b * pmax, pre.lm_skip * b, pre.keys_g * b, pre.keys_l * b,
                                                 pre.kv_g * b, pre.kv_l * b)))]
         if omax > 1:
             ctx = pmax + np.arange(1, omax, dtype=np.float64)  # keys a decode at step j attends to
             dw = extend_work(1, ctx - 1, window)
-            secs.append(np.atleast_1d(cost.seconds(Work(b, 0, dw.keys_g * b, dw.keys_l * b, dw.kv_g * b,
+            secs.append(np.atleast_1d(cost.seconds(PassWork(b, 0, dw.keys_g * b, dw.keys_l * b, dw.kv_g * b,
                                                          dw.kv_l * b))) * np.ones(omax - 1))
         sec = np.concatenate(secs)
         ends = now + np.cumsum(sec)
@@ -212,7 +212,7 @@ def replay_continuous(wl: Workload, num_blocks: int, block_size: int, max_num_se
     running request is touched only on the iteration it crosses into a new block, and a pass's work is summed from
     running totals, so a run costs O(blocks taken) rather than O(tokens). Same block ids, same schedule (tested).
 
-    cost=None counts bare decode steps (every pass 1 s, no Work built): the paging page's schedule, where
+    cost=None counts bare decode steps (every pass 1 s, no PassWork built): the paging page's schedule, where
     snapshot_steps (pool snapshots after that step's admissions, every lazily tracked request brought up to date)
     and until=t (stop after step t) apply; steps are then whole seconds, and an idle wait for a request arriving
     after max_steps is refused."""
@@ -354,10 +354,10 @@ def replay_continuous(wl: Workload, num_blocks: int, block_size: int, max_num_se
             ctx_g = (run_a - adm_a) + n_dec * t  # Σ keys the decodes attend to (full-attention layers)
             if windowed:
                 ctx_l = grow_a + len(growing) * t + n_capped * window - adm_local
-                work = Work(n_dec + pre_tokens, pre_skip, ctx_g + pre_kg, ctx_l + pre_kl, ctx_g + pre_tokens,
+                work = PassWork(n_dec + pre_tokens, pre_skip, ctx_g + pre_kg, ctx_l + pre_kl, ctx_g + pre_tokens,
                             ctx_l + pre_kvl)
             else:  # no sliding window: local sums equal the full ones
-                work = Work(n_dec + pre_tokens, pre_skip, ctx_g + pre_kg, ctx_g + pre_kg, ctx_g + pre_tokens,
+                work = PassWork(n_dec + pre_tokens, pre_skip, ctx_g + pre_kg, ctx_g + pre_kg, ctx_g + pre_tokens,
                             ctx_g + pre_tokens)
             sec = float(cost.seconds(work))
         end = now + sec
