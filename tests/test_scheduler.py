@@ -63,6 +63,13 @@ def test_chunked_prefill_splits_a_prompt_under_the_budget():
     assert step(s)[0] == [(0, 1, RowKind.DECODE), (1, 1, RowKind.DECODE)]
 
 
+def test_the_scheduler_names_the_vllm_release_it_follows():
+    from sim.cost.vllm_rules import VLLM_VERSION
+    from sim.serving import scheduler
+
+    assert f"vLLM v{VLLM_VERSION}'s core" in " ".join(scheduler.__doc__.split())
+
+
 def test_prefill_kinds():
     assert prefill_kind(0, 10, 10) is RowKind.PREFILL
     assert prefill_kind(0, 8, 10) is RowKind.PREFILL_CHUNK and prefill_kind(8, 2, 10) is RowKind.LAST_CHUNK

@@ -21,6 +21,11 @@ iteration is one forward pass of the model over every row in the batch, timed by
                blocks free after the prompt's blocks are taken (v0 kept 1%; v1 keeps none). A request admitted at iteration s is prefilled at s
                (its first token comes out of that pass) and decodes at s+1 .. s+o-1; finished
                requests leave at the end of their last iteration, and their slots are reused at once.
+               This is the one Scheduler's (sim.serving.scheduler) continuous policy without chunking; it
+               is counted here by `replay_continuous`, the lab's fast counting loop, which touches a request
+               only when it crosses into a new block and sums each pass's work from running totals. The
+               tests pin it to the Scheduler exactly (sim.serving.engine on random workloads; the paging
+               page's block ids).
 
 Token conventions are sim.alloc.schedule's: after iteration s+j a request holds p+j tokens (the last sampled
 token is never fed back). A decode at iteration s+j attends to p+j keys.
