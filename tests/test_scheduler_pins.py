@@ -105,15 +105,15 @@ def _fingerprint_result(r) -> str:
 
 SCHED_CASES = {
     "continuous_roomy": ("continuous", 1, dict(max_batch=32, capacity_tokens=4096, block_size=16, watermark=0.01,
-                                               max_num_batched_tokens=8192)),
+                                               token_budget=8192)),
     "continuous_preempting": ("continuous", 2, dict(max_batch=64, capacity_tokens=1024, block_size=8,
-                                                    watermark=0.01, max_num_batched_tokens=512)),
+                                                    watermark=0.01, token_budget=512)),
     "continuous_no_watermark": ("continuous", 3, dict(max_batch=8, capacity_tokens=512, block_size=4,
-                                                      watermark=0.0, max_num_batched_tokens=300)),
+                                                      watermark=0.0, token_budget=300)),
     "static": ("static", 4, dict(max_batch=16, capacity_tokens=4096, block_size=16, watermark=0.01,
-                                 max_num_batched_tokens=8192)),
+                                 token_budget=8192)),
     "static_cut": ("static", 5, dict(max_batch=64, capacity_tokens=1024, block_size=16, watermark=0.01,
-                                     max_num_batched_tokens=8192)),
+                                     token_budget=8192)),
 }
 
 SCHED_PINS = {
@@ -218,7 +218,7 @@ def test_paged_schedule_is_pinned(name):
 @pytest.mark.parametrize("name", SCHED_CASES)
 def test_serving_schedulers_are_pinned(name):
     policy, seed, kw = SCHED_CASES[name]
-    r = sch.simulate(_serving_workload(seed), sch.BatchingConfig(**kw), PER_TOKEN, policy)
+    r = sch.simulate(_serving_workload(seed), en.EngineConfig(**kw, chunked=False), PER_TOKEN, policy)
     assert (r.num_iterations, r.num_preemptions, _fingerprint_result(r)) == SCHED_PINS[name]
 
 
@@ -249,7 +249,7 @@ if __name__ == "__main__":  # print the pins (only to re-pin after a deliberate 
         print("paged", repr(name), _fingerprint_paged(simulate_paged_fast(wl, scfg)),
               repr(_fingerprint_snapshots(simulate_paged_stepwise(wl, scfg, SNAPSHOT_STEPS).snapshots)))
     for name, (policy, seed, kw) in SCHED_CASES.items():
-        r = sch.simulate(_serving_workload(seed), sch.BatchingConfig(**kw), PER_TOKEN, policy)
+        r = sch.simulate(_serving_workload(seed), en.EngineConfig(**kw, chunked=False), PER_TOKEN, policy)
         print("sched", repr(name), (r.num_iterations, r.num_preemptions, _fingerprint_result(r)))
     for name in ENGINE_CASES:
         run = _engine_run(name)

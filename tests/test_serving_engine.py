@@ -105,14 +105,14 @@ def test_unlimited_chunked_prefill_is_continuous_batching_exactly(model, arrival
     wl = make_workload(LengthWorkloadConfig(num_requests=200, prompt_mean=60, output_mean=80, max_model_len=512,
                                             max_tokens=256, arrival=arrival, arrival_rate=0.4, seed=3))
     cost = DeploymentConfig(model).cost()  # gemma-3: sliding-window layers
-    ref = sch.simulate_continuous(wl, sch.BatchingConfig(24, 2048, 16, 0.01, 1 << 20), cost)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(24, 2048, 16, 0.01, 1 << 20, chunked=False), cost)
     if arrival == "burst":
         assert ref.num_preemptions > 50  # the budget is tight: preemption by recompute is exercised
     run = en.simulate_engine(wl, en.EngineConfig(24, 2048, 16, 0.01, 1 << 30, chunked=True), cost, tick_s=0.01)
-    ref = sch.simulate_continuous(wl, sch.BatchingConfig(24, 2048, 16, 0.01, 1 << 20), cost, tick_s=0.01)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(24, 2048, 16, 0.01, 1 << 20, chunked=False), cost, tick_s=0.01)
     assert_same_result(ref, run.result)
     unchunked = en.simulate_engine(wl, en.EngineConfig(24, 2048, 16, 0.01, 600, chunked=False), cost, tick_s=0.01)
-    assert_same_result(sch.simulate_continuous(wl, sch.BatchingConfig(24, 2048, 16, 0.01, 600), cost, tick_s=0.01),
+    assert_same_result(sch.simulate_continuous(wl, en.EngineConfig(24, 2048, 16, 0.01, 600, chunked=False), cost, tick_s=0.01),
                        unchunked.result)
 
 
@@ -136,10 +136,10 @@ def small_cases(draw):
 def test_engine_reproduces_continuous_batching_on_random_workloads(case, extra_budget):
     wl, kw, cost, max_len = case
     budget = max_len + extra_budget
-    ref = sch.simulate_continuous(wl, sch.BatchingConfig(**kw, max_num_batched_tokens=budget), cost, check=True)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(**kw, token_budget=budget, chunked=False), cost, check=True)
     got = en.simulate_engine(wl, en.EngineConfig(**kw, token_budget=budget, chunked=False), cost, check=True)
     assert_same_result(ref, got.result)
-    ref = sch.simulate_continuous(wl, sch.BatchingConfig(**kw, max_num_batched_tokens=1 << 20), cost)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(**kw, token_budget=1 << 20, chunked=False), cost)
     got = en.simulate_engine(wl, en.EngineConfig(**kw, token_budget=1 << 30, chunked=True), cost, check=True)
     assert_same_result(ref, got.result)
 
@@ -323,7 +323,7 @@ def test_without_chunking_running_decodes_spend_the_budget_first():
     assert r.first_token_s.tolist() == [1.0, 1.0, 12.0]
     assert r.ttft_s.tolist() == [1.0, 1.0, 11.0]
     # the continuous scheduler follows the same rule, and the engine reproduces it exactly
-    sched = sch.BatchingConfig(4, 256, 4, 0.0, 100)
+    sched = en.EngineConfig(4, 256, 4, 0.0, 100, chunked=False)
     assert_same_result(en.simulate_engine(wl, c, UNIT).result, sch.simulate_continuous(wl, sched, UNIT))
     # a 98-token prompt fits beside the two decodes: admitted at once
     wl98 = workload_from_lengths([1, 1, 98], [11, 11, 1], arrival=[0, 0, 1], max_model_len=100)

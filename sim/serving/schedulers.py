@@ -36,15 +36,18 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.alloc.block_pool import BlockPool, cdiv
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import Workload
-from sim.cost.vllm_rules import V0_ADMISSION_WATERMARK
 from sim.serving.result import ServingResult
 from sim.serving.step_cost import PassWork, extend_work, keys_upto
+
+if TYPE_CHECKING:
+    from sim.serving.engine import EngineConfig
 
 POLICIES = ("static", "continuous")
 MAX_REQUESTS = 5000  # the page's bound; a run is a Python loop over iterations
@@ -52,42 +55,12 @@ MAX_ITERATIONS = 300_000  # a run needing more forward passes than this is refus
 MAX_BATCH = 1024
 
 
-@dataclass(frozen=True)
-class BatchingConfig:
-    max_batch: int = 256  # static: requests per batch; continuous: most requests running (vLLM's max_num_seqs)
-    capacity_tokens: int = 16_384  # KV token slots the GPU has left for the cache
-    block_size: int = 16
-    watermark: float = V0_ADMISSION_WATERMARK  # continuous: share of blocks an admission must leave free (v0's)
-    max_num_batched_tokens: int = 8192  # continuous: tokens one iteration may compute, running decodes first
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.max_batch <= MAX_BATCH:
-            raise ValueError(f"max_batch must be 1..{MAX_BATCH}, got {self.max_batch}")
-        if not 0.0 <= self.watermark <= 0.5:
-            raise ValueError(f"watermark must be 0..0.5 of the blocks, got {self.watermark}")
-        if not 1 <= self.max_num_batched_tokens <= 1 << 20:
-            raise ValueError(f"max_batched_tokens must be 1..{1 << 20:,}, got {self.max_num_batched_tokens:,}")
-        ServingConfig(self.capacity_tokens, self.block_size, self.max_batch)  # validates capacity and block size
-
-    @property
-    def paging(self) -> ServingConfig:
-        return ServingConfig(self.capacity_tokens, self.block_size, self.max_batch)
-
-    @property
-    def num_blocks(self) -> int:
-        return self.capacity_tokens // self.block_size
-
-    @property
-    def watermark_blocks(self) -> int:
-        return int(self.watermark * self.num_blocks)
-
-
-def _check(wl: Workload, sched: BatchingConfig) -> None:
+def _check(wl: Workload, sched: EngineConfig) -> None:
     if wl.num_requests > MAX_REQUESTS:
         raise ValueError(f"at most {MAX_REQUESTS:,} requests, got {wl.num_requests:,}")
-    check_fits(wl, sched.paging)
-    if sched.max_num_batched_tokens < wl.max_model_len:
-        raise ValueError(f"max_batched_tokens {sched.max_num_batched_tokens:,} is below the maximum length "
+    check_fits(wl, ServingConfig(sched.capacity_tokens, sched.block_size, sched.max_batch))
+    if sched.token_budget < wl.max_model_len:
+        raise ValueError(f"max_batched_tokens {sched.token_budget:,} is below the maximum length "
                          f"{wl.max_model_len:,}: a long (or recomputed) prompt could never be prefilled")
     least = int(np.ceil(wl.output_len.sum() / sched.max_batch))
     if least > MAX_ITERATIONS:
@@ -96,7 +69,7 @@ def _check(wl: Workload, sched: BatchingConfig) -> None:
                          "batch size or use fewer or shorter requests")
 
 
-def simulate_static(wl: Workload, sched: BatchingConfig, cost, tick_s: float = 1.0) -> ServingResult:
+def simulate_static(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0) -> ServingResult:
     """Batches of up to max_batch waiting requests, each padded and run until its longest output is done."""
     _check(wl, sched)
     n, window = wl.num_requests, getattr(cost, "window", 1 << 40)
@@ -167,14 +140,14 @@ def simulate_static(wl: Workload, sched: BatchingConfig, cost, tick_s: float = 1
         cat["kvtok"].astype(np.int64), cat["fin"].astype(np.int64))
 
 
-def simulate_continuous(wl: Workload, sched: BatchingConfig, cost, tick_s: float = 1.0,
+def simulate_continuous(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0,
                         check: bool = False) -> ServingResult:
     """Iteration-level scheduling over a BlockPool, preemption by recompute (see the module docstring).
 
     check=True asserts the pool's invariants after every iteration (slow; for tests)."""
     _check(wl, sched)
     r = replay_continuous(wl, sched.num_blocks, sched.block_size, sched.max_batch, sched.watermark_blocks,
-                          sched.max_num_batched_tokens, cost, tick_s, check=check)
+                          sched.token_budget, cost, tick_s, check=check)
     seg_end = np.array(r.seg_end)
     return ServingResult(
         "continuous", sched.capacity_tokens, sched.max_batch, r.arrival_s, np.array(r.first), np.array(r.finish),
@@ -404,7 +377,7 @@ def replay_continuous(wl: Workload, num_blocks: int, block_size: int, max_num_se
     return Replay(arrival_s, first, finish, preempted, *segs, *its, snapshots=snapshots, complete=complete)
 
 
-def simulate(wl: Workload, sched: BatchingConfig, cost, policy: str, tick_s: float = 1.0) -> ServingResult:
+def simulate(wl: Workload, sched: EngineConfig, cost, policy: str, tick_s: float = 1.0) -> ServingResult:
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     fn = simulate_static if policy == "static" else simulate_continuous
