@@ -174,6 +174,43 @@ def check_engine(wl: Workload, cfg: EngineConfig) -> None:
                          f"{least:,} forward passes, past the simulator's limit of {MAX_ITERATIONS:,}")
 
 
+def _pass_work(rows, window: int) -> tuple[PassWork, int, int]:
+    """What a pass computes, summed over its rows (each row's new tokens attend to what it holds plus themselves),
+    with the number of prefill rows and their tokens."""
+    windowed = window < NO_WINDOW
+    tokens = skip = keys_g = keys_l = kv_g = kv_l = 0
+    n_prefill_rows = prefill_tokens = 0
+    for row in rows:
+        s, n_new = row.num_computed_tokens, row.num_new_tokens
+        tokens += n_new
+        keys_g += n_new * s + n_new * (n_new + 1) // 2
+        kv_g += s + n_new
+        if windowed:
+            keys_l += _keys_upto(s + n_new, window) - _keys_upto(s, window)
+            kv_l += min(s + n_new, window)
+        if s < row.num_prefill_tokens:  # a prefill (or its chunk); its last prompt token's logits are needed
+            n_prefill_rows += 1
+            prefill_tokens += n_new
+            skip += n_new - (1 if s + n_new == row.num_prefill_tokens else 0)
+    if not windowed:
+        keys_l, kv_l = keys_g, kv_g
+    return PassWork(tokens, skip, keys_g, keys_l, kv_g, kv_l), n_prefill_rows, prefill_tokens
+
+
+def _step_view(sched: Scheduler, step: int, start_s: float, end_s: float, out, res) -> StepView:
+    """The queues, rows, events and pools after one step, for the step-through view."""
+    pool, cpu, cfg = sched.kv.pool, sched.kv.cpu, sched.config
+    hashed = sorted(pool.block_to_hash) if cfg.enable_prefix_caching else ()
+    return StepView(
+        step, start_s, end_s, tuple(r.request_id for r in sched.waiting), tuple(sched.running),
+        tuple(r.request_id for r in sched.swapped), tuple(res.finished),
+        tuple((row.request_id, row.kind, row.num_new_tokens) for row in out.rows), tuple(out.events + res.events),
+        {r: tuple(tb) for r, tb in pool.req_to_block_table.items()}, dict(pool.req_to_num_tokens),
+        {r: tuple(tb) for r, tb in cpu.req_to_block_table.items()}, tuple(pool.free_block_queue), tuple(pool.ref_cnt),
+        cpu.num_free_blocks if cfg.num_cpu_blocks else 0, tuple(hashed), tuple(pool.block_to_hash[b] for b in hashed),
+        sched.kv.tiers.contents() if sched.kv.tiers is not None else ())
+
+
 def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, *,
                     prompt_hashes: list[list[int]] | None = None, kv_bytes_per_token: int | None = None,
                     record: bool = False, check: bool = False, offload=None,
@@ -278,24 +315,8 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             seg_end.append(math.nan)
             if requests[rid].arrives_prefilled and math.isnan(first[rid]):
                 first[rid] = last_tok[rid] = float(prefilled_first_s[rid])
-        # the pass: every row's tokens attend to what it holds plus themselves
-        tokens = skip = keys_g = keys_l = kv_g = kv_l = 0
-        n_prefill_rows = prefill_tokens = 0
-        for row in out.rows:
-            s, n_new = row.num_computed_tokens, row.num_new_tokens
-            tokens += n_new
-            keys_g += n_new * s + n_new * (n_new + 1) // 2
-            kv_g += s + n_new
-            if windowed:
-                keys_l += _keys_upto(s + n_new, window) - _keys_upto(s, window)
-                kv_l += min(s + n_new, window)
-            if s < row.num_prefill_tokens:  # a prefill (or its chunk); its last prompt token's logits are needed
-                n_prefill_rows += 1
-                prefill_tokens += n_new
-                skip += n_new - (1 if s + n_new == row.num_prefill_tokens else 0)
-        if not windowed:
-            keys_l, kv_l = keys_g, kv_g
-        sec = float(cost.seconds(PassWork(tokens, skip, keys_g, keys_l, kv_g, kv_l)))
+        work, n_prefill_rows, prefill_tokens = _pass_work(out.rows, window)
+        sec = float(cost.seconds(work))
         if step_bytes:
             extra = step_bytes / link_bw
             stats["swap_s"] += extra
@@ -337,16 +358,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
         if check:
             sched.check()
         if record and len(steps) < MAX_RECORDED_STEPS:
-            steps.append(StepView(
-                t, now, end, tuple(r.request_id for r in sched.waiting), tuple(sched.running),
-                tuple(r.request_id for r in sched.swapped), tuple(res.finished),
-                tuple((row.request_id, row.kind, row.num_new_tokens) for row in out.rows), tuple(out.events + res.events),
-                {r: tuple(tb) for r, tb in pool.req_to_block_table.items()}, dict(pool.req_to_num_tokens),
-                {r: tuple(tb) for r, tb in cpu.req_to_block_table.items()}, tuple(pool.free_block_queue),
-                tuple(pool.ref_cnt), cpu.num_free_blocks if cfg.num_cpu_blocks else 0,
-                tuple(sorted(pool.block_to_hash)) if cfg.prefix_caching else (),
-                tuple(pool.block_to_hash[b] for b in sorted(pool.block_to_hash)) if cfg.prefix_caching else (),
-                tiers.contents() if tiers is not None else ()))
+            steps.append(_step_view(sched, t, now, end, out, res))
         now = end
         t += 1
     assert pool.num_free_blocks == pool.num_blocks, "blocks still held after every request finished"
