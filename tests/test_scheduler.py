@@ -53,6 +53,22 @@ def test_recompute_preemption_by_hand_with_exact_block_ids():
     assert not s.has_unfinished_requests() and r1.num_output_tokens == 4
 
 
+def test_the_plan_names_the_blocks_each_request_took():
+    """SchedulerOutput.new_block_ids: a request starting a stretch lists its whole table, a running one the blocks
+    it took this step (none while its tokens fit its last block)."""
+    s = Scheduler(SchedulerConfig(max_num_seqs=2, max_num_batched_tokens=16, block_size=2, num_gpu_blocks=4,
+                                  enable_chunked_prefill=False))
+    s.add_request(Request(0, 3, 4))
+    s.add_request(Request(1, 3, 4))
+    plans = []
+    while s.has_unfinished_requests():
+        out = s.schedule()
+        plans.append(out.new_block_ids)
+        s.update_from_output(out)
+    # admitted; both fit their last block; r0 takes block 3 (r1 preempted); fits; r1 recomputes into 2, 3, 1; fits
+    assert plans == [{0: (0, 1), 1: (2, 3)}, {}, {0: (3,)}, {}, {1: (2, 3, 1)}, {}]
+
+
 def test_chunked_prefill_splits_a_prompt_under_the_budget():
     # budget 8: r0's prompt of 10 takes 8 then 2; r1 (6) fits beside r0's last chunk; running requests go first
     s = Scheduler(SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=8, block_size=4, num_gpu_blocks=16))

@@ -159,6 +159,8 @@ class SchedulerOutput:
     rows: list[ScheduledRow] = field(default_factory=list)
     preempted: list[Preemption] = field(default_factory=list)
     started: list[int] = field(default_factory=list)  # requests starting a running stretch, in order
+    new_block_ids: dict[int, tuple[int, ...]] = field(default_factory=dict)  # blocks each request took this step
+    # (a request starting a stretch: its whole GPU block table)
     swapped_in: list[int] = field(default_factory=list)  # the KV tokens each swapped-in request copied back
     prefix_hits: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)  # (request, GPU blocks hit,
     # the tier (1 host, 2 disk) of each further block loaded from below)
@@ -204,20 +206,22 @@ class KVCacheManager:
         self.peak_cpu_blocks = 0
         self._evictions_seen = 0
 
-    def allocate_slots(self, request_id: int, num_new_tokens: int) -> bool:
-        """Room for a running request's next tokens, taking blocks from the free queue; False (nothing taken)
-        when the queue is too short."""
+    def allocate_slots(self, request_id: int, num_new_tokens: int) -> tuple[int, ...] | None:
+        """Room for a running request's next tokens, taking blocks from the free queue: the blocks taken (often
+        none), or None (nothing taken) when the queue is too short."""
         pool = self.pool
         n = pool.req_to_num_tokens[request_id]
         bs = self.block_size
-        if n % bs and n % bs + num_new_tokens <= bs and pool.ref_cnt[pool.req_to_block_table[request_id][-1]] == 1:
-            pool.block_num_tokens[pool.req_to_block_table[request_id][-1]] += num_new_tokens  # fits the last block
+        table = pool.req_to_block_table[request_id]
+        if n % bs and n % bs + num_new_tokens <= bs and pool.ref_cnt[table[-1]] == 1:
+            pool.block_num_tokens[table[-1]] += num_new_tokens  # fits the last block
             pool.req_to_num_tokens[request_id] = n + num_new_tokens
-            return True
+            return ()
         if pool.num_new_blocks(request_id, num_new_tokens) > pool.num_free_blocks:
-            return False
+            return None
+        before = len(table)
         pool.append(request_id, num_new_tokens)
-        return True
+        return tuple(table[before:])
 
     def get_block_ids(self, request_id: int) -> list[int]:
         return self.pool.block_table(request_id)
@@ -304,7 +308,7 @@ class Scheduler:
             else:
                 k = min(k_spec, req.max_tokens - req.num_output_tokens - 1)
                 n_new = 1 + k
-            while not allocate(rid, n_new):
+            while (new := allocate(rid, n_new)) is None:
                 victim = next(reversed(running.values()))
                 self._preempt(victim, out)
                 was_preempted = True
@@ -312,10 +316,10 @@ class Scheduler:
                     break
             if rid not in running:
                 break
-            if record:
-                new = pool.req_to_block_table[rid][cdiv(computed, bs):]  # a table holds cdiv(tokens, bs) blocks
-                if new:
-                    events.append(Msg("serving.ev.took", r=rid, blocks=new))
+            if new:
+                out.new_block_ids[rid] = new
+                if record:
+                    events.append(Msg("serving.ev.took", r=rid, blocks=list(new)))
             kind = RowKind.DECODE if k or computed >= target else prefill_kind(computed, n_new, target)
             out.rows.append(ScheduledRow(rid, n_new, k, kind, computed, target))
             budget -= n_new
@@ -402,6 +406,7 @@ class Scheduler:
         return out
 
     def _start(self, req: Request, out: SchedulerOutput) -> None:
+        out.new_block_ids[req.request_id] = tuple(self.kv.pool.req_to_block_table[req.request_id])
         self._hashed_upto.pop(req.request_id, None)
         req.status = RequestStatus.RUNNING
         self.running[req.request_id] = req
