@@ -11,16 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.i18n import text
 from sim.msg import Msg
 
-POLICIES_NAMED = ("static", "continuous", "chunked")
-POLICY_LABELS = {p: text("en", f"serving.policy.{p}") for p in POLICIES_NAMED}  # English, as the tests read them
-
-
-def policy_label(policy: str, lang: str = "en") -> str:
-    """'Static batching', '정적 배치': a scheduler as a chart or a table names it."""
-    return text(lang, f"serving.policy.{policy}")
+POLICIES_NAMED = ("static", "continuous", "chunked")  # worded by sim.words.serving.policy_name
 
 
 PERCENTILES = (50, 95, 99)
@@ -67,10 +60,6 @@ class ServingResult:
     it_finished: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     # every gap between two consecutive tokens of one request; None: derived from the passes (see itl_s)
     token_gaps_s: np.ndarray | None = None
-
-    @property
-    def label(self) -> str:
-        return POLICY_LABELS[self.policy]
 
     @property
     def num_requests(self) -> int:

@@ -12,6 +12,11 @@ from sim.msg import Msg
 from sim.words import catalog, say, text
 
 
+def policy_name(lang: str, policy: str) -> str:
+    """'Static batching', '정적 배치': a serving scheduler as a chart or a table names it."""
+    return text(lang, f"serving.policy.{policy}")
+
+
 def event_line(lang: str, event: Msg) -> str:
     """One thing that happened to blocks ('request 2 preempted (recompute): blocks [4, 5] freed') in `lang`; a
     field that is a list of phrases reads with commas, a list of block ids as the list it is."""
