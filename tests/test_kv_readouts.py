@@ -4,7 +4,10 @@ import pandas as pd
 
 from sim.cost.capacity import GpuConfig, capacity
 from sim.cost.gpus import load_gpus
-from sim.cost.kv_readouts import (
+from sim.cost.memory import MemoryConfig, kv_memory
+from sim.cost.presets import load_presets
+from sim.model.measure import CacheMeasurement
+from sim.words.cost import (
     arrow_safe,
     beyond_trained_context,
     config_read,
@@ -14,9 +17,6 @@ from sim.cost.kv_readouts import (
     replicated_heads_note,
     shape_caption,
 )
-from sim.cost.memory import MemoryConfig, kv_memory
-from sim.cost.presets import load_presets
-from sim.model.measure import CacheMeasurement
 
 P = load_presets()
 G = load_gpus()
@@ -120,7 +120,7 @@ def test_engine_takeaway_worded_both_ways():
     from dataclasses import replace
 
     from sim.cost.kv_engine import EngineConfig, engine_allocation
-    from sim.cost.kv_readouts import engine_caption, engine_takeaway, groups_caption
+    from sim.words.cost import engine_caption, engine_takeaway, groups_caption
 
     cfg = MemoryConfig(P["gpt-oss-20b"], context=32768)
     kv, alloc = kv_memory(cfg), engine_allocation(cfg, EngineConfig())
@@ -146,7 +146,7 @@ def test_engine_takeaway_worded_both_ways():
 
 def test_engine_metrics_count_both_ways():
     from sim.cost.kv_engine import engine_allocation
-    from sim.cost.kv_readouts import engine_metrics
+    from sim.words.cost import engine_metrics
 
     cfg = MemoryConfig(P["gpt-oss-20b"], context=32768)
     m = {x.label: x for x in engine_metrics(kv_memory(cfg), engine_allocation(cfg), 40 * (1 << 30))}

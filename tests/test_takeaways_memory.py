@@ -6,14 +6,6 @@ from dataclasses import replace
 
 from sim.cost.arch import with_kv_heads, with_mla
 from sim.cost.capacity import DtypeRow
-from sim.cost.kv_readouts import (
-    dtypes_takeaway,
-    grid_caption,
-    grid_takeaway,
-    mla_note,
-    variants_takeaway,
-    windowed_presets_note,
-)
 from sim.cost.memory import GiB, KvGrid, MemoryConfig, MiB, VariantCurves
 from sim.cost.presets import load_presets
 from sim.cost.roofline import (
@@ -26,6 +18,14 @@ from sim.cost.roofline import (
     intensity_takeaway,
     tokens_takeaway,
     what_helps,
+)
+from sim.words.cost import (
+    dtypes_takeaway,
+    grid_caption,
+    grid_takeaway,
+    mla_note,
+    variants_takeaway,
+    windowed_presets_note,
 )
 from tests.conftest import run_page
 
