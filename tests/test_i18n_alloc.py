@@ -25,7 +25,6 @@ from sim.alloc.workload import (
     LAYOUT_LABELS,
     PREFIX_WORKLOAD_LABELS,
     LengthWorkloadConfig,
-    label_in,
     layout_text_in,
     make_workload,
     workload_from_lengths,
@@ -121,10 +120,13 @@ def test_kv_sentences_in_korean():
 
 
 def test_request_labels_and_prompt_parts_in_korean():
-    assert label_in("system prompt 2, request 7", "ko") == "시스템 프롬프트 2, 요청 7"
-    assert label_in("agent run 3, step 0", "ko") == "에이전트 실행 3, 단계 0"
-    assert label_in("request 3", "ko") == "요청 3"
-    assert label_in("system prompt 2, request 7") == "system prompt 2, request 7"
+    from sim.msg import Msg
+    from sim.words import say
+
+    assert say("ko", Msg("prefix.label.system", a=2, b=7)) == "시스템 프롬프트 2, 요청 7"
+    assert say("ko", Msg("prefix.label.step", a=3, b=0)) == "에이전트 실행 3, 단계 0"
+    assert say("ko", Msg("wl.label.request", n=3)) == "요청 3"
+    assert say("en", Msg("prefix.label.system", a=2, b=7)) == "system prompt 2, request 7"
     assert layout_text_in((("tool descriptions", 500), ("task", 64)), "ko") == "[도구 설명 500] [과제 64]"
     assert layout_text_in((("tool descriptions", 1500),)) == "[tool descriptions 1,500]"
 
@@ -167,3 +169,27 @@ def test_korean_bold_spans_close(area):
     ko = json.loads((ROOT / "assets" / "i18n" / "ko" / f"{area}.json").read_text(encoding="utf-8"))
     bad = {k: v for k, v in ko.items() if re.search(r"[%)\]]\*\*[\w\uac00-\ud7a3]", v)}
     assert bad == {}
+
+
+def test_generated_request_labels_are_message_values_never_english_read_back(monkeypatch):
+    """Every workload labels its requests with a message value; Korean is the Korean catalog's entry filled with
+    the same numbers, whatever the English entry says."""
+    from sim.alloc.workload import PREFIX_WORKLOADS, PrefixWorkloadConfig, make_trace
+    from sim.msg import Msg
+    from sim.words import say
+    from sim.words.catalog import catalog
+
+    keys = {"system_prompt": "prefix.label.system", "timestamp": "prefix.label.system", "few_shot": "prefix.label.task",
+            "chat": "prefix.label.turn", "agent": "prefix.label.step", "rag": "prefix.label.question",
+            "random": "wl.label.request"}
+    labels = {w: [r.label for r in make_trace(PrefixWorkloadConfig(workload=w, num_requests=12)).requests]
+              for w in PREFIX_WORKLOADS}
+    assert {w: {m.key for m in ms} for w, ms in labels.items()} == {w: {k} for w, k in keys.items()}
+    assert labels["random"][:2] == [Msg("wl.label.request", n=0), Msg("wl.label.request", n=1)]
+    korean = {w: [say("ko", m) for m in ms] for w, ms in labels.items()}
+    for ms, words in zip(labels.values(), korean.values(), strict=True):
+        assert words == [catalog("ko")[m.key].format(**m.fields) for m in ms]
+        assert not any(re.search("[A-Za-z]", w) for w in words)
+    for key in set(keys.values()):
+        monkeypatch.setitem(catalog("en"), key, "REWORDED")
+    assert {w: [say("ko", m) for m in ms] for w, ms in labels.items()} == korean
