@@ -233,3 +233,27 @@ def test_attention_kernels_timing_and_sweep_in_korean():
     assert "이 페이지에서 cpu의 N = 256으로 잰 값: " in said
     if ratio not in ("1.0×", "0.9×"):  # faster or slower by the metric's own ratio
         assert f"FLASH가 eager보다 {ratio} 빠르다 (중앙값)." in said or "느리다 (중앙값)." in said
+
+
+def test_traffic_legend_words_each_part_from_its_id_in_either_language(monkeypatch):
+    """hbm_traffic names its parts by catalog ids; the legend is the catalog's word in each language (no English
+    part name is read back), so Korean stays the same whatever the English says."""
+    from app.figures.kernels import traffic_bars
+    from sim.attention.online_softmax import hbm_traffic
+    from sim.words.catalog import catalog
+
+    t = hbm_traffic(1, 2, 64, 64, 16, 2, 16, 16, causal=True)
+    assert list(t.standard_parts) == ["read_q_k", "write_s", "read_s", "write_p", "read_p", "read_v", "write_o"]
+    assert list(t.tiled_parts) == ["read_q", "read_k", "read_v", "write_o", "write_row_stats"]
+    parts = dict.fromkeys([*t.standard_parts, *t.tiled_parts])
+
+    def legend(lang):
+        return [tr.name for tr in traffic_bars(t, "title", lang).data if tr.showlegend]
+
+    assert legend("en") == [catalog("en")[f"kernels.fig.part.{p}"] for p in parts]
+    assert legend("en")[:2] == ["read Q, K", "write S"]
+    korean = legend("ko")
+    assert korean == [catalog("ko")[f"kernels.fig.part.{p}"] for p in parts]
+    for p in parts:
+        monkeypatch.setitem(catalog("en"), f"kernels.fig.part.{p}", "REWORDED")
+    assert legend("ko") == korean

@@ -284,7 +284,7 @@ def test_traffic_takeaway_names_the_kernel_that_moves_more():
     assert R.traffic_takeaway(standard_more, shape(1024).label()) == (
         "B=1, H=4, 1,024 queries × 1,024 keys, d=32, causal, float32: standard attention moves 66 MiB to and from "
         "main memory, 12× the tiled kernel's 5.516 MiB")
-    tiled_more = type(standard_more)({"read Q, K": 100}, {"read Q": 50, "read K": 250})
+    tiled_more = type(standard_more)({"read_q_k": 100}, {"read_q": 50, "read_k": 250})
     assert R.traffic_takeaway(tiled_more, "x") == (
         "x: the tiled kernel moves 300 B to and from main memory, 3.0× standard attention's 100 B (it re-reads K and "
         "V for every Q tile)")

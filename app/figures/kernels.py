@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
@@ -242,15 +241,15 @@ def softmax_trace_table(trace, row: int, step: int, title: str, lang: str = "en"
 
 # --- HBM traffic -------------------------------------------------------------------------------
 
-TRAFFIC_COLORS = {"read Q, K": "#4c78a8", "read Q": "#4c78a8", "read K": "#72b7b2", "write S": "#e45756",
-                  "read S": "#ff9d98", "write P": "#f58518", "read P": "#ffbf79", "read V": "#54a24b",
-                  "write O": "#b279a2", "write row stats": "#9d755d"}
+TRAFFIC_COLORS = {"read_q_k": "#4c78a8", "read_q": "#4c78a8", "read_k": "#72b7b2", "write_s": "#e45756",
+                  "read_s": "#ff9d98", "write_p": "#f58518", "read_p": "#ffbf79", "read_v": "#54a24b",
+                  "write_o": "#b279a2", "write_row_stats": "#9d755d"}
 
 
 def traffic_part(part: str, lang: str = "en") -> str:
-    """A traffic model part ('read Q, K', 'write S', …: sim.attention.online_softmax.hbm_traffic's keys) as the
-    legend names it."""
-    return _t(lang, "part." + re.sub(r"\W+", "_", part.lower()).strip("_"))
+    """A traffic model part ('read_q_k', 'write_s', …: sim.attention.online_softmax.hbm_traffic's keys, each a
+    catalog word's id) as the legend names it."""
+    return _t(lang, "part." + part)
 
 
 def traffic_bars(traffic, title: str, lang: str = "en") -> go.Figure:
