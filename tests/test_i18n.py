@@ -102,7 +102,7 @@ def test_lookup_needs_no_streamlit_and_says_what_is_missing():
 # --- sentences both ways (numbers formatted the same) ---------------------------------------------------------------
 
 def test_mask_takeaway_in_korean():
-    from sim.attention.mask_readouts import mask_name, mask_takeaway
+    from sim.words.masks import mask_name, mask_takeaway
 
     causal = np.tril(np.ones((4, 4), dtype=bool))  # 4·5/2 = 10 of 16 pairs
     assert mask_takeaway(causal, mask_name("causal", 4, 0, lang="ko"), lang="ko") == (
@@ -121,7 +121,7 @@ def test_mask_takeaway_in_korean():
 
 
 def test_row_and_window_sentences_in_korean():
-    from sim.attention.mask_readouts import row_takeaway, window_caption, window_takeaway
+    from sim.words.masks import row_takeaway, window_caption, window_takeaway
 
     allowed = np.array([1, 1, 0, 0], dtype=bool)
     weights = {"neg_inf": np.array([0.5, 0.5, 0, 0]), "times_zero": np.array([0.25, 0.25, 0.25, 0.25])}
@@ -138,7 +138,7 @@ def test_row_and_window_sentences_in_korean():
 
 
 def test_masked_row_table_in_korean_keeps_the_measured_numbers():
-    from sim.attention.mask_readouts import behaviour_rows, masked_row_caption
+    from sim.words.masks import behaviour_rows, masked_row_caption
 
     measured = {"softmax with −inf": "NaN (0/0: every exp(−inf) is 0)",
                 "softmax with −1e9": "uniform 0.062 each: attends to everything it should not, silently",

@@ -11,16 +11,6 @@ import pytest
 from app.controls.roofline import TAB_SLUGS, TABS
 from sim.attention.kernel_claims import kernel_claims
 from sim.attention.limits import Limits, check_shape
-from sim.attention.readouts import (
-    held_caption,
-    reason_text,
-    shape_label,
-    stat_word,
-    sweep_time_takeaway,
-    timing_rows,
-    timing_takeaway,
-    traffic_takeaway,
-)
 from sim.attention.shapes import AttentionShape
 from sim.attention.timing import SweepResult
 from sim.cost.gpus import load_gpus
@@ -45,6 +35,16 @@ from sim.cost.roofline import (
 )
 from sim.cost.roofline_claims import roofline_claims
 from sim.i18n import text
+from sim.words.attention import (
+    held_caption,
+    reason_text,
+    shape_label,
+    stat_word,
+    sweep_time_takeaway,
+    timing_rows,
+    timing_takeaway,
+    traffic_takeaway,
+)
 from tests.conftest import run_in_app, run_page
 from tests.test_attention_readouts import fake_result
 from tests.test_i18n import hangul_share, rendered_text
@@ -179,7 +179,12 @@ def test_kernel_sentences_in_korean():
 def test_over_the_cap_and_why_not_in_korean():
     with pytest.raises(ValueError, match=r"= 점수 원소 1,073,741,824개로, 이 장치의 상한 16,777,216 \(2\^24\)을 넘는다"):
         check_shape(AttentionShape(heads=64, seq_len=4096), Limits("cpu", 1 << 24, 1 << 33, 3 << 30), "ko")
-    assert reason_text("this torch has no FlexAttention (No module named x)", "ko") == \
+    from sim.msg import Msg
+    from sim.words.catalog import catalog
+
+    missing = Msg("kernels.why.flex_missing", error="No module named x")
+    assert reason_text(missing, "en") == "this torch has no FlexAttention (No module named x)"
+    assert reason_text(missing, "ko") == catalog("ko")["kernels.why.flex_missing"].format(error="No module named x") == \
         "이 torch에는 FlexAttention이 없다 (No module named x)"
     assert reason_text(text("en", "home.why.cpu_only"), "ko") == text("ko", "home.why.cpu_only")
     assert reason_text("CUDA error: no kernel image", "ko") == "CUDA error: no kernel image"  # torch's own words
@@ -257,3 +262,23 @@ def test_traffic_legend_words_each_part_from_its_id_in_either_language(monkeypat
     for p in parts:
         monkeypatch.setitem(catalog("en"), f"kernels.fig.part.{p}", "REWORDED")
     assert legend("ko") == korean
+
+
+def test_flex_reasons_are_message_values_and_the_csv_words_them_in_english(monkeypatch):
+    """FlexAttention's reasons are message values; the timing CSV words them in English and Korean reads only the
+    Korean catalog (an English rewording changes no Korean)."""
+    from sim.attention.measure import KernelTiming
+    from sim.msg import Msg
+    from sim.words.attention import timing_frame
+    from sim.words.catalog import catalog
+
+    result = fake_result(64)
+    why = Msg("kernels.why.flex_device", device="mps")
+    result = type(result)(**{**result.__dict__, "rows": (*result.rows, KernelTiming("flex", "unavailable", why))})
+    frame = timing_frame(result)
+    assert frame["reason"].tolist()[-2:] == ["not built for CPU", "FlexAttention is not compiled for mps here"]
+    assert all(isinstance(r, str) for r in frame["reason"])
+    korean = reason_text(why, "ko")
+    monkeypatch.setitem(catalog("en"), "kernels.why.flex_device", "REWORDED {device}")
+    assert reason_text(why, "ko") == korean == catalog("ko")["kernels.why.flex_device"].format(device="mps")
+    assert timing_frame(result)["reason"].iloc[-1] == "REWORDED mps"  # the CSV follows the English catalog

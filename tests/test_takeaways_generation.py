@@ -8,15 +8,6 @@ from types import SimpleNamespace as NS
 import numpy as np
 
 from sim.attention.maps import CacheValidity, append_caption
-from sim.attention.mask_readouts import (
-    leak_caption,
-    mask_name,
-    mask_takeaway,
-    masked_row_caption,
-    row_takeaway,
-    window_caption,
-    window_takeaway,
-)
 from sim.cost.decode import computed_grid, flop_shape, scale_curve
 from sim.cost.decode_readouts import (
     formula_agreement,
@@ -27,6 +18,15 @@ from sim.cost.decode_readouts import (
     speedup_caption,
     times,
     wall_time_caption,
+)
+from sim.words.masks import (
+    leak_caption,
+    mask_name,
+    mask_takeaway,
+    masked_row_caption,
+    row_takeaway,
+    window_caption,
+    window_takeaway,
 )
 from tests.conftest import run_page
 

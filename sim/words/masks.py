@@ -1,4 +1,4 @@
-"""The Attention masks page's sentences, each worded from the result its chart or caption shows: what a mask
+"""The Attention masks page's sentences (moved here from sim/attention/mask_readouts.py), each worded from the result its chart or caption shows: what a mask
 allows against a plain causal mask, where one query row's weight goes under each way of applying the mask,
 what a sliding window takes from the causal map, and the measured fully masked row. Pure functions of numpy
 arrays and plain numbers (no torch), so they are tested on matrices worked by hand. Each takes `lang` ("en" or
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.i18n import join, text
+from sim.words import join, text
 
 # how each sim.attention.masks.VARIANTS entry is named inside a sentence, in English
 VARIANT_SHORT = {k: text("en", f"masks.s.short.{k}")
