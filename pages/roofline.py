@@ -29,7 +29,6 @@ from sim.cost.roofline import (
     memory_bound_until,
     phase_name,
     prefill_step,
-    probe_method,
     roofline_takeaway,
     steps_frame,
     tokens_takeaway,
@@ -38,6 +37,7 @@ from sim.cost.roofline import (
 )
 from sim.cost.roofline_claims import roofline_claims
 from sim.cost.roofline_fit import fit, fit_sentence, turn_fits
+from sim.words import say
 
 korean_lines(lang())
 st.title(page_title("roofline"))
@@ -97,7 +97,7 @@ try:
         if probe is None:
             raise ValueError(t("roofline.no_probe", error=probe_error))
         hw = Hardware(t("roofline.hw_here", device=probe.device, dtype=probe.dtype), probe.peak_flops, probe.bandwidth,
-                      probe.method)
+                      say(L, probe.method))
     else:
         hw = hardware(gpus[st.session_state["gpu"]], st.session_state["compute"], lang=L)
     cfg = RooflineConfig(arch, st.session_state["batch"], st.session_state["context"], st.session_state["wdtype"],
@@ -188,7 +188,7 @@ def render_machine() -> None:
         k[0].metric(t("roofline.m.copy_bw"), f"{probe.bandwidth / 1e9:,.1f} GB/s")
         k[1].metric(t("roofline.m.matmul", dtype=probe.dtype), f"{probe.peak_flops / 1e9:,.1f} GFLOP/s")
         k[2].metric(t("roofline.m.ridge_short"), f"{probe.peak_flops / probe.bandwidth:,.1f} FLOP/B")
-        st.caption(t("roofline.method_caption", method=probe_method(probe, L)))
+        st.caption(t("roofline.method_caption", method=say(L, probe.method)))
         if st.button(t("roofline.tiny_button")):
             from app.resources import model_or_stop
             from sim.model.probe import measure_tiny_decode

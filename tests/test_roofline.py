@@ -18,6 +18,7 @@ from sim.cost.roofline import (
     what_helps,
 )
 from sim.model.probe import probe_machine
+from sim.words import say
 
 P = load_presets()
 G = load_gpus()
@@ -110,7 +111,12 @@ def test_bad_inputs():
 
 def test_machine_probe_measures_positive_figures():
     probe = probe_machine(device="cpu", copy_mib=8, matmul_n=128, repeats=2)
-    assert probe.bandwidth > 0 and probe.peak_flops > 0 and "copy 8 MiB" in probe.method
+    assert probe.bandwidth > 0 and probe.peak_flops > 0 and (probe.copy_mib, probe.matmul_n, probe.repeats) == (8, 128, 2)
+    assert say("en", probe.method) == ("bandwidth: copy 8 MiB fp32 (read + write = 16 MiB moved), best of 2; compute: "
+                                       f"128×128 @ 128×128 in {probe.dtype}, 2·n³ FLOPs, best of 2")
+    assert say("ko", probe.method) == ("대역폭: fp32 8 MiB 복사 (읽기 + 쓰기 = 16 MiB 이동), 2회 중 최고; 연산: "
+                                       f"{probe.dtype}로 128×128 @ 128×128, 2·n³ FLOPs, 2회 중 최고")
+    assert not {"bandwidth", "copy", "compute", "best"} & set(say("ko", probe.method).split())  # nothing read back
     with pytest.raises(ValueError, match="probe sizes out of range"):
         probe_machine(device="cpu", copy_mib=0)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from sim.cost.arch import ArchPreset, estimate_active_params, estimate_num_params, with_kv_heads
 from sim.cost.memory import WEIGHT_DTYPE_BITS, MemoryConfig, fmt_decimal, request_bytes
 from sim.i18n import join, text
+from sim.msg import Msg
 from sim.readout import times
 
 PHASES = ("prefill", "decode")
@@ -408,22 +409,15 @@ class MachineProbe:
     peak_flops: float  # FLOP/s, from a square matmul
     device: str
     dtype: str
-    method: str
+    copy_mib: int  # the bandwidth test copies this many MiB of fp32 (read + write moves twice that)
+    matmul_n: int  # the compute test multiplies two n×n matrices in `dtype`
+    repeats: int  # each test's best of this many timed runs
 
-
-def probe_method(probe: MachineProbe, lang: str = "en") -> str:
-    """How the probe measured, in `lang`: sim/model/probe.py writes it in English; its numbers are read back
-    out of that sentence (an unexpected one is shown as written)."""
-    import re
-
-    if lang == "en":
-        return probe.method
-    got = re.fullmatch(r"bandwidth: copy (\d+) MiB fp32 \(read \+ write = (\d+) MiB moved\), best of (\d+); "
-                       r"compute: (\d+)×(\d+) @ \d+×\d+ in (\S+), 2·n³ FLOPs, best of (\d+)", probe.method)
-    if got is None:
-        return probe.method
-    mib, moved, reps, n, _n, dtype, reps_mm = got.groups()
-    return text(lang, "roofline.s.method", mib=mib, moved=moved, reps=reps, n=n, dtype=dtype, reps_mm=reps_mm)
+    @property
+    def method(self) -> Msg:
+        """How the probe measured, as a message value (sim.words words it in either language)."""
+        return Msg("roofline.s.method", mib=self.copy_mib, moved=2 * self.copy_mib, reps=self.repeats,
+                   n=self.matmul_n, dtype=self.dtype, reps_mm=self.repeats)
 
 
 @dataclass(frozen=True)
