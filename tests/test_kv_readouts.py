@@ -154,3 +154,21 @@ def test_engine_metrics_count_both_ways():
     assert (m["Max requests (formula)"].value, m["Max requests (vLLM blocks)"].value) == ("53", "42")
     assert m["Max requests (vLLM blocks)"].delta == "42.52× concurrency"
     assert m["vLLM reserves, per request"].delta == "1.25× the formula"
+
+
+def test_measurement_table_counts_are_message_values_worded_in_either_language():
+    from sim.cost.memory import measurement_rows
+    from sim.msg import Msg
+    from sim.words.cost import measurement_frame
+
+    r = measurement()
+    assert [row["Count"] for row in measurement_rows(r)] == [
+        Msg("kvmem.r.meas.measured", n=8), Msg("kvf.meas.formula", layers=4, h=1, d=32, p=4, b=2, s=50),
+        Msg("kvmem.r.meas.calculator")]
+    assert measurement_frame(r)["Count"].tolist()[:2] == [
+        "Measured: numel × element_size over the 8 filled K and V tensors",
+        "Formula 2·L·H_kv·d_h·p·B·S = 2·4·1·32·4·2·50 (sim/cost/opcount.py)"]
+    ko = measurement_frame(r, "ko")
+    assert ko.iloc[:, 0].tolist()[:2] == ["잰 값: 채운 K·V 텐서 8개에 걸친 numel × element_size",
+                                          "공식 2·L·H_kv·d_h·p·B·S = 2·4·1·32·4·2·50 (sim/cost/opcount.py)"]
+    assert ko.iloc[:, 1].tolist() == [102_400] * 3

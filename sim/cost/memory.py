@@ -567,17 +567,16 @@ ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def measurement_rows(r) -> list[dict]:
-    """The tiny model's measured cache (sim.model.measure.TinyCacheMeasurement) next to the formulas."""
+    """The tiny model's measured cache (sim.model.measure.TinyCacheMeasurement) next to the formulas; each count
+    named by a message value (sim.words.cost.measurement_frame words it)."""
     B, H, S, D = r.tensor_shape
     p = ELEMENT_BYTES[r.dtype]
     rows = [
-        {"Count": f"Measured: numel × element_size over the {r.num_tensors} filled K and V tensors",
-         "Bytes": r.measured_bytes},
-        {"Count": f"Formula 2·L·H_kv·d_h·p·B·S = 2·{r.num_tensors // 2}·{H}·{D}·{p}·{B}·{S} (sim/cost/opcount.py)",
-         "Bytes": r.opcount_bytes},
-        {"Count": "This page's calculator, from the preset", "Bytes": r.calculator_bytes},
+        {"Count": Msg("kvmem.r.meas.measured", n=r.num_tensors), "Bytes": r.measured_bytes},
+        {"Count": Msg("kvf.meas.formula", layers=r.num_tensors // 2, h=H, d=D, p=p, b=B, s=S), "Bytes": r.opcount_bytes},
+        {"Count": Msg("kvmem.r.meas.calculator"), "Bytes": r.calculator_bytes},
     ]
     if r.cuda_allocated_delta is not None:
-        rows.append({"Count": "torch.cuda.memory_allocated() after − before allocating", "Bytes": r.cuda_allocated_delta})
-        rows.append({"Count": "Formula with each tensor rounded up to the allocator's 512 B", "Bytes": r.cuda_expected})
+        rows.append({"Count": Msg("kvmem.r.meas.cuda"), "Bytes": r.cuda_allocated_delta})
+        rows.append({"Count": Msg("kvmem.r.meas.rounded"), "Bytes": r.cuda_expected})
     return rows

@@ -469,12 +469,7 @@ def measurement_frame(r, lang: str = "en"):
 
     from sim.cost.memory import measurement_rows
 
-    rows = measurement_rows(r)
-    if lang != "en":
-        counts = [_t(lang, "meas.measured", n=r.num_tensors), rows[1]["Count"].replace("Formula", _t(lang, "meas.formula")),
-                  _t(lang, "meas.calculator"), _t(lang, "meas.cuda"), _t(lang, "meas.rounded")]
-        for row, count in zip(rows, counts, strict=False):
-            row["Count"] = count
+    rows = [{**row, "Count": say(lang, row["Count"])} for row in measurement_rows(r)]
     return columns_in(pd.DataFrame(rows), lang)
 
 
