@@ -11,11 +11,11 @@ from app.runs import prefix_caching as runs
 from app.text import for_plotly, plain
 from app.urlstate import UrlState
 from sim.alloc import prefix_claims as claims
-from sim.alloc import prefix_readouts as ro
 from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
 from sim.alloc.byte_tokens import show_byte
 from sim.cost.vllm_rules import version_label
+from sim.words import prefix as ro
 from sim.words.alloc import requests_frame
 
 L = lang()  # the sentences and figures below are worded in the page language

@@ -18,7 +18,6 @@ from sim.alloc.errors import WordedError, worded
 from sim.alloc.paging_readouts import sharing_takeaway
 from sim.alloc.policies import compare_policies
 from sim.alloc.prefix_claims import ORIGINAL, prefix_claims
-from sim.alloc.prefix_readouts import change_takeaway, tree_branching_sentence
 from sim.alloc.prefix_sweeps import change_one_byte
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import (
@@ -31,6 +30,7 @@ from sim.alloc.workload import (
 )
 from sim.i18n import text
 from sim.model.prefix_run import kv_change_text, kv_takeaway
+from sim.words.prefix import change_takeaway, tree_branching_sentence
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"

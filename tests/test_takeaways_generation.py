@@ -9,7 +9,7 @@ import numpy as np
 
 from sim.attention.maps import CacheValidity, append_caption
 from sim.cost.decode import computed_grid, flop_shape, scale_curve
-from sim.cost.decode_readouts import (
+from sim.words.decode import (
     formula_agreement,
     grid_takeaway,
     parts_takeaway,

@@ -99,7 +99,7 @@ def layout_bars(frame: pd.DataFrame, labels: dict[str, str], selected: str, titl
 
 
 def per_request(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
-    """Each request's prompt tokens, hit vs computed; title: the takeaway (prefix_readouts.per_request_takeaway)."""
+    """Each request's prompt tokens, hit vs computed; title: the takeaway (sim.words.prefix.per_request_takeaway)."""
     fig = go.Figure()
     labels = [say(lang, x) for x in frame["label"]]
     fig.add_bar(x=frame["request"], y=frame["hit_tokens"], name=text(lang, "prefix.fig.hit_name"), marker_color=HIT,
@@ -115,7 +115,7 @@ def per_request(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
 def sweep(frames: dict[str, pd.DataFrame], x: str, chosen: int, title: str, x_title: str,
           lang: str = "en") -> go.Figure:
     """Hit rate against capacity or block size, one line per layout; the chosen value marked. Drawn in half the
-    page; title: the takeaway (prefix_readouts.capacity_takeaway, block_size_takeaway)."""
+    page; title: the takeaway (sim.words.prefix.capacity_takeaway, block_size_takeaway)."""
     fig = go.Figure()
     for layout, df in frames.items():
         name = _layout_name(layout, lang)

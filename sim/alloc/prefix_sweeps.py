@@ -102,7 +102,7 @@ class TwoPrompts:
     def chart_title(self, show=show_byte, lang: str = "en") -> str:
         """The changed byte, before and after, its block, and which blocks of B stay hits and which are
         recomputed. show: a byte as a label (the page passes one that escapes it for plotly)."""
-        from sim.alloc.prefix_readouts import change_takeaway
+        from sim.words.prefix import change_takeaway
 
         k = self.changed_pos
         return change_takeaway(k, show(self.ids_a[k]), show(self.ids_b[k]), self.block_size, self.num_hit_blocks_b,

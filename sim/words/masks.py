@@ -1,8 +1,9 @@
-"""The Attention masks page's sentences (moved here from sim/attention/mask_readouts.py), each worded from the result its chart or caption shows: what a mask
-allows against a plain causal mask, where one query row's weight goes under each way of applying the mask,
-what a sliding window takes from the causal map, and the measured fully masked row. Pure functions of numpy
-arrays and plain numbers (no torch), so they are tested on matrices worked by hand. Each takes `lang` ("en" or
-"ko") and words its sentence from the catalogs (sim/i18n.py); numbers are formatted here, the same in both."""
+"""The Attention masks page's sentences, each worded from the result its chart or caption shows: what a mask allows
+against a plain causal mask, where one query row's weight goes under each way of applying the mask, what a sliding
+window takes from the causal map, and the measured fully masked row. Pure functions of numpy arrays and plain
+numbers (no torch), so they are tested on matrices worked by hand. Each takes `lang` ("en" or "ko") and words its
+sentence from the catalogs (sim/words); numbers are formatted here, the same in both. Moved here from
+sim/attention/mask_readouts.py."""
 
 from __future__ import annotations
 
