@@ -20,21 +20,16 @@ from sim.cost.roofline import (
     RooflineConfig,
     SweepPoint,
     TinyDecodePoint,
-    batching_caption,
-    bytes_takeaway,
     decode_step,
     hardware,
-    intensity_takeaway,
-    levers_frame,
     prefill_step,
-    roofline_takeaway,
-    steps_frame,
-    tokens_takeaway,
-    turning_points,
     what_helps,
 )
 from sim.cost.roofline_claims import roofline_claims
 from sim.i18n import text
+from sim.msg import Msg
+from sim.refusal import Refusal
+from sim.words import say, why
 from sim.words.attention import (
     held_caption,
     reason_text,
@@ -44,6 +39,19 @@ from sim.words.attention import (
     timing_rows,
     timing_takeaway,
     traffic_takeaway,
+)
+from sim.words.roofline import (
+    batching_caption,
+    bytes_takeaway,
+    intensity_takeaway,
+    levers_frame,
+    roofline_takeaway,
+    steps_frame,
+    tiny_takeaway,
+    tiny_verdict,
+    tokens_takeaway,
+    trend_verdict,
+    turning_points,
 )
 from tests.conftest import run_in_app, run_page
 from tests.test_attention_readouts import fake_result
@@ -105,21 +113,23 @@ def test_roofline_tables_levers_and_measured_point_in_korean():
     table = steps_frame([pre, dec], H100, "ko")
     assert table["스텝"].tolist() == ["프리필", "디코딩"] and table["한계"].tolist() == ["연산", "메모리"]
     assert table["메모리 시간 (ms)"].tolist() == steps_frame([pre, dec], H100)["Memory time (ms)"].tolist()
-    levers = what_helps(CFG, H100, "ko")
-    assert [x.name for x in levers] == ["고른 그대로", "가중치를 INT4로", "KV 캐시를 INT4로", "MQA (KV 헤드 1개)",
+    levers = what_helps(CFG, H100)
+    assert [say("ko", x.name) for x in levers] == ["고른 그대로", "가중치를 INT4로", "KV 캐시를 INT4로", "MQA (KV 헤드 1개)",
                                         "배치 ×8 (8)"]
     assert [x.tokens_per_s for x in levers] == [x.tokens_per_s for x in what_helps(CFG, H100)]
     assert levers_frame(levers, "ko")["고른 설정 대비"].iloc[0] == "1.00×"
     tp = TinyDecodePoint(2e6, 1e6, 500e-6, 50e-6, 120, 0.5, 2e9, 1e9)
-    assert tp.takeaway_in("ko") == "작은 모델의 디코딩 스텝은 측정해 보니 루프라인의 10.0%에 이른다"
-    assert tp.verdict_in("ko").startswith(
+    assert tiny_takeaway(tp, "ko") == "작은 모델의 디코딩 스텝은 측정해 보니 루프라인의 10.0%에 이른다"
+    assert tiny_verdict(tp, "ko").startswith(
         "작은 모델의 캐시 디코딩 스텝 하나는 2.00 MB를 옮기고 1.00 MFLOP를 계산한다. 루프라인으로는 50 µs면 되지만, "
         "실제로는 **500 µs** 걸렸다 — 루프라인이 허용하는 속도의 10.0%다. ")
-    assert "약 120개 연산" in tp.verdict_in("ko") and tp.verdict == tp.verdict_in("en")
+    assert "약 120개 연산" in tiny_verdict(tp, "ko") and tiny_verdict(tp) == tiny_verdict(tp, "en")
     falling = ContextTrend(1, 4096, 1.0, 0.5, 1)
-    assert "컨텍스트가 길어지면 내려간다 (토큰 1개에서 1.00, 토큰 4,096개에서 0.50)" in falling.verdict_in("ko")
-    with pytest.raises(ValueError, match="NVIDIA A100 SXM 80GB에는 dense FP8 텐서 처리량 수치가 없다"):
-        hardware(G["a100-80gb"], "fp8", lang="ko")
+    assert "컨텍스트가 길어지면 내려간다 (토큰 1개에서 1.00, 토큰 4,096개에서 0.50)" in trend_verdict(falling, "ko")
+    with pytest.raises(Refusal) as refused:
+        hardware(G["a100-80gb"], "fp8")
+    assert refused.value.msg == Msg("roofline.s.no_dtype", gpu="NVIDIA A100 SXM 80GB", dtype="FP8")
+    assert "NVIDIA A100 SXM 80GB에는 dense FP8 텐서 처리량 수치가 없다" in why(refused.value, "ko")
 
 
 def _seed_text() -> str:

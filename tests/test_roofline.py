@@ -19,6 +19,7 @@ from sim.cost.roofline import (
 )
 from sim.model.probe import probe_machine
 from sim.words import say
+from sim.words.roofline import tiny_verdict, trend_verdict
 
 P = load_presets()
 G = load_gpus()
@@ -132,15 +133,16 @@ def test_the_context_trend_sentence_follows_the_numbers():
     p = load_presets()
     gqa = context_trend(p["llama-3.1-70b"])  # 8 query heads per K/V head: each cached byte feeds 8 heads
     assert gqa.long > 2 * gqa.short and gqa.group == 8
-    assert f"rises as context grows ({gqa.short:.2f} at 1 token, {gqa.long:.2f} at 131,072 tokens)" in gqa.verdict
+    assert f"rises as context grows ({gqa.short:.2f} at 1 token, {gqa.long:.2f} at 131,072 tokens)" in trend_verdict(gqa)
     mha = context_trend(p["llama-2-7b"])  # one query head per K/V head: a cached byte is read for ~1 FLOP
-    assert "stays about there" in mha.verdict and "rises" not in mha.verdict
+    assert "stays about there" in trend_verdict(mha) and "rises" not in trend_verdict(mha)
     falling = ContextTrend(1, 4096, 1.0, 0.5, 1)
-    assert "falls as context grows (1.00 at 1 token, 0.50 at 4,096 tokens)" in falling.verdict
+    assert "falls as context grows (1.00 at 1 token, 0.50 at 4,096 tokens)" in trend_verdict(falling)
 
 
 def test_the_pages_tables_and_sentences():
-    from sim.cost.roofline import TinyDecodePoint, levers_frame, steps_frame, turning_points
+    from sim.cost.roofline import TinyDecodePoint
+    from sim.words.roofline import levers_frame, steps_frame, turning_points
 
     cfg, hw = RooflineConfig(P["llama-3.1-70b"], 1, 4096), hardware(G["h100-sxm"])
     dec, pre = decode_step(cfg), prefill_step(cfg)
@@ -149,12 +151,12 @@ def test_the_pages_tables_and_sentences():
     assert table["Memory time (ms)"].tolist() == [pre.bytes / hw.bandwidth * 1e3, dec.bytes / hw.bandwidth * 1e3]
     levers = what_helps(cfg, hw)
     shown = levers_frame(levers)
-    assert shown["vs as chosen"].iloc[0] == "1.00×" and shown["Change"].tolist() == [x.name for x in levers]
+    assert shown["vs as chosen"].iloc[0] == "1.00×" and shown["Change"].tolist() == [say("en", x.name) for x in levers]
     assert turning_points({512: 64, 131072: None}) == (
         "context 512: compute-bound from batch **64** · context 131,072: **memory-bound at every batch up to 4,096**")
     # 2 MB and 1 MFLOP per step; the roof allows 50 µs, it took 500 µs: 10% of the roof, 120 operations
     tp = TinyDecodePoint(2e6, 1e6, 500e-6, 50e-6, 120, 0.5, 2e9, 1e9)
-    assert tp.verdict.startswith("One cached decode step of the tiny model moves 2.00 MB and does 1.00 MFLOP. "
+    assert tiny_verdict(tp).startswith("One cached decode step of the tiny model moves 2.00 MB and does 1.00 MFLOP. "
                                  "The roofline says it could take 50 µs; it took **500 µs** — 10.0% of what the roof "
                                  "allows.")
-    assert "each of its ~120 operations per token" in tp.verdict
+    assert "each of its ~120 operations per token" in tiny_verdict(tp)
