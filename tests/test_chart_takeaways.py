@@ -9,6 +9,7 @@ from sim.cost.capacity import Capacity
 from sim.cost.memory import GiB
 from sim.cost.roofline import Hardware, StepCost, TinyDecodePoint
 from sim.serving.comparison import ServingComparison
+from sim.words.paging import concurrency_takeaway, memory_takeaway
 from sim.words.roofline import (
     roofline_takeaway,
     tiny_takeaway,
@@ -62,12 +63,12 @@ def _policies(paged: float) -> Comparison:
 
 
 def test_paging_takeaway_places_paged_against_the_contiguous_range():
-    assert _policies(0.963).memory_takeaway() == (
+    assert memory_takeaway(_policies(0.963)) == (
         "Paged blocks keep 96.3% of claimed KV memory for real tokens vs 20.4–38.2% for the contiguous policies")
-    assert _policies(0.1).memory_takeaway() == (
+    assert memory_takeaway(_policies(0.1)) == (
         "Paged blocks keep only 10.0% of claimed KV memory for real tokens vs 20.4–38.2% for the contiguous "
         "policies")
-    assert _policies(0.3).memory_takeaway() == (
+    assert memory_takeaway(_policies(0.3)) == (
         "Paged blocks keep 30.0% of claimed KV memory for real tokens, within 20.4–38.2% for the contiguous "
         "policies")
 
@@ -184,12 +185,12 @@ def _running(paged: float, max_len: float) -> Comparison:
 
 
 def test_concurrency_takeaway_compares_paged_with_reserving_the_maximum():
-    assert _running(12.34, 3.1).concurrency_takeaway() == (
+    assert concurrency_takeaway(_running(12.34, 3.1)) == (
         "Paged blocks run 12.3 requests at once on average vs 3.1 when every request reserves the maximum length: "
         "4.0× as many")
-    assert _running(2.0, 5.0).concurrency_takeaway() == (
+    assert concurrency_takeaway(_running(2.0, 5.0)) == (
         "Paged blocks run only 2.0 requests at once on average vs 5.0 when every request reserves the maximum length")
-    assert _running(4.01, 4.04).concurrency_takeaway() == (
+    assert concurrency_takeaway(_running(4.01, 4.04)) == (
         "Paged blocks and reserving the maximum length both run 4.0 requests at once on average")
 
 

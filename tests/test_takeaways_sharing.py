@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from sim.alloc import paging_readouts as pg
 from sim.alloc.policies import BlockSizeTradeoff
 from sim.alloc.workload import PrefixWorkloadConfig
 from sim.model.prefix_run import kv_takeaway
+from sim.words import paging as pg
 from sim.words import prefix as ro
 from tests.conftest import run_page
 
