@@ -11,17 +11,6 @@ from app.text import plain
 from app.urlstate import UrlState
 from app.work import queued
 from sim.attention.maps import append_caption, append_takeaway, cache_validity, capture_attention
-from sim.attention.mask_readouts import (
-    behaviour_rows,
-    leak_caption,
-    mask_name,
-    mask_takeaway,
-    masked_row_caption,
-    row_takeaway,
-    variant_label,
-    window_caption,
-    window_takeaway,
-)
 from sim.attention.masks import (
     MASK_KINDS,
     VARIANTS,
@@ -36,6 +25,17 @@ from sim.attention.masks import (
 )
 from sim.model.real_source import MODEL_KEY
 from sim.model.transformer import PRESETS
+from sim.words.masks import (
+    behaviour_rows,
+    leak_caption,
+    mask_name,
+    mask_takeaway,
+    masked_row_caption,
+    row_takeaway,
+    variant_label,
+    window_caption,
+    window_takeaway,
+)
 
 MAX_PROMPT = 48  # bytes: one row and column per byte keeps the maps legible on a projector
 SINK_TOKENS = 256  # held-out tokens the real model's attention sink is measured over

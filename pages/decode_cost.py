@@ -16,17 +16,6 @@ from app.text import plain
 from app.urlstate import UrlState
 from app.work import run_job
 from sim.cost.decode import computed_grid, flop_shape, human_flops, scale_curve, seed_claims
-from sim.cost.decode_readouts import (
-    formula_agreement,
-    grid_takeaway,
-    measured_caption,
-    mode_label,
-    parts_takeaway,
-    per_step_takeaway,
-    scale_takeaway,
-    speedup_caption,
-    wall_time_caption,
-)
 from sim.cost.opcount import generation_flops
 from sim.cost.presets import load_presets
 from sim.i18n import text
@@ -37,6 +26,17 @@ from sim.model.real_source import MODEL_KEY
 from sim.model.step_profile import MAX_PROFILE_CONTEXT
 from sim.model.transformer import PRESETS
 from sim.words import say
+from sim.words.decode import (
+    formula_agreement,
+    grid_takeaway,
+    measured_caption,
+    mode_label,
+    parts_takeaway,
+    per_step_takeaway,
+    scale_takeaway,
+    speedup_caption,
+    wall_time_caption,
+)
 from sim.work.run_cost import SMOLLM2_RATES, cached_work, naive_work
 
 DEFAULT_PROMPT = "HAMLET.\nTo be, or not to be"
