@@ -1,14 +1,15 @@
 import pandas as pd
 import streamlit as st
 
+from app.controls import attention_masks as controls
+from app.controls.attention_masks import MAX_PROMPT
 from app.figures import masks as figs
 from app.i18n import lang, page_title, t
-from app.model_picker import picker, real_unavailable, register, run_real_probe, token_labels
+from app.model_picker import picker, real_unavailable, run_real_probe, token_labels
 from app.present import show_chart, show_table
 from app.resources import model_or_stop as load_model
 from app.resources import real_model
 from app.text import plain
-from app.urlstate import UrlState
 from app.work import queued
 from sim.attention.maps import append_caption, append_takeaway, cache_validity, capture_attention
 from sim.attention.mask_readouts import (
@@ -35,9 +36,7 @@ from sim.attention.masks import (
     sliding_window,
 )
 from sim.model.real_source import MODEL_KEY
-from sim.model.transformer import PRESETS
 
-MAX_PROMPT = 48  # bytes: one row and column per byte keeps the maps legible on a projector
 SINK_TOKENS = 256  # held-out tokens the real model's attention sink is measured over
 
 def masked_row_behaviour() -> dict[str, str]:
@@ -52,24 +51,8 @@ st.title(page_title("attention_masks"))
 st.markdown(t("masks.intro"))
 L = lang()  # the sentences and figures below are worded in the page language
 
-url = UrlState("attention_masks")
-url.text("prompt", "To be, or not to be|that is the question", max_len=4 * MAX_PROMPT, label=t("masks.url.prompt"))
-url.choice("variant", "mha", list(PRESETS), label=t("masks.url.variant"))
-url.choice("kind", "causal", list(MASK_KINDS), label=t("masks.url.kind"))
-url.int("w", 4, 1, MAX_PROMPT, label=t("masks.url.w"))
-url.int("p", 6, 0, MAX_PROMPT, label=t("masks.url.p"))
-url.int("pad", 0, 0, 8, label=t("masks.url.pad"))
-url.int("layer", 0, 0, PRESETS["mha"].n_layers - 1, label=t("masks.url.layer"))
-url.int("head", 0, 0, PRESETS["mha"].n_heads - 1, label=t("masks.url.head"))
-url.int("row", 5, 0, MAX_PROMPT + 8, label=t("masks.url.row"))
-url.int("map_w", 8, 1, MAX_PROMPT, label=t("masks.url.map_w"))
-register(url)
-url.show_problems()
-
-c = st.columns([3, 1])
-c[0].text_input(t("masks.prompt"), key="prompt",
-                max_chars=4 * MAX_PROMPT)
-c[1].radio(t("masks.model"), list(PRESETS), key="variant", horizontal=True, format_func=str.upper)
+url = controls.register()
+controls.draw_prompt()
 ids = list(st.session_state["prompt"].encode("utf-8"))
 if not ids:
     st.error(t("masks.empty"))
@@ -82,12 +65,7 @@ n = len(ids)
 labels = figs.token_labels(ids)
 
 st.header(t("masks.h.builder"))
-c = st.columns(4)
-kind_labels = {k: t(f"masks.kind.{k}") for k in MASK_KINDS}  # worded now: Streamlit calls format_func later too
-c[0].selectbox(t("masks.mask"), MASK_KINDS, key="kind", format_func=kind_labels.get)
-c[1].slider(t("masks.window"), 1, MAX_PROMPT, key="w", disabled=st.session_state["kind"] != "sliding_window")
-c[2].slider(t("masks.prefix"), 0, MAX_PROMPT, key="p", disabled=st.session_state["kind"] != "prefix_lm")
-c[3].slider(t("masks.padding"), 0, 8, key="pad")
+controls.draw_builder({k: t(f"masks.kind.{k}") for k in MASK_KINDS})  # worded now: format_func runs later too
 kind, pad = st.session_state["kind"], st.session_state["pad"]
 try:
     mask = build(kind, n, window=st.session_state["w"], prefix_len=min(st.session_state["p"], n),
@@ -113,17 +91,7 @@ st.caption(t("masks.legend") + (t("masks.legend_pad", n=f"{empty_rows:,}") if em
 
 st.header(t("masks.h.scores"))
 model = load_model(st.session_state["variant"])
-cfg = model.cfg
-c = st.columns(3)
-c[0].slider(t("masks.layer"), 0, cfg.n_layers - 1, key="layer")
-c[1].slider(t("masks.head"), 0, cfg.n_heads - 1, key="head")
-if st.session_state["row"] > n - 1:
-    st.session_state["row"] = n - 1
-if n > 1:
-    c[2].slider(t("masks.row"), 0, n - 1, key="row")
-else:
-    c[2].markdown(t("masks.one_row"))
-layer, head, row = st.session_state["layer"], st.session_state["head"], st.session_state["row"]
+layer, head, row = controls.draw_scores(n)
 cap = queued(lambda: capture_attention(model, ids), t("masks.job.attention"))
 scores = cap.scores[layer, head]  # (T, T) raw q·k/√d
 weights = {v.label: masked_softmax(scores, mask, v) for v in VARIANTS}
@@ -151,11 +119,7 @@ show_table(pd.DataFrame([{t("masks.col.where"): k, t("masks.col.result"): v} for
 st.caption(masked_row_caption(behaviour, lang=L))
 
 st.header(t("masks.h.maps"))
-c = st.columns(2)
-st.session_state["map_w"] = min(st.session_state["map_w"], n)
-if n > 1:
-    c[0].slider(t("masks.map_window"), 1, n, key="map_w")
-win = st.session_state["map_w"]
+win = controls.draw_map_window(n)
 cap_win = queued(lambda: capture_attention(model, ids, sliding_window(n, win)), t("masks.job.window"))
 causal_probs = cap.probs[layer, head].numpy()
 show_chart(figs.attention_pair(causal_probs, cap_win.probs[layer, head].numpy(), labels,
