@@ -36,6 +36,11 @@ class _Control:
     _: KW_ONLY
     label: str = ""  # catalog key of the widget's label ("": the value has no widget of its own)
     url_label: str = ""  # catalog key naming the value in the link's warning
+    verbatim: bool = False  # the label is a symbol shown as written (`k`), not a catalog key
+
+    def label_text(self) -> str:
+        """The widget's label in the page language."""
+        return self.label if self.verbatim else t(self.label)
 
     def register(self, url) -> Any:
         raise NotImplementedError
@@ -82,7 +87,7 @@ class Slider(_Range):
 
     def draw(self, where=st, *, lo=None, hi=None, **kw) -> int | float:
         lo, hi = self.bounds(lo, hi)
-        return where.slider(t(self.label), lo, hi, key=self.key, **self._step(), **kw)
+        return where.slider(self.label_text(), lo, hi, key=self.key, **self._step(), **kw)
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,7 @@ class Number(_Range):
 
     def draw(self, where=st, *, lo=None, hi=None, **kw) -> int | float:
         lo, hi = self.bounds(lo, hi)
-        return where.number_input(t(self.label), min_value=lo, max_value=hi, key=self.key, **self._step(), **kw)
+        return where.number_input(self.label_text(), min_value=lo, max_value=hi, key=self.key, **self._step(), **kw)
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,17 @@ class Stops(_Control):
         return ss[self.key]
 
     def draw(self, where=st, **kw) -> int:
-        return where.select_slider(t(self.label), list(self.stops), key=self.key, **kw)
+        return where.select_slider(self.label_text(), list(self.stops), key=self.key, **kw)
+
+
+@dataclass(frozen=True)
+class Among(_Range):
+    """An int in lo..hi in the link, picked in a select box among the values on show (the requests holding blocks):
+    `draw` takes them, each inside the declared range."""
+
+    def draw(self, where=st, *, options: Sequence[int], **kw) -> int:
+        assert all(self.lo <= o <= self.hi for o in options), (self.key, options)
+        return where.selectbox(self.label_text(), list(options), key=self.key, **kw)
 
 
 WIDGETS = ("selectbox", "radio", "select_slider", "segmented_control", "pills")
@@ -149,7 +164,7 @@ class Choice(_Control):
         return url.choice(self.key, self.default_value(), self.choices(), label=t(self.url_label))
 
     def draw(self, where=st, **kw) -> str:
-        return getattr(where, self.widget)(t(self.label), self.choices(), key=self.key, **kw)
+        return getattr(where, self.widget)(self.label_text(), self.choices(), key=self.key, **kw)
 
 
 @dataclass(frozen=True)
@@ -164,7 +179,7 @@ class Toggle(_Control):
         return url.bool(self.key, self.default, label=t(self.url_label))
 
     def draw(self, where=st, **kw) -> bool:
-        return getattr(where, self.widget)(t(self.label), key=self.key, **kw)
+        return getattr(where, self.widget)(self.label_text(), key=self.key, **kw)
 
 
 @dataclass(frozen=True)
@@ -185,7 +200,7 @@ class Text(_Control):
     def draw(self, where=st, **kw) -> str:
         if self.max_chars is not None:
             kw["max_chars"] = self.max_chars
-        return getattr(where, self.widget)(t(self.label), key=self.key, **kw)
+        return getattr(where, self.widget)(self.label_text(), key=self.key, **kw)
 
 
-Control = Slider | Number | Stops | Choice | Toggle | Text
+Control = Slider | Number | Among | Stops | Choice | Toggle | Text
