@@ -24,15 +24,13 @@ WIDGET_CALLS = {"slider", "number_input", "selectbox", "radio", "select_slider",
                 "color_picker"}
 URL_READS = {"int", "float", "choice", "bool", "text"}  # UrlState's readers: a declaration calls them
 # Pages still drawing widgets or reading URL values themselves, with how many calls: may only fall (to empty).
-PAGE_CALLS_BASELINE = {"kv_memory": 1}
+PAGE_CALLS_BASELINE: dict[str, int] = {}
 # app/ modules still reading URL values by hand (url.int(...) with its range) rather than through a declaration:
 # may only fall. app/urlstate.py (the readers) and app/tabs.py (the open tab, no widget of its own) are not counted.
 # Pages whose widgets are not drawn from declarations yet: may only shrink.
-NOT_YET_DECLARED = {"kv_memory", "prefix_caching", "kv_quantization",
-                    "attention_kernels"}
+NOT_YET_DECLARED = {"attention_kernels"}
 URL_READS_BASELINE = {
-    "app/controls/attention_kernels.py": 22, "app/controls/kv_memory.py": 19, "app/controls/kv_quantization.py": 23,
-    "app/controls/prefix_caching.py": 22,
+    "app/controls/attention_kernels.py": 22,
     "app/controls/serving_engine.py": 44, "app/engine_tabs.py": 2, "app/lesson/nav.py": 13, "app/model_picker.py": 1,
     }
 
@@ -89,7 +87,7 @@ def check_widgets(at: AppTest) -> set[str]:
 # (page, URL values that open the tab or section holding more of its controls)
 VIEWS = [(slug, {}) for slug in SLUGS] + [("roofline", {"tab": "machine"})] + [
     ("paged_blocks", {"tab": tab}) for tab in ("pool", "block_size", "fork", "live")] + [
-    ("serving", {"tab": "spec"})]
+    ("serving", {"tab": "spec"}), ("kv_memory", {"model": "custom", "measure": "1"})]
 
 
 @pytest.mark.parametrize(("slug", "params"), VIEWS)

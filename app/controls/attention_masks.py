@@ -60,10 +60,8 @@ def draw_scores(n: int) -> tuple[int, int, int]:
     c = st.columns(3)
     LAYER.draw(c[0])
     HEAD.draw(c[1])
-    ss = st.session_state
     last = n - 1
-    if ss[ROW.key] > last:
-        ss[ROW.key] = last
+    ROW.clamp(last)
     if n > 1:
         ROW.draw(c[2], hi=last)
     else:
@@ -74,8 +72,7 @@ def draw_scores(n: int) -> tuple[int, int, int]:
 def draw_map_window(n: int) -> int:
     """The sliding window of the second map, at most the prompt's `n` tokens."""
     c = st.columns(2)
-    ss = st.session_state
-    ss[MAP_WINDOW.key] = min(ss[MAP_WINDOW.key], n)
+    MAP_WINDOW.clamp(n)
     if n > 1:
         MAP_WINDOW.draw(c[0], hi=n)
     return MAP_WINDOW.value()

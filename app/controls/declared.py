@@ -77,6 +77,13 @@ class _Range(_Control):
         assert (lo, hi) == (self.lo, self.hi) or (self.narrows and self.lo <= lo <= hi <= self.hi), (self.key, lo, hi)
         return lo, hi
 
+    def clamp(self, hi: int | float) -> int | float:
+        """Keep the value at most `hi` (a position kept from a longer prompt moves to the new prompt's end)."""
+        ss = st.session_state
+        if ss[self.key] > hi:
+            ss[self.key] = hi
+        return ss[self.key]
+
     def _step(self) -> dict[str, Any]:
         return {} if self.step is None else {"step": self.step}
 
@@ -87,6 +94,7 @@ class Slider(_Range):
 
     def draw(self, where=st, *, lo=None, hi=None, **kw) -> int | float:
         lo, hi = self.bounds(lo, hi)
+        self.clamp(hi)
         return where.slider(self.label_text(), lo, hi, key=self.key, **self._step(), **kw)
 
 
@@ -96,6 +104,7 @@ class Number(_Range):
 
     def draw(self, where=st, *, lo=None, hi=None, **kw) -> int | float:
         lo, hi = self.bounds(lo, hi)
+        self.clamp(hi)
         return where.number_input(self.label_text(), min_value=lo, max_value=hi, key=self.key, **self._step(), **kw)
 
 
