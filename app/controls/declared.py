@@ -37,10 +37,18 @@ class _Control:
     label: str = ""  # catalog key of the widget's label ("": the value has no widget of its own)
     url_label: str = ""  # catalog key naming the value in the link's warning
     verbatim: bool = False  # the label is a symbol shown as written (`k`), not a catalog key
+    other_labels: tuple[str, ...] = ()  # catalog keys of the same value drawn elsewhere under another label
 
-    def label_text(self) -> str:
-        """The widget's label in the page language."""
+    def label_text(self, label: str | None = None) -> str:
+        """The widget's label in the page language (`label`: one of other_labels, for a second place it is drawn)."""
+        assert label is None or label in self.other_labels, (self.key, label)
+        if label is not None:
+            return t(label)
         return self.label if self.verbatim else t(self.label)
+
+    def label_texts(self) -> set[str]:
+        """Every label the value is drawn under."""
+        return {self.label_text(), *(t(k) for k in self.other_labels)}
 
     def register(self, url) -> Any:
         raise NotImplementedError
@@ -172,8 +180,8 @@ class Choice(_Control):
     def register(self, url) -> str:
         return url.choice(self.key, self.default_value(), self.choices(), label=t(self.url_label))
 
-    def draw(self, where=st, **kw) -> str:
-        return getattr(where, self.widget)(self.label_text(), self.choices(), key=self.key, **kw)
+    def draw(self, where=st, *, label: str | None = None, **kw) -> str:
+        return getattr(where, self.widget)(self.label_text(label), self.choices(), key=self.key, **kw)
 
 
 @dataclass(frozen=True)

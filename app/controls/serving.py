@@ -29,8 +29,9 @@ BATCH_SWEEP_DRAFT = "llama-3.1-8b"  # drafts the page's model in the batch sweep
 
 MAX_SEED = 2**31 - 1
 MODEL = Choice("model", "llama-3.1-8b", lambda: list(load_presets()), label="serving.c.model",
-               url_label="serving.url.model")
-GPU = Choice("gpu", "h100-sxm", lambda: list(load_gpus()), label="serving.c.gpu", url_label="serving.url.gpu")
+               url_label="serving.url.model", other_labels=("serving.e.model",))  # the engine tabs' row
+GPU = Choice("gpu", "h100-sxm", lambda: list(load_gpus()), label="serving.c.gpu", url_label="serving.url.gpu",
+             other_labels=("serving.e.gpu",))
 WDTYPE = Choice("wdtype", "bf16", tuple(WEIGHT_DTYPE_BITS), label="serving.c.weights", url_label="serving.url.wdtype")
 KVDTYPE = Choice("kvdtype", "fp16", tuple(KV_DTYPES), label="serving.c.kv", url_label="serving.url.kvdtype")
 UTIL = Slider("util", 0.9, 0.05, 1.0, step=0.01, label="serving.c.util", url_label="serving.url.util")
