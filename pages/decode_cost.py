@@ -99,7 +99,6 @@ else:
         st.error(plain(exc))
         res = None
 if not error and res is not None:
-    st.session_state["decode_cost.result"] = res  # the run the page shows (tests read it)
     cfg = model.cfg
     frames = {m: res.to_frame(m) for m in MODES}
     cached_ids = [r.token for r in res.cached]
