@@ -36,6 +36,7 @@ from sim.cost.roofline import (
 )
 from sim.cost.roofline_claims import roofline_claims
 from sim.cost.roofline_fit import fit, fit_sentence, turn_fits
+from sim.cost.roofline_view import machine_figures, prefill_contexts, step_figures
 
 korean_lines(lang())
 st.title(page_title("roofline"))
@@ -85,8 +86,9 @@ dec, pre = decode_step(cfg), prefill_step(cfg)
 m = st.columns(4)
 m[0].metric(t("roofline.m.dec_intensity"), f"{dec.intensity:,.2f} FLOP/B", t(f"roofline.bounded.{dec.bound(hw)}"),
             delta_color="off", delta_arrow="off")
-m[1].metric(t("roofline.m.dec_step"), f"{dec.time(hw) * 1e3:,.2f} ms",
-            t("roofline.m.tok_s", n=f"{dec.tokens / dec.time(hw):,.0f}"), delta_color="off", delta_arrow="off")
+dec_figs = step_figures(dec, hw)
+m[1].metric(t("roofline.m.dec_step"), f"{dec_figs.ms:,.2f} ms", t("roofline.m.tok_s", n=f"{dec_figs.tokens_per_s:,.0f}"),
+            delta_color="off", delta_arrow="off")
 m[2].metric(t("roofline.m.pre_intensity"), f"{pre.intensity:,.0f} FLOP/B", t(f"roofline.bounded.{pre.bound(hw)}"),
             delta_color="off", delta_arrow="off")
 m[3].metric(t("roofline.m.ridge"), f"{hw.ridge:,.0f} FLOP/B", help=t("roofline.m.ridge_help"))
@@ -101,7 +103,7 @@ def render_roofline() -> None:
     traces.append({"name": t("roofline.trace.decode"), "x": [s.intensity for s in sweep_b],
                    "y": [s.attainable_flops(hw) for s in sweep_b], "color": CACHED,
                    "labels": [t("roofline.trace.decode_at", b=f"{b}") for b in BATCHES]})
-    ctx_range = [x for x in CONTEXTS if x <= max(arch.max_position_embeddings, 128)]
+    ctx_range = prefill_contexts(arch, CONTEXTS)
     sweep_p = [prefill_step(replace(cfg, context=s)) for s in ctx_range]
     traces.append({"name": t("roofline.trace.prefill"), "x": [s.intensity for s in sweep_p],
                    "y": [s.attainable_flops(hw) for s in sweep_p], "color": NAIVE,
@@ -158,9 +160,10 @@ def render_machine() -> None:
         st.warning(t("roofline.probe_failed", error=plain(probe_error)))
     else:
         k = st.columns(3)
-        k[0].metric(t("roofline.m.copy_bw"), f"{probe.bandwidth / 1e9:,.1f} GB/s")
-        k[1].metric(t("roofline.m.matmul", dtype=probe.dtype), f"{probe.peak_flops / 1e9:,.1f} GFLOP/s")
-        k[2].metric(t("roofline.m.ridge_short"), f"{probe.peak_flops / probe.bandwidth:,.1f} FLOP/B")
+        here = machine_figures(probe.peak_flops, probe.bandwidth)
+        k[0].metric(t("roofline.m.copy_bw"), f"{here.gb_per_s:,.1f} GB/s")
+        k[1].metric(t("roofline.m.matmul", dtype=probe.dtype), f"{here.gflop_per_s:,.1f} GFLOP/s")
+        k[2].metric(t("roofline.m.ridge_short"), f"{here.ridge:,.1f} FLOP/B")
         st.caption(t("roofline.method_caption", method=probe_method(probe, L)))
         if st.button(t("roofline.tiny_button")):
             from app.resources import model_or_stop
