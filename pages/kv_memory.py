@@ -30,7 +30,7 @@ L = lang()
 
 st.title(page_title("kv_memory"))
 st.markdown(t("kvmem.intro"))
-url = controls.register(presets, gpus)
+url = controls.register()
 choices = controls.draw(url, presets, gpus)
 
 
@@ -39,8 +39,7 @@ def read_custom_config():
     with st.expander(t("kvmem.cfg_box"), expanded=True, icon=":material/upload_file:"):
         st.caption(t("kvmem.cfg_caption", n=f"{controls.MAX_URL_CONFIG:,}"))
         cols = st.columns(2)
-        text = cols[0].text_area(t("kvmem.cfg_paste"), key="cfg", height=180, max_chars=controls.MAX_URL_CONFIG,
-                                 placeholder=CONFIG_PLACEHOLDER)
+        text = controls.CFG.draw(cols[0], height=180, placeholder=CONFIG_PLACEHOLDER)
         upload = cols[1].file_uploader(t("kvmem.cfg_upload"), type=["json"], key="cfg_file", max_upload_size=1)
         source = t("kvmem.cfg_pasted")
         if upload is not None:
