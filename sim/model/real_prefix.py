@@ -243,7 +243,7 @@ def measure_prefix_prefill(real, chat: RealChat, block_size: int, *, repeats: in
 
                 def from_cache(i=i, p=p, h=h):
                     cached[i].truncate(h)
-                    return prefill(model, tensor(p[h:]), cached[i], "sdpa", start_pos=h)
+                    return prefill(model, tensor(p[h:]), cached[i], attn_impl="sdpa", start_pos=h)
 
                 order = (("scratch", scratch), ("cached", from_cache))
                 for kind, fn in order if (rnd + i) % 2 == 0 else order[::-1]:
