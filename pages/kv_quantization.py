@@ -59,7 +59,7 @@ L = lang()  # the sentences and figures below are worded in the page language
 
 presets = qb.scale_presets(load_presets())
 gpus = load_gpus()
-url = ctl.register(presets, gpus)
+url = ctl.register()
 real_kv_section()
 setup = ctl.setup_panel()
 variant, bits, R, S = setup.variant, setup.bits, setup.residual, setup.eval.window_len
@@ -128,7 +128,7 @@ st.latex(qb.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S, L))
 st.caption(qb.tiny_bytes_caption(model.cfg, variant, bits, R, L))
 
 st.subheader(t("quant.h.scale"))
-arch, gpu, ctx, util = ctl.scale_controls(presets, gpus)
+arch, gpu, ctx, util = ctl.scale_controls()
 ctx, cut = qb.context_for(arch, ctx, L)
 if cut is not None:
     st.info(cut)

@@ -156,8 +156,9 @@ def real_section() -> None:
         return
     st.markdown(f"**{t('real.rerun.h')}**")
     by_key = {cell_key(r["method"], r["budget"]): r for r in rows}
-    st.selectbox(t("real.rerun.pick"), list(by_key), key="cell",
-                 format_func=lambda k: label(by_key[k]["method"], by_key[k]["budget"], L))
+    from app.controls.shrink_cache import CELL
+
+    CELL.draw(format_func=lambda k: label(by_key[k]["method"], by_key[k]["budget"], L))
     cell = st.session_state["cell"]
     rec = by_key.get(cell, rows[0])
     name = label(rec["method"], rec["budget"], L)

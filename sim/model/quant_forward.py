@@ -107,10 +107,7 @@ def teacher_forced_logits(model: Llama, ids: torch.Tensor, scheme: CacheScheme =
     for i, layer in enumerate(model.model.layers):
         att = layer.self_attn
         h = layer.input_layernorm(x)
-        if att.wqkv is not None:
-            q, k, v = F.linear(h, att.wqkv).split([H * D, Hkv * D, Hkv * D], dim=-1)
-        else:
-            q, k, v = att.q_proj(h), att.k_proj(h), att.v_proj(h)
+        q, k, v = att.q_proj(h), att.k_proj(h), att.v_proj(h)
         q = apply_rope(q.view(B, T, H, D).transpose(1, 2), cos, sin)  # (B, H, T, D)
         k = apply_rope(k.view(B, T, Hkv, D).transpose(1, 2), cos, sin)  # (B, Hkv, T, D)
         v = v.view(B, T, Hkv, D).transpose(1, 2)
