@@ -12,7 +12,6 @@ from app.metrics import show_metrics
 from app.present import show_chart, show_chart_in, show_table
 from app.runs import kv_memory as runs
 from app.text import code, for_plotly, plain
-from sim.cost import kv_readouts as say
 from sim.cost.arch import estimate_num_params
 from sim.cost.capacity import dtype_frame, fit_message
 from sim.cost.gpus import load_gpus
@@ -22,6 +21,7 @@ from sim.cost.kv_engine import vllm_command
 from sim.cost.memory import MemoryConfig, presets_frame
 from sim.cost.presets import load_presets
 from sim.i18n import text
+from sim.words import cost as say
 from sim.words import say as say_msg
 
 presets, gpus = load_presets(), load_gpus()
@@ -30,7 +30,7 @@ L = lang()
 
 st.title(page_title("kv_memory"))
 st.markdown(t("kvmem.intro"))
-url = controls.register(presets, gpus)
+url = controls.register()
 choices = controls.draw(url, presets, gpus)
 
 
@@ -39,8 +39,7 @@ def read_custom_config():
     with st.expander(t("kvmem.cfg_box"), expanded=True, icon=":material/upload_file:"):
         st.caption(t("kvmem.cfg_caption", n=f"{controls.MAX_URL_CONFIG:,}"))
         cols = st.columns(2)
-        text = cols[0].text_area(t("kvmem.cfg_paste"), key="cfg", height=180, max_chars=controls.MAX_URL_CONFIG,
-                                 placeholder=CONFIG_PLACEHOLDER)
+        text = controls.CFG.draw(cols[0], height=180, placeholder=CONFIG_PLACEHOLDER)
         upload = cols[1].file_uploader(t("kvmem.cfg_upload"), type=["json"], key="cfg_file", max_upload_size=1)
         source = t("kvmem.cfg_pasted")
         if upload is not None:

@@ -92,7 +92,8 @@ def fill_cache(model: Llama, prompt: list[int], num_new: int, lang: str = "en", 
     feed, start = list(prompt), 0
     for step in range(num_new):
         cap: list[dict] = []
-        logits = model(torch.tensor([feed], device=dev), start, cache, attn_impl="eager", capture=cap)  # (1, T, V)
+        logits = model(torch.tensor([feed], device=dev), start_pos=start, cache=cache, attn_impl="eager",
+                       capture=cap)  # (1, T, V)
         picked = greedy(logits[0, -1])
         end = start + len(feed)
         frames.append(FillFrame(
