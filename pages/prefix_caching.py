@@ -5,10 +5,11 @@ import streamlit as st
 
 from app.claims import render_claims
 from app.controls import prefix_caching as controls
+from app.controls import real_prefix as real_controls
 from app.figures import prefix_cache as figs
 from app.i18n import lang, page_title, t
 from app.metrics import show_metrics
-from app.present import number_formats, show_chart, show_chart_in, show_table
+from app.present import number_formats, show_chart, show_chart_in
 from app.resources import live_result
 from app.runs import prefix_caching as runs
 from app.text import for_plotly, plain
@@ -18,7 +19,6 @@ from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
 from sim.alloc.byte_tokens import show_byte
 from sim.cost.vllm_rules import version_label
-from sim.model import real_prefix as rp
 from sim.readout import Metric
 from sim.refusal import Refusal
 from sim.words import prefix as ro
@@ -30,8 +30,7 @@ st.title(page_title("prefix_caching"))
 st.markdown(t("prefix.intro"))
 url = UrlState("prefix_caching")
 controls.register(url)
-url.text("rsys", rp.DEFAULT_SYSTEM, max_len=rp.MAX_SYSTEM_BYTES, label=t("rp.prefix.system"))
-url.text("rturns", "\n".join(rp.DEFAULT_TURNS), max_len=rp.MAX_TURNS_BYTES, label=t("rp.prefix.turns"))
+url.add(*real_controls.CONTROLS)
 url.show_problems()
 
 # The page opens on its finding (section 2's hit rate by workload and layout, its chart first); every other
@@ -188,18 +187,11 @@ with st.expander(t("prefix.h.live")):
 def real_chat_section() -> None:
     from app.model_picker import real_unavailable
 
-    st.header(t("rp.prefix.h"))
     st.markdown(t("rp.prefix.intro"))
     if (missing := real_unavailable()) is not None:
         st.info(missing, icon=":material/download:")
         return
-    with st.form("real_chat"):
-        left, right = st.columns(2)
-        left.text_area(t("rp.prefix.system"), key="rsys", height=150, max_chars=rp.MAX_SYSTEM_BYTES)
-        right.text_area(t("rp.prefix.turns"), key="rturns", height=150, max_chars=rp.MAX_TURNS_BYTES,
-                        help=t("rp.prefix.turns_help", max=f"{rp.MAX_TURNS}", bytes=f"{rp.MAX_TURN_BYTES}"))
-        go = st.form_submit_button(t("rp.prefix.run"), type="primary")
-    chat = rp.RealChat(st.session_state["rsys"], rp.chat_turns(st.session_state["rturns"]))
+    chat, go = real_controls.draw_form()
     if (problem := chat.problem()) is not None:
         st.error(plain(say(L, problem)))
         return
@@ -217,13 +209,14 @@ def real_chat_section() -> None:
     st.markdown(plain(say(L, run.time_sentence())))
     st.caption(plain(say(L, run.measured(time.time()))))
     (st.success if run.same_next_tokens else st.warning)(plain(say(L, run.check_sentence())))
-    show_table(pd.DataFrame(rows).rename(columns={k: t(f"rp.prefix.col.{k}") for k in rows[0]}), hide_index=True,
-               width="stretch")
-    with st.expander(t("rp.prefix.first")):
-        st.code(run.first_text, language=None, wrap_lines=True)
+    table = pd.DataFrame(rows).rename(columns={k: t(f"rp.prefix.col.{k}") for k in rows[0]})
+    st.dataframe(table, hide_index=True, width="stretch", column_config=number_formats(table))  # folded already
+    st.caption(t("rp.prefix.first"))
+    st.code(run.first_text, language=None, wrap_lines=True)
 
 
-real_chat_section()
+with st.expander(t("rp.prefix.h")):
+    real_chat_section()
 
 # --- 6. Seeds ---------------------------------------------------------------------------------------
 with st.expander(t("prefix.h.claims")):
