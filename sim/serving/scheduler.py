@@ -3,8 +3,8 @@
 what the pass produced. Continuous batching, chunked prefill, recompute and swap preemption, prefix caching with
 lower tiers and lookahead slots for draft tokens are options of this one loop; every simulator that batches
 requests over a block pool drives it (sim.serving.engine for timed runs, sim.alloc.paged_schedule for the paging
-page's decode steps, and the fast counting loops are pinned to it). The rules follow vLLM v0.24.0's core
-scheduler (the lab's VLLM_VERSION, sim/cost/vllm_rules.py: vllm/v1/core/sched/scheduler.py, vllm/v1/request.py,
+page's decode steps, and the fast counting loops are pinned to it). The rules follow vLLM's core scheduler
+in the release sim.cost.vllm_rules.VLLM_VERSION names (vllm/v1/core/sched/scheduler.py, vllm/v1/request.py,
 vllm/v1/core/kv_cache_manager.py), learned, not copied; swapping and the admission watermark are vLLM v0's, kept
 to compare.
 
