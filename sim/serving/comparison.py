@@ -77,7 +77,7 @@ class ServingSetup:
     max_batch: int = 256
     block_size: int = 16
     watermark: float = 0.01
-    max_batched_tokens: int = 8192
+    max_num_batched_tokens: int = 8192  # vLLM's name: tokens one pass may compute
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ def run_serving(setup: ServingSetup) -> ServingComparison:
     if slots < wcfg.max_model_len:
         raise Refusal("serving.err.budget_small", slots=f"{slots:,}", gib=f"{(usable - wbytes) / 2**30:,.2f}",
                       bpt=f"{cost.kv_bytes_per_token:,}", n=f"{wcfg.max_model_len:,}")
-    sched = EngineConfig(setup.max_batch, slots, setup.block_size, setup.watermark, setup.max_batched_tokens,
+    sched = EngineConfig(setup.max_batch, slots, setup.block_size, setup.watermark, setup.max_num_batched_tokens,
                          chunked=False)
     wl = make_workload(wcfg)
     tick = ARRIVAL_TICK_S if wcfg.arrival == "poisson" else 1.0
