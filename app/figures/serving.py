@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
+from app.figures.edges import room_above_labels
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.i18n import text
 from sim.serving.speculative import SpecCurves
@@ -148,6 +149,7 @@ def batch_sweep(frame: pd.DataFrame, chosen: int, title: str, lang: str = "en") 
     fig.update_yaxes(title_text=text(lang, "serving.f.out_tok_s"), secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text=text(lang, "serving.f.ratio_axis"), secondary_y=True, rangemode="tozero",
                      showgrid=False)
+    room_above_labels(fig)  # the ratio is written over each of its points
     return set_headline(base_layout(fig, "", text(lang, "serving.f.max_batch_axis"), ""), title, FULL_WIDTH_CHARS)
 
 
@@ -213,5 +215,6 @@ def spec_vs_batch(points: list, title: str, lang: str = "en") -> go.Figure:
                   annotation_position="bottom left")
     fig.update_xaxes(type="log", tickvals=b)
     fig.update_yaxes(rangemode="tozero")
+    room_above_labels(fig)  # each point's speedup is written over it
     fig = base_layout(fig, "", text(lang, "serving.f.batch_axis"), text(lang, "serving.f.speedup_axis"), height=360)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
