@@ -479,7 +479,7 @@ class Scheduler:
         else:
             kv_tokens = sum(r.num_computed_tokens for r in self.running.values())
         used = pool.num_used_blocks
-        finished = [rid for rid, r in self.running.items() if r.is_finished]
+        finished = [rid for rid, r in self.running.items() if r.num_output_tokens >= r.max_tokens]  # is_finished
         if self.config.enable_prefix_caching:  # full prompt blocks computed by now are cached, before any leaves
             bs = self.config.block_size
             for rid, r in self.running.items():  # a block is registered once, when it fills
