@@ -209,19 +209,7 @@ class KVCacheManager:
     def allocate_slots(self, request_id: int, num_new_tokens: int) -> tuple[int, ...] | None:
         """Room for a running request's next tokens, taking blocks from the free queue: the blocks taken (often
         none), or None (nothing taken) when the queue is too short."""
-        pool = self.pool
-        n = pool.req_to_num_tokens[request_id]
-        bs = self.block_size
-        table = pool.req_to_block_table[request_id]
-        if n % bs and n % bs + num_new_tokens <= bs and pool.ref_cnt[table[-1]] == 1:
-            pool.block_num_tokens[table[-1]] += num_new_tokens  # fits the last block
-            pool.req_to_num_tokens[request_id] = n + num_new_tokens
-            return ()
-        if pool.num_new_blocks(request_id, num_new_tokens) > pool.num_free_blocks:
-            return None
-        before = len(table)
-        pool.append(request_id, num_new_tokens)
-        return tuple(table[before:])
+        return self.pool.try_append(request_id, num_new_tokens)
 
     def get_block_ids(self, request_id: int) -> list[int]:
         return self.pool.block_table(request_id)
