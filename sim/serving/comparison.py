@@ -14,6 +14,7 @@ from sim.cost.gpus import load_gpus
 from sim.cost.memory import weight_bytes
 from sim.cost.presets import load_presets
 from sim.i18n import text
+from sim.msg import Msg
 from sim.serving import readouts as ro
 from sim.serving.engine import EngineConfig
 from sim.serving.errors import Refusal
@@ -108,6 +109,11 @@ class ServingComparison:
         if cont.makespan_s > static.makespan_s:
             return text(lang, "serving.s.gantt.static", x=f"{cont.makespan_s / static.makespan_s:.2f}", **f)
         return text(lang, "serving.s.gantt.same", t=f"{cont.makespan_s:,.1f}", **f)
+
+    @property
+    def cell_msgs(self) -> dict[str, list[Msg]]:
+        """The table's text cells as messages, per column, in row order (to word them in either language)."""
+        return {"policy": [Msg(f"serving.cell.{p}") for p in self.results]}
 
     def to_frame(self):
         """One row of metrics per policy (the page's table and its CSV)."""
