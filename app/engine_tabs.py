@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.cli_kv import CLI_KV_DTYPES
+from app.controls.declared import Number, Text
 from app.figures.memory import prefix_staircase
 from app.i18n import lang, t
 from app.metrics import show_metrics
@@ -19,10 +20,14 @@ from sim.refusal import why
 MAX_URL_LOG = 6000  # bytes of a pasted log kept in the link
 
 
+PLEN = Number("plen", 2000, 1, MAX_CONTEXT, step=64, label="engine.ctl.plen", url_label="engine.url.plen")
+LOG = Text("log", "", max_len=MAX_URL_LOG, max_chars=MAX_URL_LOG, widget="text_area", label="engine.log_box",
+           url_label="engine.url.log")
+
+
 def register(url) -> None:
     """The link's values these views read."""
-    url.int("plen", 2000, 1, MAX_CONTEXT, label=t("engine.url.plen"))
-    url.text("log", "", max_len=MAX_URL_LOG, label=t("engine.url.log"))
+    url.add(PLEN, LOG)
 
 
 def version_caption() -> None:
@@ -44,8 +49,7 @@ def per_gpu_line(kv, num_gpus: int) -> None:
 def render_prefix_hit(cfg: MemoryConfig, engine, name_plot: str) -> None:
     L = lang()
     st.markdown(t("engine.prefix_intro"))
-    st.number_input(t("engine.ctl.plen"), min_value=1, max_value=MAX_CONTEXT, step=64, key="plen",
-                    help=t("engine.ctl.plen_help"))
+    PLEN.draw(help=t("engine.ctl.plen_help"))
     try:
         hit = prefix_hit.prefix_hit(cfg, engine, int(st.session_state["plen"]))
     except ValueError as exc:
@@ -68,8 +72,7 @@ def render_log(cfg: MemoryConfig, engine, num_gpus: int, gpu: str, kv_budget: in
     """allocate(cfg, engine, lang): the page's cached engine allocation."""
     L = lang()
     st.markdown(t("engine.log_intro"))
-    st.text_area(t("engine.log_box"), key="log", height=160, max_chars=MAX_URL_LOG,
-                 placeholder="Available KV cache memory: 8.11 GiB")
+    LOG.draw(height=160, placeholder="Available KV cache memory: 8.11 GiB")
     pasted = st.session_state.get("log", "")
     if not pasted.strip():
         st.info(t("engine.log_empty"), icon=":material/info:")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.controls.declared import Choice
 from app.i18n import lang, t
 from app.text import code, plain
 from sim.model.real_source import MODEL_KEY
@@ -18,16 +19,21 @@ def model_label(key: str) -> str:
     return t(f"real.model.{key}")
 
 
+def control(*, key: str = "model", default: str = TINY, keys: tuple[str, ...] = MODEL_KEYS) -> Choice:
+    """The picker's declaration: its URL value and its select box (a page may key it otherwise, `lm=`)."""
+    return Choice(key, default, tuple(keys), label="real.w.model", url_label="real.url.model")
+
+
 def register(url, *, key: str = "model", default: str = TINY, keys: tuple[str, ...] = MODEL_KEYS) -> None:
     """Declare the picker's URL value on a page's UrlState (before url.show_problems())."""
-    url.choice(key, default, list(keys), label=t("real.url.model"))
+    url.add(control(key=key, default=default, keys=keys))
 
 
 def picker(where=st, *, key: str = "model", keys: tuple[str, ...] = MODEL_KEYS, labels: dict[str, str] | None = None
            ) -> str:
     """The select box (its value already in session state from the URL); the chosen key."""
     labels = labels or {k: model_label(k) for k in keys}
-    where.selectbox(t("real.w.model"), list(keys), key=key, format_func=labels.get, help=t("real.w.model_help"))
+    control(key=key, keys=keys).draw(where, format_func=labels.get, help=t("real.w.model_help"))
     return st.session_state[key]
 
 

@@ -1,11 +1,15 @@
 """Every page keeps its widget values in the URL, so a shared link opens the same view.
 
-Usage in a page:
+Usage in a page's app/controls module (each control declared once, app/controls/declared.py):
 
+    N = Slider("n", 100, 1, 1024, label="decode.n", url_label="decode.url.n")
     url = UrlState("decode_cost")                   # the page's slug: its values belong to it
-    url.int("n", default=100, lo=1, hi=1024)        # validates ?n=..., seeds the widget key
-    st.slider("New tokens", 1, 1024, key="n")       # the widget owns the value from here on
+    url.add(N)                                      # validates ?n=..., seeds the widget key
+    N.draw()                                        # the widget over the same range owns the value from here on
     url.sync()                                      # writes the current values back to the URL
+
+`url.int(...)` and its siblings are what a declaration calls; a value with no declaration of its own (the open tab)
+may call them directly.
 
 Each page owns its state. Widget keys are short and may repeat across pages (`batch`, `model`),
 so on *entering* a page (the previous run was another page) every key it registers is reset: to
@@ -34,6 +38,7 @@ from sim.i18n import text
 MAX_URL_TEXT = 2000  # bytes of UTF-8
 PAGE_KEY = "_urlstate.page"  # the page the previous run showed
 STASH_KEY = "_urlstate.stash"  # page -> {key: value} as the user last left it
+CONTROLS_KEY = "_urlstate.controls"  # this run's page's declared controls, by key (the range tests read them)
 
 
 # --- pure parsers: raw URL string -> (value, problem or None) ------------------------------
@@ -107,10 +112,12 @@ class UrlState:
     def __init__(self, page: str) -> None:
         self.page = page
         self.keys: list[str] = []
+        self.controls: dict[str, Any] = {}  # key -> its declaration (app/controls/declared.py), for those added
         self.problems: list[str] = []
         ss = st.session_state
         self.entering = ss.get(PAGE_KEY) != page
         ss[PAGE_KEY] = page
+        ss[CONTROLS_KEY] = self.controls
         stash = ss.setdefault(STASH_KEY, {})
         self._stash: dict[str, Any] = stash.setdefault(page, {})
         begin_page_run()  # a page run starts here: reset its budget of work started unasked
@@ -141,6 +148,12 @@ class UrlState:
         self._stash[key] = ss[key]
         self.keys.append(key)
         return ss[key]
+
+    def add(self, *controls: Any) -> None:
+        """Read each declared control's value from the link (app/controls/declared.py), in order."""
+        for control in controls:
+            control.register(self)
+            self.controls[control.key] = control
 
     def int(self, key: str, default: int, lo: int, hi: int, label: str = "") -> int:
         return self._read(key, lambda r: parse_int(r, default, lo, hi, self.lang), label or key)

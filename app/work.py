@@ -37,6 +37,7 @@ PAGE_AUTO_S = 5.0  # and all the jobs one page run starts by itself at no more t
 QUEUE_ENV = "KVLAB_MAX_QUEUE"  # jobs the server's queue may hold waiting (one bounded queue per server process)
 AUTO_ENV = "KVLAB_AUTO_RUN_S"  # overrides AUTO_RUN_S (page tests raise it so every section runs)
 BUDGET_KEY = "_work.auto_left"  # reset at the start of every page run (UrlState does it)
+SHOWN_KEY = "_work.shown"  # job kind -> the result run_job last handed this session (what its page drew)
 PROGRESS_EVERY_S = 0.1  # redraw the bar at most this often (each redraw is also where a Stop lands)
 WAIT_REDRAW_S = 2.0  # while queued, redraw "k runs ahead" when k changes, else this often
 RESULT_BYTES = 64 * 2**20  # the shared result cache holds at most this much (keys included)
@@ -170,7 +171,7 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     key = (kind, params)
     done = srv.results.get(key)
     if done is not None:
-        return done[0]
+        return _shown(kind, done[0])
     ss = st.session_state
     stopped = ss.pop(_flag(kind, "stopped"), False)
     own_button = go is None
@@ -241,6 +242,12 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     _LOG.log(logging.INFO, "%s=%s seconds=%.3f", "computed" if computed else "shared", kind, spent)
     if computed and not go:  # what it was expected to cost, or what it did cost if more
         ss[BUDGET_KEY] = left - max(estimate, spent)
+    return _shown(kind, result)
+
+
+def _shown(kind: str, result: T) -> T:
+    """Keep the result a page is about to draw under its job's kind (tests read what the page drew from here)."""
+    st.session_state.setdefault(SHOWN_KEY, {})[kind] = result
     return result
 
 

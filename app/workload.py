@@ -1,16 +1,15 @@
 """The seeded request workload that the Paged KV blocks and Serving pages share (sim/alloc/workload.py's
-length workloads): its URL parameters, registered with the same bounds on both pages, its widgets, drawn
-by one function, and the config they make."""
+length workloads): its controls, declared once (URL value and widget), drawn by one function, and the config
+they make."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import streamlit as st
 
+from app.controls.declared import Choice, Control, Number, Slider
 from app.i18n import t
 from app.urlstate import UrlState
-from sim.alloc.workload import ARRIVALS, LENGTH_DISTS, MAX_MODEL_LEN, LengthWorkloadConfig
+from sim.alloc.workload import LENGTH_DISTS, MAX_MODEL_LEN, LengthWorkloadConfig
 
 
 def length_label(dist: str) -> str:
@@ -22,49 +21,46 @@ def arrival_label(arrival: str) -> str:
     return t(f"wl.arr.{arrival}")
 
 
-@dataclass(frozen=True)
-class RateInput:
-    """The arrival-rate widget, whose unit is the page's own (requests per decode step, or per second)."""
+def workload_controls(max_requests: int) -> tuple[Control, ...]:
+    """The workload's declarations; the number of requests is capped by the page (its simulator's limit)."""
+    requests = Number("requests", 1000, 1, max_requests, step=100, label="wl.requests", url_label="wl.url.requests")
+    return (requests, LENGTHS, PROMPT_MEAN, OUTPUT_MEAN, SPREAD, MAX_LEN, MAX_TOKENS)
 
-    label: str
-    lo: float
-    hi: float
-    step: float
-    format: str | None = None
+
+LENGTHS = Choice("lengths", "chat", LENGTH_DISTS, label="wl.lengths", url_label="wl.url.lengths")
+PROMPT_MEAN = Number("prompt_mean", 160, 1, MAX_MODEL_LEN - 1, step=16, label="wl.prompt_mean",
+                     url_label="wl.url.prompt_mean")
+OUTPUT_MEAN = Number("output_mean", 340, 1, MAX_MODEL_LEN - 1, step=16, label="wl.output_mean",
+                     url_label="wl.url.output_mean")
+SPREAD = Slider("spread", 1.0, 0.05, 3.0, step=0.05, label="wl.spread", url_label="wl.url.spread")
+MAX_LEN = Number("max_len", 2048, 64, MAX_MODEL_LEN, step=256, label="wl.max_len", url_label="wl.url.max_len")
+MAX_TOKENS = Number("max_tokens", 1024, 1, MAX_MODEL_LEN - 1, step=128, label="wl.max_tokens",
+                    url_label="wl.url.max_tokens")
 
 
 def register_workload(url: UrlState, max_requests: int) -> None:
-    url.int("requests", 1000, 1, max_requests, label=t("wl.url.requests"))
-    url.choice("lengths", "chat", LENGTH_DISTS, label=t("wl.url.lengths"))
-    url.int("prompt_mean", 160, 1, MAX_MODEL_LEN - 1, label=t("wl.url.prompt_mean"))
-    url.int("output_mean", 340, 1, MAX_MODEL_LEN - 1, label=t("wl.url.output_mean"))
-    url.float("spread", 1.0, 0.05, 3.0, label=t("wl.url.spread"))
-    url.int("max_len", 2048, 64, MAX_MODEL_LEN, label=t("wl.url.max_len"))
-    url.int("max_tokens", 1024, 1, MAX_MODEL_LEN - 1, label=t("wl.url.max_tokens"))
+    url.add(*workload_controls(max_requests))
 
 
-def draw_workload(max_requests: int, rate: RateInput, helps: dict[str, str] | None = None) -> list:
-    """The workload's widgets in two rows of six columns (keys as registered, plus `seed`, `arrival` and `rate`,
-    which each page registers with its own defaults); `helps` adds page-specific help by key. Returns the two
-    columns left free at the end of the second row, for the page's own widgets."""
+def draw_workload(max_requests: int, seed: Number, arrival: Choice, rate: Number, rate_format: str | None = None,
+                  helps: dict[str, str] | None = None) -> list:
+    """The workload's widgets in two rows of six columns (keys as registered, plus the `seed`, `arrival` and `rate`
+    each page declares with its own defaults, range and unit); `helps` adds page-specific help by key. Returns the
+    two columns left free at the end of the second row, for the page's own widgets."""
     helps = helps or {}
+    requests = workload_controls(max_requests)[0]
     c = st.columns(6)
-    c[0].number_input(t("wl.requests"), 1, max_requests, step=100, key="requests",
-                      help=t("wl.requests_help", n=f"{max_requests:,}"))
-    c[1].selectbox(t("wl.lengths"), LENGTH_DISTS, key="lengths", format_func=length_label, help=t("wl.lengths_help"))
-    c[2].number_input(t("wl.prompt_mean"), 1, MAX_MODEL_LEN - 1, step=16, key="prompt_mean",
-                      help=t("wl.prompt_mean_help"))
-    c[3].number_input(t("wl.output_mean"), 1, MAX_MODEL_LEN - 1, step=16, key="output_mean",
-                      help=t("wl.output_mean_help"))
-    c[4].slider(t("wl.spread"), 0.05, 3.0, step=0.05, key="spread", help=t("wl.spread_help"))
-    c[5].number_input(t("wl.seed"), 0, 2**31 - 1, key="seed")
+    requests.draw(c[0], help=t("wl.requests_help", n=f"{max_requests:,}"))
+    LENGTHS.draw(c[1], format_func=length_label, help=t("wl.lengths_help"))
+    PROMPT_MEAN.draw(c[2], help=t("wl.prompt_mean_help"))
+    OUTPUT_MEAN.draw(c[3], help=t("wl.output_mean_help"))
+    SPREAD.draw(c[4], help=t("wl.spread_help"))
+    seed.draw(c[5])
     c = st.columns(6)
-    c[0].number_input(t("wl.max_len"), 64, MAX_MODEL_LEN, step=256, key="max_len", help=helps.get("max_len"))
-    c[1].number_input(t("wl.max_tokens"), 1, MAX_MODEL_LEN - 1, step=128, key="max_tokens",
-                      help=helps.get("max_tokens"))
-    c[2].radio(t("wl.arrivals"), ARRIVALS, key="arrival", horizontal=True, format_func=arrival_label)
-    c[3].number_input(rate.label, rate.lo, rate.hi, step=rate.step, format=rate.format, key="rate",
-                      disabled=st.session_state["arrival"] != "poisson")
+    MAX_LEN.draw(c[0], help=helps.get("max_len"))
+    MAX_TOKENS.draw(c[1], help=helps.get("max_tokens"))
+    arrival.draw(c[2], horizontal=True, format_func=arrival_label)
+    rate.draw(c[3], format=rate_format, disabled=st.session_state["arrival"] != "poisson")
     return c[4:]
 
 

@@ -1,30 +1,25 @@
 import pandas as pd
 import streamlit as st
 
+from app.controls import attention_masks as controls
+from app.controls.attention_masks import MAX_PROMPT
 from app.figures import masks as figs
 from app.i18n import lang, page_title, t
-from app.model_picker import picker, real_unavailable, register, run_real_probe, token_labels
+from app.model_picker import picker, real_unavailable, run_real_probe, token_labels
 from app.present import show_chart, show_table
 from app.resources import model_or_stop as load_model
 from app.resources import real_model
 from app.text import plain
-from app.urlstate import UrlState
 from app.work import queued
 from sim.attention.maps import append_caption, append_takeaway, cache_validity, capture_attention
+from sim.attention.mask_view import leaks, mask_view, same_next_tokens, sink_figures
 from sim.attention.masks import (
     MASK_KINDS,
     VARIANTS,
-    build,
-    combine,
     fully_masked_row_behaviour,
-    leaked_mass,
-    masked_softmax,
-    padding,
-    segments_from_text,
     sliding_window,
 )
 from sim.model.real_source import MODEL_KEY
-from sim.model.transformer import PRESETS
 from sim.words.masks import (
     behaviour_rows,
     leak_caption,
@@ -37,7 +32,6 @@ from sim.words.masks import (
     window_takeaway,
 )
 
-MAX_PROMPT = 48  # bytes: one row and column per byte keeps the maps legible on a projector
 SINK_TOKENS = 256  # held-out tokens the real model's attention sink is measured over
 
 def masked_row_behaviour() -> dict[str, str]:
@@ -52,24 +46,8 @@ st.title(page_title("attention_masks"))
 st.markdown(t("masks.intro"))
 L = lang()  # the sentences and figures below are worded in the page language
 
-url = UrlState("attention_masks")
-url.text("prompt", "To be, or not to be|that is the question", max_len=4 * MAX_PROMPT, label=t("masks.url.prompt"))
-url.choice("variant", "mha", list(PRESETS), label=t("masks.url.variant"))
-url.choice("kind", "causal", list(MASK_KINDS), label=t("masks.url.kind"))
-url.int("w", 4, 1, MAX_PROMPT, label=t("masks.url.w"))
-url.int("p", 6, 0, MAX_PROMPT, label=t("masks.url.p"))
-url.int("pad", 0, 0, 8, label=t("masks.url.pad"))
-url.int("layer", 0, 0, PRESETS["mha"].n_layers - 1, label=t("masks.url.layer"))
-url.int("head", 0, 0, PRESETS["mha"].n_heads - 1, label=t("masks.url.head"))
-url.int("row", 5, 0, MAX_PROMPT + 8, label=t("masks.url.row"))
-url.int("map_w", 8, 1, MAX_PROMPT, label=t("masks.url.map_w"))
-register(url)
-url.show_problems()
-
-c = st.columns([3, 1])
-c[0].text_input(t("masks.prompt"), key="prompt",
-                max_chars=4 * MAX_PROMPT)
-c[1].radio(t("masks.model"), list(PRESETS), key="variant", horizontal=True, format_func=str.upper)
+url = controls.register()
+controls.draw_prompt()
 ids = list(st.session_state["prompt"].encode("utf-8"))
 if not ids:
     st.error(t("masks.empty"))
@@ -82,58 +60,29 @@ n = len(ids)
 labels = figs.token_labels(ids)
 
 st.header(t("masks.h.builder"))
-c = st.columns(4)
-kind_labels = {k: t(f"masks.kind.{k}") for k in MASK_KINDS}  # worded now: Streamlit calls format_func later too
-c[0].selectbox(t("masks.mask"), MASK_KINDS, key="kind", format_func=kind_labels.get)
-c[1].slider(t("masks.window"), 1, MAX_PROMPT, key="w", disabled=st.session_state["kind"] != "sliding_window")
-c[2].slider(t("masks.prefix"), 0, MAX_PROMPT, key="p", disabled=st.session_state["kind"] != "prefix_lm")
-c[3].slider(t("masks.padding"), 0, 8, key="pad")
-kind, pad = st.session_state["kind"], st.session_state["pad"]
+controls.draw_builder({k: t(f"masks.kind.{k}") for k in MASK_KINDS})  # worded now: format_func runs later too
+kind, pad, window = st.session_state["kind"], st.session_state["pad"], st.session_state["w"]
 try:
-    mask = build(kind, n, window=st.session_state["w"], prefix_len=min(st.session_state["p"], n),
-                 segment_ids=segments_from_text(ids))
+    view = mask_view(kind, ids, window=window, prefix=st.session_state["p"], pad=pad)
 except ValueError as exc:
     st.error(plain(exc))
     url.sync()
     st.stop()
-if pad:
-    # the same mask for the padded sequence, then pad keys (and pad queries) removed
-    padded = build(kind, n + pad, window=st.session_state["w"], prefix_len=min(st.session_state["p"] + pad, n + pad),
-                                segment_ids=[0] * pad + segments_from_text(ids))
-    mask_shown = combine(padded, padding([n], n + pad)[0])  # pad keys and queries out, the mask's own shape kept
-    labels_shown = ["pad"] * pad + labels
-    labels_shown = [f"pad<sub>{i}</sub>" if i < pad else lab for i, lab in enumerate(labels_shown)]
-else:
-    mask_shown, labels_shown = mask, labels
-name = mask_name(kind, st.session_state["w"], min(st.session_state["p"], n), pad, lang=L)
-show_chart(figs.mask_heatmap(mask_shown.numpy(), labels_shown, mask_takeaway(mask_shown.numpy(), name, lang=L),
-                             lang=L), width="stretch")
-empty_rows = int((~mask_shown.any(-1)).sum())
+mask, mask_shown = view.mask, view.shown
+name = mask_name(kind, window, view.prefix_len, pad, lang=L)
+show_chart(figs.mask_heatmap(mask_shown.numpy(), figs.padded_labels(labels, pad),
+                             mask_takeaway(mask_shown.numpy(), name, lang=L), lang=L), width="stretch")
+empty_rows = view.num_empty_rows
 st.caption(t("masks.legend") + (t("masks.legend_pad", n=f"{empty_rows:,}") if empty_rows else ""))
 
 st.header(t("masks.h.scores"))
 model = load_model(st.session_state["variant"])
-cfg = model.cfg
-c = st.columns(3)
-c[0].slider(t("masks.layer"), 0, cfg.n_layers - 1, key="layer")
-c[1].slider(t("masks.head"), 0, cfg.n_heads - 1, key="head")
-if st.session_state["row"] > n - 1:
-    st.session_state["row"] = n - 1
-if n > 1:
-    c[2].slider(t("masks.row"), 0, n - 1, key="row")
-else:
-    c[2].markdown(t("masks.one_row"))
-layer, head, row = st.session_state["layer"], st.session_state["head"], st.session_state["row"]
+layer, head, row = controls.draw_scores(n)
 cap = queued(lambda: capture_attention(model, ids), t("masks.job.attention"))
 scores = cap.scores[layer, head]  # (T, T) raw q·k/√d
-weights = {v.label: masked_softmax(scores, mask, v) for v in VARIANTS}
-leak_rows = []
-for v in VARIANTS:
-    w = weights[v.label]
-    leak = leaked_mass(w, mask)
-    leak_rows.append({"how": variant_label(v.key, L), "mean": float(leak.nanmean()),
-                      "worst": float(leak.nan_to_num(0).max()), "nan": int(w.isnan().any(-1).sum()),
-                      "error": float((w - weights[VARIANTS[0].label]).abs().nan_to_num(0).max())})
+weights, leak = leaks(scores, mask)
+leak_rows = [{"how": variant_label(r.key, L), "mean": r.mean, "worst": r.worst, "nan": r.nan_rows, "error": r.error}
+             for r in leak]
 columns = {c: t(f"masks.col.{c}") for c in ("how", "mean", "worst", "nan", "error")}
 show_table(pd.DataFrame(leak_rows).rename(columns=columns), hide_index=True, width="stretch",
            column_config={columns["mean"]: st.column_config.NumberColumn(format="%.4f"),
@@ -142,8 +91,7 @@ shown = (VARIANTS[0], VARIANTS[1], VARIANTS[4])
 show_chart(figs.row_weights({variant_label(v.key, L): weights[v.label][row].numpy() for v in shown}, mask[row].numpy(),
                             labels, row_takeaway(row, {v.key: weights[v.label][row].numpy() for v in shown},
                                                  mask[row].numpy(), lang=L), lang=L), width="stretch")
-st.caption(leak_caption({v.key: r["mean"] for v, r in zip(VARIANTS, leak_rows, strict=True)}, int((~mask).sum()),
-                        lang=L))
+st.caption(leak_caption({r.key: r.mean for r in leak}, view.num_masked, lang=L))
 st.subheader(t("masks.h.masked_row"))
 behaviour = masked_row_behaviour()
 show_table(pd.DataFrame([{t("masks.col.where"): k, t("masks.col.result"): v} for k, v in behaviour_rows(behaviour, L)]),
@@ -151,17 +99,13 @@ show_table(pd.DataFrame([{t("masks.col.where"): k, t("masks.col.result"): v} for
 st.caption(masked_row_caption(behaviour, lang=L))
 
 st.header(t("masks.h.maps"))
-c = st.columns(2)
-st.session_state["map_w"] = min(st.session_state["map_w"], n)
-if n > 1:
-    c[0].slider(t("masks.map_window"), 1, n, key="map_w")
-win = st.session_state["map_w"]
+win = controls.draw_map_window(n)
 cap_win = queued(lambda: capture_attention(model, ids, sliding_window(n, win)), t("masks.job.window"))
 causal_probs = cap.probs[layer, head].numpy()
 show_chart(figs.attention_pair(causal_probs, cap_win.probs[layer, head].numpy(), labels,
                                (t("masks.map.causal", layer=f"{layer}", head=f"{head}"), t("masks.map.window", w=f"{win}")),
                                window_takeaway(causal_probs, win, layer, head, lang=L), lang=L), width="stretch")
-same = int((cap.logits.argmax(-1) == cap_win.logits.argmax(-1)).sum())
+same = same_next_tokens(cap.logits, cap_win.logits)
 st.caption(window_caption(same, n, win, lang=L))
 
 st.header(t("masks.h.valid"))
@@ -183,13 +127,14 @@ if picker() == MODEL_KEY and not (why := real_unavailable()):
     sink = run_real_probe("masks.real_sink", SINK_TOKENS, attention_sink, what=t("real.sink.what", n=f"{SINK_TOKENS}"),
                           button=t("real.sink.run"))
     if sink is not None:
-        pct = {k: f"{100 * v:.1f}%" for k, v in (("median", sink.median), ("uniform", sink.uniform),
-                                                  ("min", sink.share.min()), ("max", sink.share.max()))}
+        fig = sink_figures(sink.share, sink.median, sink.uniform)
+        pct = {k: f"{v:.1%}" for k, v in (("median", fig.median), ("uniform", fig.uniform), ("min", fig.lowest),
+                                          ("max", fig.highest))}
         show_chart(figs.sink_bars(sink.share, sink.uniform, t("real.sink.title", median=pct["median"],
                                                                 uniform=pct["uniform"]), L), key="masks_sink")
-        st.caption(t("real.sink.sentence", n=f"{sink.num_tokens:,}", skip=f"{sink.skip}", lo=f"{sink.share.argmin()}",
-                     hi=f"{sink.share.argmax()}", many=f"{sink.layers_above(10)}", **pct))
-        lo, hi, m = int(sink.share.argmin()), int(sink.share.argmax()), sink.maps.shape[1]
+        lo, hi, m = fig.lowest_layer, fig.highest_layer, sink.maps.shape[1]
+        st.caption(t("real.sink.sentence", n=f"{sink.num_tokens:,}", skip=f"{sink.skip}", lo=f"{lo}", hi=f"{hi}",
+                     many=f"{sink.layers_above(10)}", **pct))
         show_chart(figs.attention_pair(sink.maps[lo], sink.maps[hi], token_labels(list(sink.ids[:m]), real_model()),
                                        (t("real.map.layer", layer=f"{lo}"), t("real.map.layer", layer=f"{hi}")),
                                        t("real.map.title", n=f"{m}", lo=f"{lo}", hi=f"{hi}", min=pct["min"],

@@ -3,27 +3,34 @@ import time
 import streamlit as st
 
 from app.claims import render_claims
-from app.controls.decode_cost import STEP_KINDS, fall_back_from_graph, graph_unavailable_here, step_label, step_radio
+from app.controls import decode_cost as controls
+from app.controls.decode_cost import (
+    CONTEXT,
+    MAX_PROMPT_BYTES,
+    SCALE_LENGTHS,
+    fall_back_from_graph,
+    graph_unavailable_here,
+    step_label,
+)
 from app.figures import decode as figs
 from app.i18n import lang, page_title, t
-from app.model_picker import picker, register, token_labels
+from app.model_picker import picker, token_labels
 from app.present import show_chart, show_chart_in
 from app.resources import model_or_stop as load_model
 from app.resources import model_rates, real_model_or_none
 from app.runs.decode_profile import profile_step
-from app.tabs import LazyTabs
 from app.text import plain
-from app.urlstate import UrlState
 from app.work import run_job
 from sim.cost.decode import computed_grid, flop_shape, human_flops, scale_curve, seed_claims
 from sim.cost.opcount import generation_flops
-from sim.cost.presets import load_presets
 from sim.i18n import text
 from sim.model.generate import MODES, SamplingConfig, decode, encode, run_comparison
 from sim.model.graph_step import step_caption
+from sim.model.real_pages import fixed_shape, model_named
 from sim.model.real_source import MODEL_KEY
 from sim.model.step_profile import MAX_PROFILE_CONTEXT
 from sim.model.transformer import PRESETS
+from sim.words import say
 from sim.words.decode import (
     formula_agreement,
     grid_takeaway,
@@ -37,57 +44,21 @@ from sim.words.decode import (
 )
 from sim.work.run_cost import SMOLLM2_RATES, cached_work, naive_work
 
-DEFAULT_PROMPT = "HAMLET.\nTo be, or not to be"
-MAX_PROMPT_BYTES = 256
-CONTEXT = PRESETS["mha"].max_seq_len
 GRID_STEPS = 24  # rows of the "what gets computed" grid that stay legible on a projector
-SCALE_LENGTHS = [2**k for k in range(7, 18)]  # 128 … 131,072
-RESULT_TABS = ("per_step", "cumulative", "wall", "parts", "grid", "profile")
 
 st.title(page_title("decode_cost"))
-st.markdown(t("decode.intro"))
+intro = st.empty()  # worded once the picked model is known: its name and shape from its own config
 L = lang()  # the sentences and figures below are worded in the page language
 
-url = UrlState("decode_cost")
-url.text("prompt", DEFAULT_PROMPT, max_len=MAX_PROMPT_BYTES, label=t("decode.url.prompt"))
-url.choice("variant", "mha", list(PRESETS), label=t("decode.url.variant"))
-url.int("n", 64, 1, CONTEXT, label=t("decode.url.n"))
-url.float("temp", 0.0, 0.0, 2.0, label=t("decode.url.temp"))
-url.int("top_k", 0, 0, 256, label=t("decode.url.top_k"))
-url.int("seed", 0, 0, 2**31 - 1, label=t("decode.url.seed"))
-url.choice("attn", "sdpa", ["sdpa", "eager"], label=t("decode.url.attn"))
-url.int("budget", 30, 1, 600, label=t("decode.url.budget"))
-url.choice("step", "eager", list(STEP_KINDS), label=t("decode.url.step"))
-url.bool("log", True, label=t("decode.url.log"))
-presets = {k: p for k, p in load_presets().items() if p.attention != "MLA"}
-url.choice("scale_model", "llama-3.1-8b" if "llama-3.1-8b" in presets else next(iter(presets)), list(presets),
-           label=t("decode.url.scale_model"))
-url.int("scale_n", 8192, SCALE_LENGTHS[0], SCALE_LENGTHS[-1], label=t("decode.url.scale_n"))
-result_tabs = LazyTabs("decode_cost", {k: t(f"decode.tab.{k}") for k in RESULT_TABS})
-result_tabs.register(url)
-register(url)
-url.show_problems()
+result_tabs = controls.result_tabs()
+url = controls.register(result_tabs)
 graph_reason = graph_unavailable_here()
 fall_back_from_graph(graph_reason)
-if st.session_state["scale_n"] not in SCALE_LENGTHS:  # a URL may carry any in-range integer
-    st.session_state["scale_n"] = min(SCALE_LENGTHS, key=lambda v: abs(v - st.session_state["scale_n"]))
 
 real = real_model_or_none() if picker() == MODEL_KEY else None  # None: the tiny model (or the reason shown)
-with st.form("run"):
-    left, right = st.columns([3, 2])
-    left.text_area(t("decode.prompt"), key="prompt", height=90, max_chars=MAX_PROMPT_BYTES,
-                   help=t("decode.prompt_help", n=f"{MAX_PROMPT_BYTES}"))
-    right.radio(t("decode.variant"), list(PRESETS), key="variant", horizontal=True,
-                format_func=lambda v: text(L, "decode.variant_option", name=v.upper(), n=f"{PRESETS[v].n_kv_heads}"))
-    right.slider(t("decode.n"), 1, CONTEXT, key="n", help=t("decode.n_help", n=f"{CONTEXT}"))
-    step_radio(right, graph_reason)
-    c = st.columns(5)
-    c[0].slider(t("decode.temp"), 0.0, 2.0, step=0.05, key="temp")
-    c[1].number_input(t("decode.top_k"), 0, 256, key="top_k")
-    c[2].number_input(t("decode.seed"), 0, 2**31 - 1, key="seed")
-    c[3].radio(t("decode.attn"), ["sdpa", "eager"], key="attn", horizontal=True)
-    c[4].number_input(t("decode.budget"), 1, 600, key="budget", help=t("decode.budget_help"))
-    go = st.form_submit_button(t("decode.run"), type="primary")
+shown_cfg = real.cfg if real else PRESETS[st.session_state["variant"]]
+intro.markdown(t("rp.decode.intro", model=plain(say(L, model_named(shown_cfg, real=real is not None)))))
+go = controls.draw_run_form(graph_reason, fixed=plain(say(L, fixed_shape(real.cfg))) if real else None)
 
 prompt_ids = real.encode(st.session_state["prompt"]) if real else encode(st.session_state["prompt"])
 n_new = st.session_state["n"]
@@ -132,7 +103,6 @@ else:
         st.error(plain(exc))
         res = None
 if not error and res is not None:
-    st.session_state["decode_cost.result"] = res  # the run the page shows (tests read it)
     cfg = model.cfg
     frames = {m: res.to_frame(m) for m in MODES}
     cached_ids = [r.token for r in res.cached]
@@ -164,7 +134,7 @@ if not error and res is not None:
     tab, box = result_tabs.open(url)  # only the open tab runs; the link keeps it (tab=)
     with box:
         if tab == "per_step":
-            st.toggle(t("decode.log"), key="log")
+            controls.draw_log()
             show_chart(figs.flops_per_step(frames["naive"], frames["cached"], formula["naive"], formula["cached"],
                                            st.session_state["log"], per_step_takeaway(res.naive, res.cached, L), L),
                        width="stretch")
@@ -193,12 +163,9 @@ if not error and res is not None:
     st.download_button(t("decode.download"), table.to_csv(index=False), "decode_cost_steps.csv", "text/csv")
 
 st.header(t("decode.h.scale"))
-c = st.columns([2, 3])
-c[0].selectbox(t("decode.scale_model"), list(presets), key="scale_model", format_func=lambda k: presets[k].name)
-c[1].select_slider(t("decode.scale_n"), SCALE_LENGTHS, key="scale_n", format_func=lambda v: f"{v:,}")
-preset = presets[st.session_state["scale_model"]]
+preset, scale_n = controls.draw_scale()
 points = scale_curve(flop_shape(preset), SCALE_LENGTHS)
-at = next(p for p in points if p.length == st.session_state["scale_n"])
+at = next(p for p in points if p.length == scale_n)
 k = st.columns(4)
 k[0].metric(t("decode.m.naive_step"), human_flops(at.naive_step))
 k[1].metric(t("decode.m.cached_step"), human_flops(at.cached_step),

@@ -26,6 +26,7 @@ from sim.model.quant import INT_BITS
 from sim.model.quant_claims import seed_claims
 from sim.model.real_probe import kv_channels
 from sim.model.real_source import MODEL_KEY
+from sim.words import say
 
 REAL_TOKENS = 256  # held-out tokens the real model's K and V are measured over
 
@@ -58,7 +59,7 @@ L = lang()  # the sentences and figures below are worded in the page language
 
 presets = qb.scale_presets(load_presets())
 gpus = load_gpus()
-url = ctl.register(presets, gpus)
+url = ctl.register()
 real_kv_section()
 setup = ctl.setup_panel()
 variant, bits, R, S = setup.variant, setup.bits, setup.residual, setup.eval.window_len
@@ -109,6 +110,13 @@ st.download_button(t("quant.download"), shown.to_csv(index=False), setup.csv_nam
 if not ctl.every_scheme():
     st.info(setup.blank_cells_note(L))
 
+st.subheader(t("fp8.h.scale"))
+if (fp8 := runs.fp8_scales(setup, measured.run_s)) is not None:
+    st.markdown(say(L, fp8.sentence()))
+    show_table(ctl.fp8_scale_frame(fp8.frame_rows(), L), hide_index=True, width="stretch",
+               column_config=ctl.columns_in("fp8.col", ctl.FP8_SCALE_COLUMNS))
+    st.caption(t("fp8.scale.caption"))
+
 st.header(t("quant.h.bytes"))
 c = st.columns([3, 2])
 bytes_rows = qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S, L)
@@ -120,7 +128,7 @@ st.latex(qb.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S, L))
 st.caption(qb.tiny_bytes_caption(model.cfg, variant, bits, R, L))
 
 st.subheader(t("quant.h.scale"))
-arch, gpu, ctx, util = ctl.scale_controls(presets, gpus)
+arch, gpu, ctx, util = ctl.scale_controls()
 ctx, cut = qb.context_for(arch, ctx, L)
 if cut is not None:
     st.info(cut)

@@ -34,7 +34,7 @@ def render_memory() -> None:
     st.header(t("paged.h.memory"))
     st.caption(t("paged.memory_caption"))
     for col, policy in zip(st.columns(4), POLICIES, strict=True):
-        col.metric(figs.policy_short(policy, L), f"{100 * res[policy].token_share:.1f}%",
+        col.metric(figs.policy_short(policy, L), f"{res[policy].token_share:.1%}",
                    help=t("paged.m.share_help", policy=policy_label(policy, L)))
     show_chart(figs.breakdown_bars(cmp.to_frame(), readouts.memory_takeaway(cmp, L), lang=L), width="stretch")
     st.markdown(readouts.memory_summary(cmp, L))
@@ -100,7 +100,7 @@ def render_block_size() -> None:
         tokens = controls.tokens_in_one_request()
         blocks, _, share = block_usage(tokens, scfg.block_size)
         st.metric(t("paged.m.blocks_of", bs=f"{scfg.block_size}"), f"{blocks:,}")
-        st.metric(t("paged.m.slots_used"), f"{100 * share:.1f}%")
+        st.metric(t("paged.m.slots_used"), f"{share:.1%}")
         st.caption(readouts.block_example_caption(tokens, scfg.block_size, L))
 
 
@@ -111,7 +111,7 @@ def render_fork() -> None:
     c = st.columns(4)
     c[0].metric(t("paged.m.used"), f"{fork.num_used_blocks:,}")
     c[1].metric(t("paged.m.if_copied"), f"{fork.num_blocks_if_copied:,}", help=t("paged.m.if_copied_help"))
-    c[2].metric(t("paged.m.saved"), f"{100 * fork.saved_share:.1f}%")
+    c[2].metric(t("paged.m.saved"), f"{fork.saved_share:.1%}")
     c[3].metric(t("paged.m.cow"), f"{len(fork.cow_copies):,}")
     st.markdown(readouts.fork_summary(fork, lang=L))
     show_chart(pool_chart(fork.final, scfg.block_size, readouts.fork_grid_title(fork, L)), width="stretch")

@@ -3,20 +3,18 @@ from dataclasses import replace
 import streamlit as st
 
 from app.claims import render_claims
-from app.controls.roofline import BATCHES, CONTEXTS, THIS_MACHINE, tabs
+from app.controls import roofline as controls
+from app.controls.roofline import BATCHES, CONTEXTS, THIS_MACHINE
 from app.figures import CACHED, NAIVE
 from app.figures import roofline as figs
 from app.i18n import lang, page_title, t
 from app.lesson.style import korean_lines
 from app.present import show_chart, show_chart_in, show_table
 from app.text import plain
-from app.urlstate import UrlState
 from app.work import queued
 from sim.cost.gpus import load_gpus
-from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS
 from sim.cost.presets import load_presets
 from sim.cost.roofline import (
-    COMPUTE_DTYPES,
     Hardware,
     RooflineConfig,
     batch_sweep,
@@ -28,6 +26,7 @@ from sim.cost.roofline import (
 )
 from sim.cost.roofline_claims import roofline_claims
 from sim.cost.roofline_fit import fit, fit_sentence, turn_fits
+from sim.cost.roofline_view import machine_figures, prefill_contexts, step_figures
 from sim.words import say, why
 from sim.words.roofline import (
     batching_caption,
@@ -49,33 +48,9 @@ st.markdown(t("roofline.intro"))
 L = lang()  # the sentences and figures below are worded in the page language
 
 presets, gpus = load_presets(), load_gpus()
-url = UrlState("roofline")
-url.choice("model", "llama-3.1-70b", list(presets), label=t("roofline.url.model"))
-url.choice("gpu", "h100-sxm", [*gpus, THIS_MACHINE], label=t("roofline.url.gpu"))
-url.choice("compute", "bf16", list(COMPUTE_DTYPES), label=t("roofline.url.compute"))
-url.choice("wdtype", "bf16", list(WEIGHT_DTYPE_BITS), label=t("roofline.url.wdtype"))
-url.choice("kvdtype", "fp16", list(KV_DTYPES), label=t("roofline.url.kvdtype"))
-url.int("batch", 1, 1, BATCHES[-1], label=t("roofline.url.batch"))
-url.int("context", 4096, CONTEXTS[0], CONTEXTS[-1], label=t("roofline.url.context"))
-url.bool("probe", False, label=t("roofline.url.probe"))
-TABS = tabs()
-TABS.register(url)
-url.show_problems()
-for key, allowed in (("batch", BATCHES), ("context", CONTEXTS)):  # snap URL integers to the slider's stops
-    if st.session_state[key] not in allowed:
-        st.session_state[key] = min(allowed, key=lambda v, k=key: abs(v - st.session_state[k]))
-
-c = st.columns(4)
-c[0].selectbox(t("roofline.model"), list(presets), key="model", format_func=lambda k: presets[k].name)
-this_machine = t("roofline.this_machine")  # worded now: Streamlit calls format_func later too
-c[1].selectbox(t("roofline.hardware"), [*gpus, THIS_MACHINE], key="gpu",
-               format_func=lambda k: this_machine if k == THIS_MACHINE else gpus[k].name)
-c[2].radio(t("roofline.compute"), COMPUTE_DTYPES, key="compute", horizontal=True, format_func=str.upper)
-c[3].radio(t("roofline.weights"), list(WEIGHT_DTYPE_BITS), key="wdtype", horizontal=True, format_func=str.upper)
-c = st.columns([1, 2, 2])
-c[0].selectbox(t("roofline.kv"), list(KV_DTYPES), key="kvdtype", format_func=lambda k: KV_DTYPES[k].label)
-c[1].select_slider(t("roofline.batch"), BATCHES, key="batch")
-c[2].select_slider(t("roofline.context"), CONTEXTS, key="context", format_func=lambda v: f"{v:,}")
+TABS = controls.tabs()
+url = controls.register(TABS)
+controls.draw()
 
 
 def probe_here():
@@ -115,8 +90,9 @@ dec, pre = decode_step(cfg), prefill_step(cfg)
 m = st.columns(4)
 m[0].metric(t("roofline.m.dec_intensity"), f"{dec.intensity:,.2f} FLOP/B", t(f"roofline.bounded.{dec.bound(hw)}"),
             delta_color="off", delta_arrow="off")
-m[1].metric(t("roofline.m.dec_step"), f"{dec.time(hw) * 1e3:,.2f} ms",
-            t("roofline.m.tok_s", n=f"{dec.tokens / dec.time(hw):,.0f}"), delta_color="off", delta_arrow="off")
+dec_figs = step_figures(dec, hw)
+m[1].metric(t("roofline.m.dec_step"), f"{dec_figs.ms:,.2f} ms", t("roofline.m.tok_s", n=f"{dec_figs.tokens_per_s:,.0f}"),
+            delta_color="off", delta_arrow="off")
 m[2].metric(t("roofline.m.pre_intensity"), f"{pre.intensity:,.0f} FLOP/B", t(f"roofline.bounded.{pre.bound(hw)}"),
             delta_color="off", delta_arrow="off")
 m[3].metric(t("roofline.m.ridge"), f"{hw.ridge:,.0f} FLOP/B", help=t("roofline.m.ridge_help"))
@@ -131,7 +107,7 @@ def render_roofline() -> None:
     traces.append({"name": t("roofline.trace.decode"), "x": [s.intensity for s in sweep_b],
                    "y": [s.attainable_flops(hw) for s in sweep_b], "color": CACHED,
                    "labels": [t("roofline.trace.decode_at", b=f"{b}") for b in BATCHES]})
-    ctx_range = [x for x in CONTEXTS if x <= max(arch.max_position_embeddings, 128)]
+    ctx_range = prefill_contexts(arch, CONTEXTS)
     sweep_p = [prefill_step(replace(cfg, context=s)) for s in ctx_range]
     traces.append({"name": t("roofline.trace.prefill"), "x": [s.intensity for s in sweep_p],
                    "y": [s.attainable_flops(hw) for s in sweep_p], "color": NAIVE,
@@ -181,17 +157,17 @@ def render_levers() -> None:
 
 def render_machine() -> None:
     """This machine's bandwidth and matmul rate, and the tiny model's decode step on its roofline."""
-    st.toggle(t("roofline.probe_toggle"), key="probe", disabled=st.session_state["gpu"] == THIS_MACHINE,
-              help=t("roofline.probe_help"))
+    controls.draw_probe()
     if probe is None and probe_error is None:
         st.info(t("roofline.probe_info"), icon=":material/play_circle:")
     elif probe is None:
         st.warning(t("roofline.probe_failed", error=plain(probe_error)))
     else:
         k = st.columns(3)
-        k[0].metric(t("roofline.m.copy_bw"), f"{probe.bandwidth / 1e9:,.1f} GB/s")
-        k[1].metric(t("roofline.m.matmul", dtype=probe.dtype), f"{probe.peak_flops / 1e9:,.1f} GFLOP/s")
-        k[2].metric(t("roofline.m.ridge_short"), f"{probe.peak_flops / probe.bandwidth:,.1f} FLOP/B")
+        here = machine_figures(probe.peak_flops, probe.bandwidth)
+        k[0].metric(t("roofline.m.copy_bw"), f"{here.gb_per_s:,.1f} GB/s")
+        k[1].metric(t("roofline.m.matmul", dtype=probe.dtype), f"{here.gflop_per_s:,.1f} GFLOP/s")
+        k[2].metric(t("roofline.m.ridge_short"), f"{here.ridge:,.1f} FLOP/B")
         st.caption(t("roofline.method_caption", method=say(L, probe.method)))
         if st.button(t("roofline.tiny_button")):
             from app.resources import model_or_stop

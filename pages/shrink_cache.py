@@ -3,6 +3,8 @@ judged by the lecture's three checks; the lecture's table of methods; offloading
 
 import streamlit as st
 
+from app.controls import shrink_cache as controls
+from app.controls.shrink_cache import SCOPES
 from app.figures.shrink import offload_bars, scores_vs_bytes
 from app.i18n import lang, page_title, t
 from app.links import page_link
@@ -11,7 +13,6 @@ from app.present import show_chart, show_table
 from app.registry import PAGES
 from app.runs import shrink_cache as runs
 from app.text import plain
-from app.urlstate import UrlState
 from sim.claims import SEEDS
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
@@ -28,10 +29,8 @@ from sim.cost.shrink import (
     verdict,
 )
 from sim.model.real_source import MODEL_KEY
-
-SCOPES = {"all": (0.125, 0.25, 0.5), "quarter": (0.25,)}  # budgets; each named by shrink.scope.<key>
-LONG_LENGTHS = (128, 256, 512, 900)
-CONTEXTS = [2**k for k in range(10, 18)]
+from sim.model.shrink_quant import blur_ranking
+from sim.words import say
 
 st.title(page_title("shrink_cache"))
 L = lang()  # the sentences and figures below are worded in the page language
@@ -40,21 +39,8 @@ st.markdown(t("shrink.intro", title_en=en, title_ko=ko))
 
 models, presets, gpus = runs.available_models(), load_presets(), load_gpus()
 model_labels = {k: runs.model_label(k, L) for k in models} | {MODEL_KEY: model_label(MODEL_KEY)}
-url = UrlState("shrink_cache")
-url.choice("model", next(iter(models)), [*models, MODEL_KEY], label=t("shrink.url.model"))
-url.choice("cell", "full", runs.real_cells(), label=t("real.rerun.pick"))
-url.choice("scope", "all", list(SCOPES), label=t("shrink.url.scope"))
-url.int("long", 900, LONG_LENGTHS[0], LONG_LENGTHS[-1], label=t("shrink.url.long"))
-url.int("trials", 4, 1, 8, label=t("shrink.url.trials"))
-url.choice("omodel", "llama-3.1-8b", [k for k in presets if not k.startswith("tiny")], label=t("shrink.url.omodel"))
-url.int("octx", 32768, CONTEXTS[0], CONTEXTS[-1], label=t("shrink.url.octx"))
-url.int("opct", 50, 0, 100, label=t("shrink.url.opct"))
-url.choice("ogpu", "h100-sxm", list(gpus), label=t("shrink.url.ogpu"))
-url.show_problems()
+url = controls.register()
 ss = st.session_state
-for key, stops in (("long", LONG_LENGTHS), ("octx", CONTEXTS)):
-    if ss[key] not in stops:
-        ss[key] = min(stops, key=lambda v, k=key: abs(v - ss[k]))
 
 st.subheader(t("shrink.h.table"))
 rows = method_rows(L)
@@ -69,13 +55,7 @@ st.subheader(t("shrink.h.checks"))
 abilities = runs.copy_abilities(L)
 st.markdown(copy_ability_sentence(abilities, L))
 st.caption(t("shrink.models_caption"))
-c = st.columns([2, 2, 1, 1])
-scope_labels = {k: t(f"shrink.scope.{k}") for k in SCOPES}  # worded now: Streamlit calls format_func later too
-c[0].selectbox(t("shrink.w.model"), list(model_labels), key="model", format_func=model_labels.get,
-               help=t("real.w.model_help"))
-c[1].selectbox(t("shrink.w.scope"), list(SCOPES), key="scope", format_func=scope_labels.get)
-c[2].select_slider(t("shrink.w.long"), LONG_LENGTHS, key="long", help=t("shrink.w.long_help"))
-c[3].number_input(t("shrink.w.trials"), 1, 8, key="trials", help=t("shrink.w.trials_help"))
+controls.draw_checks(model_labels)
 setup = ShrinkSetup(methods=EVICT_METHODS + QUANT_METHODS, budgets=SCOPES[ss["scope"]], num_new=ss["long"],
                     num_trials=ss["trials"])
 if ss["model"] == MODEL_KEY:
@@ -89,6 +69,8 @@ if table is not None:
     show_chart(scores_vs_bytes(scores, full, said.split(":")[0], L), key="shrink_scores")
     st.caption(t("shrink.scores_caption", quote=plain(table.full.quote.summary_in(L)),
                  turns=plain(table.full.turns.summary_in(L))))
+    for msg in blur_ranking(scores):
+        st.markdown(plain(say(L, msg), 4000))
     if full.quote < 0.5:
         copiers = {a.label for a in abilities if a.copies}
         others = [m for m in models if m != ss["model"] and model_labels[m] in copiers]
@@ -109,12 +91,7 @@ if table is not None:
         st.caption(t("shrink.evict_caption"))
 
 st.subheader(t("shrink.h.offload"))
-c = st.columns(4)
-c[0].selectbox(t("shrink.w.omodel"), [k for k in presets if not k.startswith("tiny")], key="omodel",
-               format_func=lambda k: presets[k].name)
-c[1].select_slider(t("shrink.w.octx"), CONTEXTS, key="octx", format_func=lambda v: f"{v:,}")
-c[2].slider(t("shrink.w.opct"), 0, 100, key="opct")
-c[3].selectbox(t("shrink.url.ogpu"), list(gpus), key="ogpu", format_func=lambda k: gpus[k].name)
+controls.draw_offload()
 kv = kv_memory(MemoryConfig(presets[ss["omodel"]], batch=1, context=ss["octx"], kv_dtype="fp16")).total_bytes
 moved = kv * ss["opct"] // 100
 hbm = gpus[ss["ogpu"]].bandwidth_bytes_per_s

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+from app.work import SHOWN_KEY
 from sim.cost.decode import computed_grid, seed_claims
 from sim.model.graph_step import step_caption
 from sim.model.step_profile import CATEGORIES, StepProfile
@@ -132,7 +133,7 @@ def test_page_in_korean_runs_profiles_and_explains_the_graph_choice():
     for tab in ("wall", "cumulative"):
         at = run_page("decode_cost", {"lang": "ko", "n": "12", "step": "graph", "tab": tab}, timeout=300)
         assert not at.exception
-        res = at.session_state["decode_cost.result"]
+        res = at.session_state[SHOWN_KEY]["decode_cost.compare"]
         # the wall-time title's wording follows the times measured in this run (which step was faster), so it
         # is taken from that result; the FLOP title's is exact
         title = res.wall_time_takeaway("ko") if tab == "wall" else res.flops_takeaway("ko")
@@ -160,7 +161,7 @@ def test_page_messages_in_korean():
     assert not at.exception
     assert at.warning[0].value.startswith(
         "프롬프트 토큰 250개 + 새 토큰 1024개는 모델이 학습한 1024토큰 컨텍스트를 넘습니다. 대신 775개를 생성합니다")
-    k = at.session_state["decode_cost.result"].compared
+    k = at.session_state[SHOWN_KEY]["decode_cost.compare"].compared
     assert f"순진한 디코딩은 토큰 775개 중 {k}개에서 멈췄다" in at.info[0].value
     at.text_area(key="prompt").set_value("가" * 100)  # 100 characters, 300 bytes: the limit counts bytes
     at.button[0].click().run()

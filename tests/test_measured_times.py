@@ -4,6 +4,7 @@ busy for them to describe the model."""
 
 import math
 
+from app.work import SHOWN_KEY
 from sim.model.generate import SamplingConfig, encode, run_comparison
 from sim.words.decode import measured_caption
 from sim.work.conditions import Conditions, Measuring
@@ -56,6 +57,6 @@ def test_the_caption_says_when_and_under_what_load():
 def test_the_page_shows_the_conditions_of_its_times():
     at = run_page("decode_cost", {"n": "8"})
     assert not at.exception
-    res = at.session_state["decode_cost.result"]
+    res = at.session_state[SHOWN_KEY]["decode_cost.compare"]
     captions = [c.value for c in at.caption]
     assert any(c.startswith("Measured at ") and f"on {res.conditions.num_cpus} cores" in c for c in captions)

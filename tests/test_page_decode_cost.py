@@ -4,6 +4,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.text import plain
+from app.work import SHOWN_KEY
 from sim.cost.opcount import generation_flops
 from sim.model.generate import encode
 from sim.model.transformer import PRESETS
@@ -29,7 +30,7 @@ def test_defaults_show_identical_tokens_and_exact_flops():
     assert not at.exception
     assert at.success[0].value.startswith("Identical tokens: all 64 tokens")
     assert metric(at, "FLOPs naive / cached") == expected_flop_ratio("mha", "HAMLET.\nTo be, or not to be", 64)
-    res = at.session_state["decode_cost.result"]
+    res = at.session_state[SHOWN_KEY]["decode_cost.compare"]
     assert res.naive_complete and res.compared == 64
     t_naive = sum(r.wall_s for r in res.naive)
     t_cached = sum(r.wall_s for r in res.cached)
@@ -61,7 +62,7 @@ def test_change_n_and_variant_then_run():
     assert not at.exception
     assert at.success[0].value.startswith("Identical tokens: all 40 tokens")
     assert metric(at, "FLOPs naive / cached") == expected_flop_ratio("gqa", "ROMEO.\n", 40)
-    res = at.session_state["decode_cost.result"]
+    res = at.session_state[SHOWN_KEY]["decode_cost.compare"]
     assert [r.num_new for r in res.cached] == [7] + [1] * 39
     assert [r.num_new for r in res.naive] == list(range(7, 47))
     assert at.query_params["n"] == "40" and at.query_params["variant"] == "gqa"
@@ -91,7 +92,7 @@ def test_bad_input_is_explained():
     assert "The prompt is 300 bytes; the limit is 256" in at.error[0].value
     at = page({"prompt": "y" * 250, "n": "1024", "budget": "1"})
     assert "generating 775 instead" in at.warning[0].value
-    res = at.session_state["decode_cost.result"]
+    res = at.session_state[SHOWN_KEY]["decode_cost.compare"]
     assert len(res.cached) == 775 and not res.naive_complete  # naive is O(N²): the 1 s budget stops it
     assert at.success[0].value.startswith(f"Identical tokens: the {res.compared} tokens naive decoding produced")
     assert f"Naive decoding stopped after {res.compared} of 775 tokens" in at.info[0].value
@@ -112,5 +113,5 @@ def test_cached_step_choice_without_cuda_is_disabled_with_the_reason():
     radio = at.radio(key="step")
     assert radio.value == "eager" and radio.disabled and radio.options == ["eager", "CUDA graph"]
     assert f"CUDA graph unavailable: {plain(reason)}." in [c.value for c in at.caption]
-    assert at.session_state["decode_cost.result"].step == "eager"
+    assert at.session_state[SHOWN_KEY]["decode_cost.compare"].step == "eager"
     assert at.query_params["step"] == "eager"

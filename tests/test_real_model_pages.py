@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.work import SHOWN_KEY
 from sim.cost.shrink import EVICT_METHODS, QUANT_METHODS
 from sim.model.real_recorded import RealShrinkSetup, cell_key, frame_rows, load_recorded, score, verdict
 from tests.conftest import run_in_app, unescaped
@@ -201,10 +202,11 @@ def test_decode_cost_runs_on_the_real_model_with_its_tokens(real):
     at = run_in_app("decode_cost", {"model": "smollm2", "prompt": prompt, "n": "4", "budget": "5"}, timeout=600)
     assert not at.exception
     assert at.session_state["model"] == "smollm2"
-    if "decode_cost.result" not in at.session_state:  # it waits for its button when the estimate is over budget
+    # it waits for its button when the estimate is over budget
+    if SHOWN_KEY not in at.session_state or "decode_cost.compare" not in at.session_state[SHOWN_KEY]:
         next(b for b in at.button if b.label == "Run naive and cached").click().run(timeout=600)
         assert not at.exception
-    res = at.session_state["decode_cost.result"]
+    res = at.session_state[SHOWN_KEY]["decode_cost.compare"]
     ids = real.encode(prompt)
     assert res.first_difference is None and res.cached[0].position == len(ids)  # the real tokens, not bytes
     from sim.model.generate import generate

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import engine_tabs
+from app.controls.declared import Choice, Number, Slider, Text, Toggle
 from app.i18n import lang, t
 from app.tabs import LazyTabs
 from app.urlstate import UrlState
 from sim.cost.arch import ArchPreset
 from sim.cost.capacity import GpuConfig
-from sim.cost.gpus import GpuPreset
+from sim.cost.gpus import GpuPreset, load_gpus
 from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, EngineConfig
 from sim.cost.memory import (
     GROUP_SIZES,
@@ -27,6 +28,7 @@ from sim.cost.memory import (
     WEIGHT_DTYPE_BITS,
     MemoryConfig,
 )
+from sim.cost.presets import load_presets
 from sim.i18n import LANGS, text
 
 CUSTOM = "custom"
@@ -85,31 +87,40 @@ class TinyChoices:
     run: bool
 
 
-def register(presets: dict[str, ArchPreset], gpus: dict[str, GpuPreset]) -> UrlState:
+MODEL = Choice("model", "llama-3.1-8b", lambda: [*load_presets(), CUSTOM], label="kvmem.ctl.model",
+               url_label="kvmem.url.model")
+KV = Choice("kv", "fp16", tuple(KV_DTYPES), label="kvmem.ctl.kv", url_label="kvmem.url.kv")
+GROUP = Choice("group", "128", tuple(str(g) for g in GROUP_SIZES), label="kvmem.ctl.group", url_label="kvmem.url.group")
+BATCH = Number("batch", 16, 1, MAX_BATCH, step=1, label="kvmem.ctl.batch", url_label="kvmem.url.batch")
+CTX = Number("ctx", 32768, 1, MAX_CONTEXT, step=1024, label="kvmem.ctl.ctx", url_label="kvmem.url.ctx")
+SHARE = Number("share", 1, 1, MAX_LAYERS_PER_KV, step=1, label="kvmem.ctl.share", url_label="kvmem.url.share")
+GPU = Choice("gpu", "h100-sxm", lambda: list(load_gpus()), label="kvmem.ctl.gpu", url_label="kvmem.url.gpu")
+NGPU = Number("ngpu", 1, 1, MAX_GPUS, step=1, label="kvmem.ctl.ngpu", url_label="kvmem.url.ngpu")
+UTIL = Slider("util", 0.9, 0.05, 1.0, step=0.01, label="kvmem.ctl.util", url_label="kvmem.url.util")
+WDT = Choice("wdt", "bf16", tuple(WEIGHT_DTYPE_BITS), label="kvmem.ctl.wdt", url_label="kvmem.url.wdt")
+BS = Choice("bs", "16", tuple(str(b) for b in BLOCK_SIZES), label="kvmem.ctl.bs", url_label="kvmem.url.bs")
+MNBT = Number("mnbt", DEFAULT_BATCHED_TOKENS, 1, MAX_BATCHED_TOKENS, step=1024, label="kvmem.ctl.mnbt",
+              url_label="kvmem.url.mnbt")
+HYBRID = Toggle("hybrid", True, label="kvmem.ctl.hybrid", url_label="kvmem.url.hybrid")
+SDT = Choice("sdt", "config", STATE_CHOICES, label="kvmem.ctl.sdt", url_label="kvmem.url.sdt")
+MEASURE = Toggle("measure", False, label="kvmem.ctl.run", url_label="kvmem.url.measure")
+TINY_MODEL = Choice("tiny", "mha", TINY, label="kvmem.ctl.tiny", url_label="kvmem.url.tiny")
+TBATCH = Number("tbatch", 4, 1, MAX_TINY_BATCH, step=1, label="kvmem.ctl.tbatch", url_label="kvmem.url.tbatch")
+TCTX = Number("tctx", 256, 1, MAX_TINY_CONTEXT, step=64, label="kvmem.ctl.tctx", url_label="kvmem.url.tctx")
+CFG = Text("cfg", "", max_len=MAX_URL_CONFIG, max_chars=MAX_URL_CONFIG, widget="text_area", label="kvmem.cfg_paste",
+           url_label="kvmem.url.cfg")
+CONTROLS = (MODEL, KV, GROUP, BATCH, CTX, SHARE, GPU, NGPU, UTIL, WDT, BS, MNBT, HYBRID, SDT, MEASURE, TINY_MODEL, TBATCH,
+            TCTX)
+
+
+def register() -> UrlState:
     """Every value the page keeps in its link, checked (bad ones fall back with one warning, shown later)."""
     url = UrlState("kv_memory")
-    url.choice("model", "llama-3.1-8b", [*presets, CUSTOM], label=t("kvmem.url.model"))
-    url.choice("kv", "fp16", list(KV_DTYPES), label=t("kvmem.url.kv"))
-    url.choice("group", "128", [str(g) for g in GROUP_SIZES], label=t("kvmem.url.group"))
-    url.int("batch", 16, 1, MAX_BATCH, label=t("kvmem.url.batch"))
-    url.int("ctx", 32768, 1, MAX_CONTEXT, label=t("kvmem.url.ctx"))
-    url.int("share", 1, 1, MAX_LAYERS_PER_KV, label=t("kvmem.url.share"))
-    url.choice("gpu", "h100-sxm", list(gpus), label=t("kvmem.url.gpu"))
-    url.int("ngpu", 1, 1, MAX_GPUS, label=t("kvmem.url.ngpu"))
-    url.float("util", 0.9, 0.05, 1.0, label=t("kvmem.url.util"))
-    url.choice("wdt", "bf16", list(WEIGHT_DTYPE_BITS), label=t("kvmem.url.wdt"))
-    url.choice("bs", "16", [str(b) for b in BLOCK_SIZES], label=t("kvmem.url.bs"))
-    url.int("mnbt", DEFAULT_BATCHED_TOKENS, 1, MAX_BATCHED_TOKENS, label=t("kvmem.url.mnbt"))
-    url.bool("hybrid", True, label=t("kvmem.url.hybrid"))
-    url.choice("sdt", "config", list(STATE_CHOICES), label=t("kvmem.url.sdt"))
-    url.bool("measure", False, label=t("kvmem.url.measure"))
-    url.choice("tiny", "mha", list(TINY), label=t("kvmem.url.tiny"))
-    url.int("tbatch", 4, 1, MAX_TINY_BATCH, label=t("kvmem.url.tbatch"))
-    url.int("tctx", 256, 1, MAX_TINY_CONTEXT, label=t("kvmem.url.tctx"))
+    url.add(*CONTROLS)
     engine_tabs.register(url)
     KV_TABS.register(url)
-    if st.session_state["model"] == CUSTOM:
-        url.text("cfg", "", max_len=MAX_URL_CONFIG, label=t("kvmem.url.cfg"))
+    if MODEL.value() == CUSTOM:
+        url.add(CFG)
     return url
 
 
@@ -118,31 +129,26 @@ def draw(url: UrlState, presets: dict[str, ArchPreset], gpus: dict[str, GpuPrese
     ss = st.session_state
     c = st.columns([3, 2, 1.2, 1.3, 1.6])
     own = t("kvmem.ctl.custom")  # worded now: Streamlit calls format_func later too
-    c[0].selectbox(t("kvmem.ctl.model"), [*presets, CUSTOM], key="model",
-                   format_func=lambda k: own if k == CUSTOM else presets[k].name)
+    MODEL.draw(c[0], format_func=lambda k: own if k == CUSTOM else presets[k].name)
     dtype_labels = {k: t(f"kvmem.dtype.{k}") for k in KV_DTYPES}
-    c[1].selectbox(t("kvmem.ctl.kv"), list(KV_DTYPES), key="kv", format_func=dtype_labels.get)
-    c[2].selectbox(t("kvmem.ctl.group"), [str(g) for g in GROUP_SIZES], key="group",
-                   disabled=not KV_DTYPES[ss["kv"]].grouped, help=t("kvmem.ctl.group_help"))
-    c[3].number_input(t("kvmem.ctl.batch"), min_value=1, max_value=MAX_BATCH, step=1, key="batch")
-    c[4].number_input(t("kvmem.ctl.ctx"), min_value=1, max_value=MAX_CONTEXT, step=1024, key="ctx")
+    KV.draw(c[1], format_func=dtype_labels.get)
+    GROUP.draw(c[2], disabled=not KV_DTYPES[ss["kv"]].grouped, help=t("kvmem.ctl.group_help"))
+    BATCH.draw(c[3])
+    CTX.draw(c[4])
     c = st.columns([3, 1.2, 1.6, 1.3, 1.6])
-    c[0].selectbox(t("kvmem.ctl.gpu"), list(gpus), key="gpu", format_func=lambda k: gpus[k].name)
-    c[1].number_input(t("kvmem.ctl.ngpu"), min_value=1, max_value=MAX_GPUS, step=1, key="ngpu",
-                      help=t("kvmem.ctl.ngpu_help"))
-    c[2].slider(t("kvmem.ctl.util"), 0.05, 1.0, step=0.01, key="util", help=t("kvmem.ctl.util_help"))
-    c[3].selectbox(t("kvmem.ctl.wdt"), list(WEIGHT_DTYPE_BITS), key="wdt", format_func=str.upper)
-    c[4].number_input(t("kvmem.ctl.share"), min_value=1, max_value=MAX_LAYERS_PER_KV, step=1, key="share",
-                      help=t("kvmem.ctl.share_help"))
+    GPU.draw(c[0], format_func=lambda k: gpus[k].name)
+    NGPU.draw(c[1], help=t("kvmem.ctl.ngpu_help"))
+    UTIL.draw(c[2], help=t("kvmem.ctl.util_help"))
+    WDT.draw(c[3], format_func=str.upper)
+    SHARE.draw(c[4], help=t("kvmem.ctl.share_help"))
     c = st.columns([1.2, 1.6, 2, 2.2], vertical_alignment="bottom")
-    c[0].selectbox(t("kvmem.ctl.bs"), [str(b) for b in BLOCK_SIZES], key="bs", help=t("kvmem.ctl.bs_help"))
-    c[1].number_input(t("kvmem.ctl.mnbt"), min_value=1, max_value=MAX_BATCHED_TOKENS, step=1024, key="mnbt",
-                      help=t("kvmem.ctl.mnbt_help"))
-    c[2].toggle(t("kvmem.ctl.hybrid"), key="hybrid", help=t("kvmem.ctl.hybrid_help"))
+    BS.draw(c[0], help=t("kvmem.ctl.bs_help"))
+    MNBT.draw(c[1], help=t("kvmem.ctl.mnbt_help"))
+    HYBRID.draw(c[2], help=t("kvmem.ctl.hybrid_help"))
     custom = ss["model"] == CUSTOM
     state_labels = {"config": t("kvmem.ctl.sdt_config"), **{k: k.upper() for k in STATE_CHOICES[1:]}}
-    c[3].selectbox(t("kvmem.ctl.sdt"), list(STATE_CHOICES), key="sdt", format_func=state_labels.get,
-                   disabled=not custom and not presets[ss["model"]].num_state_layers, help=t("kvmem.ctl.sdt_help"))
+    SDT.draw(c[3], format_func=state_labels.get, disabled=not custom and not presets[ss["model"]].num_state_layers,
+             help=t("kvmem.ctl.sdt_help"))
     url.show_problems()
     return KvChoices(ss["model"], ss["kv"], int(ss["group"]), ss["batch"], ss["ctx"], ss["share"], ss["gpu"],
                      ss["ngpu"], float(ss["util"]), ss["wdt"], int(ss["bs"]), ss["mnbt"], ss["hybrid"],
@@ -163,9 +169,9 @@ def open_tab(url: UrlState):
 def draw_tiny(presets: dict[str, ArchPreset]) -> TinyChoices:
     """Which tiny model to fill, how big, and the switch that loads torch."""
     c = st.columns([1.4, 1, 1, 1.2])
-    c[0].selectbox(t("kvmem.ctl.tiny"), list(TINY), key="tiny", format_func=lambda k: presets[f"tiny-{k}"].name)
-    c[1].number_input(t("kvmem.ctl.tbatch"), min_value=1, max_value=MAX_TINY_BATCH, step=1, key="tbatch")
-    c[2].number_input(t("kvmem.ctl.tctx"), min_value=1, max_value=MAX_TINY_CONTEXT, step=64, key="tctx")
-    c[3].toggle(t("kvmem.ctl.run"), key="measure", help=t("kvmem.ctl.run_help"))
+    TINY_MODEL.draw(c[0], format_func=lambda k: presets[f"tiny-{k}"].name)
+    TBATCH.draw(c[1])
+    TCTX.draw(c[2])
+    MEASURE.draw(c[3], help=t("kvmem.ctl.run_help"))
     ss = st.session_state
     return TinyChoices(ss["tiny"], ss["tbatch"], ss["tctx"], ss["measure"])

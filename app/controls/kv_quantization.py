@@ -8,9 +8,13 @@ from collections.abc import Mapping
 
 import streamlit as st
 
+from app.controls.declared import Choice, Number, Slider, Stops, Text, Toggle
 from app.figures.quant import METRICS
 from app.i18n import t
 from app.urlstate import UrlState
+from sim.cost.gpus import load_gpus
+from sim.cost.presets import load_presets
+from sim.model import quant_bytes as qb
 from sim.model import quant_errors as qe
 from sim.model.quant import INT_BITS
 from sim.model.quant_cache import CacheScheme
@@ -38,45 +42,82 @@ RATIO_COLUMNS = {"layer": ("layer", None), "head": ("kv_head", None), "K max ÷ 
                  "V max ÷ median": ("v_ratio", "%.1f×"), "K's top channels": ("k_top", None)}
 
 
+FP8_SCALE_COLUMNS = {"scale": ("scale", None), "k_error": ("k_error", "%.2f%%"), "v_error": ("v_error", "%.2f%%"),
+                     "kl": ("kl", "%.2e"), "agreement": ("agreement", "%.4f")}
+
+
+def fp8_scale_frame(rows: list[dict], lang: str):
+    """The FP8 scale table (sim.model.quant_fp8.Fp8ScaleCheck.frame_rows): each row's name worded, errors in %."""
+    import pandas as pd
+
+    from sim.words import say
+
+    return pd.DataFrame([{**r, "scale": say(lang, r["scale"]), "k_error": 100 * r["k_error"],
+                          "v_error": 100 * r["v_error"]} for r in rows])
+
+
+def columns_in(prefix: str, spec: dict) -> dict:
+    """Like columns(), the labels under another catalog prefix ("fp8.col")."""
+    return {k: st.column_config.NumberColumn(t(f"{prefix}.{key}"), format=fmt) if fmt else t(f"{prefix}.{key}")
+            for k, (key, fmt) in spec.items()}
+
+
 def columns(spec: dict) -> dict:
     """column -> (label key, number format or None), as st.dataframe's column_config in the page language."""
     return {k: st.column_config.NumberColumn(t(f"quant.col.{key}"), format=fmt) if fmt else t(f"quant.col.{key}")
             for k, (key, fmt) in spec.items()}
 
 
-def register(presets: Mapping, gpus: Mapping) -> UrlState:
-    """Every value the page keeps in its link, checked (bad ones fall back with one warning)."""
+def scale_presets() -> dict:
+    """The models the scale section offers (quant_bytes' choice of presets)."""
+    return qb.scale_presets(load_presets())
+
+
+def _first(preferred: str, options) -> str:
+    return preferred if preferred in options else next(iter(options))
+
+
+VARIANT = Choice("variant", "mha", tuple(PRESETS), widget="radio", label="quant.w.model", url_label="quant.url.variant")
+BITS = Choice("bits", "4", tuple(str(b) for b in INT_BITS), widget="segmented_control", label="quant.w.bits",
+              url_label="quant.url.bits")
+CHUNK = Choice("G", "32", tuple(CHUNKS), widget="select_slider", label="quant.w.chunk", url_label="quant.url.chunk")
+GROUP = Choice("g", "32", tuple(CHANNEL_GROUPS), widget="select_slider", label="quant.w.group",
+               url_label="quant.url.group")
+RESIDUAL = Choice("R", "128", tuple(RESIDUALS), widget="select_slider", label="quant.w.residual",
+                  url_label="quant.url.residual")
+SYM = Toggle("sym", False, label="quant.w.sym", url_label="quant.url.sym")
+WIN = Number("win", 4, 1, qe.MAX_WINDOWS, label="quant.w.win", url_label="quant.url.win")
+LEN = Choice("len", "256", tuple(WINDOW_LENS), widget="select_slider", label="quant.w.len", url_label="quant.url.len")
+ALL = Toggle("all", False, label="quant.w.all", url_label="quant.url.all")
+METRIC = Choice("metric", "kl", tuple(METRICS), widget="radio", label="quant.w.show", url_label="quant.url.metric")
+BIN = Choice("bin", "16", tuple(BINS), widget="select_slider", label="quant.w.bin", url_label="quant.url.bin")
+LOG = Toggle("log", True, label="quant.w.log", url_label="quant.url.log")
+PROMPT = Text("prompt", "ROMEO.\n", max_len=MAX_PROMPT, max_chars=MAX_PROMPT, label="quant.w.prompt",
+              url_label="quant.url.prompt")
+NEW = Slider("n", 120, 16, MAX_NEW, label="quant.w.n", url_label="quant.url.n")
+FREE = Choice("free", "token", tuple(ALL_KINDS), label="quant.w.free", url_label="quant.url.free")
+LAYER = Slider("layer", 0, 0, CFG.n_layers - 1, label="quant.w.layer", url_label="quant.url.layer")
+HEAD = Slider("head", 0, 0, CFG.n_heads - 1, narrows=True, label="quant.w.head", url_label="quant.url.head")
+CH = Slider("ch", 5, 0, CFG.head_dim - 1, label="quant.w.ch", url_label="quant.url.ch")
+FACTOR = Slider("factor", 8.0, 0.0, 50.0, step=0.5, label="quant.w.factor", url_label="quant.url.factor")
+MODEL = Choice("model", lambda: _first("llama-3.1-8b", scale_presets()), lambda: list(scale_presets()),
+               label="quant.w.scale_model", url_label="quant.url.model")
+GPU = Choice("gpu", lambda: _first("h100-sxm", load_gpus()), lambda: list(load_gpus()), label="quant.url.gpu",
+             url_label="quant.url.gpu")
+CTX = Stops("ctx", 32768, tuple(CONTEXTS), label="quant.w.ctx", url_label="quant.url.ctx")
+UTIL = Number("util", 0.9, 0.05, 1.0, step=0.01, label="quant.w.util", url_label="quant.url.util")
+CONTROLS = (VARIANT, BITS, CHUNK, GROUP, RESIDUAL, SYM, WIN, LEN, ALL, METRIC, BIN, LOG, PROMPT, NEW, FREE, LAYER, HEAD,
+            CH, FACTOR, MODEL, GPU, CTX, UTIL)
+
+
+def register() -> UrlState:
+    """Every value the page keeps in its link, checked (the context snapped to its stops); the bad ones listed once."""
     url = UrlState("kv_quantization")
-    url.choice("variant", "mha", list(PRESETS), label=t("quant.url.variant"))
-    url.choice("bits", "4", [str(b) for b in INT_BITS], label=t("quant.url.bits"))
-    url.choice("G", "32", CHUNKS, label=t("quant.url.chunk"))
-    url.choice("g", "32", CHANNEL_GROUPS, label=t("quant.url.group"))
-    url.choice("R", "128", RESIDUALS, label=t("quant.url.residual"))
-    url.bool("sym", False, label=t("quant.url.sym"))
-    url.int("win", 4, 1, qe.MAX_WINDOWS, label=t("quant.url.win"))
-    url.choice("len", "256", WINDOW_LENS, label=t("quant.url.len"))
-    url.bool("all", False, label=t("quant.url.all"))
-    url.choice("metric", "kl", list(METRICS), label=t("quant.url.metric"))
-    url.choice("bin", "16", BINS, label=t("quant.url.bin"))
-    url.bool("log", True, label=t("quant.url.log"))
-    url.text("prompt", "ROMEO.\n", max_len=MAX_PROMPT, label=t("quant.url.prompt"))
-    url.int("n", 120, 16, MAX_NEW, label=t("quant.url.n"))
-    url.choice("free", "token", list(ALL_KINDS), label=t("quant.url.free"))
-    url.int("layer", 0, 0, CFG.n_layers - 1, label=t("quant.url.layer"))
-    url.int("head", 0, 0, CFG.n_heads - 1, label=t("quant.url.head"))
-    url.int("ch", 5, 0, CFG.head_dim - 1, label=t("quant.url.ch"))
-    url.float("factor", 8.0, 0.0, 50.0, label=t("quant.url.factor"))
-    url.choice("model", "llama-3.1-8b" if "llama-3.1-8b" in presets else next(iter(presets)), list(presets),
-               label=t("quant.url.model"))
-    url.choice("gpu", "h100-sxm" if "h100-sxm" in gpus else next(iter(gpus)), list(gpus), label=t("quant.url.gpu"))
-    url.int("ctx", 32768, CONTEXTS[0], CONTEXTS[-1], label=t("quant.url.ctx"))
-    url.float("util", 0.9, 0.05, 1.0, label=t("quant.url.util"))
+    url.add(*CONTROLS)
     from app.model_picker import register as register_model  # `lm`: "model" here is the preset for scale
 
     register_model(url, key="lm")
     url.show_problems()
-    if st.session_state["ctx"] not in CONTEXTS:  # a URL may carry any in-range integer
-        st.session_state["ctx"] = min(CONTEXTS, key=lambda v: abs(v - st.session_state["ctx"]))
     return url
 
 
@@ -84,17 +125,16 @@ def setup_panel() -> QuantSetup:
     """The bordered panel at the top: model, bits, symmetric, G, g, R and the held-out text."""
     with st.container(border=True):
         c = st.columns([1.6, 2.2, 1.2, 2.6])
-        c[0].radio(t("quant.w.model"), list(PRESETS), key="variant", horizontal=True, format_func=str.upper)
-        c[1].segmented_control(t("quant.w.bits"), [str(b) for b in INT_BITS], key="bits",
-                               format_func=lambda b: f"INT{b}", required=True)
-        c[2].toggle(t("quant.w.sym"), key="sym", help=t("quant.w.sym_help"))
-        c[3].toggle(t("quant.w.all"), key="all", help=t("quant.w.all_help"))
+        VARIANT.draw(c[0], horizontal=True, format_func=str.upper)
+        BITS.draw(c[1], format_func=lambda b: f"INT{b}", required=True)
+        SYM.draw(c[2], help=t("quant.w.sym_help"))
+        ALL.draw(c[3], help=t("quant.w.all_help"))
         c = st.columns(5)
-        c[0].select_slider(t("quant.w.chunk"), CHUNKS, key="G", help=t("quant.w.chunk_help"))
-        c[1].select_slider(t("quant.w.group"), CHANNEL_GROUPS, key="g", help=t("quant.w.group_help", D=f"{CFG.head_dim}"))
-        c[2].select_slider(t("quant.w.residual"), RESIDUALS, key="R", help=t("quant.w.residual_help"))
-        c[3].number_input(t("quant.w.win"), 1, qe.MAX_WINDOWS, key="win", help=t("quant.w.win_help"))
-        c[4].select_slider(t("quant.w.len"), WINDOW_LENS, key="len")
+        CHUNK.draw(c[0], help=t("quant.w.chunk_help"))
+        GROUP.draw(c[1], help=t("quant.w.group_help", D=f"{CFG.head_dim}"))
+        RESIDUAL.draw(c[2], help=t("quant.w.residual_help"))
+        WIN.draw(c[3], help=t("quant.w.win_help"))
+        LEN.draw(c[4])
     ss = st.session_state
     return QuantSetup(ss["variant"], int(ss["bits"]), int(ss["G"]), int(ss["g"]), int(ss["R"]), ss["sym"],
                       qe.EvalConfig(ss["win"], int(ss["len"])))
@@ -109,20 +149,21 @@ def position_controls() -> tuple[str, int, bool]:
     """(metric, positions per point, log scale) for the error-by-position chart."""
     c = st.columns([2, 1, 1])
     names = {k: t(f"quant.w.metric.{k}") for k in METRICS}  # worded now: Streamlit calls format_func later too
-    c[0].radio(t("quant.w.show"), list(METRICS), key="metric", horizontal=True, format_func=names.get)
-    c[1].select_slider(t("quant.w.bin"), BINS, key="bin")
-    c[2].toggle(t("quant.w.log"), key="log", disabled=st.session_state["metric"] != "kl")
+    METRIC.draw(c[0], horizontal=True, format_func=names.get)
+    BIN.draw(c[1])
+    LOG.draw(c[2], disabled=st.session_state["metric"] != "kl")
     metric = st.session_state["metric"]
     return metric, int(st.session_state["bin"]), st.session_state["log"] and metric == "kl"
 
 
-def scale_controls(presets: Mapping, gpus: Mapping) -> tuple:
+def scale_controls() -> tuple:
     """(model preset, GPU preset, context per request, memory utilization) at real-model scale."""
+    presets, gpus = scale_presets(), load_gpus()
     c = st.columns([2, 2, 2, 1.4])
-    c[0].selectbox(t("quant.w.scale_model"), list(presets), key="model", format_func=lambda k: presets[k].name)
-    c[1].selectbox(t("quant.url.gpu"), list(gpus), key="gpu", format_func=lambda k: gpus[k].name)
-    c[2].select_slider(t("quant.w.ctx"), CONTEXTS, key="ctx", format_func=lambda v: f"{v:,}")
-    c[3].number_input(t("quant.w.util"), 0.05, 1.0, step=0.01, key="util")
+    MODEL.draw(c[0], format_func=lambda k: presets[k].name)
+    GPU.draw(c[1], format_func=lambda k: gpus[k].name)
+    CTX.draw(c[2], format_func=lambda v: f"{v:,}")
+    UTIL.draw(c[3])
     ss = st.session_state
     return presets[ss["model"]], gpus[ss["gpu"]], ss["ctx"], ss["util"]
 
@@ -130,23 +171,22 @@ def scale_controls(presets: Mapping, gpus: Mapping) -> tuple:
 def free_controls(schemes: Mapping[str, CacheScheme], lang: str = "en") -> tuple[list[int], int, str]:
     """(prompt as UTF-8 bytes, new tokens, scheme kind) for the free-running texts."""
     c = st.columns([3, 2, 3])
-    c[0].text_input(t("quant.w.prompt"), key="prompt", max_chars=MAX_PROMPT,
-                    help=t("quant.w.prompt_help", max=f"{MAX_PROMPT}"))
-    c[1].slider(t("quant.w.n"), 16, MAX_NEW, key="n")
+    PROMPT.draw(c[0], help=t("quant.w.prompt_help", max=f"{MAX_PROMPT}"))
+    NEW.draw(c[1])
     titles = {k: schemes[k].title_in(lang) for k in ALL_KINDS}
-    c[2].selectbox(t("quant.w.free"), list(ALL_KINDS), key="free", format_func=titles.get)
+    FREE.draw(c[2], format_func=titles.get)
     ss = st.session_state
     return list(ss["prompt"].encode("utf-8")), ss["n"], ss["free"]
 
 
 def channel_controls(num_kv_heads: int) -> tuple[int, int]:
     """(layer, KV head) of the channel heatmaps; the head is cut to this variant's KV heads."""
-    if st.session_state["head"] > num_kv_heads - 1:
-        st.session_state["head"] = num_kv_heads - 1
+    last = num_kv_heads - 1
+    HEAD.clamp(last)
     c = st.columns(2)
-    c[0].slider(t("quant.w.layer"), 0, CFG.n_layers - 1, key="layer")
+    LAYER.draw(c[0])
     if num_kv_heads > 1:
-        c[1].slider(t("quant.w.head"), 0, num_kv_heads - 1, key="head")
+        HEAD.draw(c[1], hi=last)
     else:
         c[1].markdown(t("quant.w.one_head"))
     return st.session_state["layer"], st.session_state["head"]
@@ -155,6 +195,6 @@ def channel_controls(num_kv_heads: int) -> tuple[int, int]:
 def outlier_controls() -> tuple[int, float]:
     """(channel made an outlier, its size in the head's mean |K|)."""
     c = st.columns(2)
-    c[0].slider(t("quant.w.ch"), 0, CFG.head_dim - 1, key="ch")
-    c[1].slider(t("quant.w.factor"), 0.0, 50.0, step=0.5, key="factor")
+    CH.draw(c[0])
+    FACTOR.draw(c[1])
     return st.session_state["ch"], st.session_state["factor"]

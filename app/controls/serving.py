@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app.controls.declared import Choice, Number, Slider, Text, Toggle
 from app.i18n import lang, t
 from app.urlstate import UrlState
-from app.workload import RateInput, draw_workload, register_workload, workload_config
+from app.workload import draw_workload, register_workload, workload_config
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
 from sim.alloc.workload import ARRIVALS
 from sim.cost.gpus import load_gpus
@@ -26,38 +27,57 @@ DEFAULT_LIVE_PROMPT = "ROMEO.\nBut soft, what light through yonder window breaks
 BATCH_SWEEP_DRAFT = "llama-3.1-8b"  # drafts the page's model in the batch sweep when c is set by hand
 
 
+MAX_SEED = 2**31 - 1
+MODEL = Choice("model", "llama-3.1-8b", lambda: list(load_presets()), label="serving.c.model",
+               url_label="serving.url.model", other_labels=("serving.e.model",))  # the engine tabs' row
+GPU = Choice("gpu", "h100-sxm", lambda: list(load_gpus()), label="serving.c.gpu", url_label="serving.url.gpu",
+             other_labels=("serving.e.gpu",))
+WDTYPE = Choice("wdtype", "bf16", tuple(WEIGHT_DTYPE_BITS), label="serving.c.weights", url_label="serving.url.wdtype")
+KVDTYPE = Choice("kvdtype", "fp16", tuple(KV_DTYPES), label="serving.c.kv", url_label="serving.url.kvdtype")
+UTIL = Slider("util", 0.9, 0.05, 1.0, step=0.01, label="serving.c.util", url_label="serving.url.util")
+KV_LIMIT = Number("kv_limit", 0, 0, MAX_CAPACITY_TOKENS, step=4096, label="serving.c.kv_limit",
+                  url_label="serving.url.kv_limit")
+ARRIVAL = Choice("arrival", "burst", ARRIVALS, widget="radio", label="wl.arrivals", url_label="serving.url.arrival")
+RATE = Number("rate", 20.0, 0.1, MAX_RATE, step=5.0, label="serving.c.rate", url_label="serving.url.rate")
+SEED = Number("seed", 0, 0, MAX_SEED, label="wl.seed", url_label="serving.url.seed")
+BATCH = Number("batch", 256, 1, MAX_BATCH, step=16, label="serving.c.batch", url_label="serving.url.batch")
+BLOCK_SIZE = Choice("block_size", "16", tuple(str(b) for b in BLOCK_SIZES), label="serving.c.block_size",
+                    url_label="serving.url.block_size")
+WATERMARK = Slider("watermark", 0.01, 0.0, 0.5, step=0.01, label="serving.c.watermark",
+                   url_label="serving.url.watermark")
+MAX_BATCHED = Number("max_batched", 8192, 64, 1 << 20, step=1024, label="serving.c.max_batched",
+                     url_label="serving.url.max_batched")
+GANTT_N = Slider("gantt_n", 40, 5, 100, label="serving.c.gantt_n", url_label="serving.url.gantt_n")
+SWEEP = Toggle("sweep", False, label="serving.c.sweep", url_label="serving.url.sweep")
+ALPHA = Slider("alpha", 0.8, 0.0, 1.0, step=0.05, label="serving.c.alpha", url_label="serving.url.alpha")
+K = Slider("k", 4, 1, sps.SPEC_KS[-1], label="serving.c.k", url_label="serving.url.k")
+C_MODE = Choice("c_mode", "roofline", ("roofline", "manual"), widget="radio", label="serving.c.c_mode",
+                url_label="serving.url.c_mode")
+C = Slider("c", 0.05, 0.0, 1.0, step=0.01, label="serving.c.c", url_label="serving.url.c")
+SPEC_TARGET = Choice("spec_target", "llama-3.1-70b", lambda: list(load_presets()), label="serving.c.target",
+                     url_label="serving.url.spec_target")
+SPEC_DRAFT = Choice("spec_draft", "llama-3.1-8b", lambda: list(load_presets()), label="serving.c.draft",
+                    url_label="serving.url.spec_draft")
+MC_PASSES = Number("mc_passes", 20_000, 100, 200_000, step=5000, label="serving.c.mc_passes",
+                   url_label="serving.url.mc_passes")
+MC_SEED = Number("mc_seed", 0, 0, MAX_SEED, label="serving.c.mc_seed", url_label="serving.url.mc_seed")
+LIVE = Toggle("live", True, label="serving.c.live", url_label="serving.url.live")
+LIVE_DRAFT = Choice("live_draft", "first3", sp.available_drafts, label="serving.c.live_draft",
+                    url_label="serving.url.live_draft")
+LIVE_K = Number("live_k", 4, 1, 8, label="k", verbatim=True, url_label="serving.url.live_k")
+LIVE_NEW = Number("live_new", 64, 8, 256, label="serving.c.new_tokens", url_label="serving.url.live_new")
+LIVE_PROMPT = Text("live_prompt", DEFAULT_LIVE_PROMPT, max_len=LIVE_MAX_PROMPT, max_chars=LIVE_MAX_PROMPT,
+                   widget="text_area", label="serving.c.prompt", url_label="serving.url.live_prompt")
+BEFORE_WORKLOAD = (MODEL, GPU, WDTYPE, KVDTYPE, UTIL, KV_LIMIT)
+AFTER_WORKLOAD = (ARRIVAL, RATE, SEED, BATCH, BLOCK_SIZE, WATERMARK, MAX_BATCHED, GANTT_N, SWEEP, ALPHA, K, C_MODE, C,
+                  SPEC_TARGET, SPEC_DRAFT, MC_PASSES, MC_SEED, LIVE, LIVE_DRAFT, LIVE_K, LIVE_NEW, LIVE_PROMPT)
+
+
 def register(url: UrlState) -> None:
     """The batching and speculative values (the page calls url.show_problems once every tab's are registered)."""
-    presets, gpus = load_presets(), load_gpus()
-    url.choice("model", "llama-3.1-8b", list(presets), label=t("serving.url.model"))
-    url.choice("gpu", "h100-sxm", list(gpus), label=t("serving.url.gpu"))
-    url.choice("wdtype", "bf16", list(WEIGHT_DTYPE_BITS), label=t("serving.url.wdtype"))
-    url.choice("kvdtype", "fp16", list(KV_DTYPES), label=t("serving.url.kvdtype"))
-    url.float("util", 0.9, 0.05, 1.0, label=t("serving.url.util"))
-    url.int("kv_limit", 0, 0, MAX_CAPACITY_TOKENS, label=t("serving.url.kv_limit"))
+    url.add(*BEFORE_WORKLOAD)
     register_workload(url, MAX_REQUESTS)
-    url.choice("arrival", "burst", ARRIVALS, label=t("serving.url.arrival"))
-    url.float("rate", 20.0, 0.1, MAX_RATE, label=t("serving.url.rate"))
-    url.int("seed", 0, 0, 2**31 - 1, label=t("serving.url.seed"))
-    url.int("batch", 256, 1, MAX_BATCH, label=t("serving.url.batch"))
-    url.choice("block_size", "16", [str(b) for b in BLOCK_SIZES], label=t("serving.url.block_size"))
-    url.float("watermark", 0.01, 0.0, 0.5, label=t("serving.url.watermark"))
-    url.int("max_batched", 8192, 64, 1 << 20, label=t("serving.url.max_batched"))
-    url.int("gantt_n", 40, 5, 100, label=t("serving.url.gantt_n"))
-    url.bool("sweep", False, label=t("serving.url.sweep"))
-    url.float("alpha", 0.8, 0.0, 1.0, label=t("serving.url.alpha"))
-    url.int("k", 4, 1, sps.SPEC_KS[-1], label=t("serving.url.k"))
-    url.choice("c_mode", "roofline", ["roofline", "manual"], label=t("serving.url.c_mode"))
-    url.float("c", 0.05, 0.0, 1.0, label=t("serving.url.c"))
-    url.choice("spec_target", "llama-3.1-70b", list(presets), label=t("serving.url.spec_target"))
-    url.choice("spec_draft", "llama-3.1-8b", list(presets), label=t("serving.url.spec_draft"))
-    url.int("mc_passes", 20_000, 100, 200_000, label=t("serving.url.mc_passes"))
-    url.int("mc_seed", 0, 0, 2**31 - 1, label=t("serving.url.mc_seed"))
-    url.bool("live", True, label=t("serving.url.live"))
-    url.choice("live_draft", "first3", sp.available_drafts(), label=t("serving.url.live_draft"))
-    url.int("live_k", 4, 1, 8, label=t("serving.url.live_k"))
-    url.int("live_new", 64, 8, 256, label=t("serving.url.live_new"))
-    url.text("live_prompt", DEFAULT_LIVE_PROMPT, max_len=LIVE_MAX_PROMPT, label=t("serving.url.live_prompt"))
+    url.add(*AFTER_WORKLOAD)
 
 
 def settings_label() -> str:
@@ -73,23 +93,20 @@ def serving_setup() -> cp.ServingSetup:
     with st.container(border=True):
         st.markdown(t("serving.c.model_gpu"))
         c = st.columns([3, 3, 2, 2, 2, 2])
-        c[0].selectbox(t("serving.c.model"), list(presets), key="model", format_func=lambda k: presets[k].name)
-        c[1].selectbox(t("serving.c.gpu"), list(gpus), key="gpu", format_func=lambda k: gpus[k].name)
-        c[2].selectbox(t("serving.c.weights"), list(WEIGHT_DTYPE_BITS), key="wdtype", format_func=str.upper)
-        c[3].selectbox(t("serving.c.kv"), list(KV_DTYPES), key="kvdtype", format_func=lambda k: KV_DTYPES[k].label)
-        c[4].slider(t("serving.c.util"), 0.05, 1.0, step=0.01, key="util", help=t("serving.c.util_help"))
-        c[5].number_input(t("serving.c.kv_limit"), 0, MAX_CAPACITY_TOKENS, step=4096, key="kv_limit",
-                          help=t("serving.c.kv_limit_help"))
+        MODEL.draw(c[0], format_func=lambda k: presets[k].name)
+        GPU.draw(c[1], format_func=lambda k: gpus[k].name)
+        WDTYPE.draw(c[2], format_func=str.upper)
+        KVDTYPE.draw(c[3], format_func=lambda k: KV_DTYPES[k].label)
+        UTIL.draw(c[4], help=t("serving.c.util_help"))
+        KV_LIMIT.draw(c[5], help=t("serving.c.kv_limit_help"))
         st.markdown(t("serving.c.workload"))
-        draw_workload(MAX_REQUESTS, RateInput(t("serving.c.rate"), 0.1, MAX_RATE, 5.0),
-                      {"max_tokens": t("serving.c.max_tokens_help")})
+        draw_workload(MAX_REQUESTS, SEED, ARRIVAL, RATE, helps={"max_tokens": t("serving.c.max_tokens_help")})
         st.markdown(t("serving.c.scheduler"))
         c = st.columns(4)
-        c[0].number_input(t("serving.c.batch"), 1, MAX_BATCH, step=16, key="batch", help=t("serving.c.batch_help"))
-        c[1].selectbox(t("serving.c.block_size"), [str(b) for b in BLOCK_SIZES], key="block_size")
-        c[2].slider(t("serving.c.watermark"), 0.0, 0.5, step=0.01, key="watermark")
-        c[3].number_input(t("serving.c.max_batched"), 64, 1 << 20, step=1024, key="max_batched",
-                          help=t("serving.c.max_batched_help"))
+        BATCH.draw(c[0], help=t("serving.c.batch_help"))
+        BLOCK_SIZE.draw(c[1])
+        WATERMARK.draw(c[2])
+        MAX_BATCHED.draw(c[3], help=t("serving.c.max_batched_help"))
     ss = st.session_state
     dep = cp.DeploymentConfig(ss["model"], ss["gpu"], ss["wdtype"], ss["kvdtype"], ss["util"], ss["kv_limit"])
     return cp.ServingSetup(workload_config(cp.ARRIVAL_TICK_S), dep, ss["batch"], int(ss["block_size"]),
@@ -97,13 +114,11 @@ def serving_setup() -> cp.ServingSetup:
 
 
 def gantt_rows() -> int:
-    st.slider(t("serving.c.gantt_n"), 5, 100, key="gantt_n")
-    return st.session_state["gantt_n"]
+    return GANTT_N.draw()
 
 
 def sweep_on() -> bool:
-    st.toggle(t("serving.c.sweep"), key="sweep")
-    return st.session_state["sweep"]
+    return SWEEP.draw()
 
 
 @dataclass(frozen=True)
@@ -116,20 +131,19 @@ class SpecChoice:
 def speculative() -> SpecChoice:
     presets = load_presets()
     c = st.columns([2, 2, 2, 3, 3])
-    c[0].slider(t("serving.c.alpha"), 0.0, 1.0, step=0.05, key="alpha")
-    c[1].slider(t("serving.c.k"), 1, sps.SPEC_KS[-1], key="k")
-    c[2].radio(t("serving.c.c_mode"), ["roofline", "manual"], key="c_mode",
-               format_func=lambda k: t(f"serving.c.c_mode.{k}"))
+    ALPHA.draw(c[0])
+    K.draw(c[1])
+    C_MODE.draw(c[2], format_func=lambda k: t(f"serving.c.c_mode.{k}"))
     ss = st.session_state
     roofline = ss["c_mode"] == "roofline"
     if roofline:
-        c[3].selectbox(t("serving.c.target"), list(presets), key="spec_target", format_func=lambda k: presets[k].name)
-        c[4].selectbox(t("serving.c.draft"), list(presets), key="spec_draft", format_func=lambda k: presets[k].name)
+        SPEC_TARGET.draw(c[3], format_func=lambda k: presets[k].name)
+        SPEC_DRAFT.draw(c[4], format_func=lambda k: presets[k].name)
     else:
-        c[3].slider(t("serving.c.c"), 0.0, 1.0, step=0.01, key="c")
+        C.draw(c[3])
     c = st.columns([2, 2, 8])
-    c[0].number_input(t("serving.c.mc_passes"), 100, 200_000, step=5000, key="mc_passes")
-    c[1].number_input(t("serving.c.mc_seed"), 0, 2**31 - 1, key="mc_seed")
+    MC_PASSES.draw(c[0])
+    MC_SEED.draw(c[1])
     setup = sps.SpecSetup(float(ss["alpha"]), int(ss["k"]), None if roofline else float(ss["c"]), ss["spec_target"],
                           ss["spec_draft"], ss["gpu"], ss["mc_passes"], ss["mc_seed"])
     if roofline:
@@ -147,15 +161,14 @@ class LiveChoice:
 
 def live() -> LiveChoice | None:
     """The real-model run's settings, or None while it is switched off."""
-    st.toggle(t("serving.c.live"), key="live", help=t("serving.c.live_help"))
+    LIVE.draw(help=t("serving.c.live_help"))
     ss = st.session_state
     if not ss["live"]:
         return None
     c = st.columns([5, 3, 1, 1])
-    c[0].text_area(t("serving.c.prompt"), key="live_prompt", max_chars=LIVE_MAX_PROMPT, height=90)
+    LIVE_PROMPT.draw(c[0], height=90)
     L = lang()  # read while drawing: the label function may run outside the script run
-    c[1].selectbox(t("serving.c.live_draft"), sp.available_drafts(), key="live_draft",
-                   format_func=lambda key: sp.draft_label(key, L))
-    c[2].number_input("k", 1, 8, key="live_k")
-    c[3].number_input(t("serving.c.new_tokens"), 8, 256, key="live_new")
+    LIVE_DRAFT.draw(c[1], format_func=lambda key: sp.draft_label(key, L))
+    LIVE_K.draw(c[2])
+    LIVE_NEW.draw(c[3])
     return LiveChoice(ss["live_prompt"], ss["live_new"], ss["live_k"], ss["live_draft"])

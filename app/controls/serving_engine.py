@@ -6,6 +6,8 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
+from app.controls.declared import Choice, Number, Slider, Toggle
+from app.controls.serving import GPU, MODEL
 from app.i18n import lang, t
 from app.tabs import LazyTabs
 from app.urlstate import UrlState
@@ -34,53 +36,74 @@ MAX_TIER_SLOTS = 1 << 26
 MAX_POOL_HERE = 8
 
 
+MAX_SEED = 2**31 - 1
+
+
+def _n(key: str, default, lo, hi, step=None, **kw) -> Number:
+    """A number box labelled serving.e.<key>, named in the link's warning by serving.url.<key>."""
+    return Number(key, default, lo, hi, step=step, label=f"serving.e.{key}", url_label=f"serving.url.{key}", **kw)
+
+
+def _c(key: str, default: str, options) -> Choice:
+    return Choice(key, default, tuple(options), label=f"serving.e.{key}", url_label=f"serving.url.{key}")
+
+
+CK_REQUESTS = _n("ck_requests", 100, 1, sd.MAX_STUDY_REQUESTS, 50)
+CK_PROMPT = _n("ck_prompt", 3000, 1, STUDY_MAX_LEN - 1, 500)
+CK_OUTPUT = _n("ck_output", 100, 1, 1024, 50)
+CK_RATE = _n("ck_rate", 30.0, 0.1, 1000.0, 5.0)
+CK_BATCH = _n("ck_batch", 64, 1, MAX_BATCH, 16)
+CK_SEED = _n("ck_seed", 0, 0, MAX_SEED)
+PE_REQUESTS = _n("pe_requests", 300, 1, sd.MAX_STUDY_REQUESTS, 50)
+PE_PROMPT = _n("pe_prompt", 600, 1, STUDY_MAX_LEN - 1, 100)
+PE_OUTPUT = _n("pe_output", 400, 1, 2048, 100)
+PE_BATCH = _n("pe_batch", 128, 1, MAX_BATCH, 16)
+PE_KV = _n("pe_kv", 40_000, 8192, 1 << 22, 8192)
+PE_CPU = _n("pe_cpu", 400_000, 0, 1 << 26, 50_000)
+PE_LINK = _c("pe_link", "pcie5", HOST_LINKS)
+PE_CHUNKED = Toggle("pe_chunked", True, label="serving.e.pe_chunked", url_label="serving.url.pe_chunked")
+ST_SCENARIO = _c("st_scenario", "chunked", sd.STEP_SCENARIOS)
+ST_STEP = Slider("st_step", 0, 0, MAX_RECORDED_STEPS - 1, narrows=True, label="serving.e.st_step",
+                 url_label="serving.url.st_step")
+ST_BLOCKS = _n("st_blocks", 0, 0, MAX_STEP_BLOCKS)
+ST_BUDGET = _n("st_budget", 0, 0, 256)
+ST_K = _n("st_k", -1, -1, MAX_SPEC_K)
+OF_REQUESTS = _n("of_requests", 400, 1, MAX_SHARED_REQUESTS, 100)
+OF_GROUPS = _n("of_groups", 40, 1, MAX_SHARED_GROUPS, 10)
+OF_PREFIX = _n("of_prefix", 2048, 16, MAX_SHARED_PREFIX_HERE, 512)
+OF_RATE = _n("of_rate", 60.0, 0.1, 1000.0, 10.0)
+OF_GPU = _n("of_gpu", 60_000, 8192, 1 << 22, 8192)
+OF_CPU = _n("of_cpu", 50_000, 0, MAX_TIER_SLOTS, 10_000)
+OF_CPU_LINK = _c("of_cpu_link", "pcie5", HOST_LINKS)
+OF_DISK = _n("of_disk", 1_000_000, 0, MAX_TIER_SLOTS, 100_000)
+OF_DISK_LINK = _c("of_disk_link", "nvme", HOST_LINKS)
+DG_PREFILL = _n("dg_prefill", 2, 1, MAX_POOL_HERE)
+DG_DECODE = _n("dg_decode", 2, 1, MAX_POOL_HERE)
+DG_LINK = _c("dg_link", "nvlink4", GPU_LINKS)
+DG_REQUESTS = _n("dg_requests", 300, 1, sd.MAX_STUDY_REQUESTS, 50)
+DG_PROMPT = _n("dg_prompt", 3000, 1, STUDY_MAX_LEN - 1, 500)
+DG_OUTPUT = _n("dg_output", 200, 1, 1024, 50)
+DG_RATE = _n("dg_rate", 28.0, 0.1, 1000.0, 4.0)
+DG_TTFT = _n("dg_ttft", 1.0, 0.01, 600.0, 0.5)
+DG_TPOT = _n("dg_tpot", 8.0, 1.0, 10_000.0, 1.0)
+RT_REPLICAS = _n("rt_replicas", 4, 1, rt.MAX_REPLICAS)
+RT_REQUESTS = _n("rt_requests", 600, 1, MAX_SHARED_REQUESTS, 100)
+RT_GROUPS = _n("rt_groups", 48, 1, MAX_SHARED_GROUPS, 8)
+RT_RATE = _n("rt_rate", 250.0, 0.1, 5000.0, 25.0)
+RT_GPU = _n("rt_gpu", 60_000, 8192, 1 << 22, 8192)
+TR_BATCH = _n("tr_batch", 256, 1, MAX_BATCH, 16)
+TR_BUDGET = _n("tr_budget", 8192, 256, 1 << 20, 1024)
+CONTROLS = (CK_REQUESTS, CK_PROMPT, CK_OUTPUT, CK_RATE, CK_BATCH, CK_SEED, PE_REQUESTS, PE_PROMPT, PE_OUTPUT, PE_BATCH,
+            PE_KV, PE_CPU, PE_LINK, PE_CHUNKED, ST_SCENARIO, ST_STEP, ST_BLOCKS, ST_BUDGET, ST_K, OF_REQUESTS,
+            OF_GROUPS, OF_PREFIX, OF_RATE, OF_GPU, OF_CPU, OF_CPU_LINK, OF_DISK, OF_DISK_LINK, DG_PREFILL, DG_DECODE,
+            DG_LINK, DG_REQUESTS, DG_PROMPT, DG_OUTPUT, DG_RATE, DG_TTFT, DG_TPOT, RT_REPLICAS, RT_REQUESTS,
+            RT_GROUPS, RT_RATE, RT_GPU, TR_BATCH, TR_BUDGET)
+
+
 def register(url: UrlState) -> None:
     """This module's URL values (the page's own controls register theirs; `model` and `gpu` are shared)."""
     TABS.register(url)
-    url.int("ck_requests", 100, 1, sd.MAX_STUDY_REQUESTS, label=t("serving.url.ck_requests"))
-    url.int("ck_prompt", 3000, 1, STUDY_MAX_LEN - 1, label=t("serving.url.ck_prompt"))
-    url.int("ck_output", 100, 1, 1024, label=t("serving.url.ck_output"))
-    url.float("ck_rate", 30.0, 0.1, 1000.0, label=t("serving.url.ck_rate"))
-    url.int("ck_batch", 64, 1, MAX_BATCH, label=t("serving.url.ck_batch"))
-    url.int("ck_seed", 0, 0, 2**31 - 1, label=t("serving.url.ck_seed"))
-    url.int("pe_requests", 300, 1, sd.MAX_STUDY_REQUESTS, label=t("serving.url.pe_requests"))
-    url.int("pe_prompt", 600, 1, STUDY_MAX_LEN - 1, label=t("serving.url.pe_prompt"))
-    url.int("pe_output", 400, 1, 2048, label=t("serving.url.pe_output"))
-    url.int("pe_batch", 128, 1, MAX_BATCH, label=t("serving.url.pe_batch"))
-    url.int("pe_kv", 40_000, 8192, 1 << 22, label=t("serving.url.pe_kv"))
-    url.int("pe_cpu", 400_000, 0, 1 << 26, label=t("serving.url.pe_cpu"))
-    url.choice("pe_link", "pcie5", list(HOST_LINKS), label=t("serving.url.pe_link"))
-    url.bool("pe_chunked", True, label=t("serving.url.pe_chunked"))
-    url.choice("st_scenario", "chunked", list(sd.STEP_SCENARIOS), label=t("serving.url.st_scenario"))
-    url.int("st_step", 0, 0, MAX_RECORDED_STEPS - 1, label=t("serving.url.st_step"))
-    url.int("st_blocks", 0, 0, MAX_STEP_BLOCKS, label=t("serving.url.st_blocks"))
-    url.int("st_budget", 0, 0, 256, label=t("serving.url.st_budget"))
-    url.int("st_k", -1, -1, MAX_SPEC_K, label=t("serving.url.st_k"))
-    url.int("of_requests", 400, 1, MAX_SHARED_REQUESTS, label=t("serving.url.of_requests"))
-    url.int("of_groups", 40, 1, MAX_SHARED_GROUPS, label=t("serving.url.of_groups"))
-    url.int("of_prefix", 2048, 16, MAX_SHARED_PREFIX_HERE, label=t("serving.url.of_prefix"))
-    url.float("of_rate", 60.0, 0.1, 1000.0, label=t("serving.url.of_rate"))
-    url.int("of_gpu", 60_000, 8192, 1 << 22, label=t("serving.url.of_gpu"))
-    url.int("of_cpu", 50_000, 0, MAX_TIER_SLOTS, label=t("serving.url.of_cpu"))
-    url.choice("of_cpu_link", "pcie5", list(HOST_LINKS), label=t("serving.url.of_cpu_link"))
-    url.int("of_disk", 1_000_000, 0, MAX_TIER_SLOTS, label=t("serving.url.of_disk"))
-    url.choice("of_disk_link", "nvme", list(HOST_LINKS), label=t("serving.url.of_disk_link"))
-    url.int("dg_prefill", 2, 1, MAX_POOL_HERE, label=t("serving.url.dg_prefill"))
-    url.int("dg_decode", 2, 1, MAX_POOL_HERE, label=t("serving.url.dg_decode"))
-    url.choice("dg_link", "nvlink4", list(GPU_LINKS), label=t("serving.url.dg_link"))
-    url.int("dg_requests", 300, 1, sd.MAX_STUDY_REQUESTS, label=t("serving.url.dg_requests"))
-    url.int("dg_prompt", 3000, 1, STUDY_MAX_LEN - 1, label=t("serving.url.dg_prompt"))
-    url.int("dg_output", 200, 1, 1024, label=t("serving.url.dg_output"))
-    url.float("dg_rate", 28.0, 0.1, 1000.0, label=t("serving.url.dg_rate"))
-    url.float("dg_ttft", 1.0, 0.01, 600.0, label=t("serving.url.dg_ttft"))
-    url.float("dg_tpot", 8.0, 1.0, 10_000.0, label=t("serving.url.dg_tpot"))
-    url.int("rt_replicas", 4, 1, rt.MAX_REPLICAS, label=t("serving.url.rt_replicas"))
-    url.int("rt_requests", 600, 1, MAX_SHARED_REQUESTS, label=t("serving.url.rt_requests"))
-    url.int("rt_groups", 48, 1, MAX_SHARED_GROUPS, label=t("serving.url.rt_groups"))
-    url.float("rt_rate", 250.0, 0.1, 5000.0, label=t("serving.url.rt_rate"))
-    url.int("rt_gpu", 60_000, 8192, 1 << 22, label=t("serving.url.rt_gpu"))
-    url.int("tr_batch", 256, 1, MAX_BATCH, label=t("serving.url.tr_batch"))
-    url.int("tr_budget", 8192, 256, 1 << 20, label=t("serving.url.tr_budget"))
+    url.add(*CONTROLS)
 
 
 def open_tab(url: UrlState):
@@ -99,8 +122,8 @@ def deployment_row() -> DeploymentConfig:
     """Model and GPU (the same keys as the batching tab, so every tab serves the same deployment)."""
     presets, gpus = load_presets(), load_gpus()
     c = st.columns(2)
-    c[0].selectbox(t("serving.e.model"), list(presets), key="model", format_func=lambda k: presets[k].name)
-    c[1].selectbox(t("serving.e.gpu"), list(gpus), key="gpu", format_func=lambda k: gpus[k].name)
+    MODEL.draw(c[0], label="serving.e.model", format_func=lambda k: presets[k].name)
+    GPU.draw(c[1], label="serving.e.gpu", format_func=lambda k: gpus[k].name)
     ss = st.session_state
     return DeploymentConfig(ss["model"], ss["gpu"], ss["wdtype"], ss["kvdtype"], ss["util"])
 
@@ -108,12 +131,8 @@ def deployment_row() -> DeploymentConfig:
 def chunk_setup() -> sd.StudySetup:
     dep = deployment_row()
     c = st.columns(6)
-    c[0].number_input(t("serving.e.ck_requests"), 1, sd.MAX_STUDY_REQUESTS, step=50, key="ck_requests")
-    c[1].number_input(t("serving.e.ck_prompt"), 1, STUDY_MAX_LEN - 1, step=500, key="ck_prompt")
-    c[2].number_input(t("serving.e.ck_output"), 1, 1024, step=50, key="ck_output")
-    c[3].number_input(t("serving.e.ck_rate"), 0.1, 1000.0, step=5.0, key="ck_rate")
-    c[4].number_input(t("serving.e.ck_batch"), 1, MAX_BATCH, step=16, key="ck_batch")
-    c[5].number_input(t("serving.e.ck_seed"), 0, 2**31 - 1, key="ck_seed")
+    for col, control in zip(c, (CK_REQUESTS, CK_PROMPT, CK_OUTPUT, CK_RATE, CK_BATCH, CK_SEED), strict=True):
+        control.draw(col)
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["ck_requests"], prompt_mean=ss["ck_prompt"],
                               output_mean=ss["ck_output"], spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024,
@@ -124,17 +143,13 @@ def chunk_setup() -> sd.StudySetup:
 def preemption_setup() -> sd.PreemptionSetup:
     dep = deployment_row()
     c = st.columns(4)
-    c[0].number_input(t("serving.e.pe_requests"), 1, sd.MAX_STUDY_REQUESTS, step=50, key="pe_requests")
-    c[1].number_input(t("serving.e.pe_prompt"), 1, STUDY_MAX_LEN - 1, step=100, key="pe_prompt")
-    c[2].number_input(t("serving.e.pe_output"), 1, 2048, step=100, key="pe_output")
-    c[3].number_input(t("serving.e.pe_batch"), 1, MAX_BATCH, step=16, key="pe_batch")
+    for col, control in zip(c, (PE_REQUESTS, PE_PROMPT, PE_OUTPUT, PE_BATCH), strict=True):
+        control.draw(col)
     c = st.columns(4)
-    c[0].number_input(t("serving.e.pe_kv"), 8192, 1 << 22, step=8192, key="pe_kv",
-                      help=t("serving.e.pe_kv_help"))
-    c[1].number_input(t("serving.e.pe_cpu"), 0, 1 << 26, step=50_000, key="pe_cpu",
-                      help=t("serving.e.pe_cpu_help"))
-    c[2].selectbox(t("serving.e.pe_link"), list(HOST_LINKS), key="pe_link", format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
-    c[3].toggle(t("serving.e.pe_chunked"), key="pe_chunked")
+    PE_KV.draw(c[0], help=t("serving.e.pe_kv_help"))
+    PE_CPU.draw(c[1], help=t("serving.e.pe_cpu_help"))
+    PE_LINK.draw(c[2], format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
+    PE_CHUNKED.draw(c[3])
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["pe_requests"], prompt_mean=ss["pe_prompt"], output_mean=ss["pe_output"],
                               max_model_len=STUDY_MAX_LEN, max_tokens=2048, seed=0)
@@ -152,11 +167,10 @@ class StepChoice:
 def step_choice() -> StepChoice:
     """The scenario and its config with the user's changes (raises ValueError for a config that cannot run)."""
     c = st.columns([3, 2, 2, 2])
-    c[0].selectbox(t("serving.e.st_scenario"), list(sd.STEP_SCENARIOS), key="st_scenario",
-                   format_func=lambda k: sd.scenario_words(k, lang())[0])
-    c[1].number_input(t("serving.e.st_blocks"), 0, MAX_STEP_BLOCKS, key="st_blocks")
-    c[2].number_input(t("serving.e.st_budget"), 0, 256, key="st_budget")
-    c[3].number_input(t("serving.e.st_k"), -1, MAX_SPEC_K, key="st_k")
+    ST_SCENARIO.draw(c[0], format_func=lambda k: sd.scenario_words(k, lang())[0])
+    ST_BLOCKS.draw(c[1])
+    ST_BUDGET.draw(c[2])
+    ST_K.draw(c[3])
     ss = st.session_state
     sc = sd.STEP_SCENARIOS[ss["st_scenario"]]
     cfg = sc.config
@@ -170,19 +184,18 @@ def step_choice() -> StepChoice:
 
 
 def step_slider(num_steps: int) -> int:
-    ss = st.session_state
-    if ss["st_step"] > num_steps - 1:
-        ss["st_step"] = num_steps - 1
+    last = num_steps - 1
+    ST_STEP.clamp(last)
     if num_steps > 1:
-        st.slider(t("serving.e.st_step"), 0, num_steps - 1, key="st_step")
-    return ss["st_step"]
+        ST_STEP.draw(hi=last)
+    return ST_STEP.value()
 
 
 def trace_settings() -> tuple[DeploymentConfig, int, int]:
     dep = deployment_row()
     c = st.columns(2)
-    c[0].number_input(t("serving.e.tr_batch"), 1, MAX_BATCH, step=16, key="tr_batch")
-    c[1].number_input(t("serving.e.tr_budget"), 256, 1 << 20, step=1024, key="tr_budget")
+    TR_BATCH.draw(c[0])
+    TR_BUDGET.draw(c[1])
     ss = st.session_state
     return dep, ss["tr_batch"], ss["tr_budget"]
 
@@ -214,18 +227,16 @@ def trace_input() -> tuple[bytes | None, str]:
 def offload_setup() -> of.OffloadSetup:
     dep = deployment_row()
     c = st.columns(5)
-    c[0].number_input(t("serving.e.of_requests"), 1, MAX_SHARED_REQUESTS, step=100, key="of_requests")
-    c[1].number_input(t("serving.e.of_groups"), 1, MAX_SHARED_GROUPS, step=10, key="of_groups",
-                      help=t("serving.e.zipf_help"))
-    c[2].number_input(t("serving.e.of_prefix"), 16, MAX_SHARED_PREFIX_HERE, step=512, key="of_prefix")
-    c[3].number_input(t("serving.e.of_rate"), 0.1, 1000.0, step=10.0, key="of_rate")
-    c[4].number_input(t("serving.e.of_gpu"), 8192, 1 << 22, step=8192, key="of_gpu",
-                      help=t("serving.e.of_gpu_help"))
+    OF_REQUESTS.draw(c[0])
+    OF_GROUPS.draw(c[1], help=t("serving.e.zipf_help"))
+    OF_PREFIX.draw(c[2])
+    OF_RATE.draw(c[3])
+    OF_GPU.draw(c[4], help=t("serving.e.of_gpu_help"))
     c = st.columns(4)
-    c[0].number_input(t("serving.e.of_cpu"), 0, MAX_TIER_SLOTS, step=10_000, key="of_cpu")
-    c[1].selectbox(t("serving.e.of_cpu_link"), list(HOST_LINKS), key="of_cpu_link", format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
-    c[2].number_input(t("serving.e.of_disk"), 0, MAX_TIER_SLOTS, step=100_000, key="of_disk")
-    c[3].selectbox(t("serving.e.of_disk_link"), list(HOST_LINKS), key="of_disk_link", format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
+    OF_CPU.draw(c[0])
+    OF_CPU_LINK.draw(c[1], format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
+    OF_DISK.draw(c[2])
+    OF_DISK_LINK.draw(c[3], format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
     ss = st.session_state
     wl = SharedPrefixConfig(ss["of_requests"], ss["of_groups"], ss["of_prefix"], 128, 64, ss["of_rate"])
     return of.OffloadSetup(replace(dep, kv_limit_tokens=ss["of_gpu"]), wl,
@@ -235,17 +246,14 @@ def offload_setup() -> of.OffloadSetup:
 def disagg_setup() -> dg.DisaggSetup:
     dep = deployment_row()
     c = st.columns(5)
-    c[0].number_input(t("serving.e.dg_prefill"), 1, MAX_POOL_HERE, key="dg_prefill")
-    c[1].number_input(t("serving.e.dg_decode"), 1, MAX_POOL_HERE, key="dg_decode")
-    c[2].selectbox(t("serving.e.dg_link"), list(GPU_LINKS), key="dg_link", format_func=lambda k, L=lang(): GPU_LINKS[k].name_in(L))
-    c[3].number_input(t("serving.e.dg_ttft"), 0.01, 600.0, step=0.5, key="dg_ttft")
-    c[4].number_input(t("serving.e.dg_tpot"), 1.0, 10_000.0, step=1.0, key="dg_tpot",
-                      help=t("serving.e.dg_tpot_help"))
+    DG_PREFILL.draw(c[0])
+    DG_DECODE.draw(c[1])
+    DG_LINK.draw(c[2], format_func=lambda k, L=lang(): GPU_LINKS[k].name_in(L))
+    DG_TTFT.draw(c[3])
+    DG_TPOT.draw(c[4], help=t("serving.e.dg_tpot_help"))
     c = st.columns(4)
-    c[0].number_input(t("serving.e.dg_requests"), 1, sd.MAX_STUDY_REQUESTS, step=50, key="dg_requests")
-    c[1].number_input(t("serving.e.dg_prompt"), 1, STUDY_MAX_LEN - 1, step=500, key="dg_prompt")
-    c[2].number_input(t("serving.e.dg_output"), 1, 1024, step=50, key="dg_output")
-    c[3].number_input(t("serving.e.dg_rate"), 0.1, 1000.0, step=4.0, key="dg_rate")
+    for col, control in zip(c, (DG_REQUESTS, DG_PROMPT, DG_OUTPUT, DG_RATE), strict=True):
+        control.draw(col)
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["dg_requests"], prompt_mean=ss["dg_prompt"], output_mean=ss["dg_output"],
                               spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024, arrival="poisson",
@@ -257,11 +265,8 @@ def disagg_setup() -> dg.DisaggSetup:
 def routing_setup() -> rt.RoutingSetup:
     dep = deployment_row()
     c = st.columns(5)
-    c[0].number_input(t("serving.e.rt_replicas"), 1, rt.MAX_REPLICAS, key="rt_replicas")
-    c[1].number_input(t("serving.e.rt_requests"), 1, MAX_SHARED_REQUESTS, step=100, key="rt_requests")
-    c[2].number_input(t("serving.e.rt_groups"), 1, MAX_SHARED_GROUPS, step=8, key="rt_groups")
-    c[3].number_input(t("serving.e.rt_rate"), 0.1, 5000.0, step=25.0, key="rt_rate")
-    c[4].number_input(t("serving.e.rt_gpu"), 8192, 1 << 22, step=8192, key="rt_gpu")
+    for col, control in zip(c, (RT_REPLICAS, RT_REQUESTS, RT_GROUPS, RT_RATE, RT_GPU), strict=True):
+        control.draw(col)
     ss = st.session_state
     wl = SharedPrefixConfig(ss["rt_requests"], ss["rt_groups"], 2048, 128, 64, ss["rt_rate"])
     return rt.RoutingSetup(replace(dep, kv_limit_tokens=ss["rt_gpu"]), wl, ss["rt_replicas"])

@@ -22,6 +22,11 @@ def token_labels(ids: list[int]) -> list[str]:
     return out
 
 
+def padded_labels(labels: list[str], pad: int) -> list[str]:
+    """The prompt's labels with `pad` pad tokens in front, each numbered by its position."""
+    return [f"pad<sub>{i}</sub>" for i in range(pad)] + labels
+
+
 def _hover(lang: str, fmt: str) -> str:
     return (f"{text(lang, 'masks.fig.query')} %{{y}} → {text(lang, 'masks.fig.key')} %{{x}}: %{{z{fmt}}}"
             "<extra></extra>")
