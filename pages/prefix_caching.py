@@ -48,12 +48,12 @@ with st.expander(t("prefix.h.hashes")):
     choice = controls.demo_prompt()
     demo = None if choice is None else ps.change_one_byte(choice.ids, choice.pos, choice.block_size)
     if demo is not None:
-        show_metrics(demo.metrics(L))
-        show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, demo.chart_title(shown_byte, L),
+        show_metrics(ro.demo_metrics(demo, L))
+        show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, ro.demo_chart_title(demo, shown_byte, L),
                                    lang=L), width="stretch")
-        st.markdown(demo.summary(L))
+        st.markdown(ro.demo_summary(demo, L))
         st.markdown(f"**{t('prefix.every_block')}**")
-        blocks = demo.block_table(L)  # folded already: shown as it is, also on a projector
+        blocks = ro.demo_block_table(demo, L)  # folded already: shown as it is, also on a projector
         st.dataframe(blocks, hide_index=True, width="stretch", column_config=number_formats(blocks))
         st.caption(t("prefix.hash_caption"))
 
@@ -79,7 +79,7 @@ def workload_section():
     res, table = both[cfg.layout].result, view.to_frame()
     with finding:
         labels = {w: ro.workload_label(w, L) for w in wk.PREFIX_WORKLOADS}
-        show_chart(figs.layout_bars(table, labels, cfg.workload, view.layout_takeaway(cfg.workload, L), lang=L),
+        show_chart(figs.layout_bars(table, labels, cfg.workload, ro.layout_takeaway(view, cfg.workload, L), lang=L),
                    width="stretch")
     st.caption(ro.workloads_caption(cfg, cache, L))  # under the settings it names ("the sizes above")
     show_metrics(ro.hit_metrics(res, L))
@@ -88,7 +88,7 @@ def workload_section():
     for col, layout in zip(st.columns(2), wk.LAYOUTS, strict=True):
         m = ro.layout_metric(layout, both[layout], L)
         col.metric(m.label, m.value, help=m.help)
-        col.caption(both[layout].last_request_caption(L))
+        col.caption(ro.last_request_caption(both[layout], L))
     st.markdown(ro.layout_sentence(cfg.workload, both, L))
 
     frame = res.to_frame()
@@ -142,7 +142,7 @@ def tree_section(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
     show_chart(figs.radix_tree(grown.segments, cache.block_size, list(grown.labels),
                                ro.tree_takeaway(cfg, n, grown.segments, L), lang=L), width="stretch")
     st.markdown(t("prefix.tree_text") + ro.tree_branching_sentence(grown.segments, n, L))
-    agreement = grown.agreement(cache.capacity_tokens, res.num_hit_tokens, L)
+    agreement = ro.tree_agreement(grown, cache.capacity_tokens, res.num_hit_tokens, L)
     if agreement:
         st.caption(agreement)
 
