@@ -7,7 +7,7 @@ import streamlit as st
 
 from app.figures import lesson as figs
 from app.i18n import lang, t
-from app.lesson.nav import LENGTHS, open_full_page
+from app.lesson.nav import FILL_MODEL, LENGTHS, REAL_LAYER, open_full_page
 from app.lesson.style import ROW_KEY
 from app.present import show_chart
 from app.text import code, for_plotly, plain
@@ -21,7 +21,6 @@ TINY = "mha"  # the bundled model the real-model steps run
 PROMPT_LEN = 16  # the cost steps' prompt, in tokens
 FILL_NEW = 24  # tokens the filling animation decodes
 MIN_PROMPT = 2  # bytes: a prompt the real-model steps can draw
-REAL_LAYERS = 30  # SmolLM2-135M's layers: the filling step's layer choice on it
 
 
 def claim(text: str) -> None:
@@ -171,7 +170,6 @@ def _filling(text: str, new: int):
     return fill_cache(model(TINY), encode(text), new)
 
 
-FILL_MODELS = ("mha", "smollm2")  # the filling step's models: the tiny byte model (default) or SmolLM2's BPE
 MIN_REAL_NEW = 8  # the fewest tokens SmolLM2 decodes in this step (more when the page's budget allows)
 
 
@@ -207,15 +205,14 @@ def filling() -> None:
     ss = st.session_state
     c = controls_row([4, 3, 2, 3])
     ids = _prompt_box(c[0])
-    real = ss["fill_lm"] == "smollm2"
+    real = FILL_MODEL.value() == "smollm2"
     if real:
-        c[1].select_slider(t("lesson.c.layer"), list(range(REAL_LAYERS)), key="rlayer")
+        REAL_LAYER.draw(c[1])
     else:
         c[1].select_slider(t("lesson.c.layer"), [0, 1, 2, 3], key="layer")
     c[2].toggle(t("lesson.c.play"), key="lesson_play", help=t("lesson.c.play_help"))
-    names = {k: t(f"rp.lesson.model.{k}") for k in FILL_MODELS}  # worded now: format_func runs later too
-    c[3].selectbox(t("rp.lesson.model"), list(FILL_MODELS), key="fill_lm", format_func=names.get,
-                   help=t("rp.lesson.model_help"))
+    names = {k: t(f"rp.lesson.model.{k}") for k in FILL_MODEL.choices()}  # worded now: format_func runs later too
+    FILL_MODEL.draw(c[3], format_func=names.get, help=t("rp.lesson.model_help"))
     if ids is None:
         return
     if real:

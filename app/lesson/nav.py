@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.controls.declared import Choice, Stops
 from app.i18n import lang, page_title, t
 from app.lesson.style import NAV_KEY, OPEN_KEY
 from app.links import page_link
@@ -21,6 +22,10 @@ CONTEXTS = [2**k for k in range(7, 18)]  # 128 … 131,072
 ALPHAS = [round(0.05 * i, 2) for i in range(1, 20)]  # 0.05 … 0.95
 MAX_LESSON_PROMPT = 48  # bytes: the real-model steps draw every position
 DEFAULT_PROMPT = "To be, or not to be, that is"
+REAL_LAYERS = 30  # SmolLM2-135M's layers
+# Step 4 on the real model: which model fills its cache (the tiny byte model by default), and SmolLM2's layer shown
+FILL_MODEL = Choice("fill_lm", "mha", ("mha", "smollm2"), label="rp.lesson.model", url_label="rp.lesson.model")
+REAL_LAYER = Stops("rlayer", 0, tuple(range(REAL_LAYERS)), label="lesson.c.layer", url_label="rp.lesson.url.rlayer")
 
 
 def register() -> UrlState:
@@ -40,8 +45,7 @@ def register() -> UrlState:
     url.choice("workload", "system_prompt", list(LAYOUT_WORKLOADS), label=t("lesson.url.workload"))
     url.int("bt", 0, 0, len(SCRIPT), label=t("lesson.url.bt"))
     url.int("walk", 0, 0, STAGES - 1, label=t("lesson.url.walk"))
-    url.choice("fill_lm", "mha", ["mha", "smollm2"], label=t("rp.lesson.model"))
-    url.int("rlayer", 0, 0, 29, label=t("rp.lesson.url.rlayer"))
+    url.add(FILL_MODEL, REAL_LAYER)
     url.show_problems()
     ss = st.session_state
     for key, stops in (("n", LENGTHS), ("ctx", CONTEXTS), ("alpha", ALPHAS)):  # snap URL numbers to the stops
