@@ -102,7 +102,7 @@ def _serve(argv: list[str]) -> int:
     from sim.serving.comparison import DeploymentConfig
     from sim.serving.engine import PREEMPTION_MODES, EngineConfig, simulate_engine
     from sim.serving.links import HOST_LINKS
-    from sim.serving.schedulers import MAX_BATCH, SchedulerConfig, simulate_static
+    from sim.serving.schedulers import MAX_BATCH, simulate_static
 
     ap = _Parser(prog="python -m app.cli serve", description="Serve a JSONL trace on a simulated GPU: every forward pass timed by the "
                  "roofline, the KV cache in paged blocks.")
@@ -135,7 +135,8 @@ def _serve(argv: list[str]) -> int:
         if args.preemption != "recompute" or args.prefix_caching:
             raise ValueError("static batching reserves every row's whole length: it never preempts and has no "
                              "prefix cache; drop --preemption / --prefix-caching or pick another policy")
-        r = simulate_static(wl, SchedulerConfig(args.max_batch, slots, args.block_size, 0.01, 1 << 20), cost)
+        r = simulate_static(wl, EngineConfig(args.max_batch, slots, args.block_size, 0.01, 1 << 20, chunked=False),
+                            cost)
     else:
         cfg = EngineConfig(args.max_batch, slots, args.block_size, 0.0, args.token_budget,  # v1: no watermark
                            chunked=args.policy == "chunked", preemption=args.preemption,

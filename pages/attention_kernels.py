@@ -1,5 +1,6 @@
-"""Attention kernels: eager vs the SDPA backends (and FlexAttention) timed live on this device, the sweep
-over N, the online softmax stepped tile by tile, and the bytes each moves."""
+"""Attention kernels: the bytes eager and tiled attention move at one shape, and eager vs the SDPA backends (and
+FlexAttention) timed live on this device; one click away, the sweep over N, the online softmax stepped tile by
+tile and the seed's numbers."""
 
 import os
 
@@ -23,7 +24,9 @@ from sim.attention.measure import STATS, matmul_size
 from sim.model.device import pick_device
 
 st.title(page_title("attention_kernels"))
-st.markdown(t("kernels.intro"))
+st.markdown(t("density.kernels.lead"))
+with st.expander(t("density.kernels.more")):
+    st.markdown(t("kernels.intro"))
 L = lang()  # the sentences, tables and figures below are worded in the page language
 try:
     device = pick_device()
@@ -35,93 +38,116 @@ limits = runs.limits_here(dev)
 dtypes = S.dtypes_for(device.type)
 url = ctl.register(dtypes, os.cpu_count() or 1)
 
-# --- 1. what runs here --------------------------------------------------------------------------
-st.header(t("kernels.h.which"))
-widths = {"impl": "medium", "runs": "small", "why_not": "large"}
-show_table(pd.DataFrame(R.status_rows(runs.statuses(dev, st.session_state["dtype"]), L)), hide_index=True,
-           width="stretch", column_config={t(f"kernels.col.{k}"): st.column_config.TextColumn(width=w)
-                                           for k, w in widths.items()})
-st.caption(R.backends_caption(dev, ctl.FLEX_TIMEOUT_S, L))
 
-# --- 2. one shape ----------------------------------------------------------------------------------
-st.header(t("kernels.h.one_shape"))
-form = ctl.time_form(dtypes, cpu, os.cpu_count() or 1)
-try:
-    shape = ctl.chosen_shape(limits)
-except ValueError as exc:
-    st.error(plain(exc))
-    shape = None
-if shape is not None:
-    show_metrics(R.shape_metrics(shape, eager_peak_estimate(shape), L))
-st.caption(limits.caps_sentence(L))
-if form.submitted and shape is not None:
+def current_shape() -> S.AttentionShape | None:
+    """The form's shape, or None with its error shown (over this device's caps, or not a shape)."""
     try:
-        runs.time_shape(shape, dev, limits, form.threads, form.flex, ctl.trial(), ctl.FLEX_TIMEOUT_S)
-    except (ValueError, TimeoutError, RuntimeError) as exc:
+        return ctl.chosen_shape(limits)
+    except ValueError as exc:
         st.error(plain(exc))
+        return None
 
-if (timing := runs.last_timing()) is not None:
-    result, measured_at = timing
-    if (stale := R.stale_timing_note(result, shape, L)) is not None:
-        st.info(stale, icon=":material/info:")
-    st.markdown(R.timing_heading(result, measured_at, L))
-    show_metrics(R.timing_metrics(result, L))
-    show_table(pd.DataFrame(R.timing_rows(result, L)), hide_index=True, width="stretch")
-    df = pd.DataFrame(result.to_records())
-    show_chart(figs.kernel_bars(df, result.shape.score_bytes, R.timing_takeaway(result, lang=L), L), width="stretch")
-    if (note := R.flex_note(result, L)) is not None:
-        (st.info if note[0] else st.warning)(note[1], icon=":material/timer:" if note[0] else ":material/timer_off:")
-    st.caption(R.timing_caption(result, L))
-    c = st.columns([1, 1, 3])
-    c[0].download_button(t("kernels.w.download_timing"), df.to_csv(index=False), "attention_kernels_timing.csv",
-                         "text/csv")
-    c[1].button(t("kernels.w.again"), on_click=ctl.measure_again, help=t("kernels.w.again_help"))
-else:
-    num_kernels = sum(s.runs for s in runs.statuses(dev, st.session_state["dtype"]) if s.impl != "flex")
-    st.info(R.time_hint(num_kernels, runs.SHAPE_BUDGET_S, L), icon=":material/play_circle:")
 
-# --- 3. sweep over N --------------------------------------------------------------------------------
-st.header(t("kernels.h.sweep"))
-lengths = sweep_lengths(shape, limits) if shape is not None else []
-if lengths:
-    st.markdown(R.sweep_intro(lengths, L))
-if shape is None:
-    st.warning(t("kernels.fix_shape"))
-elif not lengths:
-    st.warning(R.no_sweep_warning(shape, L))
-else:
-    if (ns := ctl.sweep_form(lengths)) is not None:
+def render_shape() -> None:
+    """The page as it opens: the bytes each way moves at the chosen shape (its chart first), the shape's controls
+    right under it, then what timing them measured here."""
+    shape = current_shape()
+    if shape is not None:
+        tile = ctl.traffic_tile_now()
+        traffic = R.shape_traffic(shape, tile)
+        show_chart(figs.traffic_bars(traffic, R.traffic_takeaway(traffic, R.shape_label(shape, L), L), L),
+                   width="stretch")
+        st.caption(R.traffic_caption(shape, tile, L))
+        ctl.traffic_tile()
+    form = ctl.time_form(dtypes, cpu, os.cpu_count() or 1)
+    with st.expander(t("kernels.h.which")):
+        widths = {"impl": "medium", "runs": "small", "why_not": "large"}
+        show_table(pd.DataFrame(R.status_rows(runs.statuses(dev, st.session_state["dtype"]), L)), hide_index=True,
+                   width="stretch", column_config={t(f"kernels.col.{k}"): st.column_config.TextColumn(width=w)
+                                                   for k, w in widths.items()})
+        st.caption(R.backends_caption(dev, ctl.FLEX_TIMEOUT_S, L))
+    if shape is not None:
+        show_metrics(R.shape_metrics(shape, eager_peak_estimate(shape), L))
+    st.caption(limits.caps_sentence(L))
+    if form.submitted and shape is not None:
         try:
-            runs.sweep(shape, ns, dev, form.threads, ctl.trial())
+            runs.time_shape(shape, dev, limits, form.threads, form.flex, ctl.trial(), ctl.FLEX_TIMEOUT_S)
         except (ValueError, TimeoutError, RuntimeError) as exc:
             st.error(plain(exc))
-    if (sweep := runs.last_sweep()) is not None:
-        sdf = sweep.to_frame()
-        st.markdown(R.sweep_heading(sweep, L))
-        stat = ctl.sweep_stat()
-        col = STATS[stat]
-        show_metrics(R.sweep_metrics(sweep, stat, matmul_size(device.type), L))
-        g = st.columns(2)
-        ceiling = R.ceiling_label(matmul_size(device.type), L)
-        show_chart_in(g[0], figs.sweep_time(sdf, col, R.sweep_time_takeaway(sweep, stat, L), L), width="stretch")
-        show_chart_in(g[1], figs.sweep_memory(sdf, R.sweep_memory_takeaway(sweep, L), L), width="stretch")
-        show_chart_in(g[0], figs.sweep_speedup(sdf, col, R.sweep_speedup_takeaway(sweep, stat, L), L),
-                      width="stretch")
-        show_chart_in(g[1], figs.sweep_tflops(sdf, col, sweep.ceiling_flops / 1e12, ceiling,
-                                              R.sweep_tflops_takeaway(sweep, stat, ceiling, L), L), width="stretch")
-        st.caption(R.sweep_caption(sweep, stat, L))
-        st.download_button(t("kernels.w.download_sweep"), sdf.to_csv(index=False), "attention_kernels_sweep.csv",
-                           "text/csv", key="sweep_csv")
 
-# --- 4. online softmax stepper -------------------------------------------------------------------
-st.header(t("kernels.h.stepper"))
-st.markdown(t("kernels.stepper_intro"))
-try:
-    demo = ctl.stepper()
-except ValueError as exc:
-    st.error(plain(exc))
-    demo = None
-if demo is not None:
+    if (timing := runs.last_timing()) is not None:
+        result, measured_at = timing
+        if (stale := R.stale_timing_note(result, shape, L)) is not None:
+            st.info(stale, icon=":material/info:")
+        st.markdown(R.timing_heading(result, measured_at, L))
+        show_metrics(R.timing_metrics(result, L))
+        show_table(pd.DataFrame(R.timing_rows(result, L)), hide_index=True, width="stretch")
+        df = pd.DataFrame(result.to_records())
+        show_chart(figs.kernel_bars(df, result.shape.score_bytes, R.timing_takeaway(result, lang=L), L),
+                   width="stretch")
+        if (note := R.flex_note(result, L)) is not None:
+            (st.info if note[0] else st.warning)(note[1], icon=":material/timer:" if note[0] else ":material/timer_off:")
+        st.caption(R.timing_caption(result, L))
+        c = st.columns([1, 1, 3])
+        c[0].download_button(t("kernels.w.download_timing"), df.to_csv(index=False), "attention_kernels_timing.csv",
+                             "text/csv")
+        c[1].button(t("kernels.w.again"), on_click=ctl.measure_again, help=t("kernels.w.again_help"))
+    else:
+        num_kernels = sum(s.runs for s in runs.statuses(dev, st.session_state["dtype"]) if s.impl != "flex")
+        st.info(R.time_hint(num_kernels, runs.SHAPE_BUDGET_S, L), icon=":material/play_circle:")
+
+    if shape is not None:
+        st.subheader(t("kernels.h.traffic"))
+        show_metrics(R.traffic_metrics(traffic, L))
+        got = runs.last_timing()
+        if got and got[0].shape == shape and (rows := R.memory_model_rows(got[0], traffic, L)):
+            st.markdown(t("kernels.next_to_measured"))
+            show_table(pd.DataFrame(rows), hide_index=True, width="stretch")
+            st.caption(R.held_caption(got[0], traffic, L))
+
+
+def render_sweep() -> None:
+    shape = current_shape()
+    lengths = sweep_lengths(shape, limits) if shape is not None else []
+    if lengths:
+        st.markdown(R.sweep_intro(lengths, L))
+    if shape is None:
+        st.warning(t("density.kernels.fix_shape", tab=t("density.kernels.tab.shape")))
+        return
+    if not lengths:
+        st.warning(R.no_sweep_warning(shape, L))
+        return
+    if (ns := ctl.sweep_form(lengths)) is not None:
+        try:
+            runs.sweep(shape, ns, dev, ctl.chosen_threads(cpu), ctl.trial())
+        except (ValueError, TimeoutError, RuntimeError) as exc:
+            st.error(plain(exc))
+    if (sweep := runs.last_sweep()) is None:
+        return
+    sdf = sweep.to_frame()
+    st.markdown(R.sweep_heading(sweep, L))
+    stat = ctl.sweep_stat()
+    col = STATS[stat]
+    show_metrics(R.sweep_metrics(sweep, stat, matmul_size(device.type), L))
+    g = st.columns(2)
+    ceiling = R.ceiling_label(matmul_size(device.type), L)
+    show_chart_in(g[0], figs.sweep_time(sdf, col, R.sweep_time_takeaway(sweep, stat, L), L), width="stretch")
+    show_chart_in(g[1], figs.sweep_memory(sdf, R.sweep_memory_takeaway(sweep, L), L), width="stretch")
+    show_chart_in(g[0], figs.sweep_speedup(sdf, col, R.sweep_speedup_takeaway(sweep, stat, L), L), width="stretch")
+    show_chart_in(g[1], figs.sweep_tflops(sdf, col, sweep.ceiling_flops / 1e12, ceiling,
+                                          R.sweep_tflops_takeaway(sweep, stat, ceiling, L), L), width="stretch")
+    st.caption(R.sweep_caption(sweep, stat, L))
+    st.download_button(t("kernels.w.download_sweep"), sdf.to_csv(index=False), "attention_kernels_sweep.csv",
+                       "text/csv", key="sweep_csv")
+
+
+def render_stepper() -> None:
+    st.markdown(t("kernels.stepper_intro"))
+    try:
+        demo = ctl.stepper()
+    except ValueError as exc:
+        st.error(plain(exc))
+        return
     trace = FL.run_softmax_demo(demo)
     step, row = ctl.step_and_row(len(trace.steps))
     show_metrics(R.tile_metrics(trace, step, row, L))
@@ -135,24 +161,12 @@ if demo is not None:
     if (warning := R.masked_tile_warning(demo, row, L)) is not None:
         st.warning(warning, icon=":material/warning:")
 
-# --- 5. HBM traffic ----------------------------------------------------------------------------------
-st.header(t("kernels.h.traffic"))
-if shape is None:
-    st.warning(t("kernels.fix_shape"))
-else:
-    tile = ctl.traffic_tile()
-    traffic = R.shape_traffic(shape, tile)
-    show_metrics(R.traffic_metrics(traffic, L))
-    show_chart(figs.traffic_bars(traffic, R.traffic_takeaway(traffic, R.shape_label(shape, L), L), L),
-               width="stretch")
-    st.caption(R.traffic_caption(shape, tile, L))
-    got = runs.last_timing()
-    if got and got[0].shape == shape and (rows := R.memory_model_rows(got[0], traffic, L)):
-        st.markdown(t("kernels.next_to_measured"))
-        show_table(pd.DataFrame(rows), hide_index=True, width="stretch")
-        st.caption(R.held_caption(got[0], traffic, L))
 
-# --- 6. the seed's numbers ---------------------------------------------------------------------------
-st.header(t("kernels.h.claims"))
-render_claims(kernel_claims(runs.last_sweep(), st.session_state["stat"], L), "attention_kernels")
+def render_claims_tab() -> None:
+    render_claims(kernel_claims(runs.last_sweep(), st.session_state["stat"], L), "attention_kernels")
+
+
+tab, box = ctl.page_tabs().open(url)  # only the open section runs
+with box:
+    {"shape": render_shape, "sweep": render_sweep, "stepper": render_stepper, "claims": render_claims_tab}[tab]()
 url.sync()

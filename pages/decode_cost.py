@@ -37,15 +37,17 @@ from sim.cost.opcount import generation_flops
 from sim.i18n import text
 from sim.model.generate import MODES, SamplingConfig, decode, encode, run_comparison
 from sim.model.graph_step import step_caption
+from sim.model.real_pages import fixed_shape, model_named
 from sim.model.real_source import MODEL_KEY
 from sim.model.step_profile import MAX_PROFILE_CONTEXT
 from sim.model.transformer import PRESETS
+from sim.words import say
 from sim.work.run_cost import SMOLLM2_RATES, cached_work, naive_work
 
 GRID_STEPS = 24  # rows of the "what gets computed" grid that stay legible on a projector
 
 st.title(page_title("decode_cost"))
-st.markdown(t("decode.intro"))
+intro = st.empty()  # worded once the picked model is known: its name and shape from its own config
 L = lang()  # the sentences and figures below are worded in the page language
 
 result_tabs = controls.result_tabs()
@@ -54,7 +56,11 @@ graph_reason = graph_unavailable_here()
 fall_back_from_graph(graph_reason)
 
 real = real_model_or_none() if picker() == MODEL_KEY else None  # None: the tiny model (or the reason shown)
-go = controls.draw_run_form(graph_reason)
+shown_cfg = real.cfg if real else PRESETS[st.session_state["variant"]]
+intro.markdown(t("rp.decode.intro", model=plain(say(L, model_named(shown_cfg, real=real is not None)))))
+# the real model's shape is its own: no MHA/GQA/MQA choice to make
+fixed = f"**{t('rp.variant_fixed')}** — {plain(say(L, fixed_shape(real.cfg)))}" if real else None
+go = controls.draw_run_form(graph_reason, fixed)
 
 prompt_ids = real.encode(st.session_state["prompt"]) if real else encode(st.session_state["prompt"])
 n_new = st.session_state["n"]

@@ -22,6 +22,7 @@ from sim.cost.kv_engine import vllm_command
 from sim.cost.memory import MemoryConfig, presets_frame
 from sim.cost.presets import load_presets
 from sim.i18n import text
+from sim.words import say as say_msg
 
 presets, gpus = load_presets(), load_gpus()
 CONFIG_PLACEHOLDER = '{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, ...}'  # model input
@@ -94,6 +95,8 @@ def render_calculator(arch) -> None:
         st.caption(say.shape_caption(arch, name_md, L) + t("kvmem.source", source=source))
         if arch.notes:  # a preset's note in the page language; a pasted config's own text as it came
             st.caption(plain(arch.notes) if custom else (arch.notes_ko if L == "ko" and arch.notes_ko else arch.notes))
+    if arch.key == runs.REAL_PRESET:
+        render_real_cache(arch)
     command, command_notes = vllm_command(arch, kv, alloc, gpu_cfg.utilization, gpu_cfg.num_gpus, lang=L)
     with st.expander(t("kvmem.command"), icon=":material/terminal:"):
         st.code(command, language="bash")
@@ -113,6 +116,28 @@ def render_calculator(arch) -> None:
          "variants": lambda: render_variants(cfg, runs.curves(cfg), cap.kv_budget_bytes, for_plotly(arch.name)),
          "dtypes": lambda: render_dtypes(cfg, runs.dtypes(cfg, gpu_cfg)),
          "measured": render_measured, "claims": render_seed_claims, "presets": render_presets}[slug]()
+
+
+def render_real_cache(arch) -> None:
+    """The real model's cache measured beside the formula (its wheel installed), else one line on adding it."""
+    from app.model_picker import real_unavailable
+
+    st.markdown(f"**{t('rp.kv.head')}**")
+    if (missing := real_unavailable()) is not None:
+        st.info(missing, icon=":material/download:")
+        return
+    r = runs.real_cache_bytes(arch)
+    if r is None:
+        return
+    import pandas as pd
+
+    stored = {"run": t("rp.kv.as_run", dtype=r.run_dtype.upper(), device=r.device), "fp16": t("rp.kv.cast")}
+    show_table(pd.DataFrame([{t("rp.kv.col.dtype"): stored[what], t("rp.kv.col.measured"): got,
+                              t("rp.kv.col.formula"): want, t("rp.kv.col.per_token"): per_token,
+                              t("rp.kv.col.same"): t("rp.yes" if same else "rp.no")}
+                             for what, got, want, per_token, same in r.rows()]), hide_index=True, width="stretch")
+    (st.success if r.agree else st.error)(plain(say_msg(L, r.verdict())),
+                                          icon=":material/check_circle:" if r.agree else ":material/error:")
 
 
 def render_formula(kv, alloc) -> None:

@@ -26,6 +26,7 @@ from sim.model.quant import INT_BITS
 from sim.model.quant_claims import seed_claims
 from sim.model.real_probe import kv_channels
 from sim.model.real_source import MODEL_KEY
+from sim.words import say
 
 REAL_TOKENS = 256  # held-out tokens the real model's K and V are measured over
 
@@ -108,6 +109,13 @@ show_table(shown, hide_index=True, width="stretch",
 st.download_button(t("quant.download"), shown.to_csv(index=False), setup.csv_name(), "text/csv")
 if not ctl.every_scheme():
     st.info(setup.blank_cells_note(L))
+
+st.subheader(t("fp8.h.scale"))
+if (fp8 := runs.fp8_scales(setup, measured.run_s)) is not None:
+    st.markdown(say(L, fp8.sentence()))
+    show_table(ctl.fp8_scale_frame(fp8.frame_rows(), L), hide_index=True, width="stretch",
+               column_config=ctl.columns_in("fp8.col", ctl.FP8_SCALE_COLUMNS))
+    st.caption(t("fp8.scale.caption"))
 
 st.header(t("quant.h.bytes"))
 c = st.columns([3, 2])

@@ -1,3 +1,6 @@
+import time
+
+import pandas as pd
 import streamlit as st
 
 from app.claims import render_claims
@@ -5,7 +8,7 @@ from app.controls import prefix_caching as controls
 from app.figures import prefix_cache as figs
 from app.i18n import lang, page_title, t
 from app.metrics import show_metrics
-from app.present import show_chart, show_chart_in, show_table
+from app.present import number_formats, show_chart, show_chart_in, show_table
 from app.resources import live_result
 from app.runs import prefix_caching as runs
 from app.text import for_plotly, plain
@@ -16,32 +19,40 @@ from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
 from sim.alloc.byte_tokens import show_byte
 from sim.cost.vllm_rules import version_label
+from sim.model import real_prefix as rp
+from sim.readout import Metric
+from sim.refusal import Refusal
+from sim.words import say
 
 L = lang()  # the sentences and figures below are worded in the page language
 st.title(page_title("prefix_caching"))
 st.markdown(t("prefix.intro"))
-st.caption(t("engine.prefix_rules", vllm=version_label()))
 url = UrlState("prefix_caching")
 controls.register(url)
 url.show_problems()
 
-# --- 1. Block hashes ------------------------------------------------------------------------------
-st.header(t("prefix.h.hashes"))
-st.markdown(t("prefix.hashes_intro"))
+# The page opens on its finding (section 2's hit rate by workload and layout, its chart first); every other
+# section is folded under its numbered heading, one click away (the claims name sections by number).
+
+
 def shown_byte(b: int) -> str:
     """A byte of user text as a chart label: escaped for plotly."""
     return for_plotly(show_byte(b))
 
 
-choice = controls.demo_prompt()
-demo = None if choice is None else ps.change_one_byte(choice.ids, choice.pos, choice.block_size)
-if demo is not None:
-    show_metrics(demo.metrics(L))
-    show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, demo.chart_title(shown_byte, L),
-                               lang=L), width="stretch")
-    st.markdown(demo.summary(L))
-    with st.expander(t("prefix.every_block")):
-        show_table(demo.block_table(L), hide_index=True, width="stretch")
+# --- 1. Block hashes ------------------------------------------------------------------------------
+with st.expander(t("prefix.h.hashes")):
+    st.markdown(t("prefix.hashes_intro"))
+    choice = controls.demo_prompt()
+    demo = None if choice is None else ps.change_one_byte(choice.ids, choice.pos, choice.block_size)
+    if demo is not None:
+        show_metrics(demo.metrics(L))
+        show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, demo.chart_title(shown_byte, L),
+                                   lang=L), width="stretch")
+        st.markdown(demo.summary(L))
+        st.markdown(f"**{t('prefix.every_block')}**")
+        blocks = demo.block_table(L)  # folded already: shown as it is, also on a projector
+        st.dataframe(blocks, hide_index=True, width="stretch", column_config=number_formats(blocks))
         st.caption(t("prefix.hash_caption"))
 
 
@@ -49,16 +60,26 @@ if demo is not None:
 def workload_section():
     """Section 2; (cfg, cache, the chosen run, the overview), or None when it cannot run."""
     st.header(t("prefix.h.workloads"))
-    try:
-        cfg, cache = controls.workload_and_cache()
-        got = runs.workloads(cfg, cache)
-    except ValueError as exc:
-        st.error(t("prefix.cannot", why=plain(exc)))
-        return None
+    finding = st.container()  # the chart first; the settings that move it one click below it
+    ss = st.session_state
+    with st.expander(t("density.prefix.settings", n=ss["requests"], cap=ss["capacity"], bs=ss["block_size"]),
+                     icon=":material/tune:"):
+        st.caption(t("engine.prefix_rules", vllm=version_label()))  # the rules the simulated cache follows
+        try:
+            cfg, cache = controls.workload_and_cache()
+            got = runs.workloads(cfg, cache)
+        except ValueError as exc:
+            st.error(t("prefix.cannot", why=plain(exc)))
+            return None
     if got is None:
         return None
     both, view = got
     res, table = both[cfg.layout].result, view.to_frame()
+    with finding:
+        labels = {w: ro.workload_label(w, L) for w in wk.PREFIX_WORKLOADS}
+        show_chart(figs.layout_bars(table, labels, cfg.workload, view.layout_takeaway(cfg.workload, L), lang=L),
+                   width="stretch")
+    st.caption(ro.workloads_caption(cfg, cache, L))  # under the settings it names ("the sizes above")
     show_metrics(ro.hit_metrics(res, L))
 
     st.subheader(t("prefix.h.two_layouts"))
@@ -67,10 +88,6 @@ def workload_section():
         col.metric(m.label, m.value, help=m.help)
         col.caption(both[layout].last_request_caption(L))
     st.markdown(ro.layout_sentence(cfg.workload, both, L))
-    labels = {w: ro.workload_label(w, L) for w in wk.PREFIX_WORKLOADS}
-    show_chart(figs.layout_bars(table, labels, cfg.workload, view.layout_takeaway(cfg.workload, L), lang=L),
-               width="stretch")
-    st.caption(ro.workloads_caption(cfg, cache, L))
 
     frame = res.to_frame()
     show_chart(figs.per_request(frame, ro.per_request_takeaway(cfg.workload, cfg.layout, res, L), lang=L),
@@ -92,7 +109,13 @@ def workload_section():
 
 def sweep_and_tree_sections(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
     # --- 3. sweeps ------------------------------------------------------------------------------
-    st.header(t("prefix.h.sweeps"))
+    with st.expander(t("prefix.h.sweeps")):
+        sweep_section(cfg, cache)
+    with st.expander(t("prefix.h.tree")):
+        tree_section(cfg, cache, res)
+
+
+def sweep_section(cfg: wk.PrefixWorkloadConfig, cache) -> None:
     swept = runs.capacity_and_block_size(cfg, cache)
     if swept is None:
         return
@@ -106,8 +129,10 @@ def sweep_and_tree_sections(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
                   width="stretch")
     st.caption(ro.sweep_caption(cache, L))
 
+
+
+def tree_section(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
     # --- 4. tree ------------------------------------------------------------------------------
-    st.header(t("prefix.h.tree"))
     n = ro.num_tree_requests(cfg, controls.tree_requests())
     grown = runs.radix_tree(cfg, cache.block_size, n)
     if grown is None:
@@ -125,37 +150,76 @@ if section2 is not None:
     sweep_and_tree_sections(*section2[:3])
 
 # --- 5. Real model ------------------------------------------------------------------------------
-st.header(t("prefix.h.live"))
-st.markdown(t("prefix.live_intro"))
-inputs = controls.branch_inputs()
-real_finding = kv_finding = run = None
-if inputs is None:
-    st.info(t("prefix.live_off"))
-elif inputs.problem:
-    st.error(inputs.problem)
-else:
-    run = live_result(lambda: runs.branch(inputs), t("prefix.cannot_run"))
-if run is not None:
-    show_metrics(run.metrics(L))
-    if run.mismatch_warning(L):
-        st.warning(run.mismatch_warning(L))
-    show_chart(figs.prefill_times(run, run.chart_title(L), lang=L), width="stretch")
-    st.markdown(run.report(L))
-    show_table(run.to_frame(inputs.continuations, L), hide_index=True, width="stretch")
-    real_finding = claims.branch_finding(run, L)
-
-    st.subheader(t("prefix.h.kv"))
-    if inputs.kv_problem:
-        st.info(inputs.kv_problem)
+real_finding = kv_finding = None
+with st.expander(t("prefix.h.live")):
+    st.markdown(t("prefix.live_intro"))
+    inputs = controls.branch_inputs()
+    run = None
+    if inputs is None:
+        st.info(t("prefix.live_off"))
+    elif inputs.problem:
+        st.error(inputs.problem)
     else:
-        kc = runs.kv_change(inputs.kv_ids, controls.kv_position(len(inputs.kv_ids)))
-        show_chart(figs.kv_difference(kc, kc.position_labels(), kc.chart_title(shown_byte, L), lang=L),
-                   width="stretch")
-        st.markdown(kc.summary(L))
-        kv_finding = kc.finding(L)
+        run = live_result(lambda: runs.branch(inputs), t("prefix.cannot_run"))
+    if run is not None:
+        show_metrics(run.metrics(L))
+        if run.mismatch_warning(L):
+            st.warning(run.mismatch_warning(L))
+        show_chart(figs.prefill_times(run, run.chart_title(L), lang=L), width="stretch")
+        st.markdown(run.report(L))
+        branches = run.to_frame(inputs.continuations, L)  # folded already: shown as it is, also on a projector
+        st.dataframe(branches, hide_index=True, width="stretch", column_config=number_formats(branches))
+        real_finding = claims.branch_finding(run, L)
+
+        st.subheader(t("prefix.h.kv"))
+        if inputs.kv_problem:
+            st.info(inputs.kv_problem)
+        else:
+            kc = runs.kv_change(inputs.kv_ids, controls.kv_position(len(inputs.kv_ids)))
+            show_chart(figs.kv_difference(kc, kc.position_labels(), kc.chart_title(shown_byte, L), lang=L),
+                       width="stretch")
+            st.markdown(kc.summary(L))
+            kv_finding = kc.finding(L)
+
+# --- 5b. The real model: one system prompt, many users ----------------------------------------------
+def real_chat_section() -> None:
+    from app.model_picker import real_unavailable
+
+    st.header(t("rp.prefix.h"))
+    st.markdown(t("rp.prefix.intro"))
+    if (missing := real_unavailable()) is not None:
+        st.info(missing, icon=":material/download:")
+        return
+    go = controls.real_chat_form()
+    chat = rp.RealChat(st.session_state["rsys"], rp.chat_turns(st.session_state["rturns"]))
+    if (problem := chat.problem()) is not None:
+        st.error(plain(say(L, problem)))
+        return
+    try:
+        run = runs.real_chat(chat, int(st.session_state["block_size"]), go=go)
+    except Refusal as exc:
+        st.error(t("rp.prefix.cannot", why=plain(exc.words(L))))
+        return
+    if run is None:
+        return
+    show_metrics([Metric(t(label), say(L, value)) for label, value in run.metrics()])
+    st.markdown(plain(say(L, run.hits_sentence())))
+    rows = run.rows()
+    show_chart(figs.real_prefill_bars(rows, say(L, run.title()), lang=L), width="stretch")
+    st.markdown(plain(say(L, run.time_sentence())))
+    st.caption(plain(say(L, run.measured(time.time()))))
+    (st.success if run.same_next_tokens else st.warning)(plain(say(L, run.check_sentence())))
+    show_table(pd.DataFrame(rows).rename(columns={k: t(f"rp.prefix.col.{k}") for k in rows[0]}), hide_index=True,
+               width="stretch")
+    with st.expander(t("rp.prefix.first")):
+        st.code(run.first_text, language=None, wrap_lines=True)
+
+
+real_chat_section()
 
 # --- 6. Seeds ---------------------------------------------------------------------------------------
-st.header(t("prefix.h.claims"))
-render_claims(claims.prefix_claims(demo, None if section2 is None else section2[3], controls.decode_weight_value(),
-                                   real_finding, kv_finding, L), "prefix_caching")
+with st.expander(t("prefix.h.claims")):
+    render_claims(claims.prefix_claims(demo, None if section2 is None else section2[3],
+                                       controls.decode_weight_value(), real_finding, kv_finding, L),
+                  "prefix_caching")
 url.sync()

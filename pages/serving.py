@@ -29,7 +29,9 @@ from sim.serving import speculative as sps
 from sim.serving.serving_claims import batching_claims, spec_claims
 
 st.title(page_title("serving"))
-st.markdown(t("serving.intro"))
+st.markdown(t("density.serving.lead"))  # the first numbers stay on a projector's first screen; the rest one click away
+with st.expander(t("density.serving.more")):
+    st.markdown(t("serving.intro"))
 L = lang()  # the sentences and figures below are worded in the page language
 
 url = UrlState("serving")

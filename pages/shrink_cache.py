@@ -29,6 +29,8 @@ from sim.cost.shrink import (
     verdict,
 )
 from sim.model.real_source import MODEL_KEY
+from sim.model.shrink_quant import blur_ranking
+from sim.words import say
 
 st.title(page_title("shrink_cache"))
 L = lang()  # the sentences and figures below are worded in the page language
@@ -67,6 +69,8 @@ if table is not None:
     show_chart(scores_vs_bytes(scores, full, said.split(":")[0], L), key="shrink_scores")
     st.caption(t("shrink.scores_caption", quote=plain(table.full.quote.summary_in(L)),
                  turns=plain(table.full.turns.summary_in(L))))
+    for msg in blur_ranking(scores):
+        st.markdown(plain(say(L, msg), 4000))
     if full.quote < 0.5:
         copiers = {a.label for a in abilities if a.copies}
         others = [m for m in models if m != ss["model"] and model_labels[m] in copiers]

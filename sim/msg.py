@@ -36,6 +36,13 @@ class Msg:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
         return f"Msg({self.key!r}{', ' if inner else ''}{inner})"
 
+    def __reduce__(self):  # picklable (st.cache_data keeps results holding messages)
+        return _msg, (self.key, dict(self.fields))
+
+
+def _msg(key: str, fields: dict) -> Msg:
+    return Msg(key, **fields)
+
 
 def _hashable(value: object) -> object:
     if isinstance(value, list):

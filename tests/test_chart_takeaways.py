@@ -128,7 +128,7 @@ def test_builders_show_the_takeaway_as_their_title():
     fig = memory_breakdown(cap, "H100 SXM", cap.takeaway("H100 SXM"))
     assert fig.layout.title.text.replace("<br>", " ") == cap.takeaway("H100 SXM")
     lines = fig.layout.title.text.count("<br>") + 1
-    assert lines == 4 and fig.layout.margin.t == 10 + 28 * lines + 16 + 24  # + the GPU's label under it
+    assert lines == 4 and fig.layout.margin.t == 10 + 28 * lines + 16 + 52  # + two rows of line labels under it
     assert fig.layout.height == 260 + fig.layout.margin.t - 50  # the bar keeps its height
     assert fig.layout.xaxis.title.text == "GPU memory (GiB)"
 

@@ -19,7 +19,7 @@ from sim.model.evict_cache import (
     window_rows,
 )
 from sim.model.generate import decode_loop
-from sim.model.kvcache import ContiguousKVCache
+from sim.model.kvcache import ContiguousKVCache, KVCache
 from sim.model.quant_cache import QuantizedKVCache
 from sim.model.transformer import ModelConfig
 
@@ -38,6 +38,14 @@ def kv_rows(start: int, T: int, n_kv_heads: int = 2, D: int = 4) -> tuple[torch.
 def positions_in(k: torch.Tensor) -> list[list[int]]:
     """The positions a returned (1, Hkv, S, D) K holds, per head (undoing kv_rows' encoding)."""
     return [[int(x) - 100 * h for x in k[0, h, :, 0]] for h in range(k.shape[1])]
+
+
+def step(cache: KVCache, start: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One step of a one-layer cache, as the model drives it: begin, write layer 0, end."""
+    cache.begin_step(start, k.shape[2], batch_size=k.shape[0])
+    k_all, v_all = cache.write(0, k, v)
+    cache.end_step()
+    return k_all, v_all
 
 
 def kept(cache: EvictingKVCache, layer: int = 0) -> list[list[int]]:
@@ -68,21 +76,21 @@ def test_h2o_rule_ties_go_to_the_earlier_token():
 def test_sinks_keeps_the_first_four_and_the_last_four_of_twenty(prefill):
     cache = EvictingKVCache(TINY, "sinks", 8, sinks=4)
     if prefill:
-        k_all, _ = cache.update(0, 0, *kv_rows(0, 20))
+        k_all, _ = step(cache, 0, *kv_rows(0, 20))
         assert positions_in(k_all) == [list(range(20))] * 2  # the prompt attends to itself in full
     else:
         for p in range(20):
-            cache.update(0, p, *kv_rows(p, 1))
+            step(cache, p, *kv_rows(p, 1))
     assert kept(cache) == [[0, 1, 2, 3, 16, 17, 18, 19]] * 2
     assert cache.num_tokens == 20 and cache.kept_tokens == 8
 
 
 def test_window_attends_to_what_it_kept_plus_the_new_token():
     cache = EvictingKVCache(TINY, "window", 5)
-    k_all, v_all = cache.update(0, 0, *kv_rows(0, 3))
+    k_all, v_all = step(cache, 0, *kv_rows(0, 3))
     assert positions_in(k_all) == [[0, 1, 2]] * 2
     for p in range(3, 12):
-        k_all, v_all = cache.update(0, p, *kv_rows(p, 1))
+        k_all, v_all = step(cache, p, *kv_rows(p, 1))
         assert positions_in(k_all) == [list(range(max(0, p - 5), p + 1))] * 2  # the 5 kept + the new one
         assert torch.equal(v_all, -k_all)
     assert kept(cache) == [[7, 8, 9, 10, 11]] * 2
@@ -103,18 +111,18 @@ def h2o_prefill_probs() -> torch.Tensor:
 
 def test_h2o_keeps_the_planted_heavy_hitters_per_kv_head():
     cache = EvictingKVCache(TINY, "h2o", 6, recent=2)
-    k_all, _ = cache.update(0, 0, *kv_rows(0, 10))
+    k_all, _ = step(cache, 0, *kv_rows(0, 10))
     assert positions_in(k_all) == [list(range(10))] * 2  # the whole prompt is attended before any cut
     cache.observe(0, h2o_prefill_probs())
     assert kept(cache) == [[1, 2, 4, 5, 8, 9], [0, 3, 6, 7, 8, 9]]
     assert torch.allclose(cache.scores[0][0, 0, :6], torch.tensor([0.4, 0.6, 0.5, 0.45, 0.42, 0.9]))
     # one decode step: position 10 attends to the 6 kept + itself; 0.3 more on position 1 lifts it past
     # 8 (0.42), which has just left the window of 2 and is now the lightest candidate in head 0
-    k_all, _ = cache.update(0, 10, *kv_rows(10, 1))
+    k_all, _ = step(cache, 10, *kv_rows(10, 1))
     assert positions_in(k_all) == [[1, 2, 4, 5, 8, 9, 10], [0, 3, 6, 7, 8, 9, 10]]
-    step = torch.zeros(1, 4, 1, 7)
-    step[0, 0, 0, 0] = 0.3  # query head 0 -> row 0 = position 1
-    cache.observe(0, step)
+    probs = torch.zeros(1, 4, 1, 7)
+    probs[0, 0, 0, 0] = 0.3  # query head 0 -> row 0 = position 1
+    cache.observe(0, probs)
     assert kept(cache) == [[1, 2, 4, 5, 9, 10], [0, 3, 6, 7, 9, 10]]
     assert torch.allclose(cache.scores[0][0, 0, :4], torch.tensor([0.7, 0.6, 0.5, 0.45]))
 
@@ -144,7 +152,7 @@ def test_snapkv_votes_are_pooled_over_seven_positions():
 
 def test_snapkv_keeps_what_the_observation_window_attends_to_after_pooling():
     cache = EvictingKVCache(TINY, "snapkv", 18, obs_window=4)
-    k_all, _ = cache.update(0, 0, *kv_rows(0, 30))
+    k_all, _ = step(cache, 0, *kv_rows(0, 30))
     assert positions_in(k_all) == [list(range(30))] * 2
     cache.observe(0, snapkv_prompt_probs())
     window = [26, 27, 28, 29]
@@ -152,7 +160,7 @@ def test_snapkv_keeps_what_the_observation_window_attends_to_after_pooling():
     assert cache.pinned == [14]
     # generated tokens slide through the 4 places the voted positions leave; those stay
     for p in (30, 31, 32):
-        k_all, _ = cache.update(0, p, *kv_rows(p, 1))
+        k_all, _ = step(cache, p, *kv_rows(p, 1))
         cache.observe(0, torch.zeros(1, 4, 1, 19))  # after the prompt SnapKV reads no weights
     assert kept(cache) == [[*range(7, 14), *range(17, 24), 29, 30, 31, 32],
                            [*range(0, 9), *range(21, 26), 29, 30, 31, 32]]
@@ -160,19 +168,19 @@ def test_snapkv_keeps_what_the_observation_window_attends_to_after_pooling():
 
 def test_snapkv_prompt_within_budget_keeps_all_then_slides_after_its_window():
     cache = EvictingKVCache(TINY, "snapkv", 8, obs_window=4)
-    cache.update(0, 0, *kv_rows(0, 6))
+    step(cache, 0, *kv_rows(0, 6))
     cache.observe(0, torch.full((1, 4, 6, 6), 1 / 6))
     assert kept(cache) == [list(range(6))] * 2 and cache.pinned == [2]
     for p in range(6, 12):
-        cache.update(0, p, *kv_rows(p, 1))
+        step(cache, p, *kv_rows(p, 1))
     assert kept(cache) == [[0, 1, 6, 7, 8, 9, 10, 11]] * 2
 
 
 def test_attention_policies_refuse_to_evict_blind():
     cache = EvictingKVCache(TINY, "h2o", 4)
-    cache.update(0, 0, *kv_rows(0, 6))
+    step(cache, 0, *kv_rows(0, 6))
     with pytest.raises(ValueError, match="attn_impl='eager'"):
-        cache.update(0, 6, *kv_rows(6, 1))
+        step(cache, 6, *kv_rows(6, 1))
 
 
 def test_bad_arguments_say_what_is_wrong():
@@ -185,9 +193,9 @@ def test_bad_arguments_say_what_is_wrong():
     with pytest.raises(ValueError, match="exceeds the model's context"):
         EvictingKVCache(TINY, "window", 4, max_seq_len=65)
     cache = EvictingKVCache(TINY, "window", 4)
-    cache.update(0, 0, *kv_rows(0, 3))
+    step(cache, 0, *kv_rows(0, 3))
     with pytest.raises(ValueError, match="appends only"):
-        cache.update(0, 5, *kv_rows(5, 1))
+        step(cache, 5, *kv_rows(5, 1))
     with pytest.raises(ValueError, match="method must be one of"):
         make_shrunk_cache(TINY, "zip", 4, 16)
 
@@ -231,7 +239,7 @@ def test_a_budget_that_evicts_nothing_gives_the_full_cache_exactly(shipped_model
         assert cache.kept_tokens == n
 
 
-class Spy:
+class Spy(KVCache):
     """Forwards to an evicting cache and checks every write: what comes back is exactly the K/V of the
     positions it kept before the step plus the new ones, never more than budget + new rows."""
 
@@ -239,13 +247,20 @@ class Spy:
         self.cache = cache
         self.written = [{} for _ in cache.k]  # layer -> {position: (k, v) of shape (B, Hkv, D)}
         self.max_rows = 0
+        self.start = 0
+        self.attention_observer = cache.attention_observer
 
-    def update(self, layer, start_pos, k, v):
+    def begin_step(self, start_pos, num_new_tokens, *, batch_size):
+        self.cache.begin_step(start_pos, num_new_tokens, batch_size=batch_size)
+        self.start = start_pos
+
+    def write(self, layer, k, v):
+        start_pos = self.start
         before = self.cache.kept_positions(layer)  # (1, Hkv, n)
         T = k.shape[2]
         for t in range(T):
             self.written[layer][start_pos + t] = (k[:, :, t].clone(), v[:, :, t].clone())
-        k_all, v_all = self.cache.update(layer, start_pos, k, v)
+        k_all, v_all = self.cache.write(layer, k, v)
         budget = self.cache.budget
         assert before.shape[-1] <= budget and k_all.shape[2] == before.shape[-1] + T <= budget + T
         self.max_rows = max(self.max_rows, k_all.shape[2] - T)
@@ -258,8 +273,8 @@ class Spy:
             assert torch.equal(v_all[0, h], torch.stack([self.written[layer][p][1][0, h] for p in rows]))
         return k_all, v_all
 
-    def observe(self, layer, probs):
-        self.cache.observe(layer, probs)
+    def end_step(self):
+        self.cache.end_step()
 
     @property
     def num_tokens(self):
@@ -362,6 +377,6 @@ def test_the_sentence_is_made_of_the_numbers():
     assert shrunk_bytes(CFG, "window", 25, 100).what == (
         "A sliding window keeps 25 of 100 tokens: 51,200 B of K/V, 25.0% of the full FP16 cache (204,800 B).")
     assert shrunk_bytes(CFG, "fp8", None, 100).what == (
-        "FP8 e4m3 keeps all 100 tokens, quantized: 102,400 B of K/V, 50.0% of the full FP16 cache (204,800 B).")
+        "FP8 e4m3 (scale 1.0) keeps all 100 tokens, quantized: 102,400 B of K/V, 50.0% of the full FP16 cache (204,800 B).")
     with pytest.raises(ValueError, match="needs a budget"):
         shrunk_bytes(CFG, "window", None, 100)

@@ -66,9 +66,10 @@ def test_tally_and_formula_equal_flop_counter_on_prefill_and_decode(shipped_mode
     cfg, T = model.cfg, len(PROMPT)
     cache = ContiguousKVCache(cfg, 1, T + 1)
     steps = {
-        "prefill": (T, T, lambda tally: prefill(model, torch.tensor([PROMPT]), cache, "eager", None, tally)),
-        "decode": (1, T + 1, lambda tally: decode_one_token(model, torch.tensor([[PROMPT[0]]]), T, cache, "eager",
-                                                            None, tally)),
+        "prefill": (T, T, lambda tally: prefill(model, torch.tensor([PROMPT]), cache, attn_impl="eager",
+                                                tally=tally)),
+        "decode": (1, T + 1, lambda tally: decode_one_token(model, torch.tensor([[PROMPT[0]]]), T, cache,
+                                                            attn_impl="eager", tally=tally)),
     }
     for step, (num_new, kv_len, run) in steps.items():  # in order: the decode step reads the prefill's cache
         tally = FlopTally()

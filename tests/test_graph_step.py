@@ -7,11 +7,12 @@ import torch
 import torch.nn.functional as F
 
 from sim.cost.opcount import step_bytes, step_flops
+from sim.model.fast import FastRMSNorm, apply_fast_paths
 from sim.model.generate import SamplingConfig, decode_loop, encode, first_difference, generate, prefill, run_comparison
 from sim.model.graph_step import StaticDecodeStep, graph_unavailable, step_caption
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.quant_cache import FULL, QuantizedKVCache
-from sim.model.transformer import PRESETS, RMSNorm, apply_rope, apply_rope_rolled, rope_tables, rotation_sin
+from sim.model.transformer import PRESETS, RMSNorm
 from tests.conftest import random_model
 
 PROMPT = encode("HAMLET.\nTo be, or not to be")
@@ -64,7 +65,7 @@ def test_a_repeated_position_overwrites_and_forgets_what_came_after():
     cache = ContiguousKVCache(model.cfg, 1, 32)
     ids = torch.tensor([PROMPT[:6]])
     prefill(model, ids, cache)
-    step = StaticDecodeStep(model, cache, "sdpa")
+    step = StaticDecodeStep(model, cache, attn_impl="sdpa")
     first = step(torch.tensor([[7]]), 6).clone()
     step(torch.tensor([[8]]), 7)
     again = step(torch.tensor([[7]]), 6)
@@ -126,7 +127,7 @@ def test_comparison_with_the_static_step_and_its_caption():
     assert step_caption("eager", 29) == ""
 
 
-# --- the eager step's cheaper operators: the same bits --------------------------------------------------
+# --- the fast paths' cheaper operators: the same bits ---------------------------------------------------
 
 
 @pytest.mark.parametrize("rows", [1, 7, 300])
@@ -137,27 +138,23 @@ def test_rms_norm_is_llamas_arithmetic_bit_for_bit(rows):
         norm.weight.copy_(torch.randn(128) * 0.3 + 1)
     x = torch.randn(rows, 128)
     llama = norm.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5))  # HF LlamaRMSNorm, fp32
-    with torch.inference_mode():  # the 8-call path (with gradients on, the norm is F.rms_norm)
-        fast = norm(x)
-    assert torch.equal(fast, llama)
+    with torch.inference_mode():
+        reference = norm(x)
+        norm.__class__, norm.contiguous = FastRMSNorm, False
+        norm.derive()
+        fast = norm(x)  # the 8-call path (with gradients on, the reference)
+    assert torch.equal(reference, llama) and torch.equal(fast, llama)
     assert torch.equal(fast, F.rms_norm(x, (128,), norm.weight, 1e-5))
-
-
-def test_rolled_rope_is_rotate_half_bit_for_bit():
-    cos, sin = rope_tables(PRESETS["mha"])  # (1024, 32)
-    torch.manual_seed(0)
-    x = torch.randn(2, 9, 6, 32)  # (B, T, heads, D)
-    c, s = cos[100:109, None], sin[100:109, None]  # (T, 1, D)
-    assert torch.equal(apply_rope_rolled(x, c, rotation_sin(sin)[100:109, None]), apply_rope(x, c, s))
 
 
 def test_a_moved_model_derives_its_fused_views_again():
     """.to() converts the fused copies separately from the weights: they are derived again, as views."""
-    model = random_model(2).fuse_projections()
+    model = apply_fast_paths(random_model(2))
     ids = torch.tensor([PROMPT])
     before = model(ids)
     model = model.to(torch.float64)
     att = model.model.layers[0].self_attn
-    assert att.wqkv.dtype == torch.float64 and att.wqkv_t.data_ptr() == att.wqkv.data_ptr()
+    assert att.wqkv_t.dtype == torch.float64 and not att.wqkv_t.is_contiguous()  # a (d, out) view of the copy
+    assert torch.equal(att.wqkv_t.t(), torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]))
     assert model.lm_head.weight_t.data_ptr() == model.lm_head.weight.data_ptr()
     torch.testing.assert_close(model(ids).float(), before, rtol=1e-5, atol=1e-5)

@@ -86,7 +86,9 @@ def test_seed_claims_in_korean_keep_the_english_statement_and_the_seeds_words():
     assert [c.verdict for c in en.claims] == [c.verdict for c in ko.claims]
     assert [c.value for c in en.claims] == [c.value for c in ko.claims]
     by = {c.statement.split(":")[0]: c for c in ko.claims}
-    assert by["FP8 / INT8"].why == "작은 모델에서 성립한다" and by["FP8 / INT8"].claimed == "거의 안전"
+    assert by["INT8"].why == "작은 모델에서 성립한다: 둘 다 다음 토큰 1순위 예측의 99% 이상을 그대로 지킨다"
+    assert by["INT8"].claimed == "거의 안전" and by["FP8"].claimed == "INT8처럼 거의 안전"
+    assert by["FP8"].why.startswith("작은 모델에서는 성립하지 않는다: FP8의 KL은 INT8 토큰별의 10배, INT4 KIVI")
     int4 = by["INT4 works with K per channel, small groups and a residual window; per-token all the way collapses"]
     assert int4.why == "성립한다: 토큰별의 KL이 KIVI의 10,000배"
     assert int4.computed == ("INT4 KIVI: Δ손실 +0.00000, KL 1.0e-06, 일치율 100.00%; "
@@ -95,7 +97,7 @@ def test_seed_claims_in_korean_keep_the_english_statement_and_the_seeds_words():
         seed = SEED_001.read_text(encoding="utf-8")
         assert all(c.original in seed for c in ko.claims), [c.original for c in ko.claims if c.original not in seed]
     short = seed_claims(_table(kivi_4=1e-6), 4, lang="ko")
-    assert short.unmeasured_sentence().startswith("이 보기에서는 재지 않았다: FP8 / INT8: 거의 안전; ")
+    assert short.unmeasured_sentence().startswith("이 보기에서는 재지 않았다: INT8: 거의 안전; FP8: INT8처럼 거의 안전; ")
 
 
 # --- Shrink the cache -----------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.controls.roofline import TAB_SLUGS, TABS
+from app.tabs import LazyTabs
 from sim.attention.kernel_claims import kernel_claims
 from sim.attention.limits import Limits, check_shape
 from sim.attention.readouts import (
@@ -222,12 +223,18 @@ def test_attention_kernels_timing_and_sweep_in_korean():
     at = run_page("attention_kernels", {"lang": "ko", "n": "128", "h": "1", "d": "16", "threads": "1",
                                         "sweep_max": "256"}, timeout=300)
     _korean_ok(at, "default")
-    for label in ("이 커널들 시간 재기", "스윕 돌리기"):
-        next(b for b in at.button if b.label == label).click().run()
-        _korean_ok(at, label)
+    next(b for b in at.button if b.label == "이 커널들 시간 재기").click().run()
+    _korean_ok(at, "timed")
+    at.session_state[LazyTabs("attention_kernels", {}).widget_key] = "N에 따른 스윕"  # what a click on the tab sends
+    at.run()
+    next(b for b in at.button if b.label == "스윕 돌리기").click().run()
+    _korean_ok(at, "sweep")
     sweep = at.session_state["ak_sweep"]
     assert sweep.lengths == [128, 256]
     ratio = next(m.value for m in at.metric if m.label == "N = 256에서 FLASH 대 eager 시간")
+    at.session_state[LazyTabs("attention_kernels", {}).widget_key] = "시드 글의 숫자"
+    at.run()
+    _korean_ok(at, "claims")
     speed = at.table[-1].value.loc["FlashAttention: 24× wall-clock on A100, 510× on H100 in FP8"]
     said = " ".join(str(v) for v in speed.values)
     assert "이 페이지에서 cpu의 N = 256으로 잰 값: " in said

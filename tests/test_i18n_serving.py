@@ -4,14 +4,16 @@ step-through's events, readable table headers, and every tab rendered with ?lang
 
 import pytest
 
-from app.serving_tabs import column_name, readable
+from app.serving_tabs import column_name, readable, rows_frame
 from sim.alloc.trace import TraceError, parse_trace
+from sim.msg import Msg
 from sim.serving import engine_readouts as er
 from sim.serving import readouts as ro
 from sim.serving import studies as sd
 from sim.serving.errors import Refusal, why
-from sim.serving.result import cell_words
 from sim.serving.speculative import spec_timing
+from sim.words import say
+from sim.words.serving import cell, event_line
 from tests.conftest import run_page
 from tests.test_i18n import hangul_share, rendered_text
 
@@ -57,22 +59,41 @@ def test_trace_errors_keep_their_english_and_word_themselves_in_korean():
 
 def test_step_through_events_and_rows_in_both_languages():
     step = sd.run_scenario("recompute").steps[3]
-    assert step.events[0] == "request 2 preempted (recompute): blocks [4, 5] freed"
-    assert step.event_lines() == step.events
-    assert step.event_lines("ko")[:2] == ("요청 2 선점(재계산): 블록 [4, 5] 해제", "요청 0: 블록 [5] 받음")
+    assert step.events[:2] == (Msg("serving.ev.recompute", r=2, blocks=[4, 5]), Msg("serving.ev.took", r=0, blocks=[5]))
+    assert event_line("en", step.events[0]) == "request 2 preempted (recompute): blocks [4, 5] freed"
+    assert tuple(event_line("ko", e) for e in step.events[:2]) == ("요청 2 선점(재계산): 블록 [4, 5] 해제",
+                                                                 "요청 0: 블록 [5] 받음")
     first = sd.run_scenario("recompute").steps[0]
-    assert first.rows_frame("ko").to_dict("list") == {"요청": ["r0", "r1", "r2"], "한 일": ["프리필"] * 3,
-                                                      "토큰": [6, 6, 4]}
-    assert list(first.rows_frame().columns) == ["request", "did", "tokens"]
+    assert rows_frame(first, "ko").to_dict("list") == {"요청": ["r0", "r1", "r2"], "한 일": ["프리필"] * 3,
+                                                       "토큰": [6, 6, 4]}
+    assert list(rows_frame(first).columns) == ["request", "did", "tokens"]
+
+
+def test_a_prefill_after_cached_blocks_is_worded_from_its_number_in_both_languages():
+    """The row kind is a message with the number of cached tokens: no sentence is read back (issue 35)."""
+    kind = Msg("serving.did.after", n=8)
+    assert sd.run_scenario("prefix").steps[1].rows[1] == (1, kind, 4)  # r1: 8 of its 12 tokens cached
+    assert (say("en", kind), say("ko", kind)) == ("prefill after 8 cached", "캐시 8개 뒤 프리필")
+
+
+def test_a_recorded_run_pickles_for_the_page_cache():
+    """st.cache_data pickles a run; its steps hold messages (a Msg once failed to pickle)."""
+    import pickle
+
+    run = sd.run_scenario("prefix")
+    again = pickle.loads(pickle.dumps(run))
+    assert again.steps[1].rows == run.steps[1].rows and again.steps[1].events == run.steps[1].events
 
 
 def test_tables_get_readable_headers_and_worded_cells():
     assert [column_name(c) for c in ("ttft_p50_s", "hit_rate_pct", "itl_p99_ms", "makespan_s")] == [
         "TTFT p50 (s)", "hit rate (%)", "inter-token p99 (ms)", "total time (s)"]
     assert [column_name(c, "ko") for c in ("ttft_p50_s", "hit_rate_pct")] == ["첫 토큰 시간 p50 (s)", "적중률 (%)"]
-    assert cell_words("disaggregated (2 prefill + 2 decode)", "ko") == "분리 (프리필 2 + 디코딩 2)"
-    assert cell_words("GPU + host + disk", "ko") == "GPU + 호스트 + 디스크"
-    assert cell_words("static") == "static" and cell_words("my request 7", "ko") == "my request 7"
+    pool = Msg("serving.cell.pool_disaggregated", p=2, d=2)
+    assert (cell("en", pool), cell("ko", pool)) == ("disaggregated (2 prefill + 2 decode)", "분리 (프리필 2 + 디코딩 2)")
+    assert cell("ko", Msg("serving.cell.pool_colocated", n=4)) == "함께 둠 (GPU 4개)"
+    assert cell("ko", "GPU + host + disk") == "GPU + 호스트 + 디스크"
+    assert cell("en", "static") == "static" and cell("ko", "my request 7") == "my request 7"
     import pandas as pd
 
     frame = pd.DataFrame({"router": ["round-robin", "prefix-aware"], "hit_rate_pct": [10.0, 60.0]})

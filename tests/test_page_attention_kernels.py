@@ -3,12 +3,20 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.tabs import LazyTabs
 from sim.attention import online_softmax as FL
 from sim.attention import shapes as S
 from sim.attention.readouts import fmt_num, fmt_ratio
 from sim.cost.memory import fmt_bytes
+from sim.i18n import text
 from tests.conftest import metric_value as metric
 from tests.conftest import run_page, unescaped
+
+TAB_KEY = LazyTabs("attention_kernels", {}).widget_key  # holds the open tab's label: what a click sends
+
+
+def tab_label(slug: str) -> str:
+    return text("en", f"density.kernels.tab.{slug}")
 
 SMALL = {"n": "128", "h": "1", "d": "16", "threads": "1"}  # a timing of a few milliseconds per kernel
 
@@ -21,9 +29,10 @@ def click(at, label):
     return next(b for b in at.button if b.label == label).click().run()
 
 
-def test_default_render_shows_the_exact_numbers_without_timing():
+def test_default_render_opens_on_the_bytes_chart_with_the_exact_numbers_without_timing():
     at = page()
     assert not at.exception and not at.error
+    assert at.query_params["tab"] == "shape"  # the page opens on its finding: the bytes each way moves
     tiny = S.SHAPE_PRESETS["tiny"]  # the page's defaults
     assert metric(at, "FLOPs per call") == f"{tiny.flops / 1e9:,.4f} GFLOP" == "0.2684 GFLOP"
     assert metric(at, "Score entries B·H·N_q·N_k") == "4,194,304"
@@ -31,25 +40,37 @@ def test_default_render_shows_the_exact_numbers_without_timing():
     assert "ak_timing" not in at.session_state  # nothing timed until the button
     backends = at.dataframe[0].value
     assert list(backends["Runs here"][:3]) == ["yes", "yes", "yes"]  # eager, MATH, FLASH on this CPU build
-    # the stepper at its defaults: 10 keys, tiles of 4, step 1
-    trace = FL.run_softmax_demo(FL.SoftmaxDemo())
+    tr = FL.hbm_traffic(1, 4, 1024, 1024, 32, 4, 128, 128, True)
+    assert metric(at, "Standard: bytes moved") == fmt_bytes(tr.standard_bytes)
+    assert metric(at, "Tiled: bytes moved") == fmt_bytes(tr.tiled_bytes)
+    assert metric(at, "Standard / tiled") == f"{tr.standard_bytes / tr.tiled_bytes:,.1f}×"
+    # one chart, the traffic model's; the other sections are one click away and do not run
+    assert len(at.get("plotly_chart")) == 1 and not at.table
+    assert "Tile 1 of 3" not in [m.label for m in at.metric]
+
+
+def test_the_stepper_tab_at_its_defaults():
+    at = page({"tab": "stepper"})
+    assert not at.exception and not at.error
+    trace = FL.run_softmax_demo(FL.SoftmaxDemo())  # 10 keys, tiles of 4, step 1
     s = trace.steps[0]
     assert metric(at, "Tile 1 of 3") == "keys 0–3"
     assert metric(at, "Running max m") == f"−∞ → {fmt_num(float(s.m_new[0]))}"
     assert metric(at, "Running sum l") == f"0 → {fmt_num(float(s.l_new[0]))}"
     assert metric(at, "max |tiled − plain|") == f"{trace.max_abs_diff:.2e}"
-    tr = FL.hbm_traffic(1, 4, 1024, 1024, 32, 4, 128, 128, True)
-    assert metric(at, "Standard: bytes moved") == fmt_bytes(tr.standard_bytes)
-    assert metric(at, "Tiled: bytes moved") == fmt_bytes(tr.tiled_bytes)
-    assert metric(at, "Standard / tiled") == f"{tr.standard_bytes / tr.tiled_bytes:,.1f}×"
-    assert len(at.get("plotly_chart")) >= 3
+    assert len(at.get("plotly_chart")) == 2  # the step and the trace table
+
+
+def test_the_claims_tab_before_any_measurement():
+    at = page({"tab": "claims"})
+    assert not at.exception
     claims = at.table[-1].value  # the seed's claims, checked; nothing measured yet, nothing quoted from elsewhere
     assert len(claims) == 6 and "Measured on this page" not in " ".join(claims["We compute"])
     assert not any("earlier run" in t.value for t in [*at.markdown, *at.caption])
 
 
 def test_step_through_the_online_softmax():
-    at = page({"sm_keys": "11", "sm_tile": "3", "sm_rows": "2", "sm_causal": "1", "sm_row": "1"})
+    at = page({"tab": "stepper", "sm_keys": "11", "sm_tile": "3", "sm_rows": "2", "sm_causal": "1", "sm_row": "1"})
     assert not at.exception
     demo = FL.SoftmaxDemo(num_keys=11, tile=3, num_queries=2, causal=True)
     trace = FL.run_softmax_demo(demo)
@@ -92,7 +113,7 @@ def test_time_a_small_shape():
 
 
 def test_sweep_runs_and_draws():
-    at = page({**SMALL, "sweep_max": "256"})
+    at = page({**SMALL, "sweep_max": "256", "tab": "sweep"})
     assert at.select_slider(key="sweep_max").value == 256
     click(at, "Run the sweep")
     assert not at.exception and not at.error
@@ -102,17 +123,22 @@ def test_sweep_runs_and_draws():
     assert set(df[df["status"] == "ok"]["implementation"]) == {"eager", "math", "flash"}
     at256 = df[df["keys"] == 256].set_index("implementation")
     assert metric(at, "FLASH vs eager time at N = 256") == f"{at256.loc['eager', 'median_ms'] / at256.loc['flash', 'median_ms']:,.1f}×"
-    assert len(at.get("plotly_chart")) >= 7  # 4 sweep charts + stepper, table, traffic
+    assert len(at.get("plotly_chart")) == 4  # the sweep's charts, its tab alone
     assert "N queries × N keys" in label
+    r = sweep.flash_vs_eager("median").time_ratio
+    assert metric(at, "FLASH vs eager time at N = 256") == f"{r:,.1f}×"
+    at.session_state[TAB_KEY] = tab_label("claims")  # what a click on the tab sends
+    at.run()
+    assert not at.exception and at.query_params["tab"] == "claims"
     speed = at.table[-1].value.loc["FlashAttention: 24× wall-clock on A100, 510× on H100 in FP8"]
     # which kernel was faster is this run's measurement (a busy machine can make FLASH the slower one at N = 256):
     # the sentence is the one the measured ratio calls for
-    r = sweep.flash_vs_eager("median").time_ratio
     said = (f"FLASH is {r:,.1f}× faster than eager" if f"{r:,.1f}" != "1.0" and r > 1 else
             f"FLASH is {1 / r:,.1f}× slower than eager" if f"{1 / r:,.1f}" != "1.0" and r < 1 else
             "FLASH and eager take about as long")
-    assert metric(at, "FLASH vs eager time at N = 256") == f"{r:,.1f}×"
     assert speed["We compute"].endswith(f"{said} (median).")
+    at.session_state[TAB_KEY] = tab_label("sweep")
+    at.run()
     at.radio(key="stat").set_value("fastest block").run()
     assert metric(at, "FLASH vs eager time at N = 256") == f"{at256.loc['eager', 'min_ms'] / at256.loc['flash', 'min_ms']:,.1f}×"
     assert at.query_params["stat"] == "fastest block"
@@ -134,9 +160,20 @@ def test_url_restores_the_view():
     decode = S.AttentionShape(batch=1, heads=2, seq_len=2048, head_dim=32, kind="decode")
     assert metric(at, "FLOPs per call") == f"{decode.flops / 1e9:,.4f} GFLOP"
     assert metric(at, "One N² matrix (eager must hold)") == fmt_bytes(decode.score_bytes) == "16 KiB"
-    assert at.slider(key="sm_step").value == 3 and metric(at, "Tile 3 of 3") == "keys 10–11"
     tr = FL.hbm_traffic(1, 2, 1, 2048, 32, 4, 64, 64, False)
     assert metric(at, "Tiled: bytes moved") == fmt_bytes(tr.tiled_bytes)
+    # the stepper's values wait in the link while its tab is closed, and show when it opens
+    assert at.query_params["sm_step"] == "3" and at.query_params["sm_tile"] == "5"
+    at.session_state[TAB_KEY] = tab_label("stepper")
+    at.run()
+    assert not at.exception and at.query_params["tab"] == "stepper"
+    assert at.slider(key="sm_step").value == 3 and metric(at, "Tile 3 of 3") == "keys 10–11"
+
+
+def test_a_link_opens_its_tab():
+    at = page({"tab": "stepper", "sm_keys": "12", "sm_tile": "5", "sm_step": "3"})
+    assert not at.exception and at.session_state[TAB_KEY] == tab_label("stepper")
+    assert at.slider(key="sm_step").value == 3 and metric(at, "Tile 3 of 3") == "keys 10–11"
 
 
 @pytest.mark.parametrize("params, expected", [
@@ -154,11 +191,16 @@ def test_over_the_cap_is_an_error_with_numbers():
     at = page({"h": "64", "n": "4096"})
     assert not at.exception
     assert "1·64·4,096·4,096 = 1,073,741,824 score entries is over this device's cap of 16,777,216" in unescaped(at.error[0].value)
+    at.session_state[TAB_KEY] = tab_label("sweep")
+    at.run()
+    assert not at.exception and any("1,073,741,824 score entries" in unescaped(e.value) for e in at.error)
     assert not any(b.label == "Run the sweep" for b in at.button)  # nothing to sweep until it is fixed
+    assert any(w.value == "Fix the shape on the *Bytes and time* tab first." for w in at.warning)
 
 
 def test_off_grid_url_values_snap():
     at = page({"d": "48", "tile": "100", "sm_tile": "40", "sm_keys": "8"})
     assert not at.exception
     assert at.select_slider(key="d").value == 32 and at.select_slider(key="tile").value == 128
+    at = page({"tab": "stepper", "sm_tile": "40", "sm_keys": "8"})
     assert at.number_input(key="sm_tile").value == 8  # a tile can not be longer than the keys

@@ -6,6 +6,7 @@ import re
 
 import pandas as pd
 
+from app.serving_tabs import tables_frame, view_takeaway
 from sim.alloc.trace import parse_trace, write_trace
 from sim.serving import studies as sd
 from sim.serving.comparison import DeploymentConfig
@@ -32,7 +33,7 @@ def test_each_tab_opens_alone_with_titled_axes_and_its_takeaway():
     sweep = sd.sweep_chunk_budget(sd.StudySetup())
     cmp = sd.compare_preemption(sd.PreemptionSetup())
     run = sd.run_scenario("chunked")
-    want = {"chunked": sweep.takeaway(), "preemption": cmp.takeaway(), "steps": run.steps[0].takeaway(12)}
+    want = {"chunked": sweep.takeaway(), "preemption": cmp.takeaway(), "steps": view_takeaway(run.steps[0], 12)}
     for tab, title in want.items():
         at = open_tab(tab)
         figs = charts(at)
@@ -71,8 +72,8 @@ def test_step_through_shows_the_step_in_the_link():
     assert shown["Running"] == "r0, r1" and shown["Swapped to host"] == "r2" and shown["Waiting"] == "—"
     assert shown["Free GPU blocks"] == "0 of 6"
     assert (view.running, view.swapped) == ((0, 1), (2,))
-    pd.testing.assert_frame_equal(at.dataframe[1].value.reset_index(drop=True), view.tables_frame(4))
-    assert title_of(charts(at)[0]) == view.takeaway(6)
+    pd.testing.assert_frame_equal(at.dataframe[1].value.reset_index(drop=True), tables_frame(view, 4))
+    assert title_of(charts(at)[0]) == view_takeaway(view, 6)
     at.slider(key="st_step").set_value(0).run()
     assert not at.exception and at.query_params["st_step"] in ("0", ["0"])
     assert metrics(at)["Running"] == "r0, r1, r2"

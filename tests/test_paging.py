@@ -419,13 +419,13 @@ def test_batched_rows_through_separate_block_tables():
     paged.set_batch([7, 3])
     contiguous = ContiguousKVCache(model.cfg, 2, 64)
     with torch.inference_mode():
-        a = model(ids, 0, paged)
-        b = model(ids, 0, contiguous)
+        a = model(ids, cache=paged)
+        b = model(ids, cache=contiguous)
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
         nxt = a[:, -1].argmax(-1, keepdim=True)  # (2, 1)
         for pos in range(len(PROMPT), len(PROMPT) + 5):  # 27 -> 32 tokens: 7 -> 8 blocks per row
-            a = model(nxt, pos, paged)
-            b = model(nxt, pos, contiguous)
+            a = model(nxt, start_pos=pos, cache=paged)
+            b = model(nxt, start_pos=pos, cache=contiguous)
             torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
             nxt = a[:, -1].argmax(-1, keepdim=True)
     assert paged.pool.block_table(7) == [0, 1, 2, 3, 4, 5, 6, 14]
@@ -438,13 +438,13 @@ def test_paged_cache_refuses_gaps_and_wrong_batches():
     model = random_model(1)
     cache = PagedKVCache(model.cfg, 8, 4)
     with torch.inference_mode():
-        model(torch.tensor([PROMPT[:6]]), 0, cache)
+        model(torch.tensor([PROMPT[:6]]), cache=cache)
         with pytest.raises(ValueError, match="holds 6 tokens, but the model writes at position 9"):
-            model(torch.tensor([[1]]), 9, cache)
+            model(torch.tensor([[1]]), start_pos=9, cache=cache)
         with pytest.raises(ValueError, match="the batch has 2 rows but set_batch named 1"):
-            model(torch.tensor([[1], [2]]), 6, cache)
+            model(torch.tensor([[1], [2]]), start_pos=6, cache=cache)
         with pytest.raises(ValueError, match="needs 7 more blocks for 27 tokens; 6 are free"):
-            model(torch.tensor([PROMPT]), 6, cache)
+            model(torch.tensor([PROMPT]), start_pos=6, cache=cache)
 
 
 @pytest.mark.skipif(not checkpoint_path("mha").is_file(), reason="the shipped mha checkpoint is not built yet")

@@ -183,7 +183,7 @@ def test_measured_fp16_cache_bytes_equal_the_formula(real):
     ids = real.encode("A cache of keys and values, one row per token.")
     cache = ContiguousKVCache(half.cfg, 1, 64, dtype=torch.float16)
     with torch.inference_mode():
-        half(torch.tensor([ids]), 0, cache, attn_impl="sdpa")
+        half(torch.tensor([ids]), cache=cache, attn_impl="sdpa")
     per_token = 30 * 2 * 3 * 64 * 2
     assert per_token == 23_040 == half.cfg.kv_bytes_per_token(2)
     assert cache.used_bytes() == len(ids) * per_token

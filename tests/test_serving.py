@@ -23,14 +23,15 @@ from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_ste
 from sim.serving import comparison as cp
 from sim.serving import schedulers as sch
 from sim.serving import step_cost as sc
+from sim.serving.engine import EngineConfig
 
 UNIT = sc.LinearCost(base_s=1.0)  # every forward pass takes one second: times count passes
 
 
-def sched(**kw) -> sch.SchedulerConfig:
-    base = dict(max_batch=2, capacity_tokens=16, block_size=2, watermark=0.0, max_batched_tokens=16)
+def sched(**kw) -> EngineConfig:
+    base = dict(max_batch=2, capacity_tokens=16, block_size=2, watermark=0.0, token_budget=16, chunked=False)
     base.update(kw)
-    return sch.SchedulerConfig(**base)
+    return EngineConfig(**base)
 
 
 # --- hand-worked schedules ------------------------------------------------------------------------
@@ -114,14 +115,14 @@ def test_watermark_keeps_blocks_free_at_admission():
     # 10 blocks of 2; prompts 8, 8, 2 (4, 4, 1 blocks). A 20% watermark keeps 2 blocks free: after r0 and r1
     # 2 blocks are left, so r2 (1 block) would leave 1 < 2 and must wait for r0 to finish.
     wl = workload_from_lengths([8, 8, 2], [1, 2, 1], max_model_len=10)
-    cfg = sched(max_batch=3, capacity_tokens=20, max_batched_tokens=64)
+    cfg = sched(max_batch=3, capacity_tokens=20, token_budget=64)
     assert sch.simulate_continuous(wl, cfg, UNIT).it_prefills.tolist() == [3, 0]
     assert sch.simulate_continuous(wl, replace(cfg, watermark=0.2), UNIT, check=True).it_prefills.tolist() == [2, 1]
 
 
 def test_prefill_token_budget_spreads_admissions():
     wl = workload_from_lengths([5, 5, 5], [2, 2, 2], max_model_len=10)
-    r = sch.simulate_continuous(wl, sched(max_batch=3, capacity_tokens=64, max_batched_tokens=10), UNIT)
+    r = sch.simulate_continuous(wl, sched(max_batch=3, capacity_tokens=64, token_budget=10), UNIT)
     assert r.it_prefill_tokens.tolist() == [10, 5, 0]
     assert r.first_token_s.tolist() == [1, 1, 2]
 
@@ -159,7 +160,7 @@ def test_continuous_matches_the_paging_simulators_paged_schedule(arrival):
     paging = ServingConfig(capacity_tokens=2048, block_size=16, max_num_seqs=24)
     ref = simulate_paged_stepwise(wl, paging).result
     assert ref.num_preemptions > 0  # the budget is tight enough to preempt
-    cfg = sch.SchedulerConfig(max_batch=24, capacity_tokens=2048, block_size=16, watermark=0.0, max_batched_tokens=1 << 20)
+    cfg = EngineConfig(max_batch=24, capacity_tokens=2048, block_size=16, watermark=0.0, token_budget=1 << 20, chunked=False)
     r = sch.simulate_continuous(wl, cfg, UNIT)
     assert r.num_preemptions == ref.num_preemptions
     np.testing.assert_array_equal(r.seg_req, ref.segments.req)
@@ -182,9 +183,9 @@ def small_cases(draw):
     arrivals = sorted(draw(st.lists(st.integers(0, 20), min_size=n, max_size=n)))
     capacity = draw(st.integers(max_len, 4 * max_len))
     capacity = max(capacity, -(-max_len // bs) * bs)
-    cfg = sch.SchedulerConfig(max_batch=draw(st.integers(1, 6)), capacity_tokens=capacity, block_size=bs,
-                             watermark=draw(st.sampled_from([0.0, 0.05, 0.2])),
-                             max_batched_tokens=max_len + draw(st.integers(0, 30)))
+    cfg = EngineConfig(max_batch=draw(st.integers(1, 6)), capacity_tokens=capacity, block_size=bs,
+                       watermark=draw(st.sampled_from([0.0, 0.05, 0.2])), token_budget=max_len + draw(st.integers(0, 30)),
+                       chunked=False)
     cost = sc.LinearCost(1.0, draw(st.sampled_from([0.0, 0.01])), draw(st.sampled_from([0.0, 0.001])))
     return workload_from_lengths(prompts, outputs, arrival=arrivals, max_model_len=max_len), cfg, cost
 
@@ -213,7 +214,7 @@ def test_invariants_on_random_workloads(case):
         assert len(r.seg_req) == n + r.num_preemptions
         assert np.array_equal(np.bincount(r.seg_req, minlength=n), 1 + r.num_preempted)
         if policy == "continuous":
-            assert (r.it_prefill_tokens <= cfg.max_batched_tokens).all()
+            assert (r.it_prefill_tokens <= cfg.token_budget).all()
             assert np.array_equal(r.it_rows, r.it_tokens)  # no padding
 
 
@@ -233,7 +234,7 @@ def test_step_costs_equal_the_roofline(model, kv_dtype):
         assert cost.decode_seconds(batch, ctx) == pytest.approx(decode_step(rc).time(hw), rel=1e-12)
         assert cost.prefill_seconds(batch, ctx) == pytest.approx(prefill_step(rc).time(hw), rel=1e-12)
         d = sc.extend_work(1, ctx - 1, cost.window)
-        w = sc.Work(batch, 0, d.keys_g * batch, d.keys_l * batch, d.kv_g * batch, d.kv_l * batch)
+        w = sc.PassWork(batch, 0, d.keys_g * batch, d.keys_l * batch, d.kv_g * batch, d.kv_l * batch)
         assert float(cost.flops(w)) == pytest.approx(decode_step(rc).flops, rel=1e-12)
         assert float(cost.bytes(w)) == pytest.approx(decode_step(rc).bytes, rel=1e-12)
 
@@ -244,7 +245,7 @@ def test_sliding_window_sums_match_a_recount_of_every_pass():
     cost = sc.RooflineCost(arch, "h100-sxm")
     wl = workload_from_lengths([1000, 1020, 900, 10, 1030], [60, 30, 200, 40, 5], arrival=[0, 0, 3, 5, 9],
                                   max_model_len=2048)
-    cfg = sch.SchedulerConfig(max_batch=3, capacity_tokens=4096, block_size=16, watermark=0.0, max_batched_tokens=2048)
+    cfg = EngineConfig(max_batch=3, capacity_tokens=4096, block_size=16, watermark=0.0, token_budget=2048, chunked=False)
     r = sch.simulate_continuous(wl, cfg, cost, tick_s=cost.decode_seconds(1, 1000))
     start_it = np.searchsorted(r.it_start_s, r.seg_start_s)
     end_it = start_it.copy()
@@ -258,7 +259,7 @@ def test_sliding_window_sums_match_a_recount_of_every_pass():
         pre = start_it == t
         ctx = prompt_of_seg[dec] + (t - start_it[dec])
         p = prompt_of_seg[pre]
-        w = sc.Work(int(dec.sum() + p.sum()), float((p - 1).sum()), float(ctx.sum() + (p * (p + 1) / 2).sum()),
+        w = sc.PassWork(int(dec.sum() + p.sum()), float((p - 1).sum()), float(ctx.sum() + (p * (p + 1) / 2).sum()),
                     float(np.minimum(ctx, W).sum() + sum(float(sc.keys_upto(x, W)) for x in p)),
                     float(ctx.sum() + p.sum()), float(np.minimum(ctx, W).sum() + np.minimum(p, W).sum()))
         assert r.it_seconds[t] == pytest.approx(cost.seconds(w), rel=1e-12), t
@@ -292,15 +293,15 @@ def test_default_setup_continuous_beats_static():
 
 def test_bounds_are_enforced():
     with pytest.raises(ValueError, match="max_batch"):
-        sch.SchedulerConfig(max_batch=0)
+        EngineConfig(max_batch=0)
     with pytest.raises(ValueError, match="watermark"):
-        sch.SchedulerConfig(watermark=0.9)
+        EngineConfig(watermark=0.9, chunked=False)
     with pytest.raises(ValueError, match="max_batched_tokens"):
         sch.simulate_continuous(workload_from_lengths([5], [5], max_model_len=64),
-                               sched(capacity_tokens=64, max_batched_tokens=32), UNIT)
+                               sched(capacity_tokens=64, token_budget=32), UNIT)
     with pytest.raises(ValueError, match="forward passes"):
         sch.simulate_continuous(workload_from_lengths([1] * 400, [1000] * 400, max_model_len=1024),
-                               sched(max_batch=1, capacity_tokens=1024, max_batched_tokens=1024), UNIT)
+                               sched(max_batch=1, capacity_tokens=1024, token_budget=1024), UNIT)
     with pytest.raises(ValueError, match="trained context"):
         cp.run_serving(cp.ServingSetup(deployment=cp.DeploymentConfig("gpt2", "h100-sxm")))
     with pytest.raises(ValueError, match="less than one request"):

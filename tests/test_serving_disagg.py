@@ -9,6 +9,7 @@ import pytest
 from sim.alloc.workload import workload_from_lengths
 from sim.cost.memory import MemoryConfig, request_bytes
 from sim.cost.presets import load_presets
+from sim.msg import Msg
 from sim.serving import engine_readouts as er
 from sim.serving.disagg import (
     DisaggConfig,
@@ -20,6 +21,7 @@ from sim.serving.disagg import (
 )
 from sim.serving.engine import EngineConfig, simulate_engine
 from sim.serving.step_cost import LinearCost
+from sim.words.serving import cell, event_line
 
 UNIT = LinearCost(1.0)  # every pass takes 1 s
 CFG = EngineConfig(4, 64, 4, 0.0, 32, chunked=True)
@@ -88,7 +90,7 @@ def test_a_prefilled_request_decodes_from_its_second_token():
     wl = workload_from_lengths([6], [3], arrival=[5], max_model_len=9)
     run = simulate_engine(wl, CFG, UNIT, prefilled_first_s=np.array([4.0]), record=True, check=True)
     assert run.result.first_token_s.tolist() == [4.0] and run.result.finish_s.tolist() == [7.0]
-    assert run.steps[0].events[0] == "request 0 arrived with its KV, took block(s) [0, 1]"  # 6 + 1 tokens, blocks of 4
+    assert event_line("en", run.steps[0].events[0]) == "request 0 arrived with its KV, took block(s) [0, 1]"  # 6 + 1 tokens, blocks of 4
     assert run.result.itl_s.tolist() == [2.0, 1.0]  # 6 − 4, then one pass
     with pytest.raises(ValueError, match="at least 2 output tokens"):
         simulate_engine(workload_from_lengths([6], [1], max_model_len=9), CFG, UNIT, prefilled_first_s=np.zeros(1))
@@ -102,6 +104,11 @@ def test_the_study_measures_what_its_verdict_says():
     assert (d["itl_p99_ms"] < c["itl_p99_ms"]) == ("did not even shorten" not in text)
     assert f"{d['slo_met_pct']:.0f}% of requests met both vs {c['slo_met_pct']:.0f}% colocated" in text
     assert st.transfer_gb == pytest.approx(st.disagg.transfer_bytes.sum() / 1e9)
+    # the pool cells come with their messages, row for row, so Korean never parses the English (issue 35)
+    pools = DisaggSetup().pools
+    assert st.cell_msgs["pool"] == [Msg("serving.cell.pool_colocated", n=pools.num_gpus),
+                                    Msg("serving.cell.pool_disaggregated", p=pools.num_prefill, d=pools.num_decode)]
+    assert [c["pool"], d["pool"]] == [cell("en", m) for m in st.cell_msgs["pool"]]
 
 
 def test_disagg_sentences_both_ways():

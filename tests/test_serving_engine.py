@@ -15,13 +15,21 @@ from hypothesis import strategies as st
 
 from sim.alloc.prefix_cache import block_hashes
 from sim.alloc.workload import LengthWorkloadConfig, make_workload, workload_from_lengths
+from sim.msg import Msg
 from sim.serving import engine as en
 from sim.serving import schedulers as sch
 from sim.serving import step_cost as sc
 from sim.serving.comparison import DeploymentConfig
 from sim.serving.links import LINKS
+from sim.serving.scheduler import RowKind
+from sim.words.serving import event_line
 
 UNIT = sc.LinearCost(base_s=1.0)  # every pass takes one second: times count passes
+
+
+def lines(view) -> tuple[str, ...]:
+    """A step's events worded in English (golden sentences; the events themselves are messages)."""
+    return tuple(event_line("en", e) for e in view.events)
 
 
 def cfg(**kw) -> en.EngineConfig:
@@ -63,15 +71,15 @@ def test_chunked_prefill_schedule_by_hand():
     assert r.first_token_s.tolist() == [2, 2, 3] and r.finish_s.tolist() == [4, 3, 4]
     assert r.itl_s.tolist() == [1, 1, 1, 1] and r.ttft_s.tolist() == [2, 2, 3]
     s0, s1, s2, s3 = run.steps
-    assert s0.rows == ((0, "prefill chunk", 8),) and s0.waiting == (1, 2) and s0.running == (0,)
+    assert s0.rows == ((0, RowKind.PREFILL_CHUNK, 8),) and s0.waiting == (1, 2) and s0.running == (0,)
     assert s0.block_tables == {0: (0, 1)} and s0.free_queue == tuple(range(2, 16))
-    assert s1.rows == ((0, "prefill (last chunk)", 2), (1, "prefill", 6)) and s1.waiting == (2,)
+    assert s1.rows == ((0, RowKind.LAST_CHUNK, 2), (1, RowKind.PREFILL, 6)) and s1.waiting == (2,)
     assert s1.block_tables == {0: (0, 1, 2), 1: (3, 4)} and s1.num_tokens == {0: 10, 1: 6}
-    assert s2.rows == ((0, "decode", 1), (1, "decode", 1), (2, "prefill", 3)) and s2.finished == (1,)
+    assert s2.rows == ((0, RowKind.DECODE, 1), (1, RowKind.DECODE, 1), (2, RowKind.PREFILL, 3)) and s2.finished == (1,)
     assert s2.block_tables == {0: (0, 1, 2), 2: (5,)} and s2.free_queue == tuple(range(6, 16)) + (4, 3)
     assert s3.finished == (0, 2) and s3.block_tables == {}
     assert s3.free_queue == tuple(range(6, 16)) + (4, 3, 2, 1, 0, 5)
-    assert "request 1 finished: block(s) [4, 3] back to the free queue" in s2.events
+    assert "request 1 finished: block(s) [4, 3] back to the free queue" in lines(s2)
 
 
 def test_without_chunking_a_long_prompt_waits_for_a_whole_budget():
@@ -97,14 +105,14 @@ def test_unlimited_chunked_prefill_is_continuous_batching_exactly(model, arrival
     wl = make_workload(LengthWorkloadConfig(num_requests=200, prompt_mean=60, output_mean=80, max_model_len=512,
                                             max_tokens=256, arrival=arrival, arrival_rate=0.4, seed=3))
     cost = DeploymentConfig(model).cost()  # gemma-3: sliding-window layers
-    ref = sch.simulate_continuous(wl, sch.SchedulerConfig(24, 2048, 16, 0.01, 1 << 20), cost)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(24, 2048, 16, 0.01, 1 << 20, chunked=False), cost)
     if arrival == "burst":
         assert ref.num_preemptions > 50  # the budget is tight: preemption by recompute is exercised
     run = en.simulate_engine(wl, en.EngineConfig(24, 2048, 16, 0.01, 1 << 30, chunked=True), cost, tick_s=0.01)
-    ref = sch.simulate_continuous(wl, sch.SchedulerConfig(24, 2048, 16, 0.01, 1 << 20), cost, tick_s=0.01)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(24, 2048, 16, 0.01, 1 << 20, chunked=False), cost, tick_s=0.01)
     assert_same_result(ref, run.result)
     unchunked = en.simulate_engine(wl, en.EngineConfig(24, 2048, 16, 0.01, 600, chunked=False), cost, tick_s=0.01)
-    assert_same_result(sch.simulate_continuous(wl, sch.SchedulerConfig(24, 2048, 16, 0.01, 600), cost, tick_s=0.01),
+    assert_same_result(sch.simulate_continuous(wl, en.EngineConfig(24, 2048, 16, 0.01, 600, chunked=False), cost, tick_s=0.01),
                        unchunked.result)
 
 
@@ -128,10 +136,10 @@ def small_cases(draw):
 def test_engine_reproduces_continuous_batching_on_random_workloads(case, extra_budget):
     wl, kw, cost, max_len = case
     budget = max_len + extra_budget
-    ref = sch.simulate_continuous(wl, sch.SchedulerConfig(**kw, max_batched_tokens=budget), cost, check=True)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(**kw, token_budget=budget, chunked=False), cost, check=True)
     got = en.simulate_engine(wl, en.EngineConfig(**kw, token_budget=budget, chunked=False), cost, check=True)
     assert_same_result(ref, got.result)
-    ref = sch.simulate_continuous(wl, sch.SchedulerConfig(**kw, max_batched_tokens=1 << 20), cost)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(**kw, token_budget=1 << 20, chunked=False), cost)
     got = en.simulate_engine(wl, en.EngineConfig(**kw, token_budget=1 << 30, chunked=True), cost, check=True)
     assert_same_result(ref, got.result)
 
@@ -162,9 +170,9 @@ def test_preemption_by_recompute_by_hand():
     steps = run.steps
     assert steps[2].waiting == (1,) and steps[2].running == (0,) and steps[2].block_tables == {0: (0, 1, 3)}
     assert steps[2].free_queue == (2,)
-    assert steps[2].events[0] == "request 1 preempted (recompute): blocks [2, 3] freed"
+    assert lines(steps[2])[0] == "request 1 preempted (recompute): blocks [2, 3] freed"
     assert steps[3].free_queue == (2, 3, 1, 0) and steps[3].waiting == (1,)
-    assert steps[4].rows == ((1, "prefill", 5),) and steps[4].block_tables == {1: (2, 3, 1)}
+    assert steps[4].rows == ((1, RowKind.PREFILL, 5),) and steps[4].block_tables == {1: (2, 3, 1)}
     assert steps[5].free_queue == (0, 1, 3, 2)
 
 
@@ -183,11 +191,11 @@ def test_preemption_by_swapping_by_hand():
     assert run.swap_out_bytes == run.swap_in_bytes == 4 * KVB and run.swap_seconds == 1.0
     s2, s3, s4 = run.steps[2:5]
     assert s2.swapped == (1,) and s2.cpu_block_tables == {1: (0, 1)} and s2.block_tables == {0: (0, 1, 3)}
-    assert s2.events[0] == "request 1 swapped out: GPU blocks [2, 3] → host blocks [0, 1]"
+    assert lines(s2)[0] == "request 1 swapped out: GPU blocks [2, 3] → host blocks [0, 1]"
     assert s3.swapped == (1,) and s3.free_queue == (2, 3, 1, 0)
     assert s4.swapped == () and s4.running == (1,) and s4.block_tables == {1: (2, 3, 1)} and s4.cpu_block_tables == {}
-    assert s4.rows == ((1, "decode", 1),)
-    assert s4.events[0] == "request 1 swapped in: host blocks [0, 1] → GPU blocks [2, 3, 1]"
+    assert s4.rows == ((1, RowKind.DECODE, 1),)
+    assert lines(s4)[0] == "request 1 swapped in: host blocks [0, 1] → GPU blocks [2, 3, 1]"
 
 
 def test_swap_falls_back_to_recompute_without_host_room():
@@ -221,8 +229,8 @@ def test_prefix_hit_shares_the_cached_blocks():
     assert run.prefix_hit_tokens == 8
     last = run.steps[-1]
     assert run.steps[1].free_queue == (3, 4, 5, 6, 7, 2, 1, 0)
-    assert run.steps[2].rows == ((1, "prefill after 8 cached", 2),)
-    assert "request 1 admitted (2 cached: [0, 1]), took block(s) [3]" in run.steps[2].events
+    assert run.steps[2].rows == ((1, Msg("serving.did.after", n=8), 2),)
+    assert "request 1 admitted (2 cached: [0, 1]), took block(s) [3]" in lines(run.steps[2])
     assert last.finished == (1,) and last.free_queue == (4, 5, 6, 7, 2, 3, 1, 0)
     assert set(last.cached_blocks) == {0, 1}  # still cached (hashes kept) while free
     assert run.result.it_prefill_tokens.tolist() == [8, 0, 2]
@@ -242,7 +250,7 @@ def test_lookahead_slots_are_reserved_and_rolled_back(alpha, passes, rolled):
         assert run.spec_reserved_slots == 3 + 3 + 2 + 1 == run.spec_rolled_back_slots
         assert run.steps[1].block_tables == {0: (0, 1)} and run.steps[1].num_tokens == {0: 5}
         assert run.steps[2].block_tables == {0: (0, 1)} and run.steps[2].num_tokens == {0: 6}
-        assert run.steps[2].events[:2] == ("request 0 took block(s) [2]",
+        assert lines(run.steps[2])[:2] == ("request 0 took block(s) [2]",
                                            "request 0: 0 of 3 drafts accepted, 3 slot(s) rolled back, block(s) [2] freed")
         assert run.steps[2].free_queue[-1] == 2
     else:
@@ -315,7 +323,7 @@ def test_without_chunking_running_decodes_spend_the_budget_first():
     assert r.first_token_s.tolist() == [1.0, 1.0, 12.0]
     assert r.ttft_s.tolist() == [1.0, 1.0, 11.0]
     # the continuous scheduler follows the same rule, and the engine reproduces it exactly
-    sched = sch.SchedulerConfig(4, 256, 4, 0.0, 100)
+    sched = en.EngineConfig(4, 256, 4, 0.0, 100, chunked=False)
     assert_same_result(en.simulate_engine(wl, c, UNIT).result, sch.simulate_continuous(wl, sched, UNIT))
     # a 98-token prompt fits beside the two decodes: admitted at once
     wl98 = workload_from_lengths([1, 1, 98], [11, 11, 1], arrival=[0, 0, 1], max_model_len=100)

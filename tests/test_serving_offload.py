@@ -16,6 +16,7 @@ from sim.serving.offload import OffloadSetup, run_offload
 from sim.serving.shared_prefix import SharedPrefixConfig, make_shared_prefix
 from sim.serving.step_cost import LinearCost, extend_work
 from sim.serving.tiers import OffloadConfig, TierCache, breakeven_position, recompute_seconds
+from sim.words.serving import event_line
 
 BS = 4
 GROUP_IDS = {g: np.arange(8, dtype=np.int32) + 100 * (i + 1) for i, g in enumerate("ABC")}
@@ -59,7 +60,7 @@ def test_tiers_after_each_request_worked_by_hand():
     # r5 A: the GPU and host miss, the disk has A0 A1 -> loaded from disk (disk A0 A1); evicting C1, C0 pushes
     # B1 then B0 down, dropping A0 then A1
     assert got[5] == (["A0", "A1"], [["C1", "C0"], ["B1", "B0"]])
-    assert [v.events[0] for v in run.steps if "loaded" in v.events[0]] == [
+    assert [event_line("en", v.events[0]) for v in run.steps if v.events and v.events[0].key == "serving.ev.loaded"] == [
         "request 2: 2 block(s) loaded back (2 from the host)", "request 3: 2 block(s) loaded back (2 from the host)",
         "request 5: 2 block(s) loaded back (2 from the disk)"]
     # tokens: r2, r3 found 8 each in the host, r5 8 on disk; none on the GPU (every hit block was evicted first)

@@ -206,7 +206,7 @@ def test_serve_prints_the_simulators_metrics(tmp_path, capsys, policy):
     wl = tr.parse_trace(tr.write_trace(SERVE_TRACE)).to_workload()
     cost = DeploymentConfig(kv_limit_tokens=4096).cost()
     if policy == "static":
-        r = sch.simulate_static(wl, sch.SchedulerConfig(8, 4096, 16, 0.01, 1 << 20), cost)
+        r = sch.simulate_static(wl, en.EngineConfig(8, 4096, 16, 0.01, 1 << 20, chunked=False), cost)
     else:
         cfg = en.EngineConfig(8, 4096, 16, 0.01, 1024, chunked=policy == "chunked", cpu_capacity_tokens=4096)
         r = en.simulate_engine(wl, cfg, cost).result

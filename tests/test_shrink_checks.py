@@ -95,9 +95,9 @@ def test_full_cache_factory_matches_the_reference_exactly(mha):
 class NoisyValues(ContiguousKVCache):
     """Every value row gets a fixed large perturbation: the tokens must part from the reference."""
 
-    def update(self, layer, start_pos, k, v):
-        noise = torch.randn(v.shape, generator=torch.Generator().manual_seed(start_pos)) * 2.0
-        return super().update(layer, start_pos, k, v + noise)
+    def write(self, layer, k, v):
+        noise = torch.randn(v.shape, generator=torch.Generator().manual_seed(self.num_tokens)) * 2.0
+        return super().write(layer, k, v + noise)
 
 
 def test_a_damaged_cache_diverges(mha):

@@ -336,10 +336,11 @@ def test_traffic_and_stepper_titles_follow_the_url():
     for n, step in ((512, 1), (2048, 2)):
         at = run_page("attention_kernels", {"n": str(n), "sm_step": str(step)})
         assert not at.exception
-        titles = chart_titles(at)
         s = shape(n)
-        assert R.traffic_takeaway(R.shape_traffic(s, 128), s.label()) in titles
-        assert R.stepper_takeaway(run_softmax_demo(DEMO), 0, step) in titles
+        assert R.traffic_takeaway(R.shape_traffic(s, 128), s.label()) in chart_titles(at)
+        at = run_page("attention_kernels", {"n": str(n), "sm_step": str(step), "tab": "stepper"})  # its own tab
+        assert not at.exception
+        assert R.stepper_takeaway(run_softmax_demo(DEMO), 0, step) in chart_titles(at)
 
 
 def test_standard_error_caption_reports_how_noisy_kivis_loss_change_was():

@@ -129,24 +129,26 @@ def test_repeated_chunks_mark_exactly_what_only_copying_predicts():
 
 
 def test_a_loaded_model_put_back_into_training_learns_in_every_projection():
-    """load_model fuses q/k/v and gate/up into detached copies for inference: trained like that, only the
-    embedding and the norms would get a gradient. .train() unfuses it, and the logits stay the same."""
-    from sim.model.transformer import load_model
+    """load_model applies the fast paths, whose fused copies are detached: trained like that, only the embedding
+    and the norms would get a gradient. .train() puts the reference modules back, and the logits stay the same."""
+    from sim.model.fast import FastAttention, has_fast_paths
+    from sim.model.transformer import Attention, load_model
 
     model = load_model("mha")
     ids = torch.randint(0, 256, (2, 33), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        fused_logits = model(ids[:, :-1])
-    assert model.fused and model.model.layers[0].self_attn.wqkv_t is not None
+        fast_logits = model(ids[:, :-1])
+    assert has_fast_paths(model) and type(model.model.layers[0].self_attn) is FastAttention
     model.train().requires_grad_(True)
-    assert not model.fused and model.model.layers[0].self_attn.wqkv_t is None and model.lm_head.weight_t is None
+    assert not has_fast_paths(model) and type(model.model.layers[0].self_attn) is Attention
+    assert "wqkv_t" not in vars(model.model.layers[0].self_attn) and "weight_t" not in vars(model.lm_head)
     logits = model(ids[:, :-1])
-    torch.testing.assert_close(logits.detach(), fused_logits, rtol=1e-5, atol=1e-5)
+    assert torch.equal(logits.detach(), fast_logits)
     torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten()).backward()
     no_grad = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
     assert no_grad == []
-    # eval() alone leaves a fused model fused (the app's models stay on the fast path)
-    assert load_model("mha").eval().fused
+    # eval() alone leaves the fast paths in place (the app's models stay on them)
+    assert has_fast_paths(load_model("mha").eval())
 
 
 def test_the_phase_preset_starts_from_mha_and_ends_at_the_full_context():

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app.i18n import lang, t
+from app.tabs import LazyTabs
 from app.urlstate import UrlState
 from sim.attention import online_softmax as FL
 from sim.attention import shapes as S
@@ -18,6 +19,13 @@ from sim.work.threads import pick_num_threads
 
 FLEX_TIMEOUT_S = 120
 TRAFFIC_TILES = (16, 32, 64, 128, 256)
+TAB_SLUGS = ("shape", "sweep", "stepper", "claims")
+
+
+def page_tabs() -> LazyTabs:
+    """The page's sections, one open at a time (tab= in the link), labelled in the page language: it opens on the
+    bytes each kernel moves at one shape, with the shape's controls and the timing under the chart."""
+    return LazyTabs("attention_kernels", {k: t(f"density.kernels.tab.{k}") for k in TAB_SLUGS})
 
 
 def snap(key: str, allowed) -> None:
@@ -49,6 +57,7 @@ def register(dtypes: tuple[str, ...], num_cpus: int) -> UrlState:
     url.int("sm_step", 1, 1, FL.MAX_DEMO_KEYS, label=t("kernels.url.sm_step"))
     url.int("tile", 128, TRAFFIC_TILES[0], TRAFFIC_TILES[-1], label=t("kernels.url.tile"))
     url.choice("stat", "median", list(STATS), label=t("kernels.url.stat"))
+    page_tabs().register(url)
     url.show_problems()
     snap("d", S.HEAD_DIMS)
     snap("tile", TRAFFIC_TILES)
@@ -101,7 +110,12 @@ def time_form(dtypes: tuple[str, ...], cpu: bool, num_cpus: int) -> TimeForm:
         st.checkbox(t("kernels.w.flex", note=compile_note, timeout=f"{FLEX_TIMEOUT_S}"), key="flex")
         submitted = st.form_submit_button(t("kernels.w.time"), type="primary")
     go = submitted or st.session_state.pop("ak_again", False)
-    return TimeForm(go, st.session_state["threads"] if cpu else None, st.session_state["flex"])
+    return TimeForm(go, chosen_threads(cpu), st.session_state["flex"])
+
+
+def chosen_threads(cpu: bool) -> int | None:
+    """torch threads for a timing on a CPU (the form's value; it holds on every tab), None on a GPU."""
+    return st.session_state["threads"] if cpu else None
 
 
 def chosen_shape(limits: Limits) -> S.AttentionShape:
@@ -169,6 +183,11 @@ def step_and_row(num_steps: int) -> tuple[int, int]:
     else:
         st.caption(t("kernels.w.one_step"))
     return st.session_state["sm_step"], st.session_state["sm_row"]
+
+
+def traffic_tile_now() -> int:
+    """The traffic model's tile as set now: the chart is drawn above its slider."""
+    return st.session_state["tile"]
 
 
 def traffic_tile() -> int:

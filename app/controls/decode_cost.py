@@ -68,14 +68,18 @@ def register(tabs: LazyTabs) -> UrlState:
     return url
 
 
-def draw_run_form(graph_reason: str | None) -> bool:
-    """The run's prompt, variant, length, step kind and sampling, in one form; whether its button was pressed."""
+def draw_run_form(graph_reason: str | None, fixed_shape: str | None = None) -> bool:
+    """The run's prompt, variant, length, step kind and sampling, in one form; whether its button was pressed.
+    `fixed_shape`: the real model's shape, shown (Markdown) where the variant choice would be."""
     lg = lang()  # bound now: a format_func may be called outside the script run (AppTest calls it)
     with st.form("run"):
         left, right = st.columns([3, 2])
         PROMPT.draw(left, height=90, help=t("decode.prompt_help", n=f"{MAX_PROMPT_BYTES}"))
-        VARIANT.draw(right, horizontal=True, format_func=lambda v: text(lg, "decode.variant_option", name=v.upper(),
-                                                                        n=f"{PRESETS[v].n_kv_heads}"))
+        if fixed_shape:
+            right.caption(fixed_shape)
+        else:
+            VARIANT.draw(right, horizontal=True, format_func=lambda v: text(lg, "decode.variant_option",
+                                                                            name=v.upper(), n=f"{PRESETS[v].n_kv_heads}"))
         NEW_TOKENS.draw(right, help=t("decode.n_help", n=f"{CONTEXT}"))
         step_radio(right, graph_reason)
         c = st.columns(5)

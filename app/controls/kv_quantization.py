@@ -42,6 +42,26 @@ RATIO_COLUMNS = {"layer": ("layer", None), "head": ("kv_head", None), "K max ÷ 
                  "V max ÷ median": ("v_ratio", "%.1f×"), "K's top channels": ("k_top", None)}
 
 
+FP8_SCALE_COLUMNS = {"scale": ("scale", None), "k_error": ("k_error", "%.2f%%"), "v_error": ("v_error", "%.2f%%"),
+                     "kl": ("kl", "%.2e"), "agreement": ("agreement", "%.4f")}
+
+
+def fp8_scale_frame(rows: list[dict], lang: str):
+    """The FP8 scale table (sim.model.quant_fp8.Fp8ScaleCheck.frame_rows): each row's name worded, errors in %."""
+    import pandas as pd
+
+    from sim.words import say
+
+    return pd.DataFrame([{**r, "scale": say(lang, r["scale"]), "k_error": 100 * r["k_error"],
+                          "v_error": 100 * r["v_error"]} for r in rows])
+
+
+def columns_in(prefix: str, spec: dict) -> dict:
+    """Like columns(), the labels under another catalog prefix ("fp8.col")."""
+    return {k: st.column_config.NumberColumn(t(f"{prefix}.{key}"), format=fmt) if fmt else t(f"{prefix}.{key}")
+            for k, (key, fmt) in spec.items()}
+
+
 def columns(spec: dict) -> dict:
     """column -> (label key, number format or None), as st.dataframe's column_config in the page language."""
     return {k: st.column_config.NumberColumn(t(f"quant.col.{key}"), format=fmt) if fmt else t(f"quant.col.{key}")

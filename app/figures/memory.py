@@ -7,7 +7,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
+from app.figures import CACHED, FORMULA, LABEL_BG, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, column_chars, set_headline
 from sim.cost.capacity import Capacity, DtypeRow
 from sim.cost.memory import GiB, KvGrid, VariantCurves, fmt_bytes
@@ -117,31 +117,63 @@ def variant_lines(curves: VariantCurves, kv_budget: int | None, context: int, ti
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 
 
+LABEL_ROW_PX = 24  # one row of line labels above the plot (presenter mode's 17-px type)
+USABLE_COLOR = "#ff7f0e"  # the usable line: the cache's edge, apart from the GPU's own (FORMULA)
+
+
+def edge_anchor(x: float, lo: float, hi: float) -> str:
+    """How a label at x on an axis from lo to hi is anchored so that it runs toward the middle, never past the
+    plot's side: its right end at x on the right half, its left end at x on the left half."""
+    return "right" if x > (lo + hi) / 2 else "left"
+
+
 def memory_breakdown(cap: Capacity, gpu_label: str, title: str, lang: str = "en") -> go.Figure:
-    """One stacked bar: weights, KV cache, free room, the part kept aside; past the GPU's end = over.
-    title: whether it fits (Capacity.takeaway), wrapped for the narrow column the page gives it."""
+    """One bar: weights, KV cache and the room left for more KV, from 0; behind it the part kept aside (1 −
+    utilization) from the usable line to the GPU's end. Both lines drawn and labelled above the plot, so a bar
+    that ends past the usable line is seen not to fit (the title says it) even when it ends before the GPU's end;
+    the stretch past the usable line is marked "over by" under the bar. title: whether it fits
+    (Capacity.takeaway), wrapped for the narrow column the page gives it."""
     fig = go.Figure()
-    for key, b in cap.breakdown():
+    demand = cap.weight_bytes + cap.kv_bytes
+    hi = max(cap.total_bytes, demand) * 1.04 / GiB
+    parts = dict(cap.breakdown())
+    bases = {"weights": 0, "kv": cap.weight_bytes, "free": demand, "aside": cap.usable_bytes}
+    for key in ("aside", "weights", "kv", "free"):  # the kept-aside band first: a cache over the line covers it
+        b = parts.get(key, 0)
         if b <= 0:
             continue
         part = text(lang, f"kvmem.part.{key}")
-        fig.add_bar(y=[""], x=[b / GiB], orientation="h", name=f"{part}: {fmt_bytes(b)}",
-                    marker_color=PART_COLORS[key], text=[f"{part}<br>{fmt_bytes(b)}"],
+        fig.add_bar(y=[""], x=[b / GiB], base=[bases[key] / GiB], orientation="h", name=f"{part}: {fmt_bytes(b)}",
+                    marker_color=PART_COLORS[key], width=0.6, legendrank=2000 if key == "aside" else 1000,
+                    text=[f"{part}<br>{fmt_bytes(b)}" if key != "aside" else ""],
                     textposition="inside", insidetextanchor="middle",
                     hovertemplate=f"{part}: {fmt_bytes(b)}<extra></extra>")
-    total = cap.total_bytes / GiB
-    fig.add_vline(x=total, line=dict(color=FORMULA, width=3),
-                  annotation_text=f"{gpu_label}: {fmt_bytes(cap.total_bytes)}", annotation_position="top")
-    over = cap.weight_bytes + cap.kv_bytes + (cap.total_bytes - cap.usable_bytes) - cap.total_bytes
-    if over > 0:
-        fig.add_annotation(x=total, y=0, text=_t(lang, "over", b=fmt_bytes(over)), showarrow=False, xanchor="left",
-                           font=dict(color=NAIVE, size=16), xshift=8, yshift=-40)
-    fig.update_layout(barmode="stack", uniformtext=dict(minsize=11, mode="hide"))
-    fig.update_yaxes(showticklabels=False)  # one bar: the GPU; its parts are labelled inside
+    lines = ((cap.total_bytes, dict(color=FORMULA, width=3), f"{gpu_label}: {fmt_bytes(cap.total_bytes)}", 1),
+             (cap.usable_bytes, dict(color=USABLE_COLOR, width=3, dash="dash"),
+              text(lang, "density.fit.usable_line", pct=f"{100 * cap.usable_bytes / cap.total_bytes:.3g}",
+                   b=fmt_bytes(cap.usable_bytes)), 0))
+    for at, line, label, row in lines:  # the GPU's label on the upper row, the usable one under it
+        x = at / GiB
+        fig.add_vline(x=x, line=line)
+        fig.add_annotation(x=x, xref="x", y=1, yref="paper", yanchor="bottom", xanchor=edge_anchor(x, 0, hi),
+                           yshift=2 + row * LABEL_ROW_PX, text=label, showarrow=False,
+                           font=dict(color=line["color"]))
+    over = demand - cap.usable_bytes
+    if over > 0:  # the stretch past the usable line, under the bar
+        x0, x1 = cap.usable_bytes / GiB, demand / GiB
+        fig.add_shape(type="line", x0=x0, x1=x1, y0=-0.45, y1=-0.45, xref="x", yref="y",
+                      line=dict(color=NAIVE, width=4))
+        x = x1 if edge_anchor(x1, 0, hi) == "right" else x0
+        fig.add_annotation(x=x, y=-0.5, xref="x", yref="y", yanchor="top", xanchor=edge_anchor(x1, 0, hi),
+                           text=_t(lang, "over", b=fmt_bytes(over)), showarrow=False, font=dict(color=NAIVE),
+                           bgcolor=LABEL_BG)
+    fig.update_layout(barmode="overlay", uniformtext=dict(minsize=11, mode="hide"))
+    fig.update_xaxes(range=[0, hi])
+    fig.update_yaxes(showticklabels=False, range=[-0.9, 0.45])  # one bar: the GPU; under it the "over by" mark
     fig = base_layout(fig, "", _t(lang, "x_gpu"), "", height=260)
     fig.update_layout(legend=dict(LEGEND_BELOW, traceorder="normal"),
                       margin=dict(b=60))
-    return set_headline(fig, title, NARROW_CHARS, below_px=24)  # below it: the GPU's label on its line
+    return set_headline(fig, title, NARROW_CHARS, below_px=2 * LABEL_ROW_PX + 4)  # below it: the lines' labels
 
 
 def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, title: str, lang: str = "en") -> go.Figure:

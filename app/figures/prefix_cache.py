@@ -218,3 +218,18 @@ def kv_difference(kc, labels: list[str], title: str, lang: str = "en") -> go.Fig
     fig.update_xaxes(title_text=text(lang, "prefix.fig.kv_axis"), row=2, col=1)
     fig.update_layout(plot_bgcolor="#ffffff")
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=24)  # below it: the keys panel's title
+
+
+def real_prefill_bars(rows: list[dict], title: str, lang: str = "en") -> go.Figure:
+    """The real model's prefill of each request, from scratch and from its cached prefix (medians, ms); each
+    request's label says how many of its tokens the cache held."""
+    x = [text(lang, "rp.prefix.fig.request", i=r["request"], hit=r["hit"], n=r["tokens"]) for r in rows]
+    fig = go.Figure()
+    for key, name_key, color in (("scratch_ms", "rp.prefix.fig.scratch", NAIVE), ("cached_ms", "rp.prefix.fig.cached",
+                                                                                     CACHED)):
+        fig.add_bar(x=x, y=[r[key] for r in rows], name=text(lang, name_key), marker_color=color,
+                    text=[f"{r[key]:,.0f}" for r in rows], textposition="outside",
+                    hovertemplate="%{x}: %{y:,.1f} ms<extra></extra>")
+    base_layout(fig, "", text(lang, "rp.prefix.fig.x"), text(lang, "rp.prefix.fig.y"), height=340)
+    fig.update_layout(barmode="group")
+    return set_headline(fig, title, FULL_WIDTH_CHARS)

@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import CACHED, NAIVE, base_layout, log_line, si_log_ticks
+from app.figures.edges import room_above_labels
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.i18n import text
 
@@ -34,6 +35,7 @@ def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dic
     fig.update_xaxes(type="log", title_text=text(lang, "roofline.fig.x_intensity"), **si_log_ticks(x))
     fig.update_yaxes(type="log", title_text=text(lang, "roofline.fig.y_flops"),
                      **si_log_ticks([y for tr in fig.data for y in tr.y]))
+    room_above_labels(fig)  # a point on the roof ("prefill") has its label over it
     base_layout(fig, "", "", "", height=520)
     return set_headline(fig, title, FULL_WIDTH_CHARS)
 

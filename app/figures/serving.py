@@ -9,10 +9,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
+from app.figures.edges import room_above_labels
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.i18n import text
-from sim.serving.result import policy_label
 from sim.serving.speculative import SpecCurves
+from sim.words.serving import policy_name
 
 POLICY_COLORS = {"static": NAIVE, "continuous": CACHED}
 QUEUE_COLOR = "#c7c7c7"
@@ -33,7 +34,7 @@ def gantt(results: dict, num_requests: int, title: str, lang: str = "en") -> go.
     finished but still holding its row until the batch's slowest request is done. Ticks: first token.
     title: the takeaway (ServingComparison.takeaway)."""
     fig = make_subplots(rows=len(results), cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=[policy_label(p, lang) for p in results])
+                        subplot_titles=[policy_name(lang, p) for p in results])
     shown: set[str] = set()
     for row, (policy, r) in enumerate(results.items(), start=1):
         n = min(num_requests, r.num_requests)
@@ -56,7 +57,7 @@ def gantt(results: dict, num_requests: int, title: str, lang: str = "en") -> go.
             key = name if name != bars[1][0] else f"{name} {policy}"
             fig.add_bar(y=y[mask], x=width[mask], base=base[mask], orientation="h", marker_color=color,
                         name=name if name != bars[1][0] else text(lang, "serving.f.computing_policy",
-                                                                          policy=policy_label(policy, lang).lower()),
+                                                                          policy=policy_name(lang, policy).lower()),
                         legendgroup=key, showlegend=key not in shown, row=row, col=1,
                         customdata=np.stack([base[mask], base[mask] + width[mask]], axis=1),
                         hovertemplate=text(lang, "serving.f.request_hover") + "<extra>" + name
@@ -83,7 +84,7 @@ def occupancy(series: pd.DataFrame, max_batch: int, title: str, lang: str = "en"
     title: the takeaway (ServingComparison.occupancy_takeaway)."""
     fig = go.Figure()
     for policy, g in series.groupby("policy", sort=False):
-        fig.add_scatter(x=g["time_s"], y=g["useful_rows"], name=text(lang, "serving.f.rows_useful", policy=policy_label(policy, lang)),
+        fig.add_scatter(x=g["time_s"], y=g["useful_rows"], name=text(lang, "serving.f.rows_useful", policy=policy_name(lang, policy)),
                         line=dict(color=POLICY_COLORS[policy], width=2, shape="hv"))
         if policy == "static":
             fig.add_scatter(x=g["time_s"], y=g["rows"], name=text(lang, "serving.f.rows_padded"),
@@ -102,9 +103,9 @@ def kv_memory(series: pd.DataFrame, capacity_tokens: int, title: str, lang: str 
         color = POLICY_COLORS[policy]
         claimed = text(lang, "serving.f.reserved" if policy == "static" else "serving.f.allocated")
         fig.add_scatter(x=g["time_s"], y=100 * g["kv_claimed"] / capacity_tokens,
-                        name=text(lang, "serving.f.policy_what", policy=policy_label(policy, lang), what=claimed), line=dict(color=color, width=2, shape="hv"))
+                        name=text(lang, "serving.f.policy_what", policy=policy_name(lang, policy), what=claimed), line=dict(color=color, width=2, shape="hv"))
         fig.add_scatter(x=g["time_s"], y=100 * g["kv_tokens"] / capacity_tokens,
-                        name=text(lang, "serving.f.policy_what", policy=policy_label(policy, lang),
+                        name=text(lang, "serving.f.policy_what", policy=policy_name(lang, policy),
                                   what=text(lang, "serving.f.real_tokens")),
                         line=dict(color=color, width=1.5, dash="dot", shape="hv"))
     fig.add_hline(y=100, line=dict(color=FORMULA, dash="dash", width=1), annotation_text=text(lang, "serving.f.kv_budget"),
@@ -122,10 +123,10 @@ def latency_percentiles(table: pd.DataFrame, title: str, lang: str = "en") -> go
         for _, row in table.iterrows():
             policy = row["policy"]
             vals = [row[f"{metric}_p{q}_{unit}"] for q in (50, 95, 99)]
-            fig.add_bar(x=["p50", "p95", "p99"], y=vals, name=policy_label(policy, lang), legendgroup=policy,
+            fig.add_bar(x=["p50", "p95", "p99"], y=vals, name=policy_name(lang, policy), legendgroup=policy,
                         marker_color=POLICY_COLORS[policy], showlegend=col == 1, row=1, col=col,
                         text=[f"{v:,.3g}" for v in vals], textposition="outside", cliponaxis=False,
-                        hovertemplate=f"{policy_label(policy, lang)} %{{x}}: %{{y:,.4g}} {unit}<extra></extra>")
+                        hovertemplate=f"{policy_name(lang, policy)} %{{x}}: %{{y:,.4g}} {unit}<extra></extra>")
         fig.update_yaxes(rangemode="tozero", title_text=text(lang, "serving.f.latency", unit=unit), row=1, col=col)
     fig.update_xaxes(title_text=text(lang, "serving.f.percentile"))
     fig.update_layout(barmode="group")
@@ -138,7 +139,7 @@ def batch_sweep(frame: pd.DataFrame, chosen: int, title: str, lang: str = "en") 
     title: the takeaway (BatchSweep.takeaway)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for policy in ("static", "continuous"):
-        fig.add_scatter(x=frame["max_batch"], y=frame[f"{policy}_tok_s"], name=policy_label(policy, lang),
+        fig.add_scatter(x=frame["max_batch"], y=frame[f"{policy}_tok_s"], name=policy_name(lang, policy),
                         mode="lines+markers", line=dict(color=POLICY_COLORS[policy], width=2))
     fig.add_scatter(x=frame["max_batch"], y=frame["ratio"], name=text(lang, "serving.f.ratio"), mode="lines+markers+text",
                     text=[f"{v:.1f}×" for v in frame["ratio"]], textposition="top center",
@@ -148,6 +149,7 @@ def batch_sweep(frame: pd.DataFrame, chosen: int, title: str, lang: str = "en") 
     fig.update_yaxes(title_text=text(lang, "serving.f.out_tok_s"), secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text=text(lang, "serving.f.ratio_axis"), secondary_y=True, rangemode="tozero",
                      showgrid=False)
+    room_above_labels(fig)  # the ratio is written over each of its points
     return set_headline(base_layout(fig, "", text(lang, "serving.f.max_batch_axis"), ""), title, FULL_WIDTH_CHARS)
 
 
@@ -213,5 +215,6 @@ def spec_vs_batch(points: list, title: str, lang: str = "en") -> go.Figure:
                   annotation_position="bottom left")
     fig.update_xaxes(type="log", tickvals=b)
     fig.update_yaxes(rangemode="tozero")
+    room_above_labels(fig)  # each point's speedup is written over it
     fig = base_layout(fig, "", text(lang, "serving.f.batch_axis"), text(lang, "serving.f.speedup_axis"), height=360)
     return set_headline(fig, title, FULL_WIDTH_CHARS)

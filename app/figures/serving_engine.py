@@ -12,7 +12,7 @@ from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from app.text import for_plotly
 from sim.i18n import text
-from sim.serving.result import cell_words
+from sim.words.serving import cell
 
 SUBPLOT_TITLE_PX = 24
 MODE_COLORS = {"recompute": NAIVE, "swap": CACHED}
@@ -27,7 +27,7 @@ def chunk_budget(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure
     whole-prompt prefill (unchunked)."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=[
         text(lang, "serving.g.gap_one"), text(lang, "serving.g.ttft")])
-    x = [str(cell_words(b, lang)) for b in frame["budget"]]
+    x = [str(cell(lang, b)) for b in frame["budget"]]
     for col, (a, b, unit, scale) in enumerate((("itl_p50_ms", "itl_p99_ms", "ms", 1), ("ttft_p50_s", "ttft_p95_s",
                                                                                       "s", 1)), start=1):
         for name, dash, color in ((a, "solid", CACHED), (b, "dot", NAIVE)):
@@ -50,9 +50,9 @@ def preemption(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     for col, (key, label, unit) in enumerate(panels, start=1):
         for _, row in frame.iterrows():
             mode = row["preemption"]
-            fig.add_bar(x=[cell_words(mode, lang)], y=[row[key]], name=cell_words(mode, lang), legendgroup=mode, showlegend=col == 1,
+            fig.add_bar(x=[cell(lang, mode)], y=[row[key]], name=cell(lang, mode), legendgroup=mode, showlegend=col == 1,
                         marker_color=MODE_COLORS[mode], text=[f"{row[key]:,.3g}"], textposition="outside",
-                        cliponaxis=False, row=1, col=col, hovertemplate=f"{cell_words(mode, lang)}: %{{y:,.4g}}<extra>{label}</extra>")
+                        cliponaxis=False, row=1, col=col, hovertemplate=f"{cell(lang, mode)}: %{{y:,.4g}}<extra>{label}</extra>")
         fig.update_yaxes(title_text=text(lang, "serving.f.latency", unit=unit), rangemode="tozero", row=1, col=col)
     fig.update_xaxes(title_text=text(lang, "serving.g.mode_axis"))
     fig = base_layout(fig, "", "", "")
@@ -130,7 +130,7 @@ TIER_KEYS = ("gpu_hit_pct", "host_hit_pct", "disk_hit_pct", "computed_pct")
 def offload(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Left: where each prompt token came from, per set of tiers (stacked %); right: time to first token p50/p95."""
     fig = _panels([text(lang, "serving.g.where_from"), text(lang, "serving.g.ttft")])
-    x = [cell_words(v, lang) for v in frame["tiers"]]
+    x = [cell(lang, v) for v in frame["tiers"]]
     base = np.zeros(len(frame))
     for key in TIER_KEYS:
         label = text(lang, f"serving.g.{key}")  # stacked by hand (explicit base, one offset group): TTFT stays grouped
@@ -149,7 +149,7 @@ def offload(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
 def disagg(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Colocated vs disaggregated: time to first token, gaps between tokens, requests meeting both SLOs."""
     fig = _panels([text(lang, "serving.g.ttft"), text(lang, "serving.g.gap"), text(lang, "serving.g.slo_panel")])
-    x = [cell_words("colocated" if p.startswith("colocated") else "disaggregated", lang) for p in frame["pool"]]
+    x = [cell(lang, "colocated"), cell(lang, "disaggregated")]  # the frame's rows (PoolComparison.to_frame)
     for col, pairs, unit in ((1, (("ttft_p50_s", "p50"), ("ttft_p95_s", "p95")), "s"),
                              (2, (("itl_p50_ms", "p50"), ("itl_p99_ms", "p99")), "ms")):
         for (key, q), color in zip(pairs, (CACHED, NAIVE), strict=True):
@@ -169,7 +169,7 @@ def routing(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Round-robin vs prefix-aware: prompt tokens from the cache, throughput, time to first token."""
     fig = _panels([text(lang, "serving.g.from_cache_panel"), text(lang, "serving.g.throughput"),
                    text(lang, "serving.g.ttft")])
-    x = [cell_words(v, lang) for v in frame["router"]]
+    x = [cell(lang, v) for v in frame["router"]]
     fig.add_bar(x=x, y=frame["hit_rate_pct"], name=text(lang, "serving.col.hit_rate_pct"), marker_color=CACHED, row=1, col=1,
                 text=[f"{v:.0f}%" for v in frame["hit_rate_pct"]], textposition="outside", cliponaxis=False,
                 hovertemplate="%{x}: %{y:.1f}%<extra></extra>")

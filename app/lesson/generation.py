@@ -10,7 +10,7 @@ from app.i18n import lang, t
 from app.lesson.nav import LENGTHS, open_full_page
 from app.lesson.style import ROW_KEY
 from app.present import show_chart
-from app.text import for_plotly, plain
+from app.text import code, for_plotly, plain
 from app.work import queued
 from sim.cost.opcount import generation_totals
 from sim.cost.presets import load_presets
@@ -21,6 +21,7 @@ TINY = "mha"  # the bundled model the real-model steps run
 PROMPT_LEN = 16  # the cost steps' prompt, in tokens
 FILL_NEW = 24  # tokens the filling animation decodes
 MIN_PROMPT = 2  # bytes: a prompt the real-model steps can draw
+REAL_LAYERS = 30  # SmolLM2-135M's layers: the filling step's layer choice on it
 
 
 def claim(text: str) -> None:
@@ -139,6 +140,7 @@ def mask_finding(text: str, L: str) -> str:
 
 
 def filling_finding(text: str, step: int, L: str) -> str:
+    """Step 4's claim on the tiny model (the recap's line)."""
     run = queued(lambda: _filling(text, FILL_NEW), t("lesson.job.decode"))
     f = run.frames[min(step, len(run.frames) - 1)]
     return say.filling_sentence(min(step, len(run.frames) - 1), len(f.fed), f.end, run.num_layers, f.used_bytes,
@@ -169,38 +171,102 @@ def _filling(text: str, new: int):
     return fill_cache(model(TINY), encode(text), new)
 
 
+FILL_MODELS = ("mha", "smollm2")  # the filling step's models: the tiny byte model (default) or SmolLM2's BPE
+MIN_REAL_NEW = 8  # the fewest tokens SmolLM2 decodes in this step (more when the page's budget allows)
+
+
+def _real_filling(text: str):
+    """SmolLM2 filling its cache over the prompt's BPE tokens, through the server's queue: as many new tokens as
+    the page's budget for work started unasked allows (at least MIN_REAL_NEW: then it waits for its button)."""
+    from app.work import auto_limits, run_job
+    from sim.model.cache_filling import MAX_FILL_NEW, fit_num_new
+    from sim.model.real_pages import WARM_LOAD_S
+    from sim.work.run_cost import SMOLLM2_RATES, cached_work
+
+    def seconds(prompt_len: int, n: int) -> float:
+        return SMOLLM2_RATES["eager"].seconds(cached_work(prompt_len, n)) + WARM_LOAD_S
+
+    # before the tokenizer is loaded: a BPE token is at least one byte, so the prompt's bytes bound its tokens
+    num_bytes = len(text.encode("utf-8"))
+    num_new = fit_num_new(min(FILL_NEW, MAX_FILL_NEW), lambda k: seconds(num_bytes, k), auto_limits()[0],
+                          MIN_REAL_NEW)
+
+    def work(progress):
+        from app.resources import real_model
+        from sim.model.cache_filling import fill_cache
+
+        real = real_model()
+        progress(0.2)
+        return fill_cache(real.model, real.encode(text), num_new, decode_ids=real.decode)
+
+    return run_job("lesson.fill_real", (text, num_new), seconds(num_bytes, num_new), work,
+                   what=t("rp.lesson.job", n=f"{num_new}"), button=t("rp.lesson.run"))
+
+
 def filling() -> None:
     ss = st.session_state
-    c = controls_row([5, 3, 2])
+    c = controls_row([4, 3, 2, 3])
     ids = _prompt_box(c[0])
-    c[1].select_slider(t("lesson.c.layer"), [0, 1, 2, 3], key="layer")
+    real = ss["fill_lm"] == "smollm2"
+    if real:
+        c[1].select_slider(t("lesson.c.layer"), list(range(REAL_LAYERS)), key="rlayer")
+    else:
+        c[1].select_slider(t("lesson.c.layer"), [0, 1, 2, 3], key="layer")
     c[2].toggle(t("lesson.c.play"), key="lesson_play", help=t("lesson.c.play_help"))
+    names = {k: t(f"rp.lesson.model.{k}") for k in FILL_MODELS}  # worded now: format_func runs later too
+    c[3].selectbox(t("rp.lesson.model"), list(FILL_MODELS), key="fill_lm", format_func=names.get,
+                   help=t("rp.lesson.model_help"))
     if ids is None:
         return
-    run = queued(lambda: _filling(ss["text"], FILL_NEW), t("lesson.job.decode"))
+    if real:
+        from app.model_picker import real_unavailable
+
+        if (missing := real_unavailable()) is not None:
+            st.info(missing, icon=":material/download:")
+            return
+        run = _real_filling(ss["text"])
+        if run is None:
+            return
+    else:
+        run = queued(lambda: _filling(ss["text"], FILL_NEW), t("lesson.job.decode"))
     last = len(run.frames) - 1
     if ss["t"] > last:
         ss["t"] = last
     # only a playing animation reruns itself (its part of the page alone, once a second)
-    st.fragment(_filling_view, run_every=1.0 if ss["lesson_play"] else None)(run)
+    st.fragment(_filling_view, run_every=1.0 if ss["lesson_play"] else None)(run, real)
 
 
-def _filling_view(run) -> None:
+def _shown(piece: str) -> str:
+    """A token's text in a chart title: its repr (quotes, escapes: never markup), escaped for plotly."""
+    return for_plotly(repr(piece))
+
+
+def _filling_view(run, real: bool = False) -> None:
     ss, L = st.session_state, lang()
     last = len(run.frames) - 1
     if ss.get("lesson_play"):
         ss["t"] = ss["t"] + 1 if ss["t"] < last else 0
     t_ = st.slider(t("lesson.c.t"), 0, last, key="t")
-    f, layer = run.frames[t_], ss["layer"]
-    claim(filling_finding(ss["text"], t_, L))
-    text = for_plotly(run.text[: f.end + 1] if t_ < last else run.text)
-    fed = "".join(chr(b) if 32 <= b < 127 else "·" for b in f.fed)
-    title = say.filling_title(layer, t_, str(for_plotly(fed)), for_plotly(repr(chr(f.picked))), f.end, lang=L)
+    f, layer = run.frames[t_], ss["rlayer" if real else "layer"]
+    step = min(t_, last)
+    claim(say.filling_sentence(step, len(f.fed), f.end, run.num_layers, f.used_bytes, run.bytes_per_token(), lang=L))
+    if real:
+        fed, picked = _shown(run.decode_ids(f.fed)), _shown(run.piece(f.picked))
+        upto = run.decode_ids(run.prompt + run.generated[: t_ + 1])
+    else:
+        fed = str(for_plotly("".join(chr(b) if 32 <= b < 127 else "·" for b in f.fed)))
+        picked = for_plotly(repr(chr(f.picked)))
+        upto = run.text[: f.end + 1] if t_ < last else run.text
+    title = say.filling_title(layer, t_, fed, picked, f.end, lang=L)
     show_chart(figs.cache_frame(run.keys(t_, layer).numpy(), run.values(t_, layer).numpy(), f.q[layer, 0].numpy(),
                                 f.weights[layer, 0].numpy(), range(f.start, f.end), run.frames[-1].end, title,
                                 lang=L), key="lesson_fill")
     show_chart(figs.bytes_growing(list(range(last + 1)), [fr.used_bytes for fr in run.frames], t_,
                                   say.growing_title(run.bytes_per_token(), f.used_bytes, t_, lang=L), lang=L),
                key="lesson_fill_bytes")
-    st.caption(t("lesson.cap.text_so_far", text=plain(text)))
-    open_full_page("decode_cost", {"prompt": ss["text"], "n": FILL_NEW}, t("lesson.open.fill"))
+    st.caption(t("lesson.cap.text_so_far", text=plain(upto)))
+    if real:  # the BPE pieces as the tokenizer split them: code spans show every character literally
+        st.caption(t("rp.lesson.pieces", n=f"{len(run.prompt)}", bytes=f"{len(ss['text'].encode('utf-8'))}",
+                     pieces=" ".join(code(repr(p)) for p in run.pieces(run.prompt))))
+    open_full_page("decode_cost", {"prompt": ss["text"], "n": FILL_NEW, **({"model": "smollm2"} if real else {})},
+                   t("lesson.open.fill"))

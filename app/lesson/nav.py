@@ -40,6 +40,8 @@ def register() -> UrlState:
     url.choice("workload", "system_prompt", list(LAYOUT_WORKLOADS), label=t("lesson.url.workload"))
     url.int("bt", 0, 0, len(SCRIPT), label=t("lesson.url.bt"))
     url.int("walk", 0, 0, STAGES - 1, label=t("lesson.url.walk"))
+    url.choice("fill_lm", "mha", ["mha", "smollm2"], label=t("rp.lesson.model"))
+    url.int("rlayer", 0, 0, 29, label=t("rp.lesson.url.rlayer"))
     url.show_problems()
     ss = st.session_state
     for key, stops in (("n", LENGTHS), ("ctx", CONTEXTS), ("alpha", ALPHAS)):  # snap URL numbers to the stops

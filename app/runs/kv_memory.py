@@ -49,3 +49,27 @@ def measured(name: str, batch: int, context: int, lang: str, measure: Callable):
 @st.cache_data(max_entries=64, show_spinner=False)
 def allocated(cfg: MemoryConfig, engine: EngineConfig, lang: str = "en") -> EngineAllocation:
     return engine_allocation(cfg, engine, lang)
+
+
+REAL_PRESET = "smollm2-135m"  # the preset that is the real model the lab runs: its cache is measured beside it
+
+
+def real_cache_bytes(preset):
+    """The real model's cache bytes after a few-token prefill (sim.model.real_pages), once per server through the
+    queue: a warm load and one short prefill, so it starts on open; a cold first load shows its progress."""
+    from sim.model.real_pages import CACHE_PROBE_TEXT, WARM_LOAD_S
+    from sim.work.run_cost import SMOLLM2_RATES, prefill_work
+
+    def work(progress):
+        from app.resources import real_model
+        from sim.model.real_pages import measure_cache_bytes
+
+        real = real_model()
+        ids = real.encode(CACHE_PROBE_TEXT)
+        progress(0.5)
+        return measure_cache_bytes(real.model, ids, preset)
+
+    # a character is at least one token's worth of text: an upper bound before the tokenizer is loaded
+    estimate = SMOLLM2_RATES["sdpa"].seconds(prefill_work(len(CACHE_PROBE_TEXT))) + WARM_LOAD_S
+    return run_job("kv_memory.real_bytes", (preset.key, CACHE_PROBE_TEXT), estimate, work,
+                   what=t("rp.kv.job"), button=t("rp.kv.button"))

@@ -10,6 +10,7 @@ from app.resources import model as cached_model
 from app.work import run_job
 from sim.model import quant_channels as qc
 from sim.model import quant_errors as qe
+from sim.model import quant_fp8 as qf
 from sim.model import quant_generation as qg
 from sim.model.quant_errors import PositionErrors
 from sim.model.quant_setup import Job, QuantSetup, free_sentence
@@ -51,6 +52,25 @@ def demo_for(variant: str, window_len: int, num_tokens: int, layer: int, head: i
              ch: int, factor: float):
     q, k = qc.queries_and_keys(cached_model(variant), windows_for(1, window_len)[:, :-1], layer, head)
     return qc.outlier_demo(k[:num_tokens], q[:num_tokens], bits, G, g, ch, factor)[1]
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def fp8_scales_for(variant: str, num_windows: int, window_len: int):
+    return qf.fp8_scale_check(cached_model(variant), windows_for(num_windows, window_len), qf.calibration_ids(),
+                              ref_logits=reference_for(variant, num_windows, window_len))
+
+
+def fp8_scales(setup: QuantSetup, run_s: float):
+    """FP8 at scale 1.0 against calibrated per-tensor and per-head scales and INT8 (sim.model.quant_fp8), as one job
+    of the server's queue (four teacher-forced runs and two capture passes); None while it waits for its button."""
+    ecfg = setup.eval
+
+    def work(progress):
+        progress(0.0, t("fp8.job"))
+        return fp8_scales_for(setup.variant, ecfg.num_windows, ecfg.window_len)
+
+    return run_job("kv_quantization.fp8_scales", (setup.variant, ecfg), 5 * run_s, work,
+                   what=setup.jobs_sentence(t("fp8.job"), 4, lang()))
 
 
 class Measured:

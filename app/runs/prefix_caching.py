@@ -80,3 +80,29 @@ def _kv_change(ids: tuple[int, ...], pos: int):
 def kv_change(ids: tuple[int, ...], pos: int):
     """Both prompts through the model in the server's queue (well under a second)."""
     return queued(lambda: _kv_change(ids, pos), t("prefix.spin.kv"))
+
+
+def real_chat(chat, block_size: int, *, go: bool):
+    """SmolLM2 prefilling every request from scratch and from its cached prefix (sim.model.real_prefix), in the
+    server's queue behind the section's button; None while it waits. The estimate is the real model's fitted
+    rates over an upper bound of the tokens (bytes), so it errs long until this server has run the job once."""
+    from sim.model import real_prefix as rp
+    from sim.model.real_pages import WARM_LOAD_S
+    from sim.work.run_cost import SMOLLM2_RATES, prefill_work
+
+    rates = SMOLLM2_RATES["sdpa"]
+    # a round: each request from scratch, and from the cache (at most the question and the template's markers)
+    per_round = sum(rates.seconds(prefill_work(n)) + rates.seconds(prefill_work(n - len(chat.system.encode())))
+                    for n in chat.max_tokens())
+    estimate = (rp.REPEATS + 1) * per_round + WARM_LOAD_S
+
+    def work(progress):
+        from app.resources import real_model
+
+        real = real_model()
+        return rp.measure_prefix_prefill(real, chat, block_size,
+                                         progress=lambda done, total: progress(done / total))
+
+    return run_job("prefix_caching.real_chat", (chat, block_size, rp.REPEATS), estimate, work, go=go,
+                   button=t("rp.prefix.run"), auto=False,
+                   what=t("rp.prefix.job", n=f"{len(chat.turns)}", repeats=f"{rp.REPEATS}"))

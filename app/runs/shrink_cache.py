@@ -123,6 +123,8 @@ def real_section() -> None:
     from app.present import show_chart, show_table
     from app.text import code, plain
     from sim.model.real_recorded import RealShrinkSetup, cell_key, frame_rows, label, load_recorded, score, verdict
+    from sim.model.shrink_quant import blur_ranking
+    from sim.words import say
 
     L = lang()
     why = real_unavailable()
@@ -140,6 +142,8 @@ def real_section() -> None:
     st.markdown(f"**{plain(sentence, 4000)}**")
     scores = [score(r, L) for r in rows]
     show_chart(scores_vs_bytes(scores[1:], scores[0], head, L, score_title=t("real.fig.score")), key="shrink_real")
+    for msg in blur_ranking(scores):
+        st.markdown(plain(say(L, msg), 4000))
     import pandas as pd
 
     show_table(pd.DataFrame(frame_rows(rows, L)), hide_index=True, width="stretch")

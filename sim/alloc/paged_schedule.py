@@ -5,10 +5,11 @@ its prompt's blocks to start; when a running request needs a block and none is f
 running request is preempted: its blocks are freed and it goes back to the head of the queue to be
 recomputed later (prompt + what it had generated).
 
-Three implementations agree exactly (tests check it): `simulate_paged_stepwise` with a real
-BlockPool appending one token per request per step (the reference), the same with `lazy=True`
-touching a request only when it crosses a block boundary (used for the block-grid snapshots), and
-`simulate_paged_fast`, a counting loop without block ids that is fast enough for 100,000 requests.
+Three runs of it agree exactly (tests check it, on random workloads and on pinned ones): the one Scheduler
+(sim.serving.scheduler) stepping a real BlockPool one token per request per step (the reference); the Serving
+page's counting loop (sim.serving.schedulers.replay_continuous) touching a request only when it crosses a block
+boundary (identical block ids; used for the block-grid snapshots); and `simulate_paged_fast`, counting blocks
+without naming them, fast enough for 100,000 requests.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.alloc.block_pool import BlockPool, PoolSnapshot, cdiv
+from sim.alloc.block_pool import PoolSnapshot
 from sim.alloc.errors import WordedError
 from sim.alloc.schedule import (
     MAX_STEPS,
@@ -146,43 +147,44 @@ class PagedTrace:
 
 def simulate_paged_stepwise(wl: Workload, serving: ServingConfig, snapshot_steps=(), lazy: bool = False,
                             check: bool = False, until: int | None = None) -> PagedTrace:
-    """The paged loop with a real BlockPool, step by step.
+    """The paged schedule with a real BlockPool, step by step, with pool snapshots at the asked steps.
 
-    Each step: running requests (oldest first) get room for their next token, preempting the newest
-    running request while the pool is empty; then, unless something was preempted, waiting requests
-    are admitted FCFS while their prompt's blocks are free; then requests on their last step are freed.
-    lazy=False appends one token per running request per step; lazy=True touches a request only on
-    the steps it needs a new block (identical block ids, much faster). check=True asserts the pool's
+    lazy=False runs the one Scheduler (sim.serving.scheduler: every running request appends its token each step,
+    the reference); lazy=True is a replay that touches a request only on the steps it needs a new block
+    (identical block ids, much faster, for the block-grid snapshots of long runs). check=True asserts the pool's
     invariants after every step. until=t stops after step t (then the trace has snapshots but no result).
     """
     check_fits(wl, serving)
-    bs, max_seqs = serving.block_size, serving.max_num_seqs
-    pool = BlockPool(serving.num_blocks, bs)
+    if not lazy:
+        return _scheduler_trace(wl, serving, snapshot_steps, check, until)
+    return _lazy_trace(wl, serving, snapshot_steps, check, until)
+
+
+def _scheduler_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check: bool,
+                     until: int | None) -> PagedTrace:
+    """Decode steps of the Scheduler with no token budget: each step, running requests (oldest first) get room
+    for their next token, preempting the newest while the pool is empty; then, unless something was preempted,
+    waiting requests are admitted FCFS while their prompt's blocks are free; requests on their last step leave."""
+    from sim.serving.scheduler import Request, Scheduler
+
+    sched = Scheduler(serving.scheduler_config)
+    pool = sched.kv.pool
     n = wl.num_requests
     arrival, prompt, output = wl.arrival.tolist(), wl.prompt_len.tolist(), wl.output_len.tolist()
     wanted = set(int(s) for s in snapshot_steps)
     snapshots: dict[int, PoolSnapshot] = {}
-    waiting: deque[tuple[int, int, int]] = deque()
-    running: list[list[int]] = []  # [req, start, prompt, output, segment], oldest first
-    crossings: dict[int, list[int]] = {}  # lazy: step -> segments that need a new block then
     used_series: list[int] = []
     segs: tuple[list, list, list, list] = ([], [], [], [])
     req_to_seg: dict[int, int] = {}
     preemptions = 0
     nxt = 0
     t = 0
-
-    def sync(r: list[int]) -> None:  # bring a lazily tracked request's token count up to step t
-        missing = r[2] + (t - r[1]) - pool.req_to_num_tokens[r[0]]
-        if missing > 0:
-            pool.append(r[0], missing)
-
     stop = math.inf if until is None else until
-    while (nxt < n or waiting or running) and t <= stop:
+    while (nxt < n or sched.has_unfinished_requests()) and t <= stop:
         while nxt < n and arrival[nxt] <= t:
-            waiting.append((nxt, prompt[nxt], output[nxt]))
+            sched.add_request(Request(nxt, prompt[nxt], output[nxt]))
             nxt += 1
-        if not running and not waiting:
+        if not sched.has_unfinished_requests():
             if arrival[nxt] > MAX_STEPS:
                 raise ValueError(f"request {nxt} arrives at step {arrival[nxt]:,}, past the limit of {MAX_STEPS:,} steps")
             for step in range(t, int(min(arrival[nxt], stop + 1))):
@@ -191,67 +193,43 @@ def simulate_paged_stepwise(wl: Workload, serving: ServingConfig, snapshot_steps
                     snapshots[step] = pool.snapshot(step)
             t = arrival[nxt]
             continue
-        preempted = False
-        if lazy:
-            due = set(crossings.pop(t, ()))
-            todo = [r for r in running if r[4] in due]
-        else:
-            todo = list(running)
-        for r in todo:
-            if r not in running:
-                break  # preempted while an older request made room: everything after it was too
-            needed = r[2] + (t - r[1]) - pool.req_to_num_tokens[r[0]]
-            while not pool.can_append(r[0], needed):
-                victim = running.pop()
-                pool.free(victim[0])
-                k = t - victim[1]
-                segs[2][req_to_seg[victim[0]]] = t
-                waiting.appendleft((victim[0], victim[2] + k, victim[3] - k))
-                preemptions += 1
-                preempted = True
-                if victim is r:
-                    break
-            else:
-                pool.append(r[0], needed)
-                if lazy:
-                    nxt_cross = cdiv(pool.req_to_num_tokens[r[0]], bs) * bs + 1 - r[2] + r[1]
-                    if nxt_cross < r[1] + r[3]:
-                        crossings.setdefault(nxt_cross, []).append(r[4])
-                continue
-            break
-        if not preempted:
-            while waiting and len(running) < max_seqs and pool.num_free_blocks >= cdiv(waiting[0][1], bs):
-                req, p, o = waiting.popleft()
-                pool.add_request(req, p)
-                running.append([req, t, p, o, len(segs[0])])
-                req_to_seg[req] = len(segs[0])
-                for lst, v in zip(segs, (req, t, t + o, p), strict=True):
-                    lst.append(v)
-                if lazy:
-                    first = cdiv(p, bs) * bs + 1 - p + t
-                    if first < t + o:
-                        crossings.setdefault(first, []).append(running[-1][4])
+        out = sched.schedule()
+        for pre in out.preempted:
+            segs[2][req_to_seg[pre.request_id]] = t
+            preemptions += 1
+        for rid in out.started:  # a stretch runs until its remaining outputs are made (unless preempted)
+            req = sched.requests[rid]
+            req_to_seg[rid] = len(segs[0])
+            for lst, v in zip(segs, (rid, t, t + req.max_tokens - req.num_output_tokens, req.num_prefill_tokens),
+                              strict=True):
+                lst.append(v)
         used_series.append(pool.num_used_blocks)
         if t in wanted:
-            if lazy:
-                for r in running:
-                    sync(r)
             snapshots[t] = pool.snapshot(t)
+        sched.update_from_output(out)
         if check:
-            pool.check_invariants()
-        keep = []
-        for r in running:
-            if r[1] + r[3] - 1 == t:
-                pool.free(r[0])
-            else:
-                keep.append(r)
-        running = keep
+            sched.check()
         t += 1
     for step in wanted:
         if step >= t:
             snapshots[step] = pool.snapshot(step)
-    if nxt < n or waiting or running:
+    if nxt < n or sched.has_unfinished_requests():
         return PagedTrace(None, snapshots)
-    result = _paged_result(wl, serving, np.array(used_series, dtype=np.int64), segs, preemptions)
-    return PagedTrace(result, snapshots)
+    return PagedTrace(_paged_result(wl, serving, np.array(used_series, dtype=np.int64), segs, preemptions), snapshots)
 
+
+def _lazy_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check: bool, until: int | None) -> PagedTrace:
+    """The same schedule, replayed by the Serving page's counting loop in bare decode steps: a request is touched
+    only on the steps it crosses into a new block."""
+    from sim.serving.scheduler import NO_BUDGET
+    from sim.serving.schedulers import replay_continuous
+
+    r = replay_continuous(wl, serving.num_blocks, serving.block_size, serving.max_num_seqs, 0, NO_BUDGET, None,
+                          check=check, snapshot_steps=snapshot_steps, until=until, max_iterations=math.inf,
+                          max_steps=MAX_STEPS)
+    if not r.complete:
+        return PagedTrace(None, r.snapshots)
+    used = np.zeros(int(max(r.seg_end)), dtype=np.int64)  # idle steps hold no block
+    used[np.array(r.it_start, dtype=np.int64)] = np.array(r.it_claim, dtype=np.int64) // serving.block_size
+    segs = (r.seg_req, [int(x) for x in r.seg_start], [int(x) for x in r.seg_end], r.seg_prompt)
+    return PagedTrace(_paged_result(wl, serving, used, segs, sum(r.num_preempted)), r.snapshots)

@@ -82,6 +82,16 @@ class ServingConfig:
     def num_blocks(self) -> int:
         return self.capacity_tokens // self.block_size
 
+    @property
+    def scheduler_config(self):
+        """The Scheduler (sim.serving.scheduler) this page's schedule is: decode steps with no token budget, no
+        watermark, recompute preemption."""
+        from sim.serving.scheduler import NO_BUDGET, SchedulerConfig
+
+        return SchedulerConfig(max_num_seqs=self.max_num_seqs, max_num_batched_tokens=NO_BUDGET,
+                               block_size=self.block_size, num_gpu_blocks=self.num_blocks,
+                               enable_chunked_prefill=False, watermark=0.0)
+
 
 def check_fits(wl: Workload, serving: ServingConfig) -> None:
     """Every policy must be able to run the longest request alone."""

@@ -8,6 +8,7 @@ holds. Each `FillFrame` keeps copies of exactly those tensors, so the animation 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -45,6 +46,7 @@ class FillingRun:
     num_kv_heads: int
     head_dim: int
     bytes_per_value: int
+    decode_ids: Callable[[list[int]], str] = decode  # the model's detokenizer: bytes for the tiny model, BPE for a real one
 
     @property
     def generated(self) -> list[int]:
@@ -52,7 +54,14 @@ class FillingRun:
 
     @property
     def text(self) -> str:
-        return decode(self.prompt + self.generated)
+        return self.decode_ids(self.prompt + self.generated)
+
+    def piece(self, token: int) -> str:
+        """One token's own text, as the model's tokenizer spells it (a byte, or a BPE piece such as ' be')."""
+        return self.decode_ids([token])
+
+    def pieces(self, ids: list[int]) -> list[str]:
+        return [self.piece(i) for i in ids]
 
     def keys(self, frame: int, layer: int, kv_head: int = 0) -> torch.Tensor:
         """(end, D): every key row of one head the cache holds after `frame`, rebuilt from the frames."""
@@ -67,9 +76,11 @@ class FillingRun:
 
 
 @torch.inference_mode()
-def fill_cache(model: Llama, prompt: list[int], num_new: int, lang: str = "en") -> FillingRun:
+def fill_cache(model: Llama, prompt: list[int], num_new: int, lang: str = "en", *,
+               decode_ids: Callable[[list[int]], str] = decode) -> FillingRun:
     """Prefill `prompt`, then `num_new - 1` cached decode steps (greedy): one frame per step. A prompt or a
-    number of new tokens out of range raises ValueError, worded in `lang` (the Lesson never sends one)."""
+    number of new tokens out of range raises ValueError, worded in `lang` (the Lesson never sends one).
+    `decode_ids` turns the model's token ids into text (the real model's tokenizer; bytes by default)."""
     cfg = model.cfg
     if not 1 <= len(prompt) <= MAX_FILL_PROMPT:
         raise ValueError(text(lang, "lesson.fill.bad_prompt", max=f"{MAX_FILL_PROMPT}", n=f"{len(prompt)}"))
@@ -81,7 +92,8 @@ def fill_cache(model: Llama, prompt: list[int], num_new: int, lang: str = "en") 
     feed, start = list(prompt), 0
     for step in range(num_new):
         cap: list[dict] = []
-        logits = model(torch.tensor([feed], device=dev), start, cache, attn_impl="eager", capture=cap)  # (1, T, V)
+        logits = model(torch.tensor([feed], device=dev), start_pos=start, cache=cache, attn_impl="eager",
+                       capture=cap)  # (1, T, V)
         picked = greedy(logits[0, -1])
         end = start + len(feed)
         frames.append(FillFrame(
@@ -94,4 +106,12 @@ def fill_cache(model: Llama, prompt: list[int], num_new: int, lang: str = "en") 
         ))
         feed, start = [picked], end
     elem = torch.finfo(model.dtype).bits // 8
-    return FillingRun(list(prompt), frames, cache, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, elem)
+    return FillingRun(list(prompt), frames, cache, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, elem,
+                      decode_ids)
+
+
+def fit_num_new(max_new: int, seconds: Callable[[int], float], budget_s: float, min_new: int = 1) -> int:
+    """The most new tokens, min_new..max_new, whose estimated run (`seconds(n)`) fits `budget_s`; `min_new`
+    when none does (the page then waits for its button rather than show fewer)."""
+    fits = [n for n in range(min_new, max_new + 1) if seconds(n) <= budget_s]
+    return max(fits, default=min_new)

@@ -1,9 +1,9 @@
 """Token-eviction KV caches (window, StreamingLLM sinks, H2O, SnapKV) and what every way of shrinking
 the cache weighs, counted exactly.
 
-Each cache is a KVCache (sim/model/kvcache.py): `update(layer, start_pos, k, v)` appends the new
-keys/values and returns every key/value the layer attends to this step, (B, Hkv, S, D). It plugs into
-`decode_loop` unchanged.
+Each cache is a KVCache (sim/model/kvcache.py): `write(layer, k, v)` appends a step's new keys/values and
+returns every key/value the layer attends to this step, (B, Hkv, S, D). It plugs into `decode_loop`
+unchanged.
 
 The budget is the number of tokens a layer holds BETWEEN steps (per K/V head for the per-head
 policies). A step attends to those plus the tokens it feeds (one when decoding): the new token's K/V
@@ -28,9 +28,10 @@ exactly the full cache's.
             that fits the budget keeps everything; its positions before the observation window are
             the ones that stay.)
 
-Ties in a ranking go to the earlier token. H2O and SnapKV need the attention weights: they read them
-from `observe(layer, probs)`, which the eager attention calls (attn_impl="eager"); the other
-attention paths never call it, and the cache then refuses the next write rather than evict blindly.
+Ties in a ranking go to the earlier token. H2O and SnapKV need the attention weights: such a cache is its own
+`attention_observer`, whose `observe(layer, probs)` eager attention calls (attn_impl="eager"); the model
+refuses any other attention with it, and the cache refuses a write while a layer's weights are still owed
+rather than evict blindly.
 
 Rows are kept in position order per head, so a chunk written on top of a cut cache is still masked
 causally by row index. Evicting copies the kept rows into a fresh buffer (never in place), so the
@@ -46,7 +47,7 @@ import torch
 import torch.nn.functional as F
 
 from sim.i18n import text
-from sim.model.kvcache import ContiguousKVCache
+from sim.model.kvcache import ContiguousKVCache, KVCache
 from sim.model.quant_cache import QuantizedKVCache, make_scheme, scheme_bytes
 
 EVICT_POLICIES = ("window", "sinks", "h2o", "snapkv")
@@ -143,7 +144,7 @@ def snapkv_rows(probs: torch.Tensor, n_kv_heads: int, budget: int, window: int =
 # --- the cache ---------------------------------------------------------------------------------
 
 
-class EvictingKVCache:
+class EvictingKVCache(KVCache):
     """A KV cache that keeps at most `budget` tokens per layer (per K/V head for h2o and snapkv) between
     steps; see the module docstring for each policy.
 
@@ -183,21 +184,28 @@ class EvictingKVCache:
         self.rows = [0] * L  # rows held per layer (the same for every head)
         self.written = [0] * L  # positions written per layer
         self.pinned: list[int | None] = [None] * L  # SnapKV: voted prompt rows that stay (None: no prompt yet)
-        self._awaiting = [False] * L  # an update whose attention the cache still needs to see
+        self._awaiting = [False] * L  # a write whose attention the cache still needs to see
+        self._step = (0, 0)  # (start, end) of the step being written
+        self.attention_observer = self if self.per_head else None  # h2o and snapkv rank by attention
 
     # the KVCache protocol
 
-    def update(self, layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor):
+    def begin_step(self, start_pos: int, num_new_tokens: int, *, batch_size: int) -> None:
+        end = start_pos + num_new_tokens
+        written = self.num_tokens
+        if start_pos != written:
+            raise ValueError(f"an evicting cache appends only: it has written {written} positions, asked to write at "
+                             f"{start_pos}")
+        if end > self.max_seq_len:
+            raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
+        self._step = (start_pos, end)
+
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor):
         if self._awaiting[layer]:
             raise ValueError(f"{self.policy} ranks tokens by the attention they get, but layer {layer} never showed "
                              f"its attention weights: run the model with attn_impl='eager'")
-        T = k.shape[2]
-        end = start_pos + T
-        if start_pos != self.written[layer]:
-            raise ValueError(f"an evicting cache appends only: layer {layer} has written {self.written[layer]} "
-                             f"positions, asked to write at {start_pos}")
-        if end > self.max_seq_len:
-            raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
+        start_pos, end = self._step
+        T = end - start_pos
         n = self.rows[layer]
         if n + T > self.k[layer].shape[2]:
             self._reallocate(layer, torch.arange(n, device=k.device).expand(*k.shape[:2], n), n + T)
@@ -211,6 +219,9 @@ class EvictingKVCache:
         else:
             self._cut(layer)  # the views above alias the old buffer: they stay as they are
         return k_all, v_all
+
+    def end_step(self) -> None:
+        pass  # each layer counted its positions as it wrote them
 
     def observe(self, layer: int, probs: torch.Tensor) -> None:
         """The layer's attention weights this step, (B, H, T, S) over the rows `update` returned."""

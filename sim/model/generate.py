@@ -21,7 +21,7 @@ from sim.cost.opcount import FlopTally, step_bytes
 from sim.i18n import text
 from sim.model.device import Stopwatch
 from sim.model.graph_step import StaticDecodeStep, check_step_kind
-from sim.model.kvcache import ContiguousKVCache
+from sim.model.kvcache import ContiguousKVCache, KVCache
 from sim.model.transformer import Llama
 from sim.work.conditions import Conditions, Measuring
 
@@ -105,27 +105,23 @@ def sample(logits: torch.Tensor, cfg: SamplingConfig, gen: torch.Generator | Non
     return int(torch.multinomial(probs, 1, generator=gen))
 
 
-def _last_logits(model: Llama, ids: torch.Tensor, start_pos: int, cache, attn_impl, sdpa_backend, tally,
-                 last_only: bool = True) -> torch.Tensor:
-    logits = model(ids, start_pos, cache, attn_impl=attn_impl, sdpa_backend=sdpa_backend, tally=tally,
-                   last_only=last_only)
+@torch.inference_mode()
+def prefill(model: Llama, ids: torch.Tensor, cache: KVCache | None, *, attn_impl: str = "eager",
+            sdpa_backend: str | None = None, tally: FlopTally | None = None, start_pos: int = 0,
+            last_only: bool = True) -> torch.Tensor:
+    """Feed ids (B, T) at positions start_pos.. (0: a prompt; later: a chunk on top of what `cache`
+    holds) and write their K/V to `cache`. Logits of the last position (B, V), or of every position
+    (B, T, V) when not last_only (speculative decoding's verify pass)."""
+    logits = model(ids, start_pos=start_pos, cache=cache, attn_impl=attn_impl, sdpa_backend=sdpa_backend,
+                   tally=tally, last_only=last_only)
     return logits[:, -1] if last_only else logits
 
 
 @torch.inference_mode()
-def prefill(model: Llama, ids: torch.Tensor, cache, attn_impl="eager", sdpa_backend=None, tally=None,
-            start_pos: int = 0, last_only: bool = True) -> torch.Tensor:
-    """Feed ids (B, T) at positions start_pos.. (0: a prompt; later: a chunk on top of what `cache`
-    holds) and write their K/V to `cache`. Logits of the last position (B, V), or of every position
-    (B, T, V) when not last_only (speculative decoding's verify pass)."""
-    return _last_logits(model, ids, start_pos, cache, attn_impl, sdpa_backend, tally, last_only)
-
-
-@torch.inference_mode()
-def decode_one_token(model: Llama, token: torch.Tensor, pos: int, cache, attn_impl="eager", sdpa_backend=None,
-                     tally=None) -> torch.Tensor:
+def decode_one_token(model: Llama, token: torch.Tensor, pos: int, cache: KVCache | None, *, attn_impl: str = "eager",
+                     sdpa_backend: str | None = None, tally: FlopTally | None = None) -> torch.Tensor:
     """Feed one token (B, 1) at position `pos` against the cache; logits (B, V)."""
-    return _last_logits(model, token, pos, cache, attn_impl, sdpa_backend, tally)
+    return prefill(model, token, cache, attn_impl=attn_impl, sdpa_backend=sdpa_backend, tally=tally, start_pos=pos)
 
 
 def check_lengths(model: Llama, prompt_len: int, max_new_tokens: int) -> None:
@@ -148,8 +144,9 @@ def decode_loop(
     model: Llama,
     ids: list[int],
     num_new: int,
-    cache=None,
+    cache: KVCache | None = None,
     pick: Callable[[torch.Tensor], int] = greedy,
+    *,
     start_pos: int = 0,
     attn_impl: str = "eager",
     sdpa_backend: str | None = None,
@@ -173,7 +170,7 @@ def decode_loop(
     check_step_kind(step, device)
     if step != "eager" and cache is None:
         raise ValueError(f"a {step} step decodes from a cache; naive decoding has none")
-    static = StaticDecodeStep(model, cache, attn_impl, graph=step == "graph") if step != "eager" else None
+    static = StaticDecodeStep(model, cache, attn_impl=attn_impl, graph=step == "graph") if step != "eager" else None
     elem = torch.finfo(model.dtype).bits // 8
     # a decode step's bytes: the weights for one fed token, and K/V bytes linear in the positions read
     one_token = step_bytes(cfg, 1, 1, elem, cached=True)
@@ -190,12 +187,14 @@ def decode_loop(
         with Stopwatch(device) as clock:
             if prefilling:  # the prompt, or the whole sequence again (naive)
                 num_fed, start = n, start_pos
-                logits = _last_logits(model, seq[:, :n], start, cache, attn_impl, sdpa_backend, tally)[0]  # (V,)
+                logits = prefill(model, seq[:, :n], cache, attn_impl=attn_impl, sdpa_backend=sdpa_backend,
+                                 tally=tally, start_pos=start)[0]  # (V,)
             else:
                 num_fed, start = 1, kv_len - 1
                 feed = seq[:, n - 1 : n]  # (1, 1)
                 logits = (static(feed, start) if static is not None else
-                          _last_logits(model, feed, start, cache, attn_impl, sdpa_backend, tally))[0]  # (V,)
+                          decode_one_token(model, feed, start, cache, attn_impl=attn_impl, sdpa_backend=sdpa_backend,
+                                           tally=tally))[0]  # (V,)
             token = pick(logits)
         if prefilling:
             nbytes = step_bytes(cfg, num_fed, kv_len, elem, cached=cache is not None and start > 0)
@@ -228,6 +227,7 @@ def generate_steps(
     prompt_ids: list[int],
     max_new_tokens: int,
     mode: str = "cached",
+    *,
     sampling: SamplingConfig = SamplingConfig(),
     attn_impl: str = "eager",
     sdpa_backend: str | None = None,
@@ -243,8 +243,9 @@ def generate_steps(
     check_lengths(model, len(prompt_ids), max_new_tokens)
     num_positions = len(prompt_ids) + max_new_tokens - 1
     cache = ContiguousKVCache(model.cfg, 1, num_positions, model.device, model.dtype) if mode == "cached" else None
-    yield from decode_loop(model, prompt_ids, max_new_tokens, cache, sampling.sampler(), 0, attn_impl, sdpa_backend,
-                           count, keep_logits, step if mode == "cached" else "eager")
+    yield from decode_loop(model, prompt_ids, max_new_tokens, cache, sampling.sampler(), attn_impl=attn_impl,
+                           sdpa_backend=sdpa_backend, count=count, keep_logits=keep_logits,
+                           step=step if mode == "cached" else "eager")
 
 
 def generate(model: Llama, prompt_ids: list[int], max_new_tokens: int, mode: str = "cached", **kwargs) -> GenerationResult:
@@ -355,12 +356,14 @@ def run_comparison(model: Llama, prompt_ids: list[int], num_new: int, sampling: 
     (sim.model.graph_step). The load before and after is kept with the times (`conditions`)."""
     check_step_kind(step, model.device)
     for mode in ("cached", "naive"):  # warm-up: first calls pay one-time kernel and allocator costs
-        for _ in generate_steps(model, prompt_ids[:8], 3, mode, sampling, attn_impl, count=False, step=step):
+        for _ in generate_steps(model, prompt_ids[:8], 3, mode, sampling=sampling, attn_impl=attn_impl, count=False,
+                                step=step):
             pass
     cached, naive, spent = [], [], 0.0
-    naive_steps = generate_steps(model, prompt_ids, num_new, "naive", sampling, attn_impl)
+    naive_steps = generate_steps(model, prompt_ids, num_new, "naive", sampling=sampling, attn_impl=attn_impl)
     with Measuring() as measuring:
-        for rec in generate_steps(model, prompt_ids, num_new, "cached", sampling, attn_impl, step=step):
+        for rec in generate_steps(model, prompt_ids, num_new, "cached", sampling=sampling, attn_impl=attn_impl,
+                                  step=step):
             cached.append(rec)
             if on_step:
                 on_step("cached", len(cached))

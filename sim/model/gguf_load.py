@@ -32,6 +32,7 @@ import torch
 
 from sim.model.chat_template import ChatTemplate, TemplateNotSupported
 from sim.model.config import ModelConfig
+from sim.model.fast import apply_fast_paths
 from sim.model.real_source import INSTALL_COMMAND, GGUFSource, wheel_gguf  # noqa: F401 (re-exported)
 from sim.model.transformer import Llama, build_model
 from sim.refusal import Refusal
@@ -350,7 +351,7 @@ def load_real_model(source: GGUFSource | None = None, *, progress: Progress | No
     if progress:
         progress("load", 0, 1)
     model = build_model(cfg, state, f"GGUF {path}").to(device=device, dtype=dtype).eval().requires_grad_(False)
-    model.fuse_projections(contiguous=True)  # decode steps read (in, out) copies: see Linear.prepare
+    apply_fast_paths(model, contiguous=True)  # decode steps read (in, out) copies: see sim.model.fast
     if progress:
         progress("load", 1, 1)
     return RealModel(model, tokenizer, chat, sha, path, bos, eos, from_cache=hit is not None)

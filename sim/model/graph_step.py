@@ -9,8 +9,9 @@ ones masked. The token and position go into fixed input tensors before each repl
 
 Step kinds:
     eager   the model's ordinary forward: dynamic shapes, attends to exactly the filled positions
-    static  Llama.forward_static run op by op: the graph's step, on any device (tests run it on a CPU)
-    graph   forward_static captured in a CUDA graph on the first step and replayed on every later one
+    static  the same forward through a StaticKVCache (below), the position in a tensor, the unwritten slots
+            masked: the graph's step, run op by op on any device (tests run it on a CPU)
+    graph   that static step captured in a CUDA graph on the first step and replayed on every later one
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 
 from sim.cost.opcount import FlopTally
 from sim.i18n import text
-from sim.model.kvcache import ContiguousKVCache
+from sim.model.kvcache import KVCache
 from sim.model.transformer import Llama
 
 STEP_KINDS = ("eager", "static", "graph")
@@ -44,6 +45,34 @@ def check_step_kind(step: str, device: torch.device) -> None:
         raise ValueError(f"a CUDA graph step needs a CUDA device: {reason}")
 
 
+class StaticKVCache(KVCache):
+    """A step's view of a ContiguousKVCache (`base`) with every shape fixed: the new K/V row goes to the position
+    held in the tensor `pos` (index_copy_, no host sync) and attention gets each layer's whole buffer, S_max slots,
+    the caller masking those after `pos`. The base's length advances as its own steps' do."""
+
+    def __init__(self, base: KVCache, pos: torch.Tensor) -> None:
+        self.k, self.v = base.static_buffers()  # refuses a cache without preallocated buffers
+        self.base, self.pos = base, pos  # pos (1,) long
+
+    def begin_step(self, start_pos: int, num_new_tokens: int, *, batch_size: int) -> None:
+        self.base.begin_step(start_pos, num_new_tokens, batch_size=batch_size)
+
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        self.k[layer].index_copy_(2, self.pos, k)
+        self.v[layer].index_copy_(2, self.pos, v)
+        return self.k[layer], self.v[layer]  # (B, Hkv, S_max, D)
+
+    def end_step(self) -> None:
+        self.base.end_step()
+
+    @property
+    def num_tokens(self) -> int:
+        return self.base.num_tokens
+
+    def used_bytes(self) -> int:
+        return self.base.used_bytes()
+
+
 class StaticDecodeStep:
     """Decode one token per call at a given position into a ContiguousKVCache with fixed shapes; with
     graph=True the first call captures the step in a CUDA graph and every call replays it.
@@ -51,28 +80,30 @@ class StaticDecodeStep:
     `part_to_flops` is the step's matmul FLOPs counted on its first run (the shapes never change, so
     every later run executes the same): attention over all S_max slots, the masked ones included."""
 
-    def __init__(self, model: Llama, cache, attn_impl: str = "sdpa", graph: bool = False) -> None:
-        if not isinstance(cache, ContiguousKVCache):
-            raise ValueError(f"a static-shape step writes into preallocated buffers by position: it needs a "
-                             f"ContiguousKVCache, got {type(cache).__name__}")
-        check_step_kind("graph" if graph else "static", model.device)
-        self.model, self.cache, self.attn_impl, self.use_graph = model, cache, attn_impl, graph
-        dev, batch = model.device, cache.k[0].shape[0]
-        self.token = torch.zeros(batch, 1, dtype=torch.long, device=dev)  # (B, 1) fixed input
+    def __init__(self, model: Llama, cache: KVCache, *, attn_impl: str = "sdpa", graph: bool = False) -> None:
+        dev = model.device
         self.pos = torch.zeros(1, dtype=torch.long, device=dev)  # (1,) fixed input
-        self.slots = torch.arange(cache.max_seq_len, device=dev)[None]  # (1, S_max)
+        self.static_cache = StaticKVCache(cache, self.pos)
+        check_step_kind("graph" if graph else "static", dev)
+        self.model, self.cache, self.attn_impl, self.use_graph = model, cache, attn_impl, graph
+        batch, self.max_seq_len = self.static_cache.k[0].shape[0], self.static_cache.k[0].shape[2]
+        self.token = torch.zeros(batch, 1, dtype=torch.long, device=dev)  # (B, 1) fixed input
+        self.slots = torch.arange(self.max_seq_len, device=dev)[None]  # (1, S_max)
+        self.no_mask = torch.zeros(1, self.max_seq_len, device=dev, dtype=model.dtype)  # (1, S_max)
         self.logits: torch.Tensor | None = None  # (B, V) fixed output, overwritten by every call
         self.graph = None
         self.part_to_flops: dict[str, int] | None = None
         self.prepare_s = 0.0  # the one-off run (and capture) before the first step
+        self._pos = 0  # the position on the host, for the cache's own checks
 
     @property
     def num_slots(self) -> int:
-        return self.cache.max_seq_len
+        return self.max_seq_len
 
     def _run(self, tally: FlopTally | None = None) -> torch.Tensor:
-        keep = self.slots <= self.pos  # (1, S_max) True where a written position may be attended
-        return self.model.forward_static(self.token, self.pos, self.cache, keep, attn_impl=self.attn_impl, tally=tally)
+        mask = self.no_mask.masked_fill(self.slots > self.pos, float("-inf"))  # (1, S_max): the unwritten slots
+        return self.model(self.token, start_pos=self._pos, cache=self.static_cache, positions=self.pos,
+                          attn_mask=mask, attn_impl=self.attn_impl, tally=tally)[:, 0]  # (B, V)
 
     def _capture(self, tally: FlopTally) -> None:
         side = torch.cuda.Stream()
@@ -87,13 +118,14 @@ class StaticDecodeStep:
         self.graph = graph
 
     def _set_inputs(self, token: torch.Tensor, pos: int) -> None:
-        cache = self.cache
-        if not 0 <= pos < cache.max_seq_len:
-            raise ValueError(f"cache holds {cache.max_seq_len} positions; asked to write position {pos}")
-        if pos > cache.num_tokens:
-            raise ValueError(f"write at position {pos} leaves a gap: only {cache.num_tokens} positions are filled")
+        if not 0 <= pos < self.max_seq_len:
+            raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write position {pos}")
+        if pos > self.cache.num_tokens:
+            raise ValueError(f"write at position {pos} leaves a gap: only {self.cache.num_tokens} positions are "
+                             "filled")
         self.token.copy_(token)
         self.pos.fill_(pos)
+        self._pos = pos
 
     @torch.inference_mode()
     def prepare(self, token: torch.Tensor, pos: int) -> None:
@@ -118,10 +150,11 @@ class StaticDecodeStep:
             self.prepare(token, pos)
         self._set_inputs(token, pos)
         if self.use_graph:
+            self.static_cache.begin_step(pos, 1, batch_size=self.token.shape[0])  # the replay runs no Python: the cache's length is kept here
             self.graph.replay()
+            self.static_cache.end_step()
         else:
             self.logits = self._run()
-        self.cache.layer_to_num_tokens = [pos + 1] * len(self.cache.k)  # what attention saw: positions 0..pos
         return self.logits
 
 

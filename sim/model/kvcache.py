@@ -1,34 +1,72 @@
-"""KV caches the model writes to and attends from.
+"""KV caches the model writes to and attends from: the one contract every cache keeps, and the contiguous cache.
 
-The interface is one method: `update(layer, start_pos, k, v)` stores the new keys/values at
-their positions and returns every key/value the layer should attend to, (B, Hkv, S, D) with
-S = start_pos + T. Paged and quantized caches plug in behind the same method. The model writes
-every layer once per forward, in layer order; `num_tokens` is what the cache holds after that.
+One forward pass of the model is one step of its cache, in three calls (sim.model.transformer.Llama.forward):
+
+    cache.begin_step(start_pos, num_new_tokens, batch_size=B)  # before layer 0: checks, makes room
+    k_all, v_all = cache.write(layer, k, v)      # every layer, in order: the step's new K/V (B, Hkv, T, D) in;
+                                                 # every K/V the layer attends to this step (B, Hkv, S, D) out
+    cache.end_step()                             # after the last layer: the new tokens now count as held
+
+`num_tokens` is the positions held (where the next token goes). A cache that keeps or drops tokens by the
+attention they get (H2O, SnapKV) names an `attention_observer`; eager attention hands it every layer's weights
+(B, H, T, S) right after `write` returned the S keys they cover. Contiguous (here), paged
+(sim.model.paged_cache), quantized (sim.model.quant_cache), evicting (sim.model.evict_cache) and the
+static-shape step's (sim.model.graph_step) caches implement it.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Protocol
 
 import torch
 
 
-class KVCache(Protocol):
-    def update(self, layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+class AttentionObserver(Protocol):
+    def observe(self, layer: int, probs: torch.Tensor) -> None:
+        """probs (B, H, T, S): this step's attention weights in `layer`, over the S keys its write returned."""
+
+
+class KVCache(ABC):
+    """The contract between the model and a cache (see the module docstring)."""
+
+    attention_observer: AttentionObserver | None = None  # None: attention may run any way (sdpa included)
+
+    @abstractmethod
+    def begin_step(self, start_pos: int, num_new_tokens: int, *, batch_size: int) -> None:
+        """A forward pass feeds positions start_pos..start_pos + num_new_tokens - 1 of batch_size rows: refuse it
+        (ValueError, before anything changes) or make room for them."""
+
+    @abstractmethod
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store layer `layer`'s new k, v (B, Hkv, T, D); return every k, v it attends to, (B, Hkv, S, D)."""
+
+    @abstractmethod
+    def end_step(self) -> None:
+        """Every layer has written: the step's tokens are held."""
 
     @property
-    def num_tokens(self) -> int: ...
+    @abstractmethod
+    def num_tokens(self) -> int:
+        """Positions held: where the next step starts."""
 
-    def used_bytes(self) -> int: ...
+    @abstractmethod
+    def used_bytes(self) -> int:
+        """Bytes of what the cache holds."""
+
+    def static_buffers(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Each layer's K and V buffers of fixed shape (B, Hkv, S_max, D), written by position: what a static-shape
+        step (sim.model.graph_step) writes into and attends over. Only a cache that preallocates has them."""
+        raise ValueError(f"a static-shape step writes into preallocated buffers by position: it needs a "
+                         f"ContiguousKVCache, got {type(self).__name__}")
 
 
-class ContiguousKVCache:
+class ContiguousKVCache(KVCache):
     """Preallocated per-layer buffers of max_seq_len positions, written by position.
 
-    Memory is reserved up front for the whole context (what a simple server does per request);
-    `used_bytes` counts only the positions written so far, `reserved_bytes` the whole buffer.
-    Each layer's length is the end of its last write (`start_pos + T`); `num_tokens` is derived,
-    the positions every layer holds, so it does not depend on the order the layers are written in.
+    Memory is reserved up front for the whole context (what a simple server does per request); `used_bytes` counts
+    only the positions written so far, `reserved_bytes` the whole buffer. A step may start at any position up to
+    `num_tokens` (writing again from an earlier one forgets what came after it, as `truncate` does).
     """
 
     def __init__(self, cfg, batch_size: int = 1, max_seq_len: int | None = None, device=None, dtype=torch.float32):
@@ -38,29 +76,42 @@ class ContiguousKVCache:
         shape = (batch_size, cfg.n_kv_heads, self.max_seq_len, cfg.head_dim)  # (B, Hkv, S_max, D)
         self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
         self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
-        self.layer_to_num_tokens = [0] * cfg.n_layers
+        self._num_tokens = 0
+        self._step = (0, 0)  # (start, end) of the step being written
 
-    def update(self, layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor):
-        T = k.shape[2]
-        end = start_pos + T
+    def check_positions(self, start_pos: int, num_new_tokens: int) -> None:
+        end = start_pos + num_new_tokens
         if end > self.max_seq_len:
             raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
-        have = self.layer_to_num_tokens[layer]
-        if start_pos > have:
-            raise ValueError(f"write at position {start_pos} leaves a gap: only {have} positions are filled")
+        if start_pos > self._num_tokens:
+            raise ValueError(f"write at position {start_pos} leaves a gap: only {self._num_tokens} positions are "
+                             "filled")
+
+    def begin_step(self, start_pos: int, num_new_tokens: int, *, batch_size: int) -> None:
+        if batch_size > self.k[0].shape[0]:
+            raise ValueError(f"the batch has {batch_size} rows but the cache was made for {self.k[0].shape[0]}")
+        self.check_positions(start_pos, num_new_tokens)
+        self._step = (start_pos, start_pos + num_new_tokens)
+
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        start, end = self._step
         k_buf, v_buf = self.k[layer], self.v[layer]
-        k_buf.narrow(2, start_pos, T).copy_(k)  # one view and one copy each (indexing makes a view per axis)
-        v_buf.narrow(2, start_pos, T).copy_(v)
-        self.layer_to_num_tokens[layer] = end
+        k_buf.narrow(2, start, end - start).copy_(k)  # one view and one copy each (indexing makes a view per axis)
+        v_buf.narrow(2, start, end - start).copy_(v)
         return k_buf.narrow(2, 0, end), v_buf.narrow(2, 0, end)
+
+    def end_step(self) -> None:
+        self._num_tokens = self._step[1]
 
     @property
     def num_tokens(self) -> int:
-        """Positions written in every layer."""
-        return min(self.layer_to_num_tokens)
+        return self._num_tokens
+
+    def static_buffers(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        return self.k, self.v
 
     def filled(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        n = self.layer_to_num_tokens[layer]
+        n = self._num_tokens
         return self.k[layer][:, :, :n], self.v[layer][:, :, :n]
 
     def used_bytes(self) -> int:
@@ -76,6 +127,6 @@ class ContiguousKVCache:
 
     def truncate(self, num_tokens: int) -> None:
         """Forget everything from position num_tokens on (the buffers are simply overwritten later)."""
-        if not 0 <= num_tokens <= self.num_tokens:
-            raise ValueError(f"can truncate to 0..{self.num_tokens}, got {num_tokens}")
-        self.layer_to_num_tokens = [num_tokens] * len(self.k)
+        if not 0 <= num_tokens <= self._num_tokens:
+            raise ValueError(f"can truncate to 0..{self._num_tokens}, got {num_tokens}")
+        self._num_tokens = num_tokens

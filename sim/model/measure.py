@@ -102,7 +102,7 @@ def measure_tiny_cache(model, batch: int, context: int, weights: str = "trained 
         delta = torch.cuda.memory_allocated(device) - before
     gen = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, cfg.vocab_size, (batch, context), generator=gen).to(device)  # (B, S)
-    prefill(model, tokens, cache, "sdpa")  # the same bytes; eager would hold B·H·S² scores
+    prefill(model, tokens, cache, attn_impl="sdpa")  # the same bytes; eager would hold B·H·S² scores
     assert cache.num_tokens == context
     element = torch.empty((), dtype=dtype).element_size()
     shape = (batch, cfg.n_kv_heads, context, cfg.head_dim)  # (B, H_kv, S, D)
@@ -139,16 +139,16 @@ def measure_rates(model, attn_impl: str = "sdpa", repeats: int = 3, clock=None) 
     samples: list[tuple[Work, float]] = []
     for t in lengths:
         ids = torch.zeros(1, t, dtype=torch.long, device=model.device)  # (1, T)
-        prefill(model, ids, None, attn_impl)  # warm-up
+        prefill(model, ids, None, attn_impl=attn_impl)  # warm-up
         best = float("inf")
         for _ in range(repeats):
             if clock is None:
                 with Stopwatch(model.device) as sw:
-                    prefill(model, ids, None, attn_impl)
+                    prefill(model, ids, None, attn_impl=attn_impl)
                 seconds = sw.seconds
             else:
                 t0 = clock()
-                prefill(model, ids, None, attn_impl)
+                prefill(model, ids, None, attn_impl=attn_impl)
                 seconds = clock() - t0
             best = min(best, seconds)
         samples.append((prefill_work(t), best))

@@ -2,9 +2,10 @@
 
 Per layer, K and V are one tensor each of shape (num_blocks, Hkv, block_size, D). Which blocks a
 request owns, in which order, is kept by a `sim.alloc.block_pool.BlockPool` (free queue, ref counts,
-copy-on-write). `update(layer, start_pos, k, v)` is the same interface as ContiguousKVCache: it
-writes the new tokens into their slots and returns every key/value to attend to as
-(B, Hkv, S, D), gathered block by block through the table. Row b of the model's batch is request
+copy-on-write). It keeps the KVCache contract (sim.model.kvcache): `begin_step` takes the blocks the
+step's tokens need (copying a shared last block first), `write` puts each layer's new tokens into their
+slots and returns every key/value to attend to as (B, Hkv, S, D), gathered block by block through the
+table. Row b of the model's batch is request
 `batch[b]` (`set_batch`), so forked branches decode against shared prompt blocks.
 """
 
@@ -19,6 +20,7 @@ from sim.alloc.paging_readouts import sharing_takeaway
 from sim.alloc.pool_views import marked_block_table
 from sim.i18n import text
 from sim.model.generate import SamplingConfig, check_lengths, decode, decode_loop, generate, prefill
+from sim.model.kvcache import KVCache
 from sim.model.transformer import Llama
 from sim.work.run_cost import ModelRates, cached_work
 
@@ -27,7 +29,7 @@ from sim.work.run_cost import ModelRates, cached_work
 PAGED_STEP_FACTOR = 2.0
 
 
-class PagedKVCache:
+class PagedKVCache(KVCache):
     def __init__(self, cfg, num_blocks: int, block_size: int = 16, device=None, dtype=torch.float32):
         self.cfg = cfg
         self.pool = BlockPool(num_blocks, block_size)
@@ -36,6 +38,7 @@ class PagedKVCache:
         self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
         self.batch: list[int] = [0]
         self._tables: list[torch.Tensor] = []  # this forward pass's block tables, one per batch row
+        self._step = (0, 0)  # (start, end) of the step being written
         self.num_copied_blocks = 0
 
     @property
@@ -69,7 +72,10 @@ class PagedKVCache:
             v[dst].copy_(v[src])
         self.num_copied_blocks += 1
 
-    def _make_room(self, start_pos: int, num_new: int) -> None:
+    def begin_step(self, start_pos: int, num_new_tokens: int, *, batch_size: int) -> None:
+        """Every request of the batch must hold exactly start_pos tokens; each gets the blocks for the new ones."""
+        if batch_size != len(self.batch):
+            raise ValueError(f"the batch has {batch_size} rows but set_batch named {len(self.batch)} requests")
         for req in self.batch:
             have = self.pool.req_to_num_tokens.get(req, 0)
             if have != start_pos:
@@ -77,20 +83,17 @@ class PagedKVCache:
                                  "a paged cache is written in order, without gaps or rewrites")
         for req in self.batch:
             if req in self.pool.req_to_block_table:
-                for src, dst in self.pool.append(req, num_new):  # copy-on-write of a shared last block
+                for src, dst in self.pool.append(req, num_new_tokens):  # copy-on-write of a shared last block
                     self._copy_block(src, dst)
             else:
-                self.pool.add_request(req, num_new)
+                self.pool.add_request(req, num_new_tokens)
         device = self.k[0].device
         self._tables = [torch.tensor(self.pool.req_to_block_table[r], device=device) for r in self.batch]
+        self._step = (start_pos, start_pos + num_new_tokens)
 
-    def update(self, layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor):
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor):
         B, Hkv, T, D = k.shape  # (B, Hkv, T, D)
-        if B != len(self.batch):
-            raise ValueError(f"the batch has {B} rows but set_batch named {len(self.batch)} requests")
-        if layer == 0:
-            self._make_room(start_pos, T)
-        end = start_pos + T
+        start_pos, end = self._step
         bs = self.block_size
         pos = torch.arange(start_pos, end, device=k.device)
         keys, values = [], []
@@ -102,6 +105,9 @@ class PagedKVCache:
             keys.append(self.k[layer][table[:nb]].transpose(0, 1).reshape(Hkv, nb * bs, D)[:, :end])  # (Hkv, S, D)
             values.append(self.v[layer][table[:nb]].transpose(0, 1).reshape(Hkv, nb * bs, D)[:, :end])
         return torch.stack(keys), torch.stack(values)  # (B, Hkv, S, D)
+
+    def end_step(self) -> None:
+        pass  # the pool counted the tokens when begin_step took their blocks
 
     @property
     def num_tokens(self) -> int:
@@ -192,14 +198,15 @@ def paged_generate(
     picks = [c.sampler() for c in configs]
     ids = torch.tensor([prompt_ids], dtype=torch.long, device=model.device)  # (1, T)
     cache.set_batch([0])
-    first = prefill(model, ids, cache, attn_impl)[0].float().cpu()  # (V,)
+    first = prefill(model, ids, cache, attn_impl=attn_impl)[0].float().cpu()  # (V,)
     after_prefill = cache.pool.snapshot(0)
     for b in range(1, num_branches):
         cache.fork(0, b)
     branch_ids = [[picks[b](first)] for b in range(num_branches)]
     logits = [[first] for _ in range(num_branches)]
     # each branch is the one decode loop from its first token on; the branches take turns, a step each
-    loops = [decode_loop(model, branch_ids[b][:1], max_new_tokens - 1, cache, picks[b], len(prompt_ids), attn_impl,
+    loops = [decode_loop(model, branch_ids[b][:1], max_new_tokens - 1, cache, picks[b], start_pos=len(prompt_ids),
+                         attn_impl=attn_impl,
                          keep_logits=True) for b in range(num_branches)]
     for _ in range(1, max_new_tokens):
         for b in range(num_branches):

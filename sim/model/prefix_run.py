@@ -255,7 +255,7 @@ def _prefill_only(model, cache, ids: list[int], attn_impl: str) -> float:
 
     x = torch.tensor([ids], dtype=torch.long, device=model.device)  # (1, P)
     with Stopwatch(model.device) as clock:
-        prefill(model, x, cache, attn_impl)
+        prefill(model, x, cache, attn_impl=attn_impl)
     return clock.seconds
 
 
@@ -470,7 +470,7 @@ def kv_change(model, ids: list[int], position: int, new_token: int | None = None
     for seq in (ids, changed):
         cap: list = []
         with torch.inference_mode():
-            model(torch.tensor([seq], dtype=torch.long, device=model.device), 0, None, attn_impl="eager", capture=cap)
+            model(torch.tensor([seq], dtype=torch.long, device=model.device), attn_impl="eager", capture=cap)
         caps.append(cap)
     k_diff, v_diff, k_scale = [], [], []
     for a, b in zip(caps[0], caps[1], strict=True):

@@ -17,10 +17,15 @@ the cache would see. The scale is rounded *up* to fp16, so the largest value nev
 The error of every value is at most scale/2 (plus the fp16 rounding of the zero point, below
 2^-11 of the group's minimum).
 
-FP8 (e4m3fn, e5m2): every value is cast on its own, saturating at the format's largest finite
-number, with one per-tensor scale of 1 (what vLLM uses when no scales are calibrated). torch's
-float8 dtypes do the cast where this build has them; otherwise an exact emulation does, and
-`fp8_backend()` says which.
+FP8 (e4m3fn, e5m2): each value is stored as fp8(x / scale), saturating at the format's largest
+finite number, and read back as that fp8 number × scale, vLLM's convention for its k_scale and
+v_scale. `scale` is one number for the whole tensor (per-tensor) or one per head (per-head, dim -3);
+1.0 is vLLM's default when no scale is calibrated (kv_cache_dtype="fp8" alone). A scale is a layer's
+constant, not part of the cache: it adds no bytes per token. Scaling by a power of two changes no
+value's relative rounding (only which values fall below the smallest normal number or above the
+largest), so on values well inside the range a scale barely matters (sim/model/quant_fp8.py measures
+it). torch's float8 dtypes do the cast where this build has them; otherwise an exact emulation does,
+and `fp8_backend()` says which.
 
 Codes are held unpacked (one uint8 per value) for speed; `code_bytes` counts them bit-packed, as
 a real cache stores them, and `packed()` really packs them (a test checks the two agree).
@@ -76,6 +81,7 @@ class QuantSpec:
     axis: str = "token"
     group_size: int = 32  # channels per group (axis="token") or tokens per group (axis="channel")
     symmetric: bool = False
+    scale: float | tuple[float, ...] = 1.0  # FP8 only: per-tensor, or one per head (see the module docstring)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -86,6 +92,12 @@ class QuantSpec:
             raise ValueError(f"FP8 ({self.kind}) has 8 bits, got bits={self.bits}")
         if self.axis not in AXES:
             raise ValueError(f"axis must be 'token' or 'channel', got {self.axis!r}")
+        scales = self.scale if isinstance(self.scale, tuple) else (self.scale,)
+        if not scales or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+                                 for x in scales):
+            raise ValueError(f"scale must be a positive finite number or a tuple of them, got {self.scale!r}")
+        if self.kind == "int" and self.scale != 1.0:
+            raise ValueError("integer formats compute their own group scales; scale is for FP8 only")
         if isinstance(self.group_size, bool) or not isinstance(self.group_size, int) or not 1 <= self.group_size <= 4096:
             raise ValueError(f"group_size must be a whole number in 1..4096, got {self.group_size!r}")
 
@@ -111,7 +123,9 @@ class QuantSpec:
     @property
     def label(self) -> str:
         if self.is_fp8:
-            return f"FP8 {self.kind} per value"
+            if isinstance(self.scale, tuple):
+                return f"FP8 {self.kind}, one scale per head"
+            return f"FP8 {self.kind}, per-tensor scale {self.scale:.6g}"
         unit = "channels" if self.axis == "token" else "tokens"
         kind = "sym" if self.symmetric else "asym"
         return f"INT{self.bits} {kind}, per-{self.axis} (groups of {self.group_size} {unit})"
@@ -126,7 +140,7 @@ class QuantizedTensor:
     codes: torch.Tensor | None  # uint8, the original shape (int kinds); offset by qmax when symmetric
     scale: torch.Tensor | None  # fp16, one per group (int kinds)
     zero: torch.Tensor | None  # fp16, one per group (asymmetric int)
-    values: torch.Tensor | None = None  # FP8: the fp8 numbers, held as float32
+    values: torch.Tensor | None = None  # FP8: the fp8 numbers stored (before × scale), held as float32
 
     @property
     def num_values(self) -> int:
@@ -154,7 +168,7 @@ class QuantizedTensor:
 
     def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         if self.spec.is_fp8:
-            return self.values.to(dtype)
+            return (self.values * _fp8_scale(self.spec, self.shape, self.values.device)).to(dtype)
         codes = self.codes.float()
         if self.spec.symmetric:
             codes = codes - self.spec.qmax
@@ -190,6 +204,8 @@ def _check_groups(shape: tuple[int, ...], spec: QuantSpec) -> None:
         raise ValueError(f"need a (..., tokens, channels) tensor, got shape {tuple(shape)}")
     S, D = shape[-2], shape[-1]
     if spec.is_fp8:
+        if isinstance(spec.scale, tuple) and (len(shape) < 3 or shape[-3] != len(spec.scale)):
+            raise ValueError(f"{len(spec.scale)} per-head scales for a tensor of shape {tuple(shape)} (heads on dim -3)")
         return
     if spec.axis == "token" and D % spec.group_size:
         raise ValueError(f"per-token groups of {spec.group_size} channels do not divide the {D} channels")
@@ -257,8 +273,9 @@ def quantize_with_values(x: torch.Tensor, spec: QuantSpec) -> tuple[QuantizedTen
     xf = x.detach().float()
     amax = _check_values(xf)
     if spec.is_fp8:
-        values = fp8_round(xf, spec.kind)
-        return QuantizedTensor(spec, shape, None, None, None, values), values.to(x.dtype)
+        s = _fp8_scale(spec, shape, xf.device)
+        values = fp8_round(xf / s, spec.kind)
+        return QuantizedTensor(spec, shape, None, None, None, values), (values * s).to(x.dtype)
     g, dim = _grouped(xf, spec)
     codes, scale, zero = _int_codes(g, dim, spec, amax)
     deq = codes * scale.float().unsqueeze(dim)
@@ -275,7 +292,8 @@ def fake_quantize(x: torch.Tensor, spec: QuantSpec) -> torch.Tensor:
     xf = x.detach().float()
     amax = _check_values(xf)
     if spec.is_fp8:
-        return fp8_round(xf, spec.kind).to(x.dtype)
+        s = _fp8_scale(spec, shape, xf.device)
+        return (fp8_round(xf / s, spec.kind) * s).to(x.dtype)
     g, dim = _grouped(xf, spec)
     codes, scale, zero = _int_codes(g, dim, spec, amax)
     deq = codes * scale.float().unsqueeze(dim)
@@ -296,6 +314,16 @@ def quantized_bytes(shape: tuple[int, ...], spec: QuantSpec) -> dict[str, int]:
 
 
 # --- FP8 -------------------------------------------------------------------------------------
+
+
+def _fp8_scale(spec: QuantSpec, shape: tuple[int, ...], device) -> torch.Tensor:
+    """The spec's scale as a tensor that broadcasts over a (..., H, S, D) tensor: a scalar, or (H, 1, 1)."""
+    if not isinstance(spec.scale, tuple):
+        return torch.tensor(float(spec.scale), dtype=torch.float32, device=device)
+    if len(shape) < 3 or shape[-3] != len(spec.scale):
+        raise ValueError(f"{len(spec.scale)} per-head scales for a tensor of shape {tuple(shape)} (heads on dim -3)")
+    return torch.tensor(spec.scale, dtype=torch.float32, device=device).view(-1, 1, 1)
+
 
 
 def fp8_round_emulated(x: torch.Tensor, kind: str) -> torch.Tensor:

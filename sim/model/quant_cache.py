@@ -1,7 +1,7 @@
 """A quantized KV cache for the tiny model: KIVI, and the naive schemes it is compared with.
 
-Same interface as sim/model/kvcache.py: `update(layer, start_pos, k, v)` stores the new keys/values
-and returns the (B, Hkv, S, D) keys/values the layer attends to.
+The KVCache contract of sim/model/kvcache.py: `write(layer, k, v)` stores a step's new keys/values and
+returns the (B, Hkv, S, D) keys/values the layer attends to.
 
 What is stored, per layer, for K and for V separately (a "store"):
 
@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from sim.i18n import text
+from sim.model.kvcache import KVCache
 from sim.model.quant import (
     INT_BITS,
     SCALE_BYTES,
@@ -82,6 +83,8 @@ class CacheScheme:
     v: QuantSpec | None
     residual: int = 0  # R: tokens kept in full precision (see the module docstring)
     keep: str = "recent"  # which R tokens: the most recent (a residual window) or the first R
+    # FP8 only: each layer's (k_scale, v_scale), calibrated (sim/model/quant_fp8.py); () keeps the specs' own scale
+    layer_scales: tuple[tuple[float | tuple[float, ...], float | tuple[float, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if self.keep not in ("recent", "first"):
@@ -91,6 +94,8 @@ class CacheScheme:
         if isinstance(self.residual, bool) or not isinstance(self.residual, int) \
                 or not 0 <= self.residual <= MAX_RESIDUAL:
             raise ValueError(f"residual must be a whole number in 0..{MAX_RESIDUAL}, got {self.residual!r}")
+        if self.layer_scales and not (self.k is not None and self.k.is_fp8 and self.v is not None and self.v.is_fp8):
+            raise ValueError("per-layer scales are for FP8 K and V only")
         for name, spec in (("K", self.k), ("V", self.v)):
             if spec is not None and not spec.is_fp8 and spec.axis == "channel" and self.residual % spec.group_size:
                 raise ValueError(
@@ -101,6 +106,15 @@ class CacheScheme:
     @property
     def is_full(self) -> bool:
         return self.k is None and self.v is None
+
+    def for_layer(self, layer: int) -> CacheScheme:
+        """The scheme one layer uses: its own calibrated FP8 scales in the specs when there are any."""
+        if not self.layer_scales:
+            return self
+        if not 0 <= layer < len(self.layer_scales):
+            raise ValueError(f"the scheme has FP8 scales for {len(self.layer_scales)} layers, asked for layer {layer}")
+        ks, vs = self.layer_scales[layer]
+        return replace(self, k=replace(self.k, scale=ks), v=replace(self.v, scale=vs), layer_scales=())
 
     def label_in(self, lang: str) -> str:
         return scheme_label(self.key, self.residual, lang)
@@ -254,7 +268,7 @@ class _Store:
         return 0 if self.res is None else self.res.shape[2]
 
 
-class QuantizedKVCache:
+class QuantizedKVCache(KVCache):
     """A KV cache that stores K and V as `scheme` says; see the module docstring."""
 
     def __init__(self, cfg, scheme: CacheScheme, batch_size: int = 1, max_seq_len: int | None = None, device=None,
@@ -270,20 +284,27 @@ class QuantizedKVCache:
         shape = (batch_size, cfg.n_kv_heads, self.max_seq_len, cfg.head_dim)  # (B, Hkv, S_max, D)
         self.view_k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
         self.view_v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
-        self.stores = [(_Store(scheme.k, scheme.residual, scheme.keep), _Store(scheme.v, scheme.residual, scheme.keep))
-                       for _ in range(cfg.n_layers)]
+        if scheme.layer_scales and len(scheme.layer_scales) != cfg.n_layers:
+            raise ValueError(f"the scheme has FP8 scales for {len(scheme.layer_scales)} layers; the model has "
+                             f"{cfg.n_layers}")
+        layers = [scheme.for_layer(i) for i in range(cfg.n_layers)]
+        self.stores = [(_Store(s.k, s.residual, s.keep), _Store(s.v, s.residual, s.keep)) for s in layers]
         self._pending: list[tuple[int, int, torch.Tensor, torch.Tensor] | None] = [None] * cfg.n_layers
         self._len = 0
+        self._step = (0, 0)  # (start, end) of the step being written
 
-    def update(self, layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor):
-        sk, sv = self.stores[layer]
-        T = k.shape[2]
-        end = start_pos + T
-        if start_pos != sk.length:
-            raise ValueError(f"a quantized cache appends only: layer {layer} holds {sk.length} tokens, "
-                             f"asked to write at {start_pos}")
+    def begin_step(self, start_pos: int, num_new_tokens: int, *, batch_size: int) -> None:
+        end = start_pos + num_new_tokens
+        if start_pos != self._len:
+            raise ValueError(f"a quantized cache appends only: it holds {self._len} tokens, asked to write at "
+                             f"{start_pos}")
         if end > self.max_seq_len:
             raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
+        self._step = (start_pos, end)
+
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        sk, sv = self.stores[layer]
+        start_pos, end = self._step
         vk, vv = self.view_k[layer], self.view_v[layer]
         pending = self._pending[layer]
         if pending is not None:  # last call's tokens: from fresh values to what is stored
@@ -294,9 +315,10 @@ class QuantizedKVCache:
                 view[:, :, pos : pos + vals.shape[2]] = vals
         self._pending[layer] = (start_pos, end, vk[:, :, start_pos:end].clone(), vv[:, :, start_pos:end].clone())
         vk[:, :, start_pos:end], vv[:, :, start_pos:end] = k, v  # the current tokens attend fresh
-        if layer == self.cfg.n_layers - 1:
-            self._len = end
         return vk[:, :, :end], vv[:, :, :end]
+
+    def end_step(self) -> None:
+        self._len = self._step[1]
 
     @property
     def num_tokens(self) -> int:

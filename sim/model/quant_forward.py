@@ -102,19 +102,18 @@ def teacher_forced_logits(model: Llama, ids: torch.Tensor, scheme: CacheScheme =
     H, Hkv, D = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
     x = model.model.embed_tokens(ids)  # (B, T, d)
     cos, sin = model.rope_cos[:T].to(x.dtype), model.rope_sin[:T].to(x.dtype)
-    for layer in model.model.layers:
+    if scheme.layer_scales and len(scheme.layer_scales) != cfg.n_layers:
+        raise ValueError(f"the scheme has FP8 scales for {len(scheme.layer_scales)} layers; the model has {cfg.n_layers}")
+    for i, layer in enumerate(model.model.layers):
         att = layer.self_attn
         h = layer.input_layernorm(x)
-        if att.wqkv is not None:
-            q, k, v = F.linear(h, att.wqkv).split([H * D, Hkv * D, Hkv * D], dim=-1)
-        else:
-            q, k, v = att.q_proj(h), att.k_proj(h), att.v_proj(h)
+        q, k, v = att.q_proj(h), att.k_proj(h), att.v_proj(h)
         q = apply_rope(q.view(B, T, H, D).transpose(1, 2), cos, sin)  # (B, H, T, D)
         k = apply_rope(k.view(B, T, Hkv, D).transpose(1, 2), cos, sin)  # (B, Hkv, T, D)
         v = v.view(B, T, Hkv, D).transpose(1, 2)
         if capture is not None:
             capture.append({"q": q, "k": k, "v": v})
-        y = _attend(q, k, v, scheme, prefill_len).transpose(1, 2).reshape(B, T, H * D)
+        y = _attend(q, k, v, scheme.for_layer(i), prefill_len).transpose(1, 2).reshape(B, T, H * D)
         x = x + att.o_proj(y)
         x = x + layer.mlp(layer.post_attention_layernorm(x))
     return model.lm_head(model.model.norm(x)).float()

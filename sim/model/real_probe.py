@@ -64,11 +64,7 @@ def attention_sink(model: Llama, ids: list[int], skip: int = 16, map_tokens: int
             shares.append(float(probs[0, :, skip:, 0].float().mean()))
             maps.append(probs[0, :, :m, :m].float().mean(0).cpu().numpy())  # (M, M)
 
-        @staticmethod
-        def update(layer: int, start_pos: int, k: torch.Tensor, v: torch.Tensor):
-            return k, v
-
-    model(torch.tensor([ids], device=model.device), 0, Observer(), attn_impl="eager")
+    model(torch.tensor([ids], device=model.device), observer=Observer(), attn_impl="eager")
     positions = np.arange(skip, len(ids))
     return SinkResult(len(ids), skip, np.array(shares), float(np.mean(1.0 / (positions + 1))), tuple(ids),
                       np.stack(maps))

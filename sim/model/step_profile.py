@@ -24,7 +24,7 @@ OUTSIDE = "outside operators (Python, dispatch)"  # the step's time in no operat
 _MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear", "aten::baddbmm"}
 _ATTENTION = {"aten::softmax", "aten::_softmax", "aten::scaled_dot_product_attention",
               "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_safe_softmax"}
-# RMSNorm (transformer.py) is sum, div_, add_ and rsqrt_ between its three muls, which count as elementwise
+# RMSNorm (sim.model.fast) is sum, div_, add_ and rsqrt_ between its three muls, which count as elementwise
 _NORMS = {"aten::rms_norm", "aten::_fused_rms_norm", "aten::rsqrt", "aten::rsqrt_", "aten::pow", "aten::mean",
           "aten::sum", "aten::div_", "aten::add_"}
 _ELEMENTWISE = {"aten::add", "aten::mul", "aten::mul_", "aten::silu", "aten::neg", "aten::sub", "aten::roll",

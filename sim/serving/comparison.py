@@ -15,9 +15,10 @@ from sim.cost.memory import weight_bytes
 from sim.cost.presets import load_presets
 from sim.i18n import text
 from sim.serving import readouts as ro
+from sim.serving.engine import EngineConfig
 from sim.serving.errors import Refusal
 from sim.serving.result import ServingResult
-from sim.serving.schedulers import MAX_REQUESTS, POLICIES, SchedulerConfig, simulate
+from sim.serving.schedulers import MAX_REQUESTS, POLICIES, simulate
 from sim.serving.step_cost import RooflineCost
 
 ARRIVAL_TICK_S = 0.01  # a paging workload's arrival step, in seconds (Poisson arrivals in 10 ms ticks)
@@ -184,7 +185,8 @@ def run_serving(setup: ServingSetup) -> ServingComparison:
     if slots < wcfg.max_model_len:
         raise Refusal("serving.err.budget_small", slots=f"{slots:,}", gib=f"{(usable - wbytes) / 2**30:,.2f}",
                       bpt=f"{cost.kv_bytes_per_token:,}", n=f"{wcfg.max_model_len:,}")
-    sched = SchedulerConfig(setup.max_batch, slots, setup.block_size, setup.watermark, setup.max_batched_tokens)
+    sched = EngineConfig(setup.max_batch, slots, setup.block_size, setup.watermark, setup.max_batched_tokens,
+                         chunked=False)
     wl = make_workload(wcfg)
     tick = ARRIVAL_TICK_S if wcfg.arrival == "poisson" else 1.0
     results = {p: simulate(wl, sched, cost, p, tick) for p in POLICIES}

@@ -28,6 +28,7 @@ import numpy as np
 from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload
 from sim.cost.memory import MemoryConfig, request_bytes
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
+from sim.msg import Msg
 from sim.serving import engine_readouts as er
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
@@ -56,7 +57,8 @@ class DisaggConfig:
 class PoolRun:
     """Per request: arrival, first token, last token; every gap between two tokens of one request; the engines."""
 
-    name: str
+    name: str  # the table's text for the pool (what the CSV keeps)
+    label: Msg  # the same, as a message to word in either language
     arrival_s: np.ndarray
     first_token_s: np.ndarray
     finish_s: np.ndarray
@@ -127,7 +129,7 @@ def simulate_colocated(wl: Workload, cfg: EngineConfig, cost, num_gpus: int, tic
         first[idx], finish[idx] = run.result.first_token_s, run.result.finish_s
         gaps.append(run.result.itl_s)
         engines.append(run)
-    return PoolRun(f"colocated ({num_gpus} GPUs)", arrival, first, finish, wl.prompt_len.copy(), wl.output_len.copy(),
+    return PoolRun(f"colocated ({num_gpus} GPUs)", Msg("serving.cell.pool_colocated", n=num_gpus), arrival, first, finish, wl.prompt_len.copy(), wl.output_len.copy(),
                    np.concatenate(gaps) if gaps else np.zeros(0), tuple(engines))
 
 
@@ -171,7 +173,8 @@ def simulate_disagg(wl: Workload, cfg: EngineConfig, cost, dc: DisaggConfig, kv_
         engines.append(run)
         finish[idx] = run.result.finish_s
         gaps.append(run.result.itl_s)
-    return PoolRun(f"disaggregated ({dc.num_prefill} prefill + {dc.num_decode} decode)", arrival, first, finish,
+    return PoolRun(f"disaggregated ({dc.num_prefill} prefill + {dc.num_decode} decode)",
+                   Msg("serving.cell.pool_disaggregated", p=dc.num_prefill, d=dc.num_decode), arrival, first, finish,
                    wl.prompt_len.copy(), wl.output_len.copy(), np.concatenate(gaps) if gaps else np.zeros(0),
                    tuple(engines), nbytes, t_start, t_end, p_gpu, d_gpu)
 
@@ -208,6 +211,11 @@ class DisaggStudy:
     capacity_tokens: int
     colocated: PoolRun
     disagg: PoolRun
+
+    @property
+    def cell_msgs(self) -> dict[str, list[Msg]]:
+        """The table's text cells as messages, per column, in row order (to word them in either language)."""
+        return {"pool": [self.colocated.label, self.disagg.label]}
 
     def to_frame(self):
         import pandas as pd

@@ -70,13 +70,13 @@ def preemption_takeaway(e2e_p99_recompute: float, e2e_p99_swap: float, recompute
 def trace_summary(num_requests: int, prompt_tokens: int, output_tokens: int, hit_rate: float, frame,
                   lang: str = "en") -> str:
     """What every simulator made of the user's trace (Markdown)."""
-    from sim.serving.result import cell_words
+    from sim.words.serving import cell
 
     best = frame.loc[frame["throughput_tok_s"].idxmax()]
     fastest_ttft = frame.loc[frame["ttft_p50_s"].idxmin()]
     return text(lang, "serving.s.e.trace", n=f"{num_requests:,}", prompt=f"{prompt_tokens:,}",
-                output=f"{output_tokens:,}", hit=f"{hit_rate:.1%}", best=cell_words(best["policy"], lang),
-                tok=f"{best['throughput_tok_s']:,.0f}", fast=cell_words(fastest_ttft["policy"], lang),
+                output=f"{output_tokens:,}", hit=f"{hit_rate:.1%}", best=cell(lang, best["policy"]),
+                tok=f"{best['throughput_tok_s']:,.0f}", fast=cell(lang, fastest_ttft["policy"]),
                 ttft=f"{fastest_ttft['ttft_p50_s']:,.3f}")
 
 

@@ -7,35 +7,28 @@ Serving page's table, charts and sentences show.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.i18n import catalog, text
+from sim.msg import Msg
 
-POLICIES_NAMED = ("static", "continuous", "chunked")
-POLICY_LABELS = {p: text("en", f"serving.policy.{p}") for p in POLICIES_NAMED}  # English, as the tests read them
+POLICIES_NAMED = ("static", "continuous", "chunked")  # worded by sim.words.serving.policy_name
 
-
-def policy_label(policy: str, lang: str = "en") -> str:
-    """'Static batching', '정적 배치': a scheduler as a chart or a table names it."""
-    return text(lang, f"serving.policy.{policy}")
-
-
-def cell_words(value, lang: str = "en"):
-    """A text cell the simulators word in English ('static', 'recompute', 'GPU + host', 'round-robin'), in `lang`;
-    anything else (numbers, a trace's own names) as it is."""
-    if not isinstance(value, str):
-        return value
-    if m := re.fullmatch(r"colocated \((\d+) GPUs\)", value):
-        return text(lang, "serving.cell.pool_colocated", n=m[1])
-    if m := re.fullmatch(r"disaggregated \((\d+) prefill \+ (\d+) decode\)", value):
-        return text(lang, "serving.cell.pool_disaggregated", p=m[1], d=m[2])
-    key = "serving.cell." + "".join(ch if ch.isalnum() else "_" for ch in value.replace("+", "plus").lower())
-    return text(lang, key) if key in catalog(lang) else value
 
 PERCENTILES = (50, 95, 99)
+PERCENTILE_METRICS = ("ttft", "tpot", "itl", "e2e")
+
+
+def percentile_column(metric: str, q: int, unit: str) -> str:
+    """A results table's column of one latency percentile: ('ttft', 50, 's') -> 'ttft_p50_s'."""
+    return f"{metric}_p{q}_{unit}"
+
+
+# every percentile column a serving table may hold, with the message that names it on screen
+PERCENTILE_COLUMNS: dict[str, Msg] = {
+    percentile_column(m, q, u): Msg("serving.col.percentile", metric=Msg(f"serving.col.m.{m}"), q=q, unit=u)
+    for m in PERCENTILE_METRICS for q in (50, 90, 95, 99) for u in ("s", "ms")}
 
 
 @dataclass(frozen=True)
@@ -67,10 +60,6 @@ class ServingResult:
     it_finished: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     # every gap between two consecutive tokens of one request; None: derived from the passes (see itl_s)
     token_gaps_s: np.ndarray | None = None
-
-    @property
-    def label(self) -> str:
-        return POLICY_LABELS[self.policy]
 
     @property
     def num_requests(self) -> int:
@@ -169,7 +158,7 @@ class ServingResult:
                                   ("e2e", self.e2e_s, 1.0)):
             unit = "ms" if scale == 1e3 else "s"
             for q, v in zip(PERCENTILES, self.percentiles(vals), strict=True):
-                row[f"{name}_p{q}_{unit}"] = v * scale
+                row[percentile_column(name, q, unit)] = v * scale
         row.update({"mean_batch": self.mean_batch, "useful_rows_pct": 100 * self.useful_row_share,
                     "forward_passes": self.num_iterations, "preemptions": self.num_preemptions,
                     "peak_kv_pct": 100 * self.peak_kv_claimed / self.capacity_tokens})

@@ -16,11 +16,16 @@ iteration is one forward pass of the model over every row in the batch, timed by
                and it goes back to the head of the queue, to be recomputed later (prompt + what it had
                produced). Then, unless something was preempted, waiting requests are admitted
                first-come first-served while there are fewer than `max_batch` running, their prompts
-               fit in what `max_batched_tokens` has left after every running request's decode token (vLLM
+               fit in what `max_num_batched_tokens` has left after every running request's decode token (vLLM
                v1's Scheduler.schedule: running requests first), and the pool keeps `watermark` of its
                blocks free after the prompt's blocks are taken (v0 kept 1%; v1 keeps none). A request admitted at iteration s is prefilled at s
                (its first token comes out of that pass) and decodes at s+1 .. s+o-1; finished
                requests leave at the end of their last iteration, and their slots are reused at once.
+               This is the one Scheduler's (sim.serving.scheduler) continuous policy without chunking; it
+               is counted here by `replay_continuous`, the lab's fast counting loop, which touches a request
+               only when it crosses into a new block and sums each pass's work from running totals. The
+               tests pin it to the Scheduler exactly (sim.serving.engine on random workloads; the paging
+               page's block ids).
 
 Token conventions are sim.alloc.schedule's: after iteration s+j a request holds p+j tokens (the last sampled
 token is never fed back). A decode at iteration s+j attends to p+j keys.
@@ -30,16 +35,19 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.alloc.block_pool import BlockPool, cdiv
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import Workload
-from sim.cost.vllm_rules import V0_ADMISSION_WATERMARK
 from sim.serving.result import ServingResult
-from sim.serving.step_cost import Work, extend_work, keys_upto
+from sim.serving.step_cost import PassWork, extend_work, keys_upto
+
+if TYPE_CHECKING:
+    from sim.serving.engine import EngineConfig
 
 POLICIES = ("static", "continuous")
 MAX_REQUESTS = 5000  # the page's bound; a run is a Python loop over iterations
@@ -47,42 +55,12 @@ MAX_ITERATIONS = 300_000  # a run needing more forward passes than this is refus
 MAX_BATCH = 1024
 
 
-@dataclass(frozen=True)
-class SchedulerConfig:
-    max_batch: int = 256  # static: requests per batch; continuous: most requests running (vLLM's max_num_seqs)
-    capacity_tokens: int = 16_384  # KV token slots the GPU has left for the cache
-    block_size: int = 16
-    watermark: float = V0_ADMISSION_WATERMARK  # continuous: share of blocks an admission must leave free (v0's)
-    max_batched_tokens: int = 8192  # continuous: tokens one iteration may compute, running decodes first
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.max_batch <= MAX_BATCH:
-            raise ValueError(f"max_batch must be 1..{MAX_BATCH}, got {self.max_batch}")
-        if not 0.0 <= self.watermark <= 0.5:
-            raise ValueError(f"watermark must be 0..0.5 of the blocks, got {self.watermark}")
-        if not 1 <= self.max_batched_tokens <= 1 << 20:
-            raise ValueError(f"max_batched_tokens must be 1..{1 << 20:,}, got {self.max_batched_tokens:,}")
-        ServingConfig(self.capacity_tokens, self.block_size, self.max_batch)  # validates capacity and block size
-
-    @property
-    def paging(self) -> ServingConfig:
-        return ServingConfig(self.capacity_tokens, self.block_size, self.max_batch)
-
-    @property
-    def num_blocks(self) -> int:
-        return self.capacity_tokens // self.block_size
-
-    @property
-    def watermark_blocks(self) -> int:
-        return int(self.watermark * self.num_blocks)
-
-
-def _check(wl: Workload, sched: SchedulerConfig) -> None:
+def _check(wl: Workload, sched: EngineConfig) -> None:
     if wl.num_requests > MAX_REQUESTS:
         raise ValueError(f"at most {MAX_REQUESTS:,} requests, got {wl.num_requests:,}")
-    check_fits(wl, sched.paging)
-    if sched.max_batched_tokens < wl.max_model_len:
-        raise ValueError(f"max_batched_tokens {sched.max_batched_tokens:,} is below the maximum length "
+    check_fits(wl, ServingConfig(sched.capacity_tokens, sched.block_size, sched.max_batch))
+    if sched.token_budget < wl.max_model_len:
+        raise ValueError(f"max_batched_tokens {sched.token_budget:,} is below the maximum length "
                          f"{wl.max_model_len:,}: a long (or recomputed) prompt could never be prefilled")
     least = int(np.ceil(wl.output_len.sum() / sched.max_batch))
     if least > MAX_ITERATIONS:
@@ -91,7 +69,7 @@ def _check(wl: Workload, sched: SchedulerConfig) -> None:
                          "batch size or use fewer or shorter requests")
 
 
-def simulate_static(wl: Workload, sched: SchedulerConfig, cost, tick_s: float = 1.0) -> ServingResult:
+def simulate_static(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0) -> ServingResult:
     """Batches of up to max_batch waiting requests, each padded and run until its longest output is done."""
     _check(wl, sched)
     n, window = wl.num_requests, getattr(cost, "window", 1 << 40)
@@ -125,12 +103,12 @@ def simulate_static(wl: Workload, sched: SchedulerConfig, cost, tick_s: float = 
             raise ValueError(f"static batching passed {MAX_ITERATIONS:,} forward passes: raise the batch size or "
                              "use fewer or shorter requests")
         pre = extend_work(pmax, 0, window, logits_rows=1)
-        secs = [np.atleast_1d(cost.seconds(Work(b * pmax, pre.lm_skip * b, pre.keys_g * b, pre.keys_l * b,
+        secs = [np.atleast_1d(cost.seconds(PassWork(b * pmax, pre.lm_skip * b, pre.keys_g * b, pre.keys_l * b,
                                                 pre.kv_g * b, pre.kv_l * b)))]
         if omax > 1:
             ctx = pmax + np.arange(1, omax, dtype=np.float64)  # keys a decode at step j attends to
             dw = extend_work(1, ctx - 1, window)
-            secs.append(np.atleast_1d(cost.seconds(Work(b, 0, dw.keys_g * b, dw.keys_l * b, dw.kv_g * b,
+            secs.append(np.atleast_1d(cost.seconds(PassWork(b, 0, dw.keys_g * b, dw.keys_l * b, dw.kv_g * b,
                                                          dw.kv_l * b))) * np.ones(omax - 1))
         sec = np.concatenate(secs)
         ends = now + np.cumsum(sec)
@@ -162,19 +140,70 @@ def simulate_static(wl: Workload, sched: SchedulerConfig, cost, tick_s: float = 
         cat["kvtok"].astype(np.int64), cat["fin"].astype(np.int64))
 
 
-def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: float = 1.0,
+def simulate_continuous(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0,
                         check: bool = False) -> ServingResult:
     """Iteration-level scheduling over a BlockPool, preemption by recompute (see the module docstring).
 
     check=True asserts the pool's invariants after every iteration (slow; for tests)."""
     _check(wl, sched)
-    n, bs, max_batch = wl.num_requests, sched.block_size, sched.max_batch
+    r = replay_continuous(wl, sched.num_blocks, sched.block_size, sched.max_batch, sched.watermark_blocks,
+                          sched.token_budget, cost, tick_s, check=check)
+    seg_end = np.array(r.seg_end)
+    return ServingResult(
+        "continuous", sched.capacity_tokens, sched.max_batch, r.arrival_s, np.array(r.first), np.array(r.finish),
+        wl.prompt_len.copy(), wl.output_len.copy(), np.array(r.num_preempted, dtype=np.int64),
+        np.array(r.seg_req, dtype=np.int64), np.array(r.seg_start), seg_end, seg_end,
+        np.array(r.it_start), np.array(r.it_sec), np.array(r.it_rows, dtype=np.int64), np.array(r.it_rows, dtype=np.int64),
+        np.array(r.it_pre, dtype=np.int64), np.array(r.it_pret, dtype=np.int64), np.array(r.it_claim, dtype=np.int64),
+        np.array(r.it_kvtok, dtype=np.int64), np.array(r.it_fin, dtype=np.int64))
+
+
+@dataclass
+class Replay:
+    """What replay_continuous recorded: per request, per running stretch, per pass, and pool snapshots."""
+
+    arrival_s: np.ndarray
+    first: list[float]
+    finish: list[float]
+    num_preempted: list[int]
+    seg_req: list[int]
+    seg_start: list[float]
+    seg_end: list[float]
+    seg_prompt: list[int]
+    it_start: list[float]
+    it_sec: list[float]
+    it_rows: list[int]
+    it_pre: list[int]
+    it_pret: list[int]
+    it_claim: list[int]
+    it_kvtok: list[int]
+    it_fin: list[int]
+    snapshots: dict = field(default_factory=dict)
+    complete: bool = True  # False when stopped early (until=)
+
+
+def replay_continuous(wl: Workload, num_blocks: int, block_size: int, max_num_seqs: int, watermark_blocks: int,
+                      max_num_batched_tokens: int, cost, tick_s: float = 1.0, *, check: bool = False,
+                      snapshot_steps=(), until: int | None = None,
+                      max_iterations: float = MAX_ITERATIONS, max_steps: int = 0) -> Replay:
+    """The Scheduler's continuous batching (sim.serving.scheduler, recompute, no chunking), counted lazily: a
+    running request is touched only on the iteration it crosses into a new block, and a pass's work is summed from
+    running totals, so a run costs O(blocks taken) rather than O(tokens). Same block ids, same schedule (tested).
+
+    cost=None counts bare decode steps (every pass 1 s, no PassWork built): the paging page's schedule, where
+    snapshot_steps (pool snapshots after that step's admissions, every lazily tracked request brought up to date)
+    and until=t (stop after step t) apply; steps are then whole seconds, and an idle wait for a request arriving
+    after max_steps is refused."""
+    n, bs, max_batch = wl.num_requests, block_size, max_num_seqs
     window = getattr(cost, "window", 1 << 40)
-    pool = BlockPool(sched.num_blocks, bs)
-    wm = sched.watermark_blocks
+    pool = BlockPool(num_blocks, bs)
+    wm = watermark_blocks
     arrival_s = wl.arrival.astype(np.float64) * tick_s
     arrival = arrival_s.tolist()
     prompt, output = wl.prompt_len.tolist(), wl.output_len.tolist()
+    wanted = set(int(x) for x in snapshot_steps)
+    snapshots: dict = {}
+    stop = math.inf if until is None else until
     first = [math.nan] * n
     finish = [math.nan] * n
     preempted = [0] * n
@@ -184,7 +213,7 @@ def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: floa
     finish_at: dict[int, list[int]] = {}
     cap_at: dict[int, list[int]] = {}  # iteration -> requests whose context reaches the window then
     growing: set[int] = set()  # running requests whose context is still below the window
-    segs: tuple[list, list, list] = ([], [], [])  # req, start_s, end_s
+    segs: tuple[list, list, list, list] = ([], [], [], [])  # req, start_s, end_s, prompt
     its: tuple[list, ...] = tuple([] for _ in range(8))
     (it_start, it_sec, it_rows, it_pre, it_pret, it_claim, it_kvtok, it_fin) = its
     # Σ over running requests of (p - s): a request's context at iteration t is p - s + t
@@ -205,14 +234,20 @@ def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: floa
             else:
                 n_capped -= 1
 
-    while nxt < n or waiting or running:
+    while (nxt < n or waiting or running) and now <= stop:
         while nxt < n and arrival[nxt] <= now:
             waiting.append((nxt, prompt[nxt], output[nxt]))
             nxt += 1
         if not running and not waiting:
+            if cost is None and arrival[nxt] > max_steps:
+                raise ValueError(f"request {nxt} arrives at step {int(arrival[nxt]):,}, past the limit of "
+                                 f"{max_steps:,} steps")
+            for step in range(int(now), int(min(arrival[nxt], stop + 1))) if wanted else ():
+                if step in wanted:
+                    snapshots[step] = pool.snapshot(step)
             now = arrival[nxt]
             continue
-        if t >= MAX_ITERATIONS:
+        if t >= max_iterations:
             raise ValueError(f"continuous batching passed {MAX_ITERATIONS:,} forward passes with "
                              f"{len(waiting) + n - nxt:,} requests waiting: raise the KV budget or the batch size")
         if windowed:
@@ -251,7 +286,7 @@ def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: floa
         adm_a, n_adm, adm_local = 0, 0, 0
         pre_tokens, pre_skip, pre_kg, pre_kl, pre_kvl = 0, 0, 0.0, 0.0, 0.0
         if not was_preempted:
-            left = sched.max_batched_tokens - len(running)  # every running request decodes one token first
+            left = max_num_batched_tokens - len(running)  # every running request decodes one token first
             while waiting and len(running) < max_batch:
                 req, p, o = waiting[0]
                 need = cdiv(p, bs)
@@ -265,6 +300,7 @@ def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: floa
                 segs[0].append(req)
                 segs[1].append(now)
                 segs[2].append(math.nan)
+                segs[3].append(p)
                 finish_at.setdefault(t + o - 1, []).append(req)
                 first_cross = cdiv(p, bs) * bs + 1 - p + t
                 if first_cross < t + o:
@@ -282,22 +318,26 @@ def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: floa
                         adm_local += p
                         cap_at.setdefault(t + window - p, []).append(req)
                 pre_tokens += p
-                pre_skip += p - 1
-                pre_kg += p * (p + 1) / 2
-                if windowed:
-                    pre_kl += float(keys_upto(p, window))
-                    pre_kvl += min(p, window)
+                if cost is not None:
+                    pre_skip += p - 1
+                    pre_kg += p * (p + 1) / 2
+                    if windowed:
+                        pre_kl += float(keys_upto(p, window))
+                        pre_kvl += min(p, window)
         # 3. the pass: prefills of the admitted, one decode for every other running request
         n_dec = len(running) - n_adm
-        ctx_g = (run_a - adm_a) + n_dec * t  # Σ keys the decodes attend to (full-attention layers)
-        if windowed:
-            ctx_l = grow_a + len(growing) * t + n_capped * window - adm_local
-            work = Work(n_dec + pre_tokens, pre_skip, ctx_g + pre_kg, ctx_l + pre_kl, ctx_g + pre_tokens,
-                        ctx_l + pre_kvl)
-        else:  # no sliding window: local sums equal the full ones
-            work = Work(n_dec + pre_tokens, pre_skip, ctx_g + pre_kg, ctx_g + pre_kg, ctx_g + pre_tokens,
-                        ctx_g + pre_tokens)
-        sec = float(cost.seconds(work))
+        if cost is None:
+            sec = 1.0
+        else:
+            ctx_g = (run_a - adm_a) + n_dec * t  # Σ keys the decodes attend to (full-attention layers)
+            if windowed:
+                ctx_l = grow_a + len(growing) * t + n_capped * window - adm_local
+                work = PassWork(n_dec + pre_tokens, pre_skip, ctx_g + pre_kg, ctx_l + pre_kl, ctx_g + pre_tokens,
+                            ctx_l + pre_kvl)
+            else:  # no sliding window: local sums equal the full ones
+                work = PassWork(n_dec + pre_tokens, pre_skip, ctx_g + pre_kg, ctx_g + pre_kg, ctx_g + pre_tokens,
+                            ctx_g + pre_tokens)
+            sec = float(cost.seconds(work))
         end = now + sec
         for req in list(running)[len(running) - n_adm:] if n_adm else ():
             if math.isnan(first[req]):
@@ -309,9 +349,15 @@ def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: floa
         it_pret.append(pre_tokens)
         it_claim.append(pool.num_used_blocks * bs)
         it_kvtok.append(run_a + len(running) * t)
+        if wanted and int(now) in wanted:
+            for req, r in running.items():  # bring every lazily tracked request up to this step
+                missing = r[1] + (t - r[0]) - pool.req_to_num_tokens[req]
+                if missing > 0:
+                    pool.append(req, missing)
+            snapshots[int(now)] = pool.snapshot(int(now))
         if check:
             pool.check_invariants()
-            assert pool.num_used_blocks <= sched.num_blocks
+            assert pool.num_used_blocks <= num_blocks
         done = finish_at.pop(t, ())
         it_fin.append(len(done))
         for req in done:
@@ -322,18 +368,16 @@ def simulate_continuous(wl: Workload, sched: SchedulerConfig, cost, tick_s: floa
             segs[2][r[3]] = end
         now = end
         t += 1
-    assert pool.num_free_blocks == pool.num_blocks, "blocks still held after every request finished"
-    seg_end = np.array(segs[2])
-    return ServingResult(
-        "continuous", sched.capacity_tokens, max_batch, arrival_s, np.array(first), np.array(finish),
-        wl.prompt_len.copy(), wl.output_len.copy(), np.array(preempted, dtype=np.int64),
-        np.array(segs[0], dtype=np.int64), np.array(segs[1]), seg_end, seg_end,
-        np.array(it_start), np.array(it_sec), np.array(it_rows, dtype=np.int64), np.array(it_rows, dtype=np.int64),
-        np.array(it_pre, dtype=np.int64), np.array(it_pret, dtype=np.int64), np.array(it_claim, dtype=np.int64),
-        np.array(it_kvtok, dtype=np.int64), np.array(it_fin, dtype=np.int64))
+    complete = not (nxt < n or waiting or running)
+    for step in wanted:
+        if step >= now:
+            snapshots[step] = pool.snapshot(step)
+    if complete:
+        assert pool.num_free_blocks == pool.num_blocks, "blocks still held after every request finished"
+    return Replay(arrival_s, first, finish, preempted, *segs, *its, snapshots=snapshots, complete=complete)
 
 
-def simulate(wl: Workload, sched: SchedulerConfig, cost, policy: str, tick_s: float = 1.0) -> ServingResult:
+def simulate(wl: Workload, sched: EngineConfig, cost, policy: str, tick_s: float = 1.0) -> ServingResult:
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     fn = simulate_static if policy == "static" else simulate_continuous

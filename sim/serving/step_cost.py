@@ -23,7 +23,7 @@ from sim.cost.roofline import COMPUTE_DTYPES, RooflineConfig, decode_step, hardw
 
 
 @dataclass(frozen=True)
-class Work:
+class PassWork:
     """What one forward pass does, summed over its rows.
 
     tokens  : tokens fed through the model (prompt tokens + one per decoding request)
@@ -50,7 +50,7 @@ def keys_upto(n, window: int):
     return np.where(n <= w, n * (n + 1) / 2, w * (w + 1) / 2 + (n - w) * w)
 
 
-def extend_work(num_new, context, window: int, logits_rows=None) -> Work:
+def extend_work(num_new, context, window: int, logits_rows=None) -> PassWork:
     """`num_new` tokens appended after `context` cached ones, per request (arrays allowed for context).
     logits_rows: rows whose logits are needed (default all). Decode at context S is extend(1, S - 1);
     a prefill of p tokens is extend(p, 0, logits_rows=1)."""
@@ -59,7 +59,7 @@ def extend_work(num_new, context, window: int, logits_rows=None) -> Work:
     keys_g = q * s + q * (q + 1) / 2
     keys_l = keys_upto(s + q, window) - keys_upto(s, window)
     lm_skip = 0 if logits_rows is None else q - logits_rows
-    return Work(int(num_new) if np.ndim(num_new) == 0 else int(np.sum(num_new)), lm_skip, keys_g, keys_l, s + q,
+    return PassWork(int(num_new) if np.ndim(num_new) == 0 else int(np.sum(num_new)), lm_skip, keys_g, keys_l, s + q,
                 np.minimum(s + q, window))
 
 
@@ -119,42 +119,42 @@ class RooflineCost:
                                                                     self.weight_dtype, self.kv_dtype)).bytes_weights
         return self._moe_weights[tokens]
 
-    def flops(self, w: Work):
+    def flops(self, w: PassWork):
         return self.lin * w.tokens - self.lm * np.asarray(w.lm_skip) + self.attn_g * np.asarray(w.keys_g) \
             + self.attn_l * np.asarray(w.keys_l)
 
-    def bytes(self, w: Work):
+    def bytes(self, w: PassWork):
         return self.weight_bytes_read(w.tokens) + self.kv_g * np.asarray(w.kv_g) + self.kv_l * np.asarray(w.kv_l) \
             + self.act * w.tokens
 
-    def seconds(self, w: Work):
+    def seconds(self, w: PassWork):
         if all(isinstance(x, int | float) for x in (w.lm_skip, w.keys_g, w.keys_l, w.kv_g, w.kv_l)):  # fast path
             flops = self.lin * w.tokens - self.lm * w.lm_skip + self.attn_g * w.keys_g + self.attn_l * w.keys_l
             nbytes = self.weight_bytes_read(w.tokens) + self.kv_g * w.kv_g + self.kv_l * w.kv_l + self.act * w.tokens
             return max(flops / self.hw.peak_flops, nbytes / self.hw.bandwidth)
         return _scalar(np.maximum(self.flops(w) / self.hw.peak_flops, self.bytes(w) / self.hw.bandwidth))
 
-    def bound(self, w: Work) -> str:
+    def bound(self, w: PassWork) -> str:
         return "compute" if float(self.flops(w)) / self.hw.peak_flops >= float(self.bytes(w)) / self.hw.bandwidth \
             else "memory"
 
     def decode_seconds(self, batch: int, context: int) -> float:
         """A batch of `batch` requests each attending to `context` keys (decode_step's meaning)."""
         w = extend_work(1, context - 1, self.window)
-        return self.seconds(Work(batch, 0, w.keys_g * batch, w.keys_l * batch, w.kv_g * batch, w.kv_l * batch))
+        return self.seconds(PassWork(batch, 0, w.keys_g * batch, w.keys_l * batch, w.kv_g * batch, w.kv_l * batch))
 
     def prefill_seconds(self, batch: int, prompt: int) -> float:
         w = extend_work(prompt, 0, self.window, logits_rows=1)
-        return self.seconds(Work(batch * prompt, w.lm_skip * batch, w.keys_g * batch, w.keys_l * batch,
+        return self.seconds(PassWork(batch * prompt, w.lm_skip * batch, w.keys_g * batch, w.keys_l * batch,
                                  w.kv_g * batch, w.kv_l * batch))
 
     def verify_seconds(self, num_tokens: int, context: int, batch: int = 1) -> float:
         """`batch` requests, each scoring `num_tokens` tokens after `context` cached ones (logits for each)."""
         return self.seconds(self.verify_work(num_tokens, context, batch))
 
-    def verify_work(self, num_tokens: int, context: int, batch: int = 1) -> Work:
+    def verify_work(self, num_tokens: int, context: int, batch: int = 1) -> PassWork:
         w = extend_work(num_tokens, context, self.window)
-        return Work(batch * num_tokens, 0, w.keys_g * batch, w.keys_l * batch, w.kv_g * batch, w.kv_l * batch)
+        return PassWork(batch * num_tokens, 0, w.keys_g * batch, w.keys_l * batch, w.kv_g * batch, w.kv_l * batch)
 
 
 @dataclass(frozen=True)
@@ -167,5 +167,5 @@ class LinearCost:
     window: int = 1 << 40
     name: str = "linear"
 
-    def seconds(self, w: Work):
+    def seconds(self, w: PassWork):
         return _scalar(self.base_s + self.per_token_s * w.tokens + self.per_kv_token_s * np.asarray(w.kv_g))

@@ -20,7 +20,7 @@ from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
 from sim.serving.errors import Refusal
 from sim.serving.links import link as find_link
 from sim.serving.result import ServingResult
-from sim.serving.schedulers import SchedulerConfig, simulate_static
+from sim.serving.schedulers import simulate_static
 from sim.serving.step_cost import LinearCost
 
 CHUNK_BUDGETS = (256, 512, 1024, 2048, 4096, 8192)
@@ -295,7 +295,7 @@ def run_trace(tf: TraceFile, deployment: DeploymentConfig, max_batch: int = 256,
     nb = min(blocks_to_hold(tf, block_size), slots // block_size)
     prefix = simulate_prefix_cache(tf.to_prefix_trace(), CacheConfig(block_size, max(nb, 1) * block_size,
                                                                       max_running=1))
-    static = simulate_static(wl, SchedulerConfig(max_batch, slots, block_size, 0.01, 1 << 20), cost)
+    static = simulate_static(wl, EngineConfig(max_batch, slots, block_size, 0.01, 1 << 20, chunked=False), cost)
     whole = max(token_budget, wl.max_model_len)
     cont = simulate_engine(wl, EngineConfig(max_batch, slots, block_size, ADMISSION_WATERMARK,
                                             whole, chunked=False), cost).result

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from sim.serving.links import link as find_link
-from sim.serving.step_cost import Work, extend_work
+from sim.serving.step_cost import PassWork, extend_work
 
 TIER_NAMES = ("GPU", "host", "disk")
 MAX_TIER_TOKENS = 1 << 28  # 268M token slots: terabytes of KV for an 8B model
@@ -120,7 +120,7 @@ def recompute_seconds(cost, num_tokens: int, context: int) -> float:
     w = extend_work(num_tokens, context, int(getattr(cost, "window", 1 << 40)), logits_rows=0)
     if hasattr(cost, "flops") and hasattr(cost, "hw"):
         return float(cost.flops(w)) / cost.hw.peak_flops
-    return float(cost.seconds(w)) - float(cost.seconds(Work(0)))
+    return float(cost.seconds(w)) - float(cost.seconds(PassWork(0)))
 
 
 def load_seconds(num_tokens: int, kv_bytes_per_token: int, link_key: str) -> float:
