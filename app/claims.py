@@ -6,8 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app.i18n import lang
-from sim.claims import SEEDS, Claim, claims_frame, verdict_counts, verdict_word
+from sim.claims import SEEDS, Claim, verdict_counts
 from sim.i18n import text
+from sim.words.claims import claims_frame, verdict_word
 
 
 def render_claims(claims: tuple[Claim, ...] | list[Claim], key: str) -> None:

@@ -26,10 +26,10 @@ from pathlib import Path
 from app.cli import run_parsed
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
 from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, MAX_TP, EngineConfig, engine_allocation
-from sim.cost.kv_readouts import group_rows
 from sim.cost.memory import MAX_BATCH, MAX_CONTEXT, MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.tensor_parallel import tp_split
 from sim.cost.vllm_rules import VLLM_VERSION, version_label
+from sim.words.cost import group_rows
 
 CLI_KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "int4")
 KIND_NAMES = {"G": "full", "L": "local", "R": "state", "I": "indexer"}  # the JSON's group kinds

@@ -16,12 +16,12 @@ from app.present import show_chart, show_chart_in, show_table
 from app.runs import attention_kernels as runs
 from app.text import plain
 from sim.attention import online_softmax as FL
-from sim.attention import readouts as R
 from sim.attention import shapes as S
 from sim.attention.kernel_claims import kernel_claims
 from sim.attention.limits import eager_peak_estimate, sweep_lengths
 from sim.attention.measure import STATS, matmul_size
 from sim.model.device import pick_device
+from sim.words import attention as R
 
 st.title(page_title("attention_kernels"))
 st.markdown(t("density.kernels.lead"))
@@ -82,7 +82,7 @@ def render_shape() -> None:
         st.markdown(R.timing_heading(result, measured_at, L))
         show_metrics(R.timing_metrics(result, L))
         show_table(pd.DataFrame(R.timing_rows(result, L)), hide_index=True, width="stretch")
-        df = pd.DataFrame(result.to_records())
+        df = R.timing_frame(result)
         show_chart(figs.kernel_bars(df, result.shape.score_bytes, R.timing_takeaway(result, lang=L), L),
                    width="stretch")
         if (note := R.flex_note(result, L)) is not None:
@@ -124,7 +124,7 @@ def render_sweep() -> None:
             st.error(plain(exc))
     if (sweep := runs.last_sweep()) is None:
         return
-    sdf = sweep.to_frame()
+    sdf = R.sweep_frame(sweep)
     st.markdown(R.sweep_heading(sweep, L))
     stat = ctl.sweep_stat()
     col = STATS[stat]

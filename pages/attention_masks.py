@@ -12,7 +12,15 @@ from app.resources import real_model
 from app.text import plain
 from app.work import queued
 from sim.attention.maps import append_caption, append_takeaway, cache_validity, capture_attention
-from sim.attention.mask_readouts import (
+from sim.attention.mask_view import leaks, mask_view, same_next_tokens, sink_figures
+from sim.attention.masks import (
+    MASK_KINDS,
+    VARIANTS,
+    fully_masked_row_behaviour,
+    sliding_window,
+)
+from sim.model.real_source import MODEL_KEY
+from sim.words.masks import (
     behaviour_rows,
     leak_caption,
     mask_name,
@@ -23,9 +31,6 @@ from sim.attention.mask_readouts import (
     window_caption,
     window_takeaway,
 )
-from sim.attention.mask_view import leaks, mask_view, same_next_tokens, sink_figures
-from sim.attention.masks import MASK_KINDS, VARIANTS, fully_masked_row_behaviour, sliding_window
-from sim.model.real_source import MODEL_KEY
 
 SINK_TOKENS = 256  # held-out tokens the real model's attention sink is measured over
 

@@ -22,7 +22,16 @@ from app.runs.decode_profile import profile_step
 from app.text import plain
 from app.work import run_job
 from sim.cost.decode import computed_grid, flop_shape, human_flops, scale_curve, seed_claims
-from sim.cost.decode_readouts import (
+from sim.cost.opcount import generation_flops
+from sim.i18n import text
+from sim.model.generate import MODES, SamplingConfig, decode, encode, run_comparison
+from sim.model.graph_step import step_caption
+from sim.model.real_pages import fixed_shape, model_named
+from sim.model.real_source import MODEL_KEY
+from sim.model.step_profile import MAX_PROFILE_CONTEXT
+from sim.model.transformer import PRESETS
+from sim.words import say
+from sim.words.decode import (
     formula_agreement,
     grid_takeaway,
     measured_caption,
@@ -33,15 +42,6 @@ from sim.cost.decode_readouts import (
     speedup_caption,
     wall_time_caption,
 )
-from sim.cost.opcount import generation_flops
-from sim.i18n import text
-from sim.model.generate import MODES, SamplingConfig, decode, encode, run_comparison
-from sim.model.graph_step import step_caption
-from sim.model.real_pages import fixed_shape, model_named
-from sim.model.real_source import MODEL_KEY
-from sim.model.step_profile import MAX_PROFILE_CONTEXT
-from sim.model.transformer import PRESETS
-from sim.words import say
 from sim.work.run_cost import SMOLLM2_RATES, cached_work, naive_work
 
 GRID_STEPS = 24  # rows of the "what gets computed" grid that stay legible on a projector
@@ -58,9 +58,7 @@ fall_back_from_graph(graph_reason)
 real = real_model_or_none() if picker() == MODEL_KEY else None  # None: the tiny model (or the reason shown)
 shown_cfg = real.cfg if real else PRESETS[st.session_state["variant"]]
 intro.markdown(t("rp.decode.intro", model=plain(say(L, model_named(shown_cfg, real=real is not None)))))
-# the real model's shape is its own: no MHA/GQA/MQA choice to make
-fixed = f"**{t('rp.variant_fixed')}** — {plain(say(L, fixed_shape(real.cfg)))}" if real else None
-go = controls.draw_run_form(graph_reason, fixed)
+go = controls.draw_run_form(graph_reason, fixed=plain(say(L, fixed_shape(real.cfg))) if real else None)
 
 prompt_ids = real.encode(st.session_state["prompt"]) if real else encode(st.session_state["prompt"])
 n_new = st.session_state["n"]

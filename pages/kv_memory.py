@@ -12,7 +12,6 @@ from app.metrics import show_metrics
 from app.present import show_chart, show_chart_in, show_table
 from app.runs import kv_memory as runs
 from app.text import code, for_plotly, plain
-from sim.cost import kv_readouts as say
 from sim.cost.arch import estimate_num_params
 from sim.cost.capacity import dtype_frame, fit_message
 from sim.cost.gpus import load_gpus
@@ -22,6 +21,7 @@ from sim.cost.kv_engine import vllm_command
 from sim.cost.memory import MemoryConfig, presets_frame
 from sim.cost.presets import load_presets
 from sim.i18n import text
+from sim.words import cost as say
 from sim.words import say as say_msg
 
 presets, gpus = load_presets(), load_gpus()

@@ -11,12 +11,12 @@ from app.resources import live_result
 from app.runs import paged_blocks as runs
 from app.text import plain
 from app.urlstate import UrlState
-from sim.alloc import paging_readouts as readouts
 from sim.alloc import pool_views as views
 from sim.alloc.block_pool import PoolSnapshot, block_usage
 from sim.alloc.errors import worded
 from sim.alloc.policies import block_size_tradeoff
 from sim.alloc.schedule import POLICIES, policy_label
+from sim.words import paging as readouts
 
 
 def pool_chart(snap: PoolSnapshot, block_size: int, title: str):
@@ -36,8 +36,8 @@ def render_memory() -> None:
     for col, policy in zip(st.columns(4), POLICIES, strict=True):
         col.metric(figs.policy_short(policy, L), f"{res[policy].token_share:.1%}",
                    help=t("paged.m.share_help", policy=policy_label(policy, L)))
-    show_chart(figs.breakdown_bars(cmp.to_frame(), cmp.memory_takeaway(L), lang=L), width="stretch")
-    st.markdown(cmp.memory_summary(L))
+    show_chart(figs.breakdown_bars(cmp.to_frame(), readouts.memory_takeaway(cmp, L), lang=L), width="stretch")
+    st.markdown(readouts.memory_summary(cmp, L))
 
     st.header(t("paged.h.fit"))
     st.caption(t("paged.fit_caption"))
@@ -45,27 +45,27 @@ def render_memory() -> None:
         r = res[policy]
         col.metric(figs.policy_short(policy, L), f"{r.mean_running:.1f}",
                    help=t("paged.m.running_help", peak=f"{r.peak_running}", steps=f"{r.makespan:,}"))
-    st.markdown(cmp.concurrency_summary(L))
+    st.markdown(readouts.concurrency_summary(cmp, L))
     series = cmp.series()
-    show_chart(figs.concurrency_over_time(series, cmp.concurrency_takeaway(L), lang=L), width="stretch")
+    show_chart(figs.concurrency_over_time(series, readouts.concurrency_takeaway(cmp, L), lang=L), width="stretch")
     show_chart(figs.memory_over_time(series, scfg.capacity_tokens, readouts.capacity_takeaway(res, L), lang=L),
                width="stretch")
     st.caption(t("paged.steps_caption"))
 
     st.subheader(t("paged.h.results"))
     shown = cmp.results_frame()
-    show_table(views.results_table(shown, L), hide_index=True, width="stretch")
+    show_table(readouts.results_table(shown, L), hide_index=True, width="stretch")
     st.download_button(t("paged.download"), shown.to_csv(index=False).encode(), file_name="paged_blocks.csv",
                        mime="text/csv")
 
 
 def render_pool() -> None:
     st.header(t("paged.h.pool"))
-    if (too_big := views.grid_too_big(scfg.num_blocks, L)) is not None:
+    if (too_big := readouts.grid_too_big(scfg.num_blocks, L)) is not None:
         st.info(too_big)
     else:
         frames = views.pool_frames(paged.makespan)
-        step = frames.steps[controls.time_frame(frames.help_in(L))]
+        step = frames.steps[controls.time_frame(readouts.frames_help(frames, L))]
         snap = runs.pool_frames(wcfg, scfg, frames.distinct_steps)[step]
         running = sorted(snap.req_to_block_table)
         left, right = st.columns([3, 2])
@@ -73,19 +73,19 @@ def render_pool() -> None:
             req = None
             if running:
                 req = controls.request_to_inspect(running)
-                st.markdown(views.request_line(snap, req, L))
-                show_table(views.table_frame(snap, req, L), hide_index=True, width="stretch", height=300)
+                st.markdown(readouts.request_line(snap, req, L))
+                show_table(readouts.table_frame(snap, req, L), hide_index=True, width="stretch", height=300)
             else:
                 st.info(t("paged.no_request"))
-            st.markdown(views.free_queue_line(snap, lang=L))
+            st.markdown(readouts.free_queue_line(snap, lang=L))
         with left:
             fig = figs.block_grid(snap.owner, snap.ref_cnt, snap.fill, snap.logical_index, scfg.block_size,
-                                  views.pool_title(snap, step, L), highlight_blocks=list(snap.req_to_block_table.get(req, ())),
+                                  readouts.pool_title(snap, step, L), highlight_blocks=list(snap.req_to_block_table.get(req, ())),
                                   share=3 / 5, lang=L)  # the left of two columns (3 : 2)
             show_chart(fig, width="stretch")
             st.caption(t("paged.grid_caption"))
         if (hv := views.heap_at(heap, step)) is not None:
-            show_chart(figs.heap_map(hv.offset, hv.reserve, hv.stored, hv.req, hv.capacity_tokens, hv.title_in(L),
+            show_chart(figs.heap_map(hv.offset, hv.reserve, hv.stored, hv.req, hv.capacity_tokens, readouts.heap_title(hv, L),
                                      lang=L), width="stretch")
 
 
@@ -101,7 +101,7 @@ def render_block_size() -> None:
         blocks, _, share = block_usage(tokens, scfg.block_size)
         st.metric(t("paged.m.blocks_of", bs=f"{scfg.block_size}"), f"{blocks:,}")
         st.metric(t("paged.m.slots_used"), f"{share:.1%}")
-        st.caption(views.block_example_caption(tokens, scfg.block_size, L))
+        st.caption(readouts.block_example_caption(tokens, scfg.block_size, L))
 
 
 def render_fork() -> None:
@@ -113,9 +113,9 @@ def render_fork() -> None:
     c[1].metric(t("paged.m.if_copied"), f"{fork.num_blocks_if_copied:,}", help=t("paged.m.if_copied_help"))
     c[2].metric(t("paged.m.saved"), f"{fork.saved_share:.1%}")
     c[3].metric(t("paged.m.cow"), f"{len(fork.cow_copies):,}")
-    st.markdown(views.fork_summary(fork, lang=L))
-    show_chart(pool_chart(fork.final, scfg.block_size, views.fork_grid_title(fork, L)), width="stretch")
-    st.caption(views.grid_key(L))
+    st.markdown(readouts.fork_summary(fork, lang=L))
+    show_chart(pool_chart(fork.final, scfg.block_size, readouts.fork_grid_title(fork, L)), width="stretch")
+    st.caption(readouts.grid_key(L))
 
 
 def render_live() -> None:
@@ -132,7 +132,7 @@ def render_live() -> None:
             c[3].metric(t("paged.m.own_copy"), f"{run.bytes_if_copied:,}")
             show_table(run.branch_frame(L), hide_index=True, width="stretch")
             show_chart(pool_chart(run.final, run.block_size, run.grid_title_in(L)), width="stretch")
-            st.caption(views.grid_key(L) + t("paged.live.caption"))
+            st.caption(readouts.grid_key(L) + t("paged.live.caption"))
 
 
 url = UrlState("paged_blocks")
@@ -152,7 +152,7 @@ if cmp is None:
 res = cmp.results
 paged, heap = res["paged"], res["first_fit"]
 with finding:
-    st.caption(cmp.drawn_caption(L))
+    st.caption(readouts.drawn_caption(cmp, L))
     tab, box = controls.page_tabs().open(url)  # only the open section runs
 
 with box:

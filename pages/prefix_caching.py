@@ -14,7 +14,6 @@ from app.runs import prefix_caching as runs
 from app.text import for_plotly, plain
 from app.urlstate import UrlState
 from sim.alloc import prefix_claims as claims
-from sim.alloc import prefix_readouts as ro
 from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
 from sim.alloc.byte_tokens import show_byte
@@ -22,7 +21,9 @@ from sim.cost.vllm_rules import version_label
 from sim.model import real_prefix as rp
 from sim.readout import Metric
 from sim.refusal import Refusal
+from sim.words import prefix as ro
 from sim.words import say
+from sim.words.alloc import requests_frame
 
 L = lang()  # the sentences and figures below are worded in the page language
 st.title(page_title("prefix_caching"))
@@ -93,7 +94,7 @@ def workload_section():
     show_chart(figs.per_request(frame, ro.per_request_takeaway(cfg.workload, cfg.layout, res, L), lang=L),
                width="stretch")
     c = st.columns(2)
-    c[0].download_button(t("prefix.download_requests"), frame.to_csv(index=False).encode(),
+    c[0].download_button(t("prefix.download_requests"), requests_frame(res).to_csv(index=False).encode(),
                          file_name=f"prefix_cache_{cfg.workload}_{cfg.layout}.csv", mime="text/csv")
     c[1].download_button(t("prefix.download_overview"), view.to_csv_frame().to_csv(index=False).encode(),
                          file_name="prefix_cache_workloads.csv", mime="text/csv")

@@ -18,25 +18,29 @@ from sim.cost.roofline import (
     Hardware,
     RooflineConfig,
     batch_sweep,
-    batching_caption,
-    bytes_takeaway,
     decode_step,
     hardware,
-    intensity_takeaway,
-    levers_frame,
     memory_bound_until,
-    phase_name,
     prefill_step,
-    probe_method,
-    roofline_takeaway,
-    steps_frame,
-    tokens_takeaway,
-    turning_points,
     what_helps,
 )
 from sim.cost.roofline_claims import roofline_claims
 from sim.cost.roofline_fit import fit, fit_sentence, turn_fits
 from sim.cost.roofline_view import machine_figures, prefill_contexts, step_figures
+from sim.words import say, why
+from sim.words.roofline import (
+    batching_caption,
+    bytes_takeaway,
+    intensity_takeaway,
+    levers_frame,
+    phase_name,
+    roofline_takeaway,
+    steps_frame,
+    tiny_takeaway,
+    tiny_verdict,
+    tokens_takeaway,
+    turning_points,
+)
 
 korean_lines(lang())
 st.title(page_title("roofline"))
@@ -72,13 +76,13 @@ try:
         if probe is None:
             raise ValueError(t("roofline.no_probe", error=probe_error))
         hw = Hardware(t("roofline.hw_here", device=probe.device, dtype=probe.dtype), probe.peak_flops, probe.bandwidth,
-                      probe.method)
+                      say(L, probe.method))
     else:
-        hw = hardware(gpus[st.session_state["gpu"]], st.session_state["compute"], lang=L)
+        hw = hardware(gpus[st.session_state["gpu"]], st.session_state["compute"])
     cfg = RooflineConfig(arch, st.session_state["batch"], st.session_state["context"], st.session_state["wdtype"],
                          st.session_state["kvdtype"])
 except ValueError as exc:
-    st.error(plain(exc))
+    st.error(plain(why(exc, L)))
     url.sync()
     st.stop()
 
@@ -148,7 +152,7 @@ def render_batching() -> None:
 def render_levers() -> None:
     """What each lever does to the decode step."""
     st.subheader(t("roofline.h.levers"))
-    show_table(levers_frame(what_helps(cfg, hw, L), L), hide_index=True, width="stretch")
+    show_table(levers_frame(what_helps(cfg, hw), L), hide_index=True, width="stretch")
 
 
 def render_machine() -> None:
@@ -164,7 +168,7 @@ def render_machine() -> None:
         k[0].metric(t("roofline.m.copy_bw"), f"{here.gb_per_s:,.1f} GB/s")
         k[1].metric(t("roofline.m.matmul", dtype=probe.dtype), f"{here.gflop_per_s:,.1f} GFLOP/s")
         k[2].metric(t("roofline.m.ridge_short"), f"{here.ridge:,.1f} FLOP/B")
-        st.caption(t("roofline.method_caption", method=probe_method(probe, L)))
+        st.caption(t("roofline.method_caption", method=say(L, probe.method)))
         if st.button(t("roofline.tiny_button")):
             from app.resources import model_or_stop
             from sim.model.probe import measure_tiny_decode
@@ -178,9 +182,9 @@ def render_machine() -> None:
                 {"name": t("roofline.tiny_measured"), "intensity": tp.intensity, "flops_per_s": tp.achieved_flops,
                  "color": CACHED},
                 {"name": t("roofline.tiny_predicted"), "intensity": tp.intensity,
-                 "flops_per_s": tp.attainable_flops, "color": NAIVE, "symbol": "diamond"}], [], tp.takeaway_in(L),
+                 "flops_per_s": tp.attainable_flops, "color": NAIVE, "symbol": "diamond"}], [], tiny_takeaway(tp, L),
                 lang=L), width="stretch")
-            st.markdown(tp.verdict_in(L))
+            st.markdown(tiny_verdict(tp, L))
 
 
 def render_claims_tab() -> None:

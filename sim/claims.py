@@ -2,18 +2,17 @@
 
 Every page that checks a seed builds a tuple of `Claim`s with a pure function next to the numbers it
 recomputes (sim/cost/memory.py, sim/cost/decode.py, ...); one app function renders them all the same way.
-Torch-free and pandas-free (`claims_frame` imports pandas only when called). `statement` is the English;
-`original` the seed's own Korean words (for a claim from no seed, the statement in Korean); the table shows both
-side by side in either language, and the rest of it in the page language.
+Torch-free and pandas-free. `statement` is the English; `original` the seed's own Korean words (for a claim from no
+seed, the statement in Korean); sim/words/claims.py words the table, both side by side in either language and the
+rest of it in the page language.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sim.i18n import catalog, text
+from sim.msg import Msg
 
 
 class Verdict(StrEnum):
@@ -42,7 +41,8 @@ SEEDS: dict[str, tuple[str, str]] = {
 @dataclass(frozen=True)
 class Claim:
     statement: str  # the seed's claim, in English (the translation shown beside `original`)
-    seed: str  # "002" = shared/seeds/002_*.txt; or where a non-seed figure comes from ("this machine")
+    seed: str | Msg  # "002" = shared/seeds/002_*.txt; or where a non-seed figure comes from: a message value
+    # (Msg("claims.where.this_machine")) or a name as it is ("vLLM docs")
     claimed: str  # the number or words the seed states
     computed: str  # what the lab computes for the same thing, with its numbers
     verdict: Verdict
@@ -54,34 +54,10 @@ class Claim:
         assert isinstance(self.verdict, Verdict), self.verdict
         assert self.statement and self.computed, self
 
-    @property
-    def source(self) -> str:
-        return f"seed {self.seed}" if self.seed in SEEDS else self.seed
-
 
 def verdict_counts(claims: tuple[Claim, ...] | list[Claim]) -> dict[Verdict, int]:
     """{verdict: number of claims}, in Verdict order, only verdicts that occur."""
     return {v: n for v in Verdict if (n := sum(c.verdict is v for c in claims))}
-
-
-def verdict_word(verdict: Verdict, lang: str = "en") -> str:
-    """'needs context' / '조건부': the verdict as the page language says it."""
-    return text(lang, f"claims.verdict.{verdict.name.lower()}")
-
-
-def source_name(claim: Claim, lang: str = "en") -> str:
-    """'seed 002' / '시드 002'; a non-seed source ("this machine") from the catalog where it has one, else as given."""
-    if claim.seed in SEEDS:
-        return text(lang, "claims.source.seed", seed=claim.seed)
-    key = "claims.where." + re.sub(r"\W+", "_", claim.seed.strip().lower())
-    return text(lang, key) if key in catalog(lang) else claim.seed
-
-
-def statement_columns(lang: str = "en") -> list[str]:
-    """The two columns that quote the claim, the page language's first: the English statement and the Korean
-    original side by side in both languages ('Claim', 'Korean original' / '원문', '영어 번역')."""
-    en, ko = text(lang, "claims.col.statement"), text(lang, "claims.col.original")
-    return [ko, en] if lang == "ko" else [en, ko]
 
 
 # The seeds write some formulas in LaTeX; a table cell shows text, so each is read as the plain symbols it means.
@@ -105,20 +81,3 @@ def latex_as_text(quote: str) -> str:
     out = re.sub(r"\^\{?(\d+)\}?", lambda m: m.group(1).translate(_SUPERSCRIPTS), out)
     out = out.replace("\\ ", " ")
     return re.sub(r" {2,}", " ", out)
-
-
-def claims_frame(claims: tuple[Claim, ...] | list[Claim], lang: str = "en"):
-    """One row per claim, the same columns on every page (CSV download and on-screen table), headed and worded
-    in `lang`: the claim in the seed's Korean and in English side by side, then where it comes from, what the
-    seed says, what the lab computes, the verdict and why. A claim with no Korean original yet has an empty
-    cell there."""
-    import pandas as pd
-
-    col = {name: text(lang, f"claims.col.{name}") for name in
-           ("statement", "original", "source", "claimed", "computed", "verdict", "why")}
-    first = statement_columns(lang)
-    rows = [{col["statement"]: c.statement, col["original"]: latex_as_text(c.original),
-             col["source"]: source_name(c, lang), col["claimed"]: latex_as_text(c.claimed), col["computed"]: c.computed, col["verdict"]: verdict_word(c.verdict, lang),
-             col["why"]: c.why} for c in claims]
-    order = [*first, col["source"], col["claimed"], col["computed"], col["verdict"], col["why"]]
-    return pd.DataFrame(rows, columns=order)

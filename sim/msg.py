@@ -32,12 +32,13 @@ class Msg:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Msg) and self.key == other.key and dict(self.fields) == dict(other.fields)
 
+    def __reduce__(self):
+        # results holding messages are cached by pickling (st.cache_data, the work queue's result cache)
+        return (_msg, (self.key, dict(self.fields)))
+
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
         return f"Msg({self.key!r}{', ' if inner else ''}{inner})"
-
-    def __reduce__(self):  # picklable (st.cache_data keeps results holding messages)
-        return _msg, (self.key, dict(self.fields))
 
 
 def _msg(key: str, fields: dict) -> Msg:

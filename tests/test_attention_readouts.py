@@ -6,7 +6,10 @@ from sim.attention import online_softmax as FL
 from sim.attention.kernel_claims import kernel_claims
 from sim.attention.limits import Limits
 from sim.attention.measure import STATS, KernelTiming, Stats
-from sim.attention.readouts import (
+from sim.attention.shapes import HEAD_DIMS, AttentionShape, nearest
+from sim.attention.timing import SweepResult, TimingResult, sweep_attention
+from sim.claims import Verdict
+from sim.words.attention import (
     flex_note,
     held_bytes_model,
     masked_tile_warning,
@@ -19,9 +22,6 @@ from sim.attention.readouts import (
     timing_rows,
     traffic_metrics,
 )
-from sim.attention.shapes import HEAD_DIMS, AttentionShape, nearest
-from sim.attention.timing import SweepResult, TimingResult, sweep_attention
-from sim.claims import Verdict
 
 
 def fake_result(n: int, eager_peak: int | None = 1 << 20, flash_peak: int | None = 1 << 14) -> TimingResult:

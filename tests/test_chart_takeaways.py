@@ -7,8 +7,14 @@ from sim.alloc.prefix_cache import HitTotals
 from sim.alloc.prefix_sweeps import WorkloadOverview
 from sim.cost.capacity import Capacity
 from sim.cost.memory import GiB
-from sim.cost.roofline import Hardware, StepCost, TinyDecodePoint, roofline_takeaway
+from sim.cost.roofline import Hardware, StepCost, TinyDecodePoint
 from sim.serving.comparison import ServingComparison
+from sim.words.paging import concurrency_takeaway, memory_takeaway
+from sim.words.roofline import (
+    roofline_takeaway,
+    tiny_takeaway,
+    tiny_verdict,
+)
 
 
 def _step(phase: str, flops: float, num_bytes: float) -> StepCost:
@@ -30,12 +36,12 @@ def test_roofline_takeaway_says_which_side_of_the_ridge():
 def test_tiny_decode_point_blames_launch_overhead_only_when_far_below_the_roof():
     far = TinyDecodePoint(2e6, 4e6, measured_s=1e-3, predicted_s=1e-4, num_ops=700, intensity=2.0,
                           achieved_flops=4e9, attainable_flops=4e10)
-    assert far.takeaway == "The tiny model's measured decode step reaches 10.0% of its roofline"
-    assert "10.0% of what the roof allows" in far.verdict and "fixed cost of launching each of its ~700" in far.verdict
+    assert tiny_takeaway(far) == "The tiny model's measured decode step reaches 10.0% of its roofline"
+    assert "10.0% of what the roof allows" in tiny_verdict(far) and "fixed cost of launching each of its ~700" in tiny_verdict(far)
     near = TinyDecodePoint(2e6, 4e6, measured_s=1e-4, predicted_s=0.8e-4, num_ops=700, intensity=2.0,
                            achieved_flops=4e10, attainable_flops=5e10)
-    assert near.takeaway.endswith("reaches 80.0% of its roofline")
-    assert "fixed cost" not in near.verdict and "bandwidth or compute does" in near.verdict
+    assert tiny_takeaway(near).endswith("reaches 80.0% of its roofline")
+    assert "fixed cost" not in tiny_verdict(near) and "bandwidth or compute does" in tiny_verdict(near)
 
 
 def _capacity(weights_gib: int, kv_gib: int) -> Capacity:
@@ -57,12 +63,12 @@ def _policies(paged: float) -> Comparison:
 
 
 def test_paging_takeaway_places_paged_against_the_contiguous_range():
-    assert _policies(0.963).memory_takeaway() == (
+    assert memory_takeaway(_policies(0.963)) == (
         "Paged blocks keep 96.3% of claimed KV memory for real tokens vs 20.4–38.2% for the contiguous policies")
-    assert _policies(0.1).memory_takeaway() == (
+    assert memory_takeaway(_policies(0.1)) == (
         "Paged blocks keep only 10.0% of claimed KV memory for real tokens vs 20.4–38.2% for the contiguous "
         "policies")
-    assert _policies(0.3).memory_takeaway() == (
+    assert memory_takeaway(_policies(0.3)) == (
         "Paged blocks keep 30.0% of claimed KV memory for real tokens, within 20.4–38.2% for the contiguous "
         "policies")
 
@@ -158,7 +164,7 @@ def test_more_builders_show_the_takeaway_and_keep_their_axes():
 
 
 def test_bytes_takeaway_names_the_larger_share_of_a_decode_step():
-    from sim.cost.roofline import bytes_takeaway
+    from sim.words.roofline import bytes_takeaway
 
     def step(weights, kv, acts=0.0):
         return StepCost("decode", 1.0, 0.0, weights, kv, acts, 1)
@@ -179,12 +185,12 @@ def _running(paged: float, max_len: float) -> Comparison:
 
 
 def test_concurrency_takeaway_compares_paged_with_reserving_the_maximum():
-    assert _running(12.34, 3.1).concurrency_takeaway() == (
+    assert concurrency_takeaway(_running(12.34, 3.1)) == (
         "Paged blocks run 12.3 requests at once on average vs 3.1 when every request reserves the maximum length: "
         "4.0× as many")
-    assert _running(2.0, 5.0).concurrency_takeaway() == (
+    assert concurrency_takeaway(_running(2.0, 5.0)) == (
         "Paged blocks run only 2.0 requests at once on average vs 5.0 when every request reserves the maximum length")
-    assert _running(4.01, 4.04).concurrency_takeaway() == (
+    assert concurrency_takeaway(_running(4.01, 4.04)) == (
         "Paged blocks and reserving the maximum length both run 4.0 requests at once on average")
 
 

@@ -9,8 +9,10 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from sim.claims import SEEDS, Claim, Verdict, claims_frame, source_name, verdict_counts, verdict_word
+from sim.claims import SEEDS, Claim, Verdict, verdict_counts
 from sim.i18n import text
+from sim.msg import Msg
+from sim.words.claims import claims_frame, source_name, verdict_word
 
 
 def test_claim_needs_a_verdict_enum():
@@ -20,7 +22,7 @@ def test_claim_needs_a_verdict_enum():
 
 CLAIMS = (Claim("one", "002", "5×", "7.3×", Verdict.UNDERSTATED, original="하나"),
           Claim("two", "000", "n³", "n(n+1)(2n+1)/6", Verdict.RIGHT, why="sum of squares"),
-          Claim("three", "this machine", "-", "12.7×", Verdict.RIGHT))
+          Claim("three", Msg("claims.where.this_machine"), "-", "12.7×", Verdict.RIGHT))
 
 
 def test_verdict_counts_and_frame():
@@ -196,11 +198,12 @@ def test_every_claim_quotes_its_korean_original(page):
 
 def test_a_seed_quote_in_latex_reads_as_plain_symbols():
     """A table cell shows text: the seeds' LaTeX is written as the symbols it means, in the table and the CSV."""
-    from sim.claims import claims_frame, latex_as_text
+    from sim.claims import latex_as_text
     from sim.cost.decode import seed_claims as decode_claims
     from sim.cost.gpus import load_gpus
     from sim.cost.kv_claims import seed_claims as kv_claims
     from sim.cost.presets import load_presets
+    from sim.words.claims import claims_frame
 
     assert latex_as_text("2 \\times 32 \\times 8 = 131{,}072 \\ \\text{바이트} = 128 \\ \\text{KiB}") == (
         "2 × 32 × 8 = 131,072 바이트 = 128 KiB")

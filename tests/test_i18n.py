@@ -102,7 +102,7 @@ def test_lookup_needs_no_streamlit_and_says_what_is_missing():
 # --- sentences both ways (numbers formatted the same) ---------------------------------------------------------------
 
 def test_mask_takeaway_in_korean():
-    from sim.attention.mask_readouts import mask_name, mask_takeaway
+    from sim.words.masks import mask_name, mask_takeaway
 
     causal = np.tril(np.ones((4, 4), dtype=bool))  # 4·5/2 = 10 of 16 pairs
     assert mask_takeaway(causal, mask_name("causal", 4, 0, lang="ko"), lang="ko") == (
@@ -121,7 +121,7 @@ def test_mask_takeaway_in_korean():
 
 
 def test_row_and_window_sentences_in_korean():
-    from sim.attention.mask_readouts import row_takeaway, window_caption, window_takeaway
+    from sim.words.masks import row_takeaway, window_caption, window_takeaway
 
     allowed = np.array([1, 1, 0, 0], dtype=bool)
     weights = {"neg_inf": np.array([0.5, 0.5, 0, 0]), "times_zero": np.array([0.25, 0.25, 0.25, 0.25])}
@@ -138,12 +138,15 @@ def test_row_and_window_sentences_in_korean():
 
 
 def test_masked_row_table_in_korean_keeps_the_measured_numbers():
-    from sim.attention.mask_readouts import behaviour_rows, masked_row_caption
+    from sim.attention.masks import MaskedRow
+    from sim.words.masks import behaviour_rows, masked_row_caption
 
-    measured = {"softmax with −inf": "NaN (0/0: every exp(−inf) is 0)",
-                "softmax with −1e9": "uniform 0.062 each: attends to everything it should not, silently",
-                "SDPA math": "finite values: 0.100, 0.200", "SDPA flash": "not available on this device"}
-    assert behaviour_rows(measured) == list(measured.items())
+    measured = (MaskedRow("softmax_inf", "nan"), MaskedRow("softmax_1e9", "uniform", (0.0625,)),
+                MaskedRow("math", "finite", (0.1, 0.2)), MaskedRow("flash", "unavailable"))
+    assert behaviour_rows(measured) == [
+        ("softmax with −inf", "NaN (0/0: every exp(−inf) is 0)"),
+        ("softmax with −1e9", "uniform 0.062 each: attends to everything it should not, silently"),
+        ("SDPA math", "finite values: 0.100, 0.200"), ("SDPA flash", "not available on this device")]
     assert behaviour_rows(measured, "ko") == [
         ("−inf를 넣은 소프트맥스", "NaN (0/0: 모든 exp(−inf)가 0)"),
         ("−1e9를 넣은 소프트맥스", "모두 균등하게 0.062: 보면 안 되는 키를 모두, 아무 경고 없이 본다"),
@@ -287,9 +290,6 @@ UI_CALLS = {"title", "header", "subheader", "markdown", "caption", "write", "tex
 TEXT_KEYWORDS = {"label", "help", "placeholder", "caption", "title", "title_text", "name", "text", "annotation_text",
                  "hovertemplate", "subplot_titles", "yaxis_title", "xaxis_title",
                  "what", "button", "cannot"}  # app.work's run_job and queued, app.resources' live_result
-# English the sentence functions match against, never show: what sim.attention.masks measures, parsed back
-MEASURED = {"softmax with −inf", "softmax with −1e9", "all zeros", "not available", "SDPA "}
-
 
 def _words(node: ast.AST) -> list[str]:
     """The literal text a string expression carries (constants and the fixed parts of an f-string)."""
@@ -329,7 +329,7 @@ def _literal_text(path: Path) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             if node.value.lstrip().startswith("<style>"):  # a page style sheet: CSS, not text
                 continue
-            if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", node.value) and node.value not in MEASURED:
+            if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", node.value):
                 hits.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     return hits
 

@@ -12,26 +12,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim.alloc import pool_views as views
 from sim.alloc.block_pool import simulate_parallel_sampling
 from sim.alloc.errors import WordedError, worded
-from sim.alloc.paging_readouts import sharing_takeaway
 from sim.alloc.policies import compare_policies
 from sim.alloc.prefix_claims import ORIGINAL, prefix_claims
-from sim.alloc.prefix_readouts import change_takeaway, tree_branching_sentence
 from sim.alloc.prefix_sweeps import change_one_byte
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import (
     LAYOUT_LABELS,
     PREFIX_WORKLOAD_LABELS,
     LengthWorkloadConfig,
-    label_in,
     layout_text_in,
     make_workload,
     workload_from_lengths,
 )
 from sim.i18n import text
 from sim.model.prefix_run import kv_change_text, kv_takeaway
+from sim.words import paging
+from sim.words.paging import sharing_takeaway
+from sim.words.prefix import change_takeaway, tree_branching_sentence
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -56,20 +55,20 @@ def test_sharing_takeaway_in_korean():
 def test_fork_summary_and_title_in_korean():
     # a 40-token prompt in blocks of 16: 3 blocks, the last one partly full, so 4 of 5 branches copy it
     fork = simulate_parallel_sampling(40, 5, 24, 16)
-    assert views.fork_summary(fork, lang="ko") == (
+    assert paging.fork_summary(fork, lang="ko") == (
         "프롬프트는 블록 3개에 한 번 프리필된다. 포크하면 모든 가지가 같은 블록 테이블을 받고, 블록마다 **ref_cnt**가 "
         "5(으)로 오른다. 프롬프트의 마지막 블록은 일부만 차 있으므로, 각 가지가 처음 거기에 쓸 때 블록을 복사한다"
         "(copy-on-write: 2→3, 2→4, 2→5, 2→6). 마지막 가지는 ref_cnt가 1이므로 그 자리에 쓴다. 블록 2개는 계속 "
         "공유된다(×n 표시).")
-    assert views.fork_grid_title(fork, "ko").startswith("가지마다 토큰 24개를 쓴 뒤 공유로 40%를 아낀다")
-    assert same_numbers(views.fork_grid_title(fork), views.fork_grid_title(fork, "ko"))
+    assert paging.fork_grid_title(fork, "ko").startswith("가지마다 토큰 24개를 쓴 뒤 공유로 40%를 아낀다")
+    assert same_numbers(paging.fork_grid_title(fork), paging.fork_grid_title(fork, "ko"))
 
 
 def test_comparison_sentences_keep_their_numbers_in_korean():
     cmp = compare_policies(make_workload(LengthWorkloadConfig(num_requests=60)), ServingConfig())
     for name in ("drawn_caption", "memory_summary", "memory_takeaway", "concurrency_takeaway",
                  "concurrency_summary"):
-        en, ko = getattr(cmp, name)(), getattr(cmp, name)("ko")
+        en, ko = getattr(paging, name)(cmp), getattr(paging, name)(cmp, "ko")
         assert re.search("[\uac00-\ud7a3]", ko), name
         assert same_numbers(en, ko), (name, en, ko)
 
@@ -77,8 +76,8 @@ def test_comparison_sentences_keep_their_numbers_in_korean():
 def test_results_table_in_korean_keeps_its_values():
     cmp = compare_policies(make_workload(LengthWorkloadConfig(num_requests=30)), ServingConfig())
     frame = cmp.results_frame()
-    ko = views.results_table(frame, "ko")
-    assert views.results_table(frame) is frame  # English: the CSV's own identifiers
+    ko = paging.results_table(frame, "ko")
+    assert paging.results_table(frame) is frame  # English: the CSV's own identifiers
     assert list(ko.columns)[0] == "할당 정책" and ko.iloc[0, 0] == "페이징 블록 (vLLM)"
     np.testing.assert_array_equal(ko.iloc[:, 1:].to_numpy(), frame.iloc[:, 1:].to_numpy())
 
@@ -121,10 +120,13 @@ def test_kv_sentences_in_korean():
 
 
 def test_request_labels_and_prompt_parts_in_korean():
-    assert label_in("system prompt 2, request 7", "ko") == "시스템 프롬프트 2, 요청 7"
-    assert label_in("agent run 3, step 0", "ko") == "에이전트 실행 3, 단계 0"
-    assert label_in("request 3", "ko") == "요청 3"
-    assert label_in("system prompt 2, request 7") == "system prompt 2, request 7"
+    from sim.msg import Msg
+    from sim.words import say
+
+    assert say("ko", Msg("prefix.label.system", a=2, b=7)) == "시스템 프롬프트 2, 요청 7"
+    assert say("ko", Msg("prefix.label.step", a=3, b=0)) == "에이전트 실행 3, 단계 0"
+    assert say("ko", Msg("wl.label.request", n=3)) == "요청 3"
+    assert say("en", Msg("prefix.label.system", a=2, b=7)) == "system prompt 2, request 7"
     assert layout_text_in((("tool descriptions", 500), ("task", 64)), "ko") == "[도구 설명 500] [과제 64]"
     assert layout_text_in((("tool descriptions", 1500),)) == "[tool descriptions 1,500]"
 
@@ -167,3 +169,27 @@ def test_korean_bold_spans_close(area):
     ko = json.loads((ROOT / "assets" / "i18n" / "ko" / f"{area}.json").read_text(encoding="utf-8"))
     bad = {k: v for k, v in ko.items() if re.search(r"[%)\]]\*\*[\w\uac00-\ud7a3]", v)}
     assert bad == {}
+
+
+def test_generated_request_labels_are_message_values_never_english_read_back(monkeypatch):
+    """Every workload labels its requests with a message value; Korean is the Korean catalog's entry filled with
+    the same numbers, whatever the English entry says."""
+    from sim.alloc.workload import PREFIX_WORKLOADS, PrefixWorkloadConfig, make_trace
+    from sim.msg import Msg
+    from sim.words import say
+    from sim.words.catalog import catalog
+
+    keys = {"system_prompt": "prefix.label.system", "timestamp": "prefix.label.system", "few_shot": "prefix.label.task",
+            "chat": "prefix.label.turn", "agent": "prefix.label.step", "rag": "prefix.label.question",
+            "random": "wl.label.request"}
+    labels = {w: [r.label for r in make_trace(PrefixWorkloadConfig(workload=w, num_requests=12)).requests]
+              for w in PREFIX_WORKLOADS}
+    assert {w: {m.key for m in ms} for w, ms in labels.items()} == {w: {k} for w, k in keys.items()}
+    assert labels["random"][:2] == [Msg("wl.label.request", n=0), Msg("wl.label.request", n=1)]
+    korean = {w: [say("ko", m) for m in ms] for w, ms in labels.items()}
+    for ms, words in zip(labels.values(), korean.values(), strict=True):
+        assert words == [catalog("ko")[m.key].format(**m.fields) for m in ms]
+        assert not any(re.search("[A-Za-z]", w) for w in words)
+    for key in set(keys.values()):
+        monkeypatch.setitem(catalog("en"), key, "REWORDED")
+    assert {w: [say("ko", m) for m in ms] for w, ms in labels.items()} == korean

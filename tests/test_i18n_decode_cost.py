@@ -10,7 +10,10 @@ from pathlib import Path
 
 from app.work import SHOWN_KEY
 from sim.cost.decode import computed_grid, seed_claims
-from sim.cost.decode_readouts import (
+from sim.model.graph_step import step_caption
+from sim.model.step_profile import CATEGORIES, StepProfile
+from sim.model.transformer import PRESETS
+from sim.words.decode import (
     formula_agreement,
     grid_takeaway,
     parts_takeaway,
@@ -19,9 +22,6 @@ from sim.cost.decode_readouts import (
     speedup_caption,
     wall_time_caption,
 )
-from sim.model.graph_step import step_caption
-from sim.model.step_profile import CATEGORIES, StepProfile
-from sim.model.transformer import PRESETS
 from tests.conftest import run_page
 from tests.test_takeaways_generation import CACHED, NAIVE, parts, point, rec, timed
 

@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from sim.cost import kv_readouts as say
 from sim.cost.arch import estimate_num_params
 from sim.cost.capacity import GpuConfig, capacity, dtype_table, fit_message
 from sim.cost.gpus import load_gpus
@@ -17,6 +16,7 @@ from sim.cost.kv_engine import EngineConfig, engine_allocation, vllm_command
 from sim.cost.memory import KV_DTYPES, MemoryConfig, kv_memory
 from sim.cost.presets import load_presets
 from sim.i18n import text
+from sim.words import cost as say
 
 P, G = load_presets(), load_gpus()
 SEED_001 = MemoryConfig(P["llama-3.1-8b"], batch=16, context=32768)  # 16 requests of 32k on an H100 at 0.9
@@ -158,3 +158,35 @@ def test_switching_language_keeps_the_open_tab():
     at.radio(key="lang").set_value("en").run()
     assert not at.exception and at.query_params["tab"] == "dtypes"
     assert say.dtypes_caption(128) in [c.value for c in at.caption]
+
+
+def _english_reworded(monkeypatch, keys):
+    """Every English entry of `keys` replaced by other words: Korean that still read the English would change."""
+    from sim.words.catalog import catalog
+
+    for key in keys:
+        monkeypatch.setitem(catalog("en"), key, "REWORDED " + catalog("en")[key])
+
+
+def test_formula_steps_korean_is_the_korean_catalog_filled_and_never_reads_the_english(monkeypatch):
+    from sim.msg import Msg
+    from sim.words import say as word
+    from sim.words.catalog import catalog
+
+    kv = kv_memory(MemoryConfig(P["qwen3-next-80b-a3b"], batch=2, context=100_000, kv_dtype="int4", layers_per_kv=2))
+    token_all = kv.steps[2].math
+    assert token_all.key == "kvf.math.token_all" and token_all.fields["share"] == Msg(
+        "kvf.colon_semi", a=Msg("kvf.math.storing", storing=6, of=12, notes=Msg("kvf.math.adjacent", n=2)),
+        b=Msg("kvf.math.no_kv", n=36, name=Msg("kvmem.r.state.gated_deltanet")))
+    before = [(word("ko", s.what), word("ko", s.math)) for s in kv.steps]
+    assert before[2][1].endswith(": 어텐션 레이어 12개 중 6개가 K/V를 저장한다 (인접한 레이어 2개가 하나를 나눠 쓴다); "
+                                 "선형 어텐션(Gated DeltaNet) 레이어 36개는 K/V를 남기지 않는다")
+    assert before[2][1] == catalog("ko")["kvf.math.token_all"].format(
+        body=word("ko", token_all.fields["body"]), b=token_all.fields["b"], readable=token_all.fields["readable"],
+        share=word("ko", token_all.fields["share"]))
+    english = [(word("en", s.what), word("en", s.math)) for s in kv.steps]
+    _english_reworded(monkeypatch, [k for k in catalog("en") if k.startswith(("kvf.", "kvmem.r.state."))])
+    assert [(word("ko", s.what), word("ko", s.math)) for s in kv.steps] == before
+    assert word("en", kv.steps[0].what) == "REWORDED Bytes per value p"
+    assert english[0] == ("Bytes per value p", "4 bits ÷ 8 = 0.5 B, plus a 2 B scale and a 2 B zero point per group "
+                                                "of g = 128 values")

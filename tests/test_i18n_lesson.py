@@ -8,11 +8,12 @@ import pytest
 
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
-from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step, roofline_takeaway
+from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
 from sim.i18n import text
 from sim.lesson import quiz
 from sim.lesson import sentences as say
 from sim.lesson.steps import STEPS, step_label
+from sim.words.roofline import roofline_takeaway
 from tests.conftest import run_page, unescaped
 from tests.test_i18n import hangul_share, rendered_text
 

@@ -12,16 +12,6 @@ from app.controls.roofline import TAB_SLUGS, TABS
 from app.tabs import LazyTabs
 from sim.attention.kernel_claims import kernel_claims
 from sim.attention.limits import Limits, check_shape
-from sim.attention.readouts import (
-    held_caption,
-    reason_text,
-    shape_label,
-    stat_word,
-    sweep_time_takeaway,
-    timing_rows,
-    timing_takeaway,
-    traffic_takeaway,
-)
 from sim.attention.shapes import AttentionShape
 from sim.attention.timing import SweepResult
 from sim.cost.gpus import load_gpus
@@ -31,21 +21,39 @@ from sim.cost.roofline import (
     RooflineConfig,
     SweepPoint,
     TinyDecodePoint,
-    batching_caption,
-    bytes_takeaway,
     decode_step,
     hardware,
-    intensity_takeaway,
-    levers_frame,
     prefill_step,
-    roofline_takeaway,
-    steps_frame,
-    tokens_takeaway,
-    turning_points,
     what_helps,
 )
 from sim.cost.roofline_claims import roofline_claims
 from sim.i18n import text
+from sim.msg import Msg
+from sim.refusal import Refusal
+from sim.words import say, why
+from sim.words.attention import (
+    held_caption,
+    reason_text,
+    shape_label,
+    stat_word,
+    sweep_time_takeaway,
+    timing_rows,
+    timing_takeaway,
+    traffic_takeaway,
+)
+from sim.words.roofline import (
+    batching_caption,
+    bytes_takeaway,
+    intensity_takeaway,
+    levers_frame,
+    roofline_takeaway,
+    steps_frame,
+    tiny_takeaway,
+    tiny_verdict,
+    tokens_takeaway,
+    trend_verdict,
+    turning_points,
+)
 from tests.conftest import run_in_app, run_page
 from tests.test_attention_readouts import fake_result
 from tests.test_i18n import hangul_share, rendered_text
@@ -106,21 +114,23 @@ def test_roofline_tables_levers_and_measured_point_in_korean():
     table = steps_frame([pre, dec], H100, "ko")
     assert table["스텝"].tolist() == ["프리필", "디코딩"] and table["한계"].tolist() == ["연산", "메모리"]
     assert table["메모리 시간 (ms)"].tolist() == steps_frame([pre, dec], H100)["Memory time (ms)"].tolist()
-    levers = what_helps(CFG, H100, "ko")
-    assert [x.name for x in levers] == ["고른 그대로", "가중치를 INT4로", "KV 캐시를 INT4로", "MQA (KV 헤드 1개)",
+    levers = what_helps(CFG, H100)
+    assert [say("ko", x.name) for x in levers] == ["고른 그대로", "가중치를 INT4로", "KV 캐시를 INT4로", "MQA (KV 헤드 1개)",
                                         "배치 ×8 (8)"]
     assert [x.tokens_per_s for x in levers] == [x.tokens_per_s for x in what_helps(CFG, H100)]
     assert levers_frame(levers, "ko")["고른 설정 대비"].iloc[0] == "1.00×"
     tp = TinyDecodePoint(2e6, 1e6, 500e-6, 50e-6, 120, 0.5, 2e9, 1e9)
-    assert tp.takeaway_in("ko") == "작은 모델의 디코딩 스텝은 측정해 보니 루프라인의 10.0%에 이른다"
-    assert tp.verdict_in("ko").startswith(
+    assert tiny_takeaway(tp, "ko") == "작은 모델의 디코딩 스텝은 측정해 보니 루프라인의 10.0%에 이른다"
+    assert tiny_verdict(tp, "ko").startswith(
         "작은 모델의 캐시 디코딩 스텝 하나는 2.00 MB를 옮기고 1.00 MFLOP를 계산한다. 루프라인으로는 50 µs면 되지만, "
         "실제로는 **500 µs** 걸렸다 — 루프라인이 허용하는 속도의 10.0%다. ")
-    assert "약 120개 연산" in tp.verdict_in("ko") and tp.verdict == tp.verdict_in("en")
+    assert "약 120개 연산" in tiny_verdict(tp, "ko") and tiny_verdict(tp) == tiny_verdict(tp, "en")
     falling = ContextTrend(1, 4096, 1.0, 0.5, 1)
-    assert "컨텍스트가 길어지면 내려간다 (토큰 1개에서 1.00, 토큰 4,096개에서 0.50)" in falling.verdict_in("ko")
-    with pytest.raises(ValueError, match="NVIDIA A100 SXM 80GB에는 dense FP8 텐서 처리량 수치가 없다"):
-        hardware(G["a100-80gb"], "fp8", lang="ko")
+    assert "컨텍스트가 길어지면 내려간다 (토큰 1개에서 1.00, 토큰 4,096개에서 0.50)" in trend_verdict(falling, "ko")
+    with pytest.raises(Refusal) as refused:
+        hardware(G["a100-80gb"], "fp8")
+    assert refused.value.msg == Msg("roofline.s.no_dtype", gpu="NVIDIA A100 SXM 80GB", dtype="FP8")
+    assert "NVIDIA A100 SXM 80GB에는 dense FP8 텐서 처리량 수치가 없다" in why(refused.value, "ko")
 
 
 def _seed_text() -> str:
@@ -180,7 +190,12 @@ def test_kernel_sentences_in_korean():
 def test_over_the_cap_and_why_not_in_korean():
     with pytest.raises(ValueError, match=r"= 점수 원소 1,073,741,824개로, 이 장치의 상한 16,777,216 \(2\^24\)을 넘는다"):
         check_shape(AttentionShape(heads=64, seq_len=4096), Limits("cpu", 1 << 24, 1 << 33, 3 << 30), "ko")
-    assert reason_text("this torch has no FlexAttention (No module named x)", "ko") == \
+    from sim.msg import Msg
+    from sim.words.catalog import catalog
+
+    missing = Msg("kernels.why.flex_missing", error="No module named x")
+    assert reason_text(missing, "en") == "this torch has no FlexAttention (No module named x)"
+    assert reason_text(missing, "ko") == catalog("ko")["kernels.why.flex_missing"].format(error="No module named x") == \
         "이 torch에는 FlexAttention이 없다 (No module named x)"
     assert reason_text(text("en", "home.why.cpu_only"), "ko") == text("ko", "home.why.cpu_only")
     assert reason_text("CUDA error: no kernel image", "ko") == "CUDA error: no kernel image"  # torch's own words
@@ -240,3 +255,47 @@ def test_attention_kernels_timing_and_sweep_in_korean():
     assert "이 페이지에서 cpu의 N = 256으로 잰 값: " in said
     if ratio not in ("1.0×", "0.9×"):  # faster or slower by the metric's own ratio
         assert f"FLASH가 eager보다 {ratio} 빠르다 (중앙값)." in said or "느리다 (중앙값)." in said
+
+
+def test_traffic_legend_words_each_part_from_its_id_in_either_language(monkeypatch):
+    """hbm_traffic names its parts by catalog ids; the legend is the catalog's word in each language (no English
+    part name is read back), so Korean stays the same whatever the English says."""
+    from app.figures.kernels import traffic_bars
+    from sim.attention.online_softmax import hbm_traffic
+    from sim.words.catalog import catalog
+
+    t = hbm_traffic(1, 2, 64, 64, 16, 2, 16, 16, causal=True)
+    assert list(t.standard_parts) == ["read_q_k", "write_s", "read_s", "write_p", "read_p", "read_v", "write_o"]
+    assert list(t.tiled_parts) == ["read_q", "read_k", "read_v", "write_o", "write_row_stats"]
+    parts = dict.fromkeys([*t.standard_parts, *t.tiled_parts])
+
+    def legend(lang):
+        return [tr.name for tr in traffic_bars(t, "title", lang).data if tr.showlegend]
+
+    assert legend("en") == [catalog("en")[f"kernels.fig.part.{p}"] for p in parts]
+    assert legend("en")[:2] == ["read Q, K", "write S"]
+    korean = legend("ko")
+    assert korean == [catalog("ko")[f"kernels.fig.part.{p}"] for p in parts]
+    for p in parts:
+        monkeypatch.setitem(catalog("en"), f"kernels.fig.part.{p}", "REWORDED")
+    assert legend("ko") == korean
+
+
+def test_flex_reasons_are_message_values_and_the_csv_words_them_in_english(monkeypatch):
+    """FlexAttention's reasons are message values; the timing CSV words them in English and Korean reads only the
+    Korean catalog (an English rewording changes no Korean)."""
+    from sim.attention.measure import KernelTiming
+    from sim.msg import Msg
+    from sim.words.attention import timing_frame
+    from sim.words.catalog import catalog
+
+    result = fake_result(64)
+    why = Msg("kernels.why.flex_device", device="mps")
+    result = type(result)(**{**result.__dict__, "rows": (*result.rows, KernelTiming("flex", "unavailable", why))})
+    frame = timing_frame(result)
+    assert frame["reason"].tolist()[-2:] == ["not built for CPU", "FlexAttention is not compiled for mps here"]
+    assert all(isinstance(r, str) for r in frame["reason"])
+    korean = reason_text(why, "ko")
+    monkeypatch.setitem(catalog("en"), "kernels.why.flex_device", "REWORDED {device}")
+    assert reason_text(why, "ko") == korean == catalog("ko")["kernels.why.flex_device"].format(device="mps")
+    assert timing_frame(result)["reason"].iloc[-1] == "REWORDED mps"  # the CSV follows the English catalog

@@ -347,17 +347,17 @@ def test_softmax_demo_bounds(kwargs, message):
 def test_traffic_by_hand():
     t = FL.hbm_traffic(1, 1, 4, 4, 2, elem_bytes=4, tile_q=2, tile_k=2, causal=False)
     # standard: Q,K (4+4)·2·4 = 64; S, P: 4 passes of 4·4·4 = 64; V 32; O 32
-    assert t.standard_parts == {"read Q, K": 64, "write S": 64, "read S": 64, "write P": 64, "read P": 64,
-                                "read V": 32, "write O": 32}
+    assert t.standard_parts == {"read_q_k": 64, "write_s": 64, "read_s": 64, "write_p": 64, "read_p": 64,
+                                "read_v": 32, "write_o": 32}
     assert t.standard_bytes == 384 and t.standard_held == 64
     # tiled: Q 32; K and V read once per Q tile (2 tiles × 4 rows × 2 × 4 = 64 each); O 32; 4 fp32 stats
-    assert t.tiled_parts == {"read Q": 32, "read K": 64, "read V": 64, "write O": 32, "write row stats": 16}
+    assert t.tiled_parts == {"read_q": 32, "read_k": 64, "read_v": 64, "write_o": 32, "write_row_stats": 16}
     assert t.tiled_bytes == 208 and t.tiled_held == 16
     causal = FL.hbm_traffic(1, 1, 4, 4, 2, 4, 2, 2, causal=True)
-    assert causal.tiled_parts["read K"] == (2 + 4) * 2 * 4  # tile 1 reads keys 0–1, tile 2 keys 0–3
+    assert causal.tiled_parts["read_k"] == (2 + 4) * 2 * 4  # tile 1 reads keys 0–1, tile 2 keys 0–3
     assert causal.standard_bytes == 384  # standard writes the masked half too
     decode = FL.hbm_traffic(2, 3, 1, 8, 4, 2, 4, 4, causal=True)
-    assert decode.tiled_parts["read K"] == 2 * 3 * 8 * 4 * 2
+    assert decode.tiled_parts["read_k"] == 2 * 3 * 8 * 4 * 2
 
 
 def test_traffic_rejects_zero():

@@ -4,7 +4,10 @@ import pandas as pd
 
 from sim.cost.capacity import GpuConfig, capacity
 from sim.cost.gpus import load_gpus
-from sim.cost.kv_readouts import (
+from sim.cost.memory import MemoryConfig, kv_memory
+from sim.cost.presets import load_presets
+from sim.model.measure import CacheMeasurement
+from sim.words.cost import (
     arrow_safe,
     beyond_trained_context,
     config_read,
@@ -14,9 +17,6 @@ from sim.cost.kv_readouts import (
     replicated_heads_note,
     shape_caption,
 )
-from sim.cost.memory import MemoryConfig, kv_memory
-from sim.cost.presets import load_presets
-from sim.model.measure import CacheMeasurement
 
 P = load_presets()
 G = load_gpus()
@@ -120,7 +120,7 @@ def test_engine_takeaway_worded_both_ways():
     from dataclasses import replace
 
     from sim.cost.kv_engine import EngineConfig, engine_allocation
-    from sim.cost.kv_readouts import engine_caption, engine_takeaway, groups_caption
+    from sim.words.cost import engine_caption, engine_takeaway, groups_caption
 
     cfg = MemoryConfig(P["gpt-oss-20b"], context=32768)
     kv, alloc = kv_memory(cfg), engine_allocation(cfg, EngineConfig())
@@ -146,7 +146,7 @@ def test_engine_takeaway_worded_both_ways():
 
 def test_engine_metrics_count_both_ways():
     from sim.cost.kv_engine import engine_allocation
-    from sim.cost.kv_readouts import engine_metrics
+    from sim.words.cost import engine_metrics
 
     cfg = MemoryConfig(P["gpt-oss-20b"], context=32768)
     m = {x.label: x for x in engine_metrics(kv_memory(cfg), engine_allocation(cfg), 40 * (1 << 30))}
@@ -154,3 +154,21 @@ def test_engine_metrics_count_both_ways():
     assert (m["Max requests (formula)"].value, m["Max requests (vLLM blocks)"].value) == ("53", "42")
     assert m["Max requests (vLLM blocks)"].delta == "42.52× concurrency"
     assert m["vLLM reserves, per request"].delta == "1.25× the formula"
+
+
+def test_measurement_table_counts_are_message_values_worded_in_either_language():
+    from sim.cost.memory import measurement_rows
+    from sim.msg import Msg
+    from sim.words.cost import measurement_frame
+
+    r = measurement()
+    assert [row["Count"] for row in measurement_rows(r)] == [
+        Msg("kvmem.r.meas.measured", n=8), Msg("kvf.meas.formula", layers=4, h=1, d=32, p=4, b=2, s=50),
+        Msg("kvmem.r.meas.calculator")]
+    assert measurement_frame(r)["Count"].tolist()[:2] == [
+        "Measured: numel × element_size over the 8 filled K and V tensors",
+        "Formula 2·L·H_kv·d_h·p·B·S = 2·4·1·32·4·2·50 (sim/cost/opcount.py)"]
+    ko = measurement_frame(r, "ko")
+    assert ko.iloc[:, 0].tolist()[:2] == ["잰 값: 채운 K·V 텐서 8개에 걸친 numel × element_size",
+                                          "공식 2·L·H_kv·d_h·p·B·S = 2·4·1·32·4·2·50 (sim/cost/opcount.py)"]
+    assert ko.iloc[:, 1].tolist() == [102_400] * 3

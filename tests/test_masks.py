@@ -9,6 +9,7 @@ import torch
 from sim.attention.maps import cache_validity, capture_attention
 from sim.attention.masks import (
     VARIANTS,
+    MaskedRow,
     additive,
     build,
     causal,
@@ -89,9 +90,12 @@ def test_fully_masked_rows():
     none = torch.zeros(1, 2, dtype=torch.bool)
     assert masked_softmax(scores, none, V["neg_inf"]).isnan().all()
     assert masked_softmax(scores, none, V["neg_1e9"]).tolist() == [[0.5, 0.5]]
-    behaviour = fully_masked_row_behaviour()
-    assert behaviour["softmax with −inf"].startswith("NaN")
-    assert behaviour["SDPA math"].startswith("all zeros")  # measured on this torch build
+    behaviour = {r.where: r for r in fully_masked_row_behaviour()}
+    assert list(behaviour)[:3] == ["softmax_inf", "softmax_1e9", "math"]
+    assert behaviour["softmax_inf"] == MaskedRow("softmax_inf", "nan")
+    assert behaviour["softmax_1e9"] == MaskedRow("softmax_1e9", "uniform", (behaviour["softmax_1e9"].values[0],))
+    assert abs(behaviour["softmax_1e9"].values[0] - 1 / 3) < 1e-6  # three equal scores after −1e9
+    assert behaviour["math"] == MaskedRow("math", "zeros")  # measured on this torch build
 
 
 def test_cache_validity_on_the_real_model(shipped_models):
@@ -114,3 +118,20 @@ def test_capture_matches_model_and_mask(shipped_models):
     torch.testing.assert_close(cap.logits, model(torch.tensor([ids]))[0], rtol=0, atol=1e-5)
     win = capture_attention(model, ids, sliding_window(len(ids), 3))
     assert (win.probs[..., 5, :3] == 0).all() and torch.allclose(win.probs.sum(-1), torch.ones(4, 4, len(ids)))
+
+
+def test_masked_rows_in_korean_are_the_korean_catalog_filled_never_the_english_read_back(monkeypatch):
+    from sim.words.catalog import catalog
+    from sim.words.masks import behaviour_rows
+
+    rows = (MaskedRow("softmax_inf", "nan"), MaskedRow("softmax_1e9", "uniform", (1 / 3,)),
+            MaskedRow("flash", "finite", (0.25, 0.5)), MaskedRow("cudnn", "unavailable"))
+    ko = catalog("ko")
+    korean = behaviour_rows(rows, "ko")
+    assert korean == [(ko["masks.s.where.softmax_inf"], ko["masks.s.result.nan"]),
+                      (ko["masks.s.where.softmax_1e9"], ko["masks.s.result.uniform"].format(x="0.333")),
+                      (ko["masks.s.where.sdpa"].format(name="flash"), ko["masks.s.result.finite"].format(values="0.250, 0.500")),
+                      (ko["masks.s.where.sdpa"].format(name="cudnn"), ko["masks.s.result.unavailable"])]
+    for key in [k for k in catalog("en") if k.startswith(("masks.s.where.", "masks.s.result."))]:
+        monkeypatch.setitem(catalog("en"), key, "REWORDED")
+    assert behaviour_rows(rows, "ko") == korean

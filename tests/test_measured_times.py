@@ -5,8 +5,8 @@ busy for them to describe the model."""
 import math
 
 from app.work import SHOWN_KEY
-from sim.cost.decode_readouts import measured_caption
 from sim.model.generate import SamplingConfig, encode, run_comparison
+from sim.words.decode import measured_caption
 from sim.work.conditions import Conditions, Measuring
 from tests.conftest import run_page
 

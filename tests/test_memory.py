@@ -32,6 +32,7 @@ from sim.cost.memory import (
 )
 from sim.cost.presets import MODELS_JSON, load_presets, tiny_model_configs
 from sim.model.measure import measure_tiny_cache, untrained_tiny_model
+from sim.msg import Msg
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -125,8 +126,10 @@ def test_llama_31_8b_seed_001_numbers():
     assert m.per_request_bytes == 131_072 * 32768 == 4 * GiB
     assert m.total_bytes == 64 * GiB == 68_719_476_736
     assert [s.bytes for s in m.steps] == [None, 4096, 131_072, 4 * GiB, 64 * GiB]
-    assert m.steps[1].math == "2 (K and V) × H_kv × d_h × p = 2 × 8 × 128 × 2 = 4,096 B"
-    assert m.steps[-1].math == "4,294,967,296 × 16 = 68,719,476,736 B (64 GiB)"
+    assert m.steps[1].math == Msg("kvf.math.k_and_v", h=8, d=128, p=2, b=4096)
+    assert m.steps[-1].math == Msg("kvf.math.all", per=4 * GiB, batch=16, b=64 * GiB, readable="64 GiB")
+    assert [s.what.key for s in m.steps] == ["kvf.what.value", "kvf.what.token_layer", "kvf.what.token_all",
+                                             "kvf.what.request", "kvf.what.all"]
 
 
 @pytest.mark.parametrize("key, expected", [
@@ -148,7 +151,8 @@ def test_mla_counts_one_latent_per_layer():
     # DeepSeek-V3, 1,000 tokens, 2 requests: 61 layers · 576 values · 2 B · 1,000 · 2
     assert kv("deepseek-v3", 1000, batch=2) == 61 * 576 * 2 * 1000 * 2 == 140_544_000
     m = kv_memory(MemoryConfig(P["deepseek-v3"], context=1000))
-    assert "no ×2" in m.steps[1].math and m.steps[1].bytes == 1152
+    assert m.steps[1].math == Msg("kvf.math.mla", expr="(d_c + d_R) × p = (512 + 64) × 2", b=1152, heads=128)
+    assert m.steps[1].what == Msg("kvf.what.token_layer_mla") and m.steps[1].bytes == 1152
 
 
 def test_sliding_window_caps_the_cache():

@@ -12,9 +12,10 @@ from sim.cost.capacity import GpuConfig, capacity
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import parse_hf_config
 from sim.cost.kv_claims import seed_claims
-from sim.cost.kv_readouts import dtypes_caption
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.presets import load_presets
+from sim.words import say
+from sim.words.cost import dtypes_caption
 from tests.conftest import unescaped
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +65,7 @@ def test_default_view_shows_sim_numbers():
     m, cap, shown = expected(P["llama-3.1-8b"], 16, 32768)
     assert metrics(at) == shown
     assert shown["Per token"] == "128 KiB" and shown["All requests"] == "64 GiB"
-    assert steps_shown(at) == [s.math for s in m.steps]
+    assert steps_shown(at) == [say("en", s.math) for s in m.steps]
     # seed 001's "16 requests of 32k fill an 80 GiB GPU": not at vLLM's default utilization of 0.9
     assert [w.value for w in at.warning] == [
         f"Does not fit: the cache needs 64 GiB but only {fmt_bytes(cap.kv_budget_bytes)} is left after "
@@ -87,7 +88,7 @@ def test_preset_switch_and_batch_context_change():
     m, cap, shown = expected(P["mistral-7b-v0.1"], 3, 10_000)
     assert metrics(at) == shown
     assert m.total_bytes == 32 * 4096 * 4096 * 3  # the 4,096-token window caps every layer
-    assert steps_shown(at) == [s.math for s in m.steps]
+    assert steps_shown(at) == [say("en", s.math) for s in m.steps]
     assert (at.query_params["model"], at.query_params["batch"], at.query_params["ctx"]) == \
         ("mistral-7b-v0.1", "3", "10000")
 
@@ -234,7 +235,7 @@ def test_each_tabs_chart_titles_its_axes(tab):
 
 def test_engine_tab_shows_the_allocator_next_to_the_formula():
     from sim.cost.kv_engine import EngineConfig, engine_allocation
-    from sim.cost.kv_readouts import engine_takeaway
+    from sim.words.cost import engine_takeaway
     from tests.test_chart_axes import charts, title_of
 
     at = run_page({"model": "gpt-oss-20b", "tab": "engine", "ctx": "32768", "batch": "4"})
@@ -256,7 +257,7 @@ def test_engine_tab_shows_the_allocator_next_to_the_formula():
 
 def test_formula_tab_lists_the_layer_groups():
     from sim.cost.kv_engine import EngineConfig, engine_allocation
-    from sim.cost.kv_readouts import group_rows
+    from sim.words.cost import group_rows
 
     at = run_page({"model": "qwen3-next-80b-a3b", "ctx": "131072", "batch": "1"})
     cfg = MemoryConfig(P["qwen3-next-80b-a3b"], batch=1, context=131072)

@@ -12,6 +12,7 @@ from sim.alloc.prefix_cache import CacheConfig, simulate_prefix_cache
 from sim.alloc.prefix_sweeps import compare_two_prompts, compare_workloads
 from sim.alloc.workload import LAYOUT_LABELS, LAYOUTS, PrefixWorkloadConfig, make_trace
 from sim.model.transformer import checkpoint_path
+from sim.words.alloc import requests_frame
 from tests.conftest import run_page, unescaped
 
 
@@ -69,11 +70,14 @@ def test_defaults_show_the_simulators_numbers_and_export_them():
 
     assert any(version_label() in c.value and "does not de-duplicate" in c.value for c in at.caption)
     # the CSV behind the first download button is the per-request table
-    csv = simulate_prefix_cache(make_trace(cfg), cache).to_frame().to_csv(index=False).encode()
+    res = simulate_prefix_cache(make_trace(cfg), cache)
+    csv = requests_frame(res).to_csv(index=False).encode()
     button = at.get("download_button")[0]
     assert button.proto.url.endswith(
         f"/{_calculate_file_id(csv, 'text/csv', 'prefix_cache_system_prompt_fixed_first.csv')}.csv")
     assert csv.decode().startswith("request,label,prompt_tokens,hit_tokens,computed_tokens,")
+    group = res.labels[0].fields["a"]  # the labels are worded in English, as the traces once stored them
+    assert csv.decode().splitlines()[1].startswith(f"0,\"system prompt {group}, request 0\",")
     # the seeds table quotes the overview's RAG numbers
     table = compare_workloads(cfg, cache).to_frame().set_index(["workload", "layout"])
     claims = at.table[0].value

@@ -1,4 +1,4 @@
-"""What the Paged KV blocks page says (sim/alloc/pool_views.py, sim.alloc.policies.Comparison's sentences,
+"""What the Paged KV blocks page says (sim/words/paging.py, from sim/alloc/pool_views.py and sim.alloc.policies,
 sim.model.paged_cache.PagedRun's table): every number worked out by hand from a small pool or run."""
 
 import numpy as np
@@ -10,6 +10,7 @@ from sim.alloc.block_pool import BlockPool, simulate_parallel_sampling
 from sim.alloc.policies import Comparison, block_size_tradeoff
 from sim.alloc.schedule import POLICIES, SLOT_KINDS, PolicyResult, Segments, ServingConfig
 from sim.alloc.workload import workload_from_lengths
+from sim.words import paging as say
 
 # --- the block grid's time frames ------------------------------------------------------------------
 
@@ -18,10 +19,10 @@ def test_pool_frames_are_evenly_spaced_whole_steps():
     frames = views.pool_frames(101)  # last step 100: frame k shows round(2.5 k), halves to even
     assert frames.steps[:5] == (0, 2, 5, 8, 10) and frames.steps[-1] == 100 and len(frames.steps) == 41
     assert not frames.truncated
-    assert frames.slider_help == "41 evenly spaced decode steps of the paged run."
+    assert say.frames_help(frames) == "41 evenly spaced decode steps of the paged run."
     long = views.pool_frames(30_000)
     assert long.truncated and long.steps[1] == 500 and long.steps[-1] == 20_000
-    assert long.slider_help == "41 evenly spaced decode steps of the paged run (its first 20,000 steps)."
+    assert say.frames_help(long) == "41 evenly spaced decode steps of the paged run (its first 20,000 steps)."
     one = views.pool_frames(1, num_frames=3)
     assert one.steps == (0, 0, 0) and one.distinct_steps == (0,)
     with pytest.raises(ValueError, match="1\\+ steps"):
@@ -29,8 +30,8 @@ def test_pool_frames_are_evenly_spaced_whole_steps():
 
 
 def test_grid_too_big():
-    assert views.grid_too_big(4096) is None
-    assert views.grid_too_big(4097) == ("The pool has 4,097 blocks; the grid draws at most 4,096. Lower the capacity "
+    assert say.grid_too_big(4096) is None
+    assert say.grid_too_big(4097) == ("The pool has 4,097 blocks; the grid draws at most 4,096. Lower the capacity "
                                         "or raise the block size to see it block by block.")
 
 
@@ -47,14 +48,14 @@ def small_pool():
 
 def test_request_free_queue_and_title_lines():
     snap = small_pool().snapshot(7)
-    assert views.request_line(snap, 0) == "Request **0** holds **5** tokens in **2** blocks (62% of their 8 slots)."
-    assert views.request_line(snap, 1) == "Request **1** holds **3** tokens in **1** blocks (75% of their 4 slots)."
-    assert views.free_queue_line(snap) == "**Free queue** (3 blocks), next handed out: 3, 4, 5"
-    assert views.free_queue_line(snap, shown=2) == "**Free queue** (3 blocks), next handed out: 3, 4 …"
-    assert views.pool_title(snap, 1234) == "Step 1,234: 3 of 6 blocks in use by 2 requests, 8 tokens stored"
+    assert say.request_line(snap, 0) == "Request **0** holds **5** tokens in **2** blocks (62% of their 8 slots)."
+    assert say.request_line(snap, 1) == "Request **1** holds **3** tokens in **1** blocks (75% of their 4 slots)."
+    assert say.free_queue_line(snap) == "**Free queue** (3 blocks), next handed out: 3, 4, 5"
+    assert say.free_queue_line(snap, shown=2) == "**Free queue** (3 blocks), next handed out: 3, 4 …"
+    assert say.pool_title(snap, 1234) == "Step 1,234: 3 of 6 blocks in use by 2 requests, 8 tokens stored"
     full = BlockPool(2, 4)
     full.add_request(0, 8)
-    assert views.free_queue_line(full.snapshot(0)) == "**Free queue** (0 blocks), next handed out: —"
+    assert say.free_queue_line(full.snapshot(0)) == "**Free queue** (0 blocks), next handed out: —"
 
 
 def test_marked_block_table_stars_shared_blocks():
@@ -82,7 +83,7 @@ def test_heap_at_a_step():
     hv = views.heap_at(heap_result(), 4)  # both run: 4 + 4 and 2 + 1 tokens stored
     assert hv.req.tolist() == [0, 1] and hv.offset.tolist() == [0, 20] and hv.reserve.tolist() == [20, 30]
     assert hv.stored.tolist() == [8, 3] and hv.num_free == 50
-    assert hv.title == "The first-fit heap at step 4: 2 requests in contiguous extents, 50 slots free in holes"
+    assert say.heap_title(hv) == "The first-fit heap at step 4: 2 requests in contiguous extents, 50 slots free in holes"
     late = views.heap_at(heap_result(), 6)
     assert late.req.tolist() == [1] and late.stored.tolist() == [5] and late.num_free == 70
     assert views.heap_at(heap_result(), 8) is None
@@ -94,10 +95,10 @@ def test_heap_at_a_step():
 
 
 def test_block_example_caption():
-    assert views.block_example_caption(17, 16) == (
+    assert say.block_example_caption(17, 16) == (
         "17 tokens take 2 blocks = 32 slots. Only the last block can be partly empty, so the waste per request is "
         "below one block — whatever the length.")
-    assert views.block_example_caption(1234, 1).startswith("1,234 tokens take 1,234 blocks = 1,234 slots.")
+    assert say.block_example_caption(1234, 1).startswith("1,234 tokens take 1,234 blocks = 1,234 slots.")
 
 
 def test_block_size_tradeoff_sweeps_the_chosen_size_too():
@@ -119,19 +120,19 @@ def test_block_size_tradeoff_sweeps_the_chosen_size_too():
 def test_fork_summary_with_copy_on_write():
     # 33 tokens in blocks of 8: 4 full blocks and block 4 with one token, which each of the first 4 branches copies
     fork = simulate_parallel_sampling(33, 5, 40, 8)
-    assert views.fork_summary(fork) == (
+    assert say.fork_summary(fork) == (
         "The prompt is prefilled once into 5 blocks; forking gives every branch the same table and raises each "
         "block's **ref_cnt** to 5. The prompt's last block is only partly full, so the first write of each branch "
         "into it copies it (copy-on-write: 4→5, 4→6, 4→7, 4→8); the last branch finds ref_cnt 1 and writes in place. "
         "4 blocks stay shared (labelled ×n).")
-    assert "(copy-on-write: 4→5, 4→6 …)" in views.fork_summary(fork, shown=2)
-    assert views.fork_grid_title(fork) == ("After 40 tokens per branch, sharing saves 32%: 5 branches hold 34 blocks "
+    assert "(copy-on-write: 4→5, 4→6 …)" in say.fork_summary(fork, shown=2)
+    assert say.fork_grid_title(fork) == ("After 40 tokens per branch, sharing saves 32%: 5 branches hold 34 blocks "
                                            "of 8 tokens instead of 50 as unshared copies, 4 blocks still shared")
 
 
 def test_fork_summary_without_copies():
     fork = simulate_parallel_sampling(32, 3, 8, 8)  # 4 full blocks: every branch starts a block of its own
-    assert views.fork_summary(fork) == (
+    assert say.fork_summary(fork) == (
         "The prompt is prefilled once into 4 blocks; forking gives every branch the same table and raises each "
         "block's **ref_cnt** to 3. No shared block is ever written into, so nothing is copied. "
         "4 blocks stay shared (labelled ×n).")
@@ -158,14 +159,14 @@ def comparison() -> Comparison:
 
 def test_comparison_sentences_by_hand():
     cmp = comparison()
-    assert cmp.drawn_caption() == ("Drawn: 3 requests, prompts 20 tokens on average (longest 30), outputs 71 "
+    assert say.drawn_caption(cmp) == ("Drawn: 3 requests, prompts 20 tokens on average (longest 30), outputs 71 "
                                    "(longest 200); 1,024 blocks of 16 slots.")
-    assert cmp.memory_summary() == (
+    assert say.memory_summary(cmp) == (
         "Contiguous allocation keeps **25.0–35.0%** of the memory it claims filled with real tokens; the vLLM paper "
         "measured **20.4–38.2%** for earlier systems. The rest is *reservation*: slots set aside for tokens that come "
         "later or never, and — in the first-fit heap — free holes too small for the next request. Paged blocks keep "
         "**96.0%** (waste 4.0%, only the unused tail of each request's last block; the paper: under 4%).")
-    assert cmp.concurrency_summary() == (
+    assert say.concurrency_summary(cmp) == (
         "With the same 16,384 slots, paged allocation runs **4.0** requests at once against **1.0** when every request "
         "reserves the maximum length, so it finishes the workload **4.00×** sooner (seed 002: up to about 4× the "
         "throughput of contiguous allocation). Paged admission only needs the prompt's blocks, so when memory runs "

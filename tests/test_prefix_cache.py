@@ -183,7 +183,7 @@ def test_system_prompt_hits_are_exact_with_room_for_everything():
     assert res.num_evictions == 0
     seen = set()
     for i, label in enumerate(res.labels):
-        group = label.split(",")[0]
+        group = label.fields["a"]  # Msg("prefix.label.system", a=group, b=request)
         assert res.hit_tokens[i] == (0 if group not in seen else 496)  # 31 full blocks of the 500 shared tokens
         seen.add(group)
     assert simulate_prefix_cache(make_trace(replace(cfg, layout="variable_first")), CacheConfig(16, 1 << 20)).hit_rate == 0
@@ -197,7 +197,7 @@ def test_chat_turns_hit_everything_the_previous_turn_stored():
     for prev, cur, hit in zip(trace.requests, trace.requests[1:], res.hit_tokens[1:], strict=False):
         assert hit == prev.num_stored // 16 * 16  # its own prompt and all but the last output token
         assert np.array_equal(cur.prompt[:prev.prompt_len], prev.prompt[: prev.prompt_len]) or \
-            cur.label.endswith("turn 0")
+            cur.label.fields["b"] == 0  # turn 0 of a new conversation
 
 
 def test_every_sharing_workload_hits_with_fixed_content_first_and_loses_it_otherwise():

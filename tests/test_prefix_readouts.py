@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from sim.alloc import byte_tokens as bt
-from sim.alloc import prefix_readouts as ro
 from sim.alloc import prefix_sweeps as ps
 from sim.alloc.prefix_cache import CacheConfig, HitTotals, simulate_prefix_cache
 from sim.alloc.workload import PrefixWorkloadConfig, make_trace, trace_from_lists
 from sim.model import prefix_run as pr
 from sim.readout import Metric
+from sim.words import prefix as ro
 
 
 def test_byte_tokens():

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sim.attention.readouts import (
+from sim.attention.shapes import AttentionShape
+from sim.attention.timing import SweepResult
+from sim.readout import Metric
+from sim.words.attention import (
     backends_caption,
     lengths_up_to,
     no_sweep_warning,
@@ -18,9 +21,6 @@ from sim.attention.readouts import (
     sweep_progress,
     timing_heading,
 )
-from sim.attention.shapes import AttentionShape
-from sim.attention.timing import SweepResult
-from sim.readout import Metric
 from tests.test_attention_readouts import fake_result
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,6 +18,8 @@ from sim.cost.roofline import (
     what_helps,
 )
 from sim.model.probe import probe_machine
+from sim.words import say
+from sim.words.roofline import tiny_verdict, trend_verdict
 
 P = load_presets()
 G = load_gpus()
@@ -110,7 +112,12 @@ def test_bad_inputs():
 
 def test_machine_probe_measures_positive_figures():
     probe = probe_machine(device="cpu", copy_mib=8, matmul_n=128, repeats=2)
-    assert probe.bandwidth > 0 and probe.peak_flops > 0 and "copy 8 MiB" in probe.method
+    assert probe.bandwidth > 0 and probe.peak_flops > 0 and (probe.copy_mib, probe.matmul_n, probe.repeats) == (8, 128, 2)
+    assert say("en", probe.method) == ("bandwidth: copy 8 MiB fp32 (read + write = 16 MiB moved), best of 2; compute: "
+                                       f"128×128 @ 128×128 in {probe.dtype}, 2·n³ FLOPs, best of 2")
+    assert say("ko", probe.method) == ("대역폭: fp32 8 MiB 복사 (읽기 + 쓰기 = 16 MiB 이동), 2회 중 최고; 연산: "
+                                       f"{probe.dtype}로 128×128 @ 128×128, 2·n³ FLOPs, 2회 중 최고")
+    assert not {"bandwidth", "copy", "compute", "best"} & set(say("ko", probe.method).split())  # nothing read back
     with pytest.raises(ValueError, match="probe sizes out of range"):
         probe_machine(device="cpu", copy_mib=0)
 
@@ -126,15 +133,16 @@ def test_the_context_trend_sentence_follows_the_numbers():
     p = load_presets()
     gqa = context_trend(p["llama-3.1-70b"])  # 8 query heads per K/V head: each cached byte feeds 8 heads
     assert gqa.long > 2 * gqa.short and gqa.group == 8
-    assert f"rises as context grows ({gqa.short:.2f} at 1 token, {gqa.long:.2f} at 131,072 tokens)" in gqa.verdict
+    assert f"rises as context grows ({gqa.short:.2f} at 1 token, {gqa.long:.2f} at 131,072 tokens)" in trend_verdict(gqa)
     mha = context_trend(p["llama-2-7b"])  # one query head per K/V head: a cached byte is read for ~1 FLOP
-    assert "stays about there" in mha.verdict and "rises" not in mha.verdict
+    assert "stays about there" in trend_verdict(mha) and "rises" not in trend_verdict(mha)
     falling = ContextTrend(1, 4096, 1.0, 0.5, 1)
-    assert "falls as context grows (1.00 at 1 token, 0.50 at 4,096 tokens)" in falling.verdict
+    assert "falls as context grows (1.00 at 1 token, 0.50 at 4,096 tokens)" in trend_verdict(falling)
 
 
 def test_the_pages_tables_and_sentences():
-    from sim.cost.roofline import TinyDecodePoint, levers_frame, steps_frame, turning_points
+    from sim.cost.roofline import TinyDecodePoint
+    from sim.words.roofline import levers_frame, steps_frame, turning_points
 
     cfg, hw = RooflineConfig(P["llama-3.1-70b"], 1, 4096), hardware(G["h100-sxm"])
     dec, pre = decode_step(cfg), prefill_step(cfg)
@@ -143,12 +151,12 @@ def test_the_pages_tables_and_sentences():
     assert table["Memory time (ms)"].tolist() == [pre.bytes / hw.bandwidth * 1e3, dec.bytes / hw.bandwidth * 1e3]
     levers = what_helps(cfg, hw)
     shown = levers_frame(levers)
-    assert shown["vs as chosen"].iloc[0] == "1.00×" and shown["Change"].tolist() == [x.name for x in levers]
+    assert shown["vs as chosen"].iloc[0] == "1.00×" and shown["Change"].tolist() == [say("en", x.name) for x in levers]
     assert turning_points({512: 64, 131072: None}) == (
         "context 512: compute-bound from batch **64** · context 131,072: **memory-bound at every batch up to 4,096**")
     # 2 MB and 1 MFLOP per step; the roof allows 50 µs, it took 500 µs: 10% of the roof, 120 operations
     tp = TinyDecodePoint(2e6, 1e6, 500e-6, 50e-6, 120, 0.5, 2e9, 1e9)
-    assert tp.verdict.startswith("One cached decode step of the tiny model moves 2.00 MB and does 1.00 MFLOP. "
+    assert tiny_verdict(tp).startswith("One cached decode step of the tiny model moves 2.00 MB and does 1.00 MFLOP. "
                                  "The roofline says it could take 50 µs; it took **500 µs** — 10.0% of what the roof "
                                  "allows.")
-    assert "each of its ~120 operations per token" in tp.verdict
+    assert "each of its ~120 operations per token" in tiny_verdict(tp)

@@ -8,17 +8,8 @@ from types import SimpleNamespace as NS
 import numpy as np
 
 from sim.attention.maps import CacheValidity, append_caption
-from sim.attention.mask_readouts import (
-    leak_caption,
-    mask_name,
-    mask_takeaway,
-    masked_row_caption,
-    row_takeaway,
-    window_caption,
-    window_takeaway,
-)
 from sim.cost.decode import computed_grid, flop_shape, scale_curve
-from sim.cost.decode_readouts import (
+from sim.words.decode import (
     formula_agreement,
     grid_takeaway,
     parts_takeaway,
@@ -27,6 +18,15 @@ from sim.cost.decode_readouts import (
     speedup_caption,
     times,
     wall_time_caption,
+)
+from sim.words.masks import (
+    leak_caption,
+    mask_name,
+    mask_takeaway,
+    masked_row_caption,
+    row_takeaway,
+    window_caption,
+    window_takeaway,
 )
 from tests.conftest import run_page
 
@@ -274,16 +274,16 @@ def test_leak_caption_names_the_ways_that_leak():
 
 
 def test_masked_row_caption_groups_what_was_measured():
-    assert masked_row_caption({
-        "softmax with −inf": "NaN (0/0: every exp(−inf) is 0)", "softmax with −1e9": "uniform 0.333 each: …",
-        "SDPA math": "all zeros (the kernel special-cases the empty row)", "SDPA flash": "not available on this device",
-        "SDPA efficient": "all zeros (the kernel special-cases the empty row)", "SDPA cudnn": "NaN (0/0: …)"}) == (
+    from sim.attention.masks import MaskedRow as R
+
+    assert masked_row_caption((R("softmax_inf", "nan"), R("softmax_1e9", "uniform", (1 / 3,)), R("math", "zeros"),
+                               R("flash", "unavailable"), R("efficient", "zeros"), R("cudnn", "nan"))) == (
         "A left-pad query has no key to attend to. Plain softmax over all −∞ returns NaN (0/0), and NaN spreads "
         "through every later layer. A large finite negative (−1e9) returns a uniform row instead, attending to "
         "everything it should not. Of torch's SDPA kernels, measured just now on this device, math and efficient "
         "return zeros; flash is not available; cudnn returns NaN.")
-    assert masked_row_caption({"softmax with −inf": "finite values: 0.1", "softmax with −1e9": "NaN (0/0)",
-                               "SDPA math": "uniform 0.500 each: …", "SDPA flash": "NaN (0/0)"}) == (
+    assert masked_row_caption((R("softmax_inf", "finite", (0.1,)), R("softmax_1e9", "nan"),
+                               R("math", "uniform", (0.5,)), R("flash", "nan"))) == (
         "A left-pad query has no key to attend to. Plain softmax over all −∞ returns finite values here. A large "
         "finite negative (−1e9) returns NaN instead. Of torch's SDPA kernels, measured just now on this device, "
         "math returns a uniform row; flash returns NaN.")

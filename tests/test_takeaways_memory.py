@@ -6,7 +6,12 @@ from dataclasses import replace
 
 from sim.cost.arch import with_kv_heads, with_mla
 from sim.cost.capacity import DtypeRow
-from sim.cost.kv_readouts import (
+from sim.cost.memory import GiB, KvGrid, MemoryConfig, MiB, VariantCurves
+from sim.cost.presets import load_presets
+from sim.cost.roofline import Hardware, RooflineConfig, SweepPoint, decode_intensity_limit, decode_step, what_helps
+from sim.msg import Msg
+from sim.words import say
+from sim.words.cost import (
     dtypes_takeaway,
     grid_caption,
     grid_takeaway,
@@ -14,18 +19,10 @@ from sim.cost.kv_readouts import (
     variants_takeaway,
     windowed_presets_note,
 )
-from sim.cost.memory import GiB, KvGrid, MemoryConfig, MiB, VariantCurves
-from sim.cost.presets import load_presets
-from sim.cost.roofline import (
-    Hardware,
-    RooflineConfig,
-    SweepPoint,
+from sim.words.roofline import (
     batching_caption,
-    decode_intensity_limit,
-    decode_step,
     intensity_takeaway,
     tokens_takeaway,
-    what_helps,
 )
 from tests.conftest import run_page
 
@@ -112,9 +109,10 @@ def test_variant_notes_come_from_the_architectures_drawn():
 
 def test_the_batch_lever_names_the_batch_it_computes():
     hw = Hardware("GPU", 1e15, 3e12)
-    assert what_helps(RooflineConfig(LLAMA, 16, 4096), hw)[-1].name == "batch ×8 (128)"
-    assert what_helps(RooflineConfig(LLAMA, 1024, 4096), hw)[-1].name == "batch ×4 (4,096)"  # capped at 4,096
-    assert "batch" not in what_helps(RooflineConfig(LLAMA, 4096, 4096), hw)[-1].name  # nothing bigger to try
+    assert what_helps(RooflineConfig(LLAMA, 16, 4096), hw)[-1].name == Msg("roofline.lever.batch", k=8, n=128)
+    assert say("en", what_helps(RooflineConfig(LLAMA, 16, 4096), hw)[-1].name) == "batch ×8 (128)"
+    assert say("en", what_helps(RooflineConfig(LLAMA, 1024, 4096), hw)[-1].name) == "batch ×4 (4,096)"  # capped at 4,096
+    assert what_helps(RooflineConfig(LLAMA, 4096, 4096), hw)[-1].name.key != "roofline.lever.batch"  # nothing bigger to try
 
 
 def _row(name: str, per_request: int, fits: int) -> DtypeRow:

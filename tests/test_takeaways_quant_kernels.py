@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim.attention import readouts as R
 from sim.attention.kernel_claims import kernel_claims
 from sim.attention.measure import KernelTiming, Stats
 from sim.attention.online_softmax import SoftmaxDemo, run_softmax_demo
@@ -21,6 +20,7 @@ from sim.model.quant_channels import OutlierCase, outlier_caption
 from sim.model.quant_claims import seed_claims
 from sim.model.quant_errors import PositionErrors, exact_prefix_sentence, metric_grid
 from sim.model.transformer import ModelConfig
+from sim.words import attention as R
 from tests.conftest import run_page
 
 # --- KV quantization ------------------------------------------------------------------------------------
@@ -284,7 +284,7 @@ def test_traffic_takeaway_names_the_kernel_that_moves_more():
     assert R.traffic_takeaway(standard_more, shape(1024).label()) == (
         "B=1, H=4, 1,024 queries × 1,024 keys, d=32, causal, float32: standard attention moves 66 MiB to and from "
         "main memory, 12× the tiled kernel's 5.516 MiB")
-    tiled_more = type(standard_more)({"read Q, K": 100}, {"read Q": 50, "read K": 250})
+    tiled_more = type(standard_more)({"read_q_k": 100}, {"read_q": 50, "read_k": 250})
     assert R.traffic_takeaway(tiled_more, "x") == (
         "x: the tiled kernel moves 300 B to and from main memory, 3.0× standard attention's 100 B (it re-reads K and "
         "V for every Q tile)")

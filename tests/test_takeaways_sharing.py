@@ -7,11 +7,11 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from sim.alloc import paging_readouts as pg
-from sim.alloc import prefix_readouts as ro
 from sim.alloc.policies import BlockSizeTradeoff
 from sim.alloc.workload import PrefixWorkloadConfig
 from sim.model.prefix_run import kv_takeaway
+from sim.words import paging as pg
+from sim.words import prefix as ro
 from tests.conftest import run_page
 
 

@@ -30,3 +30,15 @@ def test_refusal_words_in_both_languages_and_english_str():
     exc = Refusal(key)
     assert str(exc) == catalog("en")[key] and why(exc, "ko") == catalog("ko")[key]
     assert exc.msg == Msg(key)
+
+
+def test_a_message_survives_pickling():
+    """Results holding messages go through st.cache_data and the result cache, which pickle them."""
+    import pickle
+
+    from sim.msg import Compare, Items, Msg
+
+    m = Msg("kvf.math.token_all", body=Msg("kvf.math.layers", b=4096, layers=32), b=131_072, readable="128 KiB",
+            share="", cmp=Compare.MORE, parts=Items([Msg("list.and"), "x"]))
+    back = pickle.loads(pickle.dumps(m))
+    assert back == m and hash(back) == hash(m) and back.fields["cmp"] is Compare.MORE

@@ -68,15 +68,15 @@ def register(tabs: LazyTabs) -> UrlState:
     return url
 
 
-def draw_run_form(graph_reason: str | None, fixed_shape: str | None = None) -> bool:
+def draw_run_form(graph_reason: str | None, *, fixed: str | None = None) -> bool:
     """The run's prompt, variant, length, step kind and sampling, in one form; whether its button was pressed.
-    `fixed_shape`: the real model's shape, shown (Markdown) where the variant choice would be."""
+    `fixed` (the real model's shape, worded) replaces the MHA/GQA/MQA choice: that model's shape is its own."""
     lg = lang()  # bound now: a format_func may be called outside the script run (AppTest calls it)
     with st.form("run"):
         left, right = st.columns([3, 2])
         PROMPT.draw(left, height=90, help=t("decode.prompt_help", n=f"{MAX_PROMPT_BYTES}"))
-        if fixed_shape:
-            right.caption(fixed_shape)
+        if fixed is not None:
+            right.caption(f"**{t('rp.variant_fixed')}** — {fixed}")
         else:
             VARIANT.draw(right, horizontal=True, format_func=lambda v: text(lg, "decode.variant_option",
                                                                             name=v.upper(), n=f"{PRESETS[v].n_kv_heads}"))
@@ -102,6 +102,8 @@ def draw_scale() -> tuple[ArchPreset, int]:
     SCALE_MODEL.draw(c[0], format_func=lambda k: presets[k].name)
     SCALE_N.draw(c[1], format_func=lambda v: f"{v:,}")
     return presets[SCALE_MODEL.value()], SCALE_N.value()
+
+
 STEP_LABELS = {k: text("en", f"decode.step.{k}") for k in STEP_KINDS}  # English names ('CUDA graph')
 
 

@@ -10,8 +10,8 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, NAIVE, PART_COLORS, base_layout, si_log_ticks
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
-from sim.cost.decode_readouts import PART_LABELS, mode_label, part_label
 from sim.i18n import text
+from sim.words.decode import PART_LABELS, mode_label, part_label
 
 SUBPLOT_TITLES_PX = 24  # room for the subplot titles between the headline and the plots
 # the growth orders in the at-scale legends: per step, and for the whole answer
@@ -29,7 +29,7 @@ def _grid_hover(lang: str) -> str:
 
 def flops_per_step(naive: pd.DataFrame, cached: pd.DataFrame, formula_naive: list[int],
                    formula_cached: list[int], log_y: bool, title: str, lang: str = "en") -> go.Figure:
-    """title: the takeaway (sim.cost.decode_readouts.per_step_takeaway)."""
+    """title: the takeaway (sim.words.decode.per_step_takeaway)."""
     fig = go.Figure()
     for df, formula, mode, color in ((naive, formula_naive, "naive", NAIVE), (cached, formula_cached, "cached", CACHED)):
         fig.add_scatter(x=df["step"], y=df["flops"], mode="markers", name=_t(lang, "counted", mode=mode_label(mode, lang)),
@@ -68,7 +68,7 @@ def wall_time_per_step(naive: pd.DataFrame, cached: pd.DataFrame, title: str, la
 
 
 def flops_by_part(naive: pd.DataFrame, cached: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
-    """title: the takeaway (sim.cost.decode_readouts.parts_takeaway)."""
+    """title: the takeaway (sim.words.decode.parts_takeaway)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=(_t(lang, "parts_naive"), _t(lang, "parts_cached")))
     for col, df in ((1, naive), (2, cached)):
         for part in PART_LABELS:
@@ -83,7 +83,7 @@ def flops_by_part(naive: pd.DataFrame, cached: pd.DataFrame, title: str, lang: s
 
 def computed_grid(naive: np.ndarray, cached: np.ndarray, token_labels: list[str], title: str,
                   lang: str = "en") -> go.Figure:
-    """title: the takeaway (sim.cost.decode_readouts.grid_takeaway); the colours are named in the page's caption."""
+    """title: the takeaway (sim.words.decode.grid_takeaway); the colours are named in the page's caption."""
     colorscale = [[0, "#f4f4f4"], [0.33, "#f4f4f4"], [0.34, "#9ecae1"], [0.66, "#9ecae1"], [0.67, "#d62728"], [1, "#d62728"]]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06,
                         subplot_titles=(_t(lang, "grid_naive"), _t(lang, "grid_cached")))
@@ -100,7 +100,7 @@ def computed_grid(naive: np.ndarray, cached: np.ndarray, token_labels: list[str]
 
 
 def scale_figure(points, total: bool, title: str, lang: str = "en") -> go.Figure:
-    """title: the takeaway (sim.cost.decode_readouts.scale_takeaway)."""
+    """title: the takeaway (sim.words.decode.scale_takeaway)."""
     x = [p.length for p in points]
     naive = [p.naive_total if total else p.naive_step for p in points]
     cached = [p.cached_total if total else p.cached_step for p in points]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
@@ -12,9 +11,9 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
-from sim.attention.readouts import fmt_num
 from sim.attention.shapes import IMPL_SHORT
 from sim.i18n import text
+from sim.words.attention import fmt_num
 
 IMPL_COLORS = {
     "eager": NAIVE,
@@ -42,7 +41,7 @@ def _t(lang: str, key: str, /, **fields: object) -> str:
 
 def kernel_bars(df: pd.DataFrame, eager_n2_bytes: int, title: str, lang: str = "en") -> go.Figure:
     """Left: median time per call with the interquartile range; right: measured peak memory (log);
-    title: the takeaway (sim.attention.readouts.timing_takeaway)."""
+    title: the takeaway (sim.words.attention.timing_takeaway)."""
     ok = df[df["status"] == "ok"]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, vertical_spacing=0,
                         subplot_titles=(_t(lang, "bars.time"), _t(lang, "bars.memory")))
@@ -92,7 +91,7 @@ def _sweep_layout(fig: go.Figure, title: str, y: str, lang: str = "en") -> go.Fi
 
 def sweep_time(df: pd.DataFrame, col: str, title: str, lang: str = "en") -> go.Figure:
     """Time per call against N (log–log); with the median, bars show the 25th–75th percentile of the timed
-    blocks; title: the takeaway (sim.attention.readouts.sweep_time_takeaway)."""
+    blocks; title: the takeaway (sim.words.attention.sweep_time_takeaway)."""
     fig = go.Figure()
     for impl, part in _by_impl(df):
         err = (dict(type="data", symmetric=False, array=part["p75_ms"] - part["median_ms"],
@@ -104,7 +103,7 @@ def sweep_time(df: pd.DataFrame, col: str, title: str, lang: str = "en") -> go.F
 
 
 def sweep_memory(df: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
-    """Measured peak memory against N (log–log); title: sim.attention.readouts.sweep_memory_takeaway."""
+    """Measured peak memory against N (log–log); title: sim.words.attention.sweep_memory_takeaway."""
     fig = go.Figure()
     for impl, part in _by_impl(df):
         fig.add_scatter(x=part["keys"], y=part["peak_bytes"] / 2**20, name=IMPL_SHORT[impl], mode="lines+markers",
@@ -118,7 +117,7 @@ def sweep_memory(df: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
 
 def sweep_speedup(df: pd.DataFrame, col: str, title: str, lang: str = "en") -> go.Figure:
     """Eager time / time of each kernel (median or fastest block); title:
-    sim.attention.readouts.sweep_speedup_takeaway."""
+    sim.words.attention.sweep_speedup_takeaway."""
     fig = go.Figure()
     eager = df[(df["implementation"] == "eager") & (df["status"] == "ok")].set_index("keys")[col]
     for impl, part in _by_impl(df):
@@ -136,7 +135,7 @@ def sweep_speedup(df: pd.DataFrame, col: str, title: str, lang: str = "en") -> g
 def sweep_tflops(df: pd.DataFrame, col: str, ceiling_tflops: float | None, ceiling_label: str,
                  title: str, lang: str = "en") -> go.Figure:
     """Achieved TFLOP/s (4·B·H·N²·d, halved when causal) against N; title:
-    sim.attention.readouts.sweep_tflops_takeaway."""
+    sim.words.attention.sweep_tflops_takeaway."""
     fig = go.Figure()
     for impl, part in _by_impl(df):
         tflops = part["flops"] / (part[col] / 1e3) / 1e12
@@ -155,7 +154,7 @@ def softmax_step(trace, row: int, step: int, title: str, lang: str = "en") -> go
     """Top: every key's score, tiles shaded; done tiles blue, the current one orange, later grey; the
     running max drawn over the keys seen so far. Bottom: the weights the kernel holds after this
     step (exp(s − m) / l over the keys seen so far) next to the final softmax over all keys.
-    title: the takeaway (sim.attention.readouts.stepper_takeaway)."""
+    title: the takeaway (sim.words.attention.stepper_takeaway)."""
     scores = trace.scores[row].astype(float)
     nk = scores.size
     cur = trace.steps[step - 1]
@@ -216,7 +215,7 @@ def softmax_step(trace, row: int, step: int, title: str, lang: str = "en") -> go
 
 def softmax_trace_table(trace, row: int, step: int, title: str, lang: str = "en") -> go.Figure:
     """Every tile's numbers for one query row, the current tile highlighted, big enough for a projector;
-    title: the takeaway (sim.attention.readouts.trace_table_takeaway)."""
+    title: the takeaway (sim.words.attention.trace_table_takeaway)."""
     header = [_t(lang, f"table.{k}") for k in ("tile", "keys", "tile_max", "m_before", "m_after", "rescale", "sum",
                                                 "l_after", "partial")]
     cols = [[] for _ in header]
@@ -242,20 +241,20 @@ def softmax_trace_table(trace, row: int, step: int, title: str, lang: str = "en"
 
 # --- HBM traffic -------------------------------------------------------------------------------
 
-TRAFFIC_COLORS = {"read Q, K": "#4c78a8", "read Q": "#4c78a8", "read K": "#72b7b2", "write S": "#e45756",
-                  "read S": "#ff9d98", "write P": "#f58518", "read P": "#ffbf79", "read V": "#54a24b",
-                  "write O": "#b279a2", "write row stats": "#9d755d"}
+TRAFFIC_COLORS = {"read_q_k": "#4c78a8", "read_q": "#4c78a8", "read_k": "#72b7b2", "write_s": "#e45756",
+                  "read_s": "#ff9d98", "write_p": "#f58518", "read_p": "#ffbf79", "read_v": "#54a24b",
+                  "write_o": "#b279a2", "write_row_stats": "#9d755d"}
 
 
 def traffic_part(part: str, lang: str = "en") -> str:
-    """A traffic model part ('read Q, K', 'write S', …: sim.attention.online_softmax.hbm_traffic's keys) as the
-    legend names it."""
-    return _t(lang, "part." + re.sub(r"\W+", "_", part.lower()).strip("_"))
+    """A traffic model part ('read_q_k', 'write_s', …: sim.attention.online_softmax.hbm_traffic's keys, each a
+    catalog word's id) as the legend names it."""
+    return _t(lang, "part." + part)
 
 
 def traffic_bars(traffic, title: str, lang: str = "en") -> go.Figure:
     """Bytes moved by standard and tiled attention, part by part; title: the takeaway, which names the shape
-    (sim.attention.readouts.traffic_takeaway)."""
+    (sim.words.attention.traffic_takeaway)."""
     fig = go.Figure()
     shown = set()
     standard, tiled = _t(lang, "traffic.standard"), _t(lang, "traffic.tiled")

@@ -33,7 +33,7 @@ def _hover(lang: str, fmt: str) -> str:
 
 
 def mask_heatmap(mask: np.ndarray, labels: list[str], title: str, lang: str = "en") -> go.Figure:
-    """title: the takeaway (sim.attention.mask_readouts.mask_takeaway); the colours are named in the page's caption.
+    """title: the takeaway (sim.words.masks.mask_takeaway); the colours are named in the page's caption.
     The key labels sit on top, under the title: they take the room a subplot title would."""
     z = mask.astype(float)
     fig = go.Figure(go.Heatmap(
@@ -50,7 +50,7 @@ def mask_heatmap(mask: np.ndarray, labels: list[str], title: str, lang: str = "e
 
 def attention_pair(a: np.ndarray, b: np.ndarray, labels: list[str], titles: tuple[str, str], title: str,
                    lang: str = "en") -> go.Figure:
-    """title: the takeaway (sim.attention.mask_readouts.window_takeaway)."""
+    """title: the takeaway (sim.words.masks.window_takeaway)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.08)
     for col, z in ((1, a), (2, b)):
         fig.add_heatmap(z=z, x=labels, y=labels, zmin=0, zmax=1, colorscale="Blues", showscale=col == 2,
@@ -75,7 +75,7 @@ def _runs(flags: list[bool]) -> list[tuple[int, int]]:
 
 def row_weights(variant_to_weights: dict[str, np.ndarray], allowed: np.ndarray, labels: list[str],
                 title: str, lang: str = "en") -> go.Figure:
-    """title: the takeaway (sim.attention.mask_readouts.row_takeaway). Each run of masked keys is shaded."""
+    """title: the takeaway (sim.words.masks.row_takeaway). Each run of masked keys is shaded."""
     fig = go.Figure()
     for name, w in variant_to_weights.items():
         fig.add_bar(x=labels, y=w, name=name)

@@ -41,7 +41,7 @@ def kv_heatmap(grid: KvGrid, kv_budget: int | None, point: tuple[int, int], max_
                lang: str = "en") -> go.Figure:
     """Total KV bytes over batch (y) × context (x), both on log2 axes; the GPU's room for the cache
     as an orange contour line; the chosen (context, batch) as a marker. title: the takeaway
-    (sim.cost.kv_readouts.grid_takeaway), any user text in it already escaped."""
+    (sim.words.cost.grid_takeaway), any user text in it already escaped."""
     z_bytes = np.array(grid.total_bytes, dtype=float)  # (batches, contexts)
     z = np.log10(z_bytes)
     x = np.log2(np.array(grid.contexts, dtype=float))
@@ -90,7 +90,7 @@ def _byte_ticks(lo: float, hi: float, max_ticks: int = 8) -> tuple[list[float], 
 
 def variant_lines(curves: VariantCurves, kv_budget: int | None, context: int, title: str, lang: str = "en") -> go.Figure:
     """Total KV bytes vs context for MHA / GQA / MQA / MLA of the same model, log-log. title: the takeaway
-    (sim.cost.kv_readouts.variants_takeaway), any user text in it already escaped."""
+    (sim.words.cost.variants_takeaway), any user text in it already escaped."""
     fig = go.Figure()
     values_all = [v for vs in curves.name_to_bytes.values() for v in vs]
     x_ends = [curves.contexts[0], curves.contexts[-1]]
@@ -178,7 +178,7 @@ def memory_breakdown(cap: Capacity, gpu_label: str, title: str, lang: str = "en"
 
 def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, title: str, lang: str = "en") -> go.Figure:
     """Max concurrent requests at the chosen context for every KV dtype; title: the takeaway
-    (sim.cost.kv_readouts.dtypes_takeaway)."""
+    (sim.words.cost.dtypes_takeaway)."""
     fig = go.Figure()
     fig.add_bar(
         x=[r.kv_dtype.upper() for r in rows], y=[r.max_requests for r in rows],
@@ -195,7 +195,7 @@ def dtype_bars(rows: tuple[DtypeRow, ...], chosen: str, title: str, lang: str = 
 
 def engine_bars(rows: list[dict], title: str, lang: str = "en") -> go.Figure:
     """Per layer group, bytes per request by the exact formula next to what a vLLM-style allocator reserves
-    (rows: sim.cost.kv_readouts.group_rows), log axis; title: the takeaway (kv_readouts.engine_takeaway)."""
+    (rows: sim.words.cost.group_rows), log axis; title: the takeaway (sim.words.cost.engine_takeaway)."""
     fig = go.Figure()
     groups = [r["Group"] for r in rows]
     values = []

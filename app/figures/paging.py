@@ -51,7 +51,7 @@ def owner_color(req: int) -> str:
 
 def breakdown_bars(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Horizontal 100% bars: where each policy's claimed KV memory went (from Comparison.to_frame);
-    title: the takeaway (Comparison.memory_takeaway)."""
+    title: the takeaway (sim.words.paging.memory_takeaway)."""
     fig = go.Figure()
     labels = [policy_short(p, lang) for p in frame["policy"]]
     for kind in KIND_LABELS:
@@ -75,7 +75,7 @@ def breakdown_bars(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figu
 
 
 def concurrency_over_time(series: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
-    """title: the takeaway (Comparison.concurrency_takeaway)."""
+    """title: the takeaway (sim.words.paging.concurrency_takeaway)."""
     fig = go.Figure()
     for policy, df in series.groupby("policy", sort=False):
         fig.add_scatter(x=df["step"], y=df["running"], name=policy_short(policy, lang), mode="lines",
@@ -86,7 +86,7 @@ def concurrency_over_time(series: pd.DataFrame, title: str, lang: str = "en") ->
 
 def memory_over_time(series: pd.DataFrame, capacity: int, title: str, lang: str = "en") -> go.Figure:
     """2×2 small multiples: each policy's KV memory by kind over time, against the capacity (a dashed line,
-    labelled in each panel); title: the takeaway (paging_readouts.capacity_takeaway)."""
+    labelled in each panel); title: the takeaway (sim.words.paging.capacity_takeaway)."""
     policies = list(dict.fromkeys(series["policy"]))
     fig = make_subplots(rows=2, cols=2, shared_yaxes=True, shared_xaxes="all", vertical_spacing=0.1,
                         horizontal_spacing=0.04,
@@ -209,7 +209,7 @@ def heap_map(offsets: np.ndarray, sizes: np.ndarray, stored: np.ndarray, reqs: n
 def block_size_tradeoff(frame: pd.DataFrame, chosen: int, chosen_waste: float, chosen_table: float,
                         title: str, lang: str = "en") -> go.Figure:
     """Last-block waste and block-table length by block size, the chosen size starred; title: the takeaway
-    (paging_readouts.block_size_takeaway)."""
+    (sim.words.paging.block_size_takeaway)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_scatter(x=frame["block_size"], y=100 * frame["last_block_waste"], name=text(lang, "paged.fig.waste_name"),
                     mode="lines+markers", line=dict(color=KIND_COLORS["never_used"], width=3))

@@ -12,8 +12,8 @@ from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.alloc.byte_tokens import printable
 from sim.alloc.prefix_sweeps import FATE_KEYS, BlockFate, fate_label
-from sim.alloc.workload import label_in
 from sim.i18n import text
+from sim.words import say
 
 HIT = CACHED
 COMPUTED = "#ff7f0e"
@@ -99,9 +99,9 @@ def layout_bars(frame: pd.DataFrame, labels: dict[str, str], selected: str, titl
 
 
 def per_request(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
-    """Each request's prompt tokens, hit vs computed; title: the takeaway (prefix_readouts.per_request_takeaway)."""
+    """Each request's prompt tokens, hit vs computed; title: the takeaway (sim.words.prefix.per_request_takeaway)."""
     fig = go.Figure()
-    labels = [label_in(x, lang) for x in frame["label"]]
+    labels = [say(lang, x) for x in frame["label"]]
     fig.add_bar(x=frame["request"], y=frame["hit_tokens"], name=text(lang, "prefix.fig.hit_name"), marker_color=HIT,
                 customdata=labels, hovertemplate=text(lang, "prefix.fig.hover_hit", **PER_REQUEST) + "<extra></extra>")
     fig.add_bar(x=frame["request"], y=frame["computed_tokens"], name=text(lang, "prefix.fig.computed_name"),
@@ -115,7 +115,7 @@ def per_request(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
 def sweep(frames: dict[str, pd.DataFrame], x: str, chosen: int, title: str, x_title: str,
           lang: str = "en") -> go.Figure:
     """Hit rate against capacity or block size, one line per layout; the chosen value marked. Drawn in half the
-    page; title: the takeaway (prefix_readouts.capacity_takeaway, block_size_takeaway)."""
+    page; title: the takeaway (sim.words.prefix.capacity_takeaway, block_size_takeaway)."""
     fig = go.Figure()
     for layout, df in frames.items():
         name = _layout_name(layout, lang)
@@ -147,7 +147,7 @@ def radix_tree(segments: pd.DataFrame, block_size: int, labels: list[str], title
         reqs = ", ".join(str(r) for r in seg.requests[:12]) + (" …" if n > 12 else "")
         hover = text(lang, f"prefix.fig.hover_tree.{'other' if n > 1 else 'one'}", lo=f"{seg.start_block}",
                      hi=f"{seg.end_block - 1}", t0=f"{x0:,}", t1=f"{x1 - 1:,}", by=f"{seg.created_by}",
-                     label=label_in(labels[seg.created_by], lang), n=f"{n}", reqs=reqs)
+                     label=say(lang, labels[seg.created_by]), n=f"{n}", reqs=reqs)
         fig.add_scatter(x=[x0, x1], y=[seg.lane, seg.lane], mode="lines+markers", line=dict(color=color, width=14),
                         marker=dict(symbol="line-ns", size=[18, 0], line=dict(width=3, color="#ffffff")),
                         showlegend=False, hoverinfo="text", text=[hover, hover])

@@ -62,7 +62,7 @@ def sweep_lines(rows: list, metric: str, ylabel: str, title: str, ridge: float |
 
 
 def bytes_breakdown(rows: list[tuple[str, float, float, float]], title: str, lang: str = "en") -> go.Figure:
-    """rows: (label, weights, kv, activations) bytes; title: the takeaway (sim.cost.roofline.bytes_takeaway)."""
+    """rows: (label, weights, kv, activations) bytes; title: the takeaway (sim.words.roofline.bytes_takeaway)."""
     fig = go.Figure()
     labels = [r[0] for r in rows]
     for i, (key, color) in enumerate((("weights", "#4c78a8"), ("kv", "#e45756"), ("activations", "#72b7b2"))):

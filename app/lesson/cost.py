@@ -16,7 +16,6 @@ from app.lesson.quiz import ask
 from app.present import show_chart
 from sim.cost.decode import flop_shape
 from sim.cost.gpus import load_gpus
-from sim.cost.kv_readouts import steps_frame
 from sim.cost.memory import (
     KV_DTYPES,
     WEIGHT_DTYPE_BITS,
@@ -32,6 +31,7 @@ from sim.cost.roofline import RooflineConfig, decode_step, hardware, memory_boun
 from sim.cost.roofline_fit import fit, fit_sentence, max_batch_on, turn_fits
 from sim.lesson import quiz
 from sim.lesson import sentences as say
+from sim.words.cost import steps_frame
 
 GPU = "h100-sxm"
 ROOFLINE_MODEL = "llama-3.1-70b"

@@ -13,8 +13,8 @@ from sim.attention import shapes as S
 from sim.attention.implementations import impl_statuses
 from sim.attention.limits import Limits, device_limits
 from sim.attention.measure import matmul_rate, run_alone
-from sim.attention.readouts import progress_text, shape_label, sweep_progress
 from sim.attention.timing import SweepResult, TimingResult, sweep_attention, time_attention
+from sim.words.attention import progress_text, shape_label, sweep_progress
 
 SHAPE_BUDGET_S = 0.25  # measured seconds per kernel (at least 3 timed calls)
 SWEEP_BUDGET_S = 0.15

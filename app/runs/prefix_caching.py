@@ -7,11 +7,11 @@ import streamlit as st
 
 from app.i18n import lang, t
 from app.work import queued, run_job
-from sim.alloc import prefix_readouts as ro
 from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
 from sim.alloc.prefix_cache import CacheConfig
 from sim.model import prefix_run as pr
+from sim.words import prefix as ro
 
 
 def _spun(fn, key: str):

@@ -24,7 +24,6 @@ from sim.alloc.schedule import (
     token_slot_steps,
 )
 from sim.alloc.workload import Workload
-from sim.i18n import text
 
 # The vLLM paper (Kwon et al., 2023): earlier systems kept 20.4–38.2% of their KV memory filled with tokens;
 # paged blocks waste under 4%.
@@ -73,63 +72,6 @@ class Comparison:
         import pandas as pd
 
         return pd.concat([r.series(num_points) for r in self.results.values()], ignore_index=True)
-
-    def drawn_caption(self, lang: str = "en") -> str:
-        """The requests drawn and the pool they go into, in one sentence."""
-        wl, serving = self.workload, self.serving
-        return text(lang, "paged.s.drawn", n=f"{wl.num_requests:,}", prompt=f"{wl.prompt_len.mean():.0f}",
-                    prompt_max=f"{wl.prompt_len.max():,}", output=f"{wl.output_len.mean():.0f}",
-                    output_max=f"{wl.output_len.max():,}", blocks=f"{serving.num_blocks:,}",
-                    bs=f"{serving.block_size}")
-
-    def memory_summary(self, lang: str = "en") -> str:
-        """Where the claimed memory went, contiguous against paged, next to the vLLM paper's figures (Markdown)."""
-        paged = self.results["paged"]
-        contiguous = [r.token_share for p, r in self.results.items() if p != "paged"]
-        lo, hi = PAPER_CONTIGUOUS_TOKEN_PCT
-        return text(lang, "paged.s.memory_summary", lo=f"{100 * min(contiguous):.1f}", hi=f"{100 * max(contiguous):.1f}",
-                    paper_lo=f"{lo}", paper_hi=f"{hi}", paged=f"{100 * paged.token_share:.1f}",
-                    waste=f"{100 * (1 - paged.token_share):.1f}", paper_waste=f"{PAPER_PAGED_WASTE_PCT}")
-
-    def memory_takeaway(self, lang: str = "en") -> str:
-        """The breakdown chart's title: paged's share of claimed memory holding real tokens against the
-        contiguous policies' range, worded by where paged falls."""
-        paged = 100 * self.results["paged"].token_share
-        shares = sorted(100 * r.token_share for p, r in self.results.items() if p != "paged")
-        lo, hi = shares[0], shares[-1]
-        span = f"{lo:.1f}%" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}–{hi:.1f}%"
-        policies = text(lang, "paged.s.mem.policy" if len(shares) == 1 else "paged.s.mem.policies")
-        fields = dict(span=span, paged=f"{paged:.1f}%", policies=policies)
-        if span == f"{paged:.1f}%":
-            return text(lang, "paged.s.mem.same", **fields)
-        if paged > hi:
-            return text(lang, "paged.s.mem.more", **fields)
-        if paged < lo:
-            return text(lang, "paged.s.mem.less", **fields)
-        return text(lang, "paged.s.mem.within", **fields)
-
-    def concurrency_takeaway(self, lang: str = "en") -> str:
-        """The running-requests chart's title: paged against reserve-max-length, requests at once on average."""
-        paged, max_len = self.results["paged"].mean_running, self.results["reserve_max_len"].mean_running
-        p, m = f"{paged:.1f}", f"{max_len:.1f}"
-        if p == m:
-            return text(lang, "paged.s.conc.same", p=p)
-        if paged > max_len:
-            return text(lang, "paged.s.conc.more", p=p, m=m, x=f"{paged / max_len:,.1f}")
-        return text(lang, "paged.s.conc.less", p=p, m=m)
-
-    def concurrency_summary(self, lang: str = "en") -> str:
-        """How many requests ran at once, paged against reserving the maximum length, and the preemptions (Markdown)."""
-        paged, max_len = self.results["paged"], self.results["reserve_max_len"]
-        if paged.makespan < max_len.makespan:
-            finish = text(lang, "paged.s.finish.sooner", x=f"{max_len.makespan / paged.makespan:.2f}")
-        elif paged.makespan > max_len.makespan:
-            finish = text(lang, "paged.s.finish.later", x=f"{paged.makespan / max_len.makespan:.2f}")
-        else:
-            finish = text(lang, "paged.s.finish.same")
-        return text(lang, "paged.s.concurrency_summary", cap=f"{self.serving.capacity_tokens:,}",
-                    paged=f"{paged.mean_running:.1f}", max_len=f"{max_len.mean_running:.1f}", finish=finish,
-                    preemptions=f"{paged.num_preemptions:,}")
 
 
 def compare_policies(wl: Workload, serving: ServingConfig, policies=POLICIES) -> Comparison:

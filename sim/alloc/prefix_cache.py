@@ -293,7 +293,7 @@ class PrefixCacheResult(_PrefillWork):
     num_distinct_reused: int  # distinct cached blocks that were hit at least once
     num_early_finishes: int  # running requests finished early to make room
     num_cached_blocks: int  # still cached once every request has finished
-    labels: tuple[str, ...]
+    labels: tuple[object, ...]  # each request's label: a message value (sim.msg.Msg) or a name
 
     @property
     def num_requests(self) -> int:

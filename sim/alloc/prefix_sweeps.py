@@ -21,13 +21,13 @@ from sim.alloc.workload import (
     PREFIX_WORKLOADS,
     PrefixWorkloadConfig,
     Trace,
-    label_in,
     layout_text_in,
     make_trace,
     trace_from_lists,
 )
 from sim.i18n import text
 from sim.readout import Metric
+from sim.words import say
 
 DEFAULT_CAPACITIES = tuple(2**k for k in range(10, 19))  # 1,024 .. 262,144 tokens
 DEFAULT_BLOCK_SIZES = (8, 16, 32, 64, 128, 256)  # the chosen size is always added
@@ -102,7 +102,7 @@ class TwoPrompts:
     def chart_title(self, show=show_byte, lang: str = "en") -> str:
         """The changed byte, before and after, its block, and which blocks of B stay hits and which are
         recomputed. show: a byte as a label (the page passes one that escapes it for plotly)."""
-        from sim.alloc.prefix_readouts import change_takeaway
+        from sim.words.prefix import change_takeaway
 
         k = self.changed_pos
         return change_takeaway(k, show(self.ids_a[k]), show(self.ids_b[k]), self.block_size, self.num_hit_blocks_b,
@@ -239,13 +239,13 @@ class LayoutRun:
 
     result: PrefixCacheResult
     last_layout_text: str
-    last_label: str
+    last_label: object  # the request's label: a message value or a name
     last_segments: tuple[tuple[str, int], ...] = ()  # the last request's (what, tokens) spans
 
     def last_request_caption(self, lang: str = "en") -> str:
         layout = self.last_layout_text if lang == "en" or not self.last_segments else layout_text_in(
             self.last_segments, lang)
-        return text(lang, "prefix.s.last_request", label=label_in(self.last_label, lang), layout=layout)
+        return text(lang, "prefix.s.last_request", label=say(lang, self.last_label), layout=layout)
 
 
 def run_both_layouts(cfg: PrefixWorkloadConfig, cache: CacheConfig) -> dict[str, LayoutRun]:

@@ -12,13 +12,13 @@ Same config, same seed, same requests.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from sim.alloc.errors import WordedError
 from sim.i18n import text
+from sim.msg import Msg
 
 # ---------------------------------------------------------------------------------------------
 # Length workloads (paging, serving)
@@ -172,28 +172,8 @@ GROUP_MEANING = {
 LAYOUTS = ("fixed_first", "variable_first")
 LAYOUT_LABELS = {"fixed_first": "fixed content first", "variable_first": "variable content first"}
 
-# The labels the traces give their requests and the names of their prompts' parts, as label_in and
-# layout_text_in find them again to word them in another language (the English is what the traces store).
-LABEL_FORMS = {
-    "system": re.compile(r"system prompt (\d+), request (\d+)"),
-    "task": re.compile(r"task (\d+), request (\d+)"),
-    "turn": re.compile(r"conversation (\d+), turn (\d+)"),
-    "step": re.compile(r"agent run (\d+), step (\d+)"),
-    "question": re.compile(r"document set (\d+), question (\d+)"),
-    "request": re.compile(r"request (\d+)()"),
-}
 SEGMENT_NAMES = ("system prompt", "timestamp", "question", "instructions", "examples", "query", "history", "message",
                  "tool descriptions", "task", "earlier steps", "observation", "documents", "prompt")
-
-
-def label_in(label: str, lang: str = "en") -> str:
-    """A request's label ('system prompt 2, request 7') in `lang`; a label of another form stays as it is."""
-    if lang == "en":
-        return label
-    for key, form in LABEL_FORMS.items():
-        if m := form.fullmatch(label):
-            return text(lang, f"prefix.label.{key}", a=m.group(1), b=m.group(2))
-    return label
 
 
 def segment_name(name: str, lang: str = "en") -> str:
@@ -224,7 +204,7 @@ class Request:
     prompt: np.ndarray  # (P,) int32 token ids, P >= 1
     output: np.ndarray  # (O,) int32, O >= 1; the last one is never fed back
     extra_key: str | None = None  # goes into every block hash (LoRA adapter, cache salt, ...)
-    label: str = ""
+    label: str | Msg = ""  # a generated request's is a message value (Msg("prefix.label.turn", a=3, b=0)); a name
     segments: tuple[tuple[str, int], ...] = ()  # (what, tokens) spans of the prompt, in order
 
     @property
@@ -281,7 +261,7 @@ def trace_from_lists(prompts, outputs=None, extra_keys=None, labels=None) -> Tra
     n = len(prompts)
     outputs = [[0]] * n if outputs is None else outputs
     extra_keys = [None] * n if extra_keys is None else extra_keys
-    labels = [f"request {i}" for i in range(n)] if labels is None else labels
+    labels = [Msg("wl.label.request", n=i) for i in range(n)] if labels is None else labels
     if not len(outputs) == len(extra_keys) == len(labels) == n:
         raise ValueError(f"{n} prompts but {len(outputs)} outputs, {len(extra_keys)} extra keys, {len(labels)} labels")
     reqs = []
@@ -344,7 +324,7 @@ class _Builder:
         self.tokens = 0
 
     def add(self, fixed: list[tuple[str, np.ndarray]], variable_order: list[tuple[str, np.ndarray]],
-            output: np.ndarray, label: str) -> None:
+            output: np.ndarray, label: Msg) -> None:
         parts = fixed if self.layout == "fixed_first" else variable_order
         parts = [(name, ids) for name, ids in parts if len(ids)]
         prompt = np.concatenate([ids for _, ids in parts])
@@ -367,9 +347,9 @@ def _system_like(cfg: PrefixWorkloadConfig, rng, b: _Builder, with_timestamp: bo
         if with_timestamp:
             ts = ("timestamp", _ids(rng, TIMESTAMP_LEN))
             b.add([sys_part, ts, ("question", q)], [ts, sys_part, ("question", q)], out,
-                  f"system prompt {g}, request {i}")
+                  Msg("prefix.label.system", a=g, b=i))
         else:
-            b.add([sys_part, ("question", q)], [("question", q), sys_part], out, f"system prompt {g}, request {i}")
+            b.add([sys_part, ("question", q)], [("question", q), sys_part], out, Msg("prefix.label.system", a=g, b=i))
 
 
 def _few_shot(cfg: PrefixWorkloadConfig, rng, b: _Builder) -> None:
@@ -380,7 +360,7 @@ def _few_shot(cfg: PrefixWorkloadConfig, rng, b: _Builder) -> None:
         q = _ids(rng, _jitter(rng, cfg.variable_len))
         out = _ids(rng, _jitter(rng, cfg.output_len))
         parts = [("instructions", header), ("examples", examples[g])]
-        b.add(parts + [("query", q)], [("query", q)] + parts, out, f"task {g}, request {i}")
+        b.add(parts + [("query", q)], [("query", q)] + parts, out, Msg("prefix.label.task", a=g, b=i))
 
 
 def _chat(cfg: PrefixWorkloadConfig, rng, b: _Builder) -> None:
@@ -398,7 +378,7 @@ def _chat(cfg: PrefixWorkloadConfig, rng, b: _Builder) -> None:
         hist = np.concatenate(history[c]) if history[c] else np.zeros(0, np.int32)
         b.add([("system prompt", system), ("history", hist), ("message", msg)],
               [("message", msg), ("system prompt", system), ("history", hist)], out,
-              f"conversation {conv_id[c]}, turn {turn[c]}")
+              Msg("prefix.label.turn", a=conv_id[c], b=turn[c]))
         history[c] += [msg, out]
         turn[c] += 1
 
@@ -421,10 +401,10 @@ def _agent(cfg: PrefixWorkloadConfig, rng, b: _Builder) -> None:
             new = ("observation", steps[a][-1])
             b.add([("tool descriptions", tools), ("task", task[a]), ("earlier steps", older), new],
                   [new, ("tool descriptions", tools), ("task", task[a]), ("earlier steps", older)], out,
-                  f"agent run {run_id[a]}, step {step[a]}")
+                  Msg("prefix.label.step", a=run_id[a], b=step[a]))
         else:
             b.add([("tool descriptions", tools), ("task", task[a])], [("task", task[a]), ("tool descriptions", tools)],
-                  out, f"agent run {run_id[a]}, step 0")
+                  out, Msg("prefix.label.step", a=run_id[a], b=0))
         steps[a] += [out, _ids(rng, _jitter(rng, cfg.variable_len))]
         step[a] += 1
 
@@ -437,13 +417,13 @@ def _rag(cfg: PrefixWorkloadConfig, rng, b: _Builder) -> None:
         q = _ids(rng, _jitter(rng, cfg.variable_len))
         out = _ids(rng, _jitter(rng, cfg.output_len))
         h, d, qq = ("instructions", header), ("documents", docs[g]), ("question", q)
-        b.add([h, d, qq], [h, qq, d], out, f"document set {g}, question {i}")
+        b.add([h, d, qq], [h, qq, d], out, Msg("prefix.label.question", a=g, b=i))
 
 
 def _random(cfg: PrefixWorkloadConfig, rng, b: _Builder) -> None:
     for i in range(cfg.num_requests):
         p = ("prompt", _ids(rng, _jitter(rng, cfg.shared_len + cfg.variable_len)))
-        b.add([p], [p], _ids(rng, _jitter(rng, cfg.output_len)), f"request {i}")
+        b.add([p], [p], _ids(rng, _jitter(rng, cfg.output_len)), Msg("wl.label.request", n=i))
 
 
 def make_trace(cfg: PrefixWorkloadConfig) -> Trace:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.attention.shapes import IMPLS, AttentionShape
-from sim.i18n import text
+from sim.msg import Msg
 
 
 def torch_dtype(name: str):
@@ -78,29 +78,29 @@ def kernel_fn(impl: str, shape: AttentionShape, q, k, v) -> Callable[[], object]
 class ImplStatus:
     impl: str
     runs: bool
-    reason: str  # "" when it runs
+    reason: str | Msg  # "" when it runs; the lab's own reason is a message value, torch's its own words
 
 
 def flex_status(device) -> ImplStatus:
-    """Whether FlexAttention can be compiled here (without compiling it). The reasons are the catalog's English
-    (sim.attention.readouts.reason_text words them in the page language)."""
+    """Whether FlexAttention can be compiled here (without compiling it). The reasons are message values
+    (sim.words.attention.reason_text words them in the page language)."""
     import torch
 
     device = torch.device(device)
     try:
         from torch.nn.attention import flex_attention  # noqa: F401
     except ImportError as exc:
-        return ImplStatus("flex", False, text("en", "kernels.why.flex_missing", error=f"{exc}"))
+        return ImplStatus("flex", False, Msg("kernels.why.flex_missing", error=f"{exc}"))
     if device.type == "cuda":
         try:
             import triton  # noqa: F401
         except ImportError:
-            return ImplStatus("flex", False, text("en", "kernels.why.flex_triton"))
+            return ImplStatus("flex", False, Msg("kernels.why.flex_triton"))
         return ImplStatus("flex", True, "")
     if device.type != "cpu":
-        return ImplStatus("flex", False, text("en", "kernels.why.flex_device", device=device.type))
+        return ImplStatus("flex", False, Msg("kernels.why.flex_device", device=device.type))
     if not any(shutil.which(c) for c in ("g++", "c++", "clang++")):
-        return ImplStatus("flex", False, text("en", "kernels.why.flex_cxx"))
+        return ImplStatus("flex", False, Msg("kernels.why.flex_cxx"))
     return ImplStatus("flex", True, "")
 
 

@@ -152,7 +152,20 @@ def leaked_mass(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (weights * (~mask).float()).sum(-1)
 
 
-def fully_masked_row_behaviour() -> dict[str, str]:
+@dataclass(frozen=True)
+class MaskedRow:
+    """What one way of applying a mask did to a query row with no allowed key (sim/words/masks.py words it)."""
+
+    where: str  # "softmax_inf", "softmax_1e9", or the SDPA backend's name ("math", "flash", ...)
+    kind: str  # "nan", "zeros", "uniform", "finite" or "unavailable"
+    values: tuple[float, ...] = ()  # uniform: the one weight; finite: the row's first values
+
+    @property
+    def sdpa(self) -> bool:
+        return self.where not in ("softmax_inf", "softmax_1e9")
+
+
+def fully_masked_row_behaviour() -> tuple[MaskedRow, ...]:
     """What happens to a query row with no allowed key, in plain softmax and in torch's SDPA
     backends that run on this machine (measured live, not assumed)."""
     import torch.nn.functional as F
@@ -162,28 +175,26 @@ def fully_masked_row_behaviour() -> dict[str, str]:
 
     scores = torch.tensor([[0.5, 1.0, -0.3]])
     none = torch.zeros(1, 3, dtype=torch.bool)
-    out = {
-        "softmax with −inf": _describe(torch.softmax(scores.masked_fill(~none, float("-inf")), -1)),
-        "softmax with −1e9": _describe(torch.softmax(scores - 1e9, -1)),
-    }
+    out = [_describe("softmax_inf", torch.softmax(scores.masked_fill(~none, float("-inf")), -1)),
+           _describe("softmax_1e9", torch.softmax(scores - 1e9, -1))]
     q = torch.randn(1, 1, 2, 8, generator=torch.Generator().manual_seed(0))
     mask = torch.tensor([[False, False], [True, True]])  # row 0 fully masked
     for name in ("math", "flash", "efficient", "cudnn"):
         try:
             with sdpa_kernel(sdpa_backend_enum(name)):
                 y = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
-            out[f"SDPA {name}"] = _describe(y[0, 0, 0])
+            out.append(_describe(name, y[0, 0, 0]))
         except RuntimeError:
-            out[f"SDPA {name}"] = "not available on this device"
-    return out
+            out.append(MaskedRow(name, "unavailable"))
+    return tuple(out)
 
 
-def _describe(t: torch.Tensor) -> str:
+def _describe(where: str, t: torch.Tensor) -> MaskedRow:
     t = t.flatten()
     if torch.isnan(t).any():
-        return "NaN (0/0: every exp(−inf) is 0)"
+        return MaskedRow(where, "nan")
     if torch.all(t == 0):
-        return "all zeros (the kernel special-cases the empty row)"
+        return MaskedRow(where, "zeros")
     if t.numel() > 1 and torch.allclose(t, t.mean().expand_as(t)):
-        return f"uniform {t[0].item():.3f} each: attends to everything it should not, silently"
-    return "finite values: " + ", ".join(f"{v:.3f}" for v in t[:4].tolist())
+        return MaskedRow(where, "uniform", (t[0].item(),))
+    return MaskedRow(where, "finite", tuple(t[:4].tolist()))

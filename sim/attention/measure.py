@@ -14,6 +14,7 @@ import numpy as np
 
 from sim.attention.implementations import torch_dtype
 from sim.i18n import text
+from sim.msg import Msg
 from sim.work.threads import pick_num_threads
 
 
@@ -119,7 +120,7 @@ def run_measuring_peak(fn: Callable[[], object], device) -> tuple[object, int | 
 
 
 def memory_method(device_type: str) -> str:
-    """How a peak was measured on this device type, in English (sim.attention.readouts words it in the page
+    """How a peak was measured on this device type, in English (sim.words.attention words it in the page
     language)."""
     return text("en", "kernels.method.cuda" if device_type == "cuda" else "kernels.method.cpu")
 
@@ -128,7 +129,7 @@ def memory_method(device_type: str) -> str:
 class KernelTiming:
     impl: str
     status: str  # "ok", "unavailable", "failed", "timed out"
-    reason: str = ""
+    reason: str | Msg = ""  # why it did not run: a message value (the lab's), else torch's words
     stats: Stats | None = None
     flops: int = 0
     peak_bytes: int | None = None  # measured, output included

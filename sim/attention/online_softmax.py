@@ -182,7 +182,8 @@ def run_softmax_demo(demo: SoftmaxDemo, guard_masked: bool = True) -> OnlineSoft
 
 @dataclass(frozen=True)
 class Traffic:
-    standard_parts: dict[str, int] = field(default_factory=dict)  # bytes per step of standard attention
+    # part -> bytes per step; a part is a catalog word's id ("read_q_k", "write_s": kernels.fig.part.*)
+    standard_parts: dict[str, int] = field(default_factory=dict)  # standard attention
     tiled_parts: dict[str, int] = field(default_factory=dict)
     standard_held: int = 0  # bytes of N² intermediates standard attention keeps in memory (S or P)
     tiled_held: int = 0  # bytes the tiled kernel keeps beyond Q, K, V, O: per-row statistics
@@ -211,8 +212,8 @@ def hbm_traffic(batch: int, heads: int, num_queries: int, num_keys: int, head_di
     bh, e = batch * heads, elem_bytes
     nq, nk, d = num_queries, num_keys, head_dim
     s = bh * nq * nk * e
-    standard = {"read Q, K": bh * (nq + nk) * d * e, "write S": s, "read S": s, "write P": s, "read P": s,
-                "read V": bh * nk * d * e, "write O": bh * nq * d * e}
+    standard = {"read_q_k": bh * (nq + nk) * d * e, "write_s": s, "read_s": s, "write_p": s, "read_p": s,
+                "read_v": bh * nk * d * e, "write_o": bh * nq * d * e}
     offset = nk - nq
     kv_rows = 0  # keys (rows of K, and of V) read, summed over Q tiles
     for q0 in range(0, nq, tile_q):
@@ -221,6 +222,6 @@ def hbm_traffic(batch: int, heads: int, num_queries: int, num_keys: int, head_di
             kv_rows += min(nk, -(-last_visible // tile_k) * tile_k)
         else:
             kv_rows += nk
-    tiled = {"read Q": bh * nq * d * e, "read K": bh * kv_rows * d * e, "read V": bh * kv_rows * d * e,
-             "write O": bh * nq * d * e, "write row stats": bh * nq * 4}
+    tiled = {"read_q": bh * nq * d * e, "read_k": bh * kv_rows * d * e, "read_v": bh * kv_rows * d * e,
+             "write_o": bh * nq * d * e, "write_row_stats": bh * nq * 4}
     return Traffic(standard, tiled, standard_held=s, tiled_held=bh * nq * 4)

@@ -87,7 +87,7 @@ def time_attention(shape: AttentionShape, device, limits: Limits, impls: tuple[s
                    on_progress: Callable[..., None] | None = None) -> TimingResult:
     """Time every requested implementation on one shape; unavailable ones come back with their reason.
     SDPA-MATH always runs: it is the reference for the max-abs-difference column. on_progress(impl) before each
-    kernel, and on_progress("flex", seconds) while FlexAttention compiles (sim.attention.readouts.progress_text
+    kernel, and on_progress("flex", seconds) while FlexAttention compiles (sim.words.attention.progress_text
     words it).
 
     Raises ValueError (with the numbers) when the shape is over this device's limits."""

@@ -39,6 +39,7 @@ from sim.cost.arch import (
     estimate_num_params,
 )
 from sim.cost.vllm_rules import chunked_tokens_held
+from sim.msg import Msg
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
@@ -243,8 +244,11 @@ def first_context_over(cfg: MemoryConfig, limit_bytes: int, max_context: int) ->
 
 @dataclass(frozen=True)
 class FormulaStep:
-    what: str
-    math: str
+    """One line of the formula: what it counts and the arithmetic with this view's numbers, as message values
+    (sim/words/cost.py words them; the arithmetic's digits and operators read the same in every language)."""
+
+    what: Msg
+    math: Msg
     bytes: int | None  # None for a step that is not a byte count
 
 
@@ -257,11 +261,6 @@ class KvMemory:
     per_request_bytes: int
     total_bytes: int
     steps: tuple[FormulaStep, ...]
-
-    def steps_frame(self):
-        import pandas as pd
-
-        return pd.DataFrame([{"Step": s.what, "With your numbers": s.math} for s in self.steps])
 
     @property
     def state_bytes(self) -> int:
@@ -283,19 +282,28 @@ def kv_memory(cfg: MemoryConfig) -> KvMemory:
     return KvMemory(cfg, bpl, bpt, groups, per_request, total, _steps(cfg, groups, bpl, bpt, per_request, total))
 
 
+def _plus(parts: list) -> object:
+    """Message values joined by ' + ' (one part is itself)."""
+    out = parts[-1]
+    for part in reversed(parts[:-1]):
+        out = Msg("kvf.plus", a=part, b=out)
+    return out
+
+
+def _state_name(a: ArchPreset) -> Msg:
+    return Msg(f"kvmem.r.state.{a.state_kind}")
+
+
 def _steps(cfg: MemoryConfig, groups, bpl: int, bpt: int, per_request: int, total: int) -> tuple[FormulaStep, ...]:
     a, d, g = cfg.arch, cfg.dtype, cfg.group_size
     steps = []
     if d.grouped:
-        steps.append(FormulaStep(
-            "Bytes per value p",
-            f"{d.bits} bits ÷ 8 = {d.bits / 8:g} B, plus a {SCALE_BYTES} B scale and a {ZERO_BYTES} B zero point "
-            f"per group of g = {g} values",
-            None))
+        steps.append(FormulaStep(Msg("kvf.what.value"), Msg("kvf.math.value_grouped", bits=d.bits, p=d.bits / 8,
+                                                             scale=SCALE_BYTES, zero=ZERO_BYTES, g=g), None))
     else:
-        steps.append(FormulaStep("Bytes per value p", f"{d.bits} bits ÷ 8 = {d.bits // 8} B", None))
+        steps.append(FormulaStep(Msg("kvf.what.value"), Msg("kvf.math.value", bits=d.bits, p=d.bits // 8), None))
 
-    def vec(n: int) -> str:
+    def vec(n: int) -> str:  # arithmetic only: the same in every language
         if not d.grouped:
             return f"{n} × {d.bits // 8}"
         return f"(⌈{n}·{d.bits}/8⌉ + ⌈{n}/{g}⌉·{SCALE_BYTES + ZERO_BYTES})"
@@ -304,55 +312,55 @@ def _steps(cfg: MemoryConfig, groups, bpl: int, bpt: int, per_request: int, tota
         n = a.kv_lora_rank + a.qk_rope_head_dim
         body = (f"(d_c + d_R) × p = ({a.kv_lora_rank} + {a.qk_rope_head_dim}) × {d.bits // 8}" if not d.grouped
                 else f"{vec(n)}")
-        steps.append(FormulaStep(
-            "Per token, one layer (MLA)",
-            f"{body} = {bpl:,} B — one latent serves K and V of all {a.n_heads} heads: no ×2, no ×H",
-            bpl))
+        steps.append(FormulaStep(Msg("kvf.what.token_layer_mla"),
+                                 Msg("kvf.math.mla", expr=body, b=bpl, heads=a.n_heads), bpl))
     elif a.v_dim != a.head_dim:
-        steps.append(FormulaStep(
-            "Per token, one layer",
-            f"H_kv × (d_k + d_v) × p = {a.n_kv_heads} × ({vec(a.head_dim)} + {vec(a.v_dim)}) = {bpl:,} B", bpl))
+        steps.append(FormulaStep(Msg("kvf.what.token_layer"), Msg(
+            "kvf.math.k_and_v_dims", h=a.n_kv_heads, k=vec(a.head_dim), v=vec(a.v_dim), b=bpl), bpl))
     elif d.grouped:
-        steps.append(FormulaStep(
-            "Per token, one layer", f"2 (K and V) × H_kv × {vec(a.head_dim)} = 2 × {a.n_kv_heads} × "
-            f"{vector_bytes(a.head_dim, cfg.kv_dtype, g)} = {bpl:,} B", bpl))
+        steps.append(FormulaStep(Msg("kvf.what.token_layer"), Msg(
+            "kvf.math.k_and_v_grouped", vec=vec(a.head_dim), h=a.n_kv_heads,
+            vb=vector_bytes(a.head_dim, cfg.kv_dtype, g), b=bpl), bpl))
     else:
-        steps.append(FormulaStep(
-            "Per token, one layer",
-            f"2 (K and V) × H_kv × d_h × p = 2 × {a.n_kv_heads} × {a.head_dim} × {d.bits // 8} = {bpl:,} B", bpl))
+        steps.append(FormulaStep(Msg("kvf.what.token_layer"), Msg(
+            "kvf.math.k_and_v", h=a.n_kv_heads, d=a.head_dim, p=d.bits // 8, b=bpl), bpl))
 
     attn = [x for x in groups if x.kind in (GLOBAL, LOCAL)]
     storing = sum(x.num_storing_layers for x in attn)
     n_attn = a.num_attention_layers
     notes = []
     if a.kv_shared_layers:
-        notes.append(f"the last {a.kv_shared_layers} layers reuse earlier layers' K/V")
+        notes.append(Msg("kvf.math.reuse", n=a.kv_shared_layers))
     if cfg.layers_per_kv > 1:
-        notes.append(f"{cfg.layers_per_kv} adjacent layers share one")
-    share = f": {storing} of {n_attn} attention layers store K/V ({'; '.join(notes)})" if notes else ""
+        notes.append(Msg("kvf.math.adjacent", n=cfg.layers_per_kv))
+    share = []
+    if notes:
+        share.append(Msg("kvf.math.storing", storing=storing, of=n_attn,
+                         notes=notes[0] if len(notes) == 1 else Msg("kvf.semi", a=notes[0], b=notes[1])))
     if len(attn) == 2:
         gl, lo = attn
-        layers = f"({gl.num_storing_layers} global + {lo.num_storing_layers} local)"
+        layers: object = Msg("kvf.math.global_local", g=gl.num_storing_layers, l=lo.num_storing_layers)
     else:
-        layers = f"{storing}"
+        layers = storing
     skipped = a.n_layers - n_attn
     if a.num_state_layers:
-        share += f"{';' if share else ':'} the {a.num_state_layers} {STATE_NAMES[a.state_kind]} layers keep no K/V"
+        share.append(Msg("kvf.math.no_kv", n=a.num_state_layers, name=_state_name(a)))
     elif skipped:
-        share += f"{';' if share else ':'} the {skipped} MLP-only layers keep nothing"
+        share.append(Msg("kvf.math.mlp_only", n=skipped))
+    tail = "" if not share else Msg("kvf.colon", a=share[0]) if len(share) == 1 else \
+        Msg("kvf.colon_semi", a=share[0], b=share[1])
     index = next((x for x in groups if x.kind == INDEXER), None)
     if index is not None:
         d_i = a.index_head_dim
-        steps.append(FormulaStep(
-            "Indexer key per token, one layer",
-            f"d_I × 1 B + ⌈d_I / {INDEX_QUANT_BLOCK}⌉ × 4 B = {d_i} + {-(-d_i // INDEX_QUANT_BLOCK)} × 4 = "
-            f"{index.bytes_per_token_per_layer:,} B (FP8 keys with FP32 scales, whatever the K/V dtype)",
-            index.bytes_per_token_per_layer))
-        body = (f"{bpl:,} × {layers} layers + {index.bytes_per_token_per_layer:,} × {index.num_storing_layers} "
-                "indexer keys")
+        steps.append(FormulaStep(Msg("kvf.what.indexer"), Msg(
+            "kvf.math.indexer", q=INDEX_QUANT_BLOCK, d=d_i, k=-(-d_i // INDEX_QUANT_BLOCK),
+            b=index.bytes_per_token_per_layer), index.bytes_per_token_per_layer))
+        body_msg = Msg("kvf.math.layers_indexer", b=bpl, layers=layers, ib=index.bytes_per_token_per_layer,
+                       n=index.num_storing_layers)
     else:
-        body = f"{bpl:,} × {layers} layers"
-    steps.append(FormulaStep("Per token, all layers", f"{body} = {bpt:,} B ({fmt_bytes(bpt)}){share}", bpt))
+        body_msg = Msg("kvf.math.layers", b=bpl, layers=layers)
+    steps.append(FormulaStep(Msg("kvf.what.token_all"), Msg("kvf.math.token_all", body=body_msg, b=bpt,
+                                                            readable=fmt_bytes(bpt), share=tail), bpt))
 
     state = next((x for x in groups if x.kind == STATE), None)
     if state is not None:
@@ -362,34 +370,35 @@ def _steps(cfg: MemoryConfig, groups, bpl: int, bpt: int, per_request: int, tota
     terms, values = [], []
     for x in groups:
         if x.kind == STATE:
-            terms.append(f"{x.num_storing_layers} × {x.state_bytes_per_layer:,} (state)")
+            terms.append(Msg("kvf.math.term_state", n=x.num_storing_layers, b=x.state_bytes_per_layer))
             values.append(x.bytes_per_request)
             continue
         t = f"{S:,}" if x.kind in (GLOBAL, INDEXER) else _local_kept(a, S)
-        terms.append(f"{x.bytes_per_token_per_layer:,} × {x.num_storing_layers} × {t}")
+        terms.append(Msg("kvf.math.term", b=x.bytes_per_token_per_layer, n=x.num_storing_layers, t=t))
         values.append(x.bytes_per_request)
+    readable = fmt_bytes(per_request)
     if len(terms) == 1:
-        steps.append(FormulaStep(f"Per request, S = {S:,} tokens",
-                                 f"{bpt:,} × {S:,} = {per_request:,} B ({fmt_bytes(per_request)})", per_request))
+        steps.append(FormulaStep(Msg("kvf.what.request", s=S), Msg("kvf.math.request", bpt=bpt, s=S, b=per_request,
+                                                                   readable=readable), per_request))
     elif a.num_local_layers and not state and not index:
         parts = [f"{x.num_storing_layers} × {S:,}" if x.kind == GLOBAL else
                  f"{x.num_storing_layers} × {_local_kept(a, S)}" for x in groups]
         kept = " + ".join(f"{x.num_storing_layers * x.tokens_kept:,}" for x in groups)
-        math_ = f"{bpl:,} × ({' + '.join(parts)}) = {bpl:,} × ({kept}) = {per_request:,} B ({fmt_bytes(per_request)})"
-        keep = "the current chunk of at most" if a.local_attention == "chunked" else "at most"
-        steps.append(FormulaStep(f"Per request, S = {S:,} tokens (local layers keep {keep} W = {a.sliding_window:,})",
-                                 math_, per_request))
+        key = "kvf.what.request_chunk" if a.local_attention == "chunked" else "kvf.what.request_window"
+        steps.append(FormulaStep(Msg(key, s=S, w=a.sliding_window), Msg(
+            "kvf.math.request_local", bpl=bpl, parts=" + ".join(parts), kept=kept, b=per_request, readable=readable),
+            per_request))
     else:
-        math_ = (f"{' + '.join(terms)} = {' + '.join(f'{v:,}' for v in values)} = {per_request:,} B "
-                 f"({fmt_bytes(per_request)})")
-        steps.append(FormulaStep(f"Per request, S = {S:,} tokens", math_, per_request))
-    steps.append(FormulaStep(f"All requests, B = {cfg.batch:,}",
-                             f"{per_request:,} × {cfg.batch:,} = {total:,} B ({fmt_bytes(total)})", total))
+        steps.append(FormulaStep(Msg("kvf.what.request", s=S), Msg(
+            "kvf.math.request_sum", terms=_plus(terms), values=" + ".join(f"{v:,}" for v in values), b=per_request,
+            readable=readable), per_request))
+    steps.append(FormulaStep(Msg("kvf.what.all", b=cfg.batch), Msg(
+        "kvf.math.all", per=per_request, batch=cfg.batch, b=total, readable=fmt_bytes(total)), total))
     return tuple(steps)
 
 
 def _local_kept(a: ArchPreset, S: int) -> str:
-    """What a local layer keeps at S tokens, as the formula writes it."""
+    """What a local layer keeps at S tokens, as the formula writes it (arithmetic only)."""
     if a.local_attention == "chunked":
         return f"(({S:,} − 1) % {a.sliding_window:,} + 1 = {chunked_tokens_held(S, a.sliding_window):,})"
     return f"min({S:,}, {a.sliding_window:,})"
@@ -400,13 +409,13 @@ def _state_step(cfg: MemoryConfig, state: LayerGroup) -> FormulaStep:
     conv_dt, ssm_dt = state_dtypes(cfg)
     conv = " × ".join(str(n) for n in a.state_conv_shape)
     ssm = " × ".join(str(n) for n in a.state_ssm_shape)
-    conv_part = f"conv {conv} × {STATE_DTYPE_BYTES[conv_dt]} B ({conv_dt})" if a.state_conv_shape else ""
-    ssm_part = f"recurrent {ssm} × {STATE_DTYPE_BYTES[ssm_dt]} B ({ssm_dt})"
-    body = f"{conv_part} + {ssm_part}" if conv_part else ssm_part
+    ssm_part = Msg("kvf.math.recurrent", shape=ssm, b=STATE_DTYPE_BYTES[ssm_dt], dtype=ssm_dt)
+    body = Msg("kvf.plus", a=Msg("kvf.math.conv", shape=conv, b=STATE_DTYPE_BYTES[conv_dt], dtype=conv_dt),
+               b=ssm_part) if a.state_conv_shape else ssm_part
     return FormulaStep(
-        f"State per request, one {STATE_NAMES[a.state_kind]} layer (no K/V; constant in S)",
-        f"{body} = {state.state_bytes_per_layer:,} B; × {state.num_storing_layers} layers = "
-        f"{state.bytes_per_request:,} B ({fmt_bytes(state.bytes_per_request)}), whatever the context",
+        Msg("kvf.what.state", name=_state_name(a)),
+        Msg("kvf.math.state", body=body, per_layer=state.state_bytes_per_layer, n=state.num_storing_layers,
+            b=state.bytes_per_request, readable=fmt_bytes(state.bytes_per_request)),
         state.bytes_per_request)
 
 
@@ -558,17 +567,16 @@ ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def measurement_rows(r) -> list[dict]:
-    """The tiny model's measured cache (sim.model.measure.TinyCacheMeasurement) next to the formulas."""
+    """The tiny model's measured cache (sim.model.measure.TinyCacheMeasurement) next to the formulas; each count
+    named by a message value (sim.words.cost.measurement_frame words it)."""
     B, H, S, D = r.tensor_shape
     p = ELEMENT_BYTES[r.dtype]
     rows = [
-        {"Count": f"Measured: numel × element_size over the {r.num_tensors} filled K and V tensors",
-         "Bytes": r.measured_bytes},
-        {"Count": f"Formula 2·L·H_kv·d_h·p·B·S = 2·{r.num_tensors // 2}·{H}·{D}·{p}·{B}·{S} (sim/cost/opcount.py)",
-         "Bytes": r.opcount_bytes},
-        {"Count": "This page's calculator, from the preset", "Bytes": r.calculator_bytes},
+        {"Count": Msg("kvmem.r.meas.measured", n=r.num_tensors), "Bytes": r.measured_bytes},
+        {"Count": Msg("kvf.meas.formula", layers=r.num_tensors // 2, h=H, d=D, p=p, b=B, s=S), "Bytes": r.opcount_bytes},
+        {"Count": Msg("kvmem.r.meas.calculator"), "Bytes": r.calculator_bytes},
     ]
     if r.cuda_allocated_delta is not None:
-        rows.append({"Count": "torch.cuda.memory_allocated() after − before allocating", "Bytes": r.cuda_allocated_delta})
-        rows.append({"Count": "Formula with each tensor rounded up to the allocator's 512 B", "Bytes": r.cuda_expected})
+        rows.append({"Count": Msg("kvmem.r.meas.cuda"), "Bytes": r.cuda_allocated_delta})
+        rows.append({"Count": Msg("kvmem.r.meas.rounded"), "Bytes": r.cuda_expected})
     return rows

@@ -9,6 +9,7 @@ from sim.cost.arch import ArchPreset
 from sim.cost.gpus import GpuPreset
 from sim.cost.roofline import RooflineConfig, context_trend, decode_step, hardware, prefill_step
 from sim.i18n import text
+from sim.words.roofline import trend_verdict
 
 # The seeds' own sentences, quoted verbatim (shared/seeds/000_*.txt and 002_*.txt).
 ORIGINAL_70B = "70B 모델 한 단계는 약 140GB의 가중치를 고대역폭 메모리에서 불러오면서 약 1,400억 번의 유용한 연산을 한다."
@@ -45,7 +46,7 @@ def roofline_claims(presets: dict[str, ArchPreset], gpus: dict[str, GpuPreset], 
               Verdict.RIGHT if both_140 else Verdict.WRONG, t("70b.why"), original=ORIGINAL_70B, value=seventy.flops),
         Claim(statement("one"), "000", t("one.claimed"), t("flop_b", x=f"{seventy.intensity:.2f}"),
               (Verdict.RIGHT if _within(trend.long, 1.0, 0.5) else Verdict.NEEDS_CONTEXT) if near_one
-              else Verdict.WRONG, trend.verdict_in(lang), original=ORIGINAL_ONE, value=seventy.intensity),
+              else Verdict.WRONG, trend_verdict(trend, lang), original=ORIGINAL_ONE, value=seventy.intensity),
         Claim(statement("ridge"), "000", t("ridge.claimed"), t("flop_b", x=f"{h100.ridge:,.0f}"),
               Verdict.RIGHT if _within(h100.ridge, 300, 0.1) else Verdict.WRONG,
               t("ridge.why", tflops=f"{h100.peak_flops / 1e12:,.0f}", tbs=f"{h100.bandwidth / 1e12:.2f}",

@@ -42,10 +42,7 @@ def probe_machine(device=None, dtype=None, copy_mib: int = 64, matmul_n: int = 1
     flops = 2 * matmul_n**3 / t_mm
     if not (math.isfinite(bw) and bw > 0 and math.isfinite(flops) and flops > 0):
         raise RuntimeError("the probe measured no positive figure")
-    method = (f"bandwidth: copy {copy_mib} MiB fp32 (read + write = {2 * copy_mib} MiB moved), best of {repeats}; "
-              f"compute: {matmul_n}×{matmul_n} @ {matmul_n}×{matmul_n} in {str(dtype).removeprefix('torch.')}, "
-              f"2·n³ FLOPs, best of {repeats}")
-    return MachineProbe(bw, flops, str(device), str(dtype).removeprefix("torch."), method)
+    return MachineProbe(bw, flops, str(device), str(dtype).removeprefix("torch."), copy_mib, matmul_n, repeats)
 
 
 def count_ops(fn) -> int:

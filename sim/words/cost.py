@@ -1,8 +1,8 @@
-"""What the KV memory page says with numbers, built from its results: the metric row
-(`sim.readout.Metric`s), the warnings and captions around the calculator, and tables made safe for
-Arrow. Names that came from the user are passed in already escaped (`name_md`); nothing here knows
-Markdown beyond that. Each function takes `lang` ("en" or "ko") and words its sentence from the catalogs
-(sim/i18n.py, keys `kvmem.r.*`); numbers are formatted here, the same in both."""
+"""The KV memory page's results in words (moved here from sim/cost/kv_readouts.py): the metric row
+(`sim.readout.Metric`s), the warnings and captions around the calculator, the formula's steps (worded from the
+message values sim.cost.memory returns, catalog area cost_words.json) and tables made safe for Arrow. Names that
+came from the user are passed in already escaped (`name_md`); nothing here knows Markdown beyond that. Each
+function takes `lang` ("en" or "ko") and words its sentence from the catalogs (keys `kvmem.r.*`, `kvf.*`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from sim.cost.arch import GLOBAL, LOCAL, STATE, STATE_NAMES, ArchPreset
 from sim.cost.capacity import Capacity, DtypeRow, GpuConfig, int8_vs_fp16
 from sim.cost.memory import KvGrid, KvMemory, MemoryConfig, VariantCurves, fmt_bytes, group_label, request_bytes
 from sim.cost.vllm_rules import version_label
-from sim.i18n import text
 from sim.readout import Metric
+from sim.words import say, text
 
 ARROW_INT_LIMIT = 1 << 62  # past this a Python int column cannot be sent as Arrow int64
 
@@ -441,69 +441,6 @@ def command_caption(kv: KvMemory, alloc, lang: str = "en") -> str:
 
 # --- sim.cost.memory's tables, in the page language ------------------------------------------------
 
-# sim.cost.memory words its formula steps in English; in Korean each step's name is worded from its pattern and
-# the words inside its arithmetic are swapped for the catalog's (kvmem.r.step.* / kvmem.r.math.*)
-_STEP_PATTERNS = (
-    (r"Bytes per value p", "value"),
-    (r"Per token, one layer \(MLA\)", "token_layer_mla"),
-    (r"Per token, one layer", "token_layer"),
-    (r"Indexer key per token, one layer", "indexer"),
-    (r"Per token, all layers", "token_all"),
-    (r"State per request, one (?P<name>.+) layer \(no K/V; constant in S\)", "state"),
-    (r"Per request, S = (?P<s>[\d,]+) tokens \(local layers keep the current chunk of at most W = (?P<w>[\d,]+)\)",
-     "request_chunk"),
-    (r"Per request, S = (?P<s>[\d,]+) tokens \(local layers keep at most W = (?P<w>[\d,]+)\)", "request_window"),
-    (r"Per request, S = (?P<s>[\d,]+) tokens", "request"),
-    (r"All requests, B = (?P<b>[\d,]+)", "all"),
-)
-_MATH_WORDS = (
-    (r"(\d+) bits ÷ 8", "bits"), (r"plus a (\d+) B scale and a (\d+) B zero point per group of g = (\d+) values", "groups"),
-    (r"one latent serves K and V of all (\d+) heads: no ×2, no ×H", "latent"), (r"2 \(K and V\)", "k_and_v"),
-    (r"\((\d+) global \+ (\d+) local\)", "global_local"), (r"(\d+) of (\d+) attention layers store K/V", "storing"),
-    (r"the last (\d+) layers reuse earlier layers' K/V", "reuse"), (r"(\d+) adjacent layers share one", "adjacent"),
-    (r"the (\d+) MLP-only layers keep nothing", "mlp_only"), (r"the (\d+) (.+?) layers keep no K/V", "no_kv"),
-    (r"\(FP8 keys with FP32 scales, whatever the K/V dtype\)", "fp8_keys"), (r"indexer keys", "indexer_keys"),
-    (r"\(state\)", "state"), (r", whatever the context", "any_context"), (r"\bconv\b", "conv"),
-    (r"\brecurrent\b", "recurrent"), (r"\blayers\b", "layers"),
-)
-
-
-def _state_names(s: str, lang: str) -> str:
-    for kind, english in STATE_NAMES.items():
-        s = s.replace(english, _t(lang, f"state.{kind}"))
-    return s
-
-
-def _step_name(what: str, lang: str) -> str:
-    import re
-
-    what = _state_names(what, lang)
-    for pattern, key in _STEP_PATTERNS:
-        if (m := re.fullmatch(pattern, what)) is not None:
-            return _t(lang, f"step.{key}", **m.groupdict())
-    return what
-
-
-def _step_math(math: str, lang: str) -> str:
-    import re
-
-    math = _state_names(math, lang)
-    for pattern, key in _MATH_WORDS:
-        math = re.sub(pattern, lambda m, key=key: _t(lang, f"math.{key}", **{f"a{i}": g for i, g in
-                                                                             enumerate(m.groups())}), math)
-    return math
-
-
-def steps_frame(kv: KvMemory, lang: str = "en"):
-    """The formula's steps with this view's numbers (KvMemory.steps_frame), in the page language."""
-    if lang == "en":
-        return kv.steps_frame()
-    import pandas as pd
-
-    return pd.DataFrame([{text(lang, "kvmem.col.step"): _step_name(s.what, lang),
-                          text(lang, "kvmem.col.with_numbers"): _step_math(s.math, lang)} for s in kv.steps])
-
-
 def variant_frame(curves: VariantCurves, cfg: MemoryConfig, lang: str = "en"):
     """sim.cost.memory.variant_rows as a table, in the page language."""
     import pandas as pd
@@ -532,12 +469,7 @@ def measurement_frame(r, lang: str = "en"):
 
     from sim.cost.memory import measurement_rows
 
-    rows = measurement_rows(r)
-    if lang != "en":
-        counts = [_t(lang, "meas.measured", n=r.num_tensors), rows[1]["Count"].replace("Formula", _t(lang, "meas.formula")),
-                  _t(lang, "meas.calculator"), _t(lang, "meas.cuda"), _t(lang, "meas.rounded")]
-        for row, count in zip(rows, counts, strict=False):
-            row["Count"] = count
+    rows = [{**row, "Count": say(lang, row["Count"])} for row in measurement_rows(r)]
     return columns_in(pd.DataFrame(rows), lang)
 
 
@@ -556,3 +488,11 @@ def measured_agreement(r, lang: str = "en") -> str:
     if lang == "en":
         return r.agreement
     return _t(lang, "meas.agree", b=f"{r.measured_bytes:,}", readable=fmt_bytes(r.measured_bytes))
+
+
+def steps_frame(kv, lang: str = "en"):
+    """The formula's steps with this view's numbers (sim.cost.memory.KvMemory.steps) as a two-column table."""
+    import pandas as pd
+
+    return pd.DataFrame([{text(lang, "kvmem.col.step"): say(lang, s.what),
+                          text(lang, "kvmem.col.with_numbers"): say(lang, s.math)} for s in kv.steps])

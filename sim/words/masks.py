@@ -1,14 +1,15 @@
-"""The Attention masks page's sentences, each worded from the result its chart or caption shows: what a mask
-allows against a plain causal mask, where one query row's weight goes under each way of applying the mask,
-what a sliding window takes from the causal map, and the measured fully masked row. Pure functions of numpy
-arrays and plain numbers (no torch), so they are tested on matrices worked by hand. Each takes `lang` ("en" or
-"ko") and words its sentence from the catalogs (sim/i18n.py); numbers are formatted here, the same in both."""
+"""The Attention masks page's sentences, each worded from the result its chart or caption shows: what a mask allows
+against a plain causal mask, where one query row's weight goes under each way of applying the mask, what a sliding
+window takes from the causal map, and the measured fully masked row. Pure functions of numpy arrays and plain
+numbers (no torch), so they are tested on matrices worked by hand. Each takes `lang` ("en" or "ko") and words its
+sentence from the catalogs (sim/words); numbers are formatted here, the same in both. Moved here from
+sim/attention/mask_readouts.py."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from sim.i18n import join, text
+from sim.words import join, text
 
 # how each sim.attention.masks.VARIANTS entry is named inside a sentence, in English
 VARIANT_SHORT = {k: text("en", f"masks.s.short.{k}")
@@ -180,34 +181,29 @@ def leak_caption(key_to_mean_leak: dict[str, float], num_masked: int, lang: str 
     return text(lang, "masks.s.leak.main", what=what, said=text(lang, "clause.sep").join(said), why=" ".join(why))
 
 
-def _outcome(description: str) -> str:
-    for start, kind in (("NaN", "nan"), ("all zeros", "zeros"), ("uniform", "uniform"),
-                        ("not available", "unavailable")):
-        if description.startswith(start):
-            return kind
-    return "finite"
 
 
 def _verb(lang: str, kind: str, plural: bool = False) -> str:
     return text(lang, f"masks.s.verb.{kind}.{'other' if plural else 'one'}")
 
 
-def masked_row_caption(where_to_result: dict[str, str], lang: str = "en") -> str:
-    """The fully-masked-row table's caption, from what was measured (sim.attention.masks.fully_masked_row_behaviour)."""
+def masked_row_caption(rows, lang: str = "en") -> str:
+    """The fully-masked-row table's caption, from what was measured (sim.attention.masks.MaskedRow each, as
+    fully_masked_row_behaviour returns them)."""
     parts = [text(lang, "masks.s.mrow.pad")]
-    plain = where_to_result.get("softmax with −inf")
+    where_to_kind = {r.where: r.kind for r in rows}
+    plain = where_to_kind.get("softmax_inf")
     if plain is not None:
-        kind = _outcome(plain)
-        parts.append(text(lang, "masks.s.mrow.plain_nan") if kind == "nan"
-                     else text(lang, "masks.s.mrow.plain", verb=_verb(lang, kind)))
-    big = where_to_result.get("softmax with −1e9")
+        parts.append(text(lang, "masks.s.mrow.plain_nan") if plain == "nan"
+                     else text(lang, "masks.s.mrow.plain", verb=_verb(lang, plain)))
+    big = where_to_kind.get("softmax_1e9")
     if big is not None:
-        tail = "masks.s.mrow.big_uniform" if _outcome(big) == "uniform" else "masks.s.mrow.big_end"
-        parts.append(text(lang, "masks.s.mrow.big", verb=_verb(lang, _outcome(big)), tail=text(lang, tail)))
+        tail = "masks.s.mrow.big_uniform" if big == "uniform" else "masks.s.mrow.big_end"
+        parts.append(text(lang, "masks.s.mrow.big", verb=_verb(lang, big), tail=text(lang, tail)))
     groups: dict[str, list[str]] = {}
-    for where, result in where_to_result.items():
-        if where.startswith("SDPA "):
-            groups.setdefault(_outcome(result), []).append(where.removeprefix("SDPA "))
+    for r in rows:
+        if r.sdpa:
+            groups.setdefault(r.kind, []).append(r.where)
     if groups:
         said = [text(lang, "masks.s.mrow.sdpa_item", names=join(lang, names), verb=_verb(lang, kind, len(names) > 1))
                 for kind, names in groups.items()]
@@ -215,24 +211,17 @@ def masked_row_caption(where_to_result: dict[str, str], lang: str = "en") -> str
     return " ".join(parts)
 
 
-def behaviour_rows(where_to_result: dict[str, str], lang: str = "en") -> list[tuple[str, str]]:
-    """The fully-masked-row table's (where, result) rows in `lang`; English is what was measured, word for word.
-    The measured numbers (a uniform weight, the first finite values) carry over unchanged."""
-    if lang == "en":
-        return list(where_to_result.items())
-    rows = []
-    for where, result in where_to_result.items():
-        if where.startswith("SDPA "):
-            place = text(lang, "masks.s.where.sdpa", name=where.removeprefix("SDPA "))
+def behaviour_rows(rows, lang: str = "en") -> list[tuple[str, str]]:
+    """The fully-masked-row table's (where, result) rows in `lang`, from sim.attention.masks.MaskedRow each; the
+    measured numbers (a uniform weight, the first finite values) to three decimals in both languages."""
+    out = []
+    for r in rows:
+        place = text(lang, "masks.s.where.sdpa", name=r.where) if r.sdpa else text(lang, f"masks.s.where.{r.where}")
+        if r.kind == "uniform":
+            said = text(lang, "masks.s.result.uniform", x=f"{r.values[0]:.3f}")
+        elif r.kind == "finite":
+            said = text(lang, "masks.s.result.finite", values=", ".join(f"{v:.3f}" for v in r.values))
         else:
-            place = {"softmax with −inf": text(lang, "masks.s.where.softmax_inf"),
-                     "softmax with −1e9": text(lang, "masks.s.where.softmax_1e9")}.get(where, where)
-        kind = _outcome(result)
-        if kind == "uniform":  # 'uniform 0.062 each: ...'
-            said = text(lang, "masks.s.result.uniform", x=result.split()[1])
-        elif kind == "finite":  # 'finite values: 0.1, 0.2'
-            said = text(lang, "masks.s.result.finite", values=result.partition(": ")[2])
-        else:
-            said = text(lang, f"masks.s.result.{kind}")
-        rows.append((place, said))
-    return rows
+            said = text(lang, f"masks.s.result.{r.kind}")
+        out.append((place, said))
+    return out
