@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.controls.declared import Among, Choice, Slider, Stops, Text
 from app.i18n import lang, page_title, t
 from app.lesson.style import NAV_KEY, OPEN_KEY
 from app.links import page_link
@@ -23,30 +24,44 @@ MAX_LESSON_PROMPT = 48  # bytes: the real-model steps draw every position
 DEFAULT_PROMPT = "To be, or not to be, that is"
 
 
+REAL_LAYERS = 30  # SmolLM2-135M's layers: the filling step's layer choice on it
+TINY_LAYERS = (0, 1, 2, 3)  # the tiny model's layers
+
+
+def lesson_models() -> dict:
+    """The presets the lesson's cost and shrink steps offer: the real architectures (not the tiny ones)."""
+    return {k: a for k, a in load_presets().items() if not k.startswith("tiny")}
+
+
+STEP = Among("step", 1, 1, RECAP, label="lesson.step", url_label="lesson.url.step")
+LENGTH = Stops("n", 256, tuple(LENGTHS), label="lesson.c.n", url_label="lesson.url.n")
+TEXT = Text("text", DEFAULT_PROMPT, max_len=MAX_LESSON_PROMPT, max_chars=MAX_LESSON_PROMPT, label="lesson.c.prompt",
+            url_label="lesson.url.text")
+LAYER = Stops("layer", 0, TINY_LAYERS, label="lesson.c.layer", url_label="lesson.url.layer")
+POSITION = Slider("t", 0, 0, 64, narrows=True, label="lesson.c.t", url_label="lesson.url.t")
+CONTEXT = Stops("ctx", 4096, tuple(CONTEXTS), label="lesson.c.ctx", url_label="lesson.url.ctx",
+                other_labels=("lesson.c.ctx_each",))
+MODEL = Choice("model", "llama-3.1-8b", lambda: list(lesson_models()), label="lesson.c.model",
+               url_label="lesson.url.model")
+KV = Choice("kv", "bf16", tuple(KV_DTYPES), label="lesson.c.kv", url_label="lesson.url.kv")
+ALPHA = Stops("alpha", 0.8, tuple(ALPHAS), label="lesson.c.alpha", url_label="lesson.url.alpha")
+DRAFT_K = Slider("k", 4, 1, 8, label="lesson.c.k", url_label="lesson.url.k")
+WORKLOAD = Choice("workload", "system_prompt", tuple(LAYOUT_WORKLOADS), label="lesson.c.workload",
+                  url_label="lesson.url.workload")
+BLOCK_STEP = Among("bt", 0, 0, len(SCRIPT), widget="select_slider", label="lesson.bt.c", url_label="lesson.url.bt")
+WALK = Among("walk", 0, 0, STAGES - 1, widget="segmented_control", label="lesson.walk.c", url_label="lesson.url.walk")
+FILL_LM = Choice("fill_lm", "mha", ("mha", "smollm2"), label="rp.lesson.model", url_label="rp.lesson.model")
+REAL_LAYER = Stops("rlayer", 0, tuple(range(REAL_LAYERS)), label="lesson.c.layer", url_label="rp.lesson.url.rlayer")
+CONTROLS = (STEP, LENGTH, TEXT, LAYER, POSITION, CONTEXT, MODEL, KV, ALPHA, DRAFT_K, WORKLOAD, BLOCK_STEP, WALK, FILL_LM,
+            REAL_LAYER)
+
+
 def register() -> UrlState:
-    """Every value the lesson keeps in its link, validated; then the link's problems, folded."""
-    presets = load_presets()
+    """Every value the lesson keeps in its link, validated (n, ctx and alpha snapped to their stops); then the
+    link's problems, folded."""
     url = UrlState("lesson")
-    url.int("step", 1, 1, RECAP, label=t("lesson.url.step"))
-    url.int("n", 256, LENGTHS[0], LENGTHS[-1], label=t("lesson.url.n"))
-    url.text("text", DEFAULT_PROMPT, max_len=MAX_LESSON_PROMPT, label=t("lesson.url.text"))
-    url.int("layer", 0, 0, 3, label=t("lesson.url.layer"))
-    url.int("t", 0, 0, 64, label=t("lesson.url.t"))
-    url.int("ctx", 4096, CONTEXTS[0], CONTEXTS[-1], label=t("lesson.url.ctx"))
-    url.choice("model", "llama-3.1-8b", [k for k in presets if not k.startswith("tiny")], label=t("lesson.url.model"))
-    url.choice("kv", "bf16", list(KV_DTYPES), label=t("lesson.url.kv"))
-    url.float("alpha", 0.8, ALPHAS[0], ALPHAS[-1], label=t("lesson.url.alpha"))
-    url.int("k", 4, 1, 8, label=t("lesson.url.k"))
-    url.choice("workload", "system_prompt", list(LAYOUT_WORKLOADS), label=t("lesson.url.workload"))
-    url.int("bt", 0, 0, len(SCRIPT), label=t("lesson.url.bt"))
-    url.int("walk", 0, 0, STAGES - 1, label=t("lesson.url.walk"))
-    url.choice("fill_lm", "mha", ["mha", "smollm2"], label=t("rp.lesson.model"))
-    url.int("rlayer", 0, 0, 29, label=t("rp.lesson.url.rlayer"))
+    url.add(*CONTROLS)
     url.show_problems()
-    ss = st.session_state
-    for key, stops in (("n", LENGTHS), ("ctx", CONTEXTS), ("alpha", ALPHAS)):  # snap URL numbers to the stops
-        if ss[key] not in stops:
-            ss[key] = min(stops, key=lambda v, k=key: abs(v - ss[k]))
     return url
 
 
@@ -67,8 +82,7 @@ def navigation(where: str) -> int:
                 icon=None if top else ":material/arrow_back:", width="stretch", shortcut="left" if top else None)
     if top:
         labels = {j: step_label(j, L) for j in range(1, RECAP + 1)}  # worded now: format_func runs later too
-        c[1].selectbox(t("lesson.step"), list(labels), key="step", format_func=labels.get,
-                       label_visibility="collapsed")
+        STEP.draw(c[1], options=list(labels), format_func=labels.get, label_visibility="collapsed")
     else:
         c[1].progress(min(k, len(STEPS)) / len(STEPS), text=step_label(k, L))
     c[2].button(t("lesson.next"), key=f"next_{where}", on_click=_move, args=(1,), disabled=k == RECAP,
