@@ -13,6 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.controls.declared import Among, Choice, Number, Slider, Stops, Text, Toggle
+from app.i18n import t
 from app.registry import PAGES
 from app.urlstate import CONTROLS_KEY
 from tests.conftest import PAGES_DIR
@@ -166,3 +167,30 @@ def test_app_reads_url_values_only_through_declarations():
     over = {k: n for k, n in found.items() if n > URL_READS_BASELINE.get(k, 0)}
     assert not over, over
     assert found == URL_READS_BASELINE, f"lower URL_READS_BASELINE to {found}"
+
+
+def _outside(control) -> str | None:
+    """A link value just outside the control's declared range (None for values that have no outside)."""
+    if isinstance(control, Slider | Number | Among | Stops):
+        return f"{control.hi + 1}"
+    if isinstance(control, Choice):
+        return "not-an-option"
+    return None
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_declared_value_out_of_range_falls_back_to_its_default_named_once(slug):
+    """Each declaration's range is the one the link is checked against: one past its end is refused, the default is
+    used, and the page's one warning names it by its declared URL label."""
+    declared = open_page(slug).session_state[CONTROLS_KEY]
+    bad = {key: v for key, control in declared.items() if (v := _outside(control)) is not None}
+    at = open_page(slug, bad)
+    assert not at.exception, [e.value for e in at.exception]
+    warned = " ".join(w.value for w in at.warning)
+    for key in bad:
+        control = declared[key]
+        assert f"`{key}` ({t(control.url_label)})" in warned, (slug, key)
+        if not getattr(control, "narrows", False):  # a narrowed widget may clamp the default to the data on show
+            default = control.default_value() if isinstance(control, Choice) else control.default
+            assert at.session_state[key] == default, (slug, key, at.session_state[key], default)
+    assert len(at.expander) >= 1 and sum(w.value.count("\n- ") for w in at.warning) >= len(bad)
