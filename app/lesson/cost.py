@@ -7,11 +7,12 @@ from dataclasses import replace
 
 import streamlit as st
 
+from app.controls.lesson import CONTEXT, CONTEXTS, KV, MODEL
 from app.figures import CACHED, NAIVE
 from app.figures import lesson as figs
 from app.i18n import lang, t
 from app.lesson.generation import claim
-from app.lesson.nav import CONTEXT, CONTEXTS, KV, MODEL, open_full_page
+from app.lesson.nav import open_full_page
 from app.lesson.quiz import ask
 from app.present import show_chart
 from sim.cost.decode import flop_shape

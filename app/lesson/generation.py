@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.controls.lesson import FILL_LM, LAYER, LENGTH, LENGTHS, POSITION, REAL_LAYER, TEXT, WALK
 from app.figures import lesson as figs
 from app.i18n import lang, t
-from app.lesson.nav import FILL_LM, LAYER, LENGTH, LENGTHS, POSITION, REAL_LAYER, TEXT, WALK, open_full_page
+from app.lesson.nav import open_full_page
 from app.lesson.style import ROW_KEY
 from app.present import show_chart
 from app.text import code, for_plotly, plain

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.controls.lesson import ALPHA, BLOCK_STEP, DRAFT_K, MODEL, WORKLOAD
 from app.figures import lesson as figs
 from app.i18n import lang, t
 from app.lesson.generation import claim
-from app.lesson.nav import ALPHA, BLOCK_STEP, DRAFT_K, MODEL, WORKLOAD, open_full_page
+from app.lesson.nav import open_full_page
 from app.lesson.quiz import ask
 from app.present import show_chart
 from sim.alloc.policies import simulate_policy
