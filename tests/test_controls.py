@@ -194,3 +194,13 @@ def test_every_declared_value_out_of_range_falls_back_to_its_default_named_once(
             default = control.default_value() if isinstance(control, Choice) else control.default
             assert at.session_state[key] == default, (slug, key, at.session_state[key], default)
     assert len(at.expander) >= 1 and sum(w.value.count("\n- ") for w in at.warning) >= len(bad)
+
+
+def test_ranged_widgets_are_drawn_only_by_declarations():
+    """A slider, number box or select slider has a range: only app/controls/declared.py draws one, from the range
+    that also checks the link."""
+    found = [f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {node.func.attr}"
+             for folder in ("app", "pages") for path in sorted((ROOT / folder).rglob("*.py"))
+             if path.relative_to(ROOT).as_posix() != "app/controls/declared.py"
+             for node in _calls(path) if node.func.attr in {"slider", "number_input", "select_slider"}]
+    assert not found, found
