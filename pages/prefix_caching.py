@@ -5,6 +5,7 @@ import streamlit as st
 
 from app.claims import render_claims
 from app.controls import prefix_caching as controls
+from app.controls import real_prefix as real_controls
 from app.figures import prefix_cache as figs
 from app.i18n import lang, page_title, t
 from app.metrics import show_metrics
@@ -18,7 +19,6 @@ from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
 from sim.alloc.byte_tokens import show_byte
 from sim.cost.vllm_rules import version_label
-from sim.model import real_prefix as rp
 from sim.readout import Metric
 from sim.refusal import Refusal
 from sim.words import prefix as ro
@@ -30,6 +30,7 @@ st.title(page_title("prefix_caching"))
 st.markdown(t("prefix.intro"))
 url = UrlState("prefix_caching")
 controls.register(url)
+url.add(*real_controls.CONTROLS)
 url.show_problems()
 
 # The page opens on its finding (section 2's hit rate by workload and layout, its chart first); every other
@@ -191,8 +192,7 @@ def real_chat_section() -> None:
     if (missing := real_unavailable()) is not None:
         st.info(missing, icon=":material/download:")
         return
-    go = controls.real_chat_form()
-    chat = rp.RealChat(st.session_state["rsys"], rp.chat_turns(st.session_state["rturns"]))
+    chat, go = real_controls.draw_form()
     if (problem := chat.problem()) is not None:
         st.error(plain(say(L, problem)))
         return

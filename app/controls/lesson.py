@@ -45,7 +45,7 @@ WORKLOAD = Choice("workload", "system_prompt", tuple(LAYOUT_WORKLOADS), label="l
                   url_label="lesson.url.workload")
 BLOCK_STEP = Among("bt", 0, 0, len(SCRIPT), widget="select_slider", label="lesson.bt.c", url_label="lesson.url.bt")
 WALK = Among("walk", 0, 0, STAGES - 1, widget="segmented_control", label="lesson.walk.c", url_label="lesson.url.walk")
-FILL_LM = Choice("fill_lm", "mha", ("mha", "smollm2"), label="rp.lesson.model", url_label="rp.lesson.model")
+FILL_MODEL = Choice("fill_lm", "mha", ("mha", "smollm2"), label="rp.lesson.model", url_label="rp.lesson.model")
 REAL_LAYER = Stops("rlayer", 0, tuple(range(REAL_LAYERS)), label="lesson.c.layer", url_label="rp.lesson.url.rlayer")
-CONTROLS = (STEP, LENGTH, TEXT, LAYER, POSITION, CONTEXT, MODEL, KV, ALPHA, DRAFT_K, WORKLOAD, BLOCK_STEP, WALK, FILL_LM,
+CONTROLS = (STEP, LENGTH, TEXT, LAYER, POSITION, CONTEXT, MODEL, KV, ALPHA, DRAFT_K, WORKLOAD, BLOCK_STEP, WALK, FILL_MODEL,
             REAL_LAYER)

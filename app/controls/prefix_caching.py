@@ -16,7 +16,6 @@ from sim.alloc.byte_tokens import to_bytes
 from sim.alloc.prefix_cache import MAX_RUNNING, CacheConfig
 from sim.alloc.prefix_sweeps import demo_prompt_problem
 from sim.model import prefix_run as pr
-from sim.model import real_prefix as rp
 
 DEMO_TEXT = ("System: You are the Globe Theatre's box office. Time: 2025-05-01 14:03:27.\n"
              "Answer in one sentence.\nUser: When does Hamlet start tonight?")
@@ -84,13 +83,8 @@ LIVE_NEW = Number("live_new", 16, 1, MAX_LIVE_NEW, label="prefix.c.live_new",
 REPEATS = Number("repeats", 3, 1, pr.MAX_REPEATS, label="prefix.c.repeats", url_label="prefix.url.timing_repeats")
 KV_POS = Slider("kv_pos", 40, 0, pr.KV_DEMO_BYTES - 1, narrows=True, label="prefix.c.kv_pos",
                 url_label="prefix.url.changed_byte_k_v")
-RSYS = Text("rsys", rp.DEFAULT_SYSTEM, max_len=rp.MAX_SYSTEM_BYTES, max_chars=rp.MAX_SYSTEM_BYTES, widget="text_area",
-            label="rp.prefix.system", url_label="rp.prefix.system")
-RTURNS = Text("rturns", "\n".join(rp.DEFAULT_TURNS), max_len=rp.MAX_TURNS_BYTES, max_chars=rp.MAX_TURNS_BYTES,
-              widget="text_area", label="rp.prefix.turns", url_label="rp.prefix.turns")
 CONTROLS = (DEMO_TEXT_C, DEMO_POS, DEMO_BS, WORKLOAD, LAYOUT, REQUESTS, SHARED, VARIABLE, OUTPUT, GROUPS, SEED,
-            BLOCK_SIZE, CAPACITY, RUNNING, DECODE_WEIGHT, TREE_N, LIVE, PREFIX, SUFFIXES, LIVE_NEW, REPEATS, KV_POS, RSYS,
-            RTURNS)
+            BLOCK_SIZE, CAPACITY, RUNNING, DECODE_WEIGHT, TREE_N, LIVE, PREFIX, SUFFIXES, LIVE_NEW, REPEATS, KV_POS)
 
 
 def register(url: UrlState) -> None:
@@ -171,13 +165,3 @@ def branch_inputs() -> pr.BranchInputs | None:
 def kv_position(num_bytes: int) -> int:
     """The K/V view's changed byte, within its num_bytes-byte prompt."""
     return KV_POS.draw(hi=num_bytes - 1)
-
-
-def real_chat_form() -> bool:
-    """The real model's system prompt and user turns, in one form; whether its button was pressed."""
-    with st.form("real_chat"):
-        left, right = st.columns(2)
-        RSYS.draw(left, height=150)
-        RTURNS.draw(right, height=150, help=t("rp.prefix.turns_help", max=f"{rp.MAX_TURNS}",
-                                              bytes=f"{rp.MAX_TURN_BYTES}"))
-        return st.form_submit_button(t("rp.prefix.run"), type="primary")

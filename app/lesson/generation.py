@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.controls.lesson import FILL_LM, LAYER, LENGTH, LENGTHS, POSITION, REAL_LAYER, TEXT, WALK
+from app.controls.lesson import LAYER, LENGTH, POSITION, TEXT, WALK
 from app.figures import lesson as figs
 from app.i18n import lang, t
-from app.lesson.nav import open_full_page
+from app.lesson.nav import FILL_MODEL, LENGTHS, REAL_LAYER, open_full_page
 from app.lesson.style import ROW_KEY
 from app.present import show_chart
 from app.text import code, for_plotly, plain
@@ -169,7 +169,6 @@ def _filling(text: str, new: int):
     return fill_cache(model(TINY), encode(text), new)
 
 
-FILL_MODELS = FILL_LM.options  # the filling step's models: the tiny byte model (default) or SmolLM2's BPE
 MIN_REAL_NEW = 8  # the fewest tokens SmolLM2 decodes in this step (more when the page's budget allows)
 
 
@@ -205,14 +204,14 @@ def filling() -> None:
     ss = st.session_state
     c = controls_row([4, 3, 2, 3])
     ids = _prompt_box(c[0])
-    real = ss["fill_lm"] == "smollm2"
+    real = FILL_MODEL.value() == "smollm2"
     if real:
         REAL_LAYER.draw(c[1])
     else:
         LAYER.draw(c[1])
     c[2].toggle(t("lesson.c.play"), key="lesson_play", help=t("lesson.c.play_help"))
-    names = {k: t(f"rp.lesson.model.{k}") for k in FILL_MODELS}  # worded now: format_func runs later too
-    FILL_LM.draw(c[3], format_func=names.get, help=t("rp.lesson.model_help"))
+    names = {k: t(f"rp.lesson.model.{k}") for k in FILL_MODEL.choices()}  # worded now: format_func runs later too
+    FILL_MODEL.draw(c[3], format_func=names.get, help=t("rp.lesson.model_help"))
     if ids is None:
         return
     if real:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.controls.lesson import CONTROLS, DEFAULT_PROMPT, STEP  # noqa: F401  (the lesson tests read DEFAULT_PROMPT here)
+# DEFAULT_PROMPT (the lesson tests), FILL_MODEL, LENGTHS and REAL_LAYER (its steps) are read here too
+from app.controls.lesson import CONTROLS, DEFAULT_PROMPT, FILL_MODEL, LENGTHS, REAL_LAYER, STEP  # noqa: F401
 from app.i18n import lang, page_title, t
 from app.lesson.style import NAV_KEY, OPEN_KEY
 from app.links import page_link
