@@ -9,7 +9,7 @@ from app.controls import real_prefix as real_controls
 from app.figures import prefix_cache as figs
 from app.i18n import lang, page_title, t
 from app.metrics import show_metrics
-from app.present import number_formats, show_chart, show_chart_in, show_table
+from app.present import number_formats, show_chart, show_chart_in
 from app.resources import live_result
 from app.runs import prefix_caching as runs
 from app.text import for_plotly, plain
@@ -48,12 +48,12 @@ with st.expander(t("prefix.h.hashes")):
     choice = controls.demo_prompt()
     demo = None if choice is None else ps.change_one_byte(choice.ids, choice.pos, choice.block_size)
     if demo is not None:
-        show_metrics(demo.metrics(L))
-        show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, demo.chart_title(shown_byte, L),
+        show_metrics(ro.demo_metrics(demo, L))
+        show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, ro.demo_chart_title(demo, shown_byte, L),
                                    lang=L), width="stretch")
-        st.markdown(demo.summary(L))
+        st.markdown(ro.demo_summary(demo, L))
         st.markdown(f"**{t('prefix.every_block')}**")
-        blocks = demo.block_table(L)  # folded already: shown as it is, also on a projector
+        blocks = ro.demo_block_table(demo, L)  # folded already: shown as it is, also on a projector
         st.dataframe(blocks, hide_index=True, width="stretch", column_config=number_formats(blocks))
         st.caption(t("prefix.hash_caption"))
 
@@ -79,7 +79,7 @@ def workload_section():
     res, table = both[cfg.layout].result, view.to_frame()
     with finding:
         labels = {w: ro.workload_label(w, L) for w in wk.PREFIX_WORKLOADS}
-        show_chart(figs.layout_bars(table, labels, cfg.workload, view.layout_takeaway(cfg.workload, L), lang=L),
+        show_chart(figs.layout_bars(table, labels, cfg.workload, ro.layout_takeaway(view, cfg.workload, L), lang=L),
                    width="stretch")
     st.caption(ro.workloads_caption(cfg, cache, L))  # under the settings it names ("the sizes above")
     show_metrics(ro.hit_metrics(res, L))
@@ -88,7 +88,7 @@ def workload_section():
     for col, layout in zip(st.columns(2), wk.LAYOUTS, strict=True):
         m = ro.layout_metric(layout, both[layout], L)
         col.metric(m.label, m.value, help=m.help)
-        col.caption(both[layout].last_request_caption(L))
+        col.caption(ro.last_request_caption(both[layout], L))
     st.markdown(ro.layout_sentence(cfg.workload, both, L))
 
     frame = res.to_frame()
@@ -142,7 +142,7 @@ def tree_section(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
     show_chart(figs.radix_tree(grown.segments, cache.block_size, list(grown.labels),
                                ro.tree_takeaway(cfg, n, grown.segments, L), lang=L), width="stretch")
     st.markdown(t("prefix.tree_text") + ro.tree_branching_sentence(grown.segments, n, L))
-    agreement = grown.agreement(cache.capacity_tokens, res.num_hit_tokens, L)
+    agreement = ro.tree_agreement(grown, cache.capacity_tokens, res.num_hit_tokens, L)
     if agreement:
         st.caption(agreement)
 
@@ -187,7 +187,6 @@ with st.expander(t("prefix.h.live")):
 def real_chat_section() -> None:
     from app.model_picker import real_unavailable
 
-    st.header(t("rp.prefix.h"))
     st.markdown(t("rp.prefix.intro"))
     if (missing := real_unavailable()) is not None:
         st.info(missing, icon=":material/download:")
@@ -210,13 +209,14 @@ def real_chat_section() -> None:
     st.markdown(plain(say(L, run.time_sentence())))
     st.caption(plain(say(L, run.measured(time.time()))))
     (st.success if run.same_next_tokens else st.warning)(plain(say(L, run.check_sentence())))
-    show_table(pd.DataFrame(rows).rename(columns={k: t(f"rp.prefix.col.{k}") for k in rows[0]}), hide_index=True,
-               width="stretch")
-    with st.expander(t("rp.prefix.first")):
-        st.code(run.first_text, language=None, wrap_lines=True)
+    table = pd.DataFrame(rows).rename(columns={k: t(f"rp.prefix.col.{k}") for k in rows[0]})
+    st.dataframe(table, hide_index=True, width="stretch", column_config=number_formats(table))  # folded already
+    st.caption(t("rp.prefix.first"))
+    st.code(run.first_text, language=None, wrap_lines=True)
 
 
-real_chat_section()
+with st.expander(t("rp.prefix.h")):
+    real_chat_section()
 
 # --- 6. Seeds ---------------------------------------------------------------------------------------
 with st.expander(t("prefix.h.claims")):

@@ -42,15 +42,6 @@ model_labels = {k: runs.model_label(k, L) for k in models} | {MODEL_KEY: model_l
 url = controls.register()
 ss = st.session_state
 
-st.subheader(t("shrink.h.table"))
-rows = method_rows(L)
-for row, m in zip(rows, METHODS, strict=True):
-    row[t("shrink.col.t_where")] = page_title(m.where) if m.where else t("shrink.this_page")
-st.table(rows)
-link_cols = st.columns(3)
-for i, p in enumerate(p for p in PAGES if p.slug in {m.where for m in METHODS}):
-    page_link(p.slug, t("shrink.open", page=page_title(p.slug)), where=link_cols[i % 3])
-
 st.subheader(t("shrink.h.checks"))
 abilities = runs.copy_abilities(L)
 st.markdown(copy_ability_sentence(abilities, L))
@@ -105,4 +96,14 @@ else:
                                                 ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
                key="shrink_offload")
     st.markdown(pcie.sentence_in(L))
+
+# the lecture's table of methods: context for the finding above, one click away (the page opens on its checks)
+with st.expander(t("shrink.h.table")):
+    rows = method_rows(L)
+    for row, m in zip(rows, METHODS, strict=True):
+        row[t("shrink.col.t_where")] = page_title(m.where) if m.where else t("shrink.this_page")
+    st.table(rows)
+    link_cols = st.columns(3)
+    for i, p in enumerate(p for p in PAGES if p.slug in {m.where for m in METHODS}):
+        page_link(p.slug, t("shrink.open", page=page_title(p.slug)), where=link_cols[i % 3])
 url.sync()
