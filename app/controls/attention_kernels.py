@@ -33,32 +33,34 @@ def snap(key: str, allowed) -> None:
     st.session_state[key] = S.nearest(st.session_state[key], allowed)
 
 
-def _k(key: str, default, lo, hi, *, label: str, url: str = "", kind=None, **kw):
-    """A control labelled kernels.w.<label>, named in the link's warning by kernels.url.<url or key>."""
-    return (kind or Number)(key, default, lo, hi, label=f"kernels.w.{label}", url_label=f"kernels.url.{url or key}",
-                            **kw)
+URL_LABEL = "kernels.url."
 
 
-BATCH = _k("b", 1, 1, S.MAX_BATCH, label="batch")
-HEADS = _k("h", 4, 1, S.MAX_HEADS, label="heads")
-SEQ_LEN = _k("n", 1024, 1, S.MAX_SEQ_LEN, label="seq_len")
+def _k(key: str, default, lo, hi, *, label: str, kind=None, **kw):
+    """A control labelled by the catalog key `label`, named in the link's warning by kernels.url.<key>."""
+    return (kind or Number)(key, default, lo, hi, label=label, url_label=URL_LABEL + key, **kw)
+
+
+BATCH = _k("b", 1, 1, S.MAX_BATCH, label="kernels.w.batch")
+HEADS = _k("h", 4, 1, S.MAX_HEADS, label="kernels.w.heads")
+SEQ_LEN = _k("n", 1024, 1, S.MAX_SEQ_LEN, label="kernels.w.seq_len")
 HEAD_DIM = Stops("d", 32, tuple(S.HEAD_DIMS), label="kernels.w.head_dim", url_label="kernels.url.d")
 CAUSAL = Toggle("causal", True, label="kernels.w.causal", url_label="kernels.url.causal")
 KIND = Choice("kind", "prefill", tuple(S.KINDS), widget="radio", label="kernels.w.shape", url_label="kernels.url.kind")
 FLEX = Toggle("flex", False, widget="checkbox", fielded=True, label="kernels.w.flex", url_label="kernels.url.flex")
 SWEEP_MAX = Among("sweep_max", 4096, 128, S.MAX_SEQ_LEN, widget="select_slider", narrows=True,
                   label="kernels.w.largest_n", url_label="kernels.url.sweep_max")
-SM_KEYS = _k("sm_keys", 10, 1, FL.MAX_DEMO_KEYS, label="keys")
-SM_TILE = _k("sm_tile", 4, 1, FL.MAX_DEMO_KEYS, label="tile", narrows=True)
-SM_ROWS = _k("sm_rows", 1, 1, FL.MAX_DEMO_QUERIES, label="rows", narrows=True)
-SM_ROW = _k("sm_row", 0, 0, FL.MAX_DEMO_QUERIES - 1, label="row", narrows=True)
+SM_KEYS = _k("sm_keys", 10, 1, FL.MAX_DEMO_KEYS, label="kernels.w.keys")
+SM_TILE = _k("sm_tile", 4, 1, FL.MAX_DEMO_KEYS, label="kernels.w.tile", narrows=True)
+SM_ROWS = _k("sm_rows", 1, 1, FL.MAX_DEMO_QUERIES, label="kernels.w.rows", narrows=True)
+SM_ROW = _k("sm_row", 0, 0, FL.MAX_DEMO_QUERIES - 1, label="kernels.w.row", narrows=True)
 SM_CAUSAL = Toggle("sm_causal", False, label="kernels.w.sm_causal", url_label="kernels.url.sm_causal")
-SM_PAD = _k("sm_pad", 0, 0, FL.MAX_DEMO_KEYS - 1, label="pad", narrows=True)
-SM_SCALE = _k("sm_scale", 1.0, 0.01, 1000.0, label="scale", step=10.0)
-SM_SEED = _k("sm_seed", 0, 0, 9999, label="seed")
+SM_PAD = _k("sm_pad", 0, 0, FL.MAX_DEMO_KEYS - 1, label="kernels.w.pad", narrows=True)
+SM_SCALE = _k("sm_scale", 1.0, 0.01, 1000.0, label="kernels.w.scale", step=10.0)
+SM_SEED = _k("sm_seed", 0, 0, 9999, label="kernels.w.seed")
 SM_DTYPE = Choice("sm_dtype", "float32", ("float32", "float64"), label="dtype", verbatim=True,
                   url_label="kernels.url.sm_dtype")
-SM_STEP = _k("sm_step", 1, 1, FL.MAX_DEMO_KEYS, label="step", kind=Slider, narrows=True)
+SM_STEP = _k("sm_step", 1, 1, FL.MAX_DEMO_KEYS, label="kernels.w.step", kind=Slider, narrows=True)
 TILE = Stops("tile", 128, TRAFFIC_TILES, label="kernels.w.traffic_tile", url_label="kernels.url.tile")
 STAT = Choice("stat", "median", tuple(STATS), widget="radio", label="kernels.w.stat", url_label="kernels.url.stat")
 
@@ -70,7 +72,7 @@ def dtype_control(dtypes: tuple[str, ...]) -> Choice:
 
 def threads_control(num_cpus: int) -> Number:
     """torch threads for a timing on this machine's `num_cpus` cores (the lab's own choice by default)."""
-    return _k("threads", min(pick_num_threads(), num_cpus), 1, num_cpus, label="threads")
+    return _k("threads", min(pick_num_threads(), num_cpus), 1, num_cpus, label="kernels.w.threads")
 
 
 def register(dtypes: tuple[str, ...], num_cpus: int) -> UrlState:
