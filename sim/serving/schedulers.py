@@ -43,6 +43,7 @@ import numpy as np
 from sim.alloc.block_pool import BlockPool, cdiv
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import Workload
+from sim.refusal import Refusal
 from sim.serving.result import ServingResult
 from sim.serving.step_cost import PassWork, extend_work, keys_upto
 
@@ -245,8 +246,7 @@ def replay_continuous(wl: Workload, num_blocks: int, block_size: int, max_num_se
             nxt += 1
         if not running and not waiting:
             if cost is None and arrival[nxt] > max_steps:
-                raise ValueError(f"request {nxt} arrives at step {int(arrival[nxt]):,}, past the limit of "
-                                 f"{max_steps:,} steps")
+                raise Refusal("paged.err.arrival", req=f"{nxt}", step=f"{int(arrival[nxt]):,}", max=f"{max_steps:,}")
             for step in range(int(now), int(min(arrival[nxt], stop + 1))) if wanted else ():
                 if step in wanted:
                     snapshots[step] = pool.snapshot(step)
