@@ -21,7 +21,9 @@ CHROMIUM_ARGS = [
 # Streamlit marks the app root with the state of the script run: the view is complete when it is
 # not running any more.
 DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-VISUAL = '[data-testid="stTable"], [data-testid="stDataFrame"], .js-plotly-plot, [data-testid="stPlotlyChart"]'
+# a table or chart on view: one in a folded expander or an unopened tab is in the page but not on view
+VISUAL = ('[data-testid="stTable"], [data-testid="stDataFrame"], .js-plotly-plot, [data-testid="stPlotlyChart"]'
+          ' >> visible=true')
 
 
 def free_port() -> int:

@@ -55,7 +55,7 @@ def open_page(browser, url: str, width: int = 1400, height: int = 1800):
 # folded expander or an unopened tab has no box and is left out.
 CHARTS_LAID_OUT_JS = """() => !document.querySelector('[data-testid="stSkeleton"]')
   && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(box => {
-  if (box.getBoundingClientRect().width === 0) return true;
+  if (box.getBoundingClientRect().width === 0 || !box.checkVisibility()) return true;
   const el = box.querySelector('.js-plotly-plot');
   return !!(el && el._fullLayout && Math.abs(el._fullLayout.width - el.getBoundingClientRect().width) <= 1);
 })"""
