@@ -25,7 +25,7 @@ from pathlib import Path
 
 from app.cli import run_parsed
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
-from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, MAX_TP, EngineConfig, engine_allocation
+from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, MAX_TP, KVEngineConfig, engine_allocation
 from sim.cost.memory import MAX_BATCH, MAX_CONTEXT, MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.tensor_parallel import tp_split
 from sim.cost.vllm_rules import VLLM_VERSION, version_label
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> str:
     arch, notes = parse_hf_config_with_notes(text, source=f"file {Path(args.config).name[:80]}")
     cfg = MemoryConfig(arch, batch=args.batch, context=args.context, kv_dtype=args.kv_dtype,
                        group_size=args.group_size, state_dtype=args.state_dtype)
-    engine = EngineConfig(block_size=args.block_size, max_num_batched_tokens=args.max_num_batched_tokens,
+    engine = KVEngineConfig(block_size=args.block_size, max_num_batched_tokens=args.max_num_batched_tokens,
                           hybrid=not args.no_hybrid)
     kv, alloc = kv_memory(cfg), engine_allocation(cfg, engine)
     split = tp_split(kv, args.tp)

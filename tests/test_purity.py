@@ -99,3 +99,10 @@ def test_lang_functions_only_fall():
 def test_no_regex_reads_the_labs_own_text():
     using = {str(p.relative_to(SIM.parent)) for p in _sim_outside_words() if "re" in set(_imports(p))}
     assert using - REGEX_READERS <= REGEX_BASELINE, sorted(using - REGEX_READERS - REGEX_BASELINE)
+
+
+def test_one_class_per_config_name():
+    """Issue 35: two classes were named EngineConfig (the serving engine's and KV memory's); one name, one class."""
+    names = [node.name for path in _sim_outside_words()
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)]
+    assert names.count("EngineConfig") == 1

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from sim.cost import vllm_rules
-from sim.cost.kv_engine import EngineConfig, engine_allocation, vllm_command
+from sim.cost.kv_engine import KVEngineConfig, engine_allocation, vllm_command
 from sim.cost.memory import MemoryConfig, kv_memory, state_layer_bytes, token_layer_bytes
 from sim.cost.presets import load_presets
 from sim.cost.tensor_parallel import tp_split
@@ -29,12 +29,12 @@ def test_deepseek_v32_fp8_is_fp8_ds_mla_656_bytes():
     assert (a.kv_lora_rank, a.qk_rope_head_dim) == (512, 64)
     assert vllm_rules.FP8_DS_MLA_TOKEN_BYTES == 512 * 1 + 4 * 4 + 64 * 2 == 656
     assert token_layer_bytes(a, "fp8") == 576  # a plain FP8 latent: what the formula counts
-    alloc = engine_allocation(MemoryConfig(a, context=4096, kv_dtype="fp8"), EngineConfig(block_size=64))
+    alloc = engine_allocation(MemoryConfig(a, context=4096, kv_dtype="fp8"), KVEngineConfig(block_size=64))
     index = 128 + 4  # the indexer key: 128 FP8 values and one FP32 scale
     assert alloc.block_bytes == 64 * (656 + index) * 61  # 61 attention layers, one group
     assert any("fp8_ds_mla" in n for n in alloc.notes)
     # bf16 is unchanged: 576 values × 2 B
-    assert engine_allocation(MemoryConfig(a, context=4096), EngineConfig(block_size=64)).page_bytes == 64 * 1152
+    assert engine_allocation(MemoryConfig(a, context=4096), KVEngineConfig(block_size=64)).page_bytes == 64 * 1152
 
 
 def test_mamba_ssm_dtype_changes_the_recurrent_state_only():

@@ -10,7 +10,7 @@ import streamlit as st
 from app.i18n import t
 from app.work import run_job
 from sim.cost.capacity import Capacity, DtypeRow, GpuConfig, capacity, dtype_table
-from sim.cost.kv_engine import EngineAllocation, EngineConfig, engine_allocation
+from sim.cost.kv_engine import EngineAllocation, KVEngineConfig, engine_allocation
 from sim.cost.memory import KvGrid, KvMemory, MemoryConfig, VariantCurves, kv_grid, kv_memory, variant_curves
 
 
@@ -47,7 +47,7 @@ def measured(name: str, batch: int, context: int, lang: str, measure: Callable):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def allocated(cfg: MemoryConfig, engine: EngineConfig, lang: str = "en") -> EngineAllocation:
+def allocated(cfg: MemoryConfig, engine: KVEngineConfig, lang: str = "en") -> EngineAllocation:
     return engine_allocation(cfg, engine, lang)
 
 

@@ -64,7 +64,7 @@ SPECS = ("full", "sliding", "chunked", "state", "indexer")
 
 
 @dataclass(frozen=True)
-class EngineConfig:
+class KVEngineConfig:
     block_size: int = 16  # tokens per block, --block-size
     max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS  # tokens one step may schedule (chunked prefill)
     hybrid: bool = True  # the hybrid KV cache manager; False = --disable-hybrid-kv-cache-manager
@@ -92,7 +92,7 @@ class EngineGroup:
 @dataclass(frozen=True)
 class EngineAllocation:
     config: MemoryConfig
-    engine: EngineConfig
+    engine: KVEngineConfig
     block_size: int  # attention tokens per block actually used (raised when Mamba pages need it)
     page_bytes: int  # one layer's page; hybrid models: the one page size every group uses
     block_bytes: int  # what one block id costs across every layer that shares it
@@ -198,7 +198,7 @@ def engine_token_layer_bytes(arch: ArchPreset, kv_dtype: str, group_size: int = 
     return token_layer_bytes(arch, kv_dtype, group_size)
 
 
-def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), lang: str = "en") -> EngineAllocation:
+def engine_allocation(cfg: MemoryConfig, engine: KVEngineConfig = KVEngineConfig(), lang: str = "en") -> EngineAllocation:
     """The blocks one request needs; its notes (what vLLM does differently, or cannot) worded in `lang`."""
     a = cfg.arch
     S, T = cfg.context, engine.max_num_batched_tokens

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.cost.kv_engine import EngineConfig, engine_allocation
+from sim.cost.kv_engine import KVEngineConfig, engine_allocation
 from sim.cost.memory import MAX_CONTEXT, MemoryConfig
 from sim.cost.vllm_rules import version_label
 from sim.i18n import text
@@ -80,7 +80,7 @@ class PrefixHit:
         return text(lang, key, **f) + why
 
 
-def prefix_hit(cfg: MemoryConfig, engine: EngineConfig, prompt_len: int) -> PrefixHit:
+def prefix_hit(cfg: MemoryConfig, engine: KVEngineConfig, prompt_len: int) -> PrefixHit:
     """The staircase's point for a prompt of prompt_len tokens on this model, dtype and block size. A prompt length
     out of range is a Refusal (the CLI's exit 2, the page's error)."""
     if isinstance(prompt_len, bool) or not isinstance(prompt_len, int) or not 1 <= prompt_len <= MAX_CONTEXT:
