@@ -72,7 +72,7 @@ def render_calculator(arch) -> None:
     try:
         cfg, gpu_cfg = choices.memory_config(arch), choices.gpu_config(gpus)
         kv, cap = runs.sized(cfg, gpu_cfg)
-        alloc = runs.allocated(cfg, choices.engine_config(), L)
+        alloc = runs.allocated(cfg, choices.engine_config())
     except ValueError as exc:
         st.error(plain(exc), icon=":material/error:")
         return
@@ -97,12 +97,12 @@ def render_calculator(arch) -> None:
             st.caption(plain(arch.notes) if custom else (arch.notes_ko if L == "ko" and arch.notes_ko else arch.notes))
     if arch.key == runs.REAL_PRESET:
         render_real_cache(arch)
-    command, command_notes = vllm_command(arch, kv, alloc, gpu_cfg.utilization, gpu_cfg.num_gpus, lang=L)
+    command, command_notes = vllm_command(arch, kv, alloc, gpu_cfg.utilization, gpu_cfg.num_gpus)
     with st.expander(t("kvmem.command"), icon=":material/terminal:"):
         st.code(command, language="bash")
         st.caption(say.command_caption(kv, alloc, L))
         for note in command_notes:
-            st.caption(f":material/info: {note}")
+            st.caption(f":material/info: {say_msg(L, note)}")
         engine_tabs.version_caption()
 
     slug, tab = controls.open_tab(url)  # only the open tab's body runs
@@ -156,7 +156,7 @@ def render_engine(kv, alloc, budget: int, name_plot: str, num_gpus: int) -> None
     show_chart(engine_bars(rows, say.engine_takeaway(kv, alloc, name_plot, L), L), key="engine")
     st.caption(say.engine_caption(kv, alloc, L))
     for note in alloc.notes:
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {say_msg(L, note)}")
     show_table(say.arrow_safe(say.engine_frame(alloc, L)), hide_index=True, width="stretch")
     st.caption(t("kvmem.engine_caption"))
     engine_tabs.version_caption()

@@ -13,6 +13,7 @@ from sim.cost.hf_config import parse_hf_config, parse_hf_config_with_notes
 from sim.cost.kv_engine import KVEngineConfig, engine_allocation, vllm_command
 from sim.cost.memory import MemoryConfig, kv_memory, layer_groups, request_bytes
 from sim.cost.presets import MODELS_JSON, load_presets
+from sim.msg import Msg
 
 P = load_presets()
 CONFIGS = MODELS_JSON.parent / "configs"
@@ -305,7 +306,7 @@ def test_the_vllm_command_matches_the_view():
     cfg4 = replace(cfg, kv_dtype="int4")
     cmd, notes = vllm_command(cfg.arch, kv_memory(cfg4), engine_allocation(cfg4, KVEngineConfig(hybrid=False)), 0.9, 1)
     assert "--kv-cache-dtype fp8" in cmd and "--disable-hybrid-kv-cache-manager" in cmd
-    assert notes and "no INT4 KV cache" in notes[0]
+    assert notes == (Msg("kvmem.eng.no_dtype", dtype="INT4"),)
     fp16 = replace(cfg, kv_dtype="fp16")
     cmd, _ = vllm_command(cfg.arch, kv_memory(fp16), engine_allocation(fp16), 0.9, 1)
     assert "--kv-cache-dtype auto \\\n  --dtype float16" in cmd  # the model is bf16; auto would store bf16

@@ -47,8 +47,8 @@ def measured(name: str, batch: int, context: int, lang: str, measure: Callable):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def allocated(cfg: MemoryConfig, engine: KVEngineConfig, lang: str = "en") -> EngineAllocation:
-    return engine_allocation(cfg, engine, lang)
+def allocated(cfg: MemoryConfig, engine: KVEngineConfig) -> EngineAllocation:
+    return engine_allocation(cfg, engine)
 
 
 REAL_PRESET = "smollm2-135m"  # the preset that is the real model the lab runs: its cache is measured beside it
