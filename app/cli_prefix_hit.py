@@ -27,6 +27,7 @@ from sim.cost.kv_engine import BLOCK_SIZES, KVEngineConfig
 from sim.cost.memory import MemoryConfig
 from sim.cost.prefix_hit import prefix_hit
 from sim.cost.vllm_rules import VLLM_VERSION, version_label
+from sim.words.engine import hit_advice
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> str:
              f"shortest prompt that hits  {hit.min_cacheable_prompt:,} tokens",
              f"prompt          {hit.prompt_len:,} tokens, sent twice",
              f"from the cache  {hit.hit_tokens:,} tokens ({hit.hit_rate:.2%}); computed {hit.recomputed_tokens:,}",
-             hit.advice()]
+             hit_advice(hit)]
     result = {"model": arch.name, "prompt_len": hit.prompt_len, "block_size": hit.block_size,
               "requested_block_size": hit.requested_block_size, "min_cacheable_prompt": hit.min_cacheable_prompt,
               "hit_tokens": hit.hit_tokens, "hit_rate": hit.hit_rate, "recomputed_tokens": hit.recomputed_tokens,

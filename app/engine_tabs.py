@@ -16,6 +16,7 @@ from sim.cost import engine_log, prefix_hit, tensor_parallel
 from sim.cost.memory import MAX_CONTEXT, MemoryConfig, kv_memory
 from sim.cost.vllm_rules import version_label
 from sim.refusal import why
+from sim.words import engine as engine_words
 
 MAX_URL_LOG = 6000  # bytes of a pasted log kept in the link
 
@@ -55,11 +56,11 @@ def render_prefix_hit(cfg: MemoryConfig, engine, name_plot: str) -> None:
     except ValueError as exc:
         st.error(plain(why(exc, L)), icon=":material/error:")
         return
-    show_metrics(prefix_hit.hit_metrics(hit, L))
+    show_metrics(engine_words.hit_metrics(hit, L))
     xs, ys = hit.staircase()
     show_chart(prefix_staircase(xs, ys, hit.prompt_len, hit.hit_rate, hit.block_size,
-                                prefix_hit.staircase_title(hit, name_plot, L), L), key="staircase")
-    st.markdown(hit.advice(L))
+                                engine_words.staircase_title(hit, name_plot, L), L), key="staircase")
+    st.markdown(engine_words.hit_advice(hit, L))
     st.caption(t("engine.cli"))
     dtype = f" --kv-dtype {cfg.kv_dtype}" if cfg.kv_dtype in CLI_KV_DTYPES else ""  # the CLI's choices
     dtype += f" --state-dtype {cfg.state_dtype}" if cfg.state_dtype else ""
