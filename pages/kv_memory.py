@@ -13,7 +13,6 @@ from app.present import show_chart, show_chart_in, show_table
 from app.runs import kv_memory as runs
 from app.text import code, for_plotly, plain
 from sim.cost.arch import estimate_num_params
-from sim.cost.capacity import dtype_frame, fit_message
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
 from sim.cost.kv_claims import seed_claims
@@ -23,6 +22,7 @@ from sim.cost.presets import load_presets
 from sim.i18n import text
 from sim.words import cost as say
 from sim.words import say as say_msg
+from sim.words.capacity import dtype_frame, fit_message, fit_takeaway
 
 presets, gpus = load_presets(), load_gpus()
 CONFIG_PLACEHOLDER = '{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, ...}'  # model input
@@ -86,7 +86,7 @@ def render_calculator(arch) -> None:
 
     left, right = st.columns([3, 2], vertical_alignment="center")
     gpu_label = say.gpu_label(gpu_cfg)
-    show_chart_in(left, memory_breakdown(cap, gpu_label, cap.takeaway(gpu_label, L), L), key="breakdown")
+    show_chart_in(left, memory_breakdown(cap, gpu_label, fit_takeaway(cap, gpu_label, L), L), key="breakdown")
     with right:
         kind, message = fit_message(kv, cap, gpu_cfg, gpu_label, estimate_num_params(arch), L)
         icon = ":material/check_circle:" if kind == "fits" else ":material/block:"

@@ -9,6 +9,7 @@ from sim.cost.capacity import Capacity
 from sim.cost.memory import GiB
 from sim.cost.roofline import Hardware, StepCost, TinyDecodePoint
 from sim.serving.comparison import ServingComparison
+from sim.words.capacity import fit_takeaway
 from sim.words.paging import concurrency_takeaway, memory_takeaway
 from sim.words.prefix import layout_takeaway
 from sim.words.roofline import (
@@ -50,11 +51,11 @@ def _capacity(weights_gib: int, kv_gib: int) -> Capacity:
 
 
 def test_capacity_takeaway_fits_or_not_with_the_gib():
-    assert _capacity(16, 4).takeaway("H100 SXM") == (
+    assert fit_takeaway(_capacity(16, 4), "H100 SXM") == (
         "Fits: 16 GiB of weights + 4 GiB of KV within the 72 GiB usable on H100 SXM, 52 GiB to spare")
-    assert _capacity(16, 80).takeaway("2 × L4") == (
+    assert fit_takeaway(_capacity(16, 80), "2 × L4") == (
         "Does not fit: 16 GiB of weights + 80 GiB of KV is 24 GiB over the 72 GiB usable on 2 × L4")
-    assert _capacity(100, 1).takeaway("H100 SXM") == (
+    assert fit_takeaway(_capacity(100, 1), "H100 SXM") == (
         "Does not fit: the weights alone (100 GiB) leave no room for KV in the 72 GiB usable on H100 SXM")
 
 
@@ -132,8 +133,8 @@ def test_builders_show_the_takeaway_as_their_title():
     from app.figures.memory import memory_breakdown
 
     cap = _capacity(16, 4)
-    fig = memory_breakdown(cap, "H100 SXM", cap.takeaway("H100 SXM"))
-    assert fig.layout.title.text.replace("<br>", " ") == cap.takeaway("H100 SXM")
+    fig = memory_breakdown(cap, "H100 SXM", fit_takeaway(cap, "H100 SXM"))
+    assert fig.layout.title.text.replace("<br>", " ") == fit_takeaway(cap, "H100 SXM")
     lines = fig.layout.title.text.count("<br>") + 1
     assert lines == 4 and fig.layout.margin.t == 10 + 28 * lines + 16 + 52  # + two rows of line labels under it
     assert fig.layout.height == 260 + fig.layout.margin.t - 50  # the bar keeps its height

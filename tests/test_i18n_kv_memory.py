@@ -8,7 +8,7 @@ import re
 import pytest
 
 from sim.cost.arch import estimate_num_params
-from sim.cost.capacity import GpuConfig, capacity, dtype_table, fit_message
+from sim.cost.capacity import GpuConfig, capacity, dtype_table
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import parse_hf_config_with_notes
 from sim.cost.kv_claims import seed_claims
@@ -19,6 +19,7 @@ from sim.i18n import text
 from sim.msg import Msg
 from sim.words import cost as say
 from sim.words import say as say_msg
+from sim.words.capacity import fit_message, fit_takeaway
 
 P, G = load_presets(), load_gpus()
 SEED_001 = MemoryConfig(P["llama-3.1-8b"], batch=16, context=32768)  # 16 requests of 32k on an H100 at 0.9
@@ -53,7 +54,7 @@ def test_fit_sentence_and_chart_title_in_korean():
         "32,768토큰에서는 요청이 최대 14개, 배치 16에서는 최대 29,206토큰까지 들어간다.")
     _, en = fit_message(kv, cap, H100, "H100 SXM", params)
     assert sorted(_numbers(ko)) == sorted(_numbers(en))
-    assert cap.takeaway("H100 SXM", "ko") == (
+    assert fit_takeaway(cap, "H100 SXM", "ko") == (
         "들어가지 않는다: 가중치 14.96 GiB + KV 64 GiB는 H100 SXM에서 쓸 수 있는 72 GiB보다 6.957 GiB 넘친다")
 
 
