@@ -211,7 +211,8 @@ def test_wall_time_takeaway_compares_the_last_step_both_ran():
 
 
 def test_append_takeaway_compares_the_masks():
-    from sim.attention.maps import CacheValidity, append_takeaway
+    from sim.attention.maps import CacheValidity
+    from sim.words.maps import append_takeaway
 
     def validity(rows):
         return CacheValidity(len(rows), max(rows), 0.0, 0.0, rows)

@@ -132,7 +132,7 @@ def qkv_finding(text: str, L: str) -> str:
 
 
 def mask_finding(text: str, L: str) -> str:
-    from sim.attention.maps import append_takeaway
+    from sim.words.maps import append_takeaway
 
     with_mask, without = queued(lambda: _validity(text), t("lesson.job.append"))
     return append_takeaway(with_mask, without, lang=L) + "."
