@@ -141,7 +141,7 @@ def _roofline():
 
 
 def _attention_kernels():
-    from sim.attention.kernel_claims import kernel_claims
+    from sim.words.kernel_claims import kernel_claims
 
     return _call(kernel_claims)
 
