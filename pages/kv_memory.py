@@ -15,7 +15,6 @@ from app.text import code, for_plotly, plain
 from sim.cost.arch import estimate_num_params
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
-from sim.cost.kv_claims import seed_claims
 from sim.cost.kv_engine import vllm_command
 from sim.cost.memory import MemoryConfig, presets_frame
 from sim.cost.presets import load_presets
@@ -23,6 +22,7 @@ from sim.i18n import text
 from sim.words import cost as say
 from sim.words import say as say_msg
 from sim.words.capacity import dtype_frame, fit_message, fit_takeaway
+from sim.words.kv_claims import seed_claims
 
 presets, gpus = load_presets(), load_gpus()
 CONFIG_PLACEHOLDER = '{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, ...}'  # model input

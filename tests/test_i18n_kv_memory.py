@@ -11,7 +11,6 @@ from sim.cost.arch import estimate_num_params
 from sim.cost.capacity import GpuConfig, capacity, dtype_table
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import parse_hf_config_with_notes
-from sim.cost.kv_claims import seed_claims
 from sim.cost.kv_engine import KVEngineConfig, engine_allocation, vllm_command
 from sim.cost.memory import KV_DTYPES, MemoryConfig, kv_memory
 from sim.cost.presets import load_presets
@@ -20,6 +19,7 @@ from sim.msg import Msg
 from sim.words import cost as say
 from sim.words import say as say_msg
 from sim.words.capacity import fit_message, fit_takeaway
+from sim.words.kv_claims import seed_claims
 
 P, G = load_presets(), load_gpus()
 SEED_001 = MemoryConfig(P["llama-3.1-8b"], batch=16, context=32768)  # 16 requests of 32k on an H100 at 0.9

@@ -11,11 +11,11 @@ from app.controls.kv_memory import TAB_WIDGET, TABS
 from sim.cost.capacity import GpuConfig, capacity
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import parse_hf_config
-from sim.cost.kv_claims import seed_claims
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.presets import load_presets
 from sim.words import say
 from sim.words.cost import dtypes_caption
+from sim.words.kv_claims import seed_claims
 from tests.conftest import unescaped
 
 ROOT = Path(__file__).resolve().parent.parent
