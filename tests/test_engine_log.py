@@ -98,3 +98,23 @@ def test_a_log_without_those_lines_is_one_clear_message(text):
 def test_a_huge_log_is_refused_before_reading():
     with pytest.raises(Refusal, match="at most 200,000"):
         parse_engine_log("a" * 200_001)
+
+
+def test_the_log_tab_reconciles_a_pasted_log_in_both_languages():
+    """The page's log tab end to end (its engine allocation is the page's cached one, called as the tab calls it),
+    and the table's words from sim/words/engine.py: the same residuals in English and Korean."""
+    from sim.words.engine import reconciliation_frame, reconciliation_summary
+    from tests.conftest import run_in_app
+
+    text = LOGS["vllm_v0_llama_3_1_8b"]["text"]
+    at = run_in_app("kv_memory", {"model": "llama-3.1-8b", "kv": "bf16", "tab": "log", "log": text})
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    cfg = MemoryConfig(load_presets()["llama-3.1-8b"], context=20000, kv_dtype="bf16")
+    rec = reconcile(parse_engine_log(text), kv_memory(cfg), engine_allocation(cfg, KVEngineConfig()), 1, 0)
+    en, ko = reconciliation_frame(rec), reconciliation_frame(rec, "ko")
+    assert list(en.iloc[:, 2]) == list(ko.iloc[:, 2])  # the log's figures, worded the same way in both
+    assert "1,952 blocks" in list(en.iloc[:, 2]) and "1,950 blocks" in list(en.iloc[:, 3])
+    assert "20,000" in reconciliation_summary(rec, "Llama", "bf16", "RTX 3090") and \
+        "20,000" in reconciliation_summary(rec, "Llama", "bf16", "RTX 3090", "ko")
+    shown = at.dataframe[0].value
+    assert shown.shape[0] == len(rec.rows)

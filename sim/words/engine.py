@@ -1,8 +1,10 @@
-"""The prefix-hit staircase's words (moved here from sim/cost/prefix_hit.py): the advice sentence, the metric row and
-the chart's title, for the KV memory page's engine tab and the `kv-prefix-hit` command."""
+"""The KV memory page's engine tabs in words (moved here from sim/cost/prefix_hit.py and sim/cost/engine_log.py):
+the prefix-hit advice sentence, metric row and chart title (also the `kv-prefix-hit` command's), and the engine
+log's reconciliation table and summary."""
 
 from __future__ import annotations
 
+from sim.cost.engine_log import Reconciliation
 from sim.cost.prefix_hit import PrefixHit
 from sim.cost.vllm_rules import version_label
 from sim.readout import Metric
@@ -35,3 +37,35 @@ def staircase_title(hit: PrefixHit, name: str, lang: str = "en") -> str:
     """The staircase's headline. name: the model's name, already escaped for the chart."""
     return text(lang, "engine.fig.title", name=name, bs=f"{hit.block_size:,}", vllm=version_label(),
                 min=f"{hit.min_cacheable_prompt:,}", n=f"{hit.prompt_len:,}", rate=f"{hit.hit_rate:.1%}")
+
+
+def _shown(value: float, unit: str) -> str:
+    if unit == "GiB":
+        return f"{value:,.2f} GiB"
+    if unit == "x":
+        return f"{value:,.2f}x"
+    return f"{value:,.0f} {unit}" if abs(value - round(value)) < 1e-9 or abs(value) >= 100 else f"{value:,.1f} {unit}"
+
+
+def reconciliation_frame(rec: Reconciliation, lang: str = "en"):
+    """One row per figure the log states: what it says, what the lab derives, the residual, its kind, and how."""
+    import pandas as pd
+
+    def col(key: str) -> str:
+        return text(lang, f"engine.log.col.{key}")
+
+    rows = []
+    for r in rec.rows:
+        rel = f" ({r.relative:+.2%})" if r.relative is not None else ""
+        rows.append({col("figure"): text(lang, f"engine.log.fig.{r.figure}"),
+                     col("kind"): text(lang, f"engine.log.kind.{r.kind}"),
+                     col("engine"): _shown(r.engine, r.unit), col("lab"): _shown(r.lab, r.unit),
+                     col("residual"): _shown(r.residual, r.unit) + rel,
+                     col("how"): text(lang, f"engine.log.how.{r.how}", **dict(r.fields))})
+    return pd.DataFrame(rows)
+
+
+def reconciliation_summary(rec: Reconciliation, model: str, dtype: str, gpu: str, lang: str = "en") -> str:
+    """Under the table: what the log was read as and what the derivations assumed. model: already escaped."""
+    return text(lang, "engine.log.summary", engine="SGLang" if rec.log.engine == "sglang" else "vLLM", model=model,
+                dtype=dtype.upper(), len=f"{rec.max_model_len:,}", tp=f"{rec.tp:,}", gpu=gpu)
