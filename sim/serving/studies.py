@@ -1,6 +1,6 @@
 """The Serving page's engine studies: chunked prefill against its token budget, recompute against swap when blocks
 run out, small step-through scenarios, and every simulator on a user's trace. Each is one pure function of a frozen
-setup; the sentences they state are worded in sim.serving.engine_readouts from their numbers."""
+setup; the sentences they state are worded in sim.words.engine_readouts from their numbers."""
 
 from __future__ import annotations
 
