@@ -26,7 +26,7 @@ from app.urlstate import UrlState
 from sim.cost.presets import load_presets
 from sim.refusal import why
 from sim.serving import speculative as sps
-from sim.serving.serving_claims import batching_claims, spec_claims
+from sim.words.serving_claims import batching_claims, spec_claims
 
 st.title(page_title("serving"))
 st.markdown(t("density.serving.lead"))  # the first numbers stay on a projector's first screen; the rest one click away

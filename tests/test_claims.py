@@ -162,7 +162,8 @@ def _kv_quantization():
 
 
 def _serving():
-    from sim.serving import comparison, serving_claims, speculative
+    from sim.serving import comparison, speculative
+    from sim.words import serving_claims
 
     timing = speculative.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
     return _call(serving_claims.seed_claims, SimpleNamespace(speedup=7.0, setup=comparison.ServingSetup()), timing,

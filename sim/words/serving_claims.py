@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from sim.claims import Claim, Verdict
 from sim.cost.presets import load_presets
-from sim.i18n import text
 from sim.serving import readouts as ro
 from sim.serving.comparison import BatchSweep, ServingComparison
 from sim.serving.speculative import (
@@ -18,6 +17,7 @@ from sim.serving.speculative import (
     optimal_k,
     speculative_speedup,
 )
+from sim.words import text
 
 SEED = "002"
 BATCHING_GAIN = (5.0, 10.0)  # the seed's "5–10×"
