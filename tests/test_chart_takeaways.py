@@ -9,6 +9,7 @@ from sim.cost.capacity import Capacity
 from sim.cost.memory import GiB
 from sim.cost.roofline import Hardware, StepCost, TinyDecodePoint
 from sim.serving.comparison import ServingComparison
+from sim.words import comparison as cw
 from sim.words.capacity import fit_takeaway
 from sim.words.paging import concurrency_takeaway, memory_takeaway
 from sim.words.prefix import layout_takeaway
@@ -82,13 +83,13 @@ def _serving(static_s: float, cont_s: float) -> ServingComparison:
 
 
 def test_serving_takeaway_names_the_scheduler_that_finished_sooner():
-    assert _serving(100.0, 40.0).takeaway(40) == (
+    assert cw.gantt_takeaway(_serving(100.0, 40.0), 40) == (
         "Continuous batching finished all 200 requests 2.50× sooner: 1,250 tokens/s continuous vs 500 static "
         "(first 40 shown)")
-    assert _serving(40.0, 100.0).takeaway(400) == (
+    assert cw.gantt_takeaway(_serving(40.0, 100.0), 400) == (
         "Static batching finished all 200 requests 2.50× sooner: 500 tokens/s continuous vs 1,250 static "
         "(first 200 shown)")
-    assert _serving(50.0, 50.0).takeaway(40) == (
+    assert cw.gantt_takeaway(_serving(50.0, 50.0), 40) == (
         "Both schedulers finished all 200 requests in 50.0 s: 1,000 tokens/s continuous vs 1,000 static "
         "(first 40 shown)")
 
