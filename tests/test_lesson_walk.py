@@ -12,8 +12,9 @@ import torch
 
 from app.lesson.nav import DEFAULT_PROMPT
 from sim.alloc.block_pool import BlockPool
-from sim.lesson.blocks import BLOCK_SIZE, NUM_BLOCKS, block_story, event_sentence, touched
-from sim.lesson.walk import STAGES, attention_walk, walk_sentence
+from sim.lesson.blocks import BLOCK_SIZE, NUM_BLOCKS, block_story, touched
+from sim.lesson.walk import STAGES, attention_walk
+from sim.words.lesson import event_sentence, walk_sentence
 from tests.conftest import run_in_app
 
 

@@ -14,8 +14,9 @@ from sim.cost.memory import KV_DTYPES
 from sim.cost.presets import load_presets
 from sim.lesson.blocks import SCRIPT
 from sim.lesson.quiz import LAYOUT_WORKLOADS
-from sim.lesson.steps import RECAP, STEPS, step_label
+from sim.lesson.steps import RECAP, STEPS
 from sim.lesson.walk import STAGES
+from sim.words.lesson import step_label
 
 LENGTHS = [2**k for k in range(4, 11)]  # 16 … 1,024 tokens generated
 CONTEXTS = [2**k for k in range(7, 18)]  # 128 … 131,072
