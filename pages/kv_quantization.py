@@ -20,12 +20,12 @@ from sim.model import quant_bytes as qb
 from sim.model import quant_channels as qc
 from sim.model import quant_errors as qe
 from sim.model import quant_generation as qg
-from sim.model import quant_readouts as qr
 from sim.model import quant_setup as qs
 from sim.model.quant import INT_BITS
 from sim.model.quant_claims import seed_claims
 from sim.model.real_probe import kv_channels
 from sim.model.real_source import MODEL_KEY
+from sim.words import quant as qr
 from sim.words import say
 
 REAL_TOKENS = 256  # held-out tokens the real model's K and V are measured over

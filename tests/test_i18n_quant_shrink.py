@@ -16,9 +16,9 @@ from sim.i18n import text
 from sim.model.quant_cache import make_scheme
 from sim.model.quant_claims import seed_claims
 from sim.model.quant_errors import PositionErrors, exact_prefix_sentence, metric_grid
-from sim.model.quant_readouts import heatmap_takeaway, position_takeaway
 from sim.model.quant_setup import QuantSetup, prompt_problem
 from sim.model.transformer import ModelConfig
+from sim.words.quant import heatmap_takeaway, position_takeaway
 
 SEED_001 = next(iter(Path(__file__).resolve().parents[2].glob("shared/seeds/001_*.txt")), None)  # beside the repo
 

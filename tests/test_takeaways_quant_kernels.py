@@ -13,7 +13,6 @@ from sim.attention.online_softmax import SoftmaxDemo, run_softmax_demo
 from sim.attention.shapes import AttentionShape
 from sim.attention.timing import SweepResult, TimingResult
 from sim.claims import Verdict
-from sim.model import quant_readouts as qr
 from sim.model.quant_bytes import bytes_curves
 from sim.model.quant_cache import make_scheme
 from sim.model.quant_channels import OutlierCase, outlier_caption
@@ -21,6 +20,7 @@ from sim.model.quant_claims import seed_claims
 from sim.model.quant_errors import PositionErrors, exact_prefix_sentence, metric_grid
 from sim.model.transformer import ModelConfig
 from sim.words import attention as R
+from sim.words import quant as qr
 from tests.conftest import run_page
 
 # --- KV quantization ------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The KV quantization page's chart titles: each states the chart's takeaway in one sentence, worded from
+"""The KV quantization page's words (moved here from sim/model/): chart titles, each stating the chart's takeaway in one sentence, worded from
 the very numbers the chart draws, so that it flips when the comparison does. Numpy and pandas only."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sim.i18n import text
 from sim.model.quant_errors import PositionErrors
 from sim.readout import times
+from sim.words import text
 
 
 def metric_name(metric: str, lang: str = "en") -> str:
