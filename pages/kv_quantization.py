@@ -18,7 +18,6 @@ from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.model import quant_bytes as qb
 from sim.model import quant_channels as qc
-from sim.model import quant_errors as qe
 from sim.model import quant_generation as qg
 from sim.model import quant_setup as qs
 from sim.model.quant import INT_BITS
@@ -84,25 +83,25 @@ chosen = setup.chosen(measured.results)
 kivi, naive = chosen["kivi"], chosen["token"]
 
 st.header(t("quant.h.saves", bits=f"{bits}"))
-show_metrics(qe.headline_metrics(kivi, naive, model.cfg, R, L), 4)
-st.markdown(qe.perplexity_sentence(kivi, naive, L))
+show_metrics(qr.headline_metrics(kivi, naive, model.cfg, R, L), 4)
+st.markdown(qr.perplexity_sentence(kivi, naive, L))
 st.caption(setup.standard_error_caption(kivi, L))
 
 st.subheader(t("quant.h.position"))
 metric, width, log = ctl.position_controls()
-show_chart(figs.error_by_position(qe.binned_frame(chosen, width, L), metric, log, list(qs.POSITION_KINDS),
+show_chart(figs.error_by_position(qr.binned_frame(chosen, width, L), metric, log, list(qs.POSITION_KINDS),
                                   qr.position_takeaway(kivi, naive, metric, L), L), width="stretch")
-st.caption(qe.position_caption(kivi, naive, setup.eval.num_windows, R, L, metric=metric, log=log))
+st.caption(qr.position_caption(kivi, naive, setup.eval.num_windows, R, L, metric=metric, log=log))
 
 st.subheader(t("quant.h.grid"))
 if ctl.every_scheme():
     measured.run(setup.grid_jobs(True, INT_BITS), t("quant.job.all"), "all")
 else:
     measured.run(setup.grid_jobs(False, INT_BITS), t("quant.job.bits"), "bits")
-table = qe.results_frame(list(measured.results.values()), qb.fp16_bytes_per_token(model.cfg), L)
-grid = qe.metric_grid(measured.results, metric, qs.ALL_KINDS, INT_BITS, L)
+table = qr.results_frame(list(measured.results.values()), qb.fp16_bytes_per_token(model.cfg), L)
+grid = qr.metric_grid(measured.results, metric, qs.ALL_KINDS, INT_BITS, L)
 show_chart(figs.bits_heatmap(grid, metric, qr.heatmap_takeaway(grid, metric, L), L), width="stretch")
-st.caption(qe.grid_caption(S, L))
+st.caption(qr.grid_caption(S, L))
 shown = table[["format", *ctl.TABLE_COLUMNS]]
 show_table(shown, hide_index=True, width="stretch",
            column_config=ctl.columns({**ctl.FORMAT_COLUMN, **ctl.TABLE_COLUMNS}))

@@ -15,10 +15,10 @@ from sim.cost.shrink import METHODS, CopyAbility, Score, copy_ability_sentence, 
 from sim.i18n import text
 from sim.model.quant_cache import make_scheme
 from sim.model.quant_claims import seed_claims
-from sim.model.quant_errors import PositionErrors, exact_prefix_sentence, metric_grid
+from sim.model.quant_errors import PositionErrors
 from sim.model.quant_setup import QuantSetup, prompt_problem
 from sim.model.transformer import ModelConfig
-from sim.words.quant import heatmap_takeaway, position_takeaway
+from sim.words.quant import errors_short, exact_prefix_sentence, heatmap_takeaway, metric_grid, position_takeaway
 
 SEED_001 = next(iter(Path(__file__).resolve().parents[2].glob("shared/seeds/001_*.txt")), None)  # beside the repo
 
@@ -37,7 +37,7 @@ def test_scheme_names_in_korean_keep_r_and_english_is_unchanged():
     assert s.title == "INT4 KIVI: K per-channel, V per-token, residual R=128"
     assert s.title_in("ko") == "INT4 KIVI: K 채널별, V 토큰별, 잔여 창 R=128"
     assert make_scheme("token_first", 2, residual=64).short_in("ko") == "토큰별 + 처음 64개 보존"
-    assert errors("token").short_in("ko") == "토큰별 (단순)" and errors("token").short_in("en") == "per-token (naive)"
+    assert errors_short(errors("token"), "ko") == "토큰별 (단순)" and errors_short(errors("token"), "en") == "per-token (naive)"
 
 
 def test_position_takeaway_in_korean_has_the_english_numbers():

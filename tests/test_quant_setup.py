@@ -9,7 +9,7 @@ from sim.model.quant import fp8_backend
 from sim.model.quant_bytes import bytes_formula, context_for, scale_presets
 from sim.model.quant_cache import FP8_KINDS, SCHEME_KINDS, make_scheme
 from sim.model.quant_channels import OutlierCase, channels_caption, outlier_frame
-from sim.model.quant_errors import EvalConfig, binned_frame, grid_caption
+from sim.model.quant_errors import EvalConfig
 from sim.model.quant_generation import text_heading
 from sim.model.quant_setup import (
     ALL_KINDS,
@@ -21,6 +21,7 @@ from sim.model.quant_setup import (
     prompt_problem,
 )
 from sim.model.transformer import ModelConfig
+from sim.words.quant import binned_frame, grid_caption
 from sim.work.run_cost import ModelRates, cached_work, prefill_work
 from tests.test_quant_results import errors
 
