@@ -25,7 +25,7 @@ from sim.model.quant_claims import seed_claims
 from sim.model.real_probe import kv_channels
 from sim.model.real_source import MODEL_KEY
 from sim.words import quant as qr
-from sim.words import say
+from sim.words import say, why
 
 REAL_TOKENS = 256  # held-out tokens the real model's K and V are measured over
 
@@ -63,8 +63,8 @@ real_kv_section()
 setup = ctl.setup_panel()
 variant, bits, R, S = setup.variant, setup.bits, setup.residual, setup.eval.window_len
 model = model_or_stop(variant)
-if (problem := setup.setting_problem(L)) is not None:
-    st.error(plain(problem))
+if (problem := setup.setting_problem()) is not None:
+    st.error(plain(say(L, problem)))
     url.sync()
     st.stop()
 try:
@@ -85,7 +85,7 @@ kivi, naive = chosen["kivi"], chosen["token"]
 st.header(t("quant.h.saves", bits=f"{bits}"))
 show_metrics(qr.headline_metrics(kivi, naive, model.cfg, R, L), 4)
 st.markdown(qr.perplexity_sentence(kivi, naive, L))
-st.caption(setup.standard_error_caption(kivi, L))
+st.caption(qr.standard_error_caption(setup, kivi, L))
 
 st.subheader(t("quant.h.position"))
 metric, width, log = ctl.position_controls()
@@ -107,7 +107,7 @@ show_table(shown, hide_index=True, width="stretch",
            column_config=ctl.columns({**ctl.FORMAT_COLUMN, **ctl.TABLE_COLUMNS}))
 st.download_button(t("quant.download"), shown.to_csv(index=False), setup.csv_name(), "text/csv")
 if not ctl.every_scheme():
-    st.info(setup.blank_cells_note(L))
+    st.info(qr.blank_cells_note(setup, L))
 
 st.subheader(t("fp8.h.scale"))
 if (fp8 := runs.fp8_scales(setup, measured.run_s)) is not None:
@@ -144,8 +144,8 @@ if view is not None:
 st.header(t("quant.h.free"))
 prompt_ids, n_new, free_kind = ctl.free_controls(schemes, L)
 got = None
-if (problem := qs.prompt_problem(prompt_ids, L)) is not None:
-    st.error(problem)
+if (problem := qs.prompt_problem(prompt_ids)) is not None:
+    st.error(say(L, problem))
 else:
     free_s = qs.free_seconds(len(prompt_ids), n_new, model_rates(variant, "sdpa"), model_rates(variant, "eager"))
     got = runs.free_and_divergence(setup, prompt_ids, n_new, free_kind, schemes, free_s)
@@ -177,9 +177,9 @@ st.caption(qc.channels_caption(S, L))
 st.subheader(t("quant.h.outlier"))
 ch, factor = ctl.outlier_controls()
 try:
-    T_demo = setup.outlier_tokens(L)
+    T_demo = setup.outlier_tokens()
 except ValueError as exc:
-    st.error(str(exc))
+    st.error(why(exc, L))
 else:
     cases = queued(lambda: runs.demo_for(variant, S, T_demo, layer, head, bits, setup.chunk, setup.channel_group, ch,
                                          factor), t("quant.job.outlier"))

@@ -18,6 +18,8 @@ from sim.model.quant_claims import seed_claims
 from sim.model.quant_errors import PositionErrors
 from sim.model.quant_setup import QuantSetup, prompt_problem
 from sim.model.transformer import ModelConfig
+from sim.msg import Msg
+from sim.words import say
 from sim.words.quant import errors_short, exact_prefix_sentence, heatmap_takeaway, metric_grid, position_takeaway
 
 SEED_001 = next(iter(Path(__file__).resolve().parents[2].glob("shared/seeds/001_*.txt")), None)  # beside the repo
@@ -64,12 +66,14 @@ def test_exact_prefix_and_setting_problems_in_korean():
         "KIVI의 KL은 처음 2개 위치에서 정확히 0이다(R=128: 그곳에서는 원본 정밀도의 키와 값만 읽는다). "
         "그래서 곡선이 0에서 시작한다.")
     bad = QuantSetup(chunk=32, residual=16)
-    assert bad.setting_problem() == ("residual window R=16 is not a multiple of K's group of 32 tokens: a per-channel "
-                                     "cache quantizes its residual in whole groups (try R = 32)")
-    assert "R = 32" in bad.setting_problem("ko") and QuantSetup().setting_problem("ko") is None
+    assert bad.setting_problem() == Msg("quant.s.r_not_multiple", R=16, G=32, fix=32)
+    assert say("en", bad.setting_problem()) == (
+        "residual window R=16 is not a multiple of K's group of 32 tokens: a per-channel "
+        "cache quantizes its residual in whole groups (try R = 32)")
+    assert "R = 32" in say("ko", bad.setting_problem()) and QuantSetup().setting_problem() is None
     with pytest.raises(ValueError, match="not a multiple"):  # the cache itself still refuses it
         bad.schemes()
-    assert prompt_problem([], "ko") == "프롬프트가 비어 있다: 한 글자 이상 입력하라."
+    assert say("ko", prompt_problem([])) == "프롬프트가 비어 있다: 한 글자 이상 입력하라."
 
 
 def _table(**kl) -> pd.DataFrame:

@@ -18,11 +18,20 @@ from sim.model.quant_setup import (
     POSITION_KINDS,
     QuantSetup,
     free_seconds,
-    free_sentence,
     prompt_problem,
 )
 from sim.model.transformer import ModelConfig
-from sim.words.quant import binned_frame, grid_caption
+from sim.msg import Msg
+from sim.refusal import Refusal
+from sim.words import say
+from sim.words.quant import (
+    binned_frame,
+    blank_cells_note,
+    free_sentence,
+    grid_caption,
+    jobs_sentence,
+    standard_error_caption,
+)
 from sim.work.run_cost import ModelRates, cached_work, prefill_work
 from tests.test_quant_results import errors
 
@@ -67,9 +76,9 @@ def test_estimates_are_the_cost_model_times_the_measured_factors():
 
 
 def test_sentences_carry_the_setting():
-    assert SETUP.jobs_sentence("Comparing", 8) == "Comparing: 8 teacher-forced runs over 3 × 128 tokens"
-    assert SETUP.standard_error_caption().startswith("± is the standard error over the 3 windows. Δ loss can be noisy")
-    assert "the other schemes only at INT2. Switch on" in SETUP.blank_cells_note()
+    assert jobs_sentence(SETUP, "Comparing", 8) == "Comparing: 8 teacher-forced runs over 3 × 128 tokens"
+    assert standard_error_caption(SETUP).startswith("± is the standard error over the 3 windows. Δ loss can be noisy")
+    assert "the other schemes only at INT2. Switch on" in blank_cells_note(SETUP)
     assert SETUP.csv_name() == "kv_quantization_gqa_G16_g8_R64.csv"
     assert free_sentence(24) == "Generating 24 tokens through the full-precision and the quantized cache"
     assert channels_caption(256).endswith("on the first held-out window of 256 tokens.")
@@ -84,14 +93,17 @@ def test_sentences_carry_the_setting():
 def test_outlier_tokens_are_whole_chunks():
     assert SETUP.outlier_tokens() == 128  # 8 chunks of 16
     assert QuantSetup(chunk=64, residual=128, eval=EvalConfig(1, 100)).outlier_tokens() == 64
-    with pytest.raises(ValueError, match="The window of 16 tokens is shorter than one chunk of G=32"):
+    with pytest.raises(Refusal, match="The window of 16 tokens is shorter than one chunk of G=32") as exc:
         QuantSetup(eval=EvalConfig(1, 16)).outlier_tokens()
+    assert exc.value.msg == Msg("quant.s.window_short", S=16, G=32)
 
 
 def test_prompt_problems():
-    assert prompt_problem([]) == "The prompt is empty: type at least one character."
+    assert prompt_problem([]) == Msg("quant.s.prompt_empty")
+    assert say("en", prompt_problem([])) == "The prompt is empty: type at least one character."
     assert prompt_problem([65] * MAX_PROMPT) is None
-    assert prompt_problem([65] * 130) == "The prompt is 130 bytes; the limit is 128. Shorten it."
+    assert prompt_problem([65] * 130) == Msg("quant.s.prompt_long", n=130, max=128)
+    assert say("en", prompt_problem([65] * 130)) == "The prompt is 130 bytes; the limit is 128. Shorten it."
 
 
 def test_context_is_cut_to_what_the_model_was_trained_for():

@@ -353,9 +353,9 @@ def test_standard_error_caption_reports_how_noisy_kivis_loss_change_was():
                               e.bytes_per_token, np.array(windows))
 
     setup = QuantSetup()
-    steady = setup.standard_error_caption(kivi([0.010, 0.012]))
+    steady = qr.standard_error_caption(setup, kivi([0.010, 0.012]))
     assert steady.startswith("± is the standard error over the 4 windows. KIVI's Δ loss here is +0.01100 ± 0.00100 "
                              "nats/byte: the ± is 9% of the change.")
-    noisy = setup.standard_error_caption(kivi([-0.010, 0.012]))
+    noisy = qr.standard_error_caption(setup, kivi([-0.010, 0.012]))
     assert ("KIVI's Δ loss here is +0.00100 ± 0.01100 nats/byte: the ± is as large as the change itself, so its sign "
             "is not settled") in noisy

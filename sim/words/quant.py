@@ -11,6 +11,7 @@ import numpy as np
 from sim.model.quant import fp8_backend
 from sim.model.quant_cache import FP8_KINDS, FULL, scheme_bytes, scheme_label, short_label
 from sim.model.quant_errors import PositionErrors, exact_prefix
+from sim.model.quant_setup import ALL_KINDS, QuantSetup
 from sim.readout import Metric, times
 from sim.words import text
 
@@ -276,3 +277,36 @@ def exact_prefix_sentence(kivi: PositionErrors, residual: int, lang: str = "en",
     key = {"linear": "quant.s.exact_first", "log": "quant.s.exact_first_log", None: "quant.s.exact_first_plain"}[curve]
     return text(lang, key, n=f"{n:,}", R=f"{residual}")
 
+
+# --- the page's setting (sim.model.quant_setup) ----------------------------------------------------------
+
+
+def short_names(setup: QuantSetup, lang: str = "en") -> dict[str, str]:
+    """kind -> its short name in `lang` at this setting's R (what the charts call each scheme)."""
+    return {kind: short_label(kind, setup.residual, lang) for kind in ALL_KINDS}
+
+
+def jobs_sentence(setup: QuantSetup, what: str, num_runs: int, lang: str = "en") -> str:
+    return text(lang, "quant.s.jobs", what=what, n=f"{num_runs}", w=f"{setup.eval.num_windows}",
+                T=f"{setup.eval.window_len}")
+
+def standard_error_caption(setup: QuantSetup, kivi: PositionErrors | None = None, lang: str = "en") -> str:
+    """What ± means, and (given KIVI's result) how noisy its Δ loss came out over the windows."""
+    fields = dict(w=f"{setup.eval.num_windows}", why=text(lang, "quant.s.se_why"))
+    if kivi is None:
+        return text(lang, "quant.s.se_plain", **fields)
+    mean, se = kivi.mean_delta_loss, kivi.delta_loss_se
+    if se != se:  # NaN: one window
+        return text(lang, "quant.s.se_one_window", **fields)
+    fields.update(mean=f"{mean:+.5f}", se=f"{se:.5f}")
+    if se >= abs(mean):
+        return text(lang, "quant.s.se_unsettled", **fields)
+    return text(lang, "quant.s.se_share", share=f"{se / abs(mean):.0%}", **fields)
+
+def blank_cells_note(setup: QuantSetup, lang: str = "en") -> str:
+    """Why the bits × scheme table has blanks when only KIVI and naive are measured at every width."""
+    return text(lang, "quant.s.blank_cells", bits=f"{setup.bits}")
+
+
+def free_sentence(num_new: int, lang: str = "en") -> str:
+    return text(lang, "quant.s.free_job", n=f"{num_new}")
