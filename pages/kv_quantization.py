@@ -21,11 +21,11 @@ from sim.model import quant_channels as qc
 from sim.model import quant_generation as qg
 from sim.model import quant_setup as qs
 from sim.model.quant import INT_BITS
-from sim.model.quant_claims import seed_claims
 from sim.model.real_probe import kv_channels
 from sim.model.real_source import MODEL_KEY
 from sim.words import quant as qr
 from sim.words import say, why
+from sim.words.quant_claims import seed_claims
 
 REAL_TOKENS = 256  # held-out tokens the real model's K and V are measured over
 

@@ -14,13 +14,13 @@ from sim.claims import SEEDS
 from sim.cost.shrink import METHODS, CopyAbility, Score, copy_ability_sentence, method_rows, offload_cost, verdict
 from sim.i18n import text
 from sim.model.quant_cache import make_scheme
-from sim.model.quant_claims import seed_claims
 from sim.model.quant_errors import PositionErrors
 from sim.model.quant_setup import QuantSetup, prompt_problem
 from sim.model.transformer import ModelConfig
 from sim.msg import Msg
 from sim.words import say
 from sim.words.quant import errors_short, exact_prefix_sentence, heatmap_takeaway, metric_grid, position_takeaway
+from sim.words.quant_claims import seed_claims
 
 SEED_001 = next(iter(Path(__file__).resolve().parents[2].glob("shared/seeds/001_*.txt")), None)  # beside the repo
 

@@ -10,11 +10,11 @@ from sim.cost.presets import load_presets
 from sim.model.quant_bytes import bytes_curves, bytes_per_value, fp16_bytes_per_token, scale_view
 from sim.model.quant_cache import FULL, make_scheme
 from sim.model.quant_channels import ChannelStats, OutlierCase, outlier_caption
-from sim.model.quant_claims import seed_claims
 from sim.model.quant_errors import PositionErrors
 from sim.model.quant_generation import MARK, FreeRun, divergence_frame
 from sim.model.transformer import ModelConfig
 from sim.words.quant import headline_metrics, metric_grid, perplexity_sentence, position_caption, results_frame
+from sim.words.quant_claims import seed_claims
 
 CFG = ModelConfig(n_layers=4, n_kv_heads=4, max_seq_len=1024)  # 2 × 4 × 4 × 32 × 2 B = 2,048 B per token
 

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.claims import Verdict
-from sim.model.quant_claims import KL_GAP, SAFE_AGREEMENT, fp8_verdict, seed_claims
+from sim.model.quant_claims import KL_GAP, SAFE_AGREEMENT, fp8_verdict
+from sim.words.quant_claims import seed_claims
 from tests.conftest import run_page
 
 KINDS = (("kivi", 8), ("token", 8), ("fp8_e4m3", 8), ("kivi", 4), ("token", 4), ("kivi", 2), ("token", 2))
