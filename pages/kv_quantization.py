@@ -151,14 +151,14 @@ else:
     got = runs.free_and_divergence(setup, prompt_ids, n_new, free_kind, schemes, free_s)
 if got is not None:
     run, div = got
-    show_metrics(run.metrics(L), 3)
+    show_metrics(qr.free_run_metrics(run, L), 3)
     c = st.columns(2)
     c[0].markdown(t("quant.full_text"))
     c[0].code(run.marked_text(run.ref_ids), language=None, wrap_lines=True)
-    c[1].markdown(qg.text_heading(schemes[free_kind], L))
+    c[1].markdown(qr.text_heading(schemes[free_kind], L))
     c[1].code(run.marked_text(run.quant_ids), language=None, wrap_lines=True)
     st.caption(t("quant.free_caption", mark=qg.MARK))
-    show_table(qg.divergence_frame(list(schemes.values()), div, L), hide_index=True, width="stretch")
+    show_table(qr.divergence_frame(list(schemes.values()), div, L), hide_index=True, width="stretch")
 
 st.header(t("quant.h.channels"))
 stats = queued(lambda: runs.stats_for(variant, S), t("quant.job.channels"))
@@ -171,8 +171,8 @@ k_mean, v_mean = stats.channel_mean("k")[layer, head], stats.channel_mean("v")[l
 show_chart_in(c[0], figs.channel_bars(k_mean, v_mean, qr.bars_takeaway(k_mean, v_mean, L), L), width="stretch")
 show_table(where=c[1], df=stats.ratios_frame(), hide_index=True, width="stretch", height=340,
            column_config=ctl.columns(ctl.RATIO_COLUMNS))
-st.markdown(stats.outlier_sentence(L))
-st.caption(qc.channels_caption(S, L))
+st.markdown(qr.outlier_sentence(stats, L))
+st.caption(qr.channels_caption(S, L))
 
 st.subheader(t("quant.h.outlier"))
 ch, factor = ctl.outlier_controls()
@@ -185,7 +185,7 @@ else:
                                          factor), t("quant.job.outlier"))
     show_chart(figs.outlier_errors(qc.outlier_frame(cases), qr.outlier_takeaway(cases, ch, factor, bits, L), L),
                width="stretch")
-    st.caption(qc.outlier_caption(cases, layer, head, ch, factor, bits, setup.chunk, setup.channel_group, L))
+    st.caption(qr.outlier_caption(cases, layer, head, ch, factor, bits, setup.chunk, setup.channel_group, L))
 
 st.header(t("quant.h.claims"))
 check = seed_claims(table, bits, presets.get("llama-3.1-8b"), gpus.get("h100-sxm"), residual=R, num_tokens=S,

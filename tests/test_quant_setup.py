@@ -9,9 +9,8 @@ from sim.cost.vllm_rules import version_label
 from sim.model.quant import fp8_backend
 from sim.model.quant_bytes import bytes_formula, context_for, scale_presets
 from sim.model.quant_cache import FP8_KINDS, SCHEME_KINDS, make_scheme
-from sim.model.quant_channels import OutlierCase, channels_caption, outlier_frame
+from sim.model.quant_channels import OutlierCase, outlier_frame
 from sim.model.quant_errors import EvalConfig
-from sim.model.quant_generation import text_heading
 from sim.model.quant_setup import (
     ALL_KINDS,
     MAX_PROMPT,
@@ -27,10 +26,12 @@ from sim.words import say
 from sim.words.quant import (
     binned_frame,
     blank_cells_note,
+    channels_caption,
     free_sentence,
     grid_caption,
     jobs_sentence,
     standard_error_caption,
+    text_heading,
 )
 from sim.work.run_cost import ModelRates, cached_work, prefill_work
 from tests.test_quant_results import errors

@@ -9,8 +9,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from sim.model.quant import fp8_backend
-from sim.model.quant_cache import FP8_KINDS, FULL, scheme_bytes, scheme_label, short_label
+from sim.model.quant_cache import FP8_KINDS, FULL, SCHEME_KINDS, CacheScheme, scheme_bytes, scheme_label, short_label
+from sim.model.quant_channels import OUTLIER_RATIO, ChannelStats, OutlierCase
 from sim.model.quant_errors import PositionErrors, exact_prefix
+from sim.model.quant_generation import FreeRun
 from sim.model.quant_setup import ALL_KINDS, QuantSetup
 from sim.readout import Metric, times
 from sim.words import text
@@ -310,3 +312,61 @@ def blank_cells_note(setup: QuantSetup, lang: str = "en") -> str:
 
 def free_sentence(num_new: int, lang: str = "en") -> str:
     return text(lang, "quant.s.free_job", n=f"{num_new}")
+
+
+# --- keys against values, channel by channel (sim.model.quant_channels) -----------------------------------
+
+
+def outlier_sentence(stats: ChannelStats, lang: str = "en") -> str:
+    """Markdown: whether any K channel reaches OUTLIER_RATIO × its head's median channel, with the ratios."""
+    k_ratio, v_ratio = stats.outlier_ratio("k"), stats.outlier_ratio("v")
+    strong = float(k_ratio.max()) >= OUTLIER_RATIO
+    said = text(lang, "quant.s.outliers", answer=text(lang, "quant.s.yes" if strong else "quant.s.weak_only"),
+                k=f"{k_ratio.mean():.1f}", kmax=f"{k_ratio.max():.1f}", v=f"{v_ratio.mean():.1f}",
+                vmax=f"{v_ratio.max():.1f}")
+    return said + ("" if strong else text(lang, "quant.s.outliers_none", x=f"{OUTLIER_RATIO:g}"))
+
+
+def channels_caption(num_tokens: int, lang: str = "en") -> str:
+    return text(lang, "quant.s.channels_caption", n=f"{num_tokens}")
+
+
+def outlier_caption(cases: list[OutlierCase], layer: int, head: int, channel: int, factor: float, bits: int,
+                    chunk: int, channel_group: int, lang: str = "en") -> str:
+    """What outlier_demo did and what the injected outlier costs each axis."""
+    inj = {x.axis: x for x in cases if x.case == "injected"}
+    t, c = inj["token"].rel_error_other, inj["channel"].rel_error_other
+    shown_t, shown_c = round(t * 100), round(c * 100)  # the percents the sentence shows
+    link = text(lang, "quant.s.outlier_link_more" if shown_t > shown_c else
+                "quant.s.outlier_link_less" if shown_t < shown_c else "quant.s.outlier_link_same")
+    return text(lang, "quant.s.outlier_caption", layer=f"{layer}", head=f"{head}", ch=f"{channel}",
+                factor=f"{factor:g}", bits=f"{bits}", g=f"{channel_group}", link=link, t=f"{t:.0%}", c=f"{c:.0%}",
+                G=f"{chunk}", st=f"{inj['token'].rel_error_scores:.0%}", sc=f"{inj['channel'].rel_error_scores:.0%}")
+
+
+# --- free-running generation (sim.model.quant_generation) ---------------------------------------------------
+
+
+def free_run_metrics(run: FreeRun, lang: str = "en") -> list[Metric]:
+    first = run.first_difference
+    return [Metric(text(lang, "quant.m.first_diff"), text(lang, "quant.s.none") if first is None else f"{first}",
+                   help=text(lang, "quant.m.first_diff_help")),
+            Metric(text(lang, "quant.m.same_before"),
+                   text(lang, "quant.s.n_of", n=f"{run.num_same}", total=f"{len(run.ref_ids)}")),
+            Metric(text(lang, "quant.m.cache_after"), f"{run.used_bytes:,} B",
+                   text(lang, "quant.m.of_fp16", share=f"{run.bytes_vs_fp16:.1%}"))]
+
+
+def text_heading(scheme: CacheScheme, lang: str = "en") -> str:
+    """Markdown, bold: the quantized text's scheme, with its integer width where it has one."""
+    return f"**{scheme.label_in(lang)}" + (f", INT{scheme.bits}**" if scheme.key in SCHEME_KINDS else "**")
+
+
+def divergence_frame(schemes: Sequence[CacheScheme], key_to_first: dict[str, int | None], lang: str = "en"):
+    """One row per scheme: where its greedy text first parts from full precision ("none": never)."""
+    import pandas as pd
+
+    none = text(lang, "quant.s.none")
+    return pd.DataFrame([{text(lang, "quant.col.scheme"): s.title_in(lang),
+                          text(lang, "quant.col.first_diff"): none if key_to_first[s.key] is None
+                          else str(key_to_first[s.key])} for s in schemes])
