@@ -118,28 +118,28 @@ if (fp8 := runs.fp8_scales(setup, measured.run_s)) is not None:
 
 st.header(t("quant.h.bytes"))
 c = st.columns([3, 2])
-bytes_rows = qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S, L)
-show_chart_in(c[0], figs.bytes_by_part(bytes_rows, S, qb.bytes_takeaway(bytes_rows, S, bits, lang=L), L),
+bytes_rows = qr.named_bytes_rows(qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S), list(schemes.values()), L)
+show_chart_in(c[0], figs.bytes_by_part(bytes_rows, S, qr.bytes_takeaway(bytes_rows, S, bits, lang=L), L),
               width="stretch")
-curves = qb.bytes_curves(model.cfg, schemes, L)
+curves = qr.bytes_curves(model.cfg, schemes, L)
 show_chart_in(c[1], figs.bytes_vs_context(curves, R, qr.context_takeaway(curves, lang=L), L), width="stretch")
-st.latex(qb.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S, L))
-st.caption(qb.tiny_bytes_caption(model.cfg, variant, bits, R, L))
+st.latex(qr.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S, L))
+st.caption(qr.tiny_bytes_caption(model.cfg, variant, bits, R, L))
 
 st.subheader(t("quant.h.scale"))
 arch, gpu, ctx, util = ctl.scale_controls()
-ctx, cut = qb.context_for(arch, ctx, L)
+ctx, cut = qb.context_for(arch, ctx)
 if cut is not None:
-    st.info(cut)
+    st.info(say(L, cut))
 try:
-    view = qb.scale_view(arch, gpu, setup.scale_schemes(), ctx, util, L)
+    view = qb.scale_view(arch, gpu, setup.scale_schemes(), ctx, util)
 except ValueError as exc:
     st.error(plain(exc))
     view = None
 if view is not None:
-    show_metrics(view.metrics(bits), 3)
-    show_table(view.frame(), hide_index=True, width="stretch", column_config=ctl.columns(ctl.SCALE_COLUMNS))
-    st.caption(view.caption())
+    show_metrics(qr.scale_metrics(view, bits, L), 3)
+    show_table(qr.scale_frame(view, L), hide_index=True, width="stretch", column_config=ctl.columns(ctl.SCALE_COLUMNS))
+    st.caption(qr.scale_caption(view, L))
 
 st.header(t("quant.h.free"))
 prompt_ids, n_new, free_kind = ctl.free_controls(schemes, L)

@@ -7,13 +7,14 @@ import pytest
 from sim.claims import Verdict
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
-from sim.model.quant_bytes import bytes_curves, bytes_per_value, fp16_bytes_per_token, scale_view
+from sim.model.quant_bytes import bytes_per_value, fp16_bytes_per_token, scale_view
 from sim.model.quant_cache import FULL, make_scheme
 from sim.model.quant_channels import ChannelStats, OutlierCase
 from sim.model.quant_errors import PositionErrors
 from sim.model.quant_generation import MARK, FreeRun
 from sim.model.transformer import ModelConfig
 from sim.words.quant import (
+    bytes_curves,
     divergence_frame,
     free_run_metrics,
     headline_metrics,
@@ -23,6 +24,9 @@ from sim.words.quant import (
     perplexity_sentence,
     position_caption,
     results_frame,
+    scale_caption,
+    scale_frame,
+    scale_metrics,
 )
 from sim.words.quant_claims import seed_claims
 
@@ -130,12 +134,12 @@ def test_scale_view_metrics_and_frame():
     view = scale_view(arch, gpu, [make_scheme("kivi", 4)], 32768, 0.9)
     fp16, kivi = view.rows
     assert fp16.per_request_bytes == 4 * 2**30 and fp16.max_requests == 14  # (72 − 15) GiB ÷ 4 GiB
-    m = view.metrics(4)
+    m = scale_metrics(view, 4)
     assert m[0].value == "14" and m[1].delta == f"{kivi.max_requests / 14:.2f}× FP16"
-    df = view.frame()
+    df = scale_frame(view)
     assert list(df["scheme"]) == ["full precision", "INT4 KIVI: K per-channel, V per-token, residual R=128"]
     assert df["per request"][0] == 4.0
-    assert view.caption().startswith("Llama 3.1 8B at 32,768 tokens per request on one NVIDIA H100")
+    assert scale_caption(view).startswith("Llama 3.1 8B at 32,768 tokens per request on one NVIDIA H100")
 
 
 def table(**kl) -> pd.DataFrame:

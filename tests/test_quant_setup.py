@@ -7,7 +7,7 @@ import pytest
 from sim.cost.presets import load_presets
 from sim.cost.vllm_rules import version_label
 from sim.model.quant import fp8_backend
-from sim.model.quant_bytes import bytes_formula, context_for, scale_presets
+from sim.model.quant_bytes import context_for, scale_presets
 from sim.model.quant_cache import FP8_KINDS, SCHEME_KINDS, make_scheme
 from sim.model.quant_channels import OutlierCase, outlier_frame
 from sim.model.quant_errors import EvalConfig
@@ -26,6 +26,7 @@ from sim.words import say
 from sim.words.quant import (
     binned_frame,
     blank_cells_note,
+    bytes_formula,
     channels_caption,
     free_sentence,
     grid_caption,
@@ -110,7 +111,8 @@ def test_prompt_problems():
 def test_context_is_cut_to_what_the_model_was_trained_for():
     arch = load_presets()["llama-2-7b"]  # trained for 4,096 tokens
     assert context_for(arch, 2048) == (2048, None)
-    assert context_for(arch, 32768) == (4096, "Llama 2 7B was trained for 4,096 tokens: counting 4,096 per request.")
+    assert context_for(arch, 32768) == (4096, Msg("quant.s.context_cut", model="Llama 2 7B", max=4096, ctx=4096))
+    assert say("en", context_for(arch, 32768)[1]) == "Llama 2 7B was trained for 4,096 tokens: counting 4,096 per request."
 
 
 def test_scale_presets_leave_out_mla_and_sliding_windows():

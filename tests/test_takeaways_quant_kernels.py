@@ -13,14 +13,13 @@ from sim.attention.online_softmax import SoftmaxDemo, run_softmax_demo
 from sim.attention.shapes import AttentionShape
 from sim.attention.timing import SweepResult, TimingResult
 from sim.claims import Verdict
-from sim.model.quant_bytes import bytes_curves
 from sim.model.quant_cache import make_scheme
 from sim.model.quant_channels import OutlierCase
 from sim.model.quant_errors import PositionErrors
 from sim.model.transformer import ModelConfig
 from sim.words import attention as R
 from sim.words import quant as qr
-from sim.words.quant import exact_prefix_sentence, metric_grid, outlier_caption
+from sim.words.quant import bytes_curves, exact_prefix_sentence, metric_grid, outlier_caption
 from sim.words.quant_claims import seed_claims
 from tests.conftest import run_page
 

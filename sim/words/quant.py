@@ -9,11 +9,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from sim.model.quant import fp8_backend
+from sim.model.quant_bytes import ScaleView, bytes_per_value, context_curves
 from sim.model.quant_cache import FP8_KINDS, FULL, SCHEME_KINDS, CacheScheme, scheme_bytes, scheme_label, short_label
 from sim.model.quant_channels import OUTLIER_RATIO, ChannelStats, OutlierCase
 from sim.model.quant_errors import PositionErrors, exact_prefix
 from sim.model.quant_generation import FreeRun
 from sim.model.quant_setup import ALL_KINDS, QuantSetup
+from sim.model.transformer import ModelConfig
 from sim.readout import Metric, times
 from sim.words import text
 
@@ -370,3 +372,77 @@ def divergence_frame(schemes: Sequence[CacheScheme], key_to_first: dict[str, int
     return pd.DataFrame([{text(lang, "quant.col.scheme"): s.title_in(lang),
                           text(lang, "quant.col.first_diff"): none if key_to_first[s.key] is None
                           else str(key_to_first[s.key])} for s in schemes])
+
+
+# --- what each scheme's cache weighs (sim.model.quant_bytes) ------------------------------------------------
+
+
+def named_bytes_rows(rows: Sequence[dict], schemes: Sequence[CacheScheme], lang: str = "en") -> list[dict]:
+    """sim.model.quant_bytes.tiny_bytes_rows (FP16 first, then `schemes`) with each scheme's name in `lang`."""
+    return [{**r, "label": s.label_in(lang), "short": s.short_in(lang)}
+            for r, s in zip(rows, [FULL, *schemes], strict=True)]
+
+
+def bytes_curves(cfg, key_to_scheme: Mapping[str, CacheScheme], lang: str = "en"
+                 ) -> dict[str, tuple[str, list[int], list[float]]]:
+    """key -> (short label in `lang`, contexts, average bytes per token): sim.model.quant_bytes.context_curves."""
+    return {k: (s.short_in(lang), xs, ys) for k, (s, xs, ys) in context_curves(cfg, key_to_scheme).items()}
+
+
+def bytes_takeaway(rows: Sequence[dict], num_tokens: int, bits: int, key: str = "kivi", lang: str = "en") -> str:
+    """The bytes chart's title: the page's scheme (KIVI at the chosen width) against FP16, from
+    `tiny_bytes_rows`, worded by whether it stores fewer bytes or more."""
+    fp16 = next(r for r in rows if r["scheme"] == FULL.key)
+    row = next(r for r in rows if r["scheme"] == key)
+    fields = dict(n=f"{num_tokens:,}", bits=f"{bits}", name=row["short"],
+                  per=text(lang, "quant.s.bytes_per", q=f"{row['bytes_per_token']:,.1f}",
+                           fp16=f"{fp16['bytes_per_token']:,.0f}"))
+    if row["total"] < fp16["total"]:
+        return text(lang, "quant.s.bytes_less", share=f"{row['total'] / fp16['total']:.1%}", **fields)
+    if row["total"] > fp16["total"]:
+        return text(lang, "quant.s.bytes_more", x=f"{row['total'] / fp16['total']:,.2f}", **fields)
+    return text(lang, "quant.s.bytes_same", **fields)
+
+
+def tiny_bytes_caption(cfg: ModelConfig, variant: str, bits: int, residual: int, lang: str = "en") -> str:
+    fields = dict(variant=variant.upper(), L=f"{cfg.n_layers}", H=f"{cfg.n_kv_heads}", D=f"{cfg.head_dim}",
+                  bits=f"{bits}", R=f"{residual}")
+    return text(lang, "quant.s.tiny_bytes_caption", **fields) \
+        + text(lang, "quant.s.tiny_bytes_residual" if residual else "quant.s.tiny_bytes_no_residual", **fields) \
+        + text(lang, "quant.s.tiny_bytes_tested")
+
+
+def bytes_formula(cfg: ModelConfig, bits: int, kivi_bytes_per_token: float, num_tokens: int, lang: str = "en"
+                  ) -> str:
+    """LaTeX: bytes per token as 2·L·H_kv·d_h·p with the tiny model's numbers, p for FP16 and for KIVI."""
+    L, Hkv, D = cfg.n_layers, cfg.n_kv_heads, cfg.head_dim
+    per, at = text(lang, "quant.tex.bytes_per_token"), text(lang, "quant.tex.at_tokens", n=f"{num_tokens}")
+    return (rf"\text{{{per}}} = 2 \cdot L \cdot H_{{kv}} \cdot d_h \cdot p = 2 \cdot {L}\cdot {Hkv} \cdot {D}"
+            rf" \cdot p, \qquad p_{{\mathrm{{FP16}}}} = 2\,\mathrm{{B}},\quad p_{{\mathrm{{KIVI\,INT{bits}}}}} = "
+            rf"{bytes_per_value(cfg, kivi_bytes_per_token):.4f}\,\mathrm{{B}}\ \text{{{at}}}")
+
+
+def scale_metrics(view: ScaleView, bits: int, lang: str = "en") -> list[Metric]:
+    """FP16 against the first scheme (KIVI at `bits`): requests that fit and the decode rate bound."""
+    fp16, kivi = view.rows[0], view.rows[1]
+    b = f"{bits}"
+    return [Metric(text(lang, "quant.m.fp16_fit"), f"{fp16.max_requests:,}"),
+            Metric(text(lang, "quant.m.kivi_fit", bits=b), f"{kivi.max_requests:,}",
+                   text(lang, "quant.m.x_fp16", x=f"{view.requests_vs_fp16(1):.2f}")),
+            Metric(text(lang, "quant.m.kivi_rate", bits=b), f"{kivi.tokens_per_s:,.0f}",
+                   text(lang, "quant.m.x_fp16", x=f"{view.rate_vs_fp16(1):.2f}"))]
+
+
+def scale_frame(view: ScaleView, lang: str = "en"):
+    import pandas as pd
+
+    return pd.DataFrame([{"scheme": r.scheme.title_in(lang), "bytes/token": r.bytes_per_token,
+                          "per request": r.per_request_bytes / 2**30, "vs FP16": r.vs_fp16,
+                          "max requests": r.max_requests, "decode step (ms)": r.step_seconds * 1e3,
+                          "tokens/s bound": r.tokens_per_s} for r in view.rows])
+
+
+def scale_caption(view: ScaleView, lang: str = "en") -> str:
+    gpu = view.gpu
+    return text(lang, "quant.s.scale_caption", model=view.arch.name, ctx=f"{view.context:,}", gpu=gpu.name,
+                gib=f"{gpu.memory_gib:g}", util=f"{view.utilization:.2f}", tbs=f"{gpu.bandwidth_tb_s:g}")
