@@ -73,7 +73,7 @@ def load_recorded(path: Path = RECORDED) -> dict | None:
         return None
 
 
-def _tally(scores: list[Score], field: str) -> tuple[int, int, int]:
+def tally(scores: list[Score], field: str) -> tuple[int, int, int]:
     """(discarding scored lower, higher, the same) over the pairings: each quantized cache against the best, by
     `field`, of the discarding caches at the budget whose bytes come nearest its own (the larger on a tie). Every
     policy at that budget counts: H2O's and SnapKV's own bookkeeping makes their bytes a little larger than the

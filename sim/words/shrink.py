@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sim.cost.shrink import Score
-from sim.model.real_recorded import FIELDS, _tally, cell_key, kind
+from sim.model.real_recorded import FIELDS, cell_key, kind, tally
 from sim.words import text
 
 if TYPE_CHECKING:  # torch: the recorded view words its table without loading it
@@ -94,11 +94,11 @@ def recorded_verdict(rows: list[dict], lang: str = "en") -> tuple[str, str]:
         return text(lang, "shrink.v.need_both"), ""
     parts = []
     for check, field in FIELDS.items():
-        worse, better, same = _tally(scores, field)
+        worse, better, same = tally(scores, field)
         parts.append(text(lang, "real.v.check", check=text(lang, f"real.check.{check}"), worse=f"{worse}",
                           better=f"{better}", same=f"{same}", n=f"{worse + better + same}",
                           full=f"{100 * getattr(full, field):.0f}%"))
-    worse, better, same = _tally(scores, "quote")
+    worse, better, same = tally(scores, "quote")
     n = worse + better + same
     if full.quote < 0.5:
         head = text(lang, "real.v.cannot", full=f"{100 * full.quote:.0f}%")
