@@ -44,7 +44,7 @@ def per_gpu_line(kv, num_gpus: int) -> None:
     except ValueError as exc:
         st.warning(plain(why(exc, lang())), icon=":material/warning:")
         return
-    st.caption(f":material/view_column: {tensor_parallel.tp_sentence(split, lang())}")
+    st.caption(f":material/view_column: {engine_words.tp_sentence(split, lang())}")
 
 
 def render_prefix_hit(cfg: MemoryConfig, engine, name_plot: str) -> None:

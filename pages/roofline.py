@@ -24,7 +24,6 @@ from sim.cost.roofline import (
     prefill_step,
     what_helps,
 )
-from sim.cost.roofline_claims import roofline_claims
 from sim.cost.roofline_fit import fit
 from sim.cost.roofline_view import machine_figures, prefill_contexts, step_figures
 from sim.words import say, why
@@ -42,6 +41,7 @@ from sim.words.roofline import (
     tokens_takeaway,
     turning_points,
 )
+from sim.words.roofline_claims import roofline_claims
 
 korean_lines(lang())
 st.title(page_title("roofline"))

@@ -135,7 +135,7 @@ def _kv_memory():
 def _roofline():
     from sim.cost.gpus import load_gpus
     from sim.cost.presets import load_presets
-    from sim.cost.roofline_claims import roofline_claims
+    from sim.words.roofline_claims import roofline_claims
 
     return _call(roofline_claims, load_presets(), load_gpus())
 

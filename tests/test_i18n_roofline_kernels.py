@@ -25,7 +25,6 @@ from sim.cost.roofline import (
     prefill_step,
     what_helps,
 )
-from sim.cost.roofline_claims import roofline_claims
 from sim.i18n import text
 from sim.msg import Msg
 from sim.refusal import Refusal
@@ -54,6 +53,7 @@ from sim.words.roofline import (
     trend_verdict,
     turning_points,
 )
+from sim.words.roofline_claims import roofline_claims
 from tests.conftest import run_in_app, run_page
 from tests.test_attention_readouts import fake_result
 from tests.test_i18n import hangul_share, rendered_text

@@ -15,7 +15,7 @@ from sim.attention import online_softmax as FL
 from sim.attention import shapes as S
 from sim.attention.limits import Limits, check_shape
 from sim.attention.measure import STATS
-from sim.attention.readouts import lengths_up_to, one_length_caption, stat_word
+from sim.words.attention import lengths_up_to, one_length_caption, stat_word
 from sim.work.threads import pick_num_threads
 
 FLEX_TIMEOUT_S = 120

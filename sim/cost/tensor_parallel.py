@@ -65,17 +65,3 @@ def tp_split(kv: KvMemory, tp: int) -> TpSplit:
     per_gpu = per_request * kv.config.batch
     return TpSplit(tp, heads, per_gpu_heads, copies, mla, per_request, per_gpu, per_gpu * tp)
 
-
-def tp_sentence(split: TpSplit, lang: str = "en") -> str:
-    """What one GPU keeps, in a sentence (fmt_bytes for the sizes)."""
-    from sim.cost.memory import fmt_bytes
-    from sim.i18n import text
-
-    if split.latent:
-        heads = text(lang, "engine.tp.latent")
-    elif split.copies > 1:
-        heads = text(lang, "engine.tp.copies", c=f"{split.copies:,}")
-    else:
-        heads = text(lang, "engine.tp.heads", k=f"{split.kv_heads_per_gpu:,}", n=f"{split.kv_heads:,}")
-    return text(lang, "engine.tp.line", tp=f"{split.tp:,}", heads=heads, b=fmt_bytes(split.per_gpu_bytes),
-                all=fmt_bytes(split.all_gpus_bytes))

@@ -309,7 +309,7 @@ class DecodeComparison:
 
     def flops_takeaway(self, lang: str = "en") -> str:
         """The cumulative-FLOPs chart's title: naive against cached FLOPs over the tokens both produced."""
-        from sim.cost.decode_readouts import counted
+        from sim.words.decode import counted
 
         k = self.compared
         naive, cached = self.flops("naive", k), self.flops("cached", k)

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import torch
 
 from sim.alloc.block_pool import BlockPool, PoolSnapshot, cdiv
-from sim.alloc.paging_readouts import sharing_takeaway
 from sim.alloc.pool_views import marked_block_table
 from sim.i18n import text
 from sim.model.generate import SamplingConfig, check_lengths, decode, decode_loop, generate, prefill
 from sim.model.kvcache import KVCache
 from sim.model.transformer import Llama
+from sim.words.paging import sharing_takeaway
 from sim.work.run_cost import ModelRates, cached_work
 
 # Measured here: a paged decode step (gathering K/V through the block table) costs about twice a

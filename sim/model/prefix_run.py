@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.alloc.byte_tokens import other_byte, show_byte, to_bytes
-from sim.alloc.prefix_readouts import JobPlan
 from sim.msg import Msg
+from sim.work.run_cost import JobPlan
 
 MAX_BRANCHES = 8  # real model: continuations branched from one prefix
 MAX_BRANCH_NEW = 128

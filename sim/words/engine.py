@@ -1,11 +1,14 @@
 """The KV memory page's engine tabs in words (moved here from sim/cost/prefix_hit.py and sim/cost/engine_log.py):
 the prefix-hit advice sentence, metric row and chart title (also the `kv-prefix-hit` command's), and the engine
-log's reconciliation table and summary."""
+log's reconciliation table and summary, and the per-GPU line under tensor parallelism (from
+sim/cost/tensor_parallel.py)."""
 
 from __future__ import annotations
 
 from sim.cost.engine_log import Reconciliation
+from sim.cost.memory import fmt_bytes
 from sim.cost.prefix_hit import PrefixHit
+from sim.cost.tensor_parallel import TpSplit
 from sim.cost.vllm_rules import version_label
 from sim.readout import Metric
 from sim.words import text
@@ -69,3 +72,15 @@ def reconciliation_summary(rec: Reconciliation, model: str, dtype: str, gpu: str
     """Under the table: what the log was read as and what the derivations assumed. model: already escaped."""
     return text(lang, "engine.log.summary", engine="SGLang" if rec.log.engine == "sglang" else "vLLM", model=model,
                 dtype=dtype.upper(), len=f"{rec.max_model_len:,}", tp=f"{rec.tp:,}", gpu=gpu)
+
+
+def tp_sentence(split: TpSplit, lang: str = "en") -> str:
+    """What one GPU keeps, in a sentence (fmt_bytes for the sizes)."""
+    if split.latent:
+        heads = text(lang, "engine.tp.latent")
+    elif split.copies > 1:
+        heads = text(lang, "engine.tp.copies", c=f"{split.copies:,}")
+    else:
+        heads = text(lang, "engine.tp.heads", k=f"{split.kv_heads_per_gpu:,}", n=f"{split.kv_heads:,}")
+    return text(lang, "engine.tp.line", tp=f"{split.tp:,}", heads=heads, b=fmt_bytes(split.per_gpu_bytes),
+                all=fmt_bytes(split.all_gpus_bytes))

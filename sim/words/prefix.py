@@ -2,13 +2,12 @@
 comparison, the captions that quote the sizes, and each simulation job's cost estimate and description. Pure
 functions; every number comes from the config or result passed in. Each takes `lang` ("en" or "ko") and words its
 text from the catalogs (sim/words); numbers are formatted here, the same in both. Moved here from
-sim/alloc/prefix_readouts.py."""
+sim/alloc/prefix_readouts.py (its JobPlan is now sim/work/run_cost.py's)."""
 
 from __future__ import annotations
 
 from sim.alloc.byte_tokens import printable, show_byte
 from sim.alloc.prefix_cache import CacheConfig, HitTotals, PrefixCacheResult
-from sim.alloc.prefix_readouts import JobPlan
 from sim.alloc.prefix_sweeps import (
     FATE_KEYS,
     BlockFate,
@@ -26,6 +25,7 @@ from sim.alloc.workload import (
 )
 from sim.readout import Metric
 from sim.words import say, text
+from sim.work.run_cost import JobPlan
 
 SIM_S_PER_TOKEN = 1e-6  # measured here, per token a trace stores: building the trace and simulating it once
 RESIM_S_PER_TOKEN = 1.5e-7  # simulating an already built trace again

@@ -16,6 +16,15 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class JobPlan:
+    """A simulation a page gates: its estimated seconds and what it does (a message value, or words already
+    made by the words layer)."""
+
+    estimate_s: float
+    what: object
+
+
+@dataclass(frozen=True)
 class Work:
     """The size of a job, in the cost model's three units."""
 

@@ -8,7 +8,7 @@ from sim.claims import Claim, Verdict
 from sim.cost.arch import ArchPreset
 from sim.cost.gpus import GpuPreset
 from sim.cost.roofline import RooflineConfig, context_trend, decode_step, hardware, prefill_step
-from sim.i18n import text
+from sim.words import text
 from sim.words.roofline import trend_verdict
 
 # The seeds' own sentences, quoted verbatim (shared/seeds/000_*.txt and 002_*.txt).
