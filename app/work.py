@@ -27,8 +27,9 @@ from typing import TypeVar
 import streamlit as st
 
 from app.i18n import lang
-from sim.i18n import text
+from sim.msg import Msg
 from sim.refusal import Refusal
+from sim.words import say, text
 from sim.work.queue import MAX_WAITING, MISSING, QueueFull, RateBook, ResultCache, SharedRuns, WorkQueue, remaining_s
 from sim.work.threads import pick_num_threads
 
@@ -204,14 +205,16 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
     head = f"{what} ({fmt_seconds(estimate, lg)}: {estimate_basis(kind, estimate_s, lg)})"
     last, began = [0.0], [time.perf_counter()]
 
-    def progress(fraction: float, note: str = "") -> None:
+    def progress(fraction: float, note: str | Msg = "") -> None:
+        """`note` is words, or a message value worded here in the language of the page that started the run."""
         now = time.perf_counter()
         if now - last[0] >= PROGRESS_EVERY_S or fraction >= 1:
             last[0] = now
             elapsed, f = now - began[0], min(1.0, max(0.0, fraction))
             pace = text(lg, "work.pace", elapsed=f"{elapsed:,.0f}", left=fmt_seconds(remaining_s(elapsed, f, estimate), lg))
             line = f"{what} — {pace}" if elapsed >= 1 and f < 1 else head  # the estimate corrected as the run goes
-            bar_slot.progress(f, text=f"{line} — {note}" if note else line)
+            shown = say(lg, note) if isinstance(note, Msg) else note
+            bar_slot.progress(f, text=f"{line} — {shown}" if shown else line)
 
     clock = work_clock()
 

@@ -21,17 +21,17 @@ from app.resources import model_rates, real_model_or_none
 from app.runs.decode_profile import profile_step
 from app.text import plain
 from app.work import run_job
-from sim.cost.decode import computed_grid, flop_shape, human_flops, scale_curve, seed_claims
+from sim.cost.decode import computed_grid, flop_shape, human_flops, scale_curve
 from sim.cost.opcount import generation_flops
 from sim.i18n import text
 from sim.model.generate import MODES, SamplingConfig, decode, encode, run_comparison
-from sim.model.graph_step import step_caption
 from sim.model.real_pages import fixed_shape, model_named
 from sim.model.real_source import MODEL_KEY
 from sim.model.step_profile import MAX_PROFILE_CONTEXT
 from sim.model.transformer import PRESETS
 from sim.words import say
 from sim.words.decode import (
+    flops_takeaway,
     formula_agreement,
     grid_takeaway,
     measured_caption,
@@ -40,8 +40,11 @@ from sim.words.decode import (
     per_step_takeaway,
     scale_takeaway,
     speedup_caption,
+    step_caption,
     wall_time_caption,
+    wall_time_takeaway,
 )
+from sim.words.decode_claims import seed_claims
 from sim.work.decode_plan import CompareEstimate, capped_new_tokens
 from sim.work.run_cost import smollm2_rates
 
@@ -140,9 +143,9 @@ if not error and res is not None:
             st.caption(t("decode.dots_caption", agreement=formula_agreement(
                 {mo: frames[mo]["flops"].tolist() for mo in MODES}, formula, L)))
         elif tab == "cumulative":
-            show_chart(figs.cumulative_flops(frames["naive"], frames["cached"], res.flops_takeaway(L), L), width="stretch")
+            show_chart(figs.cumulative_flops(frames["naive"], frames["cached"], flops_takeaway(res, L), L), width="stretch")
         elif tab == "wall":
-            show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"], res.wall_time_takeaway(L), L),
+            show_chart(figs.wall_time_per_step(frames["naive"], frames["cached"], wall_time_takeaway(res, L), L),
                        width="stretch")
             st.caption(wall_time_caption(res.cached, L))
         elif tab == "parts":

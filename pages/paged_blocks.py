@@ -15,7 +15,7 @@ from sim.alloc import pool_views as views
 from sim.alloc.block_pool import PoolSnapshot, block_usage
 from sim.alloc.errors import worded
 from sim.alloc.policies import block_size_tradeoff
-from sim.alloc.schedule import POLICIES, policy_label
+from sim.alloc.schedule import POLICIES
 from sim.words import paging as readouts
 
 
@@ -35,7 +35,7 @@ def render_memory() -> None:
     st.caption(t("paged.memory_caption"))
     for col, policy in zip(st.columns(4), POLICIES, strict=True):
         col.metric(figs.policy_short(policy, L), f"{res[policy].token_share:.1%}",
-                   help=t("paged.m.share_help", policy=policy_label(policy, L)))
+                   help=t("paged.m.share_help", policy=readouts.policy_label(policy, L)))
     show_chart(figs.breakdown_bars(cmp.to_frame(), readouts.memory_takeaway(cmp, L), lang=L), width="stretch")
     st.markdown(readouts.memory_summary(cmp, L))
 

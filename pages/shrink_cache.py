@@ -29,7 +29,7 @@ from sim.model.real_source import MODEL_KEY
 from sim.model.shrink_quant import blur_ranking
 from sim.words import say
 from sim.words.shrink import recall_summary, row_score, table_frame
-from sim.words.shrink_table import copy_ability_sentence, method_rows, offload_sentence, verdict
+from sim.words.shrink_table import copy_ability_sentence, link_name, method_rows, offload_sentence, verdict
 
 st.title(page_title("shrink_cache"))
 L = lang()  # the sentences and figures below are worded in the page language
@@ -90,7 +90,7 @@ if moved == 0:
     st.info(t("shrink.nothing_offloaded"))
 else:
     pcie = costs["pcie5"]
-    show_chart(offload_bars([c.link.name_in(L) for c in costs.values()], [c.transfer_s * 1e3 for c in costs.values()],
+    show_chart(offload_bars([link_name(c.link, L) for c in costs.values()], [c.transfer_s * 1e3 for c in costs.values()],
                             pcie.hbm_s * 1e3, t("shrink.offload_title", model=presets[ss["omodel"]].name,
                                                 ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
                key="shrink_offload")

@@ -10,6 +10,7 @@ from sim.cost.memory import GiB
 from sim.cost.roofline import Hardware, StepCost, TinyDecodePoint
 from sim.serving.comparison import ServingComparison
 from sim.words import comparison as cw
+from sim.words import decode as dw
 from sim.words.capacity import fit_takeaway
 from sim.words.paging import concurrency_takeaway, memory_takeaway
 from sim.words.prefix import layout_takeaway
@@ -120,14 +121,14 @@ def test_decode_takeaway_compares_the_counted_flops():
         return [StepRecord(i, 8 + i, 65, 1, 8 + i, {"mlp": f}, 0, 0, 0.001) for i, f in enumerate(flops)]
 
     full = DecodeComparison(recs([3_000_000, 5_000_000]), recs([3_000_000, 1_000_000]), 2, None)
-    assert full.flops_takeaway() == (
+    assert dw.flops_takeaway(full) == (
         "Naive decoding did 2.0× the FLOPs of cached over all 2 tokens: 8 MFLOP vs 4 MFLOP")
     cut = DecodeComparison(recs([1_000_000, 1_000_000]), recs([3_000_000, 3_000_000, 3_000_000]), 3, 1.0)
-    assert cut.flops_takeaway() == (
+    assert dw.flops_takeaway(cut) == (
         "Cached decoding did 3.0× the FLOPs of naive over the first 2 tokens (naive's budget ran out): "
         "2 MFLOP vs 6 MFLOP")
     same = DecodeComparison(recs([1_000_000]), recs([1_000_000]), 1, None)
-    assert same.flops_takeaway() == "Naive and cached decoding did the same FLOPs over all 1 token: 1 MFLOP each"
+    assert dw.flops_takeaway(same) == "Naive and cached decoding did the same FLOPs over all 1 token: 1 MFLOP each"
 
 
 def test_builders_show_the_takeaway_as_their_title():
@@ -203,11 +204,11 @@ def test_wall_time_takeaway_compares_the_last_step_both_ran():
     def recs(ms):
         return [StepRecord(i, 8 + i, 65, 1, 8 + i, {"mlp": 1}, 0, 0, t / 1e3) for i, t in enumerate(ms)]
 
-    assert DecodeComparison(recs([5, 8.4]), recs([5, 1.2]), 2, None).wall_time_takeaway() == (
+    assert dw.wall_time_takeaway(DecodeComparison(recs([5, 8.4]), recs([5, 1.2]), 2, None)) == (
         "At step 1, a cached step took 1.20 ms vs 8.40 ms naive: 7.0× faster")
-    assert DecodeComparison(recs([5, 1.0]), recs([5, 3.0, 3.0]), 3, 1.0).wall_time_takeaway() == (
+    assert dw.wall_time_takeaway(DecodeComparison(recs([5, 1.0]), recs([5, 3.0, 3.0]), 3, 1.0)) == (
         "At step 1, naive's last before its budget ran out, a naive step took 1.00 ms vs 3.00 ms cached: 3.0× faster")
-    assert DecodeComparison(recs([2.001]), recs([2.004]), 1, None).wall_time_takeaway() == (
+    assert dw.wall_time_takeaway(DecodeComparison(recs([2.001]), recs([2.004]), 1, None)) == (
         "At step 0, a cached step and a naive step both took 2.00 ms")
 
 

@@ -118,8 +118,8 @@ def _call(fn, *args, **kwargs):
 
 
 def _decode_cost():
-    from sim.cost import decode
     from sim.model.transformer import PRESETS
+    from sim.words import decode_claims as decode
 
     return _call(decode.seed_claims, PRESETS["mha"])
 
@@ -200,10 +200,10 @@ def test_every_claim_quotes_its_korean_original(page):
 def test_a_seed_quote_in_latex_reads_as_plain_symbols():
     """A table cell shows text: the seeds' LaTeX is written as the symbols it means, in the table and the CSV."""
     from sim.claims import latex_as_text
-    from sim.cost.decode import seed_claims as decode_claims
     from sim.cost.gpus import load_gpus
     from sim.cost.presets import load_presets
     from sim.words.claims import claims_frame
+    from sim.words.decode_claims import seed_claims as decode_claims
     from sim.words.kv_claims import seed_claims as kv_claims
 
     assert latex_as_text("2 \\times 32 \\times 8 = 131{,}072 \\ \\text{바이트} = 128 \\ \\text{KiB}") == (

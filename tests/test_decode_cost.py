@@ -12,11 +12,11 @@ from sim.cost.decode import (
     kv_rows_computed,
     scale_curve,
     score_entries,
-    seed_claims,
 )
 from sim.cost.opcount import generation_flops, step_flops
 from sim.model.generate import encode, generate
 from sim.model.transformer import PRESETS
+from sim.words.decode_claims import seed_claims
 
 C, R, _ = COMPUTED, READ, NOTHING
 

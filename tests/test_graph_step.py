@@ -9,10 +9,12 @@ import torch.nn.functional as F
 from sim.cost.opcount import step_bytes, step_flops
 from sim.model.fast import FastRMSNorm, apply_fast_paths
 from sim.model.generate import SamplingConfig, decode_loop, encode, first_difference, generate, prefill, run_comparison
-from sim.model.graph_step import StaticDecodeStep, graph_unavailable, step_caption
+from sim.model.graph_step import StaticDecodeStep, graph_unavailable
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.quant_cache import FULL, QuantizedKVCache
 from sim.model.transformer import PRESETS, RMSNorm
+from sim.words import say
+from sim.words.decode import step_caption
 from tests.conftest import random_model
 
 PROMPT = encode("HAMLET.\nTo be, or not to be")
@@ -93,7 +95,7 @@ def test_errors_name_what_is_wrong():
 def test_without_cuda_the_graph_step_says_why():
     model = random_model(1)
     reason = "this machine has no CUDA device (torch.cuda.is_available() is False)"
-    assert graph_unavailable(model.device) == reason
+    assert say("en", graph_unavailable(model.device)) == reason
     with pytest.raises(ValueError, match=r"a CUDA graph step needs a CUDA device: this machine has no CUDA"):
         StaticDecodeStep(model, ContiguousKVCache(model.cfg, 1, 8), graph=True)
     with pytest.raises(ValueError, match="needs a CUDA device"):

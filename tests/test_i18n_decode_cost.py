@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 
 from app.work import SHOWN_KEY
-from sim.cost.decode import computed_grid, seed_claims
-from sim.model.graph_step import step_caption
+from sim.cost.decode import computed_grid
 from sim.model.step_profile import CATEGORIES, StepProfile
 from sim.model.transformer import PRESETS
+from sim.words import decode as dw
 from sim.words.decode import (
     formula_agreement,
     grid_takeaway,
@@ -22,6 +22,7 @@ from sim.words.decode import (
     speedup_caption,
     wall_time_caption,
 )
+from sim.words.decode_claims import seed_claims
 from sim.words.profile import profile_takeaway
 from tests.conftest import run_page
 from tests.test_takeaways_generation import CACHED, NAIVE, parts, point, rec, timed
@@ -71,9 +72,9 @@ def test_captions_in_korean():
         "이 머신에서 이번 실행으로 잰 값: 캐시 방식 스텝 하나가 초반(스텝 1–2, 중앙값)에는 1.00 ms, 후반(스텝 7–8)에는 "
         "5.50 ms 걸렸다. N에 따라 5.5× 커진다. 길어진 캐시에 대한 어텐션이 연산마다 드는 고정 오버헤드보다 무거워지기 "
         "시작하기 때문이다.")
-    assert step_caption("graph", 29, "ko").endswith("스텝마다 캐시 슬롯 29개 전체에 어텐션하고 아직 쓰지 않은 슬롯은 "
+    assert dw.step_caption("graph", 29, "ko").endswith("스텝마다 캐시 슬롯 29개 전체에 어텐션하고 아직 쓰지 않은 슬롯은 "
                                                      "마스크하므로, 어텐션 FLOPs는 키 29개 분량이다.")
-    assert step_caption("eager", 29, "ko") == ""
+    assert dw.step_caption("eager", 29, "ko") == ""
 
 
 def test_every_sentence_states_the_same_numbers_in_both_languages():
@@ -82,7 +83,7 @@ def test_every_sentence_states_the_same_numbers_in_both_languages():
             computed_grid(2, 3, "cached"), computed_grid(2, 3, "naive"), lg),
             lambda lg: speedup_caption([rec(s, parts(1_000, 5_000, 0, 0, 0, 0), 40e-3) for s in range(3)], cached, lg),
             lambda lg: wall_time_caption(timed(90, 2, 2, 2, 2, 2, 2, 2, 2.1), lg),
-            lambda lg: step_caption("static", 1024, lg)):
+            lambda lg: dw.step_caption("static", 1024, lg)):
         assert numbers(say("ko")) == numbers(say("en")), say("ko")
 
 
@@ -115,12 +116,12 @@ def test_comparison_titles_in_korean():
     from sim.model.generate import DecodeComparison
 
     res = DecodeComparison(NAIVE, CACHED, 3, None)
-    assert res.flops_takeaway("ko") == (
+    assert dw.flops_takeaway(res, "ko") == (
         "토큰 3개 전체에서 순진한 방식은 캐시 방식의 2.1×에 달하는 FLOPs를 썼다: 316 kFLOP 대 153 kFLOP")
     stopped = DecodeComparison(NAIVE[:2], CACHED, 3, 1.0)
-    assert stopped.wall_time_takeaway("ko") == (
+    assert dw.wall_time_takeaway(stopped, "ko") == (
         "스텝 1(순진한 방식이 시간 예산을 다 쓰기 전 마지막 스텝)에서 캐시 방식과 순진한 방식의 스텝은 둘 다 1.00 ms 걸렸다")
-    assert stopped.wall_time_takeaway() == (
+    assert dw.wall_time_takeaway(stopped) == (
         "At step 1, naive's last before its budget ran out, a cached step and a naive step both took 1.00 ms")
 
 
@@ -137,7 +138,7 @@ def test_page_in_korean_runs_profiles_and_explains_the_graph_choice():
         res = at.session_state[SHOWN_KEY]["decode_cost.compare"]
         # the wall-time title's wording follows the times measured in this run (which step was faster), so it
         # is taken from that result; the FLOP title's is exact
-        title = res.wall_time_takeaway("ko") if tab == "wall" else res.flops_takeaway("ko")
+        title = dw.wall_time_takeaway(res, "ko") if tab == "wall" else dw.flops_takeaway(res, "ko")
         assert title.startswith("스텝 11에서" if tab == "wall" else "토큰 12개 전체에서 순진한 방식은")
         assert title in _titles(at)
     at = run_page("decode_cost", {"lang": "ko", "n": "12", "step": "graph", "tab": "profile"}, timeout=300)

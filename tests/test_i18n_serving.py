@@ -153,11 +153,12 @@ def test_the_live_speculative_run_in_korean_keeps_its_numbers():
 
 def test_link_names_in_korean_on_the_disaggregation_tab():
     from sim.serving.links import GPU_LINKS, HOST_LINKS
+    from sim.words.shrink_table import link_name
     from tests.conftest import run_page
 
-    assert GPU_LINKS["nvlink4"].name_in("ko") == "NVLink 4 (H100, 같은 노드)"
-    assert GPU_LINKS["nvlink4"].name_in("en") == GPU_LINKS["nvlink4"].name == "NVLink 4 (H100, same node)"
-    assert HOST_LINKS["pcie5"].name_in("ko") == "PCIe 5.0 x16"  # an identifier: the same in both
+    assert link_name(GPU_LINKS["nvlink4"], "ko") == "NVLink 4 (H100, 같은 노드)"
+    assert link_name(GPU_LINKS["nvlink4"], "en") == GPU_LINKS["nvlink4"].name == "NVLink 4 (H100, same node)"
+    assert link_name(HOST_LINKS["pcie5"], "ko") == "PCIe 5.0 x16"  # an identifier: the same in both
     at = run_page("serving", {"lang": "ko", "tab": "disagg"}, timeout=300)
     assert not at.exception
     assert "100 Gb 이더넷 (노드 간)" in at.selectbox(key="dg_link").options

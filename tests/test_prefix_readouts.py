@@ -46,9 +46,12 @@ def test_two_prompts_metrics_title_and_table():
 
 def test_demo_prompt_problem():
     assert ps.demo_prompt_problem([1, 2], 400) is None and ps.demo_prompt_problem([1] * 400, 400) is None
-    assert ps.demo_prompt_problem([1], 400) == "Prompt A is 1 bytes; it needs 2..400 bytes (one token per byte)."
-    assert ps.demo_prompt_problem([1] * 401, 400) == "Prompt A is 401 bytes; it needs 2..400 bytes (one token per " \
-                                                     "byte)."
+    assert say("en", ps.demo_prompt_problem([1], 400)) == \
+        "Prompt A is 1 bytes; it needs 2..400 bytes (one token per byte)."
+    assert say("en", ps.demo_prompt_problem([1] * 401, 400)) == \
+        "Prompt A is 401 bytes; it needs 2..400 bytes (one token per byte)."
+    assert say("ko", ps.demo_prompt_problem([1] * 401, 400)) == \
+        "프롬프트 A가 401바이트다. 2..400바이트여야 한다(바이트 하나가 토큰 하나)."
 
 
 def _hand_run():

@@ -25,6 +25,7 @@ from sim.serving import schedulers as sch
 from sim.serving import step_cost as sc
 from sim.serving.engine import EngineConfig
 from sim.words import comparison as cw
+from sim.words import say
 
 UNIT = sc.LinearCost(base_s=1.0)  # every forward pass takes one second: times count passes
 
@@ -335,7 +336,7 @@ def test_summary_and_budget_caption_are_worded_from_the_run():
 def test_sweep_max_batch_runs_the_comparison_at_each_batch():
     calls = []
     sweep = cp.sweep_max_batch(SMALL, (8, 32), progress=lambda f, text: calls.append((f, text)))
-    assert calls == [(0.0, "max batch 8"), (0.5, "max batch 32")]
+    assert [(f, say("en", m)) for f, m in calls] == [(0.0, "max batch 8"), (0.5, "max batch 32")]
     for b, s, c, ratio in zip(sweep.batches, sweep.static_tok_s, sweep.continuous_tok_s, sweep.ratios, strict=True):
         cmp = cp.run_serving(replace(SMALL, max_batch=b))
         assert s == cmp.results["static"].tokens_per_s and c == cmp.results["continuous"].tokens_per_s

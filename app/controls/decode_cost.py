@@ -116,11 +116,13 @@ def graph_unavailable_here() -> str | None:
     """Why this server cannot run a CUDA-graph step (None when it can), in the page language."""
     from sim.model.device import pick_device
     from sim.model.graph_step import graph_unavailable
+    from sim.words import say
 
     try:
-        return graph_unavailable(pick_device(), lang())
+        reason = graph_unavailable(pick_device())
     except ValueError as exc:  # KVLAB_DEVICE names a device torch does not have
         return str(exc)
+    return say(lang(), reason) if reason else None
 
 
 def fall_back_from_graph(reason: str | None) -> None:

@@ -16,6 +16,7 @@ from sim.alloc.byte_tokens import to_bytes
 from sim.alloc.prefix_cache import MAX_RUNNING, CacheConfig
 from sim.alloc.prefix_sweeps import demo_prompt_problem
 from sim.model import prefix_run as pr
+from sim.words import say
 
 DEMO_TEXT = ("System: You are the Globe Theatre's box office. Time: 2025-05-01 14:03:27.\n"
              "Answer in one sentence.\nUser: When does Hamlet start tonight?")
@@ -98,9 +99,9 @@ def demo_prompt() -> DemoChoice | None:
     c = st.columns([5, 3, 3])
     DEMO_TEXT_C.draw(c[0], height=110)
     ids = to_bytes(ss["demo_text"])
-    problem = demo_prompt_problem(ids, DEMO_MAX_BYTES, lang())
+    problem = demo_prompt_problem(ids, DEMO_MAX_BYTES)
     if problem:
-        st.error(problem)
+        st.error(say(lang(), problem))
         return None
     DEMO_POS.draw(c[1], hi=len(ids) - 1, help=t("prefix.c.demo_pos_help"))
     DEMO_BS.draw(c[2], horizontal=True)

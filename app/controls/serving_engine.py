@@ -26,6 +26,7 @@ from sim.serving.schedulers import MAX_BATCH
 from sim.serving.shared_prefix import MAX_SHARED_GROUPS, MAX_SHARED_REQUESTS, SharedPrefixConfig
 from sim.serving.tiers import OffloadConfig
 from sim.words.engine_readouts import scenario_words
+from sim.words.shrink_table import link_name
 
 TAB_SLUGS = ("batching", "spec", "chunked", "preemption", "steps", "offload", "disagg", "routing", "trace")
 TABS = LazyTabs("serving", {slug: text("en", f"serving.tab.{slug}") for slug in TAB_SLUGS})
@@ -149,7 +150,7 @@ def preemption_setup() -> sd.PreemptionSetup:
     c = st.columns(4)
     PE_KV.draw(c[0], help=t("serving.e.pe_kv_help"))
     PE_CPU.draw(c[1], help=t("serving.e.pe_cpu_help"))
-    PE_LINK.draw(c[2], format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
+    PE_LINK.draw(c[2], format_func=lambda k, L=lang(): link_name(HOST_LINKS[k], L))
     PE_CHUNKED.draw(c[3])
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["pe_requests"], prompt_mean=ss["pe_prompt"], output_mean=ss["pe_output"],
@@ -235,9 +236,9 @@ def offload_setup() -> of.OffloadSetup:
     OF_GPU.draw(c[4], help=t("serving.e.of_gpu_help"))
     c = st.columns(4)
     OF_CPU.draw(c[0])
-    OF_CPU_LINK.draw(c[1], format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
+    OF_CPU_LINK.draw(c[1], format_func=lambda k, L=lang(): link_name(HOST_LINKS[k], L))
     OF_DISK.draw(c[2])
-    OF_DISK_LINK.draw(c[3], format_func=lambda k, L=lang(): HOST_LINKS[k].name_in(L))
+    OF_DISK_LINK.draw(c[3], format_func=lambda k, L=lang(): link_name(HOST_LINKS[k], L))
     ss = st.session_state
     wl = SharedPrefixConfig(ss["of_requests"], ss["of_groups"], ss["of_prefix"], 128, 64, ss["of_rate"])
     return of.OffloadSetup(replace(dep, kv_limit_tokens=ss["of_gpu"]), wl,
@@ -249,7 +250,7 @@ def disagg_setup() -> dg.DisaggSetup:
     c = st.columns(5)
     DG_PREFILL.draw(c[0])
     DG_DECODE.draw(c[1])
-    DG_LINK.draw(c[2], format_func=lambda k, L=lang(): GPU_LINKS[k].name_in(L))
+    DG_LINK.draw(c[2], format_func=lambda k, L=lang(): link_name(GPU_LINKS[k], L))
     DG_TTFT.draw(c[3])
     DG_TPOT.draw(c[4], help=t("serving.e.dg_tpot_help"))
     c = st.columns(4)

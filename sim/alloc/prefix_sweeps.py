@@ -24,7 +24,7 @@ from sim.alloc.workload import (
     make_trace,
     trace_from_lists,
 )
-from sim.i18n import text
+from sim.msg import Msg
 
 DEFAULT_CAPACITIES = tuple(2**k for k in range(10, 19))  # 1,024 .. 262,144 tokens
 DEFAULT_BLOCK_SIZES = (8, 16, 32, 64, 128, 256)  # the chosen size is always added
@@ -112,11 +112,11 @@ def compare_two_prompts(ids_a: Sequence[int], ids_b: Sequence[int], block_size: 
                       tuple(ids_b))
 
 
-def demo_prompt_problem(ids: Sequence[int], max_bytes: int, lang: str = "en") -> str | None:
-    """Why a prompt cannot be the first view's prompt A (None: it can)."""
+def demo_prompt_problem(ids: Sequence[int], max_bytes: int) -> Msg | None:
+    """Why a prompt cannot be the first view's prompt A, as a message value (None: it can)."""
     if 2 <= len(ids) <= max_bytes:
         return None
-    return text(lang, "prefix.s.demo.problem", n=f"{len(ids)}", max=f"{max_bytes}")
+    return Msg("prefix.s.demo.problem", n=len(ids), max=max_bytes)
 
 
 def change_one_byte(ids_a: Sequence[int], pos: int, block_size: int) -> TwoPrompts:

@@ -18,7 +18,6 @@ import numpy as np
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS, MAX_POOL_BLOCK_SIZE
 from sim.alloc.errors import WordedError
 from sim.alloc.workload import MAX_LENGTH_WORKLOAD_REQUESTS, Workload
-from sim.i18n import text
 
 MAX_STEPS = 4_000_000  # a run longer than this many decode steps is refused (time and memory)
 POLICIES = ("paged", "reserve_max_len", "reserve_max_tokens", "first_fit")
@@ -28,11 +27,6 @@ POLICY_LABELS = {
     "reserve_max_tokens": "Contiguous: reserve prompt + max_tokens",
     "first_fit": "Contiguous first-fit heap (prompt + max_tokens)",
 }
-
-
-def policy_label(policy: str, lang: str = "en") -> str:
-    """An allocator's long name ('Paged blocks (vLLM)') in `lang` (POLICY_LABELS is the English)."""
-    return text(lang, f"paged.policy.{policy}")
 
 # Memory a request holds, split by what it holds (slot categories of the breakdown charts).
 SLOT_KINDS = ("tokens", "last_block", "future", "never_used", "external")

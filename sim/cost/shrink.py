@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.i18n import text
-
 # The caches the page runs (sim/model/evict_cache.py builds them; a test keeps the names in step).
 EVICT_METHODS = ("window", "sinks", "h2o", "snapkv")
 QUANT_METHODS = ("fp8", "int8", "kivi4", "kivi2")
@@ -18,26 +16,12 @@ LONG_PROMPT = "KING HENRY:\nNow, lords, if God doth give successful end\nTo this
 
 @dataclass(frozen=True)
 class Method:
-    key: str  # its row in the catalog: shrink.table.<key>.name / .shrinks / .stacks (English there)
+    key: str  # its row in the catalog: shrink.table.<key>.name / .shrinks / .stacks (English there; sim/words words it)
     name_ko: str  # the lecture's own words (seed 001), quoted
     shrinks_ko: str
     stacks_ko: str
     where: str  # the lab page that shows it (slug), "" for this page
     where_params: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def name(self) -> str:
-        return text("en", f"shrink.table.{self.key}.name")
-
-    @property
-    def shrinks(self) -> str:
-        """What it shrinks, in English."""
-        return text("en", f"shrink.table.{self.key}.shrinks")
-
-    @property
-    def stacks(self) -> str:
-        """Whether it combines with quantization, and the catch, in English."""
-        return text("en", f"shrink.table.{self.key}.stacks")
 
 
 # Seed 001's table, row by row (its Korean quoted, the English in the catalog), with where the lab shows each.
@@ -59,9 +43,6 @@ class Link:
     bytes_per_s: float  # one direction, decimal (vendor figures)
     source: str
     name_key: str = ""  # the catalog key of its name where it has words beyond identifiers ("same node")
-
-    def name_in(self, lang: str = "en") -> str:
-        return text(lang, self.name_key) if self.name_key and lang != "en" else self.name
 
 
 # Host -> GPU links, one direction: PCIe x16 signalling rates after encoding; NVLink-C2C per direction.

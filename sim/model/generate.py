@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sim.cost.decode import human_flops
 from sim.cost.opcount import FlopTally, step_bytes
-from sim.i18n import text
 from sim.model.device import Stopwatch
 from sim.model.graph_step import StaticDecodeStep, check_step_kind
 from sim.model.kvcache import ContiguousKVCache, KVCache
@@ -306,36 +304,6 @@ class DecodeComparison:
     def flops(self, mode: str, steps: int | None = None) -> int:
         recs = self.naive if mode == "naive" else self.cached
         return sum(r.flops for r in recs[: steps if steps is not None else len(recs)])
-
-    def flops_takeaway(self, lang: str = "en") -> str:
-        """The cumulative-FLOPs chart's title: naive against cached FLOPs over the tokens both produced."""
-        from sim.words.decode import counted
-
-        k = self.compared
-        naive, cached = self.flops("naive", k), self.flops("cached", k)
-        tokens = counted(lang, k, "token")
-        over = text(lang, "decode.s.flops.over_all" if self.naive_complete else "decode.s.flops.over_first",
-                    tokens=tokens)
-        both = dict(a=human_flops(naive), b=human_flops(cached), over=over)
-        if naive > cached:
-            return text(lang, "decode.s.flops.naive_more", x=f"{naive / cached:,.1f}×", **both)
-        if naive < cached:
-            return text(lang, "decode.s.flops.cached_more", x=f"{cached / naive:,.1f}×", **both)
-        return text(lang, "decode.s.flops.same", over=over, a=human_flops(naive))
-
-    def wall_time_takeaway(self, lang: str = "en") -> str:
-        """The wall-time chart's title: one cached step against one naive step, at the last step both ran."""
-        k = self.compared
-        naive, cached = self.naive[k - 1], self.cached[k - 1]
-        at = text(lang, "decode.s.at.step", step=f"{naive.step:,}")
-        at = at if self.naive_complete else text(lang, "decode.s.at.last", at=at)
-        n_ms, c_ms = f"{naive.wall_s * 1e3:,.2f} ms", f"{cached.wall_s * 1e3:,.2f} ms"
-        if n_ms == c_ms:
-            return text(lang, "decode.s.wall_at.same", at=at, c=c_ms)
-        if naive.wall_s > cached.wall_s:
-            return text(lang, "decode.s.wall_at.cached_faster", at=at, c=c_ms, n=n_ms,
-                        x=f"{naive.wall_s / cached.wall_s:,.1f}×")
-        return text(lang, "decode.s.wall_at.naive_faster", at=at, c=c_ms, n=n_ms, x=f"{cached.wall_s / naive.wall_s:,.1f}×")
 
     def to_frame(self, mode: str):
         """One row per step of `mode`: what was fed, the token, FLOPs (total and by part), wall time."""

@@ -21,20 +21,21 @@ import time
 import torch
 
 from sim.cost.opcount import FlopTally
-from sim.i18n import text
 from sim.model.kvcache import KVCache
 from sim.model.transformer import Llama
+from sim.msg import Msg
+from sim.refusal import Refusal
 
 STEP_KINDS = ("eager", "static", "graph")
 WARMUP_RUNS = 2  # eager runs on a side stream before capture (cuBLAS and the allocator set up lazily)
 
 
-def graph_unavailable(device: torch.device, lang: str = "en") -> str | None:
-    """Why a CUDA graph cannot run on `device` (None when it can), worded in `lang`."""
+def graph_unavailable(device: torch.device) -> Msg | None:
+    """Why a CUDA graph cannot run on `device` (None when it can), a message value sim/words words."""
     if not torch.cuda.is_available():
-        return text(lang, "decode.graph.no_cuda")
+        return Msg("decode.graph.no_cuda")
     if device.type != "cuda":
-        return text(lang, "decode.graph.not_cuda", device=str(device))
+        return Msg("decode.graph.not_cuda", device=str(device))
     return None
 
 
@@ -42,7 +43,7 @@ def check_step_kind(step: str, device: torch.device) -> None:
     if step not in STEP_KINDS:
         raise ValueError(f"step must be one of {STEP_KINDS}, got {step!r}")
     if step == "graph" and (reason := graph_unavailable(device)):
-        raise ValueError(f"a CUDA graph step needs a CUDA device: {reason}")
+        raise Refusal("decode.graph.needs_cuda", reason=reason)
 
 
 class StaticKVCache(KVCache):
@@ -157,10 +158,3 @@ class StaticDecodeStep:
             self.logits = self._run()
         return self.logits
 
-
-def step_caption(step: str, num_slots: int, lang: str = "en") -> str:
-    """What the Decode cost page says under its numbers about how the cached steps ran ("" when eager)."""
-    if step == "eager":
-        return ""
-    slots = text(lang, "decode.graph.slots", n=f"{num_slots:,}")
-    return text(lang, "decode.graph.static" if step == "static" else "decode.graph.graph", slots=slots)

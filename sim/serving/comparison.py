@@ -13,7 +13,6 @@ from sim.cost.arch import ArchPreset
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import weight_bytes
 from sim.cost.presets import load_presets
-from sim.i18n import text
 from sim.msg import Msg
 from sim.serving.engine import EngineConfig
 from sim.serving.errors import Refusal
@@ -157,12 +156,12 @@ class BatchSweep:
 
 
 def sweep_max_batch(setup: ServingSetup, batches: tuple[int, ...] = SWEEP_BATCHES,
-                    progress: Callable[[float, str], None] | None = None) -> BatchSweep:
-    """`run_serving` at each max batch; progress(fraction, text) is called before each run."""
+                    progress: Callable[[float, Msg], None] | None = None) -> BatchSweep:
+    """`run_serving` at each max batch; progress(fraction, message) is called before each run."""
     static, cont = [], []
     for i, b in enumerate(batches):
         if progress:
-            progress(i / len(batches), text("en", "serving.f.max_batch", n=f"{b}"))
+            progress(i / len(batches), Msg("serving.f.max_batch", n=b))
         cmp = run_serving(replace(setup, max_batch=b))
         static.append(cmp.results["static"].tokens_per_s)
         cont.append(cmp.results["continuous"].tokens_per_s)

@@ -13,7 +13,6 @@ from sim.alloc.prefix_cache import CacheConfig, PrefixCacheResult, block_hashes,
 from sim.alloc.trace import TraceFile, blocks_to_hold
 from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload, workload_from_lengths
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
-from sim.i18n import text
 from sim.msg import Msg
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
@@ -98,12 +97,12 @@ def sweep_chunk_budget(setup: StudySetup, budgets: tuple[int, ...] = CHUNK_BUDGE
     runs = []
     for i, b in enumerate(budgets):
         if progress:
-            progress(i / (len(budgets) + 1), text("en", "serving.p.budget", b=f"{b:,}"))
+            progress(i / (len(budgets) + 1), Msg("serving.p.budget", b=f"{b:,}"))
         cfg = EngineConfig(setup.max_batch, slots, setup.block_size, ADMISSION_WATERMARK, b, chunked=True)
         runs.append(simulate_engine(wl, cfg, cost, tick).result)
     whole = max(budgets[-1], wl.max_model_len)
     if progress:
-        progress(len(budgets) / (len(budgets) + 1), text("en", "serving.p.whole"))
+        progress(len(budgets) / (len(budgets) + 1), Msg("serving.p.whole"))
     un = simulate_engine(wl, EngineConfig(setup.max_batch, slots, setup.block_size, ADMISSION_WATERMARK,
                                           whole, chunked=False), cost,
                          tick).result
@@ -166,7 +165,7 @@ def compare_preemption(setup: PreemptionSetup, progress=None) -> PreemptionCompa
     runs = {}
     for i, mode in enumerate(("recompute", "swap")):
         if progress:
-            progress(i / 2, text("en", f"serving.sc.{mode}.label"))
+            progress(i / 2, Msg(f"serving.sc.{mode}.label"))
         cfg = EngineConfig(study.max_batch, slots, study.block_size, ADMISSION_WATERMARK,
                            setup.token_budget if setup.chunked else max(setup.token_budget, wl.max_model_len),
                            chunked=setup.chunked, preemption=mode, cpu_capacity_tokens=setup.cpu_tokens,
@@ -177,7 +176,7 @@ def compare_preemption(setup: PreemptionSetup, progress=None) -> PreemptionCompa
 
 # --- step through: small scenarios, one pass = one second ----------------------------------------------------
 
-STEP_COST = LinearCost(base_s=1.0, name=text("en", "serving.p.one_second"))
+STEP_COST = LinearCost(base_s=1.0, name="serving.p.one_second")  # its words' catalog key (never shown)
 
 
 @dataclass(frozen=True)

@@ -241,3 +241,42 @@ def measured_caption(conditions, now: float, lang: str = "en") -> str:
               "cpus": f"{conditions.num_cpus}"}
     key = "decode.s.measured.busy" if conditions.busy else "decode.s.measured.quiet"
     return text(lang, key, **fields)
+
+
+def flops_takeaway(res, lang: str = "en") -> str:
+    """The cumulative-FLOPs chart's title (res: sim.model.generate.DecodeComparison): naive against cached FLOPs
+    over the tokens both produced."""
+    k = res.compared
+    naive, cached = res.flops("naive", k), res.flops("cached", k)
+    tokens = counted(lang, k, "token")
+    over = text(lang, "decode.s.flops.over_all" if res.naive_complete else "decode.s.flops.over_first",
+                tokens=tokens)
+    both = dict(a=human_flops(naive), b=human_flops(cached), over=over)
+    if naive > cached:
+        return text(lang, "decode.s.flops.naive_more", x=f"{naive / cached:,.1f}×", **both)
+    if naive < cached:
+        return text(lang, "decode.s.flops.cached_more", x=f"{cached / naive:,.1f}×", **both)
+    return text(lang, "decode.s.flops.same", over=over, a=human_flops(naive))
+
+def wall_time_takeaway(res, lang: str = "en") -> str:
+    """The wall-time chart's title (res: a DecodeComparison): one cached step against one naive step, at the last step both ran."""
+    k = res.compared
+    naive, cached = res.naive[k - 1], res.cached[k - 1]
+    at = text(lang, "decode.s.at.step", step=f"{naive.step:,}")
+    at = at if res.naive_complete else text(lang, "decode.s.at.last", at=at)
+    n_ms, c_ms = f"{naive.wall_s * 1e3:,.2f} ms", f"{cached.wall_s * 1e3:,.2f} ms"
+    if n_ms == c_ms:
+        return text(lang, "decode.s.wall_at.same", at=at, c=c_ms)
+    if naive.wall_s > cached.wall_s:
+        return text(lang, "decode.s.wall_at.cached_faster", at=at, c=c_ms, n=n_ms,
+                    x=f"{naive.wall_s / cached.wall_s:,.1f}×")
+    return text(lang, "decode.s.wall_at.naive_faster", at=at, c=c_ms, n=n_ms, x=f"{cached.wall_s / naive.wall_s:,.1f}×")
+
+
+def step_caption(step: str, num_slots: int, lang: str = "en") -> str:
+    """What the Decode cost page says under its numbers about how the cached steps ran ("" when eager; moved here
+    from sim/model/graph_step.py)."""
+    if step == "eager":
+        return ""
+    slots = text(lang, "decode.graph.slots", n=f"{num_slots:,}")
+    return text(lang, "decode.graph.static" if step == "static" else "decode.graph.graph", slots=slots)

@@ -9,6 +9,7 @@ import math
 
 from sim.readout import times
 from sim.words import text
+from sim.words.shrink_table import link_name
 
 
 def _ms(x: float) -> str:
@@ -221,7 +222,7 @@ def preemption_comparison_takeaway(cmp, lang: str = "en") -> str:
     a, b = cmp.recompute, cmp.swap
     return preemption_takeaway(_percentile(a.result, a.result.e2e_s, 99), _percentile(b.result, b.result.e2e_s, 99),
                                a.recomputed_tokens, a.recompute_flops, b.swap_bytes, b.swap_seconds,
-                               find_link(cmp.setup.link).name_in(lang), b.num_swaps, a.result.num_preemptions,
+                               link_name(find_link(cmp.setup.link), lang), b.num_swaps, a.result.num_preemptions,
                                lang)
 
 
@@ -257,7 +258,7 @@ def offload_verdicts(study, lang: str = "en") -> list[str]:
     o = study.setup.offload
     out = []
     for i, (tier, key) in enumerate((("host", o.cpu_link), ("disk", o.disk_link))):
-        out.append(tier_verdict(tier, find_link(key).name_in(lang), full.tier_hit_tokens[i + 1], full.load_seconds[i],
+        out.append(tier_verdict(tier, link_name(find_link(key), lang), full.tier_hit_tokens[i + 1], full.load_seconds[i],
                                 full.load_recompute_seconds[i], study.breakeven[i], study.load_us_per_block[i],
                                 study.recompute_us_first_block, study.setup.block_size,
                                 study.setup.deployment.arch.name, lang))

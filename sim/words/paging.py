@@ -155,13 +155,17 @@ def table_frame(snap: PoolSnapshot, req: int, lang: str = "en"):
     return frame.rename(columns={c: text(lang, f"paged.table.{k}") for c, k in TABLE_COLUMNS.items()})
 
 
+def policy_label(policy: str, lang: str = "en") -> str:
+    """An allocator's long name ('Paged blocks (vLLM)') in `lang` (sim.alloc.schedule.POLICY_LABELS is the
+    English)."""
+    return text(lang, f"paged.policy.{policy}")
+
+
 def results_table(frame, lang: str = "en"):
     """The results table as the page shows it: headers and allocator names in `lang` (the CSV keeps the English
     identifiers)."""
     if lang == "en":
         return frame
-    from sim.alloc.schedule import policy_label
-
     shown = frame.assign(policy=[policy_label(p, lang) for p in frame["policy"]])
     return shown.rename(columns={c: text(lang, f"paged.col.{c}") for c in frame.columns})
 

@@ -5,14 +5,24 @@ numbers."""
 from __future__ import annotations
 
 from sim.cost.memory import fmt_bytes, fmt_decimal
-from sim.cost.shrink import METHODS, CopyAbility, OffloadCost, Score
+from sim.cost.shrink import METHODS, CopyAbility, Link, Method, OffloadCost, Score
 from sim.words import text
+
+
+def link_name(link: Link, lang: str = "en") -> str:
+    """A link's name in `lang`: its own name (English, or an identifier the same in both) unless it has words."""
+    return text(lang, link.name_key) if link.name_key and lang != "en" else link.name
+
+
+def method_en(m: Method) -> tuple[str, str, str]:
+    """A lecture method's name, what it shrinks and whether it stacks with quantization, in English."""
+    return tuple(text("en", f"shrink.table.{m.key}.{part}") for part in ("name", "shrinks", "stacks"))
 
 
 def offload_sentence(cost: OffloadCost, lang: str = "en") -> str:
     """What bringing the offloaded part back costs per decode step, against reading it from HBM."""
     ratio = cost.transfer_s / cost.hbm_s if cost.hbm_s else 1.0
-    fields = dict(bytes=fmt_bytes(cost.offloaded_bytes), link=cost.link.name_in(lang),
+    fields = dict(bytes=fmt_bytes(cost.offloaded_bytes), link=link_name(cost.link, lang),
                   link_bw=f"{fmt_decimal(cost.link.bytes_per_s)}/s", ms=f"{cost.transfer_s * 1e3:,.1f}",
                   hbm_ms=f"{cost.hbm_s * 1e3:,.2f}", hbm_bw=f"{fmt_decimal(cost.hbm_bytes_per_s)}/s")
     if ratio > 1:
@@ -29,10 +39,11 @@ def method_rows(lang: str = "en") -> list[dict[str, str]]:
 
     out = []
     for m in METHODS:
+        name_en, shrinks_en, stacks_en = method_en(m)
         if lang == "en":
-            name, shrinks, stacks, other = m.name, m.shrinks, m.stacks, f"{m.shrinks_ko} / {m.stacks_ko}"
+            name, shrinks, stacks, other = name_en, shrinks_en, stacks_en, f"{m.shrinks_ko} / {m.stacks_ko}"
         else:
-            name, shrinks, stacks, other = m.name_ko, m.shrinks_ko, m.stacks_ko, f"{m.shrinks} / {m.stacks}"
+            name, shrinks, stacks, other = m.name_ko, m.shrinks_ko, m.stacks_ko, f"{shrinks_en} / {stacks_en}"
         out.append({col("method"): name, col("shrinks"): shrinks, col("stacks"): stacks, col("other"): other})
     return out
 
