@@ -130,8 +130,8 @@ def render_live() -> None:
             c[2].metric(t("paged.m.kv_bytes"), f"{run.used_bytes:,}",
                         help=t("paged.m.kv_bytes_help", n=f"{run.final.num_used_blocks}", b=f"{run.bytes_per_block:,}"))
             c[3].metric(t("paged.m.own_copy"), f"{run.bytes_if_copied:,}")
-            show_table(run.branch_frame(L), hide_index=True, width="stretch")
-            show_chart(pool_chart(run.final, run.block_size, run.grid_title_in(L)), width="stretch")
+            show_table(readouts.live_branch_frame(run, L), hide_index=True, width="stretch")
+            show_chart(pool_chart(run.final, run.block_size, readouts.live_grid_title(run, L)), width="stretch")
             st.caption(readouts.grid_key(L) + t("paged.live.caption"))
 
 

@@ -196,9 +196,9 @@ def test_paged_run_table_and_title():
     run = PagedRun(prompt_ids=[1, 2, 3, 4, 5], branch_ids=[list(b"Hi"), list(b"hi!")], reference_ids=[[], []],
                    max_abs_logit_diff=0.0, block_size=4, after_prefill=pool.snapshot(0), final=pool.snapshot(1),
                    num_copied_blocks=1, bytes_per_block=1000, num_blocks_if_copied=4)
-    pd.testing.assert_frame_equal(run.branch_frame(), pd.DataFrame(
+    pd.testing.assert_frame_equal(say.live_branch_frame(run), pd.DataFrame(
         {"branch": [0, 1], "text it wrote": ["Hi", "hi!"], "block table (* = shared)": ["0* 1", "0* 2"]}))
-    assert run.grid_title == ("On the real model, sharing saves 25%: 2 branches hold 3 blocks of 4 tokens (3,000 "
+    assert say.live_grid_title(run) == ("On the real model, sharing saves 25%: 2 branches hold 3 blocks of 4 tokens (3,000 "
                               "bytes) instead of 4 (4,000 bytes) as unshared copies, 1 block still shared")
     assert run.used_bytes == 3000 and run.bytes_if_copied == 4000
 

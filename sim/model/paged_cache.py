@@ -16,12 +16,9 @@ from dataclasses import dataclass
 import torch
 
 from sim.alloc.block_pool import BlockPool, PoolSnapshot, cdiv
-from sim.alloc.pool_views import marked_block_table
-from sim.i18n import text
-from sim.model.generate import SamplingConfig, check_lengths, decode, decode_loop, generate, prefill
+from sim.model.generate import SamplingConfig, check_lengths, decode_loop, generate, prefill
 from sim.model.kvcache import KVCache
 from sim.model.transformer import Llama
-from sim.words.paging import sharing_takeaway
 from sim.work.run_cost import ModelRates, cached_work
 
 # Measured here: a paged decode step (gathering K/V through the block table) costs about twice a
@@ -148,27 +145,9 @@ class PagedRun:
     def bytes_if_copied(self) -> int:
         return self.num_blocks_if_copied * self.bytes_per_block
 
-    def branch_frame(self, lang: str = "en"):
-        """One row per branch: the text it wrote and its block table, shared blocks starred."""
-        import pandas as pd
-
-        branch, wrote, table = (text(lang, f"paged.live.col.{c}") for c in ("branch", "wrote", "table"))
-        return pd.DataFrame([{branch: b, wrote: decode(ids), table: marked_block_table(self.final, b)}
-                             for b, ids in enumerate(self.branch_ids)])
-
     @property
     def num_shared_blocks(self) -> int:
         return int((self.final.ref_cnt > 1).sum())
-
-    @property
-    def grid_title(self) -> str:
-        return self.grid_title_in("en")
-
-    def grid_title_in(self, lang: str) -> str:
-        """The real pool's title: the blocks (and bytes) the branches hold against unshared copies."""
-        return sharing_takeaway(len(self.branch_ids), self.final.num_used_blocks, self.num_blocks_if_copied,
-                                self.num_shared_blocks, self.block_size, self.bytes_per_block,
-                                lead=text(lang, "paged.live.lead"), lang=lang)
 
 
 def paged_run_seconds(rates: ModelRates, prompt_len: int, max_new_tokens: int, num_branches: int) -> float:

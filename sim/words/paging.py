@@ -9,7 +9,15 @@ from collections.abc import Mapping
 
 from sim.alloc.block_pool import ForkResult, PoolSnapshot, block_usage
 from sim.alloc.policies import PAPER_CONTIGUOUS_TOKEN_PCT, PAPER_PAGED_WASTE_PCT, BlockSizeTradeoff, Comparison
-from sim.alloc.pool_views import COPIES_SHOWN, FREE_QUEUE_SHOWN, GRID_MAX_BLOCKS, GRID_MAX_STEP, HeapView, PoolFrames
+from sim.alloc.pool_views import (
+    COPIES_SHOWN,
+    FREE_QUEUE_SHOWN,
+    GRID_MAX_BLOCKS,
+    GRID_MAX_STEP,
+    HeapView,
+    PoolFrames,
+    marked_block_table,
+)
 from sim.alloc.schedule import PolicyResult
 from sim.words import text
 
@@ -248,3 +256,20 @@ def concurrency_summary(cmp: Comparison, lang: str = "en") -> str:
     return text(lang, "paged.s.concurrency_summary", cap=f"{cmp.serving.capacity_tokens:,}",
                 paged=f"{paged.mean_running:.1f}", max_len=f"{max_len.mean_running:.1f}", finish=finish,
                 preemptions=f"{paged.num_preemptions:,}")
+
+
+def live_branch_frame(run, lang: str = "en"):
+    """The real model's paged run (sim.model.paged_cache.PagedRun), one row per branch: the text it wrote and its
+    block table, shared blocks starred."""
+    import pandas as pd
+
+    branch, wrote, table = (text(lang, f"paged.live.col.{c}") for c in ("branch", "wrote", "table"))
+    return pd.DataFrame([{branch: b, wrote: bytes(ids).decode("utf-8", errors="replace"),
+                          table: marked_block_table(run.final, b)} for b, ids in enumerate(run.branch_ids)])
+
+
+def live_grid_title(run, lang: str = "en") -> str:
+    """The real pool's title: the blocks (and bytes) the branches hold against unshared copies."""
+    return sharing_takeaway(len(run.branch_ids), run.final.num_used_blocks, run.num_blocks_if_copied,
+                            run.num_shared_blocks, run.block_size, run.bytes_per_block,
+                            lead=text(lang, "paged.live.lead"), lang=lang)
