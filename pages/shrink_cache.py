@@ -28,7 +28,7 @@ from sim.cost.shrink import (
 from sim.model.real_source import MODEL_KEY
 from sim.model.shrink_quant import blur_ranking
 from sim.words import say
-from sim.words.shrink import recall_summary, row_score, table_frame
+from sim.words.shrink import bytes_what, position_convention, recall_summary, row_score, table_frame
 from sim.words.shrink_table import copy_ability_sentence, link_name, method_rows, offload_sentence, verdict
 
 st.title(page_title("shrink_cache"))
@@ -73,9 +73,7 @@ if table is not None:
                        on_click="ignore", icon=":material/download:")
     with st.expander(t("shrink.h.bytes")):
         for r in table.rows:
-            st.markdown(f"- {plain(r.account.what_in(L))}")
-        from sim.model.evict_cache import position_convention  # torch: only once a run has shown its table
-
+            st.markdown(f"- {plain(bytes_what(r.account, L))}")
         for policy in EVICT_METHODS:
             st.markdown(f"- **{policy}**: {position_convention(policy, L)}")
         st.caption(t("shrink.evict_caption"))

@@ -7,7 +7,6 @@ import torch
 
 from sim.model.evict_cache import (
     EVICT_POLICIES,
-    POSITION_CONVENTION,
     SHRINK_METHODS,
     EvictingKVCache,
     budget_for,
@@ -22,6 +21,7 @@ from sim.model.generate import decode_loop
 from sim.model.kvcache import ContiguousKVCache, KVCache
 from sim.model.quant_cache import QuantizedKVCache
 from sim.model.transformer import ModelConfig
+from sim.words.shrink import bytes_what
 
 # one layer, 4 query heads sharing 2 K/V heads (G = 2), head_dim 4: small enough to plant every weight
 TINY = ModelConfig(name="tiny", n_layers=1, d_model=16, n_heads=4, n_kv_heads=2, d_ff=32, max_seq_len=64)
@@ -201,9 +201,11 @@ def test_bad_arguments_say_what_is_wrong():
 
 
 def test_every_policy_states_its_position_convention():
-    assert set(POSITION_CONVENTION) == set(EVICT_POLICIES)
-    assert all("original positions" in s for s in POSITION_CONVENTION.values())
-    assert "re-indexes" in POSITION_CONVENTION["sinks"] and "1,024" in POSITION_CONVENTION["sinks"]
+    from sim.words.shrink import position_convention
+
+    said = {p: position_convention(p) for p in EVICT_POLICIES}
+    assert all("original positions" in s for s in said.values())
+    assert "re-indexes" in said["sinks"] and "1,024" in said["sinks"]
 
 
 # --- the real model ----------------------------------------------------------------------------------
@@ -371,12 +373,12 @@ def test_value_bytes_change_the_cache_but_not_the_fp16_reference():
 
 
 def test_the_sentence_is_made_of_the_numbers():
-    assert shrunk_bytes(CFG, "h2o", 25, 100).what == (
+    assert bytes_what(shrunk_bytes(CFG, "h2o", 25, 100)) == (
         "H2O (heavy hitters + window) keeps 25 of 100 tokens: 51,200 B of K/V + 1,600 B of accumulated scores "
         "+ 1,600 B of kept positions = 54,400 B, 26.6% of the full FP16 cache (204,800 B).")
-    assert shrunk_bytes(CFG, "window", 25, 100).what == (
+    assert bytes_what(shrunk_bytes(CFG, "window", 25, 100)) == (
         "A sliding window keeps 25 of 100 tokens: 51,200 B of K/V, 25.0% of the full FP16 cache (204,800 B).")
-    assert shrunk_bytes(CFG, "fp8", None, 100).what == (
+    assert bytes_what(shrunk_bytes(CFG, "fp8", None, 100)) == (
         "FP8 e4m3 (scale 1.0) keeps all 100 tokens, quantized: 102,400 B of K/V, 50.0% of the full FP16 cache (204,800 B).")
     with pytest.raises(ValueError, match="needs a budget"):
         shrunk_bytes(CFG, "window", None, 100)

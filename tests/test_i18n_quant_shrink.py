@@ -123,11 +123,12 @@ def test_verdict_in_korean_has_the_english_branch_and_numbers():
 
 
 def test_byte_sentence_and_offload_in_korean():
-    from sim.model.evict_cache import method_label, shrunk_bytes
+    from sim.model.evict_cache import shrunk_bytes
+    from sim.words.shrink import bytes_what, method_label
 
     cfg = ModelConfig()
     acct = shrunk_bytes(cfg, "h2o", 25, 100)
-    assert acct.what_in("ko") == (
+    assert bytes_what(acct, "ko") == (
         "H2O (헤비 히터 + 윈도우): 토큰 100개 중 25개를 둔다. K/V 51,200 B + 누적 점수 1,600 B + 남긴 위치 1,600 B "
         "= 54,400 B, 전체 FP16 캐시(204,800 B)의 26.6%.")
     assert method_label("int8", "ko") == "토큰별 INT8"

@@ -46,7 +46,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from sim.i18n import text
 from sim.model.kvcache import ContiguousKVCache, KVCache
 from sim.model.quant_cache import QuantizedKVCache, make_scheme, scheme_bytes
 
@@ -57,28 +56,12 @@ QUANT_METHODS: dict[str, tuple[str, int]] = {"fp8": ("fp8_e4m3", 8), "int8": ("t
 SHRINK_METHODS = ("full", *EVICT_POLICIES, *QUANT_METHODS)
 
 
-def method_label(method: str, lang: str = "en") -> str:
-    """A shrinking method's display name in `lang` ("H2O (heavy hitters + window)"): shrink.method.<method>."""
-    return text(lang, f"shrink.method.{method}")
-
-
-METHOD_LABELS: dict[str, str] = {m: method_label(m) for m in SHRINK_METHODS}  # the English names
-
 DEFAULT_SINKS = 4
 DEFAULT_OBS_WINDOW = 16
 POOL_KERNEL = 7
 SCORE_BYTES = 4  # H2O's accumulated attention, fp32
 INDEX_BYTES = 4  # a kept position, int32
 FULL_VALUE_BYTES = 2  # what "the full cache" is measured against: FP16
-
-
-
-def position_convention(policy: str, lang: str = "en") -> str:
-    """How an eviction policy treats the positions of the keys it keeps (RoPE), in `lang`."""
-    return text(lang, f"shrink.position.{policy}")
-
-
-POSITION_CONVENTION: dict[str, str] = {p: position_convention(p) for p in EVICT_POLICIES}  # English
 
 
 # --- which rows to keep ------------------------------------------------------------------------
@@ -372,28 +355,6 @@ class ByteAccount:
     @property
     def fraction_of_full(self) -> float:
         return self.total_bytes / self.full_bytes
-
-    @property
-    def what(self) -> str:
-        return self.what_in("en")
-
-    def what_in(self, lang: str) -> str:
-        """The sentence: what the method keeps and every part of its bytes, in `lang`."""
-        n, k = f"{self.num_tokens:,}", f"{self.kept_tokens:,}"
-        if self.method in QUANT_METHODS:
-            kept = text(lang, "shrink.s.keeps_all_quantized", n=n)
-        elif self.kept_tokens == self.num_tokens:
-            kept = text(lang, "shrink.s.keeps_all", n=n)
-        else:
-            kept = text(lang, "shrink.s.keeps_some", k=k, n=n)
-        quantized = self.method in QUANT_METHODS and self.method != "fp8"
-        parts = text(lang, "shrink.s.kv_codes" if quantized else "shrink.s.kv_bytes", b=f"{self.kv_bytes:,}")
-        if self.extra_parts:
-            parts += "".join(text(lang, "shrink.s.extra", b=f"{b:,}", name=text(lang, f"shrink.part.{name}"))
-                             for name, b in self.extra_parts)
-            parts += f" = {self.total_bytes:,} B"
-        return text(lang, "shrink.s.what", label=method_label(self.method, lang), kept=kept, parts=parts,
-                    share=f"{self.fraction_of_full:.1%}", full=f"{self.full_bytes:,}")
 
 
 def full_fp16_bytes(model_cfg, num_tokens: int) -> int:

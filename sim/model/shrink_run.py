@@ -41,10 +41,6 @@ class ShrinkRow:
     account: ByteAccount  # its bytes, part by part
 
     @property
-    def bytes_what(self) -> str:
-        return self.account.what
-
-    @property
     def key(self) -> str:
         return self.method if self.budget is None else f"{self.method}@{self.budget}"
 

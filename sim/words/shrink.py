@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sim.cost.shrink import Score
+from sim.cost.shrink import QUANT_METHODS, Score
 from sim.model.real_recorded import FIELDS, cell_key, kind, tally
 from sim.words import text
 
@@ -111,3 +111,33 @@ def recorded_verdict(rows: list[dict], lang: str = "en") -> tuple[str, str]:
     else:
         head = text(lang, "real.v.mixed", worse=f"{worse}", n=f"{n}")
     return head, text(lang, "real.v.sentence", head=head, parts=text(lang, "shrink.v.sep").join(parts))
+
+
+def method_label(method: str, lang: str = "en") -> str:
+    """A shrinking method's display name in `lang` ("H2O (heavy hitters + window)"): shrink.method.<method>."""
+    return text(lang, f"shrink.method.{method}")
+
+
+def position_convention(policy: str, lang: str = "en") -> str:
+    """How an eviction policy treats the positions of the keys it keeps (RoPE), in `lang`."""
+    return text(lang, f"shrink.position.{policy}")
+
+
+def bytes_what(account, lang: str = "en") -> str:
+    """The sentence for a method's bytes (sim.model.evict_cache.ByteAccount): what it keeps and every part of its
+    bytes."""
+    n, k = f"{account.num_tokens:,}", f"{account.kept_tokens:,}"
+    if account.method in QUANT_METHODS:
+        kept = text(lang, "shrink.s.keeps_all_quantized", n=n)
+    elif account.kept_tokens == account.num_tokens:
+        kept = text(lang, "shrink.s.keeps_all", n=n)
+    else:
+        kept = text(lang, "shrink.s.keeps_some", k=k, n=n)
+    quantized = account.method in QUANT_METHODS and account.method != "fp8"
+    parts = text(lang, "shrink.s.kv_codes" if quantized else "shrink.s.kv_bytes", b=f"{account.kv_bytes:,}")
+    if account.extra_parts:
+        parts += "".join(text(lang, "shrink.s.extra", b=f"{b:,}", name=text(lang, f"shrink.part.{name}"))
+                         for name, b in account.extra_parts)
+        parts += f" = {account.total_bytes:,} B"
+    return text(lang, "shrink.s.what", label=method_label(account.method, lang), kept=kept, parts=parts,
+                share=f"{account.fraction_of_full:.1%}", full=f"{account.full_bytes:,}")
