@@ -7,7 +7,7 @@ import streamlit as st
 
 from app.i18n import lang
 from sim.claims import SEEDS, Claim, verdict_counts
-from sim.i18n import text
+from sim.words import text
 from sim.words.claims import claims_frame, verdict_word
 
 

@@ -15,8 +15,8 @@ from app.text import plain
 from sim.cost import engine_log, prefix_hit, tensor_parallel
 from sim.cost.memory import MAX_CONTEXT, MemoryConfig, kv_memory
 from sim.cost.vllm_rules import version_label
-from sim.refusal import why
 from sim.words import engine as engine_words
+from sim.words import why
 
 MAX_URL_LOG = 6000  # bytes of a pasted log kept in the link
 

@@ -7,11 +7,11 @@ How the pieces fit:
   with `str.format` placeholders. Both languages have the same files, keys and placeholders per key
   (tests/test_i18n.py). Numbers are formatted by the caller before
   they are filled in (`t("x", n=f"{n:,}")`), so a number reads the same in both languages.
-- Looking up. `sim/i18n.py` reads the catalogs with no Streamlit: `text(lang, key, **fields)`. This module's
+- Looking up. `sim/words/catalog.py` reads the catalogs with no Streamlit: `text(lang, key, **fields)`. This module's
   `t(key, **fields)` is the same lookup in the current page language (English when no Streamlit script runs,
   so a builder or a test can call it bare).
 - sim/ sentence functions (sim/**/readouts.py and the like) never import Streamlit, so they take the language
-  as an argument, `lang: str = "en"`, and build each sentence from catalog entries with `sim.i18n.text`; a
+  as an argument, `lang: str = "en"`, and build each sentence from catalog entries with `sim.words.text`; a
   page passes `lang()`. Figure builders (app/figures) take `lang="en"` the same way: data and language in,
   go.Figure out. English stays the default everywhere, so a caller that passes nothing sees today's English.
 - The language in the URL. Like presenter mode, `lang` is the one value every page shares: a link's `lang=`
@@ -23,7 +23,7 @@ How the pieces fit:
 
 from __future__ import annotations
 
-from sim.i18n import DEFAULT_LANG, LANG_NAMES, LANGS, catalog, text
+from sim.words.catalog import DEFAULT_LANG, LANG_NAMES, LANGS, catalog, text
 
 LANG_KEY = "lang"  # URL name and the sidebar switch's session key
 SEEN_KEY = "_lang.url"  # the URL value this session last saw (a new one wins over the switch)

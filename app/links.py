@@ -10,7 +10,7 @@ from streamlit.errors import StreamlitPageNotFoundError
 
 from app.i18n import LANG_KEY, lang
 from app.registry import PAGES
-from sim.i18n import DEFAULT_LANG
+from sim.words import DEFAULT_LANG
 
 
 def page_link(slug: str, label: str, params: dict[str, object] | None = None, where=None) -> None:

@@ -10,6 +10,7 @@ from app.controls.declared import Choice
 from app.i18n import lang, t
 from app.text import code, plain
 from sim.model.real_source import MODEL_KEY
+from sim.words import why
 
 TINY = "mha"
 MODEL_KEYS = (TINY, MODEL_KEY)
@@ -46,7 +47,7 @@ def real_unavailable() -> str | None:
     try:
         wheel_gguf()
     except Refusal as exc:
-        return plain(exc.words(lang()))
+        return plain(why(exc, lang()))
     return None
 
 

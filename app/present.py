@@ -69,7 +69,7 @@ def read_present() -> bool:
         ss[SEEN_KEY] = raw
         if raw is not None:
             from app.i18n import lang
-            from sim.i18n import text
+            from sim.words import text
 
             lg = lang()
             value, problem = parse_bool(raw, False, lg)

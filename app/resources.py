@@ -14,7 +14,7 @@ import streamlit as st
 
 from app.i18n import lang, t
 from app.text import code, plain
-from sim.i18n import LANGS, text
+from sim.words import LANGS, text, why
 
 
 def _per_language(spinner_key: str, load: Callable) -> dict[str, Callable]:
@@ -129,5 +129,5 @@ def real_model_or_none():
     try:
         return real_model()
     except Refusal as exc:
-        (st.info if exc.key == "real.err.no_wheel" else st.error)(plain(exc.words(lang())))
+        (st.info if exc.key == "real.err.no_wheel" else st.error)(plain(why(exc, lang())))
     return None

@@ -10,10 +10,8 @@ from app.i18n import lang, t
 from app.present import number_formats, show_chart, show_table
 from app.runs import serving_engine as eruns
 from app.text import plain
-from sim.i18n import text
-from sim.refusal import why
 from sim.words import engine_readouts as er
-from sim.words import say
+from sim.words import say, text, why
 from sim.words import serving as serving_words
 from sim.words.engine_readouts import step_takeaway
 

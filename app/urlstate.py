@@ -33,7 +33,7 @@ import streamlit as st
 
 from app.text import code
 from app.work import begin_page_run
-from sim.i18n import text
+from sim.words import text
 
 MAX_URL_TEXT = 2000  # bytes of UTF-8
 PAGE_KEY = "_urlstate.page"  # the page the previous run showed

@@ -236,7 +236,7 @@ def run_job(kind: str, params: Hashable, estimate_s: float, fn: Callable[[Progre
         (result, spent), computed = srv.shared.run(key, compute, use_queue=real_model, on_wait=wait, on_same=same)
     except QueueFull as exc:  # the queue is full: say so, queue nothing; the page's button runs it later
         clear()
-        st.warning(exc.words(lg), icon=":material/hourglass_disabled:")
+        st.warning(say(lg, exc.msg), icon=":material/hourglass_disabled:")
         return None
     except Exception:
         clear()
@@ -332,7 +332,7 @@ def queued(fn: Callable[[], T], what: str) -> T:
             wait.clear()
             return fn()
     except QueueFull as exc:
-        st.warning(exc.words(lg), icon=":material/hourglass_disabled:")
+        st.warning(say(lg, exc.msg), icon=":material/hourglass_disabled:")
         st.stop()
     finally:
         wait.clear()
@@ -359,7 +359,7 @@ def once(kind: str, params: Hashable, fn: Callable[[], T], *, what: str, exclusi
     try:
         value, _ = srv.measured.run(key, compute, exclusive=exclusive, on_wait=wait.queue, on_same=wait.same)
     except QueueFull as exc:
-        st.warning(exc.words(lg), icon=":material/hourglass_disabled:")
+        st.warning(say(lg, exc.msg), icon=":material/hourglass_disabled:")
         st.stop()
     finally:
         wait.clear()

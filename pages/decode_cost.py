@@ -23,13 +23,12 @@ from app.text import plain
 from app.work import run_job
 from sim.cost.decode import computed_grid, flop_shape, human_flops, scale_curve
 from sim.cost.opcount import generation_flops
-from sim.i18n import text
 from sim.model.generate import MODES, SamplingConfig, decode, encode, run_comparison
 from sim.model.real_pages import fixed_shape, model_named
 from sim.model.real_source import MODEL_KEY
 from sim.model.step_profile import MAX_PROFILE_CONTEXT
 from sim.model.transformer import PRESETS
-from sim.words import say
+from sim.words import say, text
 from sim.words.decode import (
     flops_takeaway,
     formula_agreement,

@@ -18,9 +18,9 @@ from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
 from sim.cost.kv_engine import vllm_command
 from sim.cost.memory import MemoryConfig, presets_frame
 from sim.cost.presets import load_presets
-from sim.i18n import text
 from sim.words import cost as say
 from sim.words import say as say_msg
+from sim.words import text
 from sim.words.capacity import dtype_frame, fit_message, fit_takeaway
 from sim.words.kv_claims import seed_claims
 

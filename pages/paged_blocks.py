@@ -13,10 +13,10 @@ from app.text import plain
 from app.urlstate import UrlState
 from sim.alloc import pool_views as views
 from sim.alloc.block_pool import PoolSnapshot, block_usage
-from sim.alloc.errors import worded
 from sim.alloc.policies import block_size_tradeoff
 from sim.alloc.schedule import POLICIES
 from sim.words import paging as readouts
+from sim.words import why as worded
 
 
 def pool_chart(snap: PoolSnapshot, block_size: int, title: str):

@@ -23,7 +23,7 @@ from sim.refusal import Refusal
 from sim.words import prefix as ro
 from sim.words import prefix_claims as claims
 from sim.words import prefix_run as prw
-from sim.words import say
+from sim.words import say, why
 from sim.words.alloc import requests_frame
 
 L = lang()  # the sentences and figures below are worded in the page language
@@ -199,7 +199,7 @@ def real_chat_section() -> None:
     try:
         run = runs.real_chat(chat, int(st.session_state["block_size"]), go=go)
     except Refusal as exc:
-        st.error(t("rp.prefix.cannot", why=plain(exc.words(L))))
+        st.error(t("rp.prefix.cannot", why=plain(why(exc, L))))
         return
     if run is None:
         return

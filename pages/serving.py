@@ -24,10 +24,10 @@ from app.serving_tabs import (
 from app.text import plain
 from app.urlstate import UrlState
 from sim.cost.presets import load_presets
-from sim.refusal import why
 from sim.serving import speculative as sps
 from sim.words import comparison as cmp_words
 from sim.words import speculative as spec_words
+from sim.words import why
 from sim.words.serving_claims import batching_claims, spec_claims
 from sim.words.spec_run import spec_summary
 

@@ -1,6 +1,6 @@
 """The one error a user can cause: `Refusal(key, **fields)`, a ValueError that carries a catalog message's key and
 its (already formatted) fields instead of a sentence. `str(exc)` is its English (what the command line prints and
-what a log shows); `why(exc, lang)` words it in the page language. Every refusal in the lab is one: the
+what a log shows); sim.words.why(exc, lang) words it in the page language. Every refusal in the lab is one: the
 allocators', the serving simulators', a trace's (sim.alloc.trace.TraceError, which adds its line and field), the
 real model's. Any other ValueError is shown as it was raised, so a refusal with no catalog entry yet still reads."""
 
@@ -19,14 +19,8 @@ class Refusal(ValueError):
         super().__init__(key)
 
     def __str__(self) -> str:
-        return self.words("en")
+        # the one wording sim/ asks for: English for str(), the command line and logs (tests/test_purity.py's
+        # exception); the words layer is loaded when a refusal is shown, not when it is raised
+        from sim.words import say
 
-    def words(self, lang: str = "en") -> str:
-        from sim.words import say  # the words layer, loaded when a refusal is shown, not when it is raised
-
-        return say(lang, self.msg)
-
-
-def why(exc: Exception, lang: str = "en") -> str:
-    """The reason an exception gives: in `lang` when it is a Refusal, else as it was raised."""
-    return exc.words(lang) if isinstance(exc, Refusal) else str(exc)
+        return say("en", self.msg)

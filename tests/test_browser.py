@@ -150,7 +150,7 @@ KEEP_ALL_JS = """() => [...document.querySelectorAll(
 
 def check_korean(page, slug: str) -> None:
     """The page in Korean: its Korean title, no exception, a chart or table drawn, Hangul drawn by a font."""
-    from sim.i18n import text
+    from sim.words import text
 
     page.wait_for_selector(VISUAL, state="visible", timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0

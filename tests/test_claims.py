@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from sim.claims import SEEDS, Claim, Verdict, verdict_counts
-from sim.i18n import text
 from sim.msg import Msg
+from sim.words import text
 from sim.words.claims import claims_frame, source_name, verdict_word
 
 

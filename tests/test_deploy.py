@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from benchmarks.deploy import HAPROXY, Deployment, Replica, kill_and_recover, open_session, open_sessions
-from sim.i18n import text
+from sim.words import text
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"

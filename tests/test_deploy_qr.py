@@ -6,7 +6,7 @@ import io
 import pytest
 
 from app.share_qr import MAX_QR_CHARS, qr_png, view_link
-from sim.i18n import text
+from sim.words import text
 from tests.conftest import run_in_app
 
 

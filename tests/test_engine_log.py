@@ -12,6 +12,7 @@ from sim.cost.kv_engine import KVEngineConfig, engine_allocation
 from sim.cost.memory import GiB, MemoryConfig, kv_memory
 from sim.cost.presets import load_presets
 from sim.serving.errors import Refusal
+from sim.words import why
 
 LOGS = json.loads((Path(__file__).parent / "data" / "engine_logs.json").read_text())
 # Qwen3-235B-A22B's config.json facts that decide its cache (94 layers, 4 K/V heads of 128)
@@ -92,7 +93,7 @@ def test_a_log_without_those_lines_is_one_clear_message(text):
     with pytest.raises(Refusal) as exc:
         parse_engine_log(text)
     assert exc.value.key == "engine.log.nothing" and "Available KV cache memory" in str(exc.value)
-    assert "KV Cache is allocated" in exc.value.words("ko")
+    assert "KV Cache is allocated" in why(exc.value, "ko")
 
 
 def test_a_huge_log_is_refused_before_reading():

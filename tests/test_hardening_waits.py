@@ -60,7 +60,7 @@ def _hold_queue_until(srv, event: threading.Event) -> threading.Thread:
 
 
 def test_the_machine_probe_shows_its_place_and_a_stop_while_another_run_holds_the_machine(fresh_server, seen):
-    from sim.i18n import text
+    from sim.words import text
 
     holder = _hold_queue_until(fresh_server, seen["drawn"])
     at = AppTest.from_file(str(PAGES_DIR / "roofline.py"), default_timeout=300)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from app.registry import PAGES, SECTIONS
-from sim.i18n import LANGS, catalog, placeholders, text
+from sim.words import LANGS, catalog, placeholders, text
 from tests.conftest import run_in_app, run_page
 
 ROOT = Path(__file__).resolve().parent.parent

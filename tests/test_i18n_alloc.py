@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from sim.alloc.block_pool import simulate_parallel_sampling
-from sim.alloc.errors import WordedError, worded
+from sim.alloc.errors import WordedError
 from sim.alloc.policies import compare_policies
 from sim.alloc.prefix_sweeps import change_one_byte
 from sim.alloc.schedule import ServingConfig, check_fits
@@ -24,8 +24,8 @@ from sim.alloc.workload import (
     make_workload,
     workload_from_lengths,
 )
-from sim.i18n import text
-from sim.words import paging
+from sim.words import paging, text
+from sim.words import why as worded
 from sim.words.paging import sharing_takeaway
 from sim.words.prefix import (
     change_takeaway,

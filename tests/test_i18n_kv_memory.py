@@ -14,10 +14,10 @@ from sim.cost.hf_config import parse_hf_config_with_notes
 from sim.cost.kv_engine import KVEngineConfig, engine_allocation, vllm_command
 from sim.cost.memory import KV_DTYPES, MemoryConfig, kv_memory
 from sim.cost.presets import load_presets
-from sim.i18n import text
 from sim.msg import Msg
 from sim.words import cost as say
 from sim.words import say as say_msg
+from sim.words import text
 from sim.words.capacity import fit_message, fit_takeaway
 from sim.words.kv_claims import seed_claims
 

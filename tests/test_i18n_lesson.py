@@ -9,11 +9,11 @@ import pytest
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
-from sim.i18n import text
 from sim.lesson import quiz
 from sim.lesson.steps import STEPS
 from sim.words import lesson as say
 from sim.words import say as word
+from sim.words import text
 from sim.words.lesson import step_label, step_title
 from sim.words.roofline import roofline_takeaway
 from tests.conftest import run_page, unescaped

@@ -12,13 +12,12 @@ import pytest
 
 from sim.claims import SEEDS
 from sim.cost.shrink import METHODS, CopyAbility, Score, offload_cost
-from sim.i18n import text
 from sim.model.quant_cache import make_scheme
 from sim.model.quant_errors import PositionErrors
 from sim.model.quant_setup import QuantSetup, prompt_problem
 from sim.model.transformer import ModelConfig
 from sim.msg import Msg
-from sim.words import say
+from sim.words import say, text
 from sim.words.quant import errors_short, exact_prefix_sentence, heatmap_takeaway, metric_grid, position_takeaway
 from sim.words.quant_claims import seed_claims
 from sim.words.shrink_table import copy_ability_sentence, method_rows, offload_sentence, verdict

@@ -25,10 +25,9 @@ from sim.cost.roofline import (
     prefill_step,
     what_helps,
 )
-from sim.i18n import text
 from sim.msg import Msg
 from sim.refusal import Refusal
-from sim.words import say, why
+from sim.words import say, text, why
 from sim.words.attention import (
     held_caption,
     reason_text,
@@ -192,7 +191,7 @@ def test_over_the_cap_and_why_not_in_korean():
         check_shape(AttentionShape(heads=64, seq_len=4096), Limits("cpu", 1 << 24, 1 << 33, 3 << 30))
     assert info.value.msg == Msg("kernels.err.entries", b=1, h=64, nq=4096, nk=4096, elems=1 << 30, cap=1 << 24,
                                  bits=24, bh=64, max_n=512)  # √(2^24 / 64)
-    assert info.value.words("ko") == (
+    assert why(info.value, "ko") == (
         "B·H·N_q·N_k = 1·64·4,096·4,096 = 점수 원소 1,073,741,824개로, 이 장치의 상한 16,777,216 (2^24)을 넘는다. "
         "배치, 헤드 수나 N을 줄이세요 (B·H = 64이면 프리필은 N ≤ 512)")
     from sim.words.catalog import catalog

@@ -8,10 +8,10 @@ from app.serving_tabs import column_name, readable, rows_frame
 from sim.alloc.trace import TraceError, parse_trace
 from sim.msg import Msg
 from sim.serving import studies as sd
-from sim.serving.errors import Refusal, why
+from sim.serving.errors import Refusal
 from sim.serving.speculative import spec_timing
 from sim.words import engine_readouts as er
-from sim.words import say
+from sim.words import say, why
 from sim.words import serving_readouts as ro
 from sim.words.serving import cell, event_line
 from sim.words.spec_run import draft_label, spec_summary

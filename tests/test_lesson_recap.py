@@ -6,9 +6,8 @@ import re
 
 import pytest
 
-from sim.i18n import text
 from sim.lesson.steps import GLOSSARY, RECAP, STEPS
-from sim.words import say
+from sim.words import say, text
 from tests.conftest import run_in_app
 from tests.test_i18n import rendered_text
 

@@ -7,7 +7,7 @@ from app.tabs import LazyTabs
 from sim.attention import online_softmax as FL
 from sim.attention import shapes as S
 from sim.cost.memory import fmt_bytes
-from sim.i18n import text
+from sim.words import text
 from sim.words.attention import fmt_num, fmt_ratio
 from tests.conftest import metric_value as metric
 from tests.conftest import run_page, unescaped

@@ -14,8 +14,8 @@ from app.text import plain
 from app.urlstate import UrlState
 from sim.cost.arch import ArchPreset
 from sim.cost.presets import load_presets
-from sim.i18n import text
 from sim.model.transformer import PRESETS
+from sim.words import text
 
 STEP_KINDS = ("eager", "graph")  # URL values
 DEFAULT_PROMPT = "HAMLET.\nTo be, or not to be"

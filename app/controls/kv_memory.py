@@ -29,7 +29,7 @@ from sim.cost.memory import (
     MemoryConfig,
 )
 from sim.cost.presets import load_presets
-from sim.i18n import LANGS, text
+from sim.words import LANGS, text
 
 CUSTOM = "custom"
 TINY = ("mha", "gqa", "mqa")

@@ -13,7 +13,7 @@ from sim.cost.gpus import load_gpus
 from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS
 from sim.cost.presets import load_presets
 from sim.cost.roofline import COMPUTE_DTYPES
-from sim.i18n import text
+from sim.words import text
 
 BATCHES = [2**k for k in range(13)]  # 1 … 4,096
 CONTEXTS = [2**k for k in range(7, 21)]  # 128 … 1,048,576

@@ -14,7 +14,6 @@ from app.urlstate import UrlState
 from sim.alloc.workload import LengthWorkloadConfig
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
-from sim.i18n import LANGS, text
 from sim.serving import disagg as dg
 from sim.serving import offload as of
 from sim.serving import routing as rt
@@ -25,6 +24,7 @@ from sim.serving.links import GPU_LINKS, HOST_LINKS
 from sim.serving.schedulers import MAX_BATCH
 from sim.serving.shared_prefix import MAX_SHARED_GROUPS, MAX_SHARED_REQUESTS, SharedPrefixConfig
 from sim.serving.tiers import OffloadConfig
+from sim.words import LANGS, text
 from sim.words.engine_readouts import scenario_words
 from sim.words.shrink_table import link_name
 

@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, NAIVE, PART_COLORS, base_layout, si_log_ticks
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
-from sim.i18n import text
+from sim.words import text
 from sim.words.decode import PART_LABELS, mode_label, part_label
 
 SUBPLOT_TITLES_PX = 24  # room for the subplot titles between the headline and the plots

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.attention.shapes import IMPL_SHORT
-from sim.i18n import text
+from sim.words import text
 from sim.words.attention import fmt_num
 
 IMPL_COLORS = {

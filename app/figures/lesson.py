@@ -1,5 +1,5 @@
 """The lesson's small figures: one per step, each titled with the step's computed claim. Each builder takes
-`lang` ("en", "ko") for its labels (sim/i18n.py)."""
+`lang` ("en", "ko") for its labels (sim/words/catalog.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, NAIVE, base_layout, log_line, si_log_ticks
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
-from sim.i18n import text
+from sim.words import text
 
 ACCENT = "#ff7f0e"
 EXTRA = "<extra></extra>"  # no trace name beside a hover label

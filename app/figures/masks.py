@@ -1,4 +1,4 @@
-"""Figures for the Attention masks page; each builder takes `lang` ("en", "ko") for its labels (sim/i18n.py)."""
+"""Figures for the Attention masks page; each builder takes `lang` ("en", "ko") for its labels (sim/words/catalog.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
-from sim.i18n import text
+from sim.words import text
 
 SUBPLOT_TITLES_PX = 24  # room for the subplot titles between the headline and the maps
 

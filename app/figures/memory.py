@@ -1,4 +1,4 @@
-"""Figures for the KV memory page; each builder takes `lang` ("en", "ko") for its labels (sim/i18n.py)."""
+"""Figures for the KV memory page; each builder takes `lang` ("en", "ko") for its labels (sim/words/catalog.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from app.figures import CACHED, FORMULA, LABEL_BG, LEGEND_BELOW, NAIVE, base_lay
 from app.figures.headline import FULL_WIDTH_CHARS, column_chars, set_headline
 from sim.cost.capacity import Capacity, DtypeRow
 from sim.cost.memory import GiB, KvGrid, VariantCurves, fmt_bytes
-from sim.i18n import text
+from sim.words import text
 
 ATTENTION_COLORS = {"MHA": NAIVE, "GQA": CACHED, "MQA": "#2ca02c", "MLA": "#9467bd"}
 NARROW_CHARS = column_chars(2 / 5)  # the "Does it fit?" chart sits in the page's narrower column (3 : 2)

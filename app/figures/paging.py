@@ -9,7 +9,7 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, column_chars, set_headline
-from sim.i18n import text
+from sim.words import text
 
 POLICY_COLORS = {
     "paged": CACHED,

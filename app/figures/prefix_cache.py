@@ -12,8 +12,7 @@ from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.alloc.byte_tokens import printable
 from sim.alloc.prefix_sweeps import FATE_KEYS, BlockFate
-from sim.i18n import text
-from sim.words import say
+from sim.words import say, text
 from sim.words.prefix import fate_label
 
 HIT = CACHED

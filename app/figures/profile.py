@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from app.figures import CACHED, FORMULA, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
-from sim.i18n import text
+from sim.words import text
 
 HOVER = "%{y}: %{x:,.1f} µs<extra></extra>"
 

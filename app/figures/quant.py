@@ -1,4 +1,4 @@
-"""Figures for the KV quantization page; each builder takes `lang` ("en", "ko") for its labels (sim/i18n.py)."""
+"""Figures for the KV quantization page; each builder takes `lang` ("en", "ko") for its labels (sim/words/catalog.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from plotly.subplots import make_subplots
 
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, column_chars, set_headline
-from sim.i18n import text
+from sim.words import text
 
 SCHEME_COLORS = {
     "fp16": FORMULA,

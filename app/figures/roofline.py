@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from app.figures import CACHED, NAIVE, base_layout, log_line, si_log_ticks
 from app.figures.edges import room_above_labels
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
-from sim.i18n import text
+from sim.words import text
 
 
 def roofline(peak_flops: float, bandwidth: float, hw_name: str, points: list[dict], traces: list[dict],

@@ -11,8 +11,8 @@ from plotly.subplots import make_subplots
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.edges import room_above_labels
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
-from sim.i18n import text
 from sim.serving.speculative import SpecCurves
+from sim.words import text
 from sim.words.serving import policy_name
 
 POLICY_COLORS = {"static": NAIVE, "continuous": CACHED}

@@ -11,8 +11,8 @@ from plotly.subplots import make_subplots
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from app.text import for_plotly
-from sim.i18n import text
 from sim.msg import Msg
+from sim.words import text
 from sim.words.serving import cell
 
 SUBPLOT_TITLE_PX = 24

@@ -9,7 +9,7 @@ from plotly.subplots import make_subplots
 
 from app.figures import FORMULA, NAIVE, base_layout, log_line
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
-from sim.i18n import text
+from sim.words import text
 
 CHECKS = ("long_agreement", "quote", "turns")  # the Score fields, one panel each, titled by shrink.fig.check.<field>
 KIND_SYMBOL = {"discard": "x", "blur": "circle", "full": "star"}

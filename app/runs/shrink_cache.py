@@ -10,7 +10,7 @@ import streamlit as st
 from app.i18n import lang, t
 from app.work import run_job
 from sim.cost.shrink import LONG_PROMPT, CopyAbility, ShrinkSetup, num_runs
-from sim.i18n import text
+from sim.words import text
 from sim.work.run_cost import DEFAULT_RATES, cached_work
 
 MODEL_NAMES = ("mha", "mha_copy")  # the shipped model, the copy-trained one; each labelled by shrink.model.<name>

@@ -1,10 +1,8 @@
 """The allocator simulations' refusals are the lab's one user-facing error, sim.refusal.Refusal: `WordedError` is
-its name here and `worded` its wording, both the same objects (kept so the modules that name them need not change
-at once)."""
+its name here (kept so the modules that name it need not change at once); sim.words.why words it."""
 
 from __future__ import annotations
 
 from sim.refusal import Refusal as WordedError
-from sim.refusal import why as worded
 
-__all__ = ["WordedError", "worded"]
+__all__ = ["WordedError"]

@@ -44,7 +44,7 @@ from sim.alloc.workload import (
     Trace,
     Workload,
 )
-from sim.i18n import text
+from sim.msg import Msg
 from sim.refusal import Refusal
 
 MAX_TRACE_BYTES = 16 * 2**20  # a trace file (the command line)
@@ -60,17 +60,16 @@ UNKNOWN_OUTPUT_ID = -1
 
 class TraceError(Refusal):
     """A trace that cannot be used; `line` is 1-based (0: the file as a whole), `field` the offending key; `key`
-    names the message serving.trace.<key>."""
+    names the message serving.trace.<key>. Its message value puts the line and the field before that message
+    (str(exc) is the English: what the command line prints; sim.words.why words it in either language)."""
 
     def __init__(self, line: int, field: str, key: str, /, **fields: object) -> None:
         self.line, self.field = line, field
         super().__init__(key, **fields)
-
-    def words(self, lang: str = "en") -> str:
-        """The refusal in `lang` (str(exc) is the English: what the command line prints), after its line and field."""
-        where = text(lang, "serving.trace.line", n=f"{self.line}") if self.line else text(lang, "serving.trace.file")
-        message = text(lang, f"serving.trace.{self.key}", **self.fields)
-        return f"{where}: {self.field}: {message}" if self.field else f"{where}: {message}"
+        where = Msg("serving.trace.line", n=line) if line else Msg("serving.trace.file")
+        message = Msg(f"serving.trace.{key}", **fields)
+        self.msg = (Msg("serving.trace.at_field", where=where, field=field, message=message) if field
+                    else Msg("serving.trace.at", where=where, message=message))
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,7 +167,7 @@ class _BadConstant(ValueError):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        super().__init__(text("en", "serving.trace.constant", name=name))
+        super().__init__(name)  # caught below and refused as a TraceError
 
 
 def _refuse_constant(name: str):
@@ -201,7 +200,7 @@ def _parse_line(line: int, piece: str) -> dict:
 
 def parse_trace(data: bytes | str, max_bytes: int = MAX_TRACE_BYTES) -> TraceFile:
     """Check and read a JSONL trace; raises TraceError naming the line and the field (str(exc) in English,
-    exc.words(lang) in either language)."""
+    sim.words.why(exc, lang) in either language)."""
     raw = data.encode() if isinstance(data, str) else bytes(data)
     if len(raw) > max_bytes:
         raise TraceError(0, "", "too_big", n=f"{len(raw):,}", max=f"{max_bytes:,}")
@@ -245,7 +244,7 @@ def parse_trace(data: bytes | str, max_bytes: int = MAX_TRACE_BYTES) -> TraceFil
                     raise TraceError(line, key, "both_prompts")
             ids = obj["prompt"]
             if not isinstance(ids, list) or not 1 <= len(ids) <= MAX_MODEL_LEN - 1:
-                n = text("en", "serving.trace.n_ids", n=f"{len(ids):,}") if isinstance(ids, list) else _short(ids)
+                n = Msg("serving.trace.n_ids", n=f"{len(ids):,}") if isinstance(ids, list) else _short(ids)
                 raise TraceError(line, "prompt", "prompt_list", max=f"{MAX_MODEL_LEN - 1:,}", got=n)
             for j, t in enumerate(ids):
                 if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= MAX_TOKEN_ID:

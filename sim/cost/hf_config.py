@@ -13,7 +13,7 @@ from typing import Any
 
 from sim.cost.arch import FFN, GLOBAL, LIMITS, LOCAL, MAX_PATTERN, STATE, ArchPreset
 from sim.cost.vllm_rules import NEMOTRON_H_MODEL_TYPES, NEMOTRON_H_SSM_DEFAULT
-from sim.i18n import text as message
+from sim.words import text as message
 
 MAX_CONFIG_CHARS = 200_000  # a real config.json is a few kB
 MAX_NAME_CHARS = 80

@@ -37,7 +37,6 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from sim.i18n import text
 from sim.model.kvcache import KVCache
 from sim.model.quant import (
     INT_BITS,
@@ -48,6 +47,7 @@ from sim.model.quant import (
     fake_quantize,
     quantize_with_values,
 )
+from sim.words import text
 
 MAX_RESIDUAL = 1024
 FULL_BYTES = 2

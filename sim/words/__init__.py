@@ -36,4 +36,4 @@ def why(exc: Exception, lang: str = DEFAULT_LANG) -> str:
     """The reason an exception gives: worded in `lang` when it is a Refusal, else as it was raised."""
     from sim.refusal import Refusal
 
-    return exc.words(lang) if isinstance(exc, Refusal) else str(exc)
+    return say(lang, exc.msg) if isinstance(exc, Refusal) else str(exc)

@@ -1,7 +1,7 @@
 """The Serving page's chart titles and sentences, worded from the numbers they state: each names the side that
 wins the comparison it makes, so it flips when the comparison flips. Plain numbers in, one sentence out (no
 simulator here), so each is checked both ways by hand (tests/test_takeaways_serving.py). Each takes `lang`
-("en" or "ko") and words its clauses from the catalogs (sim/i18n.py); numbers are formatted here, the same in both."""
+("en" or "ko") and words its clauses from the catalogs (sim/words/catalog.py); numbers are formatted here, the same in both."""
 
 from __future__ import annotations
 
