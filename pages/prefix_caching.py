@@ -188,7 +188,6 @@ with st.expander(t("prefix.h.live")):
 def real_chat_section() -> None:
     from app.model_picker import real_unavailable
 
-    st.header(t("rp.prefix.h"))
     st.markdown(t("rp.prefix.intro"))
     if (missing := real_unavailable()) is not None:
         st.info(missing, icon=":material/download:")
@@ -219,11 +218,12 @@ def real_chat_section() -> None:
     (st.success if run.same_next_tokens else st.warning)(plain(say(L, run.check_sentence())))
     show_table(pd.DataFrame(rows).rename(columns={k: t(f"rp.prefix.col.{k}") for k in rows[0]}), hide_index=True,
                width="stretch")
-    with st.expander(t("rp.prefix.first")):
+    with st.popover(t("rp.prefix.first")):  # inside the section's fold: one more click, not a fold in a fold
         st.code(run.first_text, language=None, wrap_lines=True)
 
 
-real_chat_section()
+with st.expander(t("rp.prefix.h")):  # folded like sections 5 and 6 around it
+    real_chat_section()
 
 # --- 6. Seeds ---------------------------------------------------------------------------------------
 with st.expander(t("prefix.h.claims")):
