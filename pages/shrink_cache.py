@@ -1,5 +1,6 @@
 """Shrink the cache: discarding (eviction, windows) against blurring (quantization) on the real model,
-judged by the lecture's three checks; the lecture's table of methods; offloading as a cost."""
+judged by the lecture's three checks; the lecture's table of methods; offloading as a cost. The page opens on the
+recorded SmolLM2 grid's verdict and chart; the lecture's table and offloading are folded."""
 
 import streamlit as st
 
@@ -35,22 +36,26 @@ from sim.words import say
 st.title(page_title("shrink_cache"))
 L = lang()  # the sentences and figures below are worded in the page language
 ko, en = SEEDS["001"]
-st.markdown(t("shrink.intro", title_en=en, title_ko=ko))
+st.markdown(t("density2.shrink.lead"))
+with st.expander(t("density2.shrink.more")):
+    st.markdown(t("shrink.intro", title_en=en, title_ko=ko))
+    st.subheader(t("shrink.h.table"))
+    rows = method_rows(L)
+    for row, m in zip(rows, METHODS, strict=True):
+        row[t("shrink.col.t_where")] = page_title(m.where) if m.where else t("shrink.this_page")
+    st.table(rows)
+    link_cols = st.columns(3)
+    for i, p in enumerate(p for p in PAGES if p.slug in {m.where for m in METHODS}):
+        page_link(p.slug, t("shrink.open", page=page_title(p.slug)), where=link_cols[i % 3])
 
 models, presets, gpus = runs.available_models(), load_presets(), load_gpus()
 model_labels = {k: runs.model_label(k, L) for k in models} | {MODEL_KEY: model_label(MODEL_KEY)}
 url = controls.register()
 ss = st.session_state
 
-st.subheader(t("shrink.h.table"))
-rows = method_rows(L)
-for row, m in zip(rows, METHODS, strict=True):
-    row[t("shrink.col.t_where")] = page_title(m.where) if m.where else t("shrink.this_page")
-st.table(rows)
-link_cols = st.columns(3)
-for i, p in enumerate(p for p in PAGES if p.slug in {m.where for m in METHODS}):
-    page_link(p.slug, t("shrink.open", page=page_title(p.slug)), where=link_cols[i % 3])
-
+# The page opens on its finding: the three checks on SmolLM2 as recorded (read from the shipped file, shown at once
+# with how and where it was recorded); the tiny model's grid, run live, waits for its button below it.
+runs.recorded_finding()
 st.subheader(t("shrink.h.checks"))
 abilities = runs.copy_abilities(L)
 st.markdown(copy_ability_sentence(abilities, L))
@@ -90,19 +95,19 @@ if table is not None:
             st.markdown(f"- **{policy}**: {position_convention(policy, L)}")
         st.caption(t("shrink.evict_caption"))
 
-st.subheader(t("shrink.h.offload"))
-controls.draw_offload()
-kv = kv_memory(MemoryConfig(presets[ss["omodel"]], batch=1, context=ss["octx"], kv_dtype="fp16")).total_bytes
-moved = kv * ss["opct"] // 100
-hbm = gpus[ss["ogpu"]].bandwidth_bytes_per_s
-costs = {k: offload_cost(moved, k, hbm) for k in LINKS}
-if moved == 0:
-    st.info(t("shrink.nothing_offloaded"))
-else:
-    pcie = costs["pcie5"]
-    show_chart(offload_bars([c.link.name_in(L) for c in costs.values()], [c.transfer_s * 1e3 for c in costs.values()],
-                            pcie.hbm_s * 1e3, t("shrink.offload_title", model=presets[ss["omodel"]].name,
-                                                ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
-               key="shrink_offload")
-    st.markdown(pcie.sentence_in(L))
+with st.expander(t("shrink.h.offload")):
+    controls.draw_offload()
+    kv = kv_memory(MemoryConfig(presets[ss["omodel"]], batch=1, context=ss["octx"], kv_dtype="fp16")).total_bytes
+    moved = kv * ss["opct"] // 100
+    hbm = gpus[ss["ogpu"]].bandwidth_bytes_per_s
+    costs = {k: offload_cost(moved, k, hbm) for k in LINKS}
+    if moved == 0:
+        st.info(t("shrink.nothing_offloaded"))
+    else:
+        pcie = costs["pcie5"]
+        show_chart(offload_bars([c.link.name_in(L) for c in costs.values()], [c.transfer_s * 1e3 for c in costs.values()],
+                                pcie.hbm_s * 1e3, t("shrink.offload_title", model=presets[ss["omodel"]].name,
+                                                    ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
+                   key="shrink_offload")
+        st.markdown(pcie.sentence_in(L))
 url.sync()
