@@ -56,11 +56,11 @@ def show_study(make_setup, run, figure, sentences, lang: str = "en"):
         return None
     if result is None:
         return None
-    frame = result.to_frame()
-    show_chart(figure(frame, result.takeaway(lang), lang), width="stretch")
+    frame, cells = result.to_frame(), getattr(result, "cell_msgs", None)
+    show_chart(figure(frame, result.takeaway(lang), lang, cells=cells), width="stretch")
     for line in sentences(result):
         st.markdown(line)
-    show_readable(frame.round(3), lang, getattr(result, "cell_msgs", None))
+    show_readable(frame.round(3), lang, cells)
     return setup, result
 
 
@@ -197,7 +197,7 @@ def render_trace() -> None:
         return
     st.markdown(res.summary(L))
     frame = res.to_frame()
-    show_readable(frame.round(4), L)
+    show_readable(frame.round(4), L, res.cell_msgs)
     hits = res.prefix.to_frame()
     hits["request"] = [r.label for r in tf.requests]
     show_chart(efigs.trace_hits(hits, res.hits_takeaway(L), L), width="stretch")

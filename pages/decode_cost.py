@@ -42,6 +42,7 @@ from sim.words.decode import (
     speedup_caption,
     wall_time_caption,
 )
+from sim.work.decode_plan import CompareEstimate, capped_new_tokens
 from sim.work.run_cost import SMOLLM2_RATES, cached_work, naive_work
 
 GRID_STEPS = 24  # rows of the "what gets computed" grid that stay legible on a projector
@@ -75,8 +76,7 @@ if not prompt_ids:
     error = t("decode.empty")
 elif len(prompt_ids) > MAX_PROMPT_BYTES:
     error = t("decode.too_long", n=f"{len(prompt_ids)}", max=f"{MAX_PROMPT_BYTES}")
-elif len(prompt_ids) + n_new - 1 > CONTEXT:
-    cap = CONTEXT - len(prompt_ids) + 1
+elif (cap := capped_new_tokens(len(prompt_ids), n_new, CONTEXT)) is not None:
     finding.warning(t("decode.capped", prompt=f"{len(prompt_ids)}", n=f"{n_new}", context=f"{CONTEXT}", cap=f"{cap}"))
     n_new = cap
 
@@ -90,17 +90,17 @@ else:
     model = real.model if real else load_model(variant)
     rates = SMOLLM2_RATES[attn] if real else model_rates(variant, attn)
     run_key = (*run_key, MODEL_KEY) if real else run_key
-    cached_s = rates.seconds(cached_work(len(prompt_ids), n_new))
-    naive_s = rates.seconds(naive_work(len(prompt_ids), n_new))
-    estimate = cached_s + min(naive_s, budget)
+    plan = CompareEstimate(rates.seconds(cached_work(len(prompt_ids), n_new)),
+                           rates.seconds(naive_work(len(prompt_ids), n_new)), budget)
+    estimate = plan.seconds
 
     def compare(progress):
         steps = {"cached": 0, "naive": 0}  # the two modes take turns, a step each
 
         def on_step(mode, i):
             steps[mode] = i
-            done = steps["cached"] / n_new * cached_s + min(budget, steps["naive"] / n_new * naive_s)
-            progress(done / estimate, text(L, "decode.progress", mode=mode_label(mode, L), i=f"{i:,}", n=f"{n_new:,}"))
+            progress(plan.done(steps["cached"], steps["naive"], n_new),
+                     text(L, "decode.progress", mode=mode_label(mode, L), i=f"{i:,}", n=f"{n_new:,}"))
 
         return run_comparison(model, prompt_ids, n_new, sampling, attn, budget, on_step, step)
 

@@ -5,10 +5,11 @@ import streamlit as st
 
 from app.claims import render_claims
 from app.controls import prefix_caching as controls
+from app.controls import real_prefix as real_controls
 from app.figures import prefix_cache as figs
 from app.i18n import lang, page_title, t
 from app.metrics import show_metrics
-from app.present import number_formats, show_chart, show_chart_in, show_table
+from app.present import number_formats, show_chart, show_chart_in
 from app.resources import live_result
 from app.runs import prefix_caching as runs
 from app.text import for_plotly, plain
@@ -18,7 +19,6 @@ from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
 from sim.alloc.byte_tokens import show_byte
 from sim.cost.vllm_rules import version_label
-from sim.model import real_prefix as rp
 from sim.readout import Metric
 from sim.refusal import Refusal
 from sim.words import prefix as ro
@@ -30,8 +30,7 @@ st.title(page_title("prefix_caching"))
 st.markdown(t("prefix.intro"))
 url = UrlState("prefix_caching")
 controls.register(url)
-url.text("rsys", rp.DEFAULT_SYSTEM, max_len=rp.MAX_SYSTEM_BYTES, label=t("rp.prefix.system"))
-url.text("rturns", "\n".join(rp.DEFAULT_TURNS), max_len=rp.MAX_TURNS_BYTES, label=t("rp.prefix.turns"))
+url.add(*real_controls.CONTROLS)
 url.show_problems()
 
 # The page opens on its finding (section 2's hit rate by workload and layout, its chart first); every other
@@ -49,12 +48,12 @@ with st.expander(t("prefix.h.hashes")):
     choice = controls.demo_prompt()
     demo = None if choice is None else ps.change_one_byte(choice.ids, choice.pos, choice.block_size)
     if demo is not None:
-        show_metrics(demo.metrics(L))
-        show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, demo.chart_title(shown_byte, L),
+        show_metrics(ro.demo_metrics(demo, L))
+        show_chart(figs.block_rows(demo.frame, demo.changed_pos, demo.block_size, ro.demo_chart_title(demo, shown_byte, L),
                                    lang=L), width="stretch")
-        st.markdown(demo.summary(L))
+        st.markdown(ro.demo_summary(demo, L))
         st.markdown(f"**{t('prefix.every_block')}**")
-        blocks = demo.block_table(L)  # folded already: shown as it is, also on a projector
+        blocks = ro.demo_block_table(demo, L)  # folded already: shown as it is, also on a projector
         st.dataframe(blocks, hide_index=True, width="stretch", column_config=number_formats(blocks))
         st.caption(t("prefix.hash_caption"))
 
@@ -80,7 +79,7 @@ def workload_section():
     res, table = both[cfg.layout].result, view.to_frame()
     with finding:
         labels = {w: ro.workload_label(w, L) for w in wk.PREFIX_WORKLOADS}
-        show_chart(figs.layout_bars(table, labels, cfg.workload, view.layout_takeaway(cfg.workload, L), lang=L),
+        show_chart(figs.layout_bars(table, labels, cfg.workload, ro.layout_takeaway(view, cfg.workload, L), lang=L),
                    width="stretch")
     st.caption(ro.workloads_caption(cfg, cache, L))  # under the settings it names ("the sizes above")
     show_metrics(ro.hit_metrics(res, L))
@@ -89,7 +88,7 @@ def workload_section():
     for col, layout in zip(st.columns(2), wk.LAYOUTS, strict=True):
         m = ro.layout_metric(layout, both[layout], L)
         col.metric(m.label, m.value, help=m.help)
-        col.caption(both[layout].last_request_caption(L))
+        col.caption(ro.last_request_caption(both[layout], L))
     st.markdown(ro.layout_sentence(cfg.workload, both, L))
 
     frame = res.to_frame()
@@ -143,7 +142,7 @@ def tree_section(cfg: wk.PrefixWorkloadConfig, cache, res) -> None:
     show_chart(figs.radix_tree(grown.segments, cache.block_size, list(grown.labels),
                                ro.tree_takeaway(cfg, n, grown.segments, L), lang=L), width="stretch")
     st.markdown(t("prefix.tree_text") + ro.tree_branching_sentence(grown.segments, n, L))
-    agreement = grown.agreement(cache.capacity_tokens, res.num_hit_tokens, L)
+    agreement = ro.tree_agreement(grown, cache.capacity_tokens, res.num_hit_tokens, L)
     if agreement:
         st.caption(agreement)
 
@@ -192,13 +191,7 @@ def real_chat_section() -> None:
     if (missing := real_unavailable()) is not None:
         st.info(missing, icon=":material/download:")
         return
-    with st.form("real_chat"):
-        left, right = st.columns(2)
-        left.text_area(t("rp.prefix.system"), key="rsys", height=150, max_chars=rp.MAX_SYSTEM_BYTES)
-        right.text_area(t("rp.prefix.turns"), key="rturns", height=150, max_chars=rp.MAX_TURNS_BYTES,
-                        help=t("rp.prefix.turns_help", max=f"{rp.MAX_TURNS}", bytes=f"{rp.MAX_TURN_BYTES}"))
-        go = st.form_submit_button(t("rp.prefix.run"), type="primary")
-    chat = rp.RealChat(st.session_state["rsys"], rp.chat_turns(st.session_state["rturns"]))
+    chat, go = real_controls.draw_form()
     if (problem := chat.problem()) is not None:
         st.error(plain(say(L, problem)))
         return
@@ -216,13 +209,13 @@ def real_chat_section() -> None:
     st.markdown(plain(say(L, run.time_sentence())))
     st.caption(plain(say(L, run.measured(time.time()))))
     (st.success if run.same_next_tokens else st.warning)(plain(say(L, run.check_sentence())))
-    show_table(pd.DataFrame(rows).rename(columns={k: t(f"rp.prefix.col.{k}") for k in rows[0]}), hide_index=True,
-               width="stretch")
-    with st.popover(t("rp.prefix.first")):  # inside the section's fold: one more click, not a fold in a fold
-        st.code(run.first_text, language=None, wrap_lines=True)
+    table = pd.DataFrame(rows).rename(columns={k: t(f"rp.prefix.col.{k}") for k in rows[0]})
+    st.dataframe(table, hide_index=True, width="stretch", column_config=number_formats(table))  # folded already
+    st.caption(t("rp.prefix.first"))
+    st.code(run.first_text, language=None, wrap_lines=True)
 
 
-with st.expander(t("rp.prefix.h")):  # folded like sections 5 and 6 around it
+with st.expander(t("rp.prefix.h")):
     real_chat_section()
 
 # --- 6. Seeds ---------------------------------------------------------------------------------------

@@ -69,7 +69,7 @@ def render_batching() -> None:
 
     st.header(t("serving.h.details"))
     table = cmp.to_frame().round(3)
-    show_readable(table, L)
+    show_readable(table, L, cmp.cell_msgs)
     st.download_button(t("serving.download"), table.to_csv(index=False).encode(), file_name="serving.csv",
                        mime="text/csv")
     st.caption(t("serving.table_caption"))

@@ -39,14 +39,6 @@ ko, en = SEEDS["001"]
 st.markdown(t("density2.shrink.lead"))
 with st.expander(t("density2.shrink.more")):
     st.markdown(t("shrink.intro", title_en=en, title_ko=ko))
-    st.subheader(t("shrink.h.table"))
-    rows = method_rows(L)
-    for row, m in zip(rows, METHODS, strict=True):
-        row[t("shrink.col.t_where")] = page_title(m.where) if m.where else t("shrink.this_page")
-    st.table(rows)
-    link_cols = st.columns(3)
-    for i, p in enumerate(p for p in PAGES if p.slug in {m.where for m in METHODS}):
-        page_link(p.slug, t("shrink.open", page=page_title(p.slug)), where=link_cols[i % 3])
 
 models, presets, gpus = runs.available_models(), load_presets(), load_gpus()
 model_labels = {k: runs.model_label(k, L) for k in models} | {MODEL_KEY: model_label(MODEL_KEY)}
@@ -110,4 +102,14 @@ with st.expander(t("shrink.h.offload")):
                                                     ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
                    key="shrink_offload")
         st.markdown(pcie.sentence_in(L))
+
+# the lecture's table of methods: context for the finding above, one click away (the page opens on its checks)
+with st.expander(t("shrink.h.table")):
+    rows = method_rows(L)
+    for row, m in zip(rows, METHODS, strict=True):
+        row[t("shrink.col.t_where")] = page_title(m.where) if m.where else t("shrink.this_page")
+    st.table(rows)
+    link_cols = st.columns(3)
+    for i, p in enumerate(p for p in PAGES if p.slug in {m.where for m in METHODS}):
+        page_link(p.slug, t("shrink.open", page=page_title(p.slug)), where=link_cols[i % 3])
 url.sync()

@@ -10,6 +10,7 @@ from sim.cost.memory import GiB
 from sim.cost.roofline import Hardware, StepCost, TinyDecodePoint
 from sim.serving.comparison import ServingComparison
 from sim.words.paging import concurrency_takeaway, memory_takeaway
+from sim.words.prefix import layout_takeaway
 from sim.words.roofline import (
     roofline_takeaway,
     tiny_takeaway,
@@ -101,12 +102,12 @@ def _overview(fixed_hits: int, variable_hits: int) -> WorkloadOverview:
 
 
 def test_prefix_takeaway_names_the_layout_with_more_hits():
-    assert _overview(923, 81).layout_takeaway("chat") == (
+    assert layout_takeaway(_overview(923, 81), "chat") == (
         "Multi-turn chat: fixed content first serves 92.3% of prompt tokens from the cache, variable first only 8.1%")
-    assert _overview(300, 400).layout_takeaway("chat") == (
+    assert layout_takeaway(_overview(300, 400), "chat") == (
         "Multi-turn chat: variable content first serves 40.0% of prompt tokens from the cache, fixed first only "
         "30.0%")
-    assert _overview(0, 0).layout_takeaway("chat") == (
+    assert layout_takeaway(_overview(0, 0), "chat") == (
         "Multi-turn chat: both layouts serve 0.0% of prompt tokens from the cache")
 
 

@@ -13,12 +13,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.controls.declared import Among, Choice, Number, Slider, Stops, Text, Toggle
+from app.i18n import t
 from app.registry import PAGES
 from app.urlstate import CONTROLS_KEY
 from tests.conftest import PAGES_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
-SLUGS = [p.slug for p in PAGES if p.slug not in ("home", "lesson")]
+SLUGS = [p.slug for p in PAGES if p.slug != "home"]
 WIDGET_CALLS = {"slider", "number_input", "selectbox", "radio", "select_slider", "segmented_control", "pills",
                 "toggle", "checkbox", "text_input", "text_area", "multiselect", "date_input", "time_input",
                 "color_picker"}
@@ -26,10 +27,10 @@ URL_READS = {"int", "float", "choice", "bool", "text"}  # UrlState's readers: a 
 # Pages still drawing widgets or reading URL values themselves, with how many calls: may only fall (to empty).
 PAGE_CALLS_BASELINE: dict[str, int] = {}
 # Pages whose widgets are not drawn from declarations yet: may only shrink.
-NOT_YET_DECLARED = {"attention_kernels"}
+NOT_YET_DECLARED: set[str] = set()
 # app/ modules still reading URL values by hand (url.int(...) with its range) rather than through a declaration:
 # may only fall. app/urlstate.py (the readers) and app/tabs.py (the open tab, no widget of its own) are not counted.
-URL_READS_BASELINE = {"app/controls/attention_kernels.py": 22, "app/lesson/nav.py": 13}
+URL_READS_BASELINE: dict[str, int] = {}
 
 
 def open_page(slug: str, params: dict | None = None) -> AppTest:
@@ -55,7 +56,8 @@ def check_widgets(at: AppTest) -> set[str]:
             if control is None:
                 continue
             checked.add(w.key)
-            assert w.label in control.label_texts(), (w.key, w.label)
+            if not control.fielded:  # a label with the page's fields is checked by the page's own tests
+                assert w.label in control.label_texts(), (w.key, w.label)
             if isinstance(control, Slider | Number):
                 assert kind == ("slider" if isinstance(control, Slider) else "number_input"), (w.key, kind)
                 if control.narrows:
@@ -65,7 +67,8 @@ def check_widgets(at: AppTest) -> set[str]:
                 if control.step is not None:
                     assert w.step == control.step, (w.key, w.step)
             elif isinstance(control, Among):
-                assert kind == "selectbox" and all(control.lo <= int(o) <= control.hi for o in w.options), w.key
+                assert kind == control.widget, (w.key, kind)
+                assert control.lo <= w.value <= control.hi, (w.key, w.value)  # the options are shown worded
             elif isinstance(control, Stops):
                 assert kind == "select_slider"
                 assert w.options == [str(w.format_func(s)) for s in control.stops], w.key
@@ -84,6 +87,8 @@ def check_widgets(at: AppTest) -> set[str]:
 # (page, URL values that open the tab or section holding more of its controls)
 VIEWS = [(slug, {}) for slug in SLUGS] + [
     ("roofline", {"tab": "machine"}),
+    *[("attention_kernels", {"tab": tab}) for tab in ("sweep", "stepper")],
+    *[("lesson", {"step": f"{k}"}) for k in (2, 4, 5, 6, 9, 10, 11, 12)],  # the steps that hold controls
     *[("paged_blocks", {"tab": tab}) for tab in ("pool", "block_size", "fork", "live")],
     *[("serving", {"tab": tab}) for tab in ("spec", "chunked", "preemption", "steps", "offload", "disagg", "routing")],
     ("kv_memory", {"model": "custom", "measure": "1"}),
@@ -162,3 +167,40 @@ def test_app_reads_url_values_only_through_declarations():
     over = {k: n for k, n in found.items() if n > URL_READS_BASELINE.get(k, 0)}
     assert not over, over
     assert found == URL_READS_BASELINE, f"lower URL_READS_BASELINE to {found}"
+
+
+def _outside(control) -> str | None:
+    """A link value just outside the control's declared range (None for values that have no outside)."""
+    if isinstance(control, Slider | Number | Among | Stops):
+        return f"{control.hi + 1}"
+    if isinstance(control, Choice):
+        return "not-an-option"
+    return None
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_declared_value_out_of_range_falls_back_to_its_default_named_once(slug):
+    """Each declaration's range is the one the link is checked against: one past its end is refused, the default is
+    used, and the page's one warning names it by its declared URL label."""
+    declared = open_page(slug).session_state[CONTROLS_KEY]
+    bad = {key: v for key, control in declared.items() if (v := _outside(control)) is not None}
+    at = open_page(slug, bad)
+    assert not at.exception, [e.value for e in at.exception]
+    warned = " ".join(w.value for w in at.warning)
+    for key in bad:
+        control = declared[key]
+        assert f"`{key}` ({t(control.url_label)})" in warned, (slug, key)
+        if not getattr(control, "narrows", False):  # a narrowed widget may clamp the default to the data on show
+            default = control.default_value() if isinstance(control, Choice) else control.default
+            assert at.session_state[key] == default, (slug, key, at.session_state[key], default)
+    assert len(at.expander) >= 1 and sum(w.value.count("\n- ") for w in at.warning) >= len(bad)
+
+
+def test_ranged_widgets_are_drawn_only_by_declarations():
+    """A slider, number box or select slider has a range: only app/controls/declared.py draws one, from the range
+    that also checks the link."""
+    found = [f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {node.func.attr}"
+             for folder in ("app", "pages") for path in sorted((ROOT / folder).rglob("*.py"))
+             if path.relative_to(ROOT).as_posix() != "app/controls/declared.py"
+             for node in _calls(path) if node.func.attr in {"slider", "number_input", "select_slider"}]
+    assert not found, found

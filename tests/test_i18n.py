@@ -306,6 +306,13 @@ def _words(node: ast.AST) -> list[str]:
     return []
 
 
+def _catalog_key(word: str) -> bool:
+    """A control's declared label (app/controls/declared.py) is a catalog key, looked up when it is drawn: a key, or
+    the prefix of keys a declaration completes (`serving.e.` + its URL name), is not text."""
+    keys = catalog("en")
+    return word in keys or (word.endswith(".") and any(k.startswith(word) for k in keys))
+
+
 def _literal_text(path: Path) -> list[str]:
     """'file:line: text' for every user-visible literal: the text argument of a Streamlit call or a figure
     keyword, and in every file any string with two words of letters that is not a docstring."""
@@ -325,7 +332,7 @@ def _literal_text(path: Path) -> list[str]:
                     *(k.value for k in node.keywords if k.arg in TEXT_KEYWORDS)]
             for arg in args:
                 hits += [f"{path.relative_to(ROOT)}:{node.lineno}: {w!r}" for w in _words(arg)
-                         if re.search(r"[A-Za-z]{2}", w) and w not in LANGS]
+                         if re.search(r"[A-Za-z]{2}", w) and w not in LANGS and not _catalog_key(w)]
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             if node.value.lstrip().startswith("<style>"):  # a page style sheet: CSS, not text
                 continue

@@ -22,7 +22,6 @@ from sim.alloc.workload import (
     LAYOUT_LABELS,
     PREFIX_WORKLOAD_LABELS,
     LengthWorkloadConfig,
-    layout_text_in,
     make_workload,
     workload_from_lengths,
 )
@@ -30,7 +29,14 @@ from sim.i18n import text
 from sim.model.prefix_run import kv_change_text, kv_takeaway
 from sim.words import paging
 from sim.words.paging import sharing_takeaway
-from sim.words.prefix import change_takeaway, tree_branching_sentence
+from sim.words.prefix import (
+    change_takeaway,
+    demo_block_table,
+    demo_finding,
+    demo_summary,
+    layout_text_in,
+    tree_branching_sentence,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -91,14 +97,14 @@ def test_change_takeaway_in_korean():
 
 def test_demo_table_and_summary_in_korean():
     demo = change_one_byte(list(b"abcdefghijklmnopqrstuvwxyz0123456789"), 20, 16)  # blocks 0..15, 16..31, 32..35
-    table = demo.block_table("ko")
+    table = demo_block_table(demo, "ko")
     assert list(table.columns) == ["요청", "블록", "토큰", "텍스트", "해시", "부모 해시", "처리"]
     assert set(table["처리"]) <= {"적중", "계산한 뒤 캐시", "다시 계산: 마지막 프롬프트 토큰을 담음",
                                  "계산, 덜 찬 블록: 캐시하지 않음"}
     assert "뿌리" in set(table["부모 해시"])
-    assert list(demo.block_table().columns) == ["request", "block", "tokens", "text", "hash", "parent hash", "fate"]
-    assert same_numbers(demo.summary(), demo.summary("ko"))
-    assert demo.finding("ko") == "36바이트 중 바이트 20 변경: 블록 3개 중 1개 재사용 가능 (1절)"
+    assert list(demo_block_table(demo).columns) == ["request", "block", "tokens", "text", "hash", "parent hash", "fate"]
+    assert same_numbers(demo_summary(demo), demo_summary(demo, "ko"))
+    assert demo_finding(demo, "ko") == "36바이트 중 바이트 20 변경: 블록 3개 중 1개 재사용 가능 (1절)"
 
 
 def test_tree_branching_sentence_in_korean():

@@ -299,3 +299,18 @@ def test_flex_reasons_are_message_values_and_the_csv_words_them_in_english(monke
     monkeypatch.setitem(catalog("en"), "kernels.why.flex_device", "REWORDED {device}")
     assert reason_text(why, "ko") == korean == catalog("ko")["kernels.why.flex_device"].format(device="mps")
     assert timing_frame(result)["reason"].iloc[-1] == "REWORDED mps"  # the CSV follows the English catalog
+
+
+def test_how_peaks_were_measured_is_a_message_value_worded_per_language(monkeypatch):
+    from sim.attention.measure import memory_method
+    from sim.words.attention import memory_method_text
+    from sim.words.catalog import catalog
+
+    result = fake_result(64)
+    result = type(result)(**{**result.__dict__, "memory_method": memory_method("cuda")})
+    assert memory_method("cuda") == Msg("kernels.method.cuda") and memory_method("cpu") == Msg("kernels.method.cpu")
+    korean = memory_method_text(result, "ko")
+    assert korean == catalog("ko")["kernels.method.cuda"]
+    assert memory_method_text(result) == "torch.cuda.max_memory_allocated during one call, minus what was allocated before"
+    monkeypatch.setitem(catalog("en"), "kernels.method.cuda", "REWORDED")
+    assert memory_method_text(result, "ko") == korean

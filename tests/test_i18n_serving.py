@@ -92,13 +92,34 @@ def test_tables_get_readable_headers_and_worded_cells():
     pool = Msg("serving.cell.pool_disaggregated", p=2, d=2)
     assert (cell("en", pool), cell("ko", pool)) == ("disaggregated (2 prefill + 2 decode)", "분리 (프리필 2 + 디코딩 2)")
     assert cell("ko", Msg("serving.cell.pool_colocated", n=4)) == "함께 둠 (GPU 4개)"
-    assert cell("ko", "GPU + host + disk") == "GPU + 호스트 + 디스크"
-    assert cell("en", "static") == "static" and cell("ko", "my request 7") == "my request 7"
+    assert cell("ko", Msg("serving.cell.gpu_plus_host_plus_disk")) == "GPU + 호스트 + 디스크"
+    # text is never looked up by its English: a plain string (a trace's own name) stays as it is
+    assert cell("ko", "GPU + host + disk") == "GPU + host + disk" and cell("ko", "my request 7") == "my request 7"
+
+
+def test_every_study_gives_its_text_cells_as_messages_row_for_row():
+    """The tables' text columns are worded from the runs' messages (cell_msgs), one per row, so the Korean table
+    never depends on the English text the CSV keeps (issue 35)."""
+    from sim.serving import comparison as cp
+    from sim.serving import offload as of
+    from sim.serving import routing as rt
+
+    small = cp.ServingSetup(workload=cp.LengthWorkloadConfig(num_requests=40))
+    runs = [cp.run_serving(small), sd.compare_preemption(sd.PreemptionSetup()),
+            of.run_offload(of.OffloadSetup()), rt.run_routing(rt.RoutingSetup())]
+    for run in runs:
+        frame = run.to_frame()
+        for col, msgs in run.cell_msgs.items():
+            assert len(msgs) == len(frame)
+            # the English words of each message are the frame's own text, row for row
+            assert [cell("en", m) for m in msgs] == [str(v) for v in frame[col]], col
+            assert readable(frame, "ko", run.cell_msgs)[col].tolist() == [cell("ko", m) for m in msgs]
     import pandas as pd
 
     frame = pd.DataFrame({"router": ["round-robin", "prefix-aware"], "hit_rate_pct": [10.0, 60.0]})
-    assert readable(frame, "ko")["router"].tolist() == ["라운드 로빈", "프리픽스 인지"]
-    assert readable(frame).equals(frame)  # English: the data as the simulators word it
+    msgs = {"router": [Msg("serving.cell.round_robin"), Msg("serving.cell.prefix_aware")]}
+    assert readable(frame, "ko", msgs)["router"].tolist() == ["라운드 로빈", "프리픽스 인지"]
+    assert readable(frame, "en", msgs).equals(frame)  # English: the data as the simulators word it
 
 
 @pytest.mark.parametrize("tab", ["chunked", "preemption", "steps", "offload", "disagg", "routing", "trace"])

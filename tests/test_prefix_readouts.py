@@ -27,15 +27,15 @@ def test_two_prompts_metrics_title_and_table():
     a = list(b"abcdefghij")  # blocks of 4: [abcd][efgh][ij]
     demo = ps.change_one_byte(a, 5, 4)  # f -> F, block 1
     assert demo.ids_b == tuple(b"abcdeFghij") and demo.ids_a == tuple(a)
-    assert demo.metrics() == [Metric("Blocks of B reused", "1 of 3"), Metric("Tokens of B read from the cache", "4"),
+    assert ro.demo_metrics(demo) == [Metric("Blocks of B reused", "1 of 3"), Metric("Tokens of B read from the cache", "4"),
                               Metric("Tokens of B computed", "6")]
-    assert demo.chart_title() == ("Byte 5 changed (f → F, block 1): block 0 of B stays a hit (4 tokens), blocks 1–2 "
+    assert ro.demo_chart_title(demo) == ("Byte 5 changed (f → F, block 1): block 0 of B stays a hit (4 tokens), blocks 1–2 "
                                   "must be recomputed")
-    table = demo.block_table()
+    table = ro.demo_block_table(demo)
     assert table.columns.tolist() == ["request", "block", "tokens", "text", "hash", "parent hash", "fate"]
     assert table["text"].tolist() == ["abcd", "efgh", "ij", "abcd", "eFgh", "ij"]
     assert table["tokens"].tolist()[:3] == ["0..3", "4..7", "8..9"]
-    assert ps.change_one_byte(list(b"ab\ncd"), 2, 4).chart_title() == ("Byte 2 changed (⏎ → X, block 0): no block of "
+    assert ro.demo_chart_title(ps.change_one_byte(list(b"ab\ncd"), 2, 4)) == ("Byte 2 changed (⏎ → X, block 0): no block of "
                                                                       "B stays a hit, all 2 blocks must be recomputed")
     with pytest.raises(ValueError, match="the changed byte must be 0..9, got 10"):
         ps.change_one_byte(a, 10, 4)
@@ -76,15 +76,15 @@ def test_throughput_metrics_by_hand():
 
 
 def _both(fixed: float, variable: float) -> dict:
-    return {"fixed_first": ps.LayoutRun(SimpleNamespace(hit_rate=fixed), "", ""),
-            "variable_first": ps.LayoutRun(SimpleNamespace(hit_rate=variable), "", "")}
+    return {"fixed_first": ps.LayoutRun(SimpleNamespace(hit_rate=fixed), ""),
+            "variable_first": ps.LayoutRun(SimpleNamespace(hit_rate=variable), "")}
 
 
 def test_layout_metric_caption_and_sentence():
-    run = ps.LayoutRun(_hand_run(), "[system prompt 64] [question 8]", "group 0, question 1")
+    run = ps.LayoutRun(_hand_run(), "group 0, question 1", (("system prompt", 64), ("question", 8)))
     assert ro.layout_metric("variable_first", run) == Metric("Hit rate · variable content first", "44.4%",
                                                               help="8 of 18 prompt tokens.")
-    assert run.last_request_caption() == "Last request (group 0, question 1): [system prompt 64] [question 8]"
+    assert ro.last_request_caption(run) == "Last request (group 0, question 1): [system prompt 64] [question 8]"
     assert ro.layout_sentence("rag", _both(0.861, 0.0)) == (
         "**RAG: documents + question**: with the repeated content first, **86.1%** of prompt tokens are served from "
         "the cache; moving what changes to the top drops it to **0.0%** — every block after the first difference "

@@ -12,6 +12,7 @@ from sim.alloc.prefix_cache import CacheConfig, HitTotals, simulate_prefix_cache
 from sim.alloc.workload import LAYOUTS, PrefixWorkloadConfig, make_trace
 from sim.claims import Verdict
 from sim.model import prefix_run as pr
+from sim.words import prefix as ro
 
 
 def test_two_prompts_by_hand():
@@ -22,12 +23,12 @@ def test_two_prompts_by_hand():
     assert (demo.num_hit_blocks_b, demo.num_blocks_b, demo.num_hit_tokens_b, demo.num_computed_b) == (1, 3, 4, 6)
     assert demo.frame["fate"].tolist()[3:] == [ps.BlockFate.HIT, ps.BlockFate.CACHED, ps.BlockFate.PARTIAL]
     assert demo.frame["fate"].iloc[3] == "hit"  # str-valued: the table and the figure show the same words
-    assert demo.summary().startswith("B reuses **1** blocks (**4** tokens) and computes **6** tokens, although it "
+    assert ro.demo_summary(demo).startswith("B reuses **1** blocks (**4** tokens) and computes **6** tokens, although it "
                                      "differs from A in one byte of 10.")
-    assert "Here the change" not in demo.summary()
-    assert demo.finding() == "changing byte 5 of 10 leaves 1 of 3 blocks reusable (section 1)"
+    assert "Here the change" not in ro.demo_summary(demo)
+    assert ro.demo_finding(demo) == "changing byte 5 of 10 leaves 1 of 3 blocks reusable (section 1)"
     late = ps.compare_two_prompts(a, a[:9] + [ord("J")], 4, 9)  # the change sits in the partial block
-    assert "B could reuse up to 2 full blocks" in late.summary()
+    assert "B could reuse up to 2 full blocks" in ro.demo_summary(late)
 
 
 def test_overview_keeps_each_runs_totals():
@@ -49,7 +50,9 @@ def test_both_layouts_and_sweeps_cover_both_layouts():
     cfg, cache = PrefixWorkloadConfig(num_requests=30, shared_len=64), CacheConfig()
     both = ps.run_both_layouts(cfg, cache)
     assert list(both) == list(LAYOUTS)
-    assert both["fixed_first"].last_layout_text.startswith("[system prompt 64]")
+    last = both["fixed_first"]
+    layout = " ".join(f"[{name} {n:,}]" for name, n in last.last_segments)  # the trace's own part names
+    assert layout.startswith("[system prompt 64]") and ro.last_request_caption(last).endswith(layout)
     assert both["variable_first"].result.num_hit_tokens == 0
     cap, bsz = ps.sweep_both_layouts(cfg, cache)
     assert list(cap) == list(bsz) == list(LAYOUTS)
@@ -62,11 +65,11 @@ def test_tree_view_agrees_with_the_hashed_pool():
     view = ps.tree_view(cfg, 16, 5)
     assert len(view.labels) == 5 and len(view.hit_tokens) == 5 and view.num_requests == 20
     assert view.radix_total == view.hashed_total
-    assert view.agreement(16_384, 123) == (
+    assert ro.tree_agreement(view, 16_384, 123) == (
         f"Over all 20 requests the tree (which never evicts) finds {view.radix_total:,} hit tokens, and the hashed "
         f"block pool with room for everything finds {view.hashed_total:,}: equal. With the 16,384-slot cache above "
         "it finds 123.")
-    assert replace(view, hashed_total=None).agreement(16_384, 123) is None
+    assert ro.tree_agreement(replace(view, hashed_total=None), 16_384, 123) is None
 
 
 def test_agent_sentences_state_the_totals():
@@ -99,7 +102,7 @@ def test_claims_quote_the_runs_they_come_from():
     assert [c.seed for c in got] == ["000", "000", "002", "002", "002"]
     assert [c.verdict for c in got] == [Verdict.RIGHT, Verdict.RIGHT, Verdict.RIGHT, Verdict.NEEDS_CONTEXT,
                                         Verdict.RIGHT]
-    assert got[0].computed == f"{demo.finding()}; on the real model KV."
+    assert got[0].computed == f"{ro.demo_finding(demo)}; on the real model KV."
     rag = view.get("rag", "fixed_first").hit_rate
     assert f"documents before the question: {100 * rag:.1f}% hit" in got[1].computed
     agent = view.get("agent", "fixed_first")

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from sim.cost.presets import load_presets
+from sim.cost.vllm_rules import version_label
 from sim.model.quant import fp8_backend
 from sim.model.quant_bytes import bytes_formula, context_for, scale_presets
 from sim.model.quant_cache import FP8_KINDS, SCHEME_KINDS, make_scheme
@@ -72,9 +73,9 @@ def test_sentences_carry_the_setting():
     assert free_sentence(24) == "Generating 24 tokens through the full-precision and the quantized cache"
     assert channels_caption(256).endswith("on the first held-out window of 256 tokens.")
     fp8 = "torch float8 dtypes" if fp8_backend("e4m3") == "torch" else "emulated, this torch has no float8"
-    assert grid_caption(128) == ("The metric chosen above for the position chart. FP8 is 8 bits only (each value "
-                                 f"cast on its own, one per-tensor scale of 1; {fp8}). Bytes per token at 128 tokens "
-                                 "are in the table below.")
+    assert grid_caption(128) == ("The metric chosen above for the position chart. FP8 is 8 bits only (per-tensor "
+                                 f"scale 1.0, {version_label()}'s default, so each value is cast on its own; {fp8}). Bytes per token "
+                                 "at 128 tokens are in the table below.")
     assert text_heading(make_scheme("kivi", 3, residual=64)) == "**KIVI: K per-channel, V per-token, residual R=64, INT3**"
     assert text_heading(make_scheme("fp8_e5m2")) == "**FP8 e5m2 (K and V)**"
 

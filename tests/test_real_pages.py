@@ -205,6 +205,15 @@ def test_prefix_page_runs_the_real_chat_behind_its_button(real):
     assert len(said) == 1 and "the load average went" in said[0]  # when and under what load it was measured
     table = next(df.value for df in at.dataframe if "From the cache" in df.value.columns)
     assert table["From the cache"].tolist() == hits and table["Tokens"].tolist() == [len(p) for p in prompts]
+    import json
+
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    fig = next(f for f in figs if "On SmolLM2 the cache cut the prefill of 2 requests" in f["layout"]["title"]["text"])
+    assert fig["layout"]["yaxis"]["title"]["text"] == "Prefill time, median (ms)"
+    assert fig["layout"]["xaxis"]["title"]["text"].startswith("Request")
+    from tests.test_lesson import plotly_array
+
+    assert [len(plotly_array(tr["y"])) for tr in fig["data"]] == [2, 2]  # from scratch and from the cache, each request
 
 
 def test_the_measured_caption_says_when_under_what_load_and_how_long_ago():

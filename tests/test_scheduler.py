@@ -80,10 +80,10 @@ def test_chunked_prefill_splits_a_prompt_under_the_budget():
 
 
 def test_the_scheduler_names_the_vllm_release_it_follows():
-    from sim.cost.vllm_rules import VLLM_VERSION
+    """By the one name the lab keeps it under (no file but vllm_rules.py spells a release: test_vllm_rules)."""
     from sim.serving import scheduler
 
-    assert f"vLLM v{VLLM_VERSION}'s core" in " ".join(scheduler.__doc__.split())
+    assert "the release sim.cost.vllm_rules.VLLM_VERSION names" in " ".join(scheduler.__doc__.split())
 
 
 def test_prefill_kinds():
@@ -132,3 +132,21 @@ def test_every_request_finishes_with_its_tokens_and_the_books_balance(case):
     assert s.kv.pool.num_free_blocks == cfg.num_gpu_blocks
     for r, o, n_pre in zip(reqs, outputs, preempted, strict=True):
         assert r.status is RequestStatus.FINISHED and r.num_output_tokens == o and r.num_preemptions == n_pre
+
+
+def test_try_append_takes_blocks_only_past_the_last_one_and_refuses_without_change():
+    from sim.alloc.block_pool import BlockPool
+
+    pool = BlockPool(3, 4)
+    pool.add_request(0, 3)  # block 0 holds 3 of 4 slots
+    assert pool.try_append(0, 1) == () and pool.block_table(0) == [0] and pool.req_to_num_tokens[0] == 4
+    assert pool.try_append(0, 5) == (1, 2) and pool.num_free_blocks == 0  # 9 tokens: blocks 0, 1, 2
+    before = (pool.block_table(0), pool.req_to_num_tokens[0], list(pool.block_num_tokens))
+    assert pool.try_append(0, 4) is None  # needs a 4th block: nothing changes
+    assert (pool.block_table(0), pool.req_to_num_tokens[0], list(pool.block_num_tokens)) == before
+    # a shared, partly filled last block is copied first (copy-on-write), never written in place
+    fork = BlockPool(4, 4)
+    fork.add_request(0, 3)
+    fork.fork(0, 1)
+    assert fork.try_append(1, 1) == () and fork.block_table(1) == [1] and fork.num_cow_copies == 1
+    assert fork.block_num_tokens[0] == 3 and fork.block_num_tokens[1] == 4

@@ -4,6 +4,7 @@ import math
 
 import pandas as pd
 
+from sim.msg import Msg
 from sim.serving import engine_readouts as er
 
 
@@ -56,7 +57,8 @@ def test_trace_sentences():
         "50.0% of the trace's prompt tokens came from the cache (1 of 2 requests found a cached prefix)")
     frame = pd.DataFrame({"policy": ["static", "chunked"], "throughput_tok_s": [900.0, 1100.0],
                           "ttft_p50_s": [0.01, 0.4]})
-    assert er.trace_summary(2, 512, 40, 0.5, frame) == (
+    policies = [Msg("serving.cell.static"), Msg("serving.cell.chunked")]  # each row's scheduler, as a message
+    assert er.trace_summary(2, 512, 40, 0.5, frame, policies) == (
         "The trace has **2 requests**: 512 prompt and 40 output tokens. Replayed one at a time through the prefix "
         "cache, **50.0%** of its prompt tokens were already cached. Served, **chunked** had the highest throughput "
         "(1,100 tokens/s) and **static** the lowest median time to first token (0.010 s).")

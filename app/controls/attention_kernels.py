@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app.controls.declared import Among, Choice, Number, Slider, Stops, Toggle
 from app.i18n import lang, t
 from app.tabs import LazyTabs
 from app.urlstate import UrlState
@@ -32,35 +33,56 @@ def snap(key: str, allowed) -> None:
     st.session_state[key] = S.nearest(st.session_state[key], allowed)
 
 
+URL_LABEL = "kernels.url."
+
+
+def _k(key: str, default, lo, hi, *, label: str, kind=None, **kw):
+    """A control labelled by the catalog key `label`, named in the link's warning by kernels.url.<key>."""
+    return (kind or Number)(key, default, lo, hi, label=label, url_label=URL_LABEL + key, **kw)
+
+
+BATCH = _k("b", 1, 1, S.MAX_BATCH, label="kernels.w.batch")
+HEADS = _k("h", 4, 1, S.MAX_HEADS, label="kernels.w.heads")
+SEQ_LEN = _k("n", 1024, 1, S.MAX_SEQ_LEN, label="kernels.w.seq_len")
+HEAD_DIM = Stops("d", 32, tuple(S.HEAD_DIMS), label="kernels.w.head_dim", url_label="kernels.url.d")
+CAUSAL = Toggle("causal", True, label="kernels.w.causal", url_label="kernels.url.causal")
+KIND = Choice("kind", "prefill", tuple(S.KINDS), widget="radio", label="kernels.w.shape", url_label="kernels.url.kind")
+FLEX = Toggle("flex", False, widget="checkbox", fielded=True, label="kernels.w.flex", url_label="kernels.url.flex")
+SWEEP_MAX = Among("sweep_max", 4096, 128, S.MAX_SEQ_LEN, widget="select_slider", narrows=True,
+                  label="kernels.w.largest_n", url_label="kernels.url.sweep_max")
+SM_KEYS = _k("sm_keys", 10, 1, FL.MAX_DEMO_KEYS, label="kernels.w.keys")
+SM_TILE = _k("sm_tile", 4, 1, FL.MAX_DEMO_KEYS, label="kernels.w.tile", narrows=True)
+SM_ROWS = _k("sm_rows", 1, 1, FL.MAX_DEMO_QUERIES, label="kernels.w.rows", narrows=True)
+SM_ROW = _k("sm_row", 0, 0, FL.MAX_DEMO_QUERIES - 1, label="kernels.w.row", narrows=True)
+SM_CAUSAL = Toggle("sm_causal", False, label="kernels.w.sm_causal", url_label="kernels.url.sm_causal")
+SM_PAD = _k("sm_pad", 0, 0, FL.MAX_DEMO_KEYS - 1, label="kernels.w.pad", narrows=True)
+SM_SCALE = _k("sm_scale", 1.0, 0.01, 1000.0, label="kernels.w.scale", step=10.0)
+SM_SEED = _k("sm_seed", 0, 0, 9999, label="kernels.w.seed")
+SM_DTYPE = Choice("sm_dtype", "float32", ("float32", "float64"), label="dtype", verbatim=True,
+                  url_label="kernels.url.sm_dtype")
+SM_STEP = _k("sm_step", 1, 1, FL.MAX_DEMO_KEYS, label="kernels.w.step", kind=Slider, narrows=True)
+TILE = Stops("tile", 128, TRAFFIC_TILES, label="kernels.w.traffic_tile", url_label="kernels.url.tile")
+STAT = Choice("stat", "median", tuple(STATS), widget="radio", label="kernels.w.stat", url_label="kernels.url.stat")
+
+
+def dtype_control(dtypes: tuple[str, ...]) -> Choice:
+    """The timing's dtype: the ones this device runs, the first by default."""
+    return Choice("dtype", dtypes[0], dtypes, label="dtype", verbatim=True, url_label="kernels.url.dtype")
+
+
+def threads_control(num_cpus: int) -> Number:
+    """torch threads for a timing on this machine's `num_cpus` cores (the lab's own choice by default)."""
+    return _k("threads", min(pick_num_threads(), num_cpus), 1, num_cpus, label="kernels.w.threads")
+
+
 def register(dtypes: tuple[str, ...], num_cpus: int) -> UrlState:
     """Every value the page keeps in its link, checked (bad ones fall back with one warning)."""
     url = UrlState("attention_kernels")
-    url.int("b", 1, 1, S.MAX_BATCH, label=t("kernels.url.b"))
-    url.int("h", 4, 1, S.MAX_HEADS, label=t("kernels.url.h"))
-    url.int("n", 1024, 1, S.MAX_SEQ_LEN, label=t("kernels.url.n"))
-    url.int("d", 32, S.HEAD_DIMS[0], S.HEAD_DIMS[-1], label=t("kernels.url.d"))
-    url.bool("causal", True, label=t("kernels.url.causal"))
-    url.choice("kind", "prefill", list(S.KINDS), label=t("kernels.url.kind"))
-    url.choice("dtype", dtypes[0], list(dtypes), label=t("kernels.url.dtype"))
-    url.int("threads", min(pick_num_threads(), num_cpus), 1, num_cpus, label=t("kernels.url.threads"))
-    url.bool("flex", False, label=t("kernels.url.flex"))
-    url.int("sweep_max", 4096, 128, S.MAX_SEQ_LEN, label=t("kernels.url.sweep_max"))
-    url.int("sm_keys", 10, 1, FL.MAX_DEMO_KEYS, label=t("kernels.url.sm_keys"))
-    url.int("sm_tile", 4, 1, FL.MAX_DEMO_KEYS, label=t("kernels.url.sm_tile"))
-    url.int("sm_rows", 1, 1, FL.MAX_DEMO_QUERIES, label=t("kernels.url.sm_rows"))
-    url.int("sm_row", 0, 0, FL.MAX_DEMO_QUERIES - 1, label=t("kernels.url.sm_row"))
-    url.bool("sm_causal", False, label=t("kernels.url.sm_causal"))
-    url.int("sm_pad", 0, 0, FL.MAX_DEMO_KEYS - 1, label=t("kernels.url.sm_pad"))
-    url.float("sm_scale", 1.0, 0.01, 1000.0, label=t("kernels.url.sm_scale"))
-    url.int("sm_seed", 0, 0, 9999, label=t("kernels.url.sm_seed"))
-    url.choice("sm_dtype", "float32", ["float32", "float64"], label=t("kernels.url.sm_dtype"))
-    url.int("sm_step", 1, 1, FL.MAX_DEMO_KEYS, label=t("kernels.url.sm_step"))
-    url.int("tile", 128, TRAFFIC_TILES[0], TRAFFIC_TILES[-1], label=t("kernels.url.tile"))
-    url.choice("stat", "median", list(STATS), label=t("kernels.url.stat"))
+    url.add(BATCH, HEADS, SEQ_LEN, HEAD_DIM, CAUSAL, KIND, dtype_control(dtypes), threads_control(num_cpus), FLEX,
+            SWEEP_MAX, SM_KEYS, SM_TILE, SM_ROWS, SM_ROW, SM_CAUSAL, SM_PAD, SM_SCALE, SM_SEED, SM_DTYPE, SM_STEP,
+            TILE, STAT)
     page_tabs().register(url)
     url.show_problems()
-    snap("d", S.HEAD_DIMS)
-    snap("tile", TRAFFIC_TILES)
     return url
 
 
@@ -95,19 +117,18 @@ def time_form(dtypes: tuple[str, ...], cpu: bool, num_cpus: int) -> TimeForm:
                  format_func=presets.get, placeholder=t("kernels.w.preset_placeholder"))
     with st.form("time_form"):
         c = st.columns(4)
-        c[0].number_input(t("kernels.w.batch"), 1, S.MAX_BATCH, key="b")
-        c[1].number_input(t("kernels.w.heads"), 1, S.MAX_HEADS, key="h")
-        c[2].number_input(t("kernels.w.seq_len"), 1, S.MAX_SEQ_LEN, key="n", help=t("kernels.w.seq_len_help"))
-        c[3].select_slider(t("kernels.w.head_dim"), list(S.HEAD_DIMS), key="d")
+        BATCH.draw(c[0])
+        HEADS.draw(c[1])
+        SEQ_LEN.draw(c[2], help=t("kernels.w.seq_len_help"))
+        HEAD_DIM.draw(c[3])
         c = st.columns(4)
         kinds = {k: t(f"kernels.w.kind.{k}") for k in S.KINDS}
-        c[0].radio(t("kernels.w.shape"), list(S.KINDS), key="kind", horizontal=True, format_func=kinds.get)
-        c[1].toggle(t("kernels.w.causal"), key="causal", help=t("kernels.w.causal_help"))
-        c[2].selectbox("dtype", list(dtypes), key="dtype")
-        c[3].number_input(t("kernels.w.threads"), 1, num_cpus, key="threads", disabled=not cpu,
-                          help=t("kernels.w.threads_help"))
+        KIND.draw(c[0], horizontal=True, format_func=kinds.get)
+        CAUSAL.draw(c[1], help=t("kernels.w.causal_help"))
+        dtype_control(dtypes).draw(c[2])
+        threads_control(num_cpus).draw(c[3], disabled=not cpu, help=t("kernels.w.threads_help"))
         compile_note = t("kernels.w.compile_cpu") if cpu else t("kernels.w.compile_gpu")
-        st.checkbox(t("kernels.w.flex", note=compile_note, timeout=f"{FLEX_TIMEOUT_S}"), key="flex")
+        FLEX.draw(label_fields={"note": compile_note, "timeout": f"{FLEX_TIMEOUT_S}"})
         submitted = st.form_submit_button(t("kernels.w.time"), type="primary")
     go = submitted or st.session_state.pop("ak_again", False)
     return TimeForm(go, chosen_threads(cpu), st.session_state["flex"])
@@ -134,7 +155,7 @@ def sweep_form(lengths: list[int]) -> list[int] | None:
     snap("sweep_max", lengths)
     with st.form("sweep_form"):
         if len(lengths) > 1:
-            st.select_slider(t("kernels.w.largest_n"), lengths, key="sweep_max", format_func=lambda v: f"{v:,}")
+            SWEEP_MAX.draw(options=lengths, format_func=lambda v: f"{v:,}")
         else:
             st.caption(one_length_caption(lengths, lang()))
         go = st.form_submit_button(t("kernels.w.sweep"), type="primary")
@@ -143,9 +164,7 @@ def sweep_form(lengths: list[int]) -> list[int] | None:
 
 def sweep_stat() -> str:
     words = {s: stat_word(s, lang()) for s in STATS}
-    st.radio(t("kernels.w.stat"), list(STATS), key="stat", horizontal=True, format_func=words.get,
-             help=t("kernels.w.stat_help"))
-    return st.session_state["stat"]
+    return STAT.draw(horizontal=True, format_func=words.get, help=t("kernels.w.stat_help"))
 
 
 # --- the online softmax stepper --------------------------------------------------------------------
@@ -156,20 +175,19 @@ def stepper() -> FL.SoftmaxDemo:
     keys_now = ss["sm_keys"]
     ss.update(sm_tile=min(ss["sm_tile"], keys_now), sm_rows=min(ss["sm_rows"], keys_now))
     c = st.columns(5)
-    c[0].number_input(t("kernels.w.keys"), 1, FL.MAX_DEMO_KEYS, key="sm_keys")
-    c[1].number_input(t("kernels.w.tile"), 1, keys_now, key="sm_tile", help=t("kernels.w.tile_help"))
-    c[2].number_input(t("kernels.w.rows"), 1, min(FL.MAX_DEMO_QUERIES, keys_now), key="sm_rows")
-    c[3].toggle(t("kernels.w.sm_causal"), key="sm_causal", help=t("kernels.w.sm_causal_help"))
-    c[4].selectbox("dtype", ["float32", "float64"], key="sm_dtype")
+    SM_KEYS.draw(c[0])
+    SM_TILE.draw(c[1], hi=keys_now, help=t("kernels.w.tile_help"))
+    SM_ROWS.draw(c[2], hi=min(FL.MAX_DEMO_QUERIES, keys_now))
+    SM_CAUSAL.draw(c[3], help=t("kernels.w.sm_causal_help"))
+    SM_DTYPE.draw(c[4])
     rows_now = ss["sm_rows"]
     max_pad = FL.max_masked_prefix(keys_now, rows_now, ss["sm_causal"])
     ss.update(sm_pad=min(ss["sm_pad"], max_pad), sm_row=min(ss["sm_row"], rows_now - 1))
     c = st.columns(4)
-    c[0].number_input(t("kernels.w.pad"), 0, max_pad, key="sm_pad", help=t("kernels.w.pad_help"))
-    c[1].number_input(t("kernels.w.scale"), 0.01, 1000.0, key="sm_scale", step=10.0, format="%.2f",
-                      help=t("kernels.w.scale_help"))
-    c[2].number_input(t("kernels.w.seed"), 0, 9999, key="sm_seed")
-    c[3].number_input(t("kernels.w.row"), 0, rows_now - 1, key="sm_row")
+    SM_PAD.draw(c[0], hi=max_pad, help=t("kernels.w.pad_help"))
+    SM_SCALE.draw(c[1], format="%.2f", help=t("kernels.w.scale_help"))
+    SM_SEED.draw(c[2])
+    SM_ROW.draw(c[3], hi=rows_now - 1)
     return FL.SoftmaxDemo(num_keys=keys_now, tile=ss["sm_tile"], num_queries=rows_now, causal=ss["sm_causal"],
                           masked_prefix=ss["sm_pad"], score_scale=float(ss["sm_scale"]), seed=ss["sm_seed"],
                           dtype=ss["sm_dtype"])
@@ -179,7 +197,7 @@ def step_and_row(num_steps: int) -> tuple[int, int]:
     """The step slider (a caption when one tile holds every key): (tiles processed, query row shown)."""
     st.session_state["sm_step"] = max(1, min(st.session_state["sm_step"], num_steps))
     if num_steps > 1:
-        st.slider(t("kernels.w.step"), 1, num_steps, key="sm_step")
+        SM_STEP.draw(hi=num_steps)
     else:
         st.caption(t("kernels.w.one_step"))
     return st.session_state["sm_step"], st.session_state["sm_row"]
@@ -191,5 +209,4 @@ def traffic_tile_now() -> int:
 
 
 def traffic_tile() -> int:
-    st.select_slider(t("kernels.w.traffic_tile"), list(TRAFFIC_TILES), key="tile")
-    return st.session_state["tile"]
+    return TILE.draw()

@@ -38,13 +38,19 @@ class _Control:
     url_label: str = ""  # catalog key naming the value in the link's warning
     verbatim: bool = False  # the label is a symbol shown as written (`k`), not a catalog key
     other_labels: tuple[str, ...] = ()  # catalog keys of the same value drawn elsewhere under another label
+    fielded: bool = False  # the label's message takes fields the page knows (passed to draw as label_fields)
 
-    def label_text(self, label: str | None = None) -> str:
+    def label_text(self, label: str | None = None, **fields: object) -> str:
         """The widget's label in the page language (`label`: one of other_labels, for a second place it is drawn)."""
         assert label is None or label in self.other_labels, (self.key, label)
+        assert not fields or self.fielded, self.key
         if label is not None:
-            return t(label)
-        return self.label if self.verbatim else t(self.label)
+            return t(label, **fields)
+        return self.label if self.verbatim else t(self.label, **fields)
+
+    def _label(self, kw: dict[str, Any]) -> str:
+        """The label for `draw`, taking its `label=` (another label key) and `label_fields=` out of the widget's kwargs."""
+        return self.label_text(kw.pop("label", None), **kw.pop("label_fields", {}))
 
     def label_texts(self) -> set[str]:
         """Every label the value is drawn under."""
@@ -103,7 +109,7 @@ class Slider(_Range):
     def draw(self, where=st, *, lo=None, hi=None, **kw) -> int | float:
         lo, hi = self.bounds(lo, hi)
         self.clamp(hi)
-        return where.slider(self.label_text(), lo, hi, key=self.key, **self._step(), **kw)
+        return where.slider(self._label(kw), lo, hi, key=self.key, **self._step(), **kw)
 
 
 @dataclass(frozen=True)
@@ -113,16 +119,16 @@ class Number(_Range):
     def draw(self, where=st, *, lo=None, hi=None, **kw) -> int | float:
         lo, hi = self.bounds(lo, hi)
         self.clamp(hi)
-        return where.number_input(self.label_text(), min_value=lo, max_value=hi, key=self.key, **self._step(), **kw)
+        return where.number_input(self._label(kw), min_value=lo, max_value=hi, key=self.key, **self._step(), **kw)
 
 
 @dataclass(frozen=True)
 class Stops(_Control):
-    """An int picked from fixed stops (a select slider). The link may carry any int between the first and the last
-    stop; it is snapped to the nearest stop (the lower one on a tie)."""
+    """A number picked from fixed stops (a select slider; floats when the default is a float). The link may carry
+    any number between the first and the last stop; it is snapped to the nearest stop (the lower one on a tie)."""
 
-    default: int = 0
-    stops: tuple[int, ...] = ()
+    default: int | float = 0
+    stops: tuple[int | float, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.default in self.stops and list(self.stops) == sorted(self.stops), self.key
@@ -135,25 +141,28 @@ class Stops(_Control):
     def hi(self) -> int:
         return self.stops[-1]
 
-    def register(self, url) -> int:
-        url.int(self.key, self.default, self.lo, self.hi, label=t(self.url_label))
+    def register(self, url) -> int | float:
+        read = url.float if isinstance(self.default, float) else url.int
+        read(self.key, self.default, self.lo, self.hi, label=t(self.url_label))
         ss = st.session_state
         if ss[self.key] not in self.stops:
             ss[self.key] = min(self.stops, key=lambda v: abs(v - ss[self.key]))
         return ss[self.key]
 
     def draw(self, where=st, **kw) -> int:
-        return where.select_slider(self.label_text(), list(self.stops), key=self.key, **kw)
+        return where.select_slider(self._label(kw), list(self.stops), key=self.key, **kw)
 
 
 @dataclass(frozen=True)
 class Among(_Range):
-    """An int in lo..hi in the link, picked in a select box among the values on show (the requests holding blocks):
-    `draw` takes them, each inside the declared range."""
+    """An int in lo..hi in the link, picked in a select box (or select slider) among the values on show (the requests
+    holding blocks, the lengths this device can sweep): `draw` takes them, each inside the declared range."""
+
+    widget: str = "selectbox"  # or "select_slider"
 
     def draw(self, where=st, *, options: Sequence[int], **kw) -> int:
         assert all(self.lo <= o <= self.hi for o in options), (self.key, options)
-        return where.selectbox(self.label_text(), list(options), key=self.key, **kw)
+        return getattr(where, self.widget)(self._label(kw), list(options), key=self.key, **kw)
 
 
 WIDGETS = ("selectbox", "radio", "select_slider", "segmented_control", "pills")
@@ -180,8 +189,8 @@ class Choice(_Control):
     def register(self, url) -> str:
         return url.choice(self.key, self.default_value(), self.choices(), label=t(self.url_label))
 
-    def draw(self, where=st, *, label: str | None = None, **kw) -> str:
-        return getattr(where, self.widget)(self.label_text(label), self.choices(), key=self.key, **kw)
+    def draw(self, where=st, **kw) -> str:
+        return getattr(where, self.widget)(self._label(kw), self.choices(), key=self.key, **kw)
 
 
 @dataclass(frozen=True)
@@ -196,7 +205,7 @@ class Toggle(_Control):
         return url.bool(self.key, self.default, label=t(self.url_label))
 
     def draw(self, where=st, **kw) -> bool:
-        return getattr(where, self.widget)(self.label_text(), key=self.key, **kw)
+        return getattr(where, self.widget)(self._label(kw), key=self.key, **kw)
 
 
 @dataclass(frozen=True)
@@ -217,7 +226,7 @@ class Text(_Control):
     def draw(self, where=st, **kw) -> str:
         if self.max_chars is not None:
             kw["max_chars"] = self.max_chars
-        return getattr(where, self.widget)(self.label_text(), key=self.key, **kw)
+        return getattr(where, self.widget)(self._label(kw), key=self.key, **kw)
 
 
 Control = Slider | Number | Among | Stops | Choice | Toggle | Text

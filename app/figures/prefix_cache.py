@@ -11,9 +11,10 @@ from plotly.subplots import make_subplots
 from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, HALF_WIDTH_CHARS, set_headline
 from sim.alloc.byte_tokens import printable
-from sim.alloc.prefix_sweeps import FATE_KEYS, BlockFate, fate_label
+from sim.alloc.prefix_sweeps import FATE_KEYS, BlockFate
 from sim.i18n import text
 from sim.words import say
+from sim.words.prefix import fate_label
 
 HIT = CACHED
 COMPUTED = "#ff7f0e"
@@ -79,7 +80,7 @@ def block_rows(frame: pd.DataFrame, changed_pos: int, block_size: int, title: st
 
 def layout_bars(frame: pd.DataFrame, labels: dict[str, str], selected: str, title: str, lang: str = "en") -> go.Figure:
     """Token hit rate of every workload, fixed content first vs variable content first; title: the takeaway
-    (WorkloadOverview.layout_takeaway)."""
+    (sim.words.prefix.layout_takeaway)."""
     fig = go.Figure()
     order = list(dict.fromkeys(frame["workload"]))
     ylab = [("▶ " if w == selected else "") + labels[w] for w in order]

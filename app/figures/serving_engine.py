@@ -12,6 +12,7 @@ from app.figures import CACHED, FORMULA, LEGEND_BELOW, NAIVE, base_layout
 from app.figures.headline import FULL_WIDTH_CHARS, set_headline
 from app.text import for_plotly
 from sim.i18n import text
+from sim.msg import Msg
 from sim.words.serving import cell
 
 SUBPLOT_TITLE_PX = 24
@@ -22,12 +23,17 @@ REQUEST_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564
 GRID_COLUMNS = 8
 
 
-def chunk_budget(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
+def _cells(frame: pd.DataFrame, cells: dict | None, column: str) -> list:
+    """A text column's cells: the run's messages when it gives them (`cell_msgs`), else the frame's own values."""
+    return list(cells[column]) if cells and column in cells else list(frame[column])
+
+
+def chunk_budget(frame: pd.DataFrame, title: str, lang: str = "en", cells: dict | None = None) -> go.Figure:
     """Left: inter-token latency p50/p99 at each budget; right: time to first token p50/p95; the last category is
     whole-prompt prefill (unchunked)."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=[
         text(lang, "serving.g.gap_one"), text(lang, "serving.g.ttft")])
-    x = [str(cell(lang, b)) for b in frame["budget"]]
+    x = [str(cell(lang, b)) for b in _cells(frame, cells, "budget")]
     for col, (a, b, unit, scale) in enumerate((("itl_p50_ms", "itl_p99_ms", "ms", 1), ("ttft_p50_s", "ttft_p95_s",
                                                                                       "s", 1)), start=1):
         for name, dash, color in ((a, "solid", CACHED), (b, "dot", NAIVE)):
@@ -42,17 +48,17 @@ def chunk_budget(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=SUBPLOT_TITLE_PX)
 
 
-def preemption(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
+def preemption(frame: pd.DataFrame, title: str, lang: str = "en", cells: dict | None = None) -> go.Figure:
     """Recompute vs swap: tail latencies side by side, and what each paid (TFLOP computed again, GB moved)."""
     panels = tuple((key, text(lang, f"serving.g.{key}"), unit) for key, unit in
                    (("ttft_p95_s", "s"), ("itl_p99_ms", "ms"), ("e2e_p99_s", "s")))
     fig = make_subplots(rows=1, cols=3, subplot_titles=[p[1] for p in panels], horizontal_spacing=0.08)
     for col, (key, label, unit) in enumerate(panels, start=1):
-        for _, row in frame.iterrows():
-            mode = row["preemption"]
-            fig.add_bar(x=[cell(lang, mode)], y=[row[key]], name=cell(lang, mode), legendgroup=mode, showlegend=col == 1,
+        for (_, row), name in zip(frame.iterrows(), _cells(frame, cells, "preemption"), strict=True):
+            mode, name = row["preemption"], cell(lang, name)  # mode: the run's key (its colour), name: its words
+            fig.add_bar(x=[name], y=[row[key]], name=name, legendgroup=mode, showlegend=col == 1,
                         marker_color=MODE_COLORS[mode], text=[f"{row[key]:,.3g}"], textposition="outside",
-                        cliponaxis=False, row=1, col=col, hovertemplate=f"{cell(lang, mode)}: %{{y:,.4g}}<extra>{label}</extra>")
+                        cliponaxis=False, row=1, col=col, hovertemplate=f"{name}: %{{y:,.4g}}<extra>{label}</extra>")
         fig.update_yaxes(title_text=text(lang, "serving.f.latency", unit=unit), rangemode="tozero", row=1, col=col)
     fig.update_xaxes(title_text=text(lang, "serving.g.mode_axis"))
     fig = base_layout(fig, "", "", "")
@@ -127,10 +133,10 @@ TIER_COLORS = {"gpu_hit_pct": CACHED, "host_hit_pct": "#2ca02c", "disk_hit_pct":
 TIER_KEYS = ("gpu_hit_pct", "host_hit_pct", "disk_hit_pct", "computed_pct")
 
 
-def offload(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
+def offload(frame: pd.DataFrame, title: str, lang: str = "en", cells: dict | None = None) -> go.Figure:
     """Left: where each prompt token came from, per set of tiers (stacked %); right: time to first token p50/p95."""
     fig = _panels([text(lang, "serving.g.where_from"), text(lang, "serving.g.ttft")])
-    x = [cell(lang, v) for v in frame["tiers"]]
+    x = [cell(lang, v) for v in _cells(frame, cells, "tiers")]
     base = np.zeros(len(frame))
     for key in TIER_KEYS:
         label = text(lang, f"serving.g.{key}")  # stacked by hand (explicit base, one offset group): TTFT stays grouped
@@ -146,10 +152,10 @@ def offload(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     return _finish(fig, title, text(lang, "serving.g.tiers_axis"))
 
 
-def disagg(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
+def disagg(frame: pd.DataFrame, title: str, lang: str = "en", cells: dict | None = None) -> go.Figure:
     """Colocated vs disaggregated: time to first token, gaps between tokens, requests meeting both SLOs."""
     fig = _panels([text(lang, "serving.g.ttft"), text(lang, "serving.g.gap"), text(lang, "serving.g.slo_panel")])
-    x = [cell(lang, "colocated"), cell(lang, "disaggregated")]  # the frame's rows (PoolComparison.to_frame)
+    x = [cell(lang, Msg("serving.cell.colocated")), cell(lang, Msg("serving.cell.disaggregated"))]  # its two rows
     for col, pairs, unit in ((1, (("ttft_p50_s", "p50"), ("ttft_p95_s", "p95")), "s"),
                              (2, (("itl_p50_ms", "p50"), ("itl_p99_ms", "p99")), "ms")):
         for (key, q), color in zip(pairs, (CACHED, NAIVE), strict=True):
@@ -165,11 +171,11 @@ def disagg(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     return _finish(fig, title, text(lang, "serving.g.pool_axis"))
 
 
-def routing(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
+def routing(frame: pd.DataFrame, title: str, lang: str = "en", cells: dict | None = None) -> go.Figure:
     """Round-robin vs prefix-aware: prompt tokens from the cache, throughput, time to first token."""
     fig = _panels([text(lang, "serving.g.from_cache_panel"), text(lang, "serving.g.throughput"),
                    text(lang, "serving.g.ttft")])
-    x = [cell(lang, v) for v in frame["router"]]
+    x = [cell(lang, v) for v in _cells(frame, cells, "router")]
     fig.add_bar(x=x, y=frame["hit_rate_pct"], name=text(lang, "serving.col.hit_rate_pct"), marker_color=CACHED, row=1, col=1,
                 text=[f"{v:.0f}%" for v in frame["hit_rate_pct"]], textposition="outside", cliponaxis=False,
                 hovertemplate="%{x}: %{y:.1f}%<extra></extra>")

@@ -7,11 +7,12 @@ from dataclasses import replace
 
 import streamlit as st
 
+from app.controls.lesson import CONTEXT, CONTEXTS, KV, MODEL
 from app.figures import CACHED, NAIVE
 from app.figures import lesson as figs
 from app.i18n import lang, t
 from app.lesson.generation import claim
-from app.lesson.nav import CONTEXTS, open_full_page
+from app.lesson.nav import open_full_page
 from app.lesson.quiz import ask
 from app.present import show_chart
 from sim.cost.decode import flop_shape
@@ -89,7 +90,7 @@ def batching_finding(ctx: int, L: str) -> str:
 
 def step_cost() -> None:
     ss, L = st.session_state, lang()
-    st.select_slider(t("lesson.c.ctx"), CONTEXTS, key="ctx", format_func=lambda v: f"{v:,}")
+    CONTEXT.draw(format_func=lambda v: f"{v:,}")
     arch = load_presets()[COST_MODEL]
     naive, cached = _step_curves()
     i = CONTEXTS.index(ss["ctx"])
@@ -107,9 +108,9 @@ def cache_bytes() -> None:
     ss, L = st.session_state, lang()
     models = _models()
     c = st.columns(2)
-    c[0].selectbox(t("lesson.c.model"), list(models), key="model", format_func=lambda k: models[k].name)
+    MODEL.draw(c[0], format_func=lambda k: models[k].name)
     dtype_labels = {d: t(f"lesson.dtype.{d}") for d in KV_DTYPES}  # worded now: format_func runs later too
-    c[1].selectbox(t("lesson.c.kv"), list(KV_DTYPES), key="kv", format_func=dtype_labels.get)
+    KV.draw(c[1], format_func=dtype_labels.get)
     arch = models[ss["model"]]
     cfg = MemoryConfig(arch, batch=1, context=BYTES_CONTEXT, kv_dtype=ss["kv"])
     m = kv_memory(cfg)
@@ -159,7 +160,7 @@ NODE_GPUS = 8  # the batching step's deployment: one server of 8 GPUs, the model
 
 def batching() -> None:
     ss, L = st.session_state, lang()
-    st.select_slider(t("lesson.c.ctx_each"), CONTEXTS, key="ctx", format_func=lambda v: f"{v:,}")
+    CONTEXT.draw(label="lesson.c.ctx_each", format_func=lambda v: f"{v:,}")
     claim_text, arch, gpu, hw, contexts, base, turns = _batching(ss["ctx"], L)
     lines = {S: [decode_step(replace(base, batch=B, context=S)).intensity for B in BATCHES] for S in contexts}
     holds = {S: max_batch_on(replace(base, context=S), gpu, NODE_GPUS) for S in contexts}

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.controls.lesson import LAYER, LENGTH, POSITION, TEXT, WALK
 from app.figures import lesson as figs
 from app.i18n import lang, t
-from app.lesson.nav import LENGTHS, open_full_page
+from app.lesson.nav import FILL_MODEL, LENGTHS, REAL_LAYER, open_full_page
 from app.lesson.style import ROW_KEY
 from app.present import show_chart
 from app.text import code, for_plotly, plain
@@ -21,7 +22,6 @@ TINY = "mha"  # the bundled model the real-model steps run
 PROMPT_LEN = 16  # the cost steps' prompt, in tokens
 FILL_NEW = 24  # tokens the filling animation decodes
 MIN_PROMPT = 2  # bytes: a prompt the real-model steps can draw
-REAL_LAYERS = 30  # SmolLM2-135M's layers: the filling step's layer choice on it
 
 
 def claim(text: str) -> None:
@@ -48,7 +48,7 @@ def repeat_finding(n: int, L: str) -> str:
 
 def repeat() -> None:
     ss, L = st.session_state, lang()
-    st.select_slider(t("lesson.c.n"), LENGTHS, key="n", format_func=lambda v: f"{v:,}")
+    LENGTH.draw(format_func=lambda v: f"{v:,}")
     n, totals = ss["n"], repeat_totals()
     claim(repeat_finding(n, L))
     show_chart(figs.totals_vs_length(LENGTHS, totals["naive"], totals["cached"],
@@ -74,9 +74,8 @@ def controls_row(spec: list[int]) -> list:
 
 
 def _prompt_box(where=None) -> list[int] | None:
-    from app.lesson.nav import MAX_LESSON_PROMPT
 
-    (where or st).text_input(t("lesson.c.prompt"), key="text", max_chars=MAX_LESSON_PROMPT)
+    TEXT.draw(where or st)
     ids = list(st.session_state["text"].encode("utf-8"))
     if len(ids) < MIN_PROMPT:
         st.warning(t(f"lesson.w.short.{'one' if len(ids) == 1 else 'other'}", min=f"{MIN_PROMPT}", n=f"{len(ids)}"))
@@ -87,7 +86,7 @@ def _prompt_box(where=None) -> list[int] | None:
 def qkv() -> None:
     c = controls_row([3, 2])
     ids = _prompt_box(c[0])
-    c[1].select_slider(t("lesson.c.layer"), [0, 1, 2, 3], key="layer")
+    LAYER.draw(c[1])
     if ids is None:
         return
     L = lang()
@@ -107,8 +106,7 @@ def walk(ids: list[int], layer: int) -> None:
     ss, L = st.session_state, lang()
     st.subheader(t("lesson.walk.head"))
     stages = {i: t(f"lesson.walk.stage{i}") for i in range(STAGES)}  # worded now: format_func runs later too
-    st.segmented_control(t("lesson.walk.c"), list(stages), key="walk", format_func=stages.get,
-                         selection_mode="single", required=True)
+    WALK.draw(options=list(stages), format_func=stages.get, selection_mode="single", required=True)
     run = queued(lambda: _filling(ss["text"], FILL_NEW), t("lesson.job.decode"))
     w = attention_walk(run, 0, layer)  # frame 0: the prefill; its last position attends over the whole prompt
     stage = ss["walk"]
@@ -171,7 +169,6 @@ def _filling(text: str, new: int):
     return fill_cache(model(TINY), encode(text), new)
 
 
-FILL_MODELS = ("mha", "smollm2")  # the filling step's models: the tiny byte model (default) or SmolLM2's BPE
 MIN_REAL_NEW = 8  # the fewest tokens SmolLM2 decodes in this step (more when the page's budget allows)
 
 
@@ -207,15 +204,14 @@ def filling() -> None:
     ss = st.session_state
     c = controls_row([4, 3, 2, 3])
     ids = _prompt_box(c[0])
-    real = ss["fill_lm"] == "smollm2"
+    real = FILL_MODEL.value() == "smollm2"
     if real:
-        c[1].select_slider(t("lesson.c.layer"), list(range(REAL_LAYERS)), key="rlayer")
+        REAL_LAYER.draw(c[1])
     else:
-        c[1].select_slider(t("lesson.c.layer"), [0, 1, 2, 3], key="layer")
+        LAYER.draw(c[1])
     c[2].toggle(t("lesson.c.play"), key="lesson_play", help=t("lesson.c.play_help"))
-    names = {k: t(f"rp.lesson.model.{k}") for k in FILL_MODELS}  # worded now: format_func runs later too
-    c[3].selectbox(t("rp.lesson.model"), list(FILL_MODELS), key="fill_lm", format_func=names.get,
-                   help=t("rp.lesson.model_help"))
+    names = {k: t(f"rp.lesson.model.{k}") for k in FILL_MODEL.choices()}  # worded now: format_func runs later too
+    FILL_MODEL.draw(c[3], format_func=names.get, help=t("rp.lesson.model_help"))
     if ids is None:
         return
     if real:
@@ -229,9 +225,7 @@ def filling() -> None:
             return
     else:
         run = queued(lambda: _filling(ss["text"], FILL_NEW), t("lesson.job.decode"))
-    last = len(run.frames) - 1
-    if ss["t"] > last:
-        ss["t"] = last
+    POSITION.clamp(len(run.frames) - 1)
     # only a playing animation reruns itself (its part of the page alone, once a second)
     st.fragment(_filling_view, run_every=1.0 if ss["lesson_play"] else None)(run, real)
 
@@ -246,7 +240,7 @@ def _filling_view(run, real: bool = False) -> None:
     last = len(run.frames) - 1
     if ss.get("lesson_play"):
         ss["t"] = ss["t"] + 1 if ss["t"] < last else 0
-    t_ = st.slider(t("lesson.c.t"), 0, last, key="t")
+    t_ = POSITION.draw(hi=last)
     f, layer = run.frames[t_], ss["rlayer" if real else "layer"]
     step = min(t_, last)
     claim(say.filling_sentence(step, len(f.fed), f.end, run.num_layers, f.used_bytes, run.bytes_per_token(), lang=L))

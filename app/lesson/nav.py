@@ -5,48 +5,21 @@ from __future__ import annotations
 
 import streamlit as st
 
+# DEFAULT_PROMPT (the lesson tests), FILL_MODEL, LENGTHS and REAL_LAYER (its steps) are read here too
+from app.controls.lesson import CONTROLS, DEFAULT_PROMPT, FILL_MODEL, LENGTHS, REAL_LAYER, STEP  # noqa: F401
 from app.i18n import lang, page_title, t
 from app.lesson.style import NAV_KEY, OPEN_KEY
 from app.links import page_link
 from app.urlstate import UrlState
-from sim.cost.memory import KV_DTYPES
-from sim.cost.presets import load_presets
-from sim.lesson.blocks import SCRIPT
-from sim.lesson.quiz import LAYOUT_WORKLOADS
 from sim.lesson.steps import RECAP, STEPS, step_label
-from sim.lesson.walk import STAGES
-
-LENGTHS = [2**k for k in range(4, 11)]  # 16 … 1,024 tokens generated
-CONTEXTS = [2**k for k in range(7, 18)]  # 128 … 131,072
-ALPHAS = [round(0.05 * i, 2) for i in range(1, 20)]  # 0.05 … 0.95
-MAX_LESSON_PROMPT = 48  # bytes: the real-model steps draw every position
-DEFAULT_PROMPT = "To be, or not to be, that is"
 
 
 def register() -> UrlState:
-    """Every value the lesson keeps in its link, validated; then the link's problems, folded."""
-    presets = load_presets()
+    """Every value the lesson keeps in its link, validated (n, ctx and alpha snapped to their stops); then the
+    link's problems, folded."""
     url = UrlState("lesson")
-    url.int("step", 1, 1, RECAP, label=t("lesson.url.step"))
-    url.int("n", 256, LENGTHS[0], LENGTHS[-1], label=t("lesson.url.n"))
-    url.text("text", DEFAULT_PROMPT, max_len=MAX_LESSON_PROMPT, label=t("lesson.url.text"))
-    url.int("layer", 0, 0, 3, label=t("lesson.url.layer"))
-    url.int("t", 0, 0, 64, label=t("lesson.url.t"))
-    url.int("ctx", 4096, CONTEXTS[0], CONTEXTS[-1], label=t("lesson.url.ctx"))
-    url.choice("model", "llama-3.1-8b", [k for k in presets if not k.startswith("tiny")], label=t("lesson.url.model"))
-    url.choice("kv", "bf16", list(KV_DTYPES), label=t("lesson.url.kv"))
-    url.float("alpha", 0.8, ALPHAS[0], ALPHAS[-1], label=t("lesson.url.alpha"))
-    url.int("k", 4, 1, 8, label=t("lesson.url.k"))
-    url.choice("workload", "system_prompt", list(LAYOUT_WORKLOADS), label=t("lesson.url.workload"))
-    url.int("bt", 0, 0, len(SCRIPT), label=t("lesson.url.bt"))
-    url.int("walk", 0, 0, STAGES - 1, label=t("lesson.url.walk"))
-    url.choice("fill_lm", "mha", ["mha", "smollm2"], label=t("rp.lesson.model"))
-    url.int("rlayer", 0, 0, 29, label=t("rp.lesson.url.rlayer"))
+    url.add(*CONTROLS)
     url.show_problems()
-    ss = st.session_state
-    for key, stops in (("n", LENGTHS), ("ctx", CONTEXTS), ("alpha", ALPHAS)):  # snap URL numbers to the stops
-        if ss[key] not in stops:
-            ss[key] = min(stops, key=lambda v, k=key: abs(v - ss[k]))
     return url
 
 
@@ -67,8 +40,7 @@ def navigation(where: str) -> int:
                 icon=None if top else ":material/arrow_back:", width="stretch", shortcut="left" if top else None)
     if top:
         labels = {j: step_label(j, L) for j in range(1, RECAP + 1)}  # worded now: format_func runs later too
-        c[1].selectbox(t("lesson.step"), list(labels), key="step", format_func=labels.get,
-                       label_visibility="collapsed")
+        STEP.draw(c[1], options=list(labels), format_func=labels.get, label_visibility="collapsed")
     else:
         c[1].progress(min(k, len(STEPS)) / len(STEPS), text=step_label(k, L))
     c[2].button(t("lesson.next"), key=f"next_{where}", on_click=_move, args=(1,), disabled=k == RECAP,

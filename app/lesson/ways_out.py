@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.controls.lesson import ALPHA, BLOCK_STEP, DRAFT_K, MODEL, WORKLOAD
 from app.figures import lesson as figs
 from app.i18n import lang, t
 from app.lesson.generation import claim
-from app.lesson.nav import ALPHAS, open_full_page
+from app.lesson.nav import open_full_page
 from app.lesson.quiz import ask
 from app.present import show_chart
 from sim.alloc.policies import simulate_policy
@@ -64,7 +65,7 @@ def layout_finding(workload: str, L: str) -> str:
 def shrink() -> None:
     ss, L = st.session_state, lang()
     models = {k: a for k, a in load_presets().items() if not k.startswith("tiny")}
-    st.selectbox(t("lesson.c.model"), list(models), key="model", format_func=lambda k: models[k].name)
+    MODEL.draw(format_func=lambda k: models[k].name)
     arch = models[ss["model"]]
     kinds, by_dtype = _shrink(ss["model"])
     claim(shrink_finding(ss["model"], L))
@@ -117,7 +118,7 @@ def block_tables() -> None:
     ss, L = st.session_state, lang()
     frames = block_story()
     st.subheader(t("lesson.bt.head"))
-    st.select_slider(t("lesson.bt.c"), list(range(len(frames))), key="bt", format_func=lambda i: f"{i}")
+    BLOCK_STEP.draw(options=list(range(len(frames))), format_func=lambda i: f"{i}")
     f = frames[ss["bt"]]
     st.markdown(event_sentence(f, L))
     pool = f.pool
@@ -131,8 +132,8 @@ def block_tables() -> None:
 def speculate() -> None:
     ss, L = st.session_state, lang()
     c = st.columns(2)
-    c[0].select_slider(t("lesson.c.alpha"), ALPHAS, key="alpha")
-    c[1].slider(t("lesson.c.k"), 1, 8, key="k")
+    ALPHA.draw(c[0])
+    DRAFT_K.draw(c[1])
     alpha, k = ss["alpha"], ss["k"]
     ks = list(range(1, 9))
     tokens = [expected_tokens_per_pass(alpha, j) for j in ks]
@@ -160,7 +161,7 @@ def _layouts(workload: str):
 def layout() -> None:
     ss, L = st.session_state, lang()
     names = {w: t(f"lesson.workload.{w}") for w in LAYOUT_WORKLOADS}  # worded now: format_func runs later too
-    st.selectbox(t("lesson.c.workload"), list(LAYOUT_WORKLOADS), key="workload", format_func=names.get)
+    WORKLOAD.draw(format_func=names.get)
     with st.spinner(t("lesson.job.prefix")):
         hits = _layouts(ss["workload"])
     claim(layout_finding(ss["workload"], L))

@@ -145,6 +145,23 @@ class BlockPool:
         self.req_to_num_tokens[req_id] = n + num_new_tokens
         return copies
 
+    def try_append(self, req_id: int, num_new_tokens: int) -> tuple[int, ...] | None:
+        """`append` when the free queue has room: the blocks added to the request's table (none while the tokens
+        fit its own last block; a copy-on-write copy replaces the last entry, it adds none), or None, changing
+        nothing, when the queue is too short. The scheduler's per-token call."""
+        table = self.req_to_block_table[req_id]
+        n = self.req_to_num_tokens[req_id]
+        filled = n % self.block_size
+        if filled and filled + num_new_tokens <= self.block_size and self.ref_cnt[table[-1]] == 1:
+            self.block_num_tokens[table[-1]] += num_new_tokens  # fits the last block, which it alone holds
+            self.req_to_num_tokens[req_id] = n + num_new_tokens
+            return ()
+        if self.num_new_blocks(req_id, num_new_tokens) > len(self.free_block_queue):
+            return None
+        before = len(table)
+        self.append(req_id, num_new_tokens)
+        return tuple(table[before:])
+
     def fork(self, parent_id: int, child_id: int) -> list[int]:
         """The child shares every block of the parent (ref counts +1); no data is copied yet."""
         table = self._table(parent_id)

@@ -186,7 +186,7 @@ def _scheduler_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check
             nxt += 1
         if not sched.has_unfinished_requests():
             if arrival[nxt] > MAX_STEPS:
-                raise ValueError(f"request {nxt} arrives at step {arrival[nxt]:,}, past the limit of {MAX_STEPS:,} steps")
+                raise WordedError("paged.err.arrival", req=f"{nxt}", step=f"{arrival[nxt]:,}", max=f"{MAX_STEPS:,}")
             for step in range(t, int(min(arrival[nxt], stop + 1))):
                 used_series.append(0)
                 if step in wanted:

@@ -12,6 +12,7 @@ from sim.alloc.prefix_sweeps import TwoPrompts, WorkloadOverview
 from sim.alloc.workload import TIMESTAMP_LEN
 from sim.claims import Claim, Verdict
 from sim.i18n import text
+from sim.words.prefix import demo_finding
 
 NOT_RUN = text("en", "prefix.claim.not_run")
 
@@ -78,7 +79,7 @@ def prefix_claims(demo: TwoPrompts | None, overview: WorkloadOverview | None, de
         return text(lang, f"prefix.claim.{key}", **fields)
 
     not_run = w("not_run")
-    demo_text = w("section1") if demo is None else demo.finding(lang)
+    demo_text = w("section1") if demo is None else demo_finding(demo, lang)
     agent = None if overview is None else overview.get("agent", "fixed_first")
     return (
         Claim(

@@ -13,7 +13,7 @@ from enum import StrEnum
 import numpy as np
 
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS, cdiv
-from sim.alloc.byte_tokens import other_byte, printable, show_byte
+from sim.alloc.byte_tokens import other_byte
 from sim.alloc.prefix_cache import CacheConfig, HitTotals, PrefixCacheResult, simulate_prefix_cache, trace_block_hashes
 from sim.alloc.radix_tree import radix_hit_tokens, radix_view
 from sim.alloc.workload import (
@@ -21,13 +21,10 @@ from sim.alloc.workload import (
     PREFIX_WORKLOADS,
     PrefixWorkloadConfig,
     Trace,
-    layout_text_in,
     make_trace,
     trace_from_lists,
 )
 from sim.i18n import text
-from sim.readout import Metric
-from sim.words import say
 
 DEFAULT_CAPACITIES = tuple(2**k for k in range(10, 19))  # 1,024 .. 262,144 tokens
 DEFAULT_BLOCK_SIZES = (8, 16, 32, 64, 128, 256)  # the chosen size is always added
@@ -48,11 +45,6 @@ class BlockFate(StrEnum):
 
 FATE_KEYS = {BlockFate.HIT: "hit", BlockFate.CACHED: "cached", BlockFate.RECOMPUTED: "recomputed",
              BlockFate.PARTIAL: "partial"}
-
-
-def fate_label(fate: str, lang: str = "en") -> str:
-    """A block's fate as the table says it ('computed, cached'); the English is the BlockFate value."""
-    return text(lang, f"prefix.fate.{FATE_KEYS[BlockFate(fate)]}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,47 +75,6 @@ class TwoPrompts:
     @property
     def num_computed_b(self) -> int:
         return self.len_b - self.num_hit_tokens_b
-
-    def summary(self, lang: str = "en") -> str:
-        """What B reuses, in one paragraph (Markdown)."""
-        bs, k = self.block_size, self.changed_pos
-        note = ""
-        if k // bs >= self.len_a // bs or self.num_hit_blocks_b < k // bs:
-            note = text(lang, "prefix.s.demo.note", n=f"{(self.len_b - 1) // bs}")
-        return text(lang, "prefix.s.demo.summary", blocks=f"{self.num_hit_blocks_b}", hit=f"{self.num_hit_tokens_b:,}",
-                    computed=f"{self.num_computed_b:,}", len=f"{self.len_b:,}", bs=f"{bs}", note=note)
-
-    def metrics(self, lang: str = "en") -> list[Metric]:
-        return [Metric(text(lang, "prefix.m.demo_reused"),
-                       text(lang, "prefix.m.demo_of", n=f"{self.num_hit_blocks_b}", total=f"{self.num_blocks_b}")),
-                Metric(text(lang, "prefix.m.demo_read"), f"{self.num_hit_tokens_b:,}"),
-                Metric(text(lang, "prefix.m.demo_computed"), f"{self.num_computed_b:,}")]
-
-    def chart_title(self, show=show_byte, lang: str = "en") -> str:
-        """The changed byte, before and after, its block, and which blocks of B stay hits and which are
-        recomputed. show: a byte as a label (the page passes one that escapes it for plotly)."""
-        from sim.words.prefix import change_takeaway
-
-        k = self.changed_pos
-        return change_takeaway(k, show(self.ids_a[k]), show(self.ids_b[k]), self.block_size, self.num_hit_blocks_b,
-                               self.num_blocks_b, lang)
-
-    def block_table(self, lang: str = "en"):
-        """Every block of both prompts with its text, hash and parent's hash (the page's table); in Korean the
-        headers, the fates and the root are worded in Korean too."""
-        table = (self.frame.assign(text=[printable(x) for x in self.frame["ids"]])
-                 [["request", "block", "tokens", "text", "hash", "parent hash", "fate"]])
-        if lang == "en":
-            return table
-        table = table.assign(fate=[fate_label(f, lang) for f in table["fate"]],
-                             **{"parent hash": [text(lang, "prefix.table.root") if h == "root" else h
-                                                for h in table["parent hash"]]})
-        return table.rename(columns={c: text(lang, f"prefix.table.{c.replace(' ', '_')}") for c in table.columns})
-
-    def finding(self, lang: str = "en") -> str:
-        """The seeds table's words for this view."""
-        return text(lang, "prefix.s.demo.finding", pos=f"{self.changed_pos}", len=f"{self.len_a}",
-                    hit=f"{self.num_hit_blocks_b}", total=f"{self.num_blocks_b}")
 
 
 def compare_two_prompts(ids_a: Sequence[int], ids_b: Sequence[int], block_size: int, changed_pos: int = 0) -> TwoPrompts:
@@ -190,16 +141,6 @@ class WorkloadOverview:
     def get(self, workload: str, layout: str) -> HitTotals:
         return self.totals[(workload, layout)]
 
-    def layout_takeaway(self, workload: str, lang: str = "en") -> str:
-        """The overview chart's title: the chosen workload's token hit rate in both layouts, worded by which
-        layout serves more prompt tokens from the cache."""
-        fixed, var = (100 * self.get(workload, layout).hit_rate for layout in ("fixed_first", "variable_first"))
-        name = text(lang, f"prefix.workload.{workload}")
-        if f"{fixed:.1f}" == f"{var:.1f}":
-            return text(lang, "prefix.s.overview.same", name=name, fixed=f"{fixed:.1f}")
-        if fixed > var:
-            return text(lang, "prefix.s.overview.fixed", name=name, fixed=f"{fixed:.1f}", var=f"{var:.1f}")
-        return text(lang, "prefix.s.overview.variable", name=name, fixed=f"{fixed:.1f}", var=f"{var:.1f}")
 
     def to_frame(self):
         """One row per workload and layout (the overview chart and its CSV)."""
@@ -238,14 +179,8 @@ class LayoutRun:
     """The chosen workload in one layout: the full result, and its last request's layout."""
 
     result: PrefixCacheResult
-    last_layout_text: str
     last_label: object  # the request's label: a message value or a name
     last_segments: tuple[tuple[str, int], ...] = ()  # the last request's (what, tokens) spans
-
-    def last_request_caption(self, lang: str = "en") -> str:
-        layout = self.last_layout_text if lang == "en" or not self.last_segments else layout_text_in(
-            self.last_segments, lang)
-        return text(lang, "prefix.s.last_request", label=say(lang, self.last_label), layout=layout)
 
 
 def run_both_layouts(cfg: PrefixWorkloadConfig, cache: CacheConfig) -> dict[str, LayoutRun]:
@@ -253,7 +188,7 @@ def run_both_layouts(cfg: PrefixWorkloadConfig, cache: CacheConfig) -> dict[str,
     for layout in LAYOUTS:
         trace = make_trace(replace(cfg, layout=layout))
         last = trace.requests[-1]
-        out[layout] = LayoutRun(simulate_prefix_cache(trace, cache), last.layout_text(), last.label, last.segments)
+        out[layout] = LayoutRun(simulate_prefix_cache(trace, cache), last.label, last.segments)
     return out
 
 
@@ -320,15 +255,6 @@ class TreeView:
     num_requests: int  # in the whole trace
     radix_total: int  # hit tokens the tree finds over the whole trace
     hashed_total: int | None  # the hashed pool's, with room for every block (None: too big to simulate)
-
-    def agreement(self, capacity_tokens: int, cache_hit_tokens: int, lang: str = "en") -> str | None:
-        """The caption comparing the tree with the hashed pool (None when the pool was too big to run)."""
-        if self.hashed_total is None:
-            return None
-        same = text(lang, "prefix.s.agree.equal" if self.radix_total == self.hashed_total else "prefix.s.agree.differ")
-        return text(lang, "prefix.s.agree", n=f"{self.num_requests:,}", radix=f"{self.radix_total:,}",
-                    hashed=f"{self.hashed_total:,}", same=same, cap=f"{capacity_tokens:,}",
-                    hits=f"{cache_hit_tokens:,}")
 
 
 def tree_view(cfg: PrefixWorkloadConfig, block_size: int, num_drawn: int) -> TreeView:

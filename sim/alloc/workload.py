@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.alloc.errors import WordedError
-from sim.i18n import text
 from sim.msg import Msg
 
 # ---------------------------------------------------------------------------------------------
@@ -176,16 +175,6 @@ SEGMENT_NAMES = ("system prompt", "timestamp", "question", "instructions", "exam
                  "tool descriptions", "task", "earlier steps", "observation", "documents", "prompt")
 
 
-def segment_name(name: str, lang: str = "en") -> str:
-    """A prompt part's name ('tool descriptions') in `lang`."""
-    return text(lang, f"prefix.seg.{name.replace(' ', '_')}") if name in SEGMENT_NAMES else name
-
-
-def layout_text_in(segments: tuple[tuple[str, int], ...], lang: str = "en") -> str:
-    """A prompt's parts in order, '[system prompt 500] [question 64]', with the names in `lang`."""
-    return " ".join(f"[{segment_name(name, lang)} {n:,}]" for name, n in segments)
-
-
 VOCAB_SIZE = 32_000  # synthetic token ids are drawn from FIRST_ID..VOCAB_SIZE-1
 FIRST_ID = 256
 RAG_HEADER_LEN = 12  # "Answer from these documents:" — shorter than a 16-token block on purpose
@@ -226,9 +215,6 @@ class Request:
     @property
     def extra_keys(self) -> tuple:
         return () if self.extra_key is None else (self.extra_key,)
-
-    def layout_text(self) -> str:
-        return " ".join(f"[{name} {n:,}]" for name, n in self.segments)
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,7 +263,6 @@ def trace_from_lists(prompts, outputs=None, extra_keys=None, labels=None) -> Tra
                 raise ValueError(f"request {i}: token ids must be 0..{2**31 - 1}")
         reqs.append(Request(p.astype(np.int32), o.astype(np.int32), e, lab, (("prompt", len(p)),)))
     return Trace(tuple(reqs))
-
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.attention.implementations import torch_dtype
-from sim.i18n import text
 from sim.msg import Msg
 from sim.work.threads import pick_num_threads
 
@@ -119,10 +118,9 @@ def run_measuring_peak(fn: Callable[[], object], device) -> tuple[object, int | 
     return cuda_peak_bytes(fn, device) if device.type == "cuda" else cpu_peak_bytes(fn)
 
 
-def memory_method(device_type: str) -> str:
-    """How a peak was measured on this device type, in English (sim.words.attention words it in the page
-    language)."""
-    return text("en", "kernels.method.cuda" if device_type == "cuda" else "kernels.method.cpu")
+def memory_method(device_type: str) -> Msg:
+    """How a peak was measured on this device type, a message value (sim/words/attention.py words it)."""
+    return Msg("kernels.method.cuda" if device_type == "cuda" else "kernels.method.cpu")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from sim.attention.measure import (
     torch_threads,
 )
 from sim.attention.shapes import IMPLS, AttentionShape
+from sim.msg import Msg
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class TimingResult:
     device: str
     num_threads: int
     rows: tuple[KernelTiming, ...]
-    memory_method: str
+    memory_method: Msg | str  # how peaks were measured: a message value (sim.attention.measure.memory_method)
 
     def row(self, impl: str) -> KernelTiming:
         return next(r for r in self.rows if r.impl == impl)

@@ -193,9 +193,7 @@ class EvictingKVCache(KVCache):
     def begin_step(self, start_pos: int, num_new_tokens: int, *, batch_size: int) -> None:
         end = start_pos + num_new_tokens
         written = self.num_tokens
-        if start_pos != written:
-            raise ValueError(f"an evicting cache appends only: it has written {written} positions, asked to write at "
-                             f"{start_pos}")
+        assert start_pos == written, (start_pos, written)  # an evicting cache only appends: the model's loop is the caller
         if end > self.max_seq_len:
             raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
         self._step = (start_pos, end)

@@ -83,7 +83,7 @@ def measure_cache_bytes(model, ids: list[int], preset) -> RealCacheBytes:
     cfg = model.cfg
     run_dtype = TORCH_DTYPE_TO_KV[str(model.dtype).removeprefix("torch.")]
     cache = ContiguousKVCache(cfg, batch_size=1, max_seq_len=len(ids), device=model.device, dtype=model.dtype)
-    prefill(model, torch.tensor([ids], device=model.device), cache, "sdpa")  # (1, T)
+    prefill(model, torch.tensor([ids], device=model.device), cache, attn_impl="sdpa")  # (1, T)
     assert cache.num_tokens == len(ids)
     tensors = [t for layer in range(cfg.n_layers) for t in cache.filled(layer)]  # each (1, Hkv, T, D)
     run_bytes = sum(t.nbytes for t in tensors)

@@ -221,7 +221,7 @@ def measure_prefix_prefill(real, chat: RealChat, block_size: int, *, repeats: in
     for p, h in zip(prompts, hits, strict=True):
         c = ContiguousKVCache(cfg, 1, len(p), device=device, dtype=model.dtype)
         if h:
-            prefill(model, tensor(p[:h]), c, "sdpa")
+            prefill(model, tensor(p[:h]), c, attn_impl="sdpa")
         cached.append(c)
     scratch_caches = [ContiguousKVCache(cfg, 1, len(p), device=device, dtype=model.dtype) for p in prompts]
     scratch_runs: list[list[float]] = [[] for _ in prompts]
@@ -239,11 +239,11 @@ def measure_prefix_prefill(real, chat: RealChat, block_size: int, *, repeats: in
             for i, (p, h) in enumerate(zip(prompts, hits, strict=True)):
                 def scratch(i=i, p=p):
                     scratch_caches[i].truncate(0)
-                    return prefill(model, tensor(p), scratch_caches[i], "sdpa")
+                    return prefill(model, tensor(p), scratch_caches[i], attn_impl="sdpa")
 
                 def from_cache(i=i, p=p, h=h):
                     cached[i].truncate(h)
-                    return prefill(model, tensor(p[h:]), cached[i], "sdpa", start_pos=h)
+                    return prefill(model, tensor(p[h:]), cached[i], attn_impl="sdpa", start_pos=h)
 
                 order = (("scratch", scratch), ("cached", from_cache))
                 for kind, fn in order if (rnd + i) % 2 == 0 else order[::-1]:

@@ -5,7 +5,9 @@ The grid is made by one command (its provenance is stored with it):
 
     python -m sim.model.record_shrink            # writes assets/models/smollm2_shrink.json
 
-and any one cell reruns live through sim.model.real_checks.run_cell, the same code.
+and any one cell reruns live through sim.model.real_checks.run_cell, the same code. Its FP8 cells are FP8 e4m3 at
+a per-tensor scale of 1.0 (vLLM's default), which sim.model.quant still computes bit for bit
+(tests/test_quant_fp8.py); a change to the lab's FP8 cache means re-recording the grid with the command above.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from sim.cost.gpus import load_gpus
 from sim.cost.memory import weight_bytes
 from sim.cost.presets import load_presets
 from sim.i18n import text
+from sim.msg import Msg
 from sim.serving import readouts as ro
 from sim.serving.engine import EngineConfig
 from sim.serving.errors import Refusal
@@ -77,7 +78,7 @@ class ServingSetup:
     max_batch: int = 256
     block_size: int = 16
     watermark: float = 0.01
-    max_batched_tokens: int = 8192
+    max_num_batched_tokens: int = 8192  # vLLM's name: tokens one pass may compute
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,11 @@ class ServingComparison:
         if cont.makespan_s > static.makespan_s:
             return text(lang, "serving.s.gantt.static", x=f"{cont.makespan_s / static.makespan_s:.2f}", **f)
         return text(lang, "serving.s.gantt.same", t=f"{cont.makespan_s:,.1f}", **f)
+
+    @property
+    def cell_msgs(self) -> dict[str, list[Msg]]:
+        """The table's text cells as messages, per column, in row order (to word them in either language)."""
+        return {"policy": [Msg(f"serving.cell.{p}") for p in self.results]}
 
     def to_frame(self):
         """One row of metrics per policy (the page's table and its CSV)."""
@@ -185,7 +191,7 @@ def run_serving(setup: ServingSetup) -> ServingComparison:
     if slots < wcfg.max_model_len:
         raise Refusal("serving.err.budget_small", slots=f"{slots:,}", gib=f"{(usable - wbytes) / 2**30:,.2f}",
                       bpt=f"{cost.kv_bytes_per_token:,}", n=f"{wcfg.max_model_len:,}")
-    sched = EngineConfig(setup.max_batch, slots, setup.block_size, setup.watermark, setup.max_batched_tokens,
+    sched = EngineConfig(setup.max_batch, slots, setup.block_size, setup.watermark, setup.max_num_batched_tokens,
                          chunked=False)
     wl = make_workload(wcfg)
     tick = ARRIVAL_TICK_S if wcfg.arrival == "poisson" else 1.0

@@ -364,15 +364,21 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
     assert pool.num_free_blocks == pool.num_blocks, "blocks still held after every request finished"
     assert cpu.num_free_blocks == cpu.num_blocks, "host blocks still held after every request finished"
     seg_end_a = np.array(seg_end)
+    ints = lambda x: np.array(x, dtype=np.int64)  # noqa: E731
     result = ServingResult(
-        cfg.policy, cfg.capacity_tokens, cfg.max_batch, arrival_s, np.array(first), np.array(finish),
-        wl.prompt_len.copy(), wl.output_len.copy(), np.array([r.num_preemptions for r in requests], dtype=np.int64),
-        np.array(seg_req, dtype=np.int64), np.array(seg_start), seg_end_a, seg_end_a,
-        np.array(it_start), np.array(it_sec), np.array(it_rows, dtype=np.int64), np.array(it_tok, dtype=np.int64),
-        np.array(it_pre, dtype=np.int64), np.array(it_pret, dtype=np.int64), np.array(it_claim, dtype=np.int64),
-        np.array(it_kvtok, dtype=np.int64), np.array(it_fin, dtype=np.int64), token_gaps_s=np.array(gaps))
-    return EngineRun(cfg, result, stats["recomputes"], stats["swaps"], stats["recomputed"],
-                     stats["re_flops"] if flops_of is not None else math.nan, stats["out_b"], stats["in_b"],
-                     stats["swap_s"], stats["hits"], stats["reserved"], stats["rolled"], stats["spec_freed"],
-                     sched.kv.peak_cpu_blocks, tuple(steps), tuple(tier_hit), tuple(load_b), tuple(load_s),
-                     tuple(re_s), tuple(n * bs * kvb for n in tiers.blocks_written) if tiers is not None else (0, 0))
+        policy=cfg.policy, capacity_tokens=cfg.capacity_tokens, max_batch=cfg.max_batch, arrival_s=arrival_s,
+        first_token_s=np.array(first), finish_s=np.array(finish), prompt_len=wl.prompt_len.copy(),
+        output_len=wl.output_len.copy(), num_preempted=ints([r.num_preemptions for r in requests]),
+        seg_req=ints(seg_req), seg_start_s=np.array(seg_start), seg_end_s=seg_end_a, seg_row_end_s=seg_end_a,
+        it_start_s=np.array(it_start), it_seconds=np.array(it_sec), it_rows=ints(it_rows), it_tokens=ints(it_tok),
+        it_prefills=ints(it_pre), it_prefill_tokens=ints(it_pret), it_kv_claimed=ints(it_claim),
+        it_kv_tokens=ints(it_kvtok), it_finished=ints(it_fin), token_gaps_s=np.array(gaps))
+    return EngineRun(
+        config=cfg, result=result, num_recomputes=stats["recomputes"], num_swaps=stats["swaps"],
+        recomputed_tokens=stats["recomputed"], recompute_flops=stats["re_flops"] if flops_of is not None else math.nan,
+        swap_out_bytes=stats["out_b"], swap_in_bytes=stats["in_b"], swap_seconds=stats["swap_s"],
+        prefix_hit_tokens=stats["hits"], spec_reserved_slots=stats["reserved"],
+        spec_rolled_back_slots=stats["rolled"], spec_blocks_freed=stats["spec_freed"],
+        peak_cpu_blocks=sched.kv.peak_cpu_blocks, steps=tuple(steps), tier_hit_tokens=tuple(tier_hit),
+        load_bytes=tuple(load_b), load_seconds=tuple(load_s), load_recompute_seconds=tuple(re_s),
+        offload_written_bytes=tuple(n * bs * kvb for n in tiers.blocks_written) if tiers is not None else (0, 0))

@@ -67,16 +67,16 @@ def preemption_takeaway(e2e_p99_recompute: float, e2e_p99_swap: float, recompute
     return text(lang, "serving.s.e.pre_recompute", a=a, b=b, paid=paid)
 
 
-def trace_summary(num_requests: int, prompt_tokens: int, output_tokens: int, hit_rate: float, frame,
+def trace_summary(num_requests: int, prompt_tokens: int, output_tokens: int, hit_rate: float, frame, policies,
                   lang: str = "en") -> str:
-    """What every simulator made of the user's trace (Markdown)."""
+    """What every simulator made of the user's trace (Markdown); `policies`: each row's scheduler as a message."""
     from sim.words.serving import cell
 
-    best = frame.loc[frame["throughput_tok_s"].idxmax()]
-    fastest_ttft = frame.loc[frame["ttft_p50_s"].idxmin()]
+    best_i, fast_i = int(frame["throughput_tok_s"].to_numpy().argmax()), int(frame["ttft_p50_s"].to_numpy().argmin())
+    best, fastest_ttft = frame.iloc[best_i], frame.iloc[fast_i]
     return text(lang, "serving.s.e.trace", n=f"{num_requests:,}", prompt=f"{prompt_tokens:,}",
-                output=f"{output_tokens:,}", hit=f"{hit_rate:.1%}", best=cell(lang, best["policy"]),
-                tok=f"{best['throughput_tok_s']:,.0f}", fast=cell(lang, fastest_ttft["policy"]),
+                output=f"{output_tokens:,}", hit=f"{hit_rate:.1%}", best=cell(lang, policies[best_i]),
+                tok=f"{best['throughput_tok_s']:,.0f}", fast=cell(lang, policies[fast_i]),
                 ttft=f"{fastest_ttft['ttft_p50_s']:,.3f}")
 
 

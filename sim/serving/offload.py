@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
+from sim.msg import Msg
 from sim.serving import engine_readouts as er
 from sim.serving.comparison import DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
@@ -21,7 +22,8 @@ from sim.serving.links import link as find_link
 from sim.serving.shared_prefix import SharedPrefixConfig, make_shared_prefix
 from sim.serving.tiers import OffloadConfig, breakeven_position, recompute_seconds
 
-VARIANTS = ("GPU only", "GPU + host", "GPU + host + disk")
+VARIANTS = ("GPU only", "GPU + host", "GPU + host + disk")  # the table's text (what the CSV keeps)
+VARIANT_WORDS = (Msg("serving.cell.gpu_only"), Msg("serving.cell.gpu_plus_host"), Msg("serving.cell.gpu_plus_host_plus_disk"))
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,11 @@ class OffloadStudy:
     @property
     def prompt_tokens(self) -> int:
         return int(self.runs[0].result.prompt_len.sum())
+
+    @property
+    def cell_msgs(self) -> dict[str, list[Msg]]:
+        """The table's text cells as messages, per column, in row order (to word them in either language)."""
+        return {"tiers": list(VARIANT_WORDS)}
 
     def to_frame(self):
         import pandas as pd

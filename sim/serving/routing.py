@@ -23,6 +23,7 @@ import numpy as np
 
 from sim.alloc.workload import Workload
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
+from sim.msg import Msg
 from sim.serving import engine_readouts as er
 from sim.serving.comparison import DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
@@ -174,6 +175,11 @@ class RoutingStudy:
     setup: RoutingSetup
     capacity_tokens: int
     results: tuple[RoutingResult, RoutingResult]  # round_robin, prefix_aware
+
+    @property
+    def cell_msgs(self) -> dict[str, list[Msg]]:
+        """The table's text cells as messages, per column, in row order (to word them in either language)."""
+        return {"router": [Msg(f"serving.cell.{r.router.router}") for r in self.results]}
 
     def to_frame(self):
         import pandas as pd

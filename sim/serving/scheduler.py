@@ -3,8 +3,8 @@
 what the pass produced. Continuous batching, chunked prefill, recompute and swap preemption, prefix caching with
 lower tiers and lookahead slots for draft tokens are options of this one loop; every simulator that batches
 requests over a block pool drives it (sim.serving.engine for timed runs, sim.alloc.paged_schedule for the paging
-page's decode steps, and the fast counting loops are pinned to it). The rules follow vLLM v0.24.0's core
-scheduler (the lab's VLLM_VERSION, sim/cost/vllm_rules.py: vllm/v1/core/sched/scheduler.py, vllm/v1/request.py,
+page's decode steps, and the fast counting loops are pinned to it). The rules follow vLLM's core scheduler
+in the release sim.cost.vllm_rules.VLLM_VERSION names (vllm/v1/core/sched/scheduler.py, vllm/v1/request.py,
 vllm/v1/core/kv_cache_manager.py), learned, not copied; swapping and the admission watermark are vLLM v0's, kept
 to compare.
 
@@ -209,19 +209,7 @@ class KVCacheManager:
     def allocate_slots(self, request_id: int, num_new_tokens: int) -> tuple[int, ...] | None:
         """Room for a running request's next tokens, taking blocks from the free queue: the blocks taken (often
         none), or None (nothing taken) when the queue is too short."""
-        pool = self.pool
-        n = pool.req_to_num_tokens[request_id]
-        bs = self.block_size
-        table = pool.req_to_block_table[request_id]
-        if n % bs and n % bs + num_new_tokens <= bs and pool.ref_cnt[table[-1]] == 1:
-            pool.block_num_tokens[table[-1]] += num_new_tokens  # fits the last block
-            pool.req_to_num_tokens[request_id] = n + num_new_tokens
-            return ()
-        if pool.num_new_blocks(request_id, num_new_tokens) > pool.num_free_blocks:
-            return None
-        before = len(table)
-        pool.append(request_id, num_new_tokens)
-        return tuple(table[before:])
+        return self.pool.try_append(request_id, num_new_tokens)
 
     def get_block_ids(self, request_id: int) -> list[int]:
         return self.pool.block_table(request_id)
@@ -479,7 +467,7 @@ class Scheduler:
         else:
             kv_tokens = sum(r.num_computed_tokens for r in self.running.values())
         used = pool.num_used_blocks
-        finished = [rid for rid, r in self.running.items() if r.is_finished]
+        finished = [rid for rid, r in self.running.items() if r.num_output_tokens >= r.max_tokens]  # is_finished
         if self.config.enable_prefix_caching:  # full prompt blocks computed by now are cached, before any leaves
             bs = self.config.block_size
             for rid, r in self.running.items():  # a block is registered once, when it fills

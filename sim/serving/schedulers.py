@@ -43,6 +43,7 @@ import numpy as np
 from sim.alloc.block_pool import BlockPool, cdiv
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import Workload
+from sim.refusal import Refusal
 from sim.serving.result import ServingResult
 from sim.serving.step_cost import PassWork, extend_work, keys_upto
 
@@ -133,11 +134,14 @@ def simulate_static(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0
         nxt += b
     cat = {k: np.concatenate(v) for k, v in it_parts.items()}
     idx = np.arange(n)
+    ints = {k: v.astype(np.int64) for k, v in cat.items()}
     return ServingResult(
-        "static", sched.capacity_tokens, sched.max_batch, arrival, first, finish, p_all.copy(), o_all.copy(),
-        np.zeros(n, dtype=np.int64), idx, start, finish, row_end, cat["start"], cat["sec"], cat["rows"].astype(np.int64), cat["tok"].astype(np.int64),
-        cat["pre"].astype(np.int64), cat["pret"].astype(np.int64), cat["claim"].astype(np.int64),
-        cat["kvtok"].astype(np.int64), cat["fin"].astype(np.int64))
+        policy="static", capacity_tokens=sched.capacity_tokens, max_batch=sched.max_batch, arrival_s=arrival,
+        first_token_s=first, finish_s=finish, prompt_len=p_all.copy(), output_len=o_all.copy(),
+        num_preempted=np.zeros(n, dtype=np.int64), seg_req=idx, seg_start_s=start, seg_end_s=finish,
+        seg_row_end_s=row_end, it_start_s=cat["start"], it_seconds=cat["sec"], it_rows=ints["rows"],
+        it_tokens=ints["tok"], it_prefills=ints["pre"], it_prefill_tokens=ints["pret"], it_kv_claimed=ints["claim"],
+        it_kv_tokens=ints["kvtok"], it_finished=ints["fin"])
 
 
 def simulate_continuous(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0,
@@ -149,13 +153,15 @@ def simulate_continuous(wl: Workload, sched: EngineConfig, cost, tick_s: float =
     r = replay_continuous(wl, sched.num_blocks, sched.block_size, sched.max_batch, sched.watermark_blocks,
                           sched.token_budget, cost, tick_s, check=check)
     seg_end = np.array(r.seg_end)
+    ints = lambda x: np.array(x, dtype=np.int64)  # noqa: E731
     return ServingResult(
-        "continuous", sched.capacity_tokens, sched.max_batch, r.arrival_s, np.array(r.first), np.array(r.finish),
-        wl.prompt_len.copy(), wl.output_len.copy(), np.array(r.num_preempted, dtype=np.int64),
-        np.array(r.seg_req, dtype=np.int64), np.array(r.seg_start), seg_end, seg_end,
-        np.array(r.it_start), np.array(r.it_sec), np.array(r.it_rows, dtype=np.int64), np.array(r.it_rows, dtype=np.int64),
-        np.array(r.it_pre, dtype=np.int64), np.array(r.it_pret, dtype=np.int64), np.array(r.it_claim, dtype=np.int64),
-        np.array(r.it_kvtok, dtype=np.int64), np.array(r.it_fin, dtype=np.int64))
+        policy="continuous", capacity_tokens=sched.capacity_tokens, max_batch=sched.max_batch, arrival_s=r.arrival_s,
+        first_token_s=np.array(r.first), finish_s=np.array(r.finish), prompt_len=wl.prompt_len.copy(),
+        output_len=wl.output_len.copy(), num_preempted=ints(r.num_preempted), seg_req=ints(r.seg_req),
+        seg_start_s=np.array(r.seg_start), seg_end_s=seg_end, seg_row_end_s=seg_end, it_start_s=np.array(r.it_start),
+        it_seconds=np.array(r.it_sec), it_rows=ints(r.it_rows), it_tokens=ints(r.it_rows), it_prefills=ints(r.it_pre),
+        it_prefill_tokens=ints(r.it_pret), it_kv_claimed=ints(r.it_claim), it_kv_tokens=ints(r.it_kvtok),
+        it_finished=ints(r.it_fin))
 
 
 @dataclass
@@ -240,8 +246,7 @@ def replay_continuous(wl: Workload, num_blocks: int, block_size: int, max_num_se
             nxt += 1
         if not running and not waiting:
             if cost is None and arrival[nxt] > max_steps:
-                raise ValueError(f"request {nxt} arrives at step {int(arrival[nxt]):,}, past the limit of "
-                                 f"{max_steps:,} steps")
+                raise Refusal("paged.err.arrival", req=f"{nxt}", step=f"{int(arrival[nxt]):,}", max=f"{max_steps:,}")
             for step in range(int(now), int(min(arrival[nxt], stop + 1))) if wanted else ():
                 if step in wanted:
                     snapshots[step] = pool.snapshot(step)

@@ -14,6 +14,7 @@ from sim.alloc.trace import TraceFile, blocks_to_hold
 from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload, workload_from_lengths
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.i18n import text
+from sim.msg import Msg
 from sim.serving import engine_readouts as er
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
@@ -70,6 +71,11 @@ class ChunkSweep:
     chunked: tuple[ServingResult, ...]
     unchunked: ServingResult  # continuous batching, whole prompts, the largest budget (or the longest prompt)
     unchunked_budget: int
+
+    @property
+    def cell_msgs(self) -> dict[str, list]:
+        """The table's text cells, per column, in row order: a budget as its number, the last row as a message."""
+        return {"budget": [f"{b:,}" for b in self.budgets] + [Msg("serving.cell.unchunked")]}
 
     def to_frame(self):
         import pandas as pd
@@ -145,6 +151,11 @@ class PreemptionComparison:
     kv_bytes_per_token: int
     recompute: EngineRun
     swap: EngineRun
+
+    @property
+    def cell_msgs(self) -> dict[str, list[Msg]]:
+        """The table's text cells as messages, per column, in row order (to word them in either language)."""
+        return {"preemption": [Msg("serving.cell.recompute"), Msg("serving.cell.swap")]}
 
     def to_frame(self):
         import pandas as pd
@@ -265,6 +276,12 @@ class TraceRun:
     results: dict[str, ServingResult]
     cached: EngineRun  # chunked prefill with prefix caching
 
+    @property
+    def cell_msgs(self) -> dict[str, list[Msg]]:
+        """The table's text cells as messages, per column, in row order (to word them in either language)."""
+        return {"policy": [Msg(f"serving.cell.{name}") for name in self.results] +
+                [Msg("serving.cell.chunked_plus_prefix_cache")]}
+
     def to_frame(self):
         import pandas as pd
 
@@ -284,7 +301,8 @@ class TraceRun:
 
     def summary(self, lang: str = "en") -> str:
         return er.trace_summary(self.trace.num_requests, int(self.trace.prompt_len.sum()),
-                                int(self.trace.output_len.sum()), self.prefix.hit_rate, self.to_frame(), lang)
+                                int(self.trace.output_len.sum()), self.prefix.hit_rate, self.to_frame(),
+                                self.cell_msgs["policy"], lang)
 
 
 def run_trace(tf: TraceFile, deployment: DeploymentConfig, max_batch: int = 256, block_size: int = 16,

@@ -10,7 +10,6 @@ import math
 import numpy as np
 
 from sim.attention.implementations import ImplStatus
-from sim.attention.measure import memory_method
 from sim.attention.online_softmax import OnlineSoftmaxTrace, SoftmaxDemo, Traffic, hbm_traffic, run_softmax_demo
 from sim.attention.shapes import IMPL_LABELS, IMPL_SHORT, TOLERANCE, AttentionShape
 from sim.attention.timing import SweepResult, TimingResult
@@ -577,11 +576,8 @@ def timing_caption(result: TimingResult, lang: str = "en") -> str:
 
 
 def memory_method_text(result: TimingResult, lang: str = "en") -> str:
-    """How peak memory was measured (sim.attention.measure.memory_method), in `lang`."""
-    for kind in ("cuda", "cpu"):
-        if result.memory_method == memory_method(kind):
-            return _t(lang, f"method.{kind}")
-    return result.memory_method
+    """How peak memory was measured (sim.attention.measure.memory_method, a message value), in `lang`."""
+    return say(lang, result.memory_method)
 
 
 def held_caption(result: TimingResult, traffic: Traffic, lang: str = "en") -> str:

@@ -45,6 +45,10 @@ def text(lang: str, key: str, /, **fields: object) -> str:
         message = catalog(lang)[key]
     except KeyError:
         raise KeyError(f"no message {key!r} in assets/i18n/{lang}/") from None
+    if "{vllm}" in message and "vllm" not in fields:  # the vLLM release whose rule the message states
+        from sim.cost.vllm_rules import version_label
+
+        fields = {**fields, "vllm": version_label()}
     return message.format(**fields) if fields else message
 
 

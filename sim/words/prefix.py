@@ -6,16 +6,26 @@ sim/alloc/prefix_readouts.py."""
 
 from __future__ import annotations
 
+from sim.alloc.byte_tokens import printable, show_byte
 from sim.alloc.prefix_cache import CacheConfig, HitTotals, PrefixCacheResult
 from sim.alloc.prefix_readouts import JobPlan
-from sim.alloc.prefix_sweeps import LayoutRun, num_sweep_runs
+from sim.alloc.prefix_sweeps import (
+    FATE_KEYS,
+    BlockFate,
+    LayoutRun,
+    TreeView,
+    TwoPrompts,
+    WorkloadOverview,
+    num_sweep_runs,
+)
 from sim.alloc.workload import (
     PREFIX_WORKLOADS,
     RAG_HEADER_LEN,
+    SEGMENT_NAMES,
     PrefixWorkloadConfig,
 )
 from sim.readout import Metric
-from sim.words import text
+from sim.words import say, text
 
 SIM_S_PER_TOKEN = 1e-6  # measured here, per token a trace stores: building the trace and simulating it once
 RESIM_S_PER_TOKEN = 1.5e-7  # simulating an already built trace again
@@ -264,3 +274,93 @@ def tree_branching_sentence(segments, num_drawn: int, lang: str = "en") -> str:
     if k == num_drawn:
         return text(lang, "prefix.s.roots.every", n=f"{num_drawn}")
     return text(lang, "prefix.s.roots.k", n=f"{num_drawn}", k=f"{k}")
+
+
+# --- the two prompts, the workloads in both layouts, the tree (moved from sim/alloc/prefix_sweeps.py) -----
+
+
+def segment_name(name: str, lang: str = "en") -> str:
+    """A prompt part's name ('tool descriptions') in `lang`."""
+    return text(lang, f"prefix.seg.{name.replace(' ', '_')}") if name in SEGMENT_NAMES else name
+
+
+def layout_text_in(segments: tuple[tuple[str, int], ...], lang: str = "en") -> str:
+    """A prompt's parts in order, '[system prompt 500] [question 64]', with the names in `lang`."""
+    return " ".join(f"[{segment_name(name, lang)} {n:,}]" for name, n in segments)
+
+
+def fate_label(fate: str, lang: str = "en") -> str:
+    """A block's fate as the table says it ('computed, cached'); the English is the BlockFate value."""
+    return text(lang, f"prefix.fate.{FATE_KEYS[BlockFate(fate)]}")
+
+
+def demo_summary(demo: TwoPrompts, lang: str = "en") -> str:
+    """What B reuses, in one paragraph (Markdown)."""
+    bs, k = demo.block_size, demo.changed_pos
+    note = ""
+    if k // bs >= demo.len_a // bs or demo.num_hit_blocks_b < k // bs:
+        note = text(lang, "prefix.s.demo.note", n=f"{(demo.len_b - 1) // bs}")
+    return text(lang, "prefix.s.demo.summary", blocks=f"{demo.num_hit_blocks_b}", hit=f"{demo.num_hit_tokens_b:,}",
+                computed=f"{demo.num_computed_b:,}", len=f"{demo.len_b:,}", bs=f"{bs}", note=note)
+
+
+def demo_metrics(demo: TwoPrompts, lang: str = "en") -> list[Metric]:
+    return [Metric(text(lang, "prefix.m.demo_reused"),
+                   text(lang, "prefix.m.demo_of", n=f"{demo.num_hit_blocks_b}", total=f"{demo.num_blocks_b}")),
+            Metric(text(lang, "prefix.m.demo_read"), f"{demo.num_hit_tokens_b:,}"),
+            Metric(text(lang, "prefix.m.demo_computed"), f"{demo.num_computed_b:,}")]
+
+
+def demo_chart_title(demo: TwoPrompts, show=show_byte, lang: str = "en") -> str:
+    """The changed byte, before and after, its block, and which blocks of B stay hits and which are
+    recomputed. show: a byte as a label (the page passes one that escapes it for plotly)."""
+    k = demo.changed_pos
+    return change_takeaway(k, show(demo.ids_a[k]), show(demo.ids_b[k]), demo.block_size, demo.num_hit_blocks_b,
+                           demo.num_blocks_b, lang)
+
+
+def demo_block_table(demo: TwoPrompts, lang: str = "en"):
+    """Every block of both prompts with its text, hash and parent's hash (the page's table); in Korean the
+    headers, the fates and the root are worded in Korean too."""
+    table = (demo.frame.assign(text=[printable(x) for x in demo.frame["ids"]])
+             [["request", "block", "tokens", "text", "hash", "parent hash", "fate"]])
+    if lang == "en":
+        return table
+    table = table.assign(fate=[fate_label(f, lang) for f in table["fate"]],
+                         **{"parent hash": [text(lang, "prefix.table.root") if h == "root" else h
+                                            for h in table["parent hash"]]})
+    return table.rename(columns={c: text(lang, f"prefix.table.{c.replace(' ', '_')}") for c in table.columns})
+
+
+def demo_finding(demo: TwoPrompts, lang: str = "en") -> str:
+    """The seeds table's words for this view."""
+    return text(lang, "prefix.s.demo.finding", pos=f"{demo.changed_pos}", len=f"{demo.len_a}",
+                hit=f"{demo.num_hit_blocks_b}", total=f"{demo.num_blocks_b}")
+
+
+def layout_takeaway(overview: WorkloadOverview, workload: str, lang: str = "en") -> str:
+    """The overview chart's title: the chosen workload's token hit rate in both layouts, worded by which
+    layout serves more prompt tokens from the cache."""
+    fixed, var = (100 * overview.get(workload, layout).hit_rate for layout in ("fixed_first", "variable_first"))
+    name = text(lang, f"prefix.workload.{workload}")
+    if f"{fixed:.1f}" == f"{var:.1f}":
+        return text(lang, "prefix.s.overview.same", name=name, fixed=f"{fixed:.1f}")
+    if fixed > var:
+        return text(lang, "prefix.s.overview.fixed", name=name, fixed=f"{fixed:.1f}", var=f"{var:.1f}")
+    return text(lang, "prefix.s.overview.variable", name=name, fixed=f"{fixed:.1f}", var=f"{var:.1f}")
+
+
+def last_request_caption(run: LayoutRun, lang: str = "en") -> str:
+    """Under each layout's metric: the last request's label and its prompt's parts in order, worded in `lang`."""
+    return text(lang, "prefix.s.last_request", label=say(lang, run.last_label),
+                layout=layout_text_in(run.last_segments, lang))
+
+
+def tree_agreement(view: TreeView, capacity_tokens: int, cache_hit_tokens: int, lang: str = "en") -> str | None:
+    """The caption comparing the tree with the hashed pool (None when the pool was too big to run)."""
+    if view.hashed_total is None:
+        return None
+    same = text(lang, "prefix.s.agree.equal" if view.radix_total == view.hashed_total else "prefix.s.agree.differ")
+    return text(lang, "prefix.s.agree", n=f"{view.num_requests:,}", radix=f"{view.radix_total:,}",
+                hashed=f"{view.hashed_total:,}", same=same, cap=f"{capacity_tokens:,}",
+                hits=f"{cache_hit_tokens:,}")

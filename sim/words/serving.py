@@ -8,7 +8,7 @@ so Korean never depends on the English wording.
 
 from __future__ import annotations
 
-from sim.msg import Msg
+from sim.msg import Msg, Word
 from sim.words import catalog, say, text
 
 
@@ -43,12 +43,6 @@ def column_name(lang: str, name: str) -> str:
 
 
 def cell(lang: str, value):
-    """A results table's text cell in `lang`: a message worded; one of the simulators' fixed words ('static',
-    'recompute', 'GPU + host', 'round-robin') by its catalog entry; anything else (numbers, a trace's own names) as
-    it is."""
-    if isinstance(value, Msg):
-        return say(lang, value)
-    if not isinstance(value, str):
-        return value
-    key = "serving.cell." + "".join(ch if ch.isalnum() else "_" for ch in value.replace("+", "plus").lower())
-    return text(lang, key) if key in catalog(lang) else value
+    """A results table's cell in `lang`: a message (the simulators give their text cells as messages, `cell_msgs`)
+    worded; anything else (a number, a trace's own names) as it is. No text is looked up by its English."""
+    return say(lang, value) if isinstance(value, (Msg, Word)) else value
