@@ -48,13 +48,12 @@ from sim.work.run_cost import SMOLLM2_RATES, cached_work, naive_work
 GRID_STEPS = 24  # rows of the "what gets computed" grid that stay legible on a projector
 
 st.title(page_title("decode_cost"))
+L = lang()  # the sentences and figures below are worded in the page language
+result_tabs = controls.result_tabs()
+url = controls.register(result_tabs)  # a bad link's values named first, right under the title
 st.markdown(t("density2.decode.lead"))
 with st.expander(t("density2.decode.more")):
     intro = st.empty()  # worded once the picked model is known: its name and shape from its own config
-L = lang()  # the sentences and figures below are worded in the page language
-
-result_tabs = controls.result_tabs()
-url = controls.register(result_tabs)
 graph_reason = graph_unavailable_here()
 fall_back_from_graph(graph_reason)
 
