@@ -25,10 +25,11 @@ from pathlib import Path
 
 from app.cli import run_parsed
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
-from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, MAX_TP, EngineConfig, engine_allocation
+from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, MAX_TP, KVEngineConfig, engine_allocation
 from sim.cost.memory import MAX_BATCH, MAX_CONTEXT, MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.tensor_parallel import tp_split
 from sim.cost.vllm_rules import VLLM_VERSION, version_label
+from sim.words import say
 from sim.words.cost import group_rows
 
 CLI_KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "int4")
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> str:
     arch, notes = parse_hf_config_with_notes(text, source=f"file {Path(args.config).name[:80]}")
     cfg = MemoryConfig(arch, batch=args.batch, context=args.context, kv_dtype=args.kv_dtype,
                        group_size=args.group_size, state_dtype=args.state_dtype)
-    engine = EngineConfig(block_size=args.block_size, max_num_batched_tokens=args.max_num_batched_tokens,
+    engine = KVEngineConfig(block_size=args.block_size, max_num_batched_tokens=args.max_num_batched_tokens,
                           hybrid=not args.no_hybrid)
     kv, alloc = kv_memory(cfg), engine_allocation(cfg, engine)
     split = tp_split(kv, args.tp)
@@ -119,7 +120,8 @@ def run(args: argparse.Namespace) -> str:
     out.append(f"{version_label()}: {alloc.blocks_per_request:,} blocks of {alloc.block_size} tokens "
                f"({alloc.block_bytes:,} B each) per request, {alloc.total_bytes:,} B ({fmt_bytes(alloc.total_bytes)}) "
                f"for {cfg.batch:,}")
-    for note in (*notes, *alloc.notes):
+    notes = [*notes, *(say("en", n) for n in alloc.notes)]
+    for note in notes:
         out.append(f"note: {note}")
     groups = [{"kind": KIND_NAMES[g.kind], "label": r["Group"], "layers": g.num_layers,
                "storing_layers": g.num_storing_layers, "layer_ids": list(g.layer_ids),
@@ -138,7 +140,7 @@ def run(args: argparse.Namespace) -> str:
                          "block_bytes": alloc.block_bytes, "blocks_per_request": alloc.blocks_per_request,
                          "kv_cache_groups": len(alloc.groups), "padding_layers": alloc.padding_layers,
                          "hybrid": alloc.hybrid},
-              "notes": [*notes, *alloc.notes]}
+              "notes": notes}
     out.append(json.dumps(result))
     return "\n".join(out)
 

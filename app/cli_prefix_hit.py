@@ -23,10 +23,11 @@ from pathlib import Path
 from app.cli import run_parsed
 from app.cli_kv import CLI_KV_DTYPES, UsageError, _read
 from sim.cost.hf_config import parse_hf_config_with_notes
-from sim.cost.kv_engine import BLOCK_SIZES, EngineConfig
+from sim.cost.kv_engine import BLOCK_SIZES, KVEngineConfig
 from sim.cost.memory import MemoryConfig
 from sim.cost.prefix_hit import prefix_hit
 from sim.cost.vllm_rules import VLLM_VERSION, version_label
+from sim.words.engine import hit_advice
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,13 +53,13 @@ def run(args: argparse.Namespace) -> str:
     text = _read(args.config)
     arch, _ = parse_hf_config_with_notes(text, source=f"file {Path(args.config).name[:80]}")
     cfg = MemoryConfig(arch, kv_dtype=args.kv_dtype, state_dtype=args.state_dtype)
-    hit = prefix_hit(cfg, EngineConfig(block_size=args.block_size), args.prompt_len)
+    hit = prefix_hit(cfg, KVEngineConfig(block_size=args.block_size), args.prompt_len)
     lines = [f"{arch.name}: {arch.describe_layers()}",
              f"block size      {hit.block_size:,} tokens ({version_label()}; asked {hit.requested_block_size})",
              f"shortest prompt that hits  {hit.min_cacheable_prompt:,} tokens",
              f"prompt          {hit.prompt_len:,} tokens, sent twice",
              f"from the cache  {hit.hit_tokens:,} tokens ({hit.hit_rate:.2%}); computed {hit.recomputed_tokens:,}",
-             hit.advice()]
+             hit_advice(hit)]
     result = {"model": arch.name, "prompt_len": hit.prompt_len, "block_size": hit.block_size,
               "requested_block_size": hit.requested_block_size, "min_cacheable_prompt": hit.min_cacheable_prompt,
               "hit_tokens": hit.hit_tokens, "hit_rate": hit.hit_rate, "recomputed_tokens": hit.recomputed_tokens,

@@ -16,6 +16,7 @@ from sim.cost import engine_log, prefix_hit, tensor_parallel
 from sim.cost.memory import MAX_CONTEXT, MemoryConfig, kv_memory
 from sim.cost.vllm_rules import version_label
 from sim.refusal import why
+from sim.words import engine as engine_words
 
 MAX_URL_LOG = 6000  # bytes of a pasted log kept in the link
 
@@ -55,11 +56,11 @@ def render_prefix_hit(cfg: MemoryConfig, engine, name_plot: str) -> None:
     except ValueError as exc:
         st.error(plain(why(exc, L)), icon=":material/error:")
         return
-    show_metrics(prefix_hit.hit_metrics(hit, L))
+    show_metrics(engine_words.hit_metrics(hit, L))
     xs, ys = hit.staircase()
     show_chart(prefix_staircase(xs, ys, hit.prompt_len, hit.hit_rate, hit.block_size,
-                                prefix_hit.staircase_title(hit, name_plot, L), L), key="staircase")
-    st.markdown(hit.advice(L))
+                                engine_words.staircase_title(hit, name_plot, L), L), key="staircase")
+    st.markdown(engine_words.hit_advice(hit, L))
     st.caption(t("engine.cli"))
     dtype = f" --kv-dtype {cfg.kv_dtype}" if cfg.kv_dtype in CLI_KV_DTYPES else ""  # the CLI's choices
     dtype += f" --state-dtype {cfg.state_dtype}" if cfg.state_dtype else ""
@@ -69,7 +70,7 @@ def render_prefix_hit(cfg: MemoryConfig, engine, name_plot: str) -> None:
 
 
 def render_log(cfg: MemoryConfig, engine, num_gpus: int, gpu: str, kv_budget: int, name_md: str, allocate) -> None:
-    """allocate(cfg, engine, lang): the page's cached engine allocation."""
+    """allocate(cfg, engine): the page's cached engine allocation."""
     L = lang()
     st.markdown(t("engine.log_intro"))
     LOG.draw(height=160, placeholder="Available KV cache memory: 8.11 GiB")
@@ -82,11 +83,11 @@ def render_log(cfg: MemoryConfig, engine, num_gpus: int, gpu: str, kv_budget: in
         length = engine_log.log_length(log) or cfg.context
         at = MemoryConfig(cfg.arch, context=length, kv_dtype=cfg.kv_dtype, group_size=cfg.group_size,
                           layers_per_kv=cfg.layers_per_kv, state_dtype=cfg.state_dtype)
-        rec = engine_log.reconcile(log, kv_memory(at), allocate(at, engine, L), num_gpus, max(kv_budget, 0) // num_gpus)
+        rec = engine_log.reconcile(log, kv_memory(at), allocate(at, engine), num_gpus, max(kv_budget, 0) // num_gpus)
     except ValueError as exc:
         st.error(plain(why(exc, L)), icon=":material/error:")
         return
-    show_table(engine_log.reconciliation_frame(rec, L), hide_index=True, width="stretch")
-    st.caption(engine_log.reconciliation_summary(rec, name_md, cfg.kv_dtype, gpu, L))
+    show_table(engine_words.reconciliation_frame(rec, L), hide_index=True, width="stretch")
+    st.caption(engine_words.reconciliation_summary(rec, name_md, cfg.kv_dtype, gpu, L))
     version_caption()
 

@@ -60,7 +60,7 @@ def run_real_probe(kind: str, num_tokens: int, measure, *, what: str, button: st
     """`measure(model, ids)` on the real model over `num_tokens` held-out tokens, once per server, behind its
     button (a forward pass of the 135M model: seconds); None until it has run."""
     from app.work import run_job
-    from sim.work.run_cost import SMOLLM2_RATES, prefill_work
+    from sim.work.run_cost import smollm2_rates
 
     def work(progress):
         from app.resources import real_model
@@ -70,7 +70,7 @@ def run_real_probe(kind: str, num_tokens: int, measure, *, what: str, button: st
         progress(0.1, what)
         return measure(real.model, probe_ids(real, num_tokens))
 
-    return run_job(kind, (num_tokens,), SMOLLM2_RATES["eager"].seconds(prefill_work(num_tokens)) + 2.0, work,
+    return run_job(kind, (num_tokens,), smollm2_rates("eager").prefill_s(num_tokens) + 2.0, work,
                    what=what, button=button, auto=False)
 
 

@@ -12,9 +12,10 @@ from app.runs import serving_engine as eruns
 from app.text import plain
 from sim.i18n import text
 from sim.refusal import why
-from sim.serving.engine_readouts import step_takeaway
+from sim.words import engine_readouts as er
 from sim.words import say
 from sim.words import serving as serving_words
+from sim.words.engine_readouts import step_takeaway
 
 TEXT_COLUMNS = ("policy", "budget", "preemption", "router", "tiers", "pool")  # cells worded by the simulators
 
@@ -57,7 +58,7 @@ def show_study(make_setup, run, figure, sentences, lang: str = "en"):
     if result is None:
         return None
     frame, cells = result.to_frame(), getattr(result, "cell_msgs", None)
-    show_chart(figure(frame, result.takeaway(lang), lang, cells=cells), width="stretch")
+    show_chart(figure(frame, er.study_takeaway(result, lang), lang, cells=cells), width="stretch")
     for line in sentences(result):
         st.markdown(line)
     show_readable(frame.round(3), lang, cells)
@@ -76,7 +77,7 @@ def _study_tab(intro: str, setup, run, figure, sentences, caption) -> None:
 
 def render_chunked() -> None:
     _study_tab("serving.t.chunked_intro", eng.chunk_setup, eruns.chunk_sweep, efigs.chunk_budget,
-               lambda r, L: [r.summary(L)],
+               lambda r, L: [er.chunk_sweep_summary(r, L)],
                lambda _, sweep: t("serving.t.chunked_caption", slots=f"{sweep.capacity_tokens:,}",
                                budget=f"{sweep.unchunked_budget:,}"))
 
@@ -153,13 +154,13 @@ def tables_frame(view, block_size: int, lang: str = "en"):
 
 
 def render_offload() -> None:
-    _study_tab("serving.t.offload_intro", eng.offload_setup, eruns.offload, efigs.offload, lambda r, L: r.verdicts(L),
+    _study_tab("serving.t.offload_intro", eng.offload_setup, eruns.offload, efigs.offload, lambda r, L: er.offload_verdicts(r, L),
                lambda _, study: t("serving.t.offload_caption", slots=f"{study.capacity_tokens:,}",
                                kib=f"{study.kv_bytes_per_token / 1024:,.0f}"))
 
 
 def render_disagg() -> None:
-    _study_tab("serving.t.disagg_intro", eng.disagg_setup, eruns.disagg, efigs.disagg, lambda r, L: [r.verdict(L)],
+    _study_tab("serving.t.disagg_intro", eng.disagg_setup, eruns.disagg, efigs.disagg, lambda r, L: [er.disagg_study_verdict(r, L)],
                lambda _, study: t("serving.t.disagg_caption", gb=f"{study.transfer_gb:,.1f}",
                                ms=f"{study.transfer_p50_ms:,.2f}", slots=f"{study.capacity_tokens:,}"))
 
@@ -195,12 +196,12 @@ def render_trace() -> None:
         return
     if res is None:
         return
-    st.markdown(res.summary(L))
+    st.markdown(er.trace_run_summary(res, L))
     frame = res.to_frame()
     show_readable(frame.round(4), L, res.cell_msgs)
     hits = res.prefix.to_frame()
     hits["request"] = [r.label for r in tf.requests]
-    show_chart(efigs.trace_hits(hits, res.hits_takeaway(L), L), width="stretch")
+    show_chart(efigs.trace_hits(hits, er.trace_run_hits_takeaway(res, L), L), width="stretch")
     st.caption(t("serving.t.trace_caption", model=dep.arch.name, slots=f"{res.capacity_tokens:,}"))
     st.download_button(t("serving.download"), frame.to_csv(index=False).encode(), file_name="trace_serving.csv",
                        mime="text/csv")

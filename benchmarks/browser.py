@@ -21,9 +21,9 @@ CHROMIUM_ARGS = [
 # Streamlit marks the app root with the state of the script run: the view is complete when it is
 # not running any more.
 DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-# A table or chart on view (Playwright's :visible): the first one in the page may be in a folded expander.
-VISUAL = ('[data-testid="stTable"]:visible, [data-testid="stDataFrame"]:visible, .js-plotly-plot:visible, '
-          '[data-testid="stPlotlyChart"]:visible')
+# a table or chart on view: one in a folded expander or an unopened tab is in the page but not on view
+VISUAL = ('[data-testid="stTable"], [data-testid="stDataFrame"], .js-plotly-plot, [data-testid="stPlotlyChart"]'
+          ' >> visible=true')
 
 
 def free_port() -> int:

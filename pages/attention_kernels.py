@@ -17,11 +17,12 @@ from app.runs import attention_kernels as runs
 from app.text import plain
 from sim.attention import online_softmax as FL
 from sim.attention import shapes as S
-from sim.attention.kernel_claims import kernel_claims
 from sim.attention.limits import eager_peak_estimate, sweep_lengths
 from sim.attention.measure import STATS, matmul_size
 from sim.model.device import pick_device
 from sim.words import attention as R
+from sim.words import why
+from sim.words.kernel_claims import kernel_claims
 
 st.title(page_title("attention_kernels"))
 st.markdown(t("density.kernels.lead"))
@@ -44,7 +45,7 @@ def current_shape() -> S.AttentionShape | None:
     try:
         return ctl.chosen_shape(limits)
     except ValueError as exc:
-        st.error(plain(exc))
+        st.error(plain(why(exc, L)))
         return None
 
 
@@ -68,7 +69,7 @@ def render_shape() -> None:
         st.caption(R.backends_caption(dev, ctl.FLEX_TIMEOUT_S, L))
     if shape is not None:
         show_metrics(R.shape_metrics(shape, eager_peak_estimate(shape), L))
-    st.caption(limits.caps_sentence(L))
+    st.caption(R.caps_sentence(limits, L))
     if form.submitted and shape is not None:
         try:
             runs.time_shape(shape, dev, limits, form.threads, form.flex, ctl.trial(), ctl.FLEX_TIMEOUT_S)

@@ -11,7 +11,7 @@ from app.resources import model_or_stop as load_model
 from app.resources import real_model
 from app.text import plain
 from app.work import queued
-from sim.attention.maps import append_caption, append_takeaway, cache_validity, capture_attention
+from sim.attention.maps import cache_validity, capture_attention
 from sim.attention.mask_view import leaks, mask_view, same_next_tokens, sink_figures
 from sim.attention.masks import (
     MASK_KINDS,
@@ -20,6 +20,7 @@ from sim.attention.masks import (
     sliding_window,
 )
 from sim.model.real_source import MODEL_KEY
+from sim.words.maps import append_caption, append_takeaway
 from sim.words.masks import (
     behaviour_rows,
     leak_caption,

@@ -43,7 +43,7 @@ from sim.words.decode import (
     wall_time_caption,
 )
 from sim.work.decode_plan import CompareEstimate, capped_new_tokens
-from sim.work.run_cost import SMOLLM2_RATES, cached_work, naive_work
+from sim.work.run_cost import smollm2_rates
 
 GRID_STEPS = 24  # rows of the "what gets computed" grid that stay legible on a projector
 
@@ -87,10 +87,9 @@ else:
     budget = float(st.session_state["budget"])
     run_key = (tuple(prompt_ids), variant, n_new, sampling, attn, budget, step)
     model = real.model if real else load_model(variant)
-    rates = SMOLLM2_RATES[attn] if real else model_rates(variant, attn)
+    rates = smollm2_rates(attn) if real else model_rates(variant, attn)
     run_key = (*run_key, MODEL_KEY) if real else run_key
-    plan = CompareEstimate(rates.seconds(cached_work(len(prompt_ids), n_new)),
-                           rates.seconds(naive_work(len(prompt_ids), n_new)), budget)
+    plan = CompareEstimate(rates.cached_s(len(prompt_ids), n_new), rates.naive_s(len(prompt_ids), n_new), budget)
     estimate = plan.seconds
 
     def compare(progress):

@@ -13,16 +13,16 @@ from app.present import show_chart, show_chart_in, show_table
 from app.runs import kv_memory as runs
 from app.text import code, for_plotly, plain
 from sim.cost.arch import estimate_num_params
-from sim.cost.capacity import dtype_frame, fit_message
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import MAX_CONFIG_CHARS, parse_hf_config_with_notes
-from sim.cost.kv_claims import seed_claims
 from sim.cost.kv_engine import vllm_command
 from sim.cost.memory import MemoryConfig, presets_frame
 from sim.cost.presets import load_presets
 from sim.i18n import text
 from sim.words import cost as say
 from sim.words import say as say_msg
+from sim.words.capacity import dtype_frame, fit_message, fit_takeaway
+from sim.words.kv_claims import seed_claims
 
 presets, gpus = load_presets(), load_gpus()
 CONFIG_PLACEHOLDER = '{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, ...}'  # model input
@@ -72,7 +72,7 @@ def render_calculator(arch) -> None:
     try:
         cfg, gpu_cfg = choices.memory_config(arch), choices.gpu_config(gpus)
         kv, cap = runs.sized(cfg, gpu_cfg)
-        alloc = runs.allocated(cfg, choices.engine_config(), L)
+        alloc = runs.allocated(cfg, choices.engine_config())
     except ValueError as exc:
         st.error(plain(exc), icon=":material/error:")
         return
@@ -86,7 +86,7 @@ def render_calculator(arch) -> None:
 
     left, right = st.columns([3, 2], vertical_alignment="center")
     gpu_label = say.gpu_label(gpu_cfg)
-    show_chart_in(left, memory_breakdown(cap, gpu_label, cap.takeaway(gpu_label, L), L), key="breakdown")
+    show_chart_in(left, memory_breakdown(cap, gpu_label, fit_takeaway(cap, gpu_label, L), L), key="breakdown")
     with right:
         kind, message = fit_message(kv, cap, gpu_cfg, gpu_label, estimate_num_params(arch), L)
         icon = ":material/check_circle:" if kind == "fits" else ":material/block:"
@@ -97,12 +97,12 @@ def render_calculator(arch) -> None:
             st.caption(plain(arch.notes) if custom else (arch.notes_ko if L == "ko" and arch.notes_ko else arch.notes))
     if arch.key == runs.REAL_PRESET:
         render_real_cache(arch)
-    command, command_notes = vllm_command(arch, kv, alloc, gpu_cfg.utilization, gpu_cfg.num_gpus, lang=L)
+    command, command_notes = vllm_command(arch, kv, alloc, gpu_cfg.utilization, gpu_cfg.num_gpus)
     with st.expander(t("kvmem.command"), icon=":material/terminal:"):
         st.code(command, language="bash")
         st.caption(say.command_caption(kv, alloc, L))
         for note in command_notes:
-            st.caption(f":material/info: {note}")
+            st.caption(f":material/info: {say_msg(L, note)}")
         engine_tabs.version_caption()
 
     slug, tab = controls.open_tab(url)  # only the open tab's body runs
@@ -156,7 +156,7 @@ def render_engine(kv, alloc, budget: int, name_plot: str, num_gpus: int) -> None
     show_chart(engine_bars(rows, say.engine_takeaway(kv, alloc, name_plot, L), L), key="engine")
     st.caption(say.engine_caption(kv, alloc, L))
     for note in alloc.notes:
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {say_msg(L, note)}")
     show_table(say.arrow_safe(say.engine_frame(alloc, L)), hide_index=True, width="stretch")
     st.caption(t("kvmem.engine_caption"))
     engine_tabs.version_caption()

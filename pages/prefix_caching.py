@@ -14,7 +14,6 @@ from app.resources import live_result
 from app.runs import prefix_caching as runs
 from app.text import for_plotly, plain
 from app.urlstate import UrlState
-from sim.alloc import prefix_claims as claims
 from sim.alloc import prefix_sweeps as ps
 from sim.alloc import workload as wk
 from sim.alloc.byte_tokens import show_byte
@@ -22,6 +21,7 @@ from sim.cost.vllm_rules import version_label
 from sim.readout import Metric
 from sim.refusal import Refusal
 from sim.words import prefix as ro
+from sim.words import prefix_claims as claims
 from sim.words import say
 from sim.words.alloc import requests_frame
 

@@ -25,9 +25,10 @@ from sim.cost.roofline import (
     what_helps,
 )
 from sim.cost.roofline_claims import roofline_claims
-from sim.cost.roofline_fit import fit, fit_sentence, turn_fits
+from sim.cost.roofline_fit import fit
 from sim.cost.roofline_view import machine_figures, prefill_contexts, step_figures
 from sim.words import say, why
+from sim.words.fit import fit_sentence, turn_fits
 from sim.words.roofline import (
     batching_caption,
     bytes_takeaway,

@@ -26,7 +26,9 @@ from app.urlstate import UrlState
 from sim.cost.presets import load_presets
 from sim.refusal import why
 from sim.serving import speculative as sps
-from sim.serving.serving_claims import batching_claims, spec_claims
+from sim.words import comparison as cmp_words
+from sim.words import speculative as spec_words
+from sim.words.serving_claims import batching_claims, spec_claims
 
 st.title(page_title("serving"))
 st.markdown(t("density.serving.lead"))  # the first numbers stay on a projector's first screen; the rest one click away
@@ -56,13 +58,13 @@ def render_batching() -> None:
         return
     static, cont = cmp.results["static"], cmp.results["continuous"]
     with finding:
-        st.caption(cmp.budget_caption(L))
+        st.caption(cmp_words.budget_caption(cmp, L))
         m = st.columns(4)
         m[0].metric(t("serving.m.static"), f"{static.tokens_per_s:,.0f}")
         m[1].metric(t("serving.m.continuous"), f"{cont.tokens_per_s:,.0f}")
         m[2].metric(t("serving.m.ratio"), f"{cmp.speedup:.2f}×")
         m[3].metric(t("serving.m.preemptions"), f"{cont.num_preemptions:,}", help=t("serving.m.preemptions_help"))
-        st.markdown(cmp.summary(L))
+        st.markdown(cmp_words.summary(cmp, L))
         shown = runs.batching_figures(setup, controls.gantt_rows(), L)
         show_chart(shown["gantt"], width="stretch")
         st.caption(t("serving.gantt_caption"))
@@ -85,7 +87,7 @@ def render_batching() -> None:
             st.error(t("serving.sweep_cannot", why=plain(why(exc, L))))
         if sw is not None:
             frame = sw.to_frame()
-            show_chart(figs.batch_sweep(frame, setup.max_batch, sw.takeaway(L), L), width="stretch")
+            show_chart(figs.batch_sweep(frame, setup.max_batch, cmp_words.sweep_takeaway(sw, L), L), width="stretch")
             show_readable(frame.round(2), L)
     st.header(t("serving.h.claims"))
     render_claims(batching_claims(cmp, sw, lang=L), "serving")
@@ -113,8 +115,8 @@ def render_spec() -> None:
                 delta_arrow="off")
     m[3].metric(t("serving.m.best_k"), f"{best_k}", f"{best_speedup:.2f}×", delta_color="off", delta_arrow="off")
     if curves.timing is not None:
-        st.caption(curves.timing.caption(spec.k, L))
-        st.caption(sps.fit_caption(curves.timing, lang=L))
+        st.caption(spec_words.timing_caption(curves.timing, spec.k, L))
+        st.caption(spec_words.fit_caption(curves.timing, lang=L))
 
     # --- the real model ---------------------------------------------------------------------------
     run = None
@@ -124,7 +126,7 @@ def render_spec() -> None:
 
     run_label = t("serving.run_label", draft=st.session_state["live_draft"])
     show_chart(runs.speculative_figure(spec, run, run_label, L), width="stretch")
-    st.caption(curves.caption(run is not None, L))
+    st.caption(spec_words.curves_caption(curves, run is not None, L))
     if run is not None:
         from sim.model.generate import decode
 
@@ -152,9 +154,9 @@ def render_spec() -> None:
     if points:
         presets = load_presets()
         label = t("serving.drafted_by", target=presets[choice.batch_target].name, draft=presets[choice.batch_draft].name)
-        show_chart(figs.spec_vs_batch(points, sps.batch_sweep_takeaway(points, label, spec.alpha, spec.k, L), L),
+        show_chart(figs.spec_vs_batch(points, spec_words.batch_sweep_takeaway(points, label, spec.alpha, spec.k, L), L),
                    width="stretch")
-        st.caption(sps.batch_sweep_caption(points, L))
+        st.caption(spec_words.batch_sweep_caption(points, L))
 
     st.header(t("serving.h.claims"))
     render_claims(spec_claims(curves.timing, run, points, spec.alpha, spec.k, lang=L), "serving")

@@ -24,14 +24,12 @@ from sim.cost.shrink import (
     METHODS,
     QUANT_METHODS,
     ShrinkSetup,
-    copy_ability_sentence,
-    method_rows,
     offload_cost,
-    verdict,
 )
 from sim.model.real_source import MODEL_KEY
 from sim.model.shrink_quant import blur_ranking
 from sim.words import say
+from sim.words.shrink_table import copy_ability_sentence, method_rows, offload_sentence, verdict
 
 st.title(page_title("shrink_cache"))
 L = lang()  # the sentences and figures below are worded in the page language
@@ -101,7 +99,7 @@ with st.expander(t("shrink.h.offload")):
                                 pcie.hbm_s * 1e3, t("shrink.offload_title", model=presets[ss["omodel"]].name,
                                                     ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
                    key="shrink_offload")
-        st.markdown(pcie.sentence_in(L))
+        st.markdown(offload_sentence(pcie, L))
 
 # the lecture's table of methods: context for the finding above, one click away (the page opens on its checks)
 with st.expander(t("shrink.h.table")):

@@ -3,12 +3,12 @@
 import pytest
 
 from sim.attention import online_softmax as FL
-from sim.attention.kernel_claims import kernel_claims
 from sim.attention.limits import Limits
 from sim.attention.measure import STATS, KernelTiming, Stats
 from sim.attention.shapes import HEAD_DIMS, AttentionShape, nearest
 from sim.attention.timing import SweepResult, TimingResult, sweep_attention
 from sim.claims import Verdict
+from sim.words import attention as R
 from sim.words.attention import (
     flex_note,
     held_bytes_model,
@@ -22,6 +22,7 @@ from sim.words.attention import (
     timing_rows,
     traffic_metrics,
 )
+from sim.words.kernel_claims import kernel_claims
 
 
 def fake_result(n: int, eager_peak: int | None = 1 << 20, flash_peak: int | None = 1 << 14) -> TimingResult:
@@ -52,7 +53,7 @@ def test_shape_bytes_and_labels():
 
 
 def test_caps_sentence_states_the_caps():
-    text = Limits("cpu", 1 << 24, 1 << 33, 3 << 30).caps_sentence()
+    text = R.caps_sentence(Limits("cpu", 1 << 24, 1 << 33, 3 << 30))
     assert "≤ 16,777,216 score entries" in text and "≤ 8,589,934,592 FLOPs per call" in text
     assert "peak must fit in 3 GiB" in text
 

@@ -51,12 +51,11 @@ def open_page(browser, url: str, width: int = 1400, height: int = 1800):
 
 
 # Every chart on view has been drawn and laid out by plotly at the width its box has now. Until plotly's bundle
-# has loaded (it can be after the run ends) a chart is a loading skeleton with no chart element; a chart in an
-# unopened tab has no box, and one in a folded expander keeps the box it had but plotly does not redraw it there
-# (a resize leaves it at its old width until it is unfolded): both are left out.
+# has loaded (it can be after the run ends) a chart is a loading skeleton with no chart element; a chart in a
+# folded expander or an unopened tab has no box and is left out.
 CHARTS_LAID_OUT_JS = """() => !document.querySelector('[data-testid="stSkeleton"]')
   && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(box => {
-  if (box.getBoundingClientRect().width === 0 || box.closest('details:not([open])')) return true;
+  if (box.getBoundingClientRect().width === 0 || !box.checkVisibility()) return true;
   const el = box.querySelector('.js-plotly-plot');
   return !!(el && el._fullLayout && Math.abs(el._fullLayout.width - el.getBoundingClientRect().width) <= 1);
 })"""

@@ -81,7 +81,7 @@ def test_presenter_mode(app_url, browser, slug):
         # would make this pass whatever the page did
         assert page.locator('[data-testid="stSidebar"][data-collapsed="true"]').count() == 1
         page.screenshot(path=str(Path(SHOTS) / f"present-{slug}.png"))
-        charts_on_page = page.locator(".js-plotly-plot")
+        charts_on_page = page.locator(".js-plotly-plot >> visible=true")  # not one in a folded section
         if charts_on_page.count():  # the first chart too: Streamlit scrolls an inner pane, not the document
             charts_on_page.first.scroll_into_view_if_needed()
             charts_on_page.first.screenshot(path=str(Path(SHOTS) / f"present-{slug}-chart.png"))

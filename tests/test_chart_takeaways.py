@@ -9,6 +9,8 @@ from sim.cost.capacity import Capacity
 from sim.cost.memory import GiB
 from sim.cost.roofline import Hardware, StepCost, TinyDecodePoint
 from sim.serving.comparison import ServingComparison
+from sim.words import comparison as cw
+from sim.words.capacity import fit_takeaway
 from sim.words.paging import concurrency_takeaway, memory_takeaway
 from sim.words.prefix import layout_takeaway
 from sim.words.roofline import (
@@ -50,11 +52,11 @@ def _capacity(weights_gib: int, kv_gib: int) -> Capacity:
 
 
 def test_capacity_takeaway_fits_or_not_with_the_gib():
-    assert _capacity(16, 4).takeaway("H100 SXM") == (
+    assert fit_takeaway(_capacity(16, 4), "H100 SXM") == (
         "Fits: 16 GiB of weights + 4 GiB of KV within the 72 GiB usable on H100 SXM, 52 GiB to spare")
-    assert _capacity(16, 80).takeaway("2 × L4") == (
+    assert fit_takeaway(_capacity(16, 80), "2 × L4") == (
         "Does not fit: 16 GiB of weights + 80 GiB of KV is 24 GiB over the 72 GiB usable on 2 × L4")
-    assert _capacity(100, 1).takeaway("H100 SXM") == (
+    assert fit_takeaway(_capacity(100, 1), "H100 SXM") == (
         "Does not fit: the weights alone (100 GiB) leave no room for KV in the 72 GiB usable on H100 SXM")
 
 
@@ -81,13 +83,13 @@ def _serving(static_s: float, cont_s: float) -> ServingComparison:
 
 
 def test_serving_takeaway_names_the_scheduler_that_finished_sooner():
-    assert _serving(100.0, 40.0).takeaway(40) == (
+    assert cw.gantt_takeaway(_serving(100.0, 40.0), 40) == (
         "Continuous batching finished all 200 requests 2.50× sooner: 1,250 tokens/s continuous vs 500 static "
         "(first 40 shown)")
-    assert _serving(40.0, 100.0).takeaway(400) == (
+    assert cw.gantt_takeaway(_serving(40.0, 100.0), 400) == (
         "Static batching finished all 200 requests 2.50× sooner: 500 tokens/s continuous vs 1,250 static "
         "(first 200 shown)")
-    assert _serving(50.0, 50.0).takeaway(40) == (
+    assert cw.gantt_takeaway(_serving(50.0, 50.0), 40) == (
         "Both schedulers finished all 200 requests in 50.0 s: 1,000 tokens/s continuous vs 1,000 static "
         "(first 40 shown)")
 
@@ -132,8 +134,8 @@ def test_builders_show_the_takeaway_as_their_title():
     from app.figures.memory import memory_breakdown
 
     cap = _capacity(16, 4)
-    fig = memory_breakdown(cap, "H100 SXM", cap.takeaway("H100 SXM"))
-    assert fig.layout.title.text.replace("<br>", " ") == cap.takeaway("H100 SXM")
+    fig = memory_breakdown(cap, "H100 SXM", fit_takeaway(cap, "H100 SXM"))
+    assert fig.layout.title.text.replace("<br>", " ") == fit_takeaway(cap, "H100 SXM")
     lines = fig.layout.title.text.count("<br>") + 1
     assert lines == 4 and fig.layout.margin.t == 10 + 28 * lines + 16 + 52  # + two rows of line labels under it
     assert fig.layout.height == 260 + fig.layout.margin.t - 50  # the bar keeps its height
@@ -210,7 +212,8 @@ def test_wall_time_takeaway_compares_the_last_step_both_ran():
 
 
 def test_append_takeaway_compares_the_masks():
-    from sim.attention.maps import CacheValidity, append_takeaway
+    from sim.attention.maps import CacheValidity
+    from sim.words.maps import append_takeaway
 
     def validity(rows):
         return CacheValidity(len(rows), max(rows), 0.0, 0.0, rows)

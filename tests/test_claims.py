@@ -125,9 +125,9 @@ def _decode_cost():
 
 
 def _kv_memory():
-    from sim.cost import kv_claims
     from sim.cost.gpus import load_gpus
     from sim.cost.presets import load_presets
+    from sim.words import kv_claims
 
     return _call(kv_claims.seed_claims, load_presets(), load_gpus())
 
@@ -141,13 +141,13 @@ def _roofline():
 
 
 def _attention_kernels():
-    from sim.attention.kernel_claims import kernel_claims
+    from sim.words.kernel_claims import kernel_claims
 
     return _call(kernel_claims)
 
 
 def _prefix_caching():
-    from sim.alloc.prefix_claims import prefix_claims
+    from sim.words.prefix_claims import prefix_claims
 
     return _call(prefix_claims, None, None, 10.0)
 
@@ -162,7 +162,8 @@ def _kv_quantization():
 
 
 def _serving():
-    from sim.serving import comparison, serving_claims, speculative
+    from sim.serving import comparison, speculative
+    from sim.words import serving_claims
 
     timing = speculative.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
     return _call(serving_claims.seed_claims, SimpleNamespace(speedup=7.0, setup=comparison.ServingSetup()), timing,
@@ -201,9 +202,9 @@ def test_a_seed_quote_in_latex_reads_as_plain_symbols():
     from sim.claims import latex_as_text
     from sim.cost.decode import seed_claims as decode_claims
     from sim.cost.gpus import load_gpus
-    from sim.cost.kv_claims import seed_claims as kv_claims
     from sim.cost.presets import load_presets
     from sim.words.claims import claims_frame
+    from sim.words.kv_claims import seed_claims as kv_claims
 
     assert latex_as_text("2 \\times 32 \\times 8 = 131{,}072 \\ \\text{바이트} = 128 \\ \\text{KiB}") == (
         "2 × 32 × 8 = 131,072 바이트 = 128 KiB")

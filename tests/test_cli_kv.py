@@ -10,7 +10,7 @@ import pytest
 
 from app import cli_kv
 from sim.cost.hf_config import parse_hf_config
-from sim.cost.kv_engine import EngineConfig, engine_allocation
+from sim.cost.kv_engine import KVEngineConfig, engine_allocation
 from sim.cost.memory import MemoryConfig, kv_memory
 from sim.cost.presets import MODELS_JSON
 
@@ -53,7 +53,7 @@ def test_every_hybrid_matches_sim(capsys, key, dtype):
     cfg = MemoryConfig(parse_hf_config(path.read_text()), batch=3, context=100_000, kv_dtype=dtype)
     result = last_json(out)
     assert result["total_bytes"] == kv_memory(cfg).total_bytes
-    assert result["engine_bytes"] == engine_allocation(cfg, EngineConfig()).total_bytes
+    assert result["engine_bytes"] == engine_allocation(cfg, KVEngineConfig()).total_bytes
     assert sum(g["bytes"] for g in result["groups"]) == result["total_bytes"]
 
 

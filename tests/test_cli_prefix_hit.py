@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app import cli_prefix_hit
-from sim.cost.kv_engine import EngineConfig
+from sim.cost.kv_engine import KVEngineConfig
 from sim.cost.memory import MemoryConfig
 from sim.cost.prefix_hit import hit_tokens, prefix_hit
 from sim.cost.presets import MODELS_JSON, load_presets
@@ -62,7 +62,7 @@ def test_block_size_and_hits_by_hand(capsys, key, n, extra, bs, hits):
 
 
 def test_staircase_steps_at_every_block_and_marks_the_prompt():
-    h = prefix_hit(MemoryConfig(load_presets()["qwen3-next-80b-a3b"]), EngineConfig(), 1200)
+    h = prefix_hit(MemoryConfig(load_presets()["qwen3-next-80b-a3b"]), KVEngineConfig(), 1200)
     xs, ys = h.staircase()
     assert xs[0] == 1 and 1200 in xs and xs[-1] >= 1200 + 544
     for k in range(1, xs[-1] // 544 + 1):  # each step's corners are drawn: 0 → k blocks at k·544 + 1

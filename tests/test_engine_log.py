@@ -8,7 +8,7 @@ import pytest
 
 from sim.cost.engine_log import parse_engine_log, reconcile
 from sim.cost.hf_config import parse_hf_config
-from sim.cost.kv_engine import EngineConfig, engine_allocation
+from sim.cost.kv_engine import KVEngineConfig, engine_allocation
 from sim.cost.memory import GiB, MemoryConfig, kv_memory
 from sim.cost.presets import load_presets
 from sim.serving.errors import Refusal
@@ -37,7 +37,7 @@ def test_vllm_v0_llama_8b_blocks_and_concurrency():
     assert (log.engine, log.available_gib, log.gpu_blocks, log.concurrency_len, log.concurrency) == \
         ("vllm", 3.81, 1952, 20000, 1.56)
     cfg = MemoryConfig(load_presets()["llama-3.1-8b"], context=20000, kv_dtype="bf16")
-    rec = reconcile(log, kv_memory(cfg), engine_allocation(cfg, EngineConfig()), 1, 0)
+    rec = reconcile(log, kv_memory(cfg), engine_allocation(cfg, KVEngineConfig()), 1, 0)
     r = rows(rec)
     # a block: 16 tokens × 32 layers × 2 × 8 heads × 128 × 2 B = 2,097,152 B; 3.81 GiB holds ⌊3.81 × 512⌋ = 1,950
     assert rec.block_bytes_per_gpu == 2_097_152
@@ -50,7 +50,7 @@ def test_vllm_v0_llama_8b_blocks_and_concurrency():
 def test_vllm_and_sglang_on_qwen3_235b_tp4():
     arch = parse_hf_config(QWEN3_235B)
     cfg = MemoryConfig(arch, context=40960, kv_dtype="bf16")
-    kv, alloc = kv_memory(cfg), engine_allocation(cfg, EngineConfig())
+    kv, alloc = kv_memory(cfg), engine_allocation(cfg, KVEngineConfig())
     # TP 4 over 4 K/V heads: one head a GPU: 94 layers × 2 × 128 × 2 B = 48,128 B a token, 770,048 B a block
     v = reconcile(parse_engine_log(LOGS["vllm_v1_qwen3_235b_tp4"]["text"]), kv, alloc, 4, 0)
     assert (v.token_bytes_per_gpu, v.block_bytes_per_gpu) == (48_128, 770_048)
@@ -98,3 +98,23 @@ def test_a_log_without_those_lines_is_one_clear_message(text):
 def test_a_huge_log_is_refused_before_reading():
     with pytest.raises(Refusal, match="at most 200,000"):
         parse_engine_log("a" * 200_001)
+
+
+def test_the_log_tab_reconciles_a_pasted_log_in_both_languages():
+    """The page's log tab end to end (its engine allocation is the page's cached one, called as the tab calls it),
+    and the table's words from sim/words/engine.py: the same residuals in English and Korean."""
+    from sim.words.engine import reconciliation_frame, reconciliation_summary
+    from tests.conftest import run_in_app
+
+    text = LOGS["vllm_v0_llama_3_1_8b"]["text"]
+    at = run_in_app("kv_memory", {"model": "llama-3.1-8b", "kv": "bf16", "tab": "log", "log": text})
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    cfg = MemoryConfig(load_presets()["llama-3.1-8b"], context=20000, kv_dtype="bf16")
+    rec = reconcile(parse_engine_log(text), kv_memory(cfg), engine_allocation(cfg, KVEngineConfig()), 1, 0)
+    en, ko = reconciliation_frame(rec), reconciliation_frame(rec, "ko")
+    assert list(en.iloc[:, 2]) == list(ko.iloc[:, 2])  # the log's figures, worded the same way in both
+    assert "1,952 blocks" in list(en.iloc[:, 2]) and "1,950 blocks" in list(en.iloc[:, 3])
+    assert "20,000" in reconciliation_summary(rec, "Llama", "bf16", "RTX 3090") and \
+        "20,000" in reconciliation_summary(rec, "Llama", "bf16", "RTX 3090", "ko")
+    shown = at.dataframe[0].value
+    assert shown.shape[0] == len(rec.rows)

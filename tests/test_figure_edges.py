@@ -20,6 +20,7 @@ from sim.cost.capacity import GpuConfig, capacity
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import GiB, MemoryConfig, fmt_bytes
 from sim.cost.presets import load_presets
+from sim.words.capacity import fit_takeaway
 from tests.conftest import run_page
 from tests.test_chart_axes import _numbers, charts, title_of
 
@@ -43,7 +44,7 @@ def bar_end(fig, name_start: str) -> float:
 def test_the_fit_bar_draws_the_usable_line_where_the_result_puts_it():
     cap = fit(16, 32768)  # the page's defaults: weights + KV past the usable memory, short of the GPU's end
     assert not cap.fits and cap.usable_bytes < cap.weight_bytes + cap.kv_bytes < cap.total_bytes
-    fig = memory_breakdown(cap, "NVIDIA H100 SXM 80GB", cap.takeaway("NVIDIA H100 SXM 80GB"))
+    fig = memory_breakdown(cap, "NVIDIA H100 SXM 80GB", fit_takeaway(cap, "NVIDIA H100 SXM 80GB"))
     assert fig.layout.title.text.startswith("Does not fit")
     usable, total = cap.usable_bytes / GiB, cap.total_bytes / GiB
     assert vlines(fig) == [usable, total]
@@ -64,7 +65,7 @@ def test_the_fit_bar_draws_the_usable_line_where_the_result_puts_it():
 def test_a_cache_that_fits_fills_up_to_the_usable_line():
     cap = fit(1, 4096, utilization=0.75)
     assert cap.fits
-    fig = memory_breakdown(cap, "H100", cap.takeaway("H100"))
+    fig = memory_breakdown(cap, "H100", fit_takeaway(cap, "H100"))
     assert vlines(fig) == [cap.usable_bytes / GiB, cap.total_bytes / GiB]
     assert math.isclose(bar_end(fig, "Free for more KV"), cap.usable_bytes / GiB, rel_tol=1e-12)
     assert any(a.text == f"usable at 75%: {fmt_bytes(cap.usable_bytes)}" for a in fig.layout.annotations)

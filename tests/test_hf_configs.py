@@ -10,9 +10,10 @@ import pytest
 
 from sim.cost.arch import STATE, with_kv_heads
 from sim.cost.hf_config import parse_hf_config, parse_hf_config_with_notes
-from sim.cost.kv_engine import EngineConfig, engine_allocation, vllm_command
+from sim.cost.kv_engine import KVEngineConfig, engine_allocation, vllm_command
 from sim.cost.memory import MemoryConfig, kv_memory, layer_groups, request_bytes
 from sim.cost.presets import MODELS_JSON, load_presets
+from sim.msg import Msg
 
 P = load_presets()
 CONFIGS = MODELS_JSON.parent / "configs"
@@ -234,7 +235,7 @@ def test_bad_configs_name_the_field(change, message):
 
 
 def engine(key, context, batch=1, dtype="bf16", **kw):
-    return engine_allocation(MemoryConfig(P[key], batch=batch, context=context, kv_dtype=dtype), EngineConfig(**kw))
+    return engine_allocation(MemoryConfig(P[key], batch=batch, context=context, kv_dtype=dtype), KVEngineConfig(**kw))
 
 
 def test_gpt_oss_20b_sliding_layers_reserve_the_window_plus_a_step():
@@ -296,16 +297,16 @@ def test_max_concurrency_both_ways():
 
 def test_the_vllm_command_matches_the_view():
     cfg = MemoryConfig(P["gpt-oss-20b"], batch=8, context=65536, kv_dtype="fp8")
-    alloc = engine_allocation(cfg, EngineConfig(block_size=32))
+    alloc = engine_allocation(cfg, KVEngineConfig(block_size=32))
     cmd, notes = vllm_command(cfg.arch, kv_memory(cfg), alloc, 0.85, 2)
     assert cmd.split(" \\\n  ") == ["vllm serve openai/gpt-oss-20b", "--kv-cache-dtype fp8", "--block-size 32",
                                     "--max-model-len 65536", "--gpu-memory-utilization 0.85", "--max-num-seqs 8",
                                     "--max-num-batched-tokens 8192", "--tensor-parallel-size 2"]
     assert notes == ()
     cfg4 = replace(cfg, kv_dtype="int4")
-    cmd, notes = vllm_command(cfg.arch, kv_memory(cfg4), engine_allocation(cfg4, EngineConfig(hybrid=False)), 0.9, 1)
+    cmd, notes = vllm_command(cfg.arch, kv_memory(cfg4), engine_allocation(cfg4, KVEngineConfig(hybrid=False)), 0.9, 1)
     assert "--kv-cache-dtype fp8" in cmd and "--disable-hybrid-kv-cache-manager" in cmd
-    assert notes and "no INT4 KV cache" in notes[0]
+    assert notes == (Msg("kvmem.eng.no_dtype", dtype="INT4"),)
     fp16 = replace(cfg, kv_dtype="fp16")
     cmd, _ = vllm_command(cfg.arch, kv_memory(fp16), engine_allocation(fp16), 0.9, 1)
     assert "--kv-cache-dtype auto \\\n  --dtype float16" in cmd  # the model is bf16; auto would store bf16

@@ -15,7 +15,6 @@ import pytest
 from sim.alloc.block_pool import simulate_parallel_sampling
 from sim.alloc.errors import WordedError, worded
 from sim.alloc.policies import compare_policies
-from sim.alloc.prefix_claims import ORIGINAL, prefix_claims
 from sim.alloc.prefix_sweeps import change_one_byte
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import (
@@ -37,6 +36,7 @@ from sim.words.prefix import (
     layout_text_in,
     tree_branching_sentence,
 )
+from sim.words.prefix_claims import ORIGINAL, prefix_claims
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"

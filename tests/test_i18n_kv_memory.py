@@ -8,15 +8,18 @@ import re
 import pytest
 
 from sim.cost.arch import estimate_num_params
-from sim.cost.capacity import GpuConfig, capacity, dtype_table, fit_message
+from sim.cost.capacity import GpuConfig, capacity, dtype_table
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import parse_hf_config_with_notes
-from sim.cost.kv_claims import seed_claims
-from sim.cost.kv_engine import EngineConfig, engine_allocation, vllm_command
+from sim.cost.kv_engine import KVEngineConfig, engine_allocation, vllm_command
 from sim.cost.memory import KV_DTYPES, MemoryConfig, kv_memory
 from sim.cost.presets import load_presets
 from sim.i18n import text
+from sim.msg import Msg
 from sim.words import cost as say
+from sim.words import say as say_msg
+from sim.words.capacity import fit_message, fit_takeaway
+from sim.words.kv_claims import seed_claims
 
 P, G = load_presets(), load_gpus()
 SEED_001 = MemoryConfig(P["llama-3.1-8b"], batch=16, context=32768)  # 16 requests of 32k on an H100 at 0.9
@@ -51,7 +54,7 @@ def test_fit_sentence_and_chart_title_in_korean():
         "32,768토큰에서는 요청이 최대 14개, 배치 16에서는 최대 29,206토큰까지 들어간다.")
     _, en = fit_message(kv, cap, H100, "H100 SXM", params)
     assert sorted(_numbers(ko)) == sorted(_numbers(en))
-    assert cap.takeaway("H100 SXM", "ko") == (
+    assert fit_takeaway(cap, "H100 SXM", "ko") == (
         "들어가지 않는다: 가중치 14.96 GiB + KV 64 GiB는 H100 SXM에서 쓸 수 있는 72 GiB보다 6.957 GiB 넘친다")
 
 
@@ -67,7 +70,7 @@ def test_metrics_read_the_same_numbers_in_both():
 def test_engine_tab_sentences_in_korean():
     """gpt-oss-20b at 32,768 tokens: 12 full layers × 2,048 blocks + 12 sliding layers × 521 blocks."""
     cfg = MemoryConfig(P["gpt-oss-20b"], batch=4, context=32768)
-    kv, alloc = kv_memory(cfg), engine_allocation(cfg, EngineConfig(), "ko")
+    kv, alloc = kv_memory(cfg), engine_allocation(cfg, KVEngineConfig())
     assert say.engine_takeaway(kv, alloc, "gpt-oss-20b", "ko") == (
         "gpt-oss-20b, 32,768토큰: vLLM v0.24.0은 요청당 963.4 MiB를 예약한다, 공식의 771 MiB의 1.25×; "
         "늘어난 192.4 MiB의 대부분은 슬라이딩 윈도 W = 128 레이어 몫이다")
@@ -86,13 +89,17 @@ def test_engine_tab_sentences_in_korean():
 
 def test_engine_and_command_notes_in_korean():
     cfg = MemoryConfig(P["gpt-oss-20b"], batch=1, context=32768, kv_dtype="int4", layers_per_kv=2)
-    alloc = engine_allocation(cfg, EngineConfig(hybrid=False), "ko")
-    assert alloc.notes == ("하이브리드 관리자가 없으면 슬라이딩 윈도 레이어 12개를 전체 어텐션으로 예약한다: "
+    alloc = engine_allocation(cfg, KVEngineConfig(hybrid=False))
+    assert alloc.notes == (Msg("kvmem.eng.as_full", n=12, spec=Msg("kvmem.r.spec.sliding"), s=32768, w=128,
+                               word=Msg("kvmem.r.word.window")),)
+    assert tuple(say_msg("ko", n) for n in alloc.notes) == ("하이브리드 관리자가 없으면 슬라이딩 윈도 레이어 12개를 전체 어텐션으로 예약한다: "
                            "128토큰 윈도 대신 각각 토큰 32,768개",)
-    _, notes = vllm_command(cfg.arch, kv_memory(cfg), alloc, 0.9, 1, lang="ko")
-    assert notes == ("vLLM에는 INT4 KV 캐시가 없다; 명령은 가장 가까운 fp8을 쓴다(이 화면은 그룹 스케일을 포함한 INT4로 센다)",
+    _, notes = vllm_command(cfg.arch, kv_memory(cfg), alloc, 0.9, 1)
+    assert notes == (Msg("kvmem.eng.no_dtype", dtype="INT4"), Msg("kvmem.eng.no_sharing", n=2))
+    assert tuple(say_msg("ko", n) for n in notes) == ("vLLM에는 INT4 KV 캐시가 없다; 명령은 가장 가까운 fp8을 쓴다(이 화면은 그룹 스케일을 포함한 INT4로 센다)",
                      "vLLM에는 레이어 2개가 K/V 하나를 나눠 쓰게 하는 스위치가 없다; 모델이 그렇게 만들어져야 한다")
-    assert engine_allocation(cfg, EngineConfig(hybrid=False)).notes[0].startswith("without the hybrid manager")
+    assert say_msg("en", alloc.notes[0]) == ("without the hybrid manager the 12 sliding layers are reserved as "
+                                            "full attention: 32,768 tokens each instead of a window of 128 tokens")
 
 
 @pytest.mark.parametrize("key", list(P))

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from sim.claims import SEEDS
-from sim.cost.shrink import METHODS, CopyAbility, Score, copy_ability_sentence, method_rows, offload_cost, verdict
+from sim.cost.shrink import METHODS, CopyAbility, Score, offload_cost
 from sim.i18n import text
 from sim.model.quant_cache import make_scheme
 from sim.model.quant_claims import seed_claims
@@ -19,6 +19,7 @@ from sim.model.quant_errors import PositionErrors, exact_prefix_sentence, metric
 from sim.model.quant_readouts import heatmap_takeaway, position_takeaway
 from sim.model.quant_setup import QuantSetup, prompt_problem
 from sim.model.transformer import ModelConfig
+from sim.words.shrink_table import copy_ability_sentence, method_rows, offload_sentence, verdict
 
 SEED_001 = next(iter(Path(__file__).resolve().parents[2].glob("shared/seeds/001_*.txt")), None)  # beside the repo
 
@@ -127,7 +128,7 @@ def test_byte_sentence_and_offload_in_korean():
         "= 54,400 B, 전체 FP16 캐시(204,800 B)의 26.6%.")
     assert method_label("int8", "ko") == "토큰별 INT8"
     cost = offload_cost(4 * 2**30, "pcie5", 3.35e12)
-    en, ko = cost.sentence, cost.sentence_in("ko")
+    en, ko = offload_sentence(cost), offload_sentence(cost, "ko")
     assert en.startswith("Bringing 4 GiB back over PCIe 5.0 x16 (63 GB/s) takes 68.2 ms per decode step")
     assert ko.startswith("4 GiB를 PCIe 5.0 x16(63 GB/s)로 다시 올리는 데 디코딩 스텝마다 68.2 ms가 걸린다.")
     assert f"{cost.transfer_s / cost.hbm_s:,.1f}배" in ko

@@ -10,7 +10,6 @@ import pytest
 
 from app.controls.roofline import TAB_SLUGS, TABS
 from app.tabs import LazyTabs
-from sim.attention.kernel_claims import kernel_claims
 from sim.attention.limits import Limits, check_shape
 from sim.attention.shapes import AttentionShape
 from sim.attention.timing import SweepResult
@@ -41,6 +40,7 @@ from sim.words.attention import (
     timing_takeaway,
     traffic_takeaway,
 )
+from sim.words.kernel_claims import kernel_claims
 from sim.words.roofline import (
     batching_caption,
     bytes_takeaway,
@@ -188,9 +188,13 @@ def test_kernel_sentences_in_korean():
 
 
 def test_over_the_cap_and_why_not_in_korean():
-    with pytest.raises(ValueError, match=r"= 점수 원소 1,073,741,824개로, 이 장치의 상한 16,777,216 \(2\^24\)을 넘는다"):
-        check_shape(AttentionShape(heads=64, seq_len=4096), Limits("cpu", 1 << 24, 1 << 33, 3 << 30), "ko")
-    from sim.msg import Msg
+    with pytest.raises(Refusal) as info:
+        check_shape(AttentionShape(heads=64, seq_len=4096), Limits("cpu", 1 << 24, 1 << 33, 3 << 30))
+    assert info.value.msg == Msg("kernels.err.entries", b=1, h=64, nq=4096, nk=4096, elems=1 << 30, cap=1 << 24,
+                                 bits=24, bh=64, max_n=512)  # √(2^24 / 64)
+    assert info.value.words("ko") == (
+        "B·H·N_q·N_k = 1·64·4,096·4,096 = 점수 원소 1,073,741,824개로, 이 장치의 상한 16,777,216 (2^24)을 넘는다. "
+        "배치, 헤드 수나 N을 줄이세요 (B·H = 64이면 프리필은 N ≤ 512)")
     from sim.words.catalog import catalog
 
     missing = Msg("kernels.why.flex_missing", error="No module named x")

@@ -7,12 +7,12 @@ import pytest
 from app.serving_tabs import column_name, readable, rows_frame
 from sim.alloc.trace import TraceError, parse_trace
 from sim.msg import Msg
-from sim.serving import engine_readouts as er
-from sim.serving import readouts as ro
 from sim.serving import studies as sd
 from sim.serving.errors import Refusal, why
 from sim.serving.speculative import spec_timing
+from sim.words import engine_readouts as er
 from sim.words import say
+from sim.words import serving_readouts as ro
 from sim.words.serving import cell, event_line
 from tests.conftest import run_page
 from tests.test_i18n import hangul_share, rendered_text

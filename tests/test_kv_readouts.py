@@ -119,11 +119,11 @@ def test_measurement_sentences():
 def test_engine_takeaway_worded_both_ways():
     from dataclasses import replace
 
-    from sim.cost.kv_engine import EngineConfig, engine_allocation
+    from sim.cost.kv_engine import KVEngineConfig, engine_allocation
     from sim.words.cost import engine_caption, engine_takeaway, groups_caption
 
     cfg = MemoryConfig(P["gpt-oss-20b"], context=32768)
-    kv, alloc = kv_memory(cfg), engine_allocation(cfg, EngineConfig())
+    kv, alloc = kv_memory(cfg), engine_allocation(cfg, KVEngineConfig())
     # 1,010,171,904 / 808,452,096 = 1.25; the sliding layers reserve 521 blocks instead of 128 tokens
     assert engine_takeaway(kv, alloc, "gpt-oss-20b") == (
         "gpt-oss-20b at 32,768 tokens: vLLM v0.24.0 reserves 963.4 MiB per request, 1.25× the formula's 771 MiB; the sliding "

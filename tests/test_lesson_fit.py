@@ -11,7 +11,8 @@ from sim.cost.gpus import load_gpus
 from sim.cost.memory import MemoryConfig, request_bytes, weight_bytes
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, hardware, memory_bound_until
-from sim.cost.roofline_fit import UTILIZATION, fit, fit_sentence, max_batch_on, turn_fits
+from sim.cost.roofline_fit import UTILIZATION, fit, max_batch_on
+from sim.words.fit import fit_sentence, turn_fits
 from tests.conftest import run_in_app
 
 H100 = load_gpus()["h100-sxm"]

@@ -14,7 +14,6 @@ from sim.cost.arch import ArchPreset, estimate_active_params, estimate_num_param
 from sim.cost.capacity import GpuConfig, capacity, dtype_table, max_context
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import parse_hf_config, parse_hf_config_with_notes
-from sim.cost.kv_claims import seed_claims
 from sim.cost.memory import (
     GROUP_SIZES,
     KV_DTYPES,
@@ -33,6 +32,7 @@ from sim.cost.memory import (
 from sim.cost.presets import MODELS_JSON, load_presets, tiny_model_configs
 from sim.model.measure import measure_tiny_cache, untrained_tiny_model
 from sim.msg import Msg
+from sim.words.kv_claims import seed_claims
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -496,8 +496,8 @@ def test_measured_cache_in_bf16_and_on_the_shipped_model():
 
 def test_gpu_comparisons_in_claims_are_computed():
     from sim.cost.gpus import load_gpus
-    from sim.cost.kv_claims import _share_of_gpu, seed_claims
     from sim.cost.presets import load_presets
+    from sim.words.kv_claims import _share_of_gpu, seed_claims
 
     gpus = load_gpus()
     why = next(c.why for c in seed_claims(load_presets(), gpus) if "32K context of a 32-head" in c.why)

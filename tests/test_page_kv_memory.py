@@ -11,11 +11,11 @@ from app.controls.kv_memory import TAB_WIDGET, TABS
 from sim.cost.capacity import GpuConfig, capacity
 from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import parse_hf_config
-from sim.cost.kv_claims import seed_claims
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.presets import load_presets
 from sim.words import say
 from sim.words.cost import dtypes_caption
+from sim.words.kv_claims import seed_claims
 from tests.conftest import unescaped
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,13 +234,13 @@ def test_each_tabs_chart_titles_its_axes(tab):
 
 
 def test_engine_tab_shows_the_allocator_next_to_the_formula():
-    from sim.cost.kv_engine import EngineConfig, engine_allocation
+    from sim.cost.kv_engine import KVEngineConfig, engine_allocation
     from sim.words.cost import engine_takeaway
     from tests.test_chart_axes import charts, title_of
 
     at = run_page({"model": "gpt-oss-20b", "tab": "engine", "ctx": "32768", "batch": "4"})
     cfg = MemoryConfig(P["gpt-oss-20b"], batch=4, context=32768)
-    kv, alloc = kv_memory(cfg), engine_allocation(cfg, EngineConfig())
+    kv, alloc = kv_memory(cfg), engine_allocation(cfg, KVEngineConfig())
     cap = capacity(cfg, GpuConfig(G["h100-sxm"]))
     shown = metrics(at)
     assert shown["vLLM reserves, per request"] == fmt_bytes(alloc.per_request_bytes) == "963.4 MiB"
@@ -256,12 +256,12 @@ def test_engine_tab_shows_the_allocator_next_to_the_formula():
 
 
 def test_formula_tab_lists_the_layer_groups():
-    from sim.cost.kv_engine import EngineConfig, engine_allocation
+    from sim.cost.kv_engine import KVEngineConfig, engine_allocation
     from sim.words.cost import group_rows
 
     at = run_page({"model": "qwen3-next-80b-a3b", "ctx": "131072", "batch": "1"})
     cfg = MemoryConfig(P["qwen3-next-80b-a3b"], batch=1, context=131072)
-    rows = group_rows(kv_memory(cfg), engine_allocation(cfg, EngineConfig()))
+    rows = group_rows(kv_memory(cfg), engine_allocation(cfg, KVEngineConfig()))
     table = next(t.value for t in [*at.table, *at.dataframe] if "Group" in t.value.columns)
     assert table["Group"].tolist() == ["full attention", "linear-attention (Gated DeltaNet) state"]
     assert table["Per request (B)"].tolist() == [r["Per request (B)"] for r in rows] == [12 * 131072 * 2048, 39_518_208]

@@ -10,6 +10,7 @@ from app.serving_tabs import tables_frame, view_takeaway
 from sim.alloc.trace import parse_trace, write_trace
 from sim.serving import studies as sd
 from sim.serving.comparison import DeploymentConfig
+from sim.words import engine_readouts as er
 from tests.conftest import run_page
 from tests.test_chart_axes import charts, untitled_axes
 from tests.test_chart_axes import title_of as raw_title
@@ -33,7 +34,7 @@ def test_each_tab_opens_alone_with_titled_axes_and_its_takeaway():
     sweep = sd.sweep_chunk_budget(sd.StudySetup())
     cmp = sd.compare_preemption(sd.PreemptionSetup())
     run = sd.run_scenario("chunked")
-    want = {"chunked": sweep.takeaway(), "preemption": cmp.takeaway(), "steps": view_takeaway(run.steps[0], 12)}
+    want = {"chunked": er.chunk_sweep_takeaway(sweep), "preemption": er.preemption_comparison_takeaway(cmp), "steps": view_takeaway(run.steps[0], 12)}
     for tab, title in want.items():
         at = open_tab(tab)
         figs = charts(at)
@@ -61,7 +62,7 @@ def test_preemption_tab_shows_both_modes():
     cmp = sd.compare_preemption(sd.PreemptionSetup(study, 16384, 400_000, "pcie4", True))
     pd.testing.assert_frame_equal(at.dataframe[0].value.reset_index(drop=True), cmp.to_frame().round(3))
     assert cmp.recompute.result.num_preemptions > 0 and cmp.swap.num_swaps > 0
-    assert title_of(charts(at)[0]) == cmp.takeaway()
+    assert title_of(charts(at)[0]) == er.preemption_comparison_takeaway(cmp)
 
 
 def test_step_through_shows_the_step_in_the_link():
@@ -112,11 +113,11 @@ def test_a_pasted_trace_runs_every_simulator():
     text = write_trace(lines)
     at = paste(open_tab("trace"), text)
     res = sd.run_trace(parse_trace(text), DeploymentConfig())
-    assert any(res.summary() == m.value for m in at.markdown)
+    assert any(er.trace_run_summary(res) == m.value for m in at.markdown)
     pd.testing.assert_frame_equal(at.dataframe[0].value.reset_index(drop=True), res.to_frame().round(4))
     assert res.prefix.hit_tokens.tolist() == [0, 256, 256, 256, 256, 256]
     fig = charts(at)[0]
-    assert title_of(fig) == res.hits_takeaway() and untitled_axes(fig) == []
+    assert title_of(fig) == er.trace_run_hits_takeaway(res) and untitled_axes(fig) == []
     assert fig["data"][0]["x"][0] == "**q0**"  # the id as text (html-escaped; no markdown)
 
 

@@ -6,13 +6,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from sim.alloc import prefix_claims as claims
 from sim.alloc import prefix_sweeps as ps
 from sim.alloc.prefix_cache import CacheConfig, HitTotals, simulate_prefix_cache
 from sim.alloc.workload import LAYOUTS, PrefixWorkloadConfig, make_trace
 from sim.claims import Verdict
 from sim.model import prefix_run as pr
 from sim.words import prefix as ro
+from sim.words import prefix_claims as claims
 
 
 def test_two_prompts_by_hand():

@@ -184,6 +184,23 @@ def test_real_prefix_run_hits_come_from_the_real_tokenizer_and_template(real):
     assert run.first_text == real.decode(want[0])
 
 
+def test_real_chat_estimate_is_within_2x_of_the_cost_model_on_the_real_tokens(real):
+    """The queue's estimate (known before the tokenizer loads: tokens and hits from bytes) against the same fitted
+    prefill rates over the real token counts and hits: the default chat at every block size errs long, by at most
+    2× (it was 26× with the decode rate over a byte bound: 218 s against 8 s). No time is measured."""
+    from sim.model import real_prefix as rp
+    from sim.work.run_cost import smollm2_rates
+
+    rates = smollm2_rates("sdpa").prefill
+    chat = rp.RealChat(rp.DEFAULT_SYSTEM, rp.DEFAULT_TURNS)
+    prompts = rp.request_ids(real, chat)
+    assert all(e >= len(p) for e, p in zip(chat.est_tokens(), prompts, strict=True))  # the lab's text: no more
+    for block_size in (2, 16, 64, 256):
+        modelled = rp.prefill_seconds(rates, [len(p) for p in prompts], rp.prefix_hits(prompts, block_size))
+        estimate = rp.estimate_s(chat, block_size, rates)
+        assert modelled <= estimate <= 2 * modelled, (block_size, modelled, estimate)
+
+
 def test_prefix_page_runs_the_real_chat_behind_its_button(real):
     from sim.model.real_prefix import DEFAULT_SYSTEM, prefix_hits
 
@@ -262,7 +279,7 @@ def test_lesson_filling_step_offers_smollm2_bpe_tokens(real):
     from sim.lesson import sentences as lesson_say
     from sim.model.cache_filling import fit_num_new
     from sim.model.real_pages import WARM_LOAD_S
-    from sim.work.run_cost import SMOLLM2_RATES, cached_work
+    from sim.work.run_cost import smollm2_rates, smollm2_tokens
     from tests.test_lesson import claims, plotly_array
 
     at = run_in_app("lesson", {"step": "4", "fill_lm": "smollm2", "rlayer": "29", "t": "3"}, timeout=600)
@@ -272,8 +289,8 @@ def test_lesson_filling_step_offers_smollm2_bpe_tokens(real):
     per_token = cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * 4  # fp32 on the CPU
     rows = len(ids) + 3
     assert claims(at) == [lesson_say.filling_sentence(3, 1, rows, 30, rows * per_token, per_token)]
-    num_bytes = len(DEFAULT_PROMPT.encode())
-    n = fit_num_new(FILL_NEW, lambda k: SMOLLM2_RATES["eager"].seconds(cached_work(num_bytes, k)) + WARM_LOAD_S,
+    num_tokens = smollm2_tokens(DEFAULT_PROMPT)
+    n = fit_num_new(FILL_NEW, lambda k: smollm2_rates("eager").cached_s(num_tokens, k) + WARM_LOAD_S,
                     auto_limits()[0], MIN_REAL_NEW)
     assert at.slider(key="t").max == n - 1  # one frame per new token, as many as the budget allows
     pieces = " ".join(f"`{real.decode([i])!r}`" for i in ids)

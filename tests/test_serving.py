@@ -24,6 +24,7 @@ from sim.serving import comparison as cp
 from sim.serving import schedulers as sch
 from sim.serving import step_cost as sc
 from sim.serving.engine import EngineConfig
+from sim.words import comparison as cw
 
 UNIT = sc.LinearCost(base_s=1.0)  # every forward pass takes one second: times count passes
 
@@ -318,11 +319,11 @@ SMALL = cp.ServingSetup(workload=LengthWorkloadConfig(num_requests=60), max_batc
 def test_summary_and_budget_caption_are_worded_from_the_run():
     cmp = cp.run_serving(SMALL)
     static, cont = cmp.results["static"], cmp.results["continuous"]
-    caption = cmp.budget_caption()
+    caption = cw.budget_caption(cmp)
     assert caption.startswith("Llama 3.1 8B on one NVIDIA H100 SXM 80GB: 72.0 GiB usable")
     assert f"the KV budget holds **{cmp.capacity_tokens:,} tokens** (128 KiB each)" in caption
     assert f"Drawn: 60 requests, prompts {cmp.workload.prompt_len.mean():.0f} tokens on average" in caption
-    summary = cmp.summary()
+    summary = cw.summary(cmp)
     assert summary.startswith(f"Both ran the same 60 requests ({static.num_output_tokens:,} output tokens).")
     assert f"Static batching needed **{static.makespan_s:,.1f} s**, continuous batching **{cont.makespan_s:,.1f} s**: " \
            f"**{cmp.speedup:.2f}×** the throughput." in summary

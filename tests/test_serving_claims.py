@@ -1,11 +1,11 @@
-"""Seed 002's serving claims (sim/serving/serving_claims.py): which are checked when, and verdicts worded from the numbers."""
+"""Seed 002's serving claims (sim/words/serving_claims.py): which are checked when, and verdicts worded from the numbers."""
 
 from types import SimpleNamespace
 
 from sim.claims import Verdict
 from sim.serving import comparison as cp
-from sim.serving import serving_claims as sc
 from sim.serving import speculative as sps
+from sim.words import serving_claims as sc
 
 TIMING = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
 

@@ -10,7 +10,6 @@ from sim.alloc.workload import workload_from_lengths
 from sim.cost.memory import MemoryConfig, request_bytes
 from sim.cost.presets import load_presets
 from sim.msg import Msg
-from sim.serving import engine_readouts as er
 from sim.serving.disagg import (
     DisaggConfig,
     DisaggSetup,
@@ -21,6 +20,7 @@ from sim.serving.disagg import (
 )
 from sim.serving.engine import EngineConfig, simulate_engine
 from sim.serving.step_cost import LinearCost
+from sim.words import engine_readouts as er
 from sim.words.serving import cell, event_line
 
 UNIT = LinearCost(1.0)  # every pass takes 1 s
@@ -99,7 +99,7 @@ def test_a_prefilled_request_decodes_from_its_second_token():
 def test_the_study_measures_what_its_verdict_says():
     st = run_disagg(DisaggSetup())
     c, d = st.to_frame().to_dict("records")
-    text = st.verdict()
+    text = er.disagg_study_verdict(st)
     assert ("within 2% of colocated's" in text) == (abs(d["throughput_tok_s"] / c["throughput_tok_s"] - 1) < 0.02)
     assert (d["itl_p99_ms"] < c["itl_p99_ms"]) == ("did not even shorten" not in text)
     assert f"{d['slo_met_pct']:.0f}% of requests met both vs {c['slo_met_pct']:.0f}% colocated" in text

@@ -9,13 +9,13 @@ import pytest
 
 from sim.alloc.prefix_cache import block_hashes
 from sim.alloc.workload import workload_from_lengths
-from sim.serving import engine_readouts as er
 from sim.serving.comparison import DeploymentConfig
 from sim.serving.engine import EngineConfig, simulate_engine
 from sim.serving.offload import OffloadSetup, run_offload
 from sim.serving.shared_prefix import SharedPrefixConfig, make_shared_prefix
 from sim.serving.step_cost import LinearCost, extend_work
 from sim.serving.tiers import OffloadConfig, TierCache, breakeven_position, recompute_seconds
+from sim.words import engine_readouts as er
 from sim.words.serving import event_line
 
 BS = 4
@@ -154,7 +154,7 @@ def test_offload_study_sentences_follow_its_numbers():
     f = st.to_frame()
     assert list(f["tiers"]) == ["GPU only", "GPU + host", "GPU + host + disk"]
     assert f.loc[0, "host_hit_pct"] == 0 and f.loc[2, "disk_hit_pct"] > 0
-    host, disk = st.verdicts()
+    host, disk = er.offload_verdicts(st)
     full = st.runs[2]
     for text, i in ((host, 0), (disk, 1)):
         won = full.load_seconds[i] < full.load_recompute_seconds[i]

@@ -11,6 +11,7 @@ from sim.serving import routing as rt
 from sim.serving.comparison import DeploymentConfig
 from sim.serving.shared_prefix import SharedPrefixConfig
 from sim.serving.tiers import OffloadConfig
+from sim.words import engine_readouts as er
 from tests.conftest import run_page
 from tests.test_chart_axes import charts, untitled_axes
 from tests.test_chart_axes import title_of as raw_title
@@ -34,11 +35,11 @@ def test_each_new_tab_opens_alone_with_its_takeaway():
         figs = charts(at)
         assert len(figs) == 1, tab
         assert untitled_axes(figs[0]) == [], tab
-        assert title_of(figs[0]) == study.takeaway(), tab
+        assert title_of(figs[0]) == er.study_takeaway(study), tab
         assert not at.error and not at.warning, tab
         pd.testing.assert_frame_equal(at.dataframe[0].value.reset_index(drop=True), study.to_frame().round(3))
     text = " ".join(m.value for m in open_tab("offload").markdown)
-    for line in want["offload"].verdicts():
+    for line in er.offload_verdicts(want["offload"]):
         assert line in text
 
 
@@ -48,7 +49,7 @@ def test_offload_tab_follows_its_url():
     setup = of.OffloadSetup(DeploymentConfig(kv_limit_tokens=20000), SharedPrefixConfig(150, 30, 1024, 128, 64, 60.0),
                             OffloadConfig(10000, "pcie4", 0, "nvme"))
     study = of.run_offload(setup)
-    assert title_of(charts(at)[0]) == study.takeaway()
+    assert title_of(charts(at)[0]) == er.study_takeaway(study)
     assert at.number_input(key="of_requests").value == 150 and at.selectbox(key="of_cpu_link").value == "pcie4"
 
 
@@ -57,12 +58,12 @@ def test_split_and_routing_tabs_follow_their_urls():
     s = dg.DisaggSetup()
     study = dg.run_disagg(replace(s, workload=replace(s.workload, num_requests=100), pools=dg.DisaggConfig(1, 3),
                                   link="eth100"))
-    assert title_of(charts(at)[0]) == study.takeaway()
-    assert study.verdict() in " ".join(m.value for m in at.markdown)
+    assert title_of(charts(at)[0]) == er.study_takeaway(study)
+    assert er.disagg_study_verdict(study) in " ".join(m.value for m in at.markdown)
     at = open_tab("routing", rt_replicas=2, rt_requests=200)
     r = rt.RoutingSetup()
     study = rt.run_routing(replace(r, num_replicas=2, workload=replace(r.workload, num_requests=200)))
-    assert title_of(charts(at)[0]) == study.takeaway()
+    assert title_of(charts(at)[0]) == er.study_takeaway(study)
 
 
 def test_bad_values_fall_back_or_say_why():

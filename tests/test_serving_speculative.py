@@ -13,6 +13,7 @@ from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware
 from sim.model import speculative as sp
 from sim.serving import speculative as sps
+from sim.words import speculative as sw
 from tests.conftest import run_page
 
 # --- speculative decoding ---------------------------------------------------------------------------
@@ -146,29 +147,29 @@ def test_curves_take_c_from_the_roofline():
 
 def test_timing_caption_states_the_steps():
     t = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
-    text = t.caption(4)
+    text = sw.timing_caption(t, 4)
     assert text.startswith("c from the roofline on one NVIDIA H100 SXM 80GB at batch 1 and 1,024 tokens of context: "
                            f"a Llama 3.1 8B decode step takes {t.draft_step_s * 1e3:.2f} ms")
     assert f"→ c = {t.c:.3f}. Verifying k + 1 = 5 tokens in one target pass takes {t.verify_s[4] * 1e3:.2f} ms — " \
            "about one decode step" in text
     slow = sps.SpecTiming("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 1024, 0.04, 0.004, {4: 0.06})
-    assert "— 1.50 decode steps:" in slow.caption(4)
+    assert "— 1.50 decode steps:" in sw.timing_caption(slow, 4)
 
 
 def test_batch_sweep_caption_names_the_first_compute_bound_batch():
     def points(*bounds):
         return [sps.SpecBatchPoint(2 ** i, 1.0, 1.0, 1.0, b) for i, b in enumerate(bounds)]
 
-    assert "from batch 4 on it is compute-bound" in sps.batch_sweep_caption(points("memory", "memory", "compute"))
-    assert "stays memory-bound over this range" in sps.batch_sweep_caption(points("memory", "memory"))
-    assert sps.batch_sweep_caption(points("compute")).startswith(
+    assert "from batch 4 on it is compute-bound" in sw.batch_sweep_caption(points("memory", "memory", "compute"))
+    assert "stays memory-bound over this range" in sw.batch_sweep_caption(points("memory", "memory"))
+    assert sw.batch_sweep_caption(points("compute")).startswith(
         "Every request in the batch drafts k tokens and the target verifies batch × (k + 1) tokens in one pass. "
         "Already at batch 1 that pass is compute-bound")
-    assert "the speedup stays at 1.00×." in sps.batch_sweep_caption(points("memory", "compute"))
+    assert "the speedup stays at 1.00×." in sw.batch_sweep_caption(points("memory", "compute"))
     real = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
     assert ("from batch 128 on it is compute-bound and costs about k + 1 decode steps, and the speedup falls from "
-            "2.05× at batch 64 to 1.42×.") in sps.batch_sweep_caption(real)
-    assert sps.batch_sweep_caption(points("compute")).endswith(  # the speedup there, computed
+            "2.05× at batch 64 to 1.42×.") in sw.batch_sweep_caption(real)
+    assert sw.batch_sweep_caption(points("compute")).endswith(  # the speedup there, computed
         "costs about k + 1 decode steps: the speedup is 1.00× there. Continuous batching and speculation compete for "
         "the same idle compute.")
 
@@ -264,11 +265,11 @@ def test_the_default_pair_says_where_it_runs():
     f = sps.spec_fit("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
     assert f.usable_per_gpu == 80 * 2**30 * 9 // 10  # 90% of 80 GiB
     assert 2 * f.usable_per_gpu < f.need_bytes <= 3 * f.usable_per_gpu and f.num_gpus == 3
-    said = sps.fit_caption(sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm"))
+    said = sw.fit_caption(sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm"))
     assert said.startswith("Where it runs: Llama 3.1 70B and Llama 3.1 8B in BF16, with one request's cache each, "
                            "need 157.6 GB, more than the 77.31 GB one NVIDIA H100 SXM 80GB holds at 90% of its "
                            "memory: the pair takes 3 of them.")
-    fits = sps.fit_caption(sps.spec_timing("llama-3.1-8b", "tiny-mha", "h100-sxm"))
+    fits = sw.fit_caption(sps.spec_timing("llama-3.1-8b", "tiny-mha", "h100-sxm"))
     assert fits.endswith("so the pair fits on it.") and sps.spec_fit("llama-3.1-8b", "tiny-mha", "h100-sxm").num_gpus == 1
     at = run_page("serving", {"tab": "spec"})
     assert not at.exception and any(c.value == said for c in at.caption)

@@ -5,9 +5,10 @@ import pytest
 
 from app.registry import PAGES
 from sim.cost.memory import GiB
-from sim.cost.shrink import LINKS, METHODS, Score, offload_cost, verdict
+from sim.cost.shrink import LINKS, METHODS, Score, offload_cost
 from sim.model.real_recorded import load_recorded
 from sim.model.real_recorded import verdict as recorded_verdict
+from sim.words.shrink_table import offload_sentence, verdict
 from tests.conftest import run_in_app, unescaped
 
 
@@ -38,9 +39,9 @@ def test_the_verdict_says_what_the_model_showed_either_way():
 def test_offload_costs_the_link_every_step():
     c = offload_cost(2 * GiB, "pcie5", 3.35e12)
     assert round(c.transfer_s * 1e3, 1) == 34.1 and round(c.hbm_s * 1e3, 2) == 0.64
-    assert c.sentence.startswith("Bringing 2 GiB back over PCIe 5.0 x16 (63 GB/s) takes 34.1 ms per decode step, "
+    assert offload_sentence(c).startswith("Bringing 2 GiB back over PCIe 5.0 x16 (63 GB/s) takes 34.1 ms per decode step, "
                                  "53.2× the 0.64 ms")  # 3,350 ÷ 63
-    assert "costs nothing per step" in offload_cost(GiB, "c2c", 300e9).sentence  # an L4 reads slower than C2C
+    assert "costs nothing per step" in offload_sentence(offload_cost(GiB, "c2c", 300e9))  # an L4 reads slower than C2C
     with pytest.raises(ValueError, match="link must be one of"):
         offload_cost(1, "carrier pigeon", 1e12)
     assert set(LINKS) == {"pcie4", "pcie5", "c2c", "nvme"}
@@ -109,7 +110,8 @@ def test_offload_follows_its_controls_and_bad_links_are_named():
 
 
 def test_which_model_can_copy_is_worded_from_its_scores():
-    from sim.cost.shrink import CopyAbility, copy_ability_sentence
+    from sim.cost.shrink import CopyAbility
+    from sim.words.shrink_table import copy_ability_sentence
 
     shipped = CopyAbility("Shipped", 6, 128, 0, 50)
     trained = CopyAbility.from_report("Copier", {"exact_quote": {"num_prefix": 64, "max_bytes": 128},
@@ -133,7 +135,7 @@ def test_the_page_defaults_to_a_model_that_copies_and_says_what_each_scored():
 
     from app.registry import ROOT
     from app.runs.shrink_cache import MODELS, available_models, copy_abilities
-    from sim.cost.shrink import copy_ability_sentence
+    from sim.words.shrink_table import copy_ability_sentence
 
     models = available_models()
     reports = {k: json.loads((ROOT / "assets" / "models" / f"{k}.json").read_text()) for k in models}

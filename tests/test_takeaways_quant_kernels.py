@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim.attention.kernel_claims import kernel_claims
 from sim.attention.measure import KernelTiming, Stats
 from sim.attention.online_softmax import SoftmaxDemo, run_softmax_demo
 from sim.attention.shapes import AttentionShape
@@ -21,6 +20,7 @@ from sim.model.quant_claims import seed_claims
 from sim.model.quant_errors import PositionErrors, exact_prefix_sentence, metric_grid
 from sim.model.transformer import ModelConfig
 from sim.words import attention as R
+from sim.words.kernel_claims import kernel_claims
 from tests.conftest import run_page
 
 # --- KV quantization ------------------------------------------------------------------------------------

@@ -1,12 +1,14 @@
-"""The Serving page's chart titles and sentences (sim/serving/readouts.py) are worded from the numbers: every
+"""The Serving page's chart titles and sentences (sim/words/serving_readouts.py) are worded from the numbers: every
 sentence both ways round (exact strings), and titles that follow the link's values on the page."""
 
 import json
 
 from sim.alloc.workload import LengthWorkloadConfig
 from sim.serving import comparison as cp
-from sim.serving import readouts as ro
 from sim.serving import speculative as sps
+from sim.words import comparison as cw
+from sim.words import serving_readouts as ro
+from sim.words import speculative as sw
 from tests.conftest import run_page
 
 PAIR = "Llama 3.1 70B drafted by Llama 3.1 8B"
@@ -55,7 +57,7 @@ def test_sweep_says_where_throughput_stops_growing_and_who_leads():
     assert ro.sweep_takeaway((16, 32, 64), (1000.0, 2000.0, 3000.0), (500.0, 2500.0, 3500.0)).endswith(
         "; continuous leads at 2 of 3 batch sizes, static at 1")
     sweep = cp.BatchSweep((16, 32), (1000.0, 1000.0), (1000.0, 1000.0))
-    assert sweep.takeaway() == (
+    assert cw.sweep_takeaway(sweep) == (
         "Continuous batching's throughput stops growing at max batch 16 (1,000 tokens/s), static batching's stops "
         "growing at max batch 16 (1,000 tokens/s); the two are equal at every batch")
 
@@ -75,7 +77,7 @@ def test_speculation_in_a_batch_says_where_it_stops_paying():
 
 def test_the_real_batch_sweep_title():
     points = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
-    assert sps.batch_sweep_takeaway(points, PAIR, 0.8, 4) == (
+    assert sw.batch_sweep_takeaway(points, PAIR, 0.8, 4) == (
         f"{PAIR} (α = 0.8, k = 4): speculation pays up to batch 128 (1.42×) and stops paying from batch 256 (0.95×)")
 
 
@@ -87,10 +89,10 @@ def test_speculative_curves_name_the_best_k_or_that_none_pays():
         "At α = 0.8 and c = 0.115, the chosen k = 5 is the best draft length: 2.35× faster than plain decoding")
     assert ro.spec_curves_takeaway(0.8, 0.1, 12, 0.98, 6, 2.47).endswith(
         "the chosen k = 12 gives 0.98×, slower than plain decoding")
-    assert sps.run_speculative(sps.SpecSetup(alpha=0.8, k=4, c=0.1, mc_passes=1000)).takeaway() == (
+    assert sw.curves_takeaway(sps.run_speculative(sps.SpecSetup(alpha=0.8, k=4, c=0.1, mc_passes=1000))) == (
         "At α = 0.8 and c = 0.100, the best draft length is k = 6, 2.47× faster than plain decoding; the chosen k = 4 "
         "gives 2.40×")
-    assert sps.run_speculative(sps.SpecSetup(alpha=0.1, k=2, c=0.5, mc_passes=1000)).takeaway() == (
+    assert sw.curves_takeaway(sps.run_speculative(sps.SpecSetup(alpha=0.1, k=2, c=0.5, mc_passes=1000))) == (
         "At α = 0.1 and c = 0.500, speculation pays at no k: even the best, k = 1, runs at 0.73× the speed of plain "
         "decoding")
 
@@ -102,8 +104,8 @@ def test_monte_carlo_caption_counts_the_means_on_the_formula():
         "Crosses: the Monte Carlo means at α = 0.8, 11 of 12 within 2 standard errors of the formula (about 1 in 20 "
         "falls outside by chance alone).")
     few = sps.run_speculative(sps.SpecSetup(alpha=0.8, k=4, c=0.1, mc_passes=1000))  # seed 0: one mean off
-    assert few.num_mc_within == 11 and "11 of 12 within" in few.caption(measured=False)
-    assert few.caption(measured=True).endswith("Star: the real model's measured tokens per pass and wall-time speedup.")
+    assert few.num_mc_within == 11 and "11 of 12 within" in sw.curves_caption(few, measured=False)
+    assert sw.curves_caption(few, measured=True).endswith("Star: the real model's measured tokens per pass and wall-time speedup.")
 
 
 def test_claim_sentences_state_the_trends():
@@ -152,9 +154,9 @@ def test_titles_follow_the_link():
         cmp = cp.run_serving(cp.ServingSetup(LengthWorkloadConfig(length_dist=lengths, arrival_rate=20.0)))
         spec = sps.run_speculative(sps.SpecSetup(alpha=alpha))
         points = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", alpha, 4)
-        assert pages[name, "batching"] == [cmp.takeaway(40), cmp.occupancy_takeaway(), cmp.kv_takeaway(),
-                                           cmp.latency_takeaway()]
-        assert pages[name, "spec"] == [spec.takeaway(), sps.batch_sweep_takeaway(points, PAIR, alpha, 4)]
+        assert pages[name, "batching"] == [cw.gantt_takeaway(cmp, 40), cw.occupancy_takeaway(cmp), cw.kv_takeaway(cmp),
+                                           cw.latency_takeaway(cmp)]
+        assert pages[name, "spec"] == [sw.curves_takeaway(spec), sw.batch_sweep_takeaway(points, PAIR, alpha, 4)]
         assert all(pages[name, "batching"] + pages[name, "spec"])  # no chart without its takeaway
     base_titles, flipped_titles = pages["base", "batching"], pages["flipped", "batching"]
     assert base_titles[1].startswith("Continuous batching keeps 178 requests")
@@ -168,5 +170,5 @@ def test_sweep_title_follows_the_link():
     at = run_page("serving", {"live": "0", "sweep": "1", "requests": "200"})
     assert not at.exception, at.exception
     setup = cp.ServingSetup(LengthWorkloadConfig(num_requests=200, arrival_rate=20.0))
-    assert titles(at)[4] == cp.sweep_max_batch(setup).takeaway()
+    assert titles(at)[4] == cw.sweep_takeaway(cp.sweep_max_batch(setup))
     assert titles(at)[4].startswith("Continuous batching's throughput stops growing at max batch 256 (8,854 tokens/s)")

@@ -1,11 +1,11 @@
-"""The engine tabs' sentences (sim/serving/engine_readouts.py), worded from their numbers and checked both ways."""
+"""The engine tabs' sentences (sim/words/engine_readouts.py), worded from their numbers and checked both ways."""
 
 import math
 
 import pandas as pd
 
 from sim.msg import Msg
-from sim.serving import engine_readouts as er
+from sim.words import engine_readouts as er
 
 
 def test_chunk_takeaway_says_which_way_each_latency_moved():

@@ -5,10 +5,12 @@ import re
 from pathlib import Path
 
 from sim.cost import vllm_rules
-from sim.cost.kv_engine import EngineConfig, engine_allocation, vllm_command
+from sim.cost.kv_engine import KVEngineConfig, engine_allocation, vllm_command
 from sim.cost.memory import MemoryConfig, kv_memory, state_layer_bytes, token_layer_bytes
 from sim.cost.presets import load_presets
 from sim.cost.tensor_parallel import tp_split
+from sim.msg import Msg
+from sim.words import say
 
 P = load_presets()
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,12 +31,12 @@ def test_deepseek_v32_fp8_is_fp8_ds_mla_656_bytes():
     assert (a.kv_lora_rank, a.qk_rope_head_dim) == (512, 64)
     assert vllm_rules.FP8_DS_MLA_TOKEN_BYTES == 512 * 1 + 4 * 4 + 64 * 2 == 656
     assert token_layer_bytes(a, "fp8") == 576  # a plain FP8 latent: what the formula counts
-    alloc = engine_allocation(MemoryConfig(a, context=4096, kv_dtype="fp8"), EngineConfig(block_size=64))
+    alloc = engine_allocation(MemoryConfig(a, context=4096, kv_dtype="fp8"), KVEngineConfig(block_size=64))
     index = 128 + 4  # the indexer key: 128 FP8 values and one FP32 scale
     assert alloc.block_bytes == 64 * (656 + index) * 61  # 61 attention layers, one group
-    assert any("fp8_ds_mla" in n for n in alloc.notes)
+    assert Msg("kvmem.eng.fp8_ds_mla", b=656, plain=576) in alloc.notes
     # bf16 is unchanged: 576 values × 2 B
-    assert engine_allocation(MemoryConfig(a, context=4096), EngineConfig(block_size=64)).page_bytes == 64 * 1152
+    assert engine_allocation(MemoryConfig(a, context=4096), KVEngineConfig(block_size=64)).page_bytes == 64 * 1152
 
 
 def test_mamba_ssm_dtype_changes_the_recurrent_state_only():
@@ -60,7 +62,8 @@ def test_nemotron_h_ssm_default_is_fp32_and_version_dependent():
     assert len({d for _, d in vllm_rules.NEMOTRON_H_SSM_HISTORY}) > 1  # it changed between releases
     alloc = engine_allocation(MemoryConfig(a, context=4096))
     assert alloc.block_size == 1040  # what the emitted command (no --mamba-ssm-cache-dtype) gets
-    assert any("fp32" in n and vllm_rules.version_label() in n for n in alloc.notes)
+    assert Msg("kvmem.eng.ssm_default", dtype="fp32", config="bf16") in alloc.notes
+    assert any("fp32" in say("en", n) and vllm_rules.version_label() in say("en", n) for n in alloc.notes)
     command, _ = vllm_command(a, kv_memory(MemoryConfig(a, context=4096)), alloc, 0.9, 1)
     assert "--mamba-ssm-cache-dtype" not in command and "--block-size 1040" in command
     # the formula keeps the config's dtype: bf16 for both parts
@@ -124,7 +127,8 @@ def test_int8_is_vllms_per_token_head_layout():
     assert alloc.block_bytes == 16 * 2112 * 32
     command, notes = vllm_command(a, kv_memory(cfg), alloc, 0.9, 1)
     assert "--kv-cache-dtype int8_per_token_head" in command
-    assert any("2,112 B" in n and "2,304 B" in n for n in notes)
+    assert notes == (Msg("kvmem.eng.int8", b=2112, g=32, lab=2304),)
+    assert "2,112 B" in say("en", notes[0]) and "2,304 B" in say("en", notes[0]) and "2,112 B" in say("ko", notes[0])
 
 
 def test_every_message_that_states_a_vllm_default_names_the_release():

@@ -144,7 +144,7 @@ def chosen_shape(limits: Limits) -> S.AttentionShape:
     ss = st.session_state
     shape = S.AttentionShape(batch=ss["b"], heads=ss["h"], seq_len=ss["n"], head_dim=ss["d"], causal=ss["causal"],
                              kind=ss["kind"], dtype=ss["dtype"])
-    check_shape(shape, limits, lang())
+    check_shape(shape, limits)
     return shape
 
 

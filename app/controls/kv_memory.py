@@ -16,7 +16,7 @@ from app.urlstate import UrlState
 from sim.cost.arch import ArchPreset
 from sim.cost.capacity import GpuConfig
 from sim.cost.gpus import GpuPreset, load_gpus
-from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, EngineConfig
+from sim.cost.kv_engine import BLOCK_SIZES, DEFAULT_BATCHED_TOKENS, KVEngineConfig
 from sim.cost.memory import (
     GROUP_SIZES,
     KV_DTYPES,
@@ -71,8 +71,8 @@ class KvChoices:
         return MemoryConfig(arch, batch=self.batch, context=self.context, kv_dtype=self.kv_dtype,
                             group_size=self.group_size, layers_per_kv=self.layers_per_kv, state_dtype=self.state_dtype)
 
-    def engine_config(self) -> EngineConfig:
-        return EngineConfig(block_size=self.block_size, max_num_batched_tokens=self.batched_tokens, hybrid=self.hybrid)
+    def engine_config(self) -> KVEngineConfig:
+        return KVEngineConfig(block_size=self.block_size, max_num_batched_tokens=self.batched_tokens, hybrid=self.hybrid)
 
     def gpu_config(self, gpus: dict[str, GpuPreset]) -> GpuConfig:
         return GpuConfig(gpus[self.gpu], num_gpus=self.num_gpus, utilization=self.utilization,

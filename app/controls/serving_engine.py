@@ -25,6 +25,7 @@ from sim.serving.links import GPU_LINKS, HOST_LINKS
 from sim.serving.schedulers import MAX_BATCH
 from sim.serving.shared_prefix import MAX_SHARED_GROUPS, MAX_SHARED_REQUESTS, SharedPrefixConfig
 from sim.serving.tiers import OffloadConfig
+from sim.words.engine_readouts import scenario_words
 
 TAB_SLUGS = ("batching", "spec", "chunked", "preemption", "steps", "offload", "disagg", "routing", "trace")
 TABS = LazyTabs("serving", {slug: text("en", f"serving.tab.{slug}") for slug in TAB_SLUGS})
@@ -167,7 +168,7 @@ class StepChoice:
 def step_choice() -> StepChoice:
     """The scenario and its config with the user's changes (raises ValueError for a config that cannot run)."""
     c = st.columns([3, 2, 2, 2])
-    ST_SCENARIO.draw(c[0], format_func=lambda k: sd.scenario_words(k, lang())[0])
+    ST_SCENARIO.draw(c[0], format_func=lambda k: scenario_words(k, lang())[0])
     ST_BLOCKS.draw(c[1])
     ST_BUDGET.draw(c[2])
     ST_K.draw(c[3])
@@ -180,7 +181,7 @@ def step_choice() -> StepChoice:
         cfg = replace(cfg, token_budget=ss["st_budget"])
     if ss["st_k"] >= 0:
         cfg = replace(cfg, spec_k=ss["st_k"])
-    return StepChoice(ss["st_scenario"], cfg, sd.scenario_words(ss["st_scenario"], lang())[1])
+    return StepChoice(ss["st_scenario"], cfg, scenario_words(ss["st_scenario"], lang())[1])
 
 
 def step_slider(num_steps: int) -> int:

@@ -88,7 +88,7 @@ def row_weights(variant_to_weights: dict[str, np.ndarray], allowed: np.ndarray, 
 
 
 def row_diffs(causal: list[float], full: list[float], title: str, lang: str = "en") -> go.Figure:
-    """title: the takeaway (sim.attention.maps.append_takeaway)."""
+    """title: the takeaway (sim.words.maps.append_takeaway)."""
     fig = go.Figure()
     x = list(range(len(causal)))
     fig.add_bar(x=x, y=full, name=text(lang, "masks.fig.no_mask"), marker_color=NAIVE)

@@ -81,7 +81,7 @@ def gantt(results: dict, num_requests: int, title: str, lang: str = "en") -> go.
 
 def occupancy(series: pd.DataFrame, max_batch: int, title: str, lang: str = "en") -> go.Figure:
     """Rows in each forward pass over time: useful ones for both policies, padded ones for static.
-    title: the takeaway (ServingComparison.occupancy_takeaway)."""
+    title: the takeaway (sim.words.comparison.occupancy_takeaway)."""
     fig = go.Figure()
     for policy, g in series.groupby("policy", sort=False):
         fig.add_scatter(x=g["time_s"], y=g["useful_rows"], name=text(lang, "serving.f.rows_useful", policy=policy_name(lang, policy)),
@@ -97,7 +97,7 @@ def occupancy(series: pd.DataFrame, max_batch: int, title: str, lang: str = "en"
 
 def kv_memory(series: pd.DataFrame, capacity_tokens: int, title: str, lang: str = "en") -> go.Figure:
     """KV slots claimed and holding real tokens over time, as % of the budget.
-    title: the takeaway (ServingComparison.kv_takeaway)."""
+    title: the takeaway (sim.words.comparison.kv_takeaway)."""
     fig = go.Figure()
     for policy, g in series.groupby("policy", sort=False):
         color = POLICY_COLORS[policy]
@@ -116,7 +116,7 @@ def kv_memory(series: pd.DataFrame, capacity_tokens: int, title: str, lang: str 
 
 def latency_percentiles(table: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """Grouped bars of p50/p95/p99 for TTFT, TPOT and end-to-end latency, one panel each.
-    title: the takeaway (ServingComparison.latency_takeaway)."""
+    title: the takeaway (sim.words.comparison.latency_takeaway)."""
     panels = tuple((m, u, text(lang, f"serving.f.panel.{m}")) for m, u in (("ttft", "s"), ("tpot", "ms"), ("e2e", "s")))
     fig = make_subplots(rows=1, cols=3, subplot_titles=[p[2] for p in panels], horizontal_spacing=0.07)
     for col, (metric, unit, _) in enumerate(panels, start=1):
@@ -203,7 +203,7 @@ def speculative(curves: SpecCurves, measured=None, measured_label: str = "", tit
 
 
 def spec_vs_batch(points: list, title: str, lang: str = "en") -> go.Figure:
-    """Speculation's speedup at each batch size; title: the takeaway (speculative.batch_sweep_takeaway), which
+    """Speculation's speedup at each batch size; title: the takeaway (sim.words.speculative.batch_sweep_takeaway), which
     names the pair, α and k."""
     b = [p.batch for p in points]
     fig = go.Figure()

@@ -29,10 +29,11 @@ from sim.cost.memory import (
 from sim.cost.opcount import step_flops
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, memory_bound_until, prefill_step
-from sim.cost.roofline_fit import fit, fit_sentence, max_batch_on, turn_fits
+from sim.cost.roofline_fit import fit, max_batch_on
 from sim.lesson import quiz
 from sim.lesson import sentences as say
 from sim.words.cost import steps_frame
+from sim.words.fit import fit_sentence, turn_fits
 
 GPU = "h100-sxm"
 ROOFLINE_MODEL = "llama-3.1-70b"

@@ -131,7 +131,7 @@ def qkv_finding(text: str, L: str) -> str:
 
 
 def mask_finding(text: str, L: str) -> str:
-    from sim.attention.maps import append_takeaway
+    from sim.words.maps import append_takeaway
 
     with_mask, without = queued(lambda: _validity(text), t("lesson.job.append"))
     return append_takeaway(with_mask, without, lang=L) + "."
@@ -178,14 +178,14 @@ def _real_filling(text: str):
     from app.work import auto_limits, run_job
     from sim.model.cache_filling import MAX_FILL_NEW, fit_num_new
     from sim.model.real_pages import WARM_LOAD_S
-    from sim.work.run_cost import SMOLLM2_RATES, cached_work
+    from sim.work.run_cost import smollm2_rates, smollm2_tokens
 
     def seconds(prompt_len: int, n: int) -> float:
-        return SMOLLM2_RATES["eager"].seconds(cached_work(prompt_len, n)) + WARM_LOAD_S
+        return smollm2_rates("eager").cached_s(prompt_len, n) + WARM_LOAD_S
 
-    # before the tokenizer is loaded: a BPE token is at least one byte, so the prompt's bytes bound its tokens
-    num_bytes = len(text.encode("utf-8"))
-    num_new = fit_num_new(min(FILL_NEW, MAX_FILL_NEW), lambda k: seconds(num_bytes, k), auto_limits()[0],
+    # before the tokenizer is loaded: the prompt's tokens estimated from its bytes (sim.work.run_cost.smollm2_tokens)
+    num_tokens = smollm2_tokens(text)
+    num_new = fit_num_new(min(FILL_NEW, MAX_FILL_NEW), lambda k: seconds(num_tokens, k), auto_limits()[0],
                           MIN_REAL_NEW)
 
     def work(progress):
@@ -196,7 +196,7 @@ def _real_filling(text: str):
         progress(0.2)
         return fill_cache(real.model, real.encode(text), num_new, decode_ids=real.decode)
 
-    return run_job("lesson.fill_real", (text, num_new), seconds(num_bytes, num_new), work,
+    return run_job("lesson.fill_real", (text, num_new), seconds(num_tokens, num_new), work,
                    what=t("rp.lesson.job", n=f"{num_new}"), button=t("rp.lesson.run"))
 
 

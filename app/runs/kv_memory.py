@@ -10,7 +10,7 @@ import streamlit as st
 from app.i18n import t
 from app.work import run_job
 from sim.cost.capacity import Capacity, DtypeRow, GpuConfig, capacity, dtype_table
-from sim.cost.kv_engine import EngineAllocation, EngineConfig, engine_allocation
+from sim.cost.kv_engine import EngineAllocation, KVEngineConfig, engine_allocation
 from sim.cost.memory import KvGrid, KvMemory, MemoryConfig, VariantCurves, kv_grid, kv_memory, variant_curves
 
 
@@ -47,8 +47,8 @@ def measured(name: str, batch: int, context: int, lang: str, measure: Callable):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def allocated(cfg: MemoryConfig, engine: EngineConfig, lang: str = "en") -> EngineAllocation:
-    return engine_allocation(cfg, engine, lang)
+def allocated(cfg: MemoryConfig, engine: KVEngineConfig) -> EngineAllocation:
+    return engine_allocation(cfg, engine)
 
 
 REAL_PRESET = "smollm2-135m"  # the preset that is the real model the lab runs: its cache is measured beside it
@@ -58,7 +58,7 @@ def real_cache_bytes(preset):
     """The real model's cache bytes after a few-token prefill (sim.model.real_pages), once per server through the
     queue: a warm load and one short prefill, so it starts on open; a cold first load shows its progress."""
     from sim.model.real_pages import CACHE_PROBE_TEXT, WARM_LOAD_S
-    from sim.work.run_cost import SMOLLM2_RATES, prefill_work
+    from sim.work.run_cost import smollm2_rates, smollm2_tokens
 
     def work(progress):
         from app.resources import real_model
@@ -69,7 +69,7 @@ def real_cache_bytes(preset):
         progress(0.5)
         return measure_cache_bytes(real.model, ids, preset)
 
-    # a character is at least one token's worth of text: an upper bound before the tokenizer is loaded
-    estimate = SMOLLM2_RATES["sdpa"].seconds(prefill_work(len(CACHE_PROBE_TEXT))) + WARM_LOAD_S
+    # the text's tokens estimated before the tokenizer is loaded, at the prefill's fitted rates
+    estimate = smollm2_rates("sdpa").prefill_s(smollm2_tokens(CACHE_PROBE_TEXT)) + WARM_LOAD_S
     return run_job("kv_memory.real_bytes", (preset.key, CACHE_PROBE_TEXT), estimate, work,
                    what=t("rp.kv.job"), button=t("rp.kv.button"))

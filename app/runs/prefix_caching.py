@@ -85,16 +85,12 @@ def kv_change(ids: tuple[int, ...], pos: int):
 def real_chat(chat, block_size: int, *, go: bool):
     """SmolLM2 prefilling every request from scratch and from its cached prefix (sim.model.real_prefix), in the
     server's queue behind the section's button; None while it waits. The estimate is the real model's fitted
-    rates over an upper bound of the tokens (bytes), so it errs long until this server has run the job once."""
+    prefill rates over the chat's tokens and hits estimated from its bytes (the tokenizer is not loaded yet)."""
     from sim.model import real_prefix as rp
     from sim.model.real_pages import WARM_LOAD_S
-    from sim.work.run_cost import SMOLLM2_RATES, prefill_work
+    from sim.work.run_cost import smollm2_rates
 
-    rates = SMOLLM2_RATES["sdpa"]
-    # a round: each request from scratch, and from the cache (at most the question and the template's markers)
-    per_round = sum(rates.seconds(prefill_work(n)) + rates.seconds(prefill_work(n - len(chat.system.encode())))
-                    for n in chat.max_tokens())
-    estimate = (rp.REPEATS + 1) * per_round + WARM_LOAD_S
+    estimate = rp.estimate_s(chat, block_size, smollm2_rates("sdpa").prefill) + WARM_LOAD_S
 
     def work(progress):
         from app.resources import real_model

@@ -12,6 +12,8 @@ from sim.model import speculative as sp
 from sim.refusal import Refusal
 from sim.serving import comparison as cp
 from sim.serving import speculative as sps
+from sim.words import comparison as cmp_words
+from sim.words import speculative as spec_words
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -30,10 +32,10 @@ def batching_figures(setup: cp.ServingSetup, gantt_n: int, lang: str = "en") -> 
     """Built once per input and only read afterwards (plotly figures take tens of ms to build)."""
     cmp = serve(setup)
     series = cmp.series()
-    return {"gantt": figs.gantt(cmp.results, gantt_n, cmp.takeaway(gantt_n, lang), lang),
-            "occupancy": figs.occupancy(series, setup.max_batch, cmp.occupancy_takeaway(lang), lang),
-            "kv": figs.kv_memory(series, cmp.capacity_tokens, cmp.kv_takeaway(lang), lang),
-            "latency": figs.latency_percentiles(cmp.to_frame().round(3), cmp.latency_takeaway(lang), lang)}
+    return {"gantt": figs.gantt(cmp.results, gantt_n, cmp_words.gantt_takeaway(cmp, gantt_n, lang), lang),
+            "occupancy": figs.occupancy(series, setup.max_batch, cmp_words.occupancy_takeaway(cmp, lang), lang),
+            "kv": figs.kv_memory(series, cmp.capacity_tokens, cmp_words.kv_takeaway(cmp, lang), lang),
+            "latency": figs.latency_percentiles(cmp.to_frame().round(3), cmp_words.latency_takeaway(cmp, lang), lang)}
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -44,7 +46,7 @@ def spec_curves(spec: sps.SpecSetup) -> sps.SpecCurves:
 @st.cache_resource(max_entries=16, show_spinner=False)
 def speculative_figure(spec: sps.SpecSetup, run: sp.SpecRun | None, label: str, lang: str = "en") -> object:
     curves = spec_curves(spec)
-    return figs.speculative(curves, run, label, curves.takeaway(lang), lang)
+    return figs.speculative(curves, run, label, spec_words.curves_takeaway(curves, lang), lang)
 
 
 def sweep(setup: cp.ServingSetup):

@@ -108,11 +108,11 @@ def real_cells() -> list[str]:
 def _cell_s(row: dict, setup) -> float:
     """The cost model's seconds for one cell (eager attention: H2O and SnapKV read the weights): the long generation,
     then each quote (its prompt: the recorded positions less the scored tokens) and each chat (~160 tokens)."""
-    from sim.work.run_cost import SMOLLM2_RATES
+    from sim.work.run_cost import smollm2_rates
 
-    quote = cached_work(row["num_tokens"] - 23, 24)
-    one = cached_work(48, setup.num_new) + (quote + cached_work(160, 20)) * setup.num_trials
-    return SMOLLM2_RATES["eager"].seconds(one)
+    rates = smollm2_rates("eager")
+    quote = rates.cached_s(row["num_tokens"] - 23, 24)
+    return rates.cached_s(48, setup.num_new) + (quote + rates.cached_s(160, 20)) * setup.num_trials
 
 
 def recorded_finding() -> bool:

@@ -9,8 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sim.attention.shapes import MAX_SEQ_LEN, AttentionShape, dtypes_for
-from sim.cost.memory import fmt_bytes
-from sim.i18n import text
+from sim.refusal import Refusal
 
 CPU_MAX_SCORE_ELEMS = 1 << 24  # 16.8 M: N = 4,096 at B·H = 1; eager holds ~3 such fp32 matrices (~200 MB)
 CPU_MAX_FLOPS = 1 << 33  # 8.6 GFLOP: about 0.1-0.4 s for eager on a 2-core CPU
@@ -26,10 +25,6 @@ class Limits:
     max_score_elems: int  # B·H·N_q·N_k: keeps eager's N² tensors and its run time small
     max_flops: int  # 4·B·H·N_q·N_k·d (halved when causal): keeps one call short
     memory_bytes: int  # budget for eager's estimated peak (a share of free RAM / GPU memory)
-
-    def caps_sentence(self, lang: str = "en") -> str:
-        return text(lang, "kernels.s.caps", elems=f"{self.max_score_elems:,}", flops=f"{self.max_flops:,}",
-                    memory=fmt_bytes(self.memory_bytes))
 
 
 def available_memory_bytes(device) -> int:
@@ -65,24 +60,22 @@ def eager_peak_estimate(shape: AttentionShape) -> int:
     return 4 * shape.score_bytes + shape.qkvo_bytes
 
 
-def check_shape(shape: AttentionShape, limits: Limits, lang: str = "en") -> None:
-    """Raise ValueError, with the numbers (worded in `lang`), when `shape` would be too slow or too big here."""
+def check_shape(shape: AttentionShape, limits: Limits) -> None:
+    """Raise a Refusal, with the numbers, when `shape` would be too slow or too big here."""
     b, h, nq, nk = shape.batch, shape.heads, shape.num_queries, shape.num_keys
     if shape.dtype not in dtypes_for(limits.device_type):
-        raise ValueError(text(lang, "kernels.err.dtype", dtype=shape.dtype, device=limits.device_type,
-                              choose=", ".join(dtypes_for(limits.device_type))))
+        raise Refusal("kernels.err.dtype", dtype=shape.dtype, device=limits.device_type,
+                      choose=", ".join(dtypes_for(limits.device_type)))
     if shape.score_elems > limits.max_score_elems:
-        raise ValueError(text(lang, "kernels.err.entries", b=f"{b}", h=f"{h}", nq=f"{nq:,}", nk=f"{nk:,}",
-                              elems=f"{shape.score_elems:,}", cap=f"{limits.max_score_elems:,}",
-                              bits=f"{limits.max_score_elems.bit_length() - 1}", bh=f"{b * h}",
-                              max_n=f"{max_prefill_len(b * h, limits):,}"))
+        raise Refusal("kernels.err.entries", b=b, h=h, nq=nq, nk=nk, elems=shape.score_elems,
+                      cap=limits.max_score_elems, bits=limits.max_score_elems.bit_length() - 1, bh=b * h,
+                      max_n=max_prefill_len(b * h, limits))
     if shape.flops > limits.max_flops:
-        raise ValueError(text(lang, "kernels.err.flops", flops=f"{shape.flops:,}", cap=f"{limits.max_flops:,}",
-                              d=f"{shape.head_dim}", nk=f"{nk:,}"))
+        raise Refusal("kernels.err.flops", flops=shape.flops, cap=limits.max_flops, d=shape.head_dim, nk=nk)
     need = eager_peak_estimate(shape)
     if need > limits.memory_bytes:
-        raise ValueError(text(lang, "kernels.err.memory", need=f"{need / 2**20:,.0f}",
-                              n2=f"{shape.score_bytes / 2**20:,.1f}", budget=f"{limits.memory_bytes / 2**20:,.0f}"))
+        raise Refusal("kernels.err.memory", need=need / 2**20, n2=shape.score_bytes / 2**20,
+                      budget=limits.memory_bytes / 2**20)
 
 
 def max_prefill_len(batch_heads: int, limits: Limits) -> int:

@@ -13,15 +13,12 @@ from sim.cost.memory import (
     SCALE_BYTES,
     WEIGHT_DTYPE_BITS,
     ZERO_BYTES,
-    KvMemory,
     MemoryConfig,
     _check_int,
-    fmt_bytes,
     kv_memory,
     request_bytes,
     weight_bytes,
 )
-from sim.i18n import text
 
 PARTS = ("weights", "kv", "free", "aside")  # Capacity.breakdown's parts; their names: kvmem.part.<id>
 
@@ -81,16 +78,6 @@ class Capacity:
             parts.append(("free", self.headroom_bytes))
         return parts + [("aside", self.total_bytes - self.usable_bytes)]
 
-    def takeaway(self, gpu_label: str, lang: str = "en") -> str:
-        """The "Does it fit?" chart's title: weights + KV against the memory usable on gpu_label."""
-        usable = text(lang, "kvmem.fit.usable", usable=fmt_bytes(self.usable_bytes), gpu=gpu_label)
-        if self.kv_budget_bytes <= 0:
-            return text(lang, "kvmem.fit.t_no_room", weights=fmt_bytes(self.weight_bytes), usable=usable)
-        need = text(lang, "kvmem.fit.need", weights=fmt_bytes(self.weight_bytes), kv=fmt_bytes(self.kv_bytes))
-        if self.fits:
-            return text(lang, "kvmem.fit.t_fits", need=need, usable=usable, spare=fmt_bytes(self.headroom_bytes))
-        return text(lang, "kvmem.fit.t_over", need=need, over=fmt_bytes(-self.headroom_bytes), usable=usable)
-
 
 def max_context(cfg: MemoryConfig, kv_budget: int) -> tuple[int, str]:
     """Largest context (≤ the model's trained context) whose cache for cfg.batch requests fits in
@@ -141,35 +128,6 @@ def dtype_table(cfg: MemoryConfig, gpu: GpuConfig) -> tuple[DtypeRow, ...]:
         rows.append(DtypeRow(name, m.bytes_per_token, m.per_request_bytes, m.total_bytes, cap.max_requests,
                              m.per_request_bytes / fp16))
     return tuple(rows)
-
-
-def dtype_frame(rows: tuple[DtypeRow, ...], lang: str = "en"):
-    """One row per KV dtype; the column names in `lang` (catalog kvmem.col.*)."""
-    import pandas as pd
-
-    col = {k: text(lang, f"kvmem.col.{k}") for k in ("kv_dtype", "per_token_b", "per_request_b", "all_requests_b",
-                                                    "all_requests", "max_requests", "vs_fp16")}
-    return pd.DataFrame([{
-        col["kv_dtype"]: r.kv_dtype, col["per_token_b"]: r.bytes_per_token, col["per_request_b"]: r.per_request_bytes,
-        col["all_requests_b"]: r.total_bytes, col["all_requests"]: fmt_bytes(r.total_bytes),
-        col["max_requests"]: r.max_requests, col["vs_fp16"]: round(r.vs_fp16, 4),
-    } for r in rows])
-
-
-def fit_message(kv: KvMemory, cap: Capacity, gpu: GpuConfig, gpu_label: str, num_params: int,
-                lang: str = "en") -> tuple[str, str]:
-    """("block" | "fits" | "over", the sentence the page shows), worded from the numbers."""
-    params = f"{num_params / 1e9:.3g}"
-    if cap.kv_budget_bytes <= 0:
-        return "block", text(lang, "kvmem.fit.m_no_room", weights=fmt_bytes(cap.weight_bytes), params=params,
-                             dtype=gpu.weight_dtype.upper(), usable=fmt_bytes(cap.usable_bytes), gpu=gpu_label)
-    if cap.fits:
-        return "fits", text(lang, "kvmem.fit.m_fits", kv=fmt_bytes(kv.total_bytes), weights=fmt_bytes(cap.weight_bytes),
-                            params=params, spare=fmt_bytes(cap.headroom_bytes))
-    cfg = kv.config
-    return "over", text(lang, "kvmem.fit.m_over", kv=fmt_bytes(kv.total_bytes), left=fmt_bytes(cap.kv_budget_bytes),
-                        weights=fmt_bytes(cap.weight_bytes), s=f"{cfg.context:,}", n=f"{cap.max_requests:,}",
-                        b=f"{cfg.batch:,}", ctx=f"{cap.max_context:,}")
 
 
 def int8_vs_fp16(group_size: int) -> float:

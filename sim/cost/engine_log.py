@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from sim.cost.kv_engine import EngineAllocation
 from sim.cost.memory import GiB, KvMemory
 from sim.cost.tensor_parallel import tp_split
-from sim.i18n import text
 from sim.refusal import Refusal
 
 MAX_LOG_CHARS = 200_000
@@ -180,35 +179,3 @@ def reconcile(log: EngineLog, kv: KvMemory, alloc: EngineAllocation, tp: int, kv
 def log_length(log: EngineLog) -> int | None:
     """The max_model_len the log states (vLLM's concurrency line, SGLang's context_len), if any."""
     return log.concurrency_len or log.context_len
-
-
-def _shown(value: float, unit: str) -> str:
-    if unit == "GiB":
-        return f"{value:,.2f} GiB"
-    if unit == "x":
-        return f"{value:,.2f}x"
-    return f"{value:,.0f} {unit}" if abs(value - round(value)) < 1e-9 or abs(value) >= 100 else f"{value:,.1f} {unit}"
-
-
-def reconciliation_frame(rec: Reconciliation, lang: str = "en"):
-    """One row per figure the log states: what it says, what the lab derives, the residual, its kind, and how."""
-    import pandas as pd
-
-    def col(key: str) -> str:
-        return text(lang, f"engine.log.col.{key}")
-
-    rows = []
-    for r in rec.rows:
-        rel = f" ({r.relative:+.2%})" if r.relative is not None else ""
-        rows.append({col("figure"): text(lang, f"engine.log.fig.{r.figure}"),
-                     col("kind"): text(lang, f"engine.log.kind.{r.kind}"),
-                     col("engine"): _shown(r.engine, r.unit), col("lab"): _shown(r.lab, r.unit),
-                     col("residual"): _shown(r.residual, r.unit) + rel,
-                     col("how"): text(lang, f"engine.log.how.{r.how}", **dict(r.fields))})
-    return pd.DataFrame(rows)
-
-
-def reconciliation_summary(rec: Reconciliation, model: str, dtype: str, gpu: str, lang: str = "en") -> str:
-    """Under the table: what the log was read as and what the derivations assumed. model: already escaped."""
-    return text(lang, "engine.log.summary", engine="SGLang" if rec.log.engine == "sglang" else "vLLM", model=model,
-                dtype=dtype.upper(), len=f"{rec.max_model_len:,}", tp=f"{rec.tp:,}", gpu=gpu)

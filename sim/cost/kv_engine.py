@@ -54,9 +54,8 @@ from sim.cost.vllm_rules import (
     KERNEL_ALIGN,
     SLIDING_EXTRA_BLOCKS,
     int8_token_layer_bytes,
-    version_label,
 )
-from sim.i18n import text
+from sim.msg import Msg
 
 DEFAULT_BATCHED_TOKENS = DEFAULT_MAX_NUM_BATCHED_TOKENS
 MAX_TP = 64  # tensor-parallel ranks
@@ -64,7 +63,7 @@ SPECS = ("full", "sliding", "chunked", "state", "indexer")
 
 
 @dataclass(frozen=True)
-class EngineConfig:
+class KVEngineConfig:
     block_size: int = 16  # tokens per block, --block-size
     max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS  # tokens one step may schedule (chunked prefill)
     hybrid: bool = True  # the hybrid KV cache manager; False = --disable-hybrid-kv-cache-manager
@@ -92,7 +91,7 @@ class EngineGroup:
 @dataclass(frozen=True)
 class EngineAllocation:
     config: MemoryConfig
-    engine: EngineConfig
+    engine: KVEngineConfig
     block_size: int  # attention tokens per block actually used (raised when Mamba pages need it)
     page_bytes: int  # one layer's page; hybrid models: the one page size every group uses
     block_bytes: int  # what one block id costs across every layer that shares it
@@ -100,7 +99,7 @@ class EngineAllocation:
     hybrid: bool  # whether the hybrid manager's per-spec groups were used
     padding_layers: int  # empty slots added so that every group has the same number of layers
     state_padding_bytes: int  # per state layer: its page minus its real state
-    notes: tuple[str, ...]
+    notes: tuple[Msg, ...]  # worded by sim.words
     uniform_pages: tuple[tuple[str, int], ...] = ()  # one group of full layers: (kind, its pages' bytes per block)
 
     @property
@@ -139,8 +138,8 @@ class EngineAllocation:
         return self.num_blocks(kv_budget) // self.blocks_per_request
 
 
-def _t(lang: str, key: str, **fields: object) -> str:
-    return text(lang, f"kvmem.eng.{key}", **fields)
+def _note(key: str, **fields: object) -> Msg:
+    return Msg(f"kvmem.eng.{key}", **fields)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -198,29 +197,28 @@ def engine_token_layer_bytes(arch: ArchPreset, kv_dtype: str, group_size: int = 
     return token_layer_bytes(arch, kv_dtype, group_size)
 
 
-def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), lang: str = "en") -> EngineAllocation:
-    """The blocks one request needs; its notes (what vLLM does differently, or cannot) worded in `lang`."""
+def engine_allocation(cfg: MemoryConfig, engine: KVEngineConfig = KVEngineConfig()) -> EngineAllocation:
+    """The blocks one request needs; its notes (what vLLM does differently, or cannot) as message values."""
     a = cfg.arch
     S, T = cfg.context, engine.max_num_batched_tokens
-    notes: list[str] = []
+    notes: list[Msg] = []
     hybrid = engine.hybrid
     if not hybrid and a.num_state_layers:
-        notes.append(_t(lang, "no_disable"))
+        notes.append(_note("no_disable"))
         hybrid = True
     if not hybrid and a.num_local_layers:
-        notes.append(_t(lang, "as_full", n=f"{a.num_local_layers:,}", spec=text(lang, f"kvmem.r.spec.{a.local_attention}"), s=f"{S:,}",
-                        w=f"{a.sliding_window:,}", word=text(lang, f"kvmem.r.word.{a.window_word}")))
+        notes.append(_note("as_full", n=a.num_local_layers, spec=Msg(f"kvmem.r.spec.{a.local_attention}"), s=S,
+                           w=a.sliding_window, word=Msg(f"kvmem.r.word.{a.window_word}")))
     specs = _spec_layers(cfg, hybrid)
     bpl = engine_token_layer_bytes(a, cfg.kv_dtype, cfg.group_size)
     if uses_fp8_ds_mla(a, cfg.kv_dtype):
-        notes.append(_t(lang, "fp8_ds_mla", b=FP8_DS_MLA_TOKEN_BYTES, plain=token_layer_bytes(a, "fp8"),
-                        vllm=version_label()))
+        notes.append(_note("fp8_ds_mla", b=FP8_DS_MLA_TOKEN_BYTES, plain=token_layer_bytes(a, "fp8")))
     if a.num_state_layers and a.engine_ssm_dtype and not cfg.state_dtype:
-        notes.append(_t(lang, "ssm_default", dtype=a.engine_ssm_dtype, config=a.state_ssm_dtype, vllm=version_label()))
+        notes.append(_note("ssm_default", dtype=a.engine_ssm_dtype, config=a.state_ssm_dtype))
     idx = indexer_token_bytes(a)
     bs = engine.block_size
     if a.attention == "MLA" and bs % FLASHMLA_BLOCK:
-        notes.append(_t(lang, "flashmla", bs=bs))
+        notes.append(_note("flashmla", bs=bs))
     full_only = all(spec in ("full", "indexer") for spec, _, _ in specs)
     if full_only:
         # one group of every layer; a block id costs one page of each (pages may differ: MLA + indexer)
@@ -236,7 +234,7 @@ def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), 
     if state_bytes and has_attention:
         need = KERNEL_ALIGN * _cdiv(state_bytes, KERNEL_ALIGN * bpl)
         if bs < need:
-            notes.append(_t(lang, "state_page", state=f"{state_bytes:,}", bs=bs, need=need, bpl=f"{bpl:,}"))
+            notes.append(_note("state_page", state=state_bytes, bs=bs, need=need, bpl=bpl))
             bs = need
         page = bs * bpl
     elif state_bytes:
@@ -244,7 +242,7 @@ def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), 
     else:
         page = bs * bpl
     if idx and any(spec == "indexer" for spec, _, _ in specs):
-        notes.append(_t(lang, "indexer"))
+        notes.append(_note("indexer"))
     counts = [len(ids) for _, _, ids in specs]
     lo, hi = min(counts), max(counts)
     per_group = hi if len(specs) == 1 or hi < 1.25 * lo else lo
@@ -257,7 +255,7 @@ def engine_allocation(cfg: MemoryConfig, engine: EngineConfig = EngineConfig(), 
         for i in range(n_groups):
             groups.append(EngineGroup(spec, kind, ids[i::n_groups], per_group, tokens, _blocks(spec, tokens, bs)))
     if padding:
-        notes.append(_t(lang, f"padding.{'one' if padding == 1 else 'other'}", n=padding, per=per_group))
+        notes.append(_note(f"padding.{'one' if padding == 1 else 'other'}", n=padding, per=per_group))
     state_pad = page - state_bytes if state_bytes else 0
     return EngineAllocation(cfg, engine, bs, page, page * per_group, tuple(groups), True, padding, state_pad,
                             tuple(notes))
@@ -270,7 +268,7 @@ TORCH_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 
 
 def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utilization: float, num_gpus: int,
-                 model_ref: str = "", lang: str = "en") -> tuple[str, tuple[str, ...]]:
+                 model_ref: str = "") -> tuple[str, tuple[Msg, ...]]:
     """(`vllm serve ...` with this view's settings, notes on what vLLM cannot do the same way)."""
     cfg = kv.config
     notes = []
@@ -281,15 +279,14 @@ def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utiliz
     elif cfg.kv_dtype == "int8" and arch.attention != "MLA":
         args.append(f"--kv-cache-dtype {INT8_KV_CACHE_DTYPE}")
         b = int8_token_layer_bytes(arch.n_kv_heads, arch.head_dim, arch.v_dim)
-        notes.append(_t(lang, "int8", vllm=version_label(), b=f"{b:,}", g=cfg.group_size,
-                        lab=f"{token_layer_bytes(arch, 'int8', cfg.group_size):,}"))
+        notes.append(_note("int8", b=b, g=cfg.group_size, lab=token_layer_bytes(arch, "int8", cfg.group_size)))
     elif cfg.kv_dtype in TORCH_NAMES:
         args.append("--kv-cache-dtype auto")
         if cfg.kv_dtype != arch.model_dtype:
             args.append(f"--dtype {TORCH_NAMES[cfg.kv_dtype]}")  # auto stores K/V in the model's dtype
     else:
         args.append("--kv-cache-dtype fp8")
-        notes.append(_t(lang, "no_dtype", dtype=cfg.kv_dtype.upper()))
+        notes.append(_note("no_dtype", dtype=cfg.kv_dtype.upper()))
     args += [f"--block-size {alloc.block_size}", f"--max-model-len {cfg.context}",
              f"--gpu-memory-utilization {utilization:g}", f"--max-num-seqs {cfg.batch}"]
     # stated always: its default depends on the GPU and the vLLM release (vllm_rules.default_batch_limits)
@@ -301,5 +298,5 @@ def vllm_command(arch: ArchPreset, kv: KvMemory, alloc: EngineAllocation, utiliz
     if arch.num_state_layers and cfg.state_dtype and cfg.state_dtype != (arch.engine_ssm_dtype or arch.state_ssm_dtype):
         args.append(f"--mamba-ssm-cache-dtype {TORCH_NAMES[cfg.state_dtype]}")
     if cfg.layers_per_kv > 1:
-        notes.append(_t(lang, "no_sharing", n=cfg.layers_per_kv))
+        notes.append(_note("no_sharing", n=cfg.layers_per_kv))
     return " \\\n  ".join(args), tuple(notes)

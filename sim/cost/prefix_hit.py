@@ -15,10 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.cost.kv_engine import EngineConfig, engine_allocation
+from sim.cost.kv_engine import KVEngineConfig, engine_allocation
 from sim.cost.memory import MAX_CONTEXT, MemoryConfig
-from sim.cost.vllm_rules import version_label
-from sim.i18n import text
 from sim.refusal import Refusal
 
 MAX_STAIRCASE_POINTS = 4000  # prompt lengths drawn (every jump is among them)
@@ -69,18 +67,8 @@ class PrefixHit:
         xs = tuple(sorted(lengths))
         return xs, tuple(hit_tokens(n, bs) / n for n in xs)
 
-    def advice(self, lang: str = "en") -> str:
-        """One sentence: what this prompt gets, and the prompt length that would change it."""
-        f = dict(n=f"{self.prompt_len:,}", bs=f"{self.block_size:,}", min=f"{self.min_cacheable_prompt:,}",
-                 hit=f"{self.hit_tokens:,}", rate=f"{self.hit_rate:.1%}", re=f"{self.recomputed_tokens:,}",
-                 next=f"{self.next_step:,}", more=f"{self.next_step - self.prompt_len:,}",
-                 asked=f"{self.requested_block_size:,}", vllm=version_label())
-        why = text(lang, "engine.hit.aligned", **f) if self.state_aligned else ""
-        key = "engine.hit.never" if self.hit_tokens == 0 else "engine.hit.some"
-        return text(lang, key, **f) + why
 
-
-def prefix_hit(cfg: MemoryConfig, engine: EngineConfig, prompt_len: int) -> PrefixHit:
+def prefix_hit(cfg: MemoryConfig, engine: KVEngineConfig, prompt_len: int) -> PrefixHit:
     """The staircase's point for a prompt of prompt_len tokens on this model, dtype and block size. A prompt length
     out of range is a Refusal (the CLI's exit 2, the page's error)."""
     if isinstance(prompt_len, bool) or not isinstance(prompt_len, int) or not 1 <= prompt_len <= MAX_CONTEXT:
@@ -88,22 +76,3 @@ def prefix_hit(cfg: MemoryConfig, engine: EngineConfig, prompt_len: int) -> Pref
     alloc = engine_allocation(cfg, engine)
     bs = alloc.block_size
     return PrefixHit(prompt_len, bs, engine.block_size, hit_tokens(prompt_len, bs), bs != engine.block_size)
-
-
-def hit_metrics(hit: PrefixHit, lang: str = "en") -> list:
-    """The tab's metric row: the engine's block size, the shortest prompt that hits, this prompt's hits."""
-    from sim.readout import Metric
-
-    def tokens(n: int) -> str:
-        return text(lang, "engine.m.tokens", n=f"{n:,}")
-
-    return [Metric(text(lang, "engine.m.block"), tokens(hit.block_size),
-                   help=text(lang, "engine.m.block_help", vllm=version_label(), asked=f"{hit.requested_block_size:,}")),
-            Metric(text(lang, "engine.m.min"), tokens(hit.min_cacheable_prompt)),
-            Metric(text(lang, "engine.m.hit"), tokens(hit.hit_tokens), f"{hit.hit_rate:.1%}")]
-
-
-def staircase_title(hit: PrefixHit, name: str, lang: str = "en") -> str:
-    """The staircase's headline. name: the model's name, already escaped for the chart."""
-    return text(lang, "engine.fig.title", name=name, bs=f"{hit.block_size:,}", vllm=version_label(),
-                min=f"{hit.min_cacheable_prompt:,}", n=f"{hit.prompt_len:,}", rate=f"{hit.hit_rate:.1%}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.cost.memory import fmt_bytes, fmt_decimal
 from sim.i18n import text
 
 # The caches the page runs (sim/model/evict_cache.py builds them; a test keeps the names in step).
@@ -54,23 +53,6 @@ METHODS: tuple[Method, ...] = (
 )
 
 
-def method_rows(lang: str = "en") -> list[dict[str, str]]:
-    """The lecture's table in `lang`, one dict per method (column title -> cell): the method's name and cells in
-    the page language, the other language's words beside them (the seed's Korean in English, the English
-    translation in Korean). The page adds where the lab shows each."""
-    def col(key: str) -> str:
-        return text(lang, f"shrink.col.t_{key}")
-
-    out = []
-    for m in METHODS:
-        if lang == "en":
-            name, shrinks, stacks, other = m.name, m.shrinks, m.stacks, f"{m.shrinks_ko} / {m.stacks_ko}"
-        else:
-            name, shrinks, stacks, other = m.name_ko, m.shrinks_ko, m.stacks_ko, f"{m.shrinks} / {m.stacks}"
-        out.append({col("method"): name, col("shrinks"): shrinks, col("stacks"): stacks, col("other"): other})
-    return out
-
-
 @dataclass(frozen=True)
 class Link:
     name: str
@@ -106,19 +88,6 @@ class OffloadCost:
     def hbm_s(self) -> float:
         return self.offloaded_bytes / self.hbm_bytes_per_s
 
-    @property
-    def sentence(self) -> str:
-        return self.sentence_in("en")
-
-    def sentence_in(self, lang: str) -> str:
-        ratio = self.transfer_s / self.hbm_s if self.hbm_s else 1.0
-        fields = dict(bytes=fmt_bytes(self.offloaded_bytes), link=self.link.name_in(lang),
-                      link_bw=f"{fmt_decimal(self.link.bytes_per_s)}/s", ms=f"{self.transfer_s * 1e3:,.1f}",
-                      hbm_ms=f"{self.hbm_s * 1e3:,.2f}", hbm_bw=f"{fmt_decimal(self.hbm_bytes_per_s)}/s")
-        if ratio > 1:
-            return text(lang, "shrink.s.offload_slower", x=f"{ratio:,.1f}", **fields)
-        return text(lang, "shrink.s.offload_free", **fields)
-
 
 def offload_cost(offloaded_bytes: int, link: str, hbm_bytes_per_s: float) -> OffloadCost:
     if link not in LINKS:
@@ -139,47 +108,6 @@ class Score:
     long_agreement: float  # fraction of the long generation's tokens equal to the full cache's
     quote: float  # fraction of the quoted bytes reproduced exactly
     turns: float  # fraction of the earlier turn's fact reproduced exactly
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
-def _pct1(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
-def verdict(scores: list[Score], full_quote: float, lang: str = "en") -> str:
-    """Does discarding hurt the exact quote more than blurring at equal bytes? Each quantized cache is set
-    against the discarding cache whose bytes are nearest its own (the larger on a tie), best policy at that
-    budget; the sentence gives both byte shares and says what the model showed, either way (the scores'
-    labels in `lang`). The headline is the text before the first colon."""
-    blur = [s for s in scores if s.kind == "blur"]
-    discard = [s for s in scores if s.kind == "discard"]
-    if not blur or not discard:
-        return text(lang, "shrink.v.need_both")
-    parts, worse, better = [], 0, 0
-    for b in sorted(blur, key=lambda s: s.byte_fraction):
-        nearest = min(discard, key=lambda d: (abs(d.byte_fraction - b.byte_fraction), -d.byte_fraction))
-        peers = [d for d in discard if d.byte_fraction == nearest.byte_fraction]
-        best = max(peers, key=lambda d: d.quote)
-        worse += best.quote < b.quote
-        better += best.quote > b.quote
-        parts.append(text(lang, "shrink.v.pair", blur=b.label, blur_bytes=_pct(b.byte_fraction), blur_quote=_pct1(b.quote),
-                          best=best.label, best_bytes=_pct(best.byte_fraction), best_quote=_pct1(best.quote)))
-    n, same = len(parts), len(parts) - worse - better
-    tally = text(lang, "shrink.v.tally", worse=f"{worse}", better=f"{better}", same=f"{same}", n=f"{n}")
-    if full_quote < 0.5:
-        head = text(lang, "shrink.v.cannot", full=_pct1(full_quote), tally=tally)
-    elif worse == n:
-        head = text(lang, "shrink.v.as_lecture")
-    elif better == n:
-        head = text(lang, "shrink.v.against")
-    elif same == n:
-        head = text(lang, "shrink.v.neither")
-    else:
-        head = text(lang, "shrink.v.mixed", tally=tally)
-    return text(lang, "shrink.v.sentence", head=head, full=_pct1(full_quote), parts=text(lang, "shrink.v.sep").join(parts))
 
 
 def check_methods_and_budgets(methods: tuple[str, ...], budgets: tuple[float, ...]) -> None:
@@ -237,29 +165,3 @@ class CopyAbility:
     def from_report(cls, label: str, scores: dict) -> CopyAbility:
         q, f = scores["exact_quote"], scores["multi_turn"]
         return cls(label, int(q["num_prefix"]), int(q["max_bytes"]), int(f["num_prefix"]), int(f["max_bytes"]))
-
-
-def _of(n: int, most: int, lang: str) -> str:
-    if most:
-        return text(lang, "shrink.s.of_pct", n=f"{n}", most=f"{most}", pct=f"{n / most:.0%}")
-    return text(lang, "shrink.s.of", n=f"{n}", most="0")
-
-
-def copy_ability_sentence(abilities: list[CopyAbility], lang: str = "en") -> str:
-    """What each model reproduces with the full cache, and which one the checks can use."""
-    if not abilities:
-        return text(lang, "shrink.s.no_scores")
-    each = text(lang, "shrink.v.sep").join(
-        text(lang, "shrink.s.ability", model=a.label, quote=_of(a.quote, a.quote_max, lang),
-             fact=_of(a.fact, a.fact_max, lang)) for a in abilities)
-    able = [a.label for a in abilities if a.copies]
-    unable = [a.label for a in abilities if not a.copies]
-    if not able:
-        tail = text(lang, "shrink.s.none_copies")
-    elif not unable:
-        tail = text(lang, "shrink.s.all_copy")
-    else:
-        tail = text(lang, "shrink.s.some_copy", able=text(lang, "list.and").join(able),
-                    unable=text(lang, "list.and").join(unable))
-    return text(lang, "shrink.s.abilities", each=each, tail=tail)
-

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sim.msg import Msg
 from sim.refusal import Refusal
 from sim.work.conditions import Conditions, Measuring
+from sim.work.run_cost import ModelRates, Work, prefill_work, smollm2_tokens, triangle
 
 # Model input, not page text: a box office's system prompt and questions to it (English in either language).
 DEFAULT_SYSTEM = (
@@ -37,7 +38,7 @@ MAX_TURNS = 6
 MAX_TURNS_BYTES = MAX_TURNS * (MAX_TURN_BYTES + 1)  # the turns box: every turn and its newline
 MAX_PROMPT_TOKENS = 1024  # one request (system + turn, with the template's markers)
 REPEATS = 3  # timed rounds after one warm-up round
-TEMPLATE_BYTES = 64  # the ChatML markers around two messages and the assistant's opening: at most this many bytes
+TEMPLATE_TOKENS = 16  # the ChatML markers around two messages and the assistant's opening (14 measured), rounded up
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,35 @@ class RealChat:
             return Msg("rp.prefix.err.turn_long", n=longest, max=MAX_TURN_BYTES)
         return None
 
-    def max_tokens(self) -> list[int]:
-        """An upper bound on each request's tokens before the tokenizer is loaded: a byte-level BPE token is at
-        least one byte, and the template's markers take at most TEMPLATE_BYTES bytes."""
-        base = len(self.system.encode()) + TEMPLATE_BYTES
-        return [base + len(turn.encode()) for turn in self.turns]
+    def est_tokens(self) -> list[int]:
+        """Each request's tokens estimated before the tokenizer is loaded (sim.work.run_cost.smollm2_tokens: from
+        the bytes, digits and non-ASCII bytes a token each), with the template's markers."""
+        base = smollm2_tokens(self.system) + TEMPLATE_TOKENS
+        return [base + smollm2_tokens(turn) for turn in self.turns]
+
+    def est_hits(self, block_size: int) -> list[int]:
+        """Each request's cached tokens estimated the same way: none for the first, then the system prompt's
+        whole blocks (the template's few leading markers ignored: errs towards less saved)."""
+        shared = smollm2_tokens(self.system) // block_size * block_size
+        return [0] + [shared] * (len(self.turns) - 1)
+
+
+def prefill_seconds(rates: ModelRates, lengths: list[int], hits: list[int], repeats: int = REPEATS) -> float:
+    """The cost model's seconds for measure_prefix_prefill over requests of these token counts and hits: each hit
+    prefix written once, then `repeats` + 1 rounds of every request prefilled from scratch and from its hit (the
+    suffix's positions, each attending over the prefix too)."""
+    total = 0.0
+    for n, h in zip(lengths, hits, strict=True):
+        suffix = Work(1, n - h, triangle(h + 1, n + 1))
+        total += (rates.seconds(prefill_work(h)) if h else 0.0) + \
+            (repeats + 1) * (rates.seconds(prefill_work(n)) + rates.seconds(suffix))
+    return total
+
+
+def estimate_s(chat: RealChat, block_size: int, rates: ModelRates, repeats: int = REPEATS) -> float:
+    """prefill_seconds over the chat's estimated tokens and hits (est_tokens, est_hits): known before the
+    tokenizer is loaded."""
+    return prefill_seconds(rates, chat.est_tokens(), chat.est_hits(block_size), repeats)
 
 
 def chat_turns(text: str) -> tuple[str, ...]:

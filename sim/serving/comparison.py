@@ -15,7 +15,6 @@ from sim.cost.memory import weight_bytes
 from sim.cost.presets import load_presets
 from sim.i18n import text
 from sim.msg import Msg
-from sim.serving import readouts as ro
 from sim.serving.engine import EngineConfig
 from sim.serving.errors import Refusal
 from sim.serving.result import ServingResult
@@ -97,19 +96,6 @@ class ServingComparison:
         """Continuous over static throughput."""
         return self.results["continuous"].tokens_per_s / self.results["static"].tokens_per_s
 
-    def takeaway(self, num_shown: int, lang: str = "en") -> str:
-        """The Gantt chart's title: which scheduler finished the workload sooner, by how much, and both
-        throughputs; the chart itself shows the first num_shown requests."""
-        static, cont = self.results["static"], self.results["continuous"]
-        n = static.num_requests
-        f = dict(n=f"{n:,}", shown=f"{min(num_shown, n):,}", c=f"{cont.tokens_per_s:,.0f}",
-                 s=f"{static.tokens_per_s:,.0f}")
-        if cont.makespan_s < static.makespan_s:
-            return text(lang, "serving.s.gantt.continuous", x=f"{static.makespan_s / cont.makespan_s:.2f}", **f)
-        if cont.makespan_s > static.makespan_s:
-            return text(lang, "serving.s.gantt.static", x=f"{cont.makespan_s / static.makespan_s:.2f}", **f)
-        return text(lang, "serving.s.gantt.same", t=f"{cont.makespan_s:,.1f}", **f)
-
     @property
     def cell_msgs(self) -> dict[str, list[Msg]]:
         """The table's text cells as messages, per column, in row order (to word them in either language)."""
@@ -126,56 +112,6 @@ class ServingComparison:
         import pandas as pd
 
         return pd.concat([r.series() for r in self.results.values()], ignore_index=True)
-
-    def budget_caption(self, lang: str = "en") -> str:
-        """The deployment in one sentence (Markdown): memory, the KV budget it leaves, the workload drawn."""
-        dep, wl = self.setup.deployment, self.workload
-        return text(lang, "serving.s.budget", model=dep.arch.name, gpu=load_gpus()[dep.gpu].name,
-                    usable=f"{self.usable_bytes / 2**30:,.1f}", w=f"{self.weight_bytes / 2**30:,.1f}",
-                    slots=f"{self.capacity_tokens:,}", kib=f"{self.kv_bytes_per_token / 1024:,.0f}",
-                    ms=f"{self.decode_s_batch1 * 1e3:,.2f}", n=f"{wl.num_requests:,}",
-                    prompt=f"{wl.prompt_len.mean():.0f}", output=f"{wl.output_len.mean():.0f}",
-                    longest=f"{wl.output_len.max():,}")
-
-    def occupancy_takeaway(self, lang: str = "en") -> str:
-        """The occupancy chart's title: useful requests in an average pass, both schedulers."""
-        static, cont = self.results["static"], self.results["continuous"]
-        return ro.occupancy_takeaway(static.mean_batch, cont.mean_batch, static.max_batch, lang)
-
-    def kv_takeaway(self, lang: str = "en") -> str:
-        """The KV memory chart's title: each scheduler's peak and mean claim on the KV budget."""
-        static, cont = self.results["static"], self.results["continuous"]
-        return ro.kv_takeaway(self.capacity_tokens, static.peak_kv_claimed, cont.peak_kv_claimed,
-                              static.mean_kv_claimed, cont.mean_kv_claimed, lang)
-
-    def latency_takeaway(self, lang: str = "en") -> str:
-        """The latency chart's title: end-to-end p50 and p99, which scheduler is lower and by how much."""
-        static, cont = self.results["static"], self.results["continuous"]
-
-        def p50_p99(r: ServingResult) -> tuple[float, float]:
-            p = r.percentiles(r.e2e_s)
-            return p[0], p[-1]
-
-        return ro.latency_takeaway(p50_p99(static), p50_p99(cont), lang)
-
-    def summary(self, lang: str = "en") -> str:
-        """What the two runs show, worded from their numbers (Markdown); each comparison names the side it
-        favours."""
-        static, cont = self.results["static"], self.results["continuous"]
-        share = static.useful_row_share
-        rows = (text(lang, "serving.s.sum.rows", share=ro.whole_pct(share, lang)) if share < 1 else
-                text(lang, "serving.s.sum.rows_all"))
-        sb, cb = f"{static.mean_batch:,.0f}", f"{cont.mean_batch:,.0f}"
-        batch = text(lang, "serving.s.sum.batch_same" if sb == cb else "serving.s.sum.batch_continuous"
-                     if cont.mean_batch > static.mean_batch else "serving.s.sum.batch_static", s=sb, c=cb)
-        ts, tc = static.percentiles(static.ttft_s)[0], cont.percentiles(cont.ttft_s)[0]
-        fs, fc = f"{ts:,.2f} s", f"{tc:,.2f} s"
-        first = (text(lang, "serving.s.sum.first_same", c=fc) if fs == fc else
-                 text(lang, "serving.s.sum.first_sooner", c=fc, s=fs, x=f"{ts / tc:,.1f}") if tc < ts else
-                 text(lang, "serving.s.sum.first_later", c=fc, s=fs))
-        return text(lang, "serving.s.sum", n=f"{self.workload.num_requests:,}", out=f"{static.num_output_tokens:,}",
-                    st=f"{static.makespan_s:,.1f}", ct=f"{cont.makespan_s:,.1f}", x=f"{self.speedup:.2f}",
-                    rows=rows, batch=batch, first=first)
 
 
 def run_serving(setup: ServingSetup) -> ServingComparison:
@@ -218,10 +154,6 @@ class BatchSweep:
 
         return pd.DataFrame({"max_batch": self.batches, "static_tok_s": self.static_tok_s,
                              "continuous_tok_s": self.continuous_tok_s, "ratio": self.ratios})
-
-    def takeaway(self, lang: str = "en") -> str:
-        """The sweep chart's title: where each scheduler's throughput stops growing, and which one leads."""
-        return ro.sweep_takeaway(self.batches, self.static_tok_s, self.continuous_tok_s, lang)
 
 
 def sweep_max_batch(setup: ServingSetup, batches: tuple[int, ...] = SWEEP_BATCHES,

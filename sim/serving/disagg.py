@@ -29,7 +29,6 @@ from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload
 from sim.cost.memory import MemoryConfig, request_bytes
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg
-from sim.serving import engine_readouts as er
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
 from sim.serving.links import GPU_LINKS
@@ -230,18 +229,6 @@ class DisaggStudy:
     @property
     def transfer_p50_ms(self) -> float:
         return 1e3 * float(np.median(self.disagg.transfer_end_s - self.disagg.transfer_start_s))
-
-    def takeaway(self, lang: str = "en") -> str:
-        c, d = self.to_frame().to_dict("records")
-        return er.disagg_takeaway(self.setup.pools.num_prefill, self.setup.pools.num_decode, c["itl_p99_ms"],
-                                  d["itl_p99_ms"], c["ttft_p50_s"], d["ttft_p50_s"], lang)
-
-    def verdict(self, lang: str = "en") -> str:
-        c, d = self.to_frame().to_dict("records")
-        s = self.setup
-        return er.disagg_verdict(c["throughput_tok_s"], d["throughput_tok_s"], c["itl_p99_ms"], d["itl_p99_ms"],
-                                 c["slo_met_pct"], d["slo_met_pct"], c["goodput_req_s"], d["goodput_req_s"],
-                                 s.ttft_slo_s, s.tpot_slo_ms, lang)
 
 
 def run_disagg(setup: DisaggSetup, progress=None) -> DisaggStudy:

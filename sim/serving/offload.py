@@ -15,7 +15,6 @@ import numpy as np
 
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg
-from sim.serving import engine_readouts as er
 from sim.serving.comparison import DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
 from sim.serving.links import link as find_link
@@ -77,24 +76,6 @@ class OffloadStudy:
                          "disk_recompute_s": run.load_recompute_seconds[1],
                          "loaded_gb": sum(run.load_bytes) / 1e9, "written_down_gb": sum(run.offload_written_bytes) / 1e9})
         return pd.DataFrame(rows)
-
-    def takeaway(self, lang: str = "en") -> str:
-        f = self.to_frame()
-        return er.offload_takeaway(f["ttft_p50_s"].tolist(), f["gpu_hit_pct"].tolist(),
-                                   (f["host_hit_pct"] + f["disk_hit_pct"]).tolist(), lang)
-
-    def verdicts(self, lang: str = "en") -> list[str]:
-        """One sentence per lower tier: did its loads beat recomputing in this run, and from which position on
-        its link wins at all."""
-        full = self.runs[2]
-        o = self.setup.offload
-        out = []
-        for i, (tier, key) in enumerate((("host", o.cpu_link), ("disk", o.disk_link))):
-            out.append(er.tier_verdict(tier, find_link(key).name_in(lang), full.tier_hit_tokens[i + 1], full.load_seconds[i],
-                                       full.load_recompute_seconds[i], self.breakeven[i], self.load_us_per_block[i],
-                                       self.recompute_us_first_block, self.setup.block_size,
-                                       self.setup.deployment.arch.name, lang))
-        return out
 
 
 def run_offload(setup: OffloadSetup, progress=None) -> OffloadStudy:

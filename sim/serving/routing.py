@@ -24,7 +24,6 @@ import numpy as np
 from sim.alloc.workload import Workload
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg
-from sim.serving import engine_readouts as er
 from sim.serving.comparison import DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
 from sim.serving.shared_prefix import SharedPrefixConfig, make_shared_prefix
@@ -193,12 +192,6 @@ class RoutingStudy:
                          "busiest_replica_requests": m["busiest_replica_requests"],
                          "requests_per_replica": " / ".join(map(str, r.requests_per_replica()))})
         return pd.DataFrame(rows)
-
-    def takeaway(self, lang: str = "en") -> str:
-        rr, pa = self.results
-        return er.routing_takeaway(self.setup.num_replicas, 100 * pa.hit_rate, 100 * rr.hit_rate,
-                                   pa.tokens_per_s, rr.tokens_per_s, float(np.median(pa.ttft_s)),
-                                   float(np.median(rr.ttft_s)), lang)
 
 
 def run_routing(setup: RoutingSetup, progress=None) -> RoutingStudy:

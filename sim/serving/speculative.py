@@ -19,8 +19,6 @@ import numpy as np
 
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
-from sim.i18n import text
-from sim.serving import readouts as ro
 from sim.serving.errors import Refusal
 from sim.serving.step_cost import RooflineCost
 
@@ -122,16 +120,6 @@ class SpecTiming:
         """E · t_target / (k · t_draft + t_verify(k+1)): Leviathan's formula with the verify pass timed too."""
         return expected_tokens_per_pass(alpha, k) * self.target_step_s / (k * self.draft_step_s + self.verify_s[k])
 
-    def caption(self, k: int, lang: str = "en") -> str:
-        """Where c comes from, and what verifying k + 1 tokens costs, in one sentence."""
-        presets, ratio = load_presets(), self.verify_s[k] / self.target_step_s
-        why = (text(lang, "serving.s.timing.one_step") if ratio < 1.1 else
-               text(lang, "serving.s.timing.steps", r=f"{ratio:.2f}"))
-        return text(lang, "serving.s.timing", gpu=load_gpus()[self.gpu].name, ctx=f"{self.context:,}",
-                    draft=presets[self.draft].name, d=f"{self.draft_step_s * 1e3:.2f}", target=presets[self.target].name,
-                    t=f"{self.target_step_s * 1e3:.2f}", c=f"{self.c:.3f}", k1=f"{k + 1}",
-                    v=f"{self.verify_s[k] * 1e3:.2f}", why=why)
-
 
 @dataclass(frozen=True)
 class SpecBatchPoint:
@@ -163,34 +151,6 @@ def spec_batch_sweep(target: str, draft: str, gpu: str, alpha: float, k: int, co
     return out
 
 
-def batch_sweep_takeaway(points: list[SpecBatchPoint], label: str, alpha: float, k: int, lang: str = "en") -> str:
-    """The batch chart's title: up to which batch speculation pays, or that it pays at every batch or none."""
-    return ro.spec_batch_takeaway(label, alpha, k, [p.batch for p in points], [p.speedup for p in points], lang)
-
-
-def batch_gain_sentence(points: list[SpecBatchPoint], alpha: float, k: int, lang: str = "en") -> str:
-    """How the gain changes from the smallest batch to the largest, as one sentence."""
-    return ro.batch_gain_sentence(alpha, k, [p.batch for p in points], [p.speedup for p in points], lang)
-
-
-def batch_sweep_caption(points: list[SpecBatchPoint], lang: str = "en") -> str:
-    """What the sweep shows: from which batch on the verify pass is compute-bound, and what that does to the
-    speedup there (worded from the points: it falls, holds or rises)."""
-    i = next((j for j, p in enumerate(points) if p.verify_bound == "compute"), None)
-    if i == 0:
-        where = text(lang, "serving.s.bc.already", b=f"{points[0].batch}", s=f"{points[0].speedup:.2f}")
-    else:
-        where = text(lang, "serving.s.bc.batch1")
-        if i is None:
-            where += text(lang, "serving.s.bc.stays_memory")
-        else:
-            before, at = points[i - 1], points[i]
-            how = ("falls" if at.speedup < before.speedup else "rises" if at.speedup > before.speedup else "stays")
-            where += text(lang, f"serving.s.bc.{how}", b=f"{at.batch}", s0=f"{before.speedup:.2f}",
-                          b0=f"{before.batch}", s=f"{at.speedup:.2f}")
-    return text(lang, "serving.s.bc", where=where)
-
-
 FIT_UTILIZATION = 0.9  # the share of a GPU's memory a server may fill (as the Roofline page counts a fit)
 
 
@@ -213,20 +173,6 @@ def spec_fit(target: str, draft: str, gpu: str, context: int = 1024, weight_dtyp
     usable = int(load_gpus()[gpu].memory_bytes * FIT_UTILIZATION)
     n = -(-need // usable)
     return SpecFit(need, usable, n if n <= MAX_GPUS else None)
-
-
-def fit_caption(timing: SpecTiming, weight_dtype: str = "bf16", lang: str = "en") -> str:
-    """Whether the pair fits the one GPU its timing is drawn on, and if not, how many it takes and why one GPU's
-    timing still gives c."""
-    from sim.cost.memory import MAX_GPUS, fmt_decimal
-
-    f, presets = spec_fit(timing.target, timing.draft, timing.gpu, timing.context, weight_dtype), load_presets()
-    fields = dict(target=presets[timing.target].name, draft=presets[timing.draft].name, gpu=load_gpus()[timing.gpu].name,
-                  need=fmt_decimal(f.need_bytes), usable=fmt_decimal(f.usable_per_gpu), util=f"{FIT_UTILIZATION:.0%}",
-                  dtype=weight_dtype.upper())
-    if f.num_gpus == 1:
-        return text(lang, "serving.s.fit.one", **fields)
-    return text(lang, "serving.s.fit.many", n=f"{f.num_gpus}" if f.num_gpus else f"> {MAX_GPUS}", **fields)
 
 
 def spec_timing(target: str, draft: str, gpu: str, context: int = 1024, weight_dtype: str = "bf16") -> SpecTiming:
@@ -311,24 +257,10 @@ class SpecCurves:
     def chosen_monte_carlo(self) -> SpecMonteCarlo:
         return self.monte_carlo[self.ks.index(self.setup.k)]
 
-    def takeaway(self, lang: str = "en") -> str:
-        """The curves' title: the best draft length at the chosen α and c against the chosen k, or that no k
-        pays."""
-        best_k, best = self.best_speedup
-        return ro.spec_curves_takeaway(self.setup.alpha, self.c, self.setup.k, self.chosen_speedup, best_k, best,
-                                       lang)
-
     @property
     def num_mc_within(self) -> int:
         """Monte Carlo means within 2 standard errors of the closed form."""
         return sum(abs(mc.mean - mc.expected) <= 2 * mc.stderr for mc in self.monte_carlo)
-
-    def caption(self, measured: bool, lang: str = "en") -> str:
-        """What the chart's marks are, the Monte Carlo agreement counted; `measured`: a real run's star is drawn."""
-        return (text(lang, "serving.s.curves.diamonds")
-                + ro.monte_carlo_sentence(self.setup.alpha, self.num_mc_within, len(self.monte_carlo), lang)
-                + (text(lang, "serving.s.curves.dotted") if self.timing is not None else "")
-                + (text(lang, "serving.s.curves.star") if measured else ""))
 
     def mc_frame(self):
         """One row per k: the closed form, the Monte Carlo mean, its standard error, the acceptance rate seen."""

@@ -1,6 +1,6 @@
 """The Serving page's engine studies: chunked prefill against its token budget, recompute against swap when blocks
 run out, small step-through scenarios, and every simulator on a user's trace. Each is one pure function of a frozen
-setup; the sentences they state are worded in sim.serving.engine_readouts from their numbers."""
+setup; the sentences they state are worded in sim.words.engine_readouts from their numbers."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload, wo
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.i18n import text
 from sim.msg import Msg
-from sim.serving import engine_readouts as er
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
 from sim.serving.errors import Refusal
@@ -90,19 +89,6 @@ class ChunkSweep:
                          "preemptions": r.num_preemptions})
         return pd.DataFrame(rows)
 
-    def takeaway(self, lang: str = "en") -> str:
-        f = self.to_frame()
-        small, un = f.iloc[0], f.iloc[-1]
-        return er.chunk_takeaway(int(small["token_budget"]), small["itl_p99_ms"], un["itl_p99_ms"],
-                                 small["ttft_p50_s"], un["ttft_p50_s"], lang)
-
-    def summary(self, lang: str = "en") -> str:
-        f = self.to_frame()
-        best = f.iloc[:-1]["throughput_tok_s"].idxmax()
-        return er.chunk_summary(int(f.loc[best, "token_budget"]), f.loc[best, "throughput_tok_s"],
-                                f.iloc[-1]["throughput_tok_s"], self.setup.workload.num_requests,
-                                self.setup.workload.prompt_mean, lang)
-
 
 def sweep_chunk_budget(setup: StudySetup, budgets: tuple[int, ...] = CHUNK_BUDGETS, progress=None) -> ChunkSweep:
     wl, cost, slots, tick = setup.prepare()
@@ -172,13 +158,6 @@ class PreemptionComparison:
                          "makespan_s": r.makespan_s})
         return pd.DataFrame(rows)
 
-    def takeaway(self, lang: str = "en") -> str:
-        a, b = self.recompute, self.swap
-        return er.preemption_takeaway(_percentile(a.result, a.result.e2e_s, 99), _percentile(b.result, b.result.e2e_s, 99),
-                                      a.recomputed_tokens, a.recompute_flops, b.swap_bytes, b.swap_seconds,
-                                      find_link(self.setup.link).name_in(lang), b.num_swaps, a.result.num_preemptions,
-                                      lang)
-
 
 def compare_preemption(setup: PreemptionSetup, progress=None) -> PreemptionComparison:
     study = setup.study
@@ -201,20 +180,11 @@ def compare_preemption(setup: PreemptionSetup, progress=None) -> PreemptionCompa
 STEP_COST = LinearCost(base_s=1.0, name=text("en", "serving.p.one_second"))
 
 
-def _words(name: str, lang: str = "en") -> tuple[str, str]:
-    """A scenario's (label, about) in `lang`."""
-    return text(lang, f"serving.sc.{name}.label"), text(lang, f"serving.sc.{name}.about")
-
-
-def scenario_words(name: str, lang: str = "en") -> tuple[str, str]:
-    """The step-through scenario `name` as the page names and describes it: (label, about)."""
-    return _words(name, lang)
-
-
 @dataclass(frozen=True)
 class StepScenario:
-    label: str
-    about: str
+    """A small scenario to step through; its label and description are worded by
+    sim.words.engine_readouts.scenario_words."""
+
     prompts: tuple[int, ...]
     outputs: tuple[int, ...]
     arrivals: tuple[int, ...]
@@ -224,19 +194,19 @@ class StepScenario:
 
 STEP_SCENARIOS: dict[str, StepScenario] = {
     "chunked": StepScenario(
-        *_words("chunked"), (14, 5, 3), (3, 4, 3), (0, 0, 1),
+        (14, 5, 3), (3, 4, 3), (0, 0, 1),
         EngineConfig(4, 48, 4, 0.0, 10, chunked=True)),
     "recompute": StepScenario(
-        *_words("recompute"), (6, 6, 4), (8, 8, 4), (0, 0, 0),
+        (6, 6, 4), (8, 8, 4), (0, 0, 0),
         EngineConfig(3, 24, 4, 0.0, 32, chunked=False)),
     "swap": StepScenario(
-        *_words("swap"), (6, 6, 4), (8, 8, 4), (0, 0, 0),
+        (6, 6, 4), (8, 8, 4), (0, 0, 0),
         EngineConfig(3, 24, 4, 0.0, 32, chunked=False, preemption="swap", cpu_capacity_tokens=32)),
     "prefix": StepScenario(
-        *_words("prefix"), (10, 12, 9), (4, 3, 2), (0, 1, 2),
+        (10, 12, 9), (4, 3, 2), (0, 1, 2),
         EngineConfig(4, 48, 4, 0.0, 32, chunked=True, prefix_caching=True), shared=(10, 8, 8)),
     "speculative": StepScenario(
-        *_words("speculative"), (5, 3), (8, 6), (0, 0),
+        (5, 3), (8, 6), (0, 0),
         EngineConfig(2, 32, 4, 0.0, 16, chunked=True, spec_k=3, spec_alpha=0.6, spec_seed=1)),
 }
 
@@ -293,16 +263,6 @@ class TraceRun:
                          "itl_p99_ms": 1e3 * _percentile(r, r.itl_s, 99), "e2e_p99_s": _percentile(r, r.e2e_s, 99),
                          "preemptions": r.num_preemptions})
         return pd.DataFrame(rows)
-
-    def hits_takeaway(self, lang: str = "en") -> str:
-        p = self.prefix
-        return er.trace_hits_takeaway(p.num_hit_tokens, p.num_prompt_tokens, p.num_requests_with_hit, p.num_requests,
-                                      lang)
-
-    def summary(self, lang: str = "en") -> str:
-        return er.trace_summary(self.trace.num_requests, int(self.trace.prompt_len.sum()),
-                                int(self.trace.output_len.sum()), self.prefix.hit_rate, self.to_frame(),
-                                self.cell_msgs["policy"], lang)
 
 
 def run_trace(tf: TraceFile, deployment: DeploymentConfig, max_batch: int = 256, block_size: int = 16,

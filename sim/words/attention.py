@@ -612,3 +612,9 @@ def sweep_frame(sweep, lang: str = "en"):
     import pandas as pd
 
     return pd.DataFrame(_worded([rec for r in sweep.results for rec in r.to_records()], lang))
+
+
+def caps_sentence(limits, lang: str = "en") -> str:
+    """This device's caps (sim.attention.limits.Limits) in one sentence (moved here from Limits.caps_sentence)."""
+    return text(lang, "kernels.s.caps", elems=f"{limits.max_score_elems:,}", flops=f"{limits.max_flops:,}",
+                memory=fmt_bytes(limits.memory_bytes))

@@ -39,6 +39,15 @@ class ModelRates:
     def seconds(self, work: Work) -> float:
         return work.calls * self.per_call_s + work.tokens * self.per_token_s + work.pairs * self.per_pair_s
 
+    def prefill_s(self, num_tokens: int, batch: int = 1) -> float:
+        return self.seconds(prefill_work(num_tokens, batch))
+
+    def cached_s(self, prompt_len: int, num_new: int, batch: int = 1) -> float:
+        return self.seconds(cached_work(prompt_len, num_new, batch))
+
+    def naive_s(self, prompt_len: int, num_new: int) -> float:
+        return self.seconds(naive_work(prompt_len, num_new))
+
 
 # Fitted by measure_rates on this project's 2-core CPU (one torch thread, fp32): the fallback
 # before this server has measured its own model.
@@ -47,15 +56,60 @@ DEFAULT_RATES = {
     "eager": ModelRates(per_call_s=1.3e-3, per_token_s=3.0e-5, per_pair_s=2.1e-7),
 }
 
-# SmolLM2-135M-Instruct (the real model, fp32, one thread, this project's 2-core CPU): per token from
-# measure_rates' fit (~0.02 s, its 135M multiply-adds), per call from the benchmark's cached decode step
-# (benchmarks.real_model: ~16 tok/s, so ~0.06 s a step, one token's 0.02 s of it), per pair from attention's
-# FLOPs at the fitted matmul rate (30 layers × 9 heads × 64 dims × 4 FLOP ≈ 69 kFLOP at ~13 GFLOP/s; eager
-# twice that for its softmax and copies). Measured under heavy load: gating errs on the long side.
-SMOLLM2_RATES = {
+# SmolLM2-135M-Instruct (the real model, fp32, one thread, this project's 2-core CPU) costs two different things:
+# - a decode step (one new token on a cache): per call from the benchmark's cached decode step (benchmarks.real_model:
+#   ~16 tok/s, so ~0.06 s a step), per token ~0.02 s of it, per pair from attention's FLOPs at the fitted matmul rate
+#   (30 layers × 9 heads × 64 dims × 4 FLOP ≈ 69 kFLOP at ~13 GFLOP/s; eager twice that). Measured under heavy load.
+# - a prefill (many positions in one call): fitted with fit_rates from prefill passes of 1, 16, 64, 150, 256 and 512
+#   tokens timed in this thread's CPU time, best of three (as measure_rates does): 28 ms for one token, 2.5–2.6 ms a
+#   token from 64 on (sdpa) — a projection over many rows reuses each weight, so a prefilled token costs ~8× less
+#   than a decoded one. Fitted 2026-12-05, torch 2.x, sdpa and eager each.
+SMOLLM2_DECODE_RATES = {
     "sdpa": ModelRates(per_call_s=4.0e-2, per_token_s=2.1e-2, per_pair_s=5.3e-6),
     "eager": ModelRates(per_call_s=4.5e-2, per_token_s=2.1e-2, per_pair_s=1.1e-5),
 }
+SMOLLM2_PREFILL_RATES = {
+    "sdpa": ModelRates(per_call_s=3.2e-2, per_token_s=2.15e-3, per_pair_s=1.6e-6),
+    "eager": ModelRates(per_call_s=4.2e-2, per_token_s=1.8e-3, per_pair_s=5.7e-6),
+}
+
+# SmolLM2's tokens before its tokenizer is loaded. Its pre-tokenizer splits digits one a token, and a non-ASCII byte
+# is at most one token (Korean measured 0.85–0.87 tokens a byte); other ASCII text measured 0.19–0.36 tokens a byte
+# on the lab's own English (the Prefix caching chat, the Lesson's and KV memory's prompts) and typed code and
+# whitespace: 0.4 a byte covers them with a margin. An estimate, not a bound: a run of punctuation can reach one
+# token a byte, 2.5× this.
+SMOLLM2_ASCII_TOKENS_PER_BYTE = 0.4
+
+
+def smollm2_tokens(text: str) -> int:
+    """Expected SmolLM2 BPE tokens of `text` (see SMOLLM2_ASCII_TOKENS_PER_BYTE), at least one for non-empty text."""
+    raw = text.encode("utf-8")
+    heavy = sum(1 for b in raw if b >= 128 or 48 <= b <= 57)  # non-ASCII bytes and digits: one token each at most
+    rest = len(raw) - heavy
+    return max(heavy + -(-rest * 2 // 5), 1 if raw else 0)  # ceil(0.4 · rest), in integers
+
+
+@dataclass(frozen=True)
+class SplitRates:
+    """A model whose prefill and decode steps cost differently per token (the real model): prefill work at the
+    prefill rates, one-token steps at the decode rates. The same interface as ModelRates' job helpers."""
+
+    prefill: ModelRates
+    decode: ModelRates
+
+    def prefill_s(self, num_tokens: int, batch: int = 1) -> float:
+        return self.prefill.seconds(prefill_work(num_tokens, batch))
+
+    def cached_s(self, prompt_len: int, num_new: int, batch: int = 1) -> float:
+        return self.prefill_s(prompt_len, batch) + self.decode.seconds(decode_work(prompt_len, num_new, batch))
+
+    def naive_s(self, prompt_len: int, num_new: int) -> float:
+        """Each step a forward over the whole sequence from 0: a prefill's cost per token."""
+        return self.prefill.seconds(naive_work(prompt_len, num_new))
+
+
+def smollm2_rates(attn_impl: str) -> SplitRates:
+    return SplitRates(SMOLLM2_PREFILL_RATES[attn_impl], SMOLLM2_DECODE_RATES[attn_impl])
 
 
 def triangle(start: int, stop: int) -> int:
@@ -68,11 +122,15 @@ def prefill_work(num_tokens: int, batch: int = 1) -> Work:
     return Work(1, batch * num_tokens, batch * num_tokens * (num_tokens + 1) // 2)
 
 
-def cached_work(prompt_len: int, num_new: int, batch: int = 1) -> Work:
-    """Prefill, then num_new − 1 one-token steps (the last token is never fed back)."""
+def decode_work(prompt_len: int, num_new: int, batch: int = 1) -> Work:
+    """After a prefill of prompt_len, the num_new − 1 one-token steps (the last token is never fed back)."""
     steps = max(0, num_new - 1)
-    return prefill_work(prompt_len, batch) + Work(steps, batch * steps,
-                                                  batch * (triangle(prompt_len + 1, prompt_len + steps + 1)))
+    return Work(steps, batch * steps, batch * (triangle(prompt_len + 1, prompt_len + steps + 1)))
+
+
+def cached_work(prompt_len: int, num_new: int, batch: int = 1) -> Work:
+    """Prefill, then num_new − 1 one-token steps."""
+    return prefill_work(prompt_len, batch) + decode_work(prompt_len, num_new, batch)
 
 
 def naive_work(prompt_len: int, num_new: int) -> Work:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from sim.i18n import text
 from sim.readout import times
+from sim.words import text
 
 
 def _ms(x: float) -> str:
@@ -193,3 +193,105 @@ def routing_takeaway(num_replicas: int, hit_pct_aware: float, hit_pct_rr: float,
             text(lang, "serving.s.e.rt_tput_same"))
     return text(lang, "serving.s.e.routing", n=f"{num_replicas}", hits=hits, tput=tput,
                 ttft=_lower_higher(ttft_p50_aware, ttft_p50_rr, _s, lang))
+
+
+# --- the studies' sentences (moved here from their result classes in sim/serving) ----------------------------------
+
+def chunk_sweep_takeaway(sweep, lang: str = "en") -> str:
+    """sim.serving.studies.ChunkSweep's chart title: the smallest budget against prefill unchunked."""
+    f = sweep.to_frame()
+    small, un = f.iloc[0], f.iloc[-1]
+    return chunk_takeaway(int(small["token_budget"]), small["itl_p99_ms"], un["itl_p99_ms"],
+                          small["ttft_p50_s"], un["ttft_p50_s"], lang)
+
+
+def chunk_sweep_summary(sweep, lang: str = "en") -> str:
+    f = sweep.to_frame()
+    best = f.iloc[:-1]["throughput_tok_s"].idxmax()
+    return chunk_summary(int(f.loc[best, "token_budget"]), f.loc[best, "throughput_tok_s"],
+                         f.iloc[-1]["throughput_tok_s"], sweep.setup.workload.num_requests,
+                         sweep.setup.workload.prompt_mean, lang)
+
+
+def preemption_comparison_takeaway(cmp, lang: str = "en") -> str:
+    """sim.serving.studies.PreemptionComparison's chart title."""
+    from sim.serving.links import link as find_link
+    from sim.serving.studies import _percentile
+
+    a, b = cmp.recompute, cmp.swap
+    return preemption_takeaway(_percentile(a.result, a.result.e2e_s, 99), _percentile(b.result, b.result.e2e_s, 99),
+                               a.recomputed_tokens, a.recompute_flops, b.swap_bytes, b.swap_seconds,
+                               find_link(cmp.setup.link).name_in(lang), b.num_swaps, a.result.num_preemptions,
+                               lang)
+
+
+def scenario_words(name: str, lang: str = "en") -> tuple[str, str]:
+    """The step-through scenario `name` as the page names and describes it: (label, about)."""
+    return text(lang, f"serving.sc.{name}.label"), text(lang, f"serving.sc.{name}.about")
+
+
+def trace_run_hits_takeaway(run, lang: str = "en") -> str:
+    """sim.serving.studies.TraceRun's prefix-hit chart title."""
+    p = run.prefix
+    return trace_hits_takeaway(p.num_hit_tokens, p.num_prompt_tokens, p.num_requests_with_hit, p.num_requests, lang)
+
+
+def trace_run_summary(run, lang: str = "en") -> str:
+    return trace_summary(run.trace.num_requests, int(run.trace.prompt_len.sum()), int(run.trace.output_len.sum()),
+                         run.prefix.hit_rate, run.to_frame(), run.cell_msgs["policy"], lang)
+
+
+def offload_study_takeaway(study, lang: str = "en") -> str:
+    """sim.serving.offload.OffloadStudy's chart title."""
+    f = study.to_frame()
+    return offload_takeaway(f["ttft_p50_s"].tolist(), f["gpu_hit_pct"].tolist(),
+                            (f["host_hit_pct"] + f["disk_hit_pct"]).tolist(), lang)
+
+
+def offload_verdicts(study, lang: str = "en") -> list[str]:
+    """One sentence per lower tier: did its loads beat recomputing in this run, and from which position on
+    its link wins at all."""
+    from sim.serving.links import link as find_link
+
+    full = study.runs[2]
+    o = study.setup.offload
+    out = []
+    for i, (tier, key) in enumerate((("host", o.cpu_link), ("disk", o.disk_link))):
+        out.append(tier_verdict(tier, find_link(key).name_in(lang), full.tier_hit_tokens[i + 1], full.load_seconds[i],
+                                full.load_recompute_seconds[i], study.breakeven[i], study.load_us_per_block[i],
+                                study.recompute_us_first_block, study.setup.block_size,
+                                study.setup.deployment.arch.name, lang))
+    return out
+
+
+def disagg_study_takeaway(study, lang: str = "en") -> str:
+    """sim.serving.disagg.DisaggStudy's chart title."""
+    c, d = study.to_frame().to_dict("records")
+    return disagg_takeaway(study.setup.pools.num_prefill, study.setup.pools.num_decode, c["itl_p99_ms"],
+                           d["itl_p99_ms"], c["ttft_p50_s"], d["ttft_p50_s"], lang)
+
+
+def disagg_study_verdict(study, lang: str = "en") -> str:
+    c, d = study.to_frame().to_dict("records")
+    s = study.setup
+    return disagg_verdict(c["throughput_tok_s"], d["throughput_tok_s"], c["itl_p99_ms"], d["itl_p99_ms"],
+                          c["slo_met_pct"], d["slo_met_pct"], c["goodput_req_s"], d["goodput_req_s"],
+                          s.ttft_slo_s, s.tpot_slo_ms, lang)
+
+
+def routing_study_takeaway(study, lang: str = "en") -> str:
+    """sim.serving.routing.RoutingStudy's chart title."""
+    import numpy as np
+
+    rr, pa = study.results
+    return routing_takeaway(study.setup.num_replicas, 100 * pa.hit_rate, 100 * rr.hit_rate,
+                            pa.tokens_per_s, rr.tokens_per_s, float(np.median(pa.ttft_s)),
+                            float(np.median(rr.ttft_s)), lang)
+
+
+def study_takeaway(study, lang: str = "en") -> str:
+    """Any engine study's chart title (the serving page's engine tabs draw them alike)."""
+    name = type(study).__name__
+    return {"ChunkSweep": chunk_sweep_takeaway, "PreemptionComparison": preemption_comparison_takeaway,
+            "OffloadStudy": offload_study_takeaway, "DisaggStudy": disagg_study_takeaway,
+            "RoutingStudy": routing_study_takeaway}[name](study, lang)

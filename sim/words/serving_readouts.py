@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from sim.i18n import text
+from sim.words import text
 
 PAYS_FROM = 1.0  # a speedup that shows as 1.00× or less does not pay
 NEAR_BEST = 0.05  # draft lengths within 5% of the best speedup count as "near the top"

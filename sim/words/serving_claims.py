@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from sim.claims import Claim, Verdict
 from sim.cost.presets import load_presets
-from sim.i18n import text
-from sim.serving import readouts as ro
 from sim.serving.comparison import BatchSweep, ServingComparison
 from sim.serving.speculative import (
     MAX_SPEC_K,
     SpecBatchPoint,
     SpecTiming,
-    batch_gain_sentence,
     expected_tokens_per_pass,
     optimal_k,
     speculative_speedup,
 )
+from sim.words import serving_readouts as ro
+from sim.words import text
+from sim.words.speculative import batch_gain_sentence
 
 SEED = "002"
 BATCHING_GAIN = (5.0, 10.0)  # the seed's "5–10×"

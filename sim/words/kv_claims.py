@@ -8,7 +8,7 @@ from sim.cost.capacity import GpuConfig, capacity
 from sim.cost.gpus import GpuPreset
 from sim.cost.memory import MemoryConfig, fmt_both, fmt_bytes, fmt_decimal, kv_memory, token_layer_bytes, weight_bytes
 from sim.cost.vllm_rules import version_label
-from sim.i18n import text
+from sim.words import text
 
 
 def _claim(seed: str, statement: str, original: str, claimed: str, computed: str, verdict: Verdict, why: str,

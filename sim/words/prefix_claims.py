@@ -11,7 +11,7 @@ from sim.alloc.prefix_cache import HitTotals
 from sim.alloc.prefix_sweeps import TwoPrompts, WorkloadOverview
 from sim.alloc.workload import TIMESTAMP_LEN
 from sim.claims import Claim, Verdict
-from sim.i18n import text
+from sim.words import text
 from sim.words.prefix import demo_finding
 
 NOT_RUN = text("en", "prefix.claim.not_run")

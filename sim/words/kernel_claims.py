@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sim.attention.timing import SweepResult
 from sim.claims import Claim, Verdict
-from sim.i18n import text
+from sim.words import text
 from sim.words.attention import stat_word
 
 # Seed 002's own sentences (shared/seeds/002_*.txt), quoted verbatim.
