@@ -7,7 +7,7 @@ from app.registry import PAGES
 from app.resources import device_info
 from app.urlstate import UrlState
 from sim.claims import SEEDS
-from sim.i18n import text
+from sim.words import say
 from sim.work.threads import threads_message
 
 st.title(t("home.title"))
@@ -45,9 +45,9 @@ st.caption(t("home.device_caption", name=info.device_name))
 st.markdown(t("home.sdpa"))
 
 
-def why_not(reason: str) -> str:
-    """The lab's own sentence for a CUDA-only backend in the page language; torch's messages as torch wrote them."""
-    return t("home.why.cpu_only") if reason == text("en", "home.why.cpu_only") and lang() != "en" else reason
+def why_not(reason) -> str:
+    """The lab's own reason (a message value) in the page language; torch's messages as torch wrote them."""
+    return say(lang(), reason)
 
 
 show_table(

@@ -20,15 +20,14 @@ from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.model import quant_bytes as qb
 from sim.model import quant_channels as qc
-from sim.model import quant_errors as qe
 from sim.model import quant_generation as qg
-from sim.model import quant_readouts as qr
 from sim.model import quant_setup as qs
 from sim.model.quant import INT_BITS
-from sim.model.quant_claims import seed_claims
 from sim.model.real_probe import kv_channels
 from sim.model.real_source import MODEL_KEY
-from sim.words import say
+from sim.words import quant as qr
+from sim.words import say, why
+from sim.words.quant_claims import seed_claims
 
 REAL_TOKENS = 256  # held-out tokens the real model's K and V are measured over
 
@@ -72,8 +71,8 @@ with st.expander(t("density2.quant.settings", bits=int(ss["bits"]), G=int(ss["G"
     setup = ctl.setup_panel()
 variant, bits, R, S = setup.variant, setup.bits, setup.residual, setup.eval.window_len
 model = model_or_stop(variant)
-if (problem := setup.setting_problem(L)) is not None:
-    finding.error(plain(problem))
+if (problem := setup.setting_problem()) is not None:
+    finding.error(plain(say(L, problem)))
     url.sync()
     st.stop()
 try:
@@ -96,29 +95,29 @@ with finding:
     st.subheader(t("quant.h.saves", bits=f"{bits}"))
     chart_box = st.container()  # the chart above the controls that move it
     metric, width, log = ctl.position_controls()
-    show_chart_in(chart_box, figs.error_by_position(qe.binned_frame(chosen, width, L), metric, log,
+    show_chart_in(chart_box, figs.error_by_position(qr.binned_frame(chosen, width, L), metric, log,
                                                     list(qs.POSITION_KINDS), qr.position_takeaway(kivi, naive, metric, L),
                                                     L), width="stretch")
-    st.caption(qe.position_caption(kivi, naive, setup.eval.num_windows, R, L, metric=metric, log=log))
-    show_metrics(qe.headline_metrics(kivi, naive, model.cfg, R, L), 4)
-    st.markdown(qe.perplexity_sentence(kivi, naive, L))
-    st.caption(setup.standard_error_caption(kivi, L))
+    st.caption(qr.position_caption(kivi, naive, setup.eval.num_windows, R, L, metric=metric, log=log))
+    show_metrics(qr.headline_metrics(kivi, naive, model.cfg, R, L), 4)
+    st.markdown(qr.perplexity_sentence(kivi, naive, L))
+    st.caption(qr.standard_error_caption(setup, kivi, L))
 
 with st.expander(t("quant.h.grid")):
     if ctl.every_scheme():
         measured.run(setup.grid_jobs(True, INT_BITS), t("quant.job.all"), "all")
     else:
         measured.run(setup.grid_jobs(False, INT_BITS), t("quant.job.bits"), "bits")
-    table = qe.results_frame(list(measured.results.values()), qb.fp16_bytes_per_token(model.cfg), L)
-    grid = qe.metric_grid(measured.results, metric, qs.ALL_KINDS, INT_BITS, L)
+    table = qr.results_frame(list(measured.results.values()), qb.fp16_bytes_per_token(model.cfg), L)
+    grid = qr.metric_grid(measured.results, metric, qs.ALL_KINDS, INT_BITS, L)
     show_chart(figs.bits_heatmap(grid, metric, qr.heatmap_takeaway(grid, metric, L), L), width="stretch")
-    st.caption(qe.grid_caption(S, L))
+    st.caption(qr.grid_caption(S, L))
     shown = table[["format", *ctl.TABLE_COLUMNS]]
     show_table(shown, hide_index=True, width="stretch",
                column_config=ctl.columns({**ctl.FORMAT_COLUMN, **ctl.TABLE_COLUMNS}))
     st.download_button(t("quant.download"), shown.to_csv(index=False), setup.csv_name(), "text/csv")
     if not ctl.every_scheme():
-        st.info(setup.blank_cells_note(L))
+        st.info(qr.blank_cells_note(setup, L))
 
     st.subheader(t("fp8.h.scale"))
     if (fp8 := runs.fp8_scales(setup, measured.run_s)) is not None:
@@ -129,47 +128,47 @@ with st.expander(t("quant.h.grid")):
 
 with st.expander(t("quant.h.bytes")):
     c = st.columns([3, 2])
-    bytes_rows = qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S, L)
-    show_chart_in(c[0], figs.bytes_by_part(bytes_rows, S, qb.bytes_takeaway(bytes_rows, S, bits, lang=L), L),
+    bytes_rows = qr.named_bytes_rows(qb.tiny_bytes_rows(model.cfg, list(schemes.values()), S), list(schemes.values()), L)
+    show_chart_in(c[0], figs.bytes_by_part(bytes_rows, S, qr.bytes_takeaway(bytes_rows, S, bits, lang=L), L),
                   width="stretch")
-    curves = qb.bytes_curves(model.cfg, schemes, L)
+    curves = qr.bytes_curves(model.cfg, schemes, L)
     show_chart_in(c[1], figs.bytes_vs_context(curves, R, qr.context_takeaway(curves, lang=L), L), width="stretch")
-    st.latex(qb.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S, L))
-    st.caption(qb.tiny_bytes_caption(model.cfg, variant, bits, R, L))
+    st.latex(qr.bytes_formula(model.cfg, bits, kivi.bytes_per_token, S, L))
+    st.caption(qr.tiny_bytes_caption(model.cfg, variant, bits, R, L))
 
     st.subheader(t("quant.h.scale"))
     arch, gpu, ctx, util = ctl.scale_controls()
-    ctx, cut = qb.context_for(arch, ctx, L)
+    ctx, cut = qb.context_for(arch, ctx)
     if cut is not None:
-        st.info(cut)
+        st.info(say(L, cut))
     try:
-        view = qb.scale_view(arch, gpu, setup.scale_schemes(), ctx, util, L)
+        view = qb.scale_view(arch, gpu, setup.scale_schemes(), ctx, util)
     except ValueError as exc:
         st.error(plain(exc))
         view = None
     if view is not None:
-        show_metrics(view.metrics(bits), 3)
-        show_table(view.frame(), hide_index=True, width="stretch", column_config=ctl.columns(ctl.SCALE_COLUMNS))
-        st.caption(view.caption())
+        show_metrics(qr.scale_metrics(view, bits, L), 3)
+        show_table(qr.scale_frame(view, L), hide_index=True, width="stretch", column_config=ctl.columns(ctl.SCALE_COLUMNS))
+        st.caption(qr.scale_caption(view, L))
 
 with st.expander(t("quant.h.free")):
     prompt_ids, n_new, free_kind = ctl.free_controls(schemes, L)
     got = None
-    if (problem := qs.prompt_problem(prompt_ids, L)) is not None:
-        st.error(problem)
+    if (problem := qs.prompt_problem(prompt_ids)) is not None:
+        st.error(say(L, problem))
     else:
         free_s = qs.free_seconds(len(prompt_ids), n_new, model_rates(variant, "sdpa"), model_rates(variant, "eager"))
         got = runs.free_and_divergence(setup, prompt_ids, n_new, free_kind, schemes, free_s)
     if got is not None:
         run, div = got
-        show_metrics(run.metrics(L), 3)
+        show_metrics(qr.free_run_metrics(run, L), 3)
         c = st.columns(2)
         c[0].markdown(t("quant.full_text"))
         c[0].code(run.marked_text(run.ref_ids), language=None, wrap_lines=True)
-        c[1].markdown(qg.text_heading(schemes[free_kind], L))
+        c[1].markdown(qr.text_heading(schemes[free_kind], L))
         c[1].code(run.marked_text(run.quant_ids), language=None, wrap_lines=True)
         st.caption(t("quant.free_caption", mark=qg.MARK))
-        show_table(qg.divergence_frame(list(schemes.values()), div, L), hide_index=True, width="stretch")
+        show_table(qr.divergence_frame(list(schemes.values()), div, L), hide_index=True, width="stretch")
 
 with st.expander(t("quant.h.channels")):
     stats = queued(lambda: runs.stats_for(variant, S), t("quant.job.channels"))
@@ -182,21 +181,21 @@ with st.expander(t("quant.h.channels")):
     show_chart_in(c[0], figs.channel_bars(k_mean, v_mean, qr.bars_takeaway(k_mean, v_mean, L), L), width="stretch")
     show_table(where=c[1], df=stats.ratios_frame(), hide_index=True, width="stretch", height=340,
                column_config=ctl.columns(ctl.RATIO_COLUMNS))
-    st.markdown(stats.outlier_sentence(L))
-    st.caption(qc.channels_caption(S, L))
+    st.markdown(qr.outlier_sentence(stats, L))
+    st.caption(qr.channels_caption(S, L))
 
     st.subheader(t("quant.h.outlier"))
     ch, factor = ctl.outlier_controls()
     try:
-        T_demo = setup.outlier_tokens(L)
+        T_demo = setup.outlier_tokens()
     except ValueError as exc:
-        st.error(str(exc))
+        st.error(why(exc, L))
     else:
-        cases = queued(lambda: runs.demo_for(variant, S, T_demo, layer, head, bits, setup.chunk, setup.channel_group,
-                                             ch, factor), t("quant.job.outlier"))
+        cases = queued(lambda: runs.demo_for(variant, S, T_demo, layer, head, bits, setup.chunk, setup.channel_group, ch,
+                                             factor), t("quant.job.outlier"))
         show_chart(figs.outlier_errors(qc.outlier_frame(cases), qr.outlier_takeaway(cases, ch, factor, bits, L), L),
                    width="stretch")
-        st.caption(qc.outlier_caption(cases, layer, head, ch, factor, bits, setup.chunk, setup.channel_group, L))
+        st.caption(qr.outlier_caption(cases, layer, head, ch, factor, bits, setup.chunk, setup.channel_group, L))
 
 with st.expander(t("real.kv.h")):
     real_kv_section()

@@ -7,6 +7,7 @@ from app.i18n import lang, page_title, t
 from app.lesson import cost, generation, nav, recap, style, ways_out
 from app.present import presenting
 from sim.lesson.steps import RECAP, STEPS
+from sim.words import say
 
 RENDER = {
     "repeat": generation.repeat, "qkv": generation.qkv, "mask": generation.mask, "filling": generation.filling,
@@ -28,7 +29,7 @@ if k == RECAP:
     recap.recap()
 else:
     step = STEPS[k - 1]
-    st.header(step.title_in(lang()))
+    st.header(say(lang(), step.title))
     recap.words(step)
     RENDER[step.slug]()
 st.divider()

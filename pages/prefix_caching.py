@@ -22,6 +22,7 @@ from sim.readout import Metric
 from sim.refusal import Refusal
 from sim.words import prefix as ro
 from sim.words import prefix_claims as claims
+from sim.words import prefix_run as prw
 from sim.words import say
 from sim.words.alloc import requests_frame
 
@@ -160,28 +161,28 @@ with st.expander(t("prefix.h.live")):
     if inputs is None:
         st.info(t("prefix.live_off"))
     elif inputs.problem:
-        st.error(inputs.problem)
+        st.error(say(L, inputs.problem))
     else:
         run = live_result(lambda: runs.branch(inputs), t("prefix.cannot_run"))
     if run is not None:
-        show_metrics(run.metrics(L))
-        if run.mismatch_warning(L):
-            st.warning(run.mismatch_warning(L))
-        show_chart(figs.prefill_times(run, run.chart_title(L), lang=L), width="stretch")
-        st.markdown(run.report(L))
-        branches = run.to_frame(inputs.continuations, L)  # folded already: shown as it is, also on a projector
+        show_metrics(prw.branch_metrics(run, L))
+        if prw.mismatch_warning(run, L):
+            st.warning(prw.mismatch_warning(run, L))
+        show_chart(figs.prefill_times(run, prw.branch_chart_title(run, L), lang=L), width="stretch")
+        st.markdown(prw.branch_report(run, L))
+        branches = prw.branch_frame(run, inputs.continuations, L)  # folded already: shown as it is, also on a projector
         st.dataframe(branches, hide_index=True, width="stretch", column_config=number_formats(branches))
         real_finding = claims.branch_finding(run, L)
 
         st.subheader(t("prefix.h.kv"))
         if inputs.kv_problem:
-            st.info(inputs.kv_problem)
+            st.info(say(L, inputs.kv_problem))
         else:
             kc = runs.kv_change(inputs.kv_ids, controls.kv_position(len(inputs.kv_ids)))
-            show_chart(figs.kv_difference(kc, kc.position_labels(), kc.chart_title(shown_byte, L), lang=L),
+            show_chart(figs.kv_difference(kc, kc.position_labels(), prw.kv_chart_title(kc, shown_byte, L), lang=L),
                        width="stretch")
-            st.markdown(kc.summary(L))
-            kv_finding = kc.finding(L)
+            st.markdown(prw.kv_summary(kc, L))
+            kv_finding = prw.kv_finding(kc, L)
 
 # --- 5b. The real model: one system prompt, many users ----------------------------------------------
 def real_chat_section() -> None:

@@ -29,6 +29,7 @@ from sim.serving import speculative as sps
 from sim.words import comparison as cmp_words
 from sim.words import speculative as spec_words
 from sim.words.serving_claims import batching_claims, spec_claims
+from sim.words.spec_run import spec_summary
 
 st.title(page_title("serving"))
 st.markdown(t("density.serving.lead"))  # the first numbers stay on a projector's first screen; the rest one click away
@@ -140,7 +141,7 @@ def render_spec() -> None:
         c[3].metric(t("serving.m.c"), f"{run.c:.2f}", help=t("serving.m.c_help"))
         c[4].metric(t("serving.m.wall"), f"{run.speedup:.2f}×", t("serving.m.predict", x=f"{run.predicted_speedup:.2f}×"),
                     delta_color="off", delta_arrow="off", help=t("serving.m.wall_help"))
-        st.markdown(run.summary(L))
+        st.markdown(spec_summary(run, L))
         with st.expander(t("serving.generated")):
             st.code(decode(run.prompt_ids) + decode(run.new_ids), language=None)
 

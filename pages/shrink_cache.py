@@ -29,6 +29,7 @@ from sim.cost.shrink import (
 from sim.model.real_source import MODEL_KEY
 from sim.model.shrink_quant import blur_ranking
 from sim.words import say
+from sim.words.shrink import recall_summary, row_score, table_frame
 from sim.words.shrink_table import copy_ability_sentence, method_rows, offload_sentence, verdict
 
 st.title(page_title("shrink_cache"))
@@ -57,13 +58,13 @@ if ss["model"] == MODEL_KEY:
     runs.real_section()
 table = runs.run(ss["model"], setup, None) if ss["model"] != MODEL_KEY else None
 if table is not None:
-    scores = [r.score(L) for r in table.rows]
-    full = table.full.score(L)
+    scores = [row_score(r, L) for r in table.rows]
+    full = row_score(table.full, L)
     said = verdict(scores, full.quote, L)
     st.markdown(f"**{plain(said, 4000)}**")
     show_chart(scores_vs_bytes(scores, full, said.split(":")[0], L), key="shrink_scores")
-    st.caption(t("shrink.scores_caption", quote=plain(table.full.quote.summary_in(L)),
-                 turns=plain(table.full.turns.summary_in(L))))
+    st.caption(t("shrink.scores_caption", quote=plain(recall_summary(table.full.quote, L)),
+                 turns=plain(recall_summary(table.full.turns, L))))
     for msg in blur_ranking(scores):
         st.markdown(plain(say(L, msg), 4000))
     if full.quote < 0.5:
@@ -72,7 +73,7 @@ if table is not None:
         st.warning(t("shrink.no_copy", quote=f"{full.quote:.0%}", turns=f"{full.turns:.0%}")
                    + (t("shrink.choose_other", model=model_labels[others[0]]) if others else ""),
                    icon=":material/warning:")
-    df = table.frame(L)
+    df = table_frame(table, L)
     show_table(df, hide_index=True, width="stretch")
     st.download_button(t("shrink.download"), df.to_csv(index=False), "shrink_cache.csv", "text/csv",
                        on_click="ignore", icon=":material/download:")

@@ -7,6 +7,7 @@ test-output/screenshots/lesson-<width>[-ko]-step<k>.png."""
 import pytest
 
 from sim.lesson.steps import STEPS
+from sim.words import say
 from tests.test_browser import SHOTS, new_page, wait_for_run
 
 pytestmark = pytest.mark.browser
@@ -67,7 +68,7 @@ def test_every_step_fits_the_first_screen_in_presenter_mode(app_url, browser, si
                 wait_for_run(page)
             assert page.locator('[data-testid="stException"]').count() == 0
             view = page.evaluate(FIRST_SCREEN_JS)
-            assert view["header"] == STEPS[k - 1].title_in(lang), view["header"]
+            assert view["header"] == say(lang, STEPS[k - 1].title), view["header"]
             page.screenshot(path=str(SHOTS / f"lesson-{w}{'' if lang == 'en' else '-' + lang}-step{k}.png"))
             check_first_screen(view, f"step {k} at {w}×{h} ({lang})")
     finally:

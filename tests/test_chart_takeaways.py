@@ -234,15 +234,17 @@ def test_append_takeaway_compares_the_masks():
 
 
 def test_quant_bytes_takeaway_compares_the_scheme_with_fp16():
-    from sim.model.quant_bytes import bytes_takeaway, tiny_bytes_rows
+    from sim.model.quant_bytes import tiny_bytes_rows
     from sim.model.quant_cache import make_scheme
+    from sim.words.quant import bytes_takeaway, named_bytes_rows
 
     cfg = SimpleNamespace(n_layers=4, n_kv_heads=4, head_dim=32)
-    rows = tiny_bytes_rows(cfg, [make_scheme("kivi", 3, residual=32), make_scheme("token", 3)], 128)
+    schemes = [make_scheme("kivi", 3, residual=32), make_scheme("token", 3)]
+    rows = named_bytes_rows(tiny_bytes_rows(cfg, schemes, 128), schemes)
     assert bytes_takeaway(rows, 128, 3) == (
         "At 128 tokens, INT3 KIVI (R=32) stores 34.4% of FP16's bytes: 704.0 vs 2,048 B per token "
         "(every layer, K and V)")
-    short = tiny_bytes_rows(cfg, [make_scheme("kivi", 3, residual=32)], 16)  # all 16 inside the residual
+    short = named_bytes_rows(tiny_bytes_rows(cfg, schemes[:1], 16), schemes[:1])  # all 16 inside the residual
     assert bytes_takeaway(short, 16, 3) == (
         "At 16 tokens, INT3 KIVI (R=32) stores as many bytes as FP16: 2,048.0 vs 2,048 B per token "
         "(every layer, K and V)")

@@ -155,7 +155,7 @@ def _prefix_caching():
 def _kv_quantization():
     from sim.cost.gpus import load_gpus
     from sim.cost.presets import load_presets
-    from sim.model import quant_claims
+    from sim.words import quant_claims
 
     check = _call(quant_claims.seed_claims, _quant_table(), 4, load_presets()["llama-3.1-8b"], load_gpus()["h100-sxm"])
     return tuple(check.claims)

@@ -25,7 +25,6 @@ from sim.alloc.workload import (
     workload_from_lengths,
 )
 from sim.i18n import text
-from sim.model.prefix_run import kv_change_text, kv_takeaway
 from sim.words import paging
 from sim.words.paging import sharing_takeaway
 from sim.words.prefix import (
@@ -37,6 +36,7 @@ from sim.words.prefix import (
     tree_branching_sentence,
 )
 from sim.words.prefix_claims import ORIGINAL, prefix_claims
+from sim.words.prefix_run import kv_change_text, kv_takeaway
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"

@@ -22,6 +22,7 @@ from sim.words.decode import (
     speedup_caption,
     wall_time_caption,
 )
+from sim.words.profile import profile_takeaway
 from tests.conftest import run_page
 from tests.test_takeaways_generation import CACHED, NAIVE, parts, point, rec, timed
 
@@ -88,10 +89,10 @@ def test_every_sentence_states_the_same_numbers_in_both_languages():
 def test_profile_title_in_korean():
     cats = dict.fromkeys(CATEGORIES, 0.0) | {"matmuls": 300e-6, "views and copies": 200e-6}
     p = StepProfile(256, 1500e-6, 1000e-6, cats, 800.0, 2_300_000, 1e11)
-    assert p.worded("ko") == (
+    assert profile_takeaway(p, "ko") == (
         "토큰 256개에서 캐시 방식 스텝 하나가 2.30 MFLOP에 1,500 µs 걸렸다. 이 머신의 행렬곱 속도라면 23.0 µs면 되는 "
         "양이다(65×): 오버헤드가 지배한다; 연산자 호출 800번, 가장 큰 몫은 연산자 밖 (Python, 디스패치): 50%")
-    assert p.worded("en") == p.takeaway
+    assert profile_takeaway(p, "en") == profile_takeaway(p)
 
 
 def test_seed_claims_quote_the_seed_and_word_the_rest_in_korean():

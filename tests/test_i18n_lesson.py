@@ -11,8 +11,10 @@ from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
 from sim.i18n import text
 from sim.lesson import quiz
-from sim.lesson import sentences as say
-from sim.lesson.steps import STEPS, step_label
+from sim.lesson.steps import STEPS
+from sim.words import lesson as say
+from sim.words import say as word
+from sim.words.lesson import step_label, step_title
 from sim.words.roofline import roofline_takeaway
 from tests.conftest import run_page, unescaped
 from tests.test_i18n import hangul_share, rendered_text
@@ -28,7 +30,7 @@ def test_every_step_renders_in_korean(k):
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error and not at.warning, [e.value for e in [*at.error, *at.warning]]
     assert at.title[0].value == text("ko", "page.lesson.title")
-    assert at.header[0].value == STEPS[k - 1].title_in("ko")
+    assert at.header[0].value == step_title(STEPS[k - 1], "ko")
     texts = rendered_text(at)
     share = hangul_share(texts)
     print(f"lesson step {k}: {share:.1%} Hangul")
@@ -41,7 +43,7 @@ def test_every_step_renders_in_korean(k):
 def test_step_picker_and_titles_in_korean():
     assert step_label(1, "ko") == "12단계 중 1단계: 생성은 같은 일을 되풀이한다"
     assert step_label(1) == "Step 1 of 12: Generation repeats work"
-    assert [s.title for s in STEPS] == [s.title_in("en") for s in STEPS]
+    assert [s.title.key for s in STEPS] == [f"lesson.step.{s.slug}.title" for s in STEPS]
 
 
 def test_claims_in_korean_keep_the_numbers_and_the_branches():
@@ -82,19 +84,21 @@ def test_the_roofline_claim_is_the_roofline_pages_own_in_english():
 
 
 def test_quiz_in_korean():
-    q = quiz.kib_per_token("llama-3.1-8b", "bf16", lang="ko")
-    assert q.answer == quiz.kib_per_token("llama-3.1-8b").answer == 128
-    assert q.prompt == ("Llama 3.1 8B은(는) 레이어 32개, 값 128개짜리 K/V 헤드 8개를 가진다. "
+    q = quiz.kib_per_token("llama-3.1-8b", "bf16")
+    assert q.answer == 128
+    assert word("ko", q.prompt) == ("Llama 3.1 8B은(는) 레이어 32개, 값 128개짜리 K/V 헤드 8개를 가진다. "
                         "BF16에서 토큰 하나가 차지하는 KV 캐시는 몇 KiB인가?")
-    assert q.check("128 KiB").correct and q.check("128").message.startswith("정답이다. 2(K와 V) × 레이어 32개")
-    assert q.check("64").message.startswith("아쉽지만 아니다. 힌트: ") and "128" not in q.check("64").message
-    assert q.reveal().startswith("정답은 128 KiB. 2(K와 V) × 레이어 32개 × K/V 헤드 8개")
-    assert quiz.mqa_vs_mha(lang="ko").check("4배").correct  # a Korean unit after the number still parses
-    q = quiz.better_layout("system_prompt", lang="ko")
-    assert q.answer == "Fixed content first" and q.check("Fixed content first").correct
-    assert q.label(q.answer) == "고정 내용을 먼저"
-    assert q.check("Both the same").message.startswith("아쉽지만 아니다. 힌트: ")
-    assert q.reveal().startswith("정답은 고정 내용을 먼저. 시스템 프롬프트 워크로드의 요청 100개로")
+    assert q.check("128 KiB").correct and word("ko", q.check("128").message).startswith("정답이다. 2(K와 V) × 레이어 32개")
+    hint = word("ko", q.check("64").message)
+    assert hint.startswith("아쉽지만 아니다. 힌트: ") and "128" not in hint
+    assert word("ko", q.reveal()) == ("정답은 128 KiB. 2(K와 V) × 레이어 32개 × K/V 헤드 8개 × 값 128개 × 2 B = "
+                                      "131,072 B = 토큰당 128 KiB.")
+    assert quiz.mqa_vs_mha().check("4배").correct  # a Korean unit after the number still parses
+    q = quiz.better_layout("system_prompt")
+    assert q.answer == "fixed" and q.check("fixed").correct
+    assert word("ko", q.label(q.answer)) == "고정 내용을 먼저"
+    assert word("ko", q.check("same").message).startswith("아쉽지만 아니다. 힌트: ")
+    assert word("ko", q.reveal()).startswith("정답은 고정 내용을 먼저. 시스템 프롬프트 워크로드의 요청 100개로")
 
 
 def test_quiz_in_the_korean_page_parses_typed_answers_and_keeps_a_link_as_text():

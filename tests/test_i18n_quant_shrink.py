@@ -14,11 +14,13 @@ from sim.claims import SEEDS
 from sim.cost.shrink import METHODS, CopyAbility, Score, offload_cost
 from sim.i18n import text
 from sim.model.quant_cache import make_scheme
-from sim.model.quant_claims import seed_claims
-from sim.model.quant_errors import PositionErrors, exact_prefix_sentence, metric_grid
-from sim.model.quant_readouts import heatmap_takeaway, position_takeaway
+from sim.model.quant_errors import PositionErrors
 from sim.model.quant_setup import QuantSetup, prompt_problem
 from sim.model.transformer import ModelConfig
+from sim.msg import Msg
+from sim.words import say
+from sim.words.quant import errors_short, exact_prefix_sentence, heatmap_takeaway, metric_grid, position_takeaway
+from sim.words.quant_claims import seed_claims
 from sim.words.shrink_table import copy_ability_sentence, method_rows, offload_sentence, verdict
 
 SEED_001 = next(iter(Path(__file__).resolve().parents[2].glob("shared/seeds/001_*.txt")), None)  # beside the repo
@@ -38,7 +40,7 @@ def test_scheme_names_in_korean_keep_r_and_english_is_unchanged():
     assert s.title == "INT4 KIVI: K per-channel, V per-token, residual R=128"
     assert s.title_in("ko") == "INT4 KIVI: K 채널별, V 토큰별, 잔여 창 R=128"
     assert make_scheme("token_first", 2, residual=64).short_in("ko") == "토큰별 + 처음 64개 보존"
-    assert errors("token").short_in("ko") == "토큰별 (단순)" and errors("token").short_in("en") == "per-token (naive)"
+    assert errors_short(errors("token"), "ko") == "토큰별 (단순)" and errors_short(errors("token"), "en") == "per-token (naive)"
 
 
 def test_position_takeaway_in_korean_has_the_english_numbers():
@@ -65,12 +67,14 @@ def test_exact_prefix_and_setting_problems_in_korean():
         "KIVI의 KL은 처음 2개 위치에서 정확히 0이다(R=128: 그곳에서는 원본 정밀도의 키와 값만 읽는다). "
         "그래서 곡선이 0에서 시작한다.")
     bad = QuantSetup(chunk=32, residual=16)
-    assert bad.setting_problem() == ("residual window R=16 is not a multiple of K's group of 32 tokens: a per-channel "
-                                     "cache quantizes its residual in whole groups (try R = 32)")
-    assert "R = 32" in bad.setting_problem("ko") and QuantSetup().setting_problem("ko") is None
+    assert bad.setting_problem() == Msg("quant.s.r_not_multiple", R=16, G=32, fix=32)
+    assert say("en", bad.setting_problem()) == (
+        "residual window R=16 is not a multiple of K's group of 32 tokens: a per-channel "
+        "cache quantizes its residual in whole groups (try R = 32)")
+    assert "R = 32" in say("ko", bad.setting_problem()) and QuantSetup().setting_problem() is None
     with pytest.raises(ValueError, match="not a multiple"):  # the cache itself still refuses it
         bad.schemes()
-    assert prompt_problem([], "ko") == "프롬프트가 비어 있다: 한 글자 이상 입력하라."
+    assert say("ko", prompt_problem([])) == "프롬프트가 비어 있다: 한 글자 이상 입력하라."
 
 
 def _table(**kl) -> pd.DataFrame:

@@ -201,7 +201,11 @@ def test_over_the_cap_and_why_not_in_korean():
     assert reason_text(missing, "en") == "this torch has no FlexAttention (No module named x)"
     assert reason_text(missing, "ko") == catalog("ko")["kernels.why.flex_missing"].format(error="No module named x") == \
         "이 torch에는 FlexAttention이 없다 (No module named x)"
-    assert reason_text(text("en", "home.why.cpu_only"), "ko") == text("ko", "home.why.cpu_only")
+    # a CUDA-only backend on a CPU: the probe's reason is the message value, worded in either language; torch's own
+    # messages stay as torch wrote them (no English is compared to find a key)
+    assert reason_text(Msg("home.why.cpu_only"), "ko") == "torch에는 이 백엔드의 CPU 커널이 없다 (CUDA 전용)"
+    assert reason_text(Msg("home.why.cpu_only"), "en") == "torch has no CPU kernel for this backend (it is CUDA-only)"
+    assert reason_text(text("en", "home.why.cpu_only"), "ko") == text("en", "home.why.cpu_only")
     assert reason_text("CUDA error: no kernel image", "ko") == "CUDA error: no kernel image"  # torch's own words
 
 

@@ -14,6 +14,7 @@ from sim.words import engine_readouts as er
 from sim.words import say
 from sim.words import serving_readouts as ro
 from sim.words.serving import cell, event_line
+from sim.words.spec_run import draft_label, spec_summary
 from tests.conftest import run_page
 from tests.test_i18n import hangul_share, rendered_text
 
@@ -139,15 +140,15 @@ def test_the_live_speculative_run_in_korean_keeps_its_numbers():
     run = sp.SpecRun(k=3, prompt_ids=[1, 2], new_ids=[5, 6, 7, 8, 9], target_ids=[5, 6, 7, 8, 9], accepted=[3, 0],
                      spec_s=0.125, target_s=0.0675, draft_step_s=0.001, target_step_s=0.00227, verify_s=0.0029,
                      target_layers=4, draft_layers=1)
-    ko = run.summary("ko")
+    ko = spec_summary(run, "ko")
     assert ko.startswith("타깃 패스 2번으로 토큰 5개를 만들었습니다. 드래프트는 검증받은 경우의 **75%**에서 맞았습니다. "
                          "출력은 타깃 혼자 디코딩한 것과 **똑같습니다**. ")
     # c = 1 / 2.27 = 0.44 far above 1 of 4 layers; verify 2.9 / 2.27 = 1.28 steps; 67.5 / 125 = 0.54×: did not pay
     assert "타깃 스텝의 c = 0.44만큼 들어, 레이어 비율 0.25보다 훨씬 큽니다." in ko
     assert "토큰 하나짜리 스텝 1.28번만큼 듭니다." in ko and "여기서는 이득이 없었습니다(0.54×)." in ko
     assert "125 ms" in ko and "68 ms" in ko and "2.90 ms" in ko and "2.27 ms" in ko
-    assert sp.draft_label("mqa", "ko") == "따로 학습한 MQA 모델"
-    assert sp.draft_label("mqa") == "the separately trained MQA model"
+    assert draft_label("mqa", "ko") == "따로 학습한 MQA 모델"
+    assert draft_label("mqa") == "the separately trained MQA model"
 
 
 def test_link_names_in_korean_on_the_disaggregation_tab():

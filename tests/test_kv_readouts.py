@@ -106,13 +106,15 @@ def test_measurement_sentences():
     """8 tensors of 2·1·50·32 fp32 values = 8 · 12,800 B = 102,400 B = 100 KiB."""
     r = measurement()
     assert r.agree and not r.allocator_rounds_up
-    assert r.agreement == "They agree: 102,400 B = 100 KiB."
-    assert r.caption == ("Device cpu, cache dtype FP32 (p = 4); each tensor is (B, H_kv, S, D) = (2, 1, 50, 32); "
-                         "weights: trained checkpoint.")
+    from sim.words.cost import measured_agreement, measured_caption
+
+    assert measured_agreement(r) == "They agree: 102,400 B = 100 KiB."
+    assert measured_caption(r) == ("Device cpu, cache dtype FP32 (p = 4); each tensor is (B, H_kv, S, D) = (2, 1, 50, 32); "
+                                   "weights: trained checkpoint.")
     gpu = measurement(device="cuda:0", dtype="bf16", measured_bytes=51_200, opcount_bytes=51_200,
                       calculator_bytes=51_200, cuda_allocated_delta=8 * 6656, cuda_expected=8 * 6656)
     assert gpu.agree and gpu.allocator_rounds_up  # 6,400 B per tensor rounds up to 13 · 512 = 6,656 B
-    assert "cache dtype BF16 (p = 2)" in gpu.caption
+    assert "cache dtype BF16 (p = 2)" in measured_caption(gpu)
     assert not measurement(calculator_bytes=1).agree
 
 

@@ -13,8 +13,11 @@ from sim.cost.memory import MemoryConfig, kv_memory, variant_curves
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step
 from sim.lesson import quiz
-from sim.lesson import sentences as say
-from sim.lesson.steps import STEPS, step_label
+from sim.lesson.steps import STEPS
+from sim.msg import Msg
+from sim.words import lesson as say
+from sim.words import say as word
+from sim.words.lesson import step_label
 from tests.conftest import run_in_app, unescaped
 
 
@@ -39,7 +42,7 @@ def test_every_step_opens_from_its_link_draws_a_chart_and_next_goes_on(k):
     at = lesson({"step": str(k)})
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    assert at.header[0].value == STEPS[k - 1].title and at.query_params["step"] == str(k)
+    assert at.header[0].value == word("en", STEPS[k - 1].title) and at.query_params["step"] == str(k)
     assert len(at.get("plotly_chart")) >= 1 and len(claims(at)) == 1
     nxt = next(b for b in at.button if b.key == "next_top")
     if k == len(STEPS):  # Next leads to the recap (tests/test_lesson_recap.py)
@@ -47,7 +50,7 @@ def test_every_step_opens_from_its_link_draws_a_chart_and_next_goes_on(k):
         return
     nxt.click().run()
     assert not at.exception and at.query_params["step"] == str(k + 1)
-    assert at.header[0].value == STEPS[k].title
+    assert at.header[0].value == word("en", STEPS[k].title)
     next(b for b in at.button if b.key == "back_bottom").click().run()
     assert at.query_params["step"] == str(k)
 
@@ -93,9 +96,17 @@ def test_check_yourself_answers_come_from_the_full_pages_functions():
     assert q.answer == kv_memory(MemoryConfig(presets["llama-3.1-8b"], 1, 1, kv_dtype="bf16")).bytes_per_token / 1024
     assert q.answer == 128
     assert q.check("128").correct and q.check("128 KiB").correct and not q.check("64").correct
+    # the question's words are message values with the numbers as numbers
+    assert q.why == Msg("lesson.q.kib.why", layers=32, heads=8, dim=128, b=2, bpt=131_072, kib=128.0)
+    assert q.check("64").message == Msg("lesson.q.hint", hint=Msg("lesson.q.kib.hint", b=2, dtype="BF16"))
+    assert q.check("128").message == Msg("lesson.q.right", why=q.why)
+    assert q.reveal() == Msg("lesson.q.answer", answer="128 KiB", why=q.why)
+    assert q.check("lots").message == Msg("lesson.q.not_number", given="'lots'")
     # a wrong answer gets the hint, not the answer; the answer comes when asked for
-    assert q.check("64").message.startswith("Not quite. Hint: multiply 2 (K and V)") and "128" not in q.check("64").message
-    assert q.reveal().startswith("The answer is 128 KiB. 2 (K and V) × 32 layers × 8")
+    hint = word("en", q.check("64").message)
+    assert hint.startswith("Not quite. Hint: multiply 2 (K and V)") and "128" not in hint
+    assert word("en", q.reveal()) == ("The answer is 128 KiB. 2 (K and V) × 32 layers × 8 K/V heads × 128 values × "
+                                      "2 B = 131,072 B = 128 KiB per token.")
     assert q.check("") is None and not q.check("lots").correct
     q = quiz.decode_intensity("llama-3.1-70b", 4096, "fp8")
     fp8 = decode_step(RooflineConfig(presets["llama-3.1-70b"], 1, 4096, weight_dtype="fp8"))
@@ -105,7 +116,10 @@ def test_check_yourself_answers_come_from_the_full_pages_functions():
     c = variant_curves(MemoryConfig(presets["llama-3.1-8b"], 1, 1024), contexts=(1024,)).name_to_token_bytes
     assert q.answer == c["MHA"] / c["GQA"] == 4
     q = quiz.better_layout("system_prompt")
-    assert q.answer == "Fixed content first" and q.check("Fixed content first").correct
+    assert q.answer == "fixed" and q.check("fixed").correct and q.choices == ("fixed", "variable", "same")
+    assert q.why.key == "lesson.q.layout.why2" and q.why.fields["n"] == 100
+    assert q.why.fields["w"] == Msg("lesson.workload.system_prompt") and q.why.fields["f"] > q.why.fields["v"]
+    assert word("en", q.label(q.answer)) == "Fixed content first"
     assert quiz.other_workload("system_prompt") == "few_shot" and quiz.other_workload("rag") == "system_prompt"
     assert quiz.other_model("llama-3.1-8b") == "llama-3.1-70b" and quiz.other_model("llama-3.1-70b") == "llama-3.1-8b"
     # in the page: the question asks the model the step does not show; a typed answer gets the computed feedback

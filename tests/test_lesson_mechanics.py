@@ -16,6 +16,7 @@ from sim.cost.decode import flop_shape
 from sim.cost.opcount import generation_totals, step_flops
 from sim.cost.presets import load_presets
 from sim.lesson import quiz
+from sim.words import say
 from tests.conftest import run_in_app
 from tests.test_i18n import rendered_text
 
@@ -54,14 +55,14 @@ def test_no_step_prints_the_answer_to_its_question(step, question, secret):
     assert not at.exception
     q = question()
     page = " ".join(rendered_text(at))
-    assert q.prompt.split("?")[0][:30] in page.replace("\\", "")  # the question is on the page
+    assert say("en", q.prompt).split("?")[0][:30] in page.replace("\\", "")  # the question is on the page
     hidden = secret(q)
     assert hidden
     for s in hidden:
         assert s not in page, (step, s)
     # asked for, the answer comes (and only then)
     at.toggle(key=f"quiz_{q.key}_show").set_value(True).run()
-    assert any(i.value.replace("\\", "").startswith(q.reveal()[:40]) for i in at.info)
+    assert any(i.value.replace("\\", "").startswith(say("en", q.reveal())[:40]) for i in at.info)
 
 
 @pytest.mark.parametrize(("step", "key", "value", "curve"), [("1", "n", 64, "repeat"), ("5", "ctx", 16384, "step")])

@@ -8,6 +8,7 @@ import pytest
 
 from sim.i18n import text
 from sim.lesson.steps import GLOSSARY, RECAP, STEPS
+from sim.words import say
 from tests.conftest import run_in_app
 from tests.test_i18n import rendered_text
 
@@ -81,7 +82,7 @@ def test_the_recap_lists_each_steps_own_claim_at_the_same_settings():
     for k, (step, line) in enumerate(zip(STEPS, lines, strict=True), start=1):
         at = lesson({"step": str(k), **PARAMS})
         claim = next(m.value[5:] for m in at.markdown if m.value.startswith("#### "))
-        assert line == f"{k}. **{step.title}.** {claim}", (k, line, claim)
+        assert line == f"{k}. **{say('en', step.title)}.** {claim}", (k, line, claim)
     # Next on the last step opens the recap; the recap has no Next
     last = lesson({"step": str(len(STEPS))})
     next(b for b in last.button if b.key == "next_top").click().run()

@@ -12,8 +12,9 @@ import torch
 
 from app.lesson.nav import DEFAULT_PROMPT
 from sim.alloc.block_pool import BlockPool
-from sim.lesson.blocks import BLOCK_SIZE, NUM_BLOCKS, block_story, event_sentence, touched
-from sim.lesson.walk import STAGES, attention_walk, walk_sentence
+from sim.lesson.blocks import BLOCK_SIZE, NUM_BLOCKS, block_story, touched
+from sim.lesson.walk import STAGES, attention_walk
+from sim.words.lesson import event_sentence, walk_sentence
 from tests.conftest import run_in_app
 
 
@@ -97,3 +98,20 @@ def test_the_walk_steps_through_from_the_url():
         assert len(y) == (32 if stage in (0, 3) else len(DEFAULT_PROMPT.encode()))
         if stage == 2:
             assert abs(float(np.sum(y)) - 1) < 1e-9
+
+
+def test_filling_out_of_range_is_a_refusal_in_either_language():
+    from app.resources import model
+    from sim.model.cache_filling import MAX_FILL_NEW, MAX_FILL_PROMPT, fill_cache
+    from sim.msg import Msg
+    from sim.refusal import Refusal
+    from sim.words import why
+
+    with pytest.raises(Refusal) as bad:
+        fill_cache(model("mha"), [], 4)
+    assert bad.value.msg == Msg("lesson.fill.bad_prompt", max=MAX_FILL_PROMPT, n=0)
+    assert str(bad.value) == f"the prompt must be 1 to {MAX_FILL_PROMPT} bytes, got 0"
+    with pytest.raises(Refusal) as bad:
+        fill_cache(model("mha"), [65], MAX_FILL_NEW + 1)
+    assert bad.value.msg == Msg("lesson.fill.bad_new", max=MAX_FILL_NEW, n=MAX_FILL_NEW + 1)
+    assert why(bad.value, "ko") != str(bad.value) and f"{MAX_FILL_NEW}" in why(bad.value, "ko")

@@ -18,6 +18,7 @@ from sim.alloc.prefix_sweeps import block_size_sweep, capacity_sweep, compare_tw
 from sim.alloc.radix_tree import radix_hit_tokens, radix_view
 from sim.alloc.workload import LAYOUTS, PREFIX_WORKLOADS, PrefixWorkloadConfig, make_trace, trace_from_lists
 from sim.model import prefix_run as pr
+from sim.words import prefix_run as prw
 
 
 def blake(parent: bytes, tokens, extra: bytes = b"") -> int:
@@ -418,22 +419,22 @@ def _branch_run(shared_s: float, branch_decode_s: float = 0.10, scratch_decode_s
 
 
 def test_branch_summary_says_which_way_each_comparison_went():
-    trails = _branch_run(1.0).summary()  # time saved 40 % < tokens 45 %
+    trails = prw.branch_summary(_branch_run(1.0))  # time saved 40 % < tokens 45 %
     assert "**45%** of the prefill tokens and **40%** of the prefill time" in trails
     assert "Time saved (40%) trails tokens saved (45%) by 5 points" in trails and "3 passes instead of 2" in trails
-    exceeds = _branch_run(0.6).summary()  # 60 % > 45 %
+    exceeds = prw.branch_summary(_branch_run(0.6))  # 60 % > 45 %
     assert "Time saved (60%) exceeds tokens saved (45%) by 15 points" in exceeds and "trails" not in exceeds
-    assert "about the same share (within 2 points)" in _branch_run(0.9).summary()  # 45 % vs 45.5 %
+    assert "about the same share (within 2 points)" in prw.branch_summary(_branch_run(0.9))  # 45 % vs 45.5 %
     assert "Decoding the same 2 × 4 steps took 100 ms both ways: the steps are the same work." in trails
-    one = _branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236).summary()  # one repeat: no spread
+    one = prw.branch_summary(_branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236))  # one repeat: no spread
     assert ("Decoding the same 2 × 4 steps took 147 ms branched vs 236 ms from scratch, 89 ms (61%) more from "
             "scratch; one timed repeat gives no spread to tell timing noise from a real gap.") in one
     runs = dict(branch_decode_runs_s=(0.10, 0.147, 0.25), scratch_decode_runs_s=(0.2, 0.236, 0.24))
-    noisy = _branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236, **runs).summary()  # spread 150 ms
+    noisy = prw.branch_summary(_branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236, **runs))  # spread 150 ms
     assert noisy.endswith("89 ms (61%) more from scratch, within the 150 ms the repeats spread over: timing noise, "
                           "since the steps are the same work over caches of the same length.")
     tight = dict(branch_decode_runs_s=(0.14, 0.15), scratch_decode_runs_s=(0.23, 0.24))  # spread 10 ms
-    real = _branch_run(1.0, branch_decode_s=0.236, scratch_decode_s=0.147, **tight).summary()
+    real = prw.branch_summary(_branch_run(1.0, branch_decode_s=0.236, scratch_decode_s=0.147, **tight))
     assert real.endswith("89 ms (61%) more branched, more than the 10 ms the repeats spread over, although the "
                          "steps are the same work over caches of the same length.")
     assert "noise" not in real.replace("timing noise from", "")

@@ -12,8 +12,11 @@ from sim.alloc import prefix_sweeps as ps
 from sim.alloc.prefix_cache import CacheConfig, HitTotals, simulate_prefix_cache
 from sim.alloc.workload import PrefixWorkloadConfig, make_trace, trace_from_lists
 from sim.model import prefix_run as pr
+from sim.msg import Msg
 from sim.readout import Metric
 from sim.words import prefix as ro
+from sim.words import prefix_run as prw
+from sim.words import say
 
 
 def test_byte_tokens():
@@ -150,15 +153,18 @@ def test_branch_inputs_parse_and_name_the_numbers():
     assert got.problem is None and got.continuations == ("King.", "Ham.")
     assert got.suffix_ids == (tuple(b"King.\n"), tuple(b"Ham.\n")) and got.prefix_ids == (97, 98, 99)
     assert got.kv_ids == (97, 98, 99) and got.kv_problem is None
-    assert pr.branch_inputs("a", "x", 4, 1).kv_problem == "The prefix needs at least 2 bytes for this view."
+    assert pr.branch_inputs("a", "x", 4, 1).kv_problem == Msg("prefix.run.kv_problem")
+    assert say("en", pr.branch_inputs("a", "x", 4, 1).kv_problem) == "The prefix needs at least 2 bytes for this view."
     assert len(pr.branch_inputs("x" * 500, "x", 4, 1).kv_ids) == pr.KV_DEMO_BYTES == 120
 
     def problem(prefix="abc", suffixes="x"):
-        return pr.branch_inputs(prefix, suffixes, 4, 1).problem
+        got = pr.branch_inputs(prefix, suffixes, 4, 1).problem
+        return None if got is None else say("en", got)
 
     assert problem("") == "The shared prefix is empty: type at least one character."
     assert problem("é" * 700) == "The shared prefix is 1,400 bytes; the limit is 700."
     assert problem("x" * 700) is None
+    assert pr.branch_inputs("é" * 700, "x", 4, 1).problem == Msg("prefix.run.too_long", n=1400, max=700)
     assert problem(suffixes=" \n") == "Give 1..8 continuations (one per line); there are 0."
     assert problem(suffixes="\n".join("abcdefghi")) == "Give 1..8 continuations (one per line); there are 9."
     assert problem(suffixes="x" * 80) == "A continuation is 81 bytes; the limit is 80."
@@ -170,7 +176,8 @@ def test_branch_job_costs_the_longest_branch_both_ways():
     job = pr.branch_inputs("abc", "King.\nHam.", 4, 1).job(rates)
     # the longest branch: 3 + 6 prompt tokens, then 3 one-token steps = 12 tokens; 2 ways × 2 branches × 2 runs
     assert job.estimate_s == pytest.approx(2 * 2 * 2 * 12e-3)
-    assert job.what == "Prefilling once and branching 2 continuations, 1 timed repetitions"
+    assert job.what == Msg("prefix.run.job", n=2, repeats=1)
+    assert say("en", job.what) == "Prefilling once and branching 2 continuations, 1 timed repetitions"
 
 
 def _branch_run(**kw):
@@ -184,20 +191,20 @@ def _branch_run(**kw):
 
 def test_branch_run_metrics_and_sentences():
     run = _branch_run()
-    got = {m.label: (m.value, m.help) for m in run.metrics()}
+    got = {m.label: (m.value, m.help) for m in prw.branch_metrics(run)}
     assert got["Prefill from scratch"] == ("2000.0 ms", "220 tokens in 2 passes.")
     assert got["Prefill, prefix cached"] == ("1200.0 ms", "120 tokens in 3 passes.")
     assert got["Prefill time saved"] == ("40%", "Prefill tokens saved: 45%.")
     assert got["Tokens identical"][0] == "yes" and got["Largest logit diff"][0] == "0.0e+00"
-    assert run.mismatch_warning() is None
-    assert run.chart_title() == ("Prefilling the prefix once cuts prefill from 2000.0 ms to 1200.0 ms (40% less) for 2 "
+    assert prw.mismatch_warning(run) is None
+    assert prw.branch_chart_title(run) == ("Prefilling the prefix once cuts prefill from 2000.0 ms to 1200.0 ms (40% less) for 2 "
                                  "branches from a prefix of 100 tokens on cpu (float32)")
     # one decode step: 0.10 s / (2 × 4) = 12.5 ms; one prefill token: 2.0 s / 220 = 9.09 ms
     assert run.decode_step_in_prefill_tokens == pytest.approx(0.0125 / (2.0 / 220))
-    assert run.report() == run.summary() + " One decode step here (batch 1) costs as much as **1** prefill tokens."
+    assert prw.branch_report(run) == prw.branch_summary(run) + " One decode step here (batch 1) costs as much as **1** prefill tokens."
     one = _branch_run(num_new=1)
-    assert one.decode_step_in_prefill_tokens is None and one.report() == one.summary()
-    frame = run.to_frame(["King.", "Ham."])
+    assert one.decode_step_in_prefill_tokens is None and prw.branch_report(one) == prw.branch_summary(one)
+    frame = prw.branch_frame(run, ["King.", "Ham."])
     assert frame.to_dict("records") == [
         {"branch": 1, "continuation": "King.", "branched": "Hi", "from scratch": "Hi", "same": True},
         {"branch": 2, "continuation": "Ham.", "branched": "\n", "from scratch": "\n", "same": True}]
@@ -205,11 +212,11 @@ def test_branch_run_metrics_and_sentences():
 
 def test_branch_run_that_differs_says_why():
     run = _branch_run(scratch_tokens=[[72, 105], [11]], dtype="bfloat16", max_abs_logit_diff=0.03125)
-    got = {m.label: m.value for m in run.metrics()}
+    got = {m.label: m.value for m in prw.branch_metrics(run)}
     assert got["Tokens identical"] == "NO" and got["Largest logit diff"] == "3.1e-02"
-    assert run.mismatch_warning().startswith("Some branch produced different tokens from its from-scratch run. In "
+    assert prw.mismatch_warning(run).startswith("Some branch produced different tokens from its from-scratch run. In "
                                              "bfloat16 the two ways round differently")
-    assert run.to_frame(["a", "b"])["same"].tolist() == [True, False]
+    assert prw.branch_frame(run, ["a", "b"])["same"].tolist() == [True, False]
 
 
 def test_kv_change_words_its_own_counts():
@@ -218,8 +225,8 @@ def test_kv_change_words_its_own_counts():
     kc = pr.KVChange([65, 66, 67, 68], [65, 66, 99, 68], 2, k, v, np.ones(3))
     assert kc.changed_counts() == [1, 2, 2]
     assert kc.position_labels() == ["A", "B", "C", "D"]
-    assert kc.chart_title() == ("Changing byte 2 (C → c): positions 0–1 stay exactly unchanged in all 3 layers; of the 2 "
+    assert prw.kv_chart_title(kc) == ("Changing byte 2 (C → c): positions 0–1 stay exactly unchanged in all 3 layers; of the 2 "
                                 "positions from 2 on, layer 0 changes 1 and layers 1–2 change all 2")
-    assert (kc.summary(), kc.finding()) == pr.kv_change_text([1, 2, 2], 2, 4, 0)
-    assert kc.finding() == ("changing byte 2: layer 0 changes 1 position, layers 1–2 change all 2 of the 2 positions "
+    assert (prw.kv_summary(kc), prw.kv_finding(kc)) == prw.kv_change_text([1, 2, 2], 2, 4, 0)
+    assert prw.kv_finding(kc) == ("changing byte 2: layer 0 changes 1 position, layers 1–2 change all 2 of the 2 positions "
                             "from 2 on (section 5)")

@@ -10,9 +10,9 @@ from sim.alloc import prefix_sweeps as ps
 from sim.alloc.prefix_cache import CacheConfig, HitTotals, simulate_prefix_cache
 from sim.alloc.workload import LAYOUTS, PrefixWorkloadConfig, make_trace
 from sim.claims import Verdict
-from sim.model import prefix_run as pr
 from sim.words import prefix as ro
 from sim.words import prefix_claims as claims
+from sim.words import prefix_run as prw
 
 
 def test_two_prompts_by_hand():
@@ -84,11 +84,11 @@ def test_agent_sentences_state_the_totals():
 
 
 def test_kv_change_text():
-    text, finding = pr.kv_change_text([1, 30, 30, 30], 10, 40)
+    text, finding = prw.kv_change_text([1, 30, 30, 30], 10, 40)
     assert "In layer 0 only **1** position changed" in text and "layer 3: **30** of the 30 positions from 10 on" in text
     assert finding == "changing byte 10: layer 0 changes 1 position, layers 1–3 change all 30 of the 30 positions " \
                       "from 10 on (section 5)"
-    _, finding = pr.kv_change_text([1, 20, 30], 10, 40)
+    _, finding = prw.kv_change_text([1, 20, 30], 10, 40)
     assert "layers 1–2 change 20–30 of the 30" in finding
 
 

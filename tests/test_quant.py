@@ -349,7 +349,7 @@ def test_seed_bandwidth_claim_is_recomputed():
 
     from sim.cost.gpus import load_gpus
     from sim.cost.presets import load_presets
-    from sim.model.quant_claims import seed_claims
+    from sim.words.quant_claims import seed_claims
 
     check = seed_claims(pd.DataFrame(columns=["scheme", "bits"]), 4, load_presets()["llama-3.1-8b"],
                         load_gpus()["h100-sxm"])

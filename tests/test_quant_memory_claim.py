@@ -3,7 +3,7 @@ already cut to the requests that fit (issue 38's audit)."""
 
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
-from sim.model.quant_claims import bandwidth_claims
+from sim.words.quant_claims import bandwidth_claims
 
 
 def test_int8_kivi_is_0_563_of_fp16_at_32k_tokens_for_llama_8b():

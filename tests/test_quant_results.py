@@ -7,20 +7,28 @@ import pytest
 from sim.claims import Verdict
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
-from sim.model.quant_bytes import bytes_curves, bytes_per_value, fp16_bytes_per_token, scale_view
+from sim.model.quant_bytes import bytes_per_value, fp16_bytes_per_token, scale_view
 from sim.model.quant_cache import FULL, make_scheme
-from sim.model.quant_channels import ChannelStats, OutlierCase, outlier_caption
-from sim.model.quant_claims import seed_claims
-from sim.model.quant_errors import (
-    PositionErrors,
+from sim.model.quant_channels import ChannelStats, OutlierCase
+from sim.model.quant_errors import PositionErrors
+from sim.model.quant_generation import MARK, FreeRun
+from sim.model.transformer import ModelConfig
+from sim.words.quant import (
+    bytes_curves,
+    divergence_frame,
+    free_run_metrics,
     headline_metrics,
     metric_grid,
+    outlier_caption,
+    outlier_sentence,
     perplexity_sentence,
     position_caption,
     results_frame,
+    scale_caption,
+    scale_frame,
+    scale_metrics,
 )
-from sim.model.quant_generation import MARK, FreeRun, divergence_frame
-from sim.model.transformer import ModelConfig
+from sim.words.quant_claims import seed_claims
 
 CFG = ModelConfig(n_layers=4, n_kv_heads=4, max_seq_len=1024)  # 2 × 4 × 4 × 32 × 2 B = 2,048 B per token
 
@@ -84,11 +92,11 @@ def test_free_run_marks_where_the_texts_part():
     run = FreeRun(FULL, list(b"AB"), list(b"xyz"), list(b"xqz"), 300, 1200)
     assert run.first_difference == 1 and run.num_same == 1
     assert run.marked_text(run.ref_ids) == f"ABx{MARK}yz" and run.marked_text(run.quant_ids) == f"ABx{MARK}qz"
-    assert [(m.label, m.value, m.delta) for m in run.metrics()] == [
+    assert [(m.label, m.value, m.delta) for m in free_run_metrics(run)] == [
         ("First differing token", "1", None), ("Same tokens before it", "1 of 3", None),
         ("Cache after the run", "300 B", "25.0% of FP16")]
     same = FreeRun(FULL, list(b"A"), list(b"xy"), list(b"xy"), 1, 1)
-    assert same.marked_text(same.ref_ids) == "Axy" and same.metrics()[1].value == "2 of 2"
+    assert same.marked_text(same.ref_ids) == "Axy" and free_run_metrics(same)[1].value == "2 of 2"
     schemes = [make_scheme("kivi", 4), make_scheme("fp8_e4m3")]
     df = divergence_frame(schemes, {"kivi": None, "fp8_e4m3": 7})
     assert df.to_dict("records") == [
@@ -103,8 +111,8 @@ def test_channel_ratios_and_sentence():
     row = stats.ratios_frame().iloc[0]
     assert (row["K max ÷ median"], row["V max ÷ median"]) == (6.0, 1.0)
     assert row["K's top channels"].startswith("3, ")
-    assert stats.outlier_sentence().startswith("**Does this model have outlier K channels?** Yes: ")
-    weak = ChannelStats(np.ones((1, 1, 2, 8)), np.ones((1, 1, 2, 8))).outlier_sentence()
+    assert outlier_sentence(stats).startswith("**Does this model have outlier K channels?** Yes: ")
+    weak = outlier_sentence(ChannelStats(np.ones((1, 1, 2, 8)), np.ones((1, 1, 2, 8))))
     assert "Only weak ones" in weak and "Nothing reaches 5×" in weak
     cases = [OutlierCase("injected", "token", 0.5, 0.01, 0.4), OutlierCase("injected", "channel", 0.05, 0.02, 0.03)]
     cap = outlier_caption(cases, 1, 0, 5, 8.0, 2, 32, 16)
@@ -126,12 +134,12 @@ def test_scale_view_metrics_and_frame():
     view = scale_view(arch, gpu, [make_scheme("kivi", 4)], 32768, 0.9)
     fp16, kivi = view.rows
     assert fp16.per_request_bytes == 4 * 2**30 and fp16.max_requests == 14  # (72 − 15) GiB ÷ 4 GiB
-    m = view.metrics(4)
+    m = scale_metrics(view, 4)
     assert m[0].value == "14" and m[1].delta == f"{kivi.max_requests / 14:.2f}× FP16"
-    df = view.frame()
+    df = scale_frame(view)
     assert list(df["scheme"]) == ["full precision", "INT4 KIVI: K per-channel, V per-token, residual R=128"]
     assert df["per request"][0] == 4.0
-    assert view.caption().startswith("Llama 3.1 8B at 32,768 tokens per request on one NVIDIA H100")
+    assert scale_caption(view).startswith("Llama 3.1 8B at 32,768 tokens per request on one NVIDIA H100")
 
 
 def table(**kl) -> pd.DataFrame:

@@ -7,21 +7,33 @@ import pytest
 from sim.cost.presets import load_presets
 from sim.cost.vllm_rules import version_label
 from sim.model.quant import fp8_backend
-from sim.model.quant_bytes import bytes_formula, context_for, scale_presets
+from sim.model.quant_bytes import context_for, scale_presets
 from sim.model.quant_cache import FP8_KINDS, SCHEME_KINDS, make_scheme
-from sim.model.quant_channels import OutlierCase, channels_caption, outlier_frame
-from sim.model.quant_errors import EvalConfig, binned_frame, grid_caption
-from sim.model.quant_generation import text_heading
+from sim.model.quant_channels import OutlierCase, outlier_frame
+from sim.model.quant_errors import EvalConfig
 from sim.model.quant_setup import (
     ALL_KINDS,
     MAX_PROMPT,
     POSITION_KINDS,
     QuantSetup,
     free_seconds,
-    free_sentence,
     prompt_problem,
 )
 from sim.model.transformer import ModelConfig
+from sim.msg import Msg
+from sim.refusal import Refusal
+from sim.words import say
+from sim.words.quant import (
+    binned_frame,
+    blank_cells_note,
+    bytes_formula,
+    channels_caption,
+    free_sentence,
+    grid_caption,
+    jobs_sentence,
+    standard_error_caption,
+    text_heading,
+)
 from sim.work.run_cost import ModelRates, cached_work, prefill_work
 from tests.test_quant_results import errors
 
@@ -66,9 +78,9 @@ def test_estimates_are_the_cost_model_times_the_measured_factors():
 
 
 def test_sentences_carry_the_setting():
-    assert SETUP.jobs_sentence("Comparing", 8) == "Comparing: 8 teacher-forced runs over 3 × 128 tokens"
-    assert SETUP.standard_error_caption().startswith("± is the standard error over the 3 windows. Δ loss can be noisy")
-    assert "the other schemes only at INT2. Switch on" in SETUP.blank_cells_note()
+    assert jobs_sentence(SETUP, "Comparing", 8) == "Comparing: 8 teacher-forced runs over 3 × 128 tokens"
+    assert standard_error_caption(SETUP).startswith("± is the standard error over the 3 windows. Δ loss can be noisy")
+    assert "the other schemes only at INT2. Switch on" in blank_cells_note(SETUP)
     assert SETUP.csv_name() == "kv_quantization_gqa_G16_g8_R64.csv"
     assert free_sentence(24) == "Generating 24 tokens through the full-precision and the quantized cache"
     assert channels_caption(256).endswith("on the first held-out window of 256 tokens.")
@@ -83,20 +95,24 @@ def test_sentences_carry_the_setting():
 def test_outlier_tokens_are_whole_chunks():
     assert SETUP.outlier_tokens() == 128  # 8 chunks of 16
     assert QuantSetup(chunk=64, residual=128, eval=EvalConfig(1, 100)).outlier_tokens() == 64
-    with pytest.raises(ValueError, match="The window of 16 tokens is shorter than one chunk of G=32"):
+    with pytest.raises(Refusal, match="The window of 16 tokens is shorter than one chunk of G=32") as exc:
         QuantSetup(eval=EvalConfig(1, 16)).outlier_tokens()
+    assert exc.value.msg == Msg("quant.s.window_short", S=16, G=32)
 
 
 def test_prompt_problems():
-    assert prompt_problem([]) == "The prompt is empty: type at least one character."
+    assert prompt_problem([]) == Msg("quant.s.prompt_empty")
+    assert say("en", prompt_problem([])) == "The prompt is empty: type at least one character."
     assert prompt_problem([65] * MAX_PROMPT) is None
-    assert prompt_problem([65] * 130) == "The prompt is 130 bytes; the limit is 128. Shorten it."
+    assert prompt_problem([65] * 130) == Msg("quant.s.prompt_long", n=130, max=128)
+    assert say("en", prompt_problem([65] * 130)) == "The prompt is 130 bytes; the limit is 128. Shorten it."
 
 
 def test_context_is_cut_to_what_the_model_was_trained_for():
     arch = load_presets()["llama-2-7b"]  # trained for 4,096 tokens
     assert context_for(arch, 2048) == (2048, None)
-    assert context_for(arch, 32768) == (4096, "Llama 2 7B was trained for 4,096 tokens: counting 4,096 per request.")
+    assert context_for(arch, 32768) == (4096, Msg("quant.s.context_cut", model="Llama 2 7B", max=4096, ctx=4096))
+    assert say("en", context_for(arch, 32768)[1]) == "Llama 2 7B was trained for 4,096 tokens: counting 4,096 per request."
 
 
 def test_scale_presets_leave_out_mla_and_sliding_windows():

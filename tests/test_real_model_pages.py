@@ -13,7 +13,10 @@ import pytest
 
 from app.work import SHOWN_KEY
 from sim.cost.shrink import EVICT_METHODS, QUANT_METHODS
-from sim.model.real_recorded import RealShrinkSetup, cell_key, frame_rows, load_recorded, score, verdict
+from sim.model.real_recorded import RealShrinkSetup, cell_key, load_recorded
+from sim.words.shrink import recorded_rows as frame_rows
+from sim.words.shrink import recorded_score as score
+from sim.words.shrink import recorded_verdict as verdict
 from tests.conftest import run_in_app, unescaped
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -276,9 +276,9 @@ def test_lesson_filling_step_offers_smollm2_bpe_tokens(real):
     from app.lesson.generation import FILL_NEW, MIN_REAL_NEW
     from app.lesson.nav import DEFAULT_PROMPT
     from app.work import auto_limits
-    from sim.lesson import sentences as lesson_say
     from sim.model.cache_filling import fit_num_new
     from sim.model.real_pages import WARM_LOAD_S
+    from sim.words import lesson as lesson_say
     from sim.work.run_cost import smollm2_rates, smollm2_tokens
     from tests.test_lesson import claims, plotly_array
 

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.claims import Verdict
-from sim.model.quant_claims import KL_GAP, SAFE_AGREEMENT, fp8_verdict, seed_claims
+from sim.model.quant_claims import KL_GAP, SAFE_AGREEMENT, fp8_verdict
+from sim.words.quant_claims import seed_claims
 from tests.conftest import run_page
 
 KINDS = (("kivi", 8), ("token", 8), ("fp8_e4m3", 8), ("kivi", 4), ("token", 4), ("kivi", 2), ("token", 2))
@@ -130,8 +131,9 @@ def test_the_blur_rankings_constants_are_the_caches_the_page_runs():
 def test_the_recorded_real_model_grid_s_ranking_agrees_with_its_rows():
     """The recorded SmolLM2 grid's FP8 cells were measured at scale 1.0, the code's FP8 today (bit for bit, see
     tests/test_quant_fp8.py): the sentence ranks its rows as they are."""
-    from sim.model.real_recorded import load_recorded, score
+    from sim.model.real_recorded import load_recorded
     from sim.model.shrink_quant import blur_ranking
+    from sim.words.shrink import recorded_score as score
 
     data = load_recorded()
     assert data is not None

@@ -14,6 +14,7 @@ from sim.cost.roofline import RooflineConfig, decode_step, hardware
 from sim.model import speculative as sp
 from sim.serving import speculative as sps
 from sim.words import speculative as sw
+from sim.words.spec_run import draft_label, spec_cost_summary, spec_summary
 from tests.conftest import run_page
 
 # --- speculative decoding ---------------------------------------------------------------------------
@@ -178,7 +179,7 @@ def test_spec_run_summary_is_worded_from_the_run():
     run = sp.SpecRun(k=3, prompt_ids=[1, 2], new_ids=[5, 6, 7, 8, 9], target_ids=[5, 6, 7, 8, 9], accepted=[3, 0],
                      spec_s=0.125, target_s=0.0675, draft_step_s=0.001, target_step_s=0.00227, verify_s=0.0029,
                      target_layers=4, draft_layers=1)
-    text = run.summary()
+    text = spec_summary(run)
     assert text.startswith("2 target passes produced 5 tokens. The draft was right **75%** of the time it was checked. "
                            "The output is **identical** to the target decoding alone. ")
     assert "the speculative loop took 125 ms against 68 ms for the target alone; one verify pass over 4 tokens took " \
@@ -191,9 +192,9 @@ def test_spec_run_summary_is_worded_from_the_run():
         "The 4-token verify pass is not free: it costs 1.28 one-token steps. Here it did not pay off (0.54×): "
         "speculation pays off when the target is large and memory-bound, as in the curves above.")
     differs = sp.SpecRun(3, [1], [5, 6, 1], [5, 6, 7], [1], 0.1, 0.1, 0.01, 0.02, 0.03, "cuda", "bfloat16")
-    assert "**The output differs from the target's own from token 2 on.**" in differs.summary()
-    assert "in bfloat16 on cuda" in differs.summary()
-    assert "The draft costs c = 0.50 of a target step." in differs.summary()  # no layer counts: no ratio
+    assert "**The output differs from the target's own from token 2 on.**" in spec_summary(differs)
+    assert "in bfloat16 on cuda" in spec_summary(differs)
+    assert "The draft costs c = 0.50 of a target step." in spec_summary(differs)  # no layer counts: no ratio
 
 
 def test_spec_run_cost_summary_follows_the_measurements():
@@ -202,13 +203,13 @@ def test_spec_run_cost_summary_follows_the_measurements():
                           target_layers=4, draft_layers=draft_layers)
 
     # c = 0.0055 / 0.01 = 0.55 against 2 / 4 layers; verify 0.011 / 0.01 = 1.1 steps; 0.16 / 0.1 = 1.6×
-    assert run(0.0055, 0.011, 0.1).cost_summary() == (
+    assert spec_cost_summary(run(0.0055, 0.011, 0.1)) == (
         "A draft with 2 of the target's 4 layers costs c = 0.55 of a target step, close to the layer ratio 0.50. "
         "The 5-token verify pass costs 1.10 one-token steps: about one, as the formula assumes. Speculation paid off "
         "here (1.60×); it pays most when the target is large and memory-bound, as in the curves above.")
-    assert "costs c = 0.10 of a target step, well below the layer ratio 0.50." in run(0.001, 0.011, 0.1).cost_summary()
-    assert "far above the layer ratio 0.50." in run(0.0075, 0.011, 0.1).cost_summary()  # 0.75 = 1.5 × 0.5
-    assert "close to the layer ratio 1.00." in run(0.009, 0.011, 0.1, draft_layers=4).cost_summary()
+    assert "costs c = 0.10 of a target step, well below the layer ratio 0.50." in spec_cost_summary(run(0.001, 0.011, 0.1))
+    assert "far above the layer ratio 0.50." in spec_cost_summary(run(0.0075, 0.011, 0.1))  # 0.75 = 1.5 × 0.5
+    assert "close to the layer ratio 1.00." in spec_cost_summary(run(0.009, 0.011, 0.1, draft_layers=4))
 
 
 def test_spec_run_formula_tokens_per_pass():
@@ -227,8 +228,8 @@ def test_drafts_on_offer():
     assert sp.target_layers() == PRESETS["mha"].n_layers == 4
     trained = [name for name in PRESETS if name != "mha" and checkpoint_path(name).is_file()]
     assert sp.available_drafts() == ["first1", "first2", "first3", *trained]
-    assert sp.draft_label("first2") == "the target's first 2 of 4 layers (early exit)"
-    assert sp.draft_label("gqa") == "the separately trained GQA model"
+    assert draft_label("first2") == "the target's first 2 of 4 layers (early exit)"
+    assert draft_label("gqa") == "the separately trained GQA model"
     assert sp.draft_layers("first3") == 3 and sp.draft_layers("mqa") is None
 
 

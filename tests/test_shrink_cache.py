@@ -7,7 +7,7 @@ from app.registry import PAGES
 from sim.cost.memory import GiB
 from sim.cost.shrink import LINKS, METHODS, Score, offload_cost
 from sim.model.real_recorded import load_recorded
-from sim.model.real_recorded import verdict as recorded_verdict
+from sim.words.shrink import recorded_verdict
 from sim.words.shrink_table import offload_sentence, verdict
 from tests.conftest import run_in_app, unescaped
 
@@ -79,12 +79,13 @@ def test_the_page_waits_for_its_button_then_shows_the_direct_runs_numbers():
     from app.runs.shrink_cache import load
     from sim.cost.shrink import ShrinkSetup
     from sim.model.shrink_run import run_shrink
+    from sim.words.shrink import table_frame
 
     # a direct run of one discarding and one blurring cache (each row is its own run against the same full
     # cache): the page's rows for them are the same numbers, so reproducible for a seed
     direct = run_shrink(load("mha"), ShrinkSetup(methods=("h2o", "kivi2"), budgets=(0.25,), num_new=128, num_trials=1))
-    mine = shown[shown["Method"].isin(direct.frame()["Method"])].reset_index(drop=True)
-    assert len(mine) == 3 and mine.equals(direct.frame())
+    mine = shown[shown["Method"].isin(table_frame(direct)["Method"])].reset_index(drop=True)
+    assert len(mine) == 3 and mine.equals(table_frame(direct))
     assert len(shown) == 1 + 4 + 4 and shown["Method"][0] == "The full FP16 cache"
     assert shown["Bytes kept (% of FP16)"][0] == 100 and shown["Long generation: tokens equal (%)"][0] == 100
     said = [unescaped(m.value) for m in at.markdown if m.value.startswith("**")]

@@ -5,6 +5,7 @@ import pytest
 
 from sim.cost.opcount import step_flops
 from sim.model.step_profile import CATEGORIES, StepProfile, category, profile_decode_step
+from sim.words.profile import profile_takeaway
 from tests.conftest import run_page
 
 
@@ -25,11 +26,11 @@ def test_shares_add_up_and_the_takeaway_follows_the_ratio():
     shares = p.shares()
     assert sum(shares.values()) == pytest.approx(1.0)
     assert shares["outside operators (Python, dispatch)"] == pytest.approx(0.5)
-    assert p.takeaway == ("A cached step at 256 tokens took 1,500 µs for 2.30 MFLOP that need 23.0 µs at this "
+    assert profile_takeaway(p) == ("A cached step at 256 tokens took 1,500 µs for 2.30 MFLOP that need 23.0 µs at this "
                           "machine's matmul rate (65×): overhead-bound; 800 operator calls, the largest share outside "
                           "operators (Python, dispatch) (50%)")
-    assert "close to its arithmetic" in _profile(30, 2_300_000).takeaway
-    assert "a few times slower than its arithmetic" in _profile(100, 2_300_000).takeaway
+    assert "close to its arithmetic" in profile_takeaway(_profile(30, 2_300_000))
+    assert "a few times slower than its arithmetic" in profile_takeaway(_profile(100, 2_300_000))
 
 
 def test_profiling_the_real_model_counts_the_steps_flops_exactly():

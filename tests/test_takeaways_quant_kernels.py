@@ -12,15 +12,15 @@ from sim.attention.online_softmax import SoftmaxDemo, run_softmax_demo
 from sim.attention.shapes import AttentionShape
 from sim.attention.timing import SweepResult, TimingResult
 from sim.claims import Verdict
-from sim.model import quant_readouts as qr
-from sim.model.quant_bytes import bytes_curves
 from sim.model.quant_cache import make_scheme
-from sim.model.quant_channels import OutlierCase, outlier_caption
-from sim.model.quant_claims import seed_claims
-from sim.model.quant_errors import PositionErrors, exact_prefix_sentence, metric_grid
+from sim.model.quant_channels import OutlierCase
+from sim.model.quant_errors import PositionErrors
 from sim.model.transformer import ModelConfig
 from sim.words import attention as R
+from sim.words import quant as qr
 from sim.words.kernel_claims import kernel_claims
+from sim.words.quant import bytes_curves, exact_prefix_sentence, metric_grid, outlier_caption
+from sim.words.quant_claims import seed_claims
 from tests.conftest import run_page
 
 # --- KV quantization ------------------------------------------------------------------------------------
@@ -352,9 +352,9 @@ def test_standard_error_caption_reports_how_noisy_kivis_loss_change_was():
                               e.bytes_per_token, np.array(windows))
 
     setup = QuantSetup()
-    steady = setup.standard_error_caption(kivi([0.010, 0.012]))
+    steady = qr.standard_error_caption(setup, kivi([0.010, 0.012]))
     assert steady.startswith("± is the standard error over the 4 windows. KIVI's Δ loss here is +0.01100 ± 0.00100 "
                              "nats/byte: the ± is 9% of the change.")
-    noisy = setup.standard_error_caption(kivi([-0.010, 0.012]))
+    noisy = qr.standard_error_caption(setup, kivi([-0.010, 0.012]))
     assert ("KIVI's Δ loss here is +0.00100 ± 0.01100 nats/byte: the ± is as large as the change itself, so its sign "
             "is not settled") in noisy

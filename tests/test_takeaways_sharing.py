@@ -9,9 +9,9 @@ import pandas as pd
 
 from sim.alloc.policies import BlockSizeTradeoff
 from sim.alloc.workload import PrefixWorkloadConfig
-from sim.model.prefix_run import kv_takeaway
 from sim.words import paging as pg
 from sim.words import prefix as ro
+from sim.words.prefix_run import kv_takeaway
 from tests.conftest import run_page
 
 

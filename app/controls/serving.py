@@ -19,6 +19,7 @@ from sim.model import speculative as sp
 from sim.serving import comparison as cp
 from sim.serving import speculative as sps
 from sim.serving.schedulers import MAX_BATCH, MAX_REQUESTS
+from sim.words.spec_run import draft_label
 
 BLOCK_SIZES = (8, 16, 32)
 MAX_RATE = 100_000.0
@@ -168,7 +169,7 @@ def live() -> LiveChoice | None:
     c = st.columns([5, 3, 1, 1])
     LIVE_PROMPT.draw(c[0], height=90)
     L = lang()  # read while drawing: the label function may run outside the script run
-    LIVE_DRAFT.draw(c[1], format_func=lambda key: sp.draft_label(key, L))
+    LIVE_DRAFT.draw(c[1], format_func=lambda key: draft_label(key, L))
     LIVE_K.draw(c[2])
     LIVE_NEW.draw(c[3])
     return LiveChoice(ss["live_prompt"], ss["live_new"], ss["live_k"], ss["live_draft"])

@@ -57,7 +57,7 @@ def bytes_by_part(rows: list[dict], num_tokens: int, title: str, lang: str = "en
 def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], residual: int, title: str,
                      lang: str = "en") -> go.Figure:
     """key -> (label, contexts, bytes per token): the residual window's cost fades with length;
-    title: the takeaway (sim.model.quant_readouts.context_takeaway)."""
+    title: the takeaway (sim.words.quant.context_takeaway)."""
     fig = go.Figure()
     for key, (label, xs, ys) in curves.items():
         fig.add_scatter(x=xs, y=ys, name=label, mode="lines", line=dict(color=SCHEME_COLORS.get(key), width=3))
@@ -74,7 +74,7 @@ def bytes_vs_context(curves: dict[str, tuple[str, list[int], list[float]]], resi
 def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[str], title: str,
                       lang: str = "en") -> go.Figure:
     """frame: rows of PositionErrors.binned() with a 'key' column; one line per scheme;
-    title: the takeaway (sim.model.quant_readouts.position_takeaway)."""
+    title: the takeaway (sim.words.quant.position_takeaway)."""
     fig = go.Figure()
     for key in keys:
         df = frame[frame["key"] == key]
@@ -95,7 +95,7 @@ def error_by_position(frame: pd.DataFrame, metric: str, log_y: bool, keys: list[
 def bits_heatmap(table: pd.DataFrame, metric: str, title: str, lang: str = "en") -> go.Figure:
     """table: one row per scheme (index: its label), one column per bit width, values of `metric`
     ("kl", "delta_loss" or "agreement"); NaN where a scheme has no such width (FP8 is 8 bits only);
-    title: the takeaway (sim.model.quant_readouts.heatmap_takeaway)."""
+    title: the takeaway (sim.words.quant.heatmap_takeaway)."""
     vals = table.to_numpy(dtype=float)
     if metric == "kl":
         z, scale, fmt = np.log10(np.clip(vals, 1e-12, None)), "Reds", ".1e"
@@ -117,7 +117,7 @@ def bits_heatmap(table: pd.DataFrame, metric: str, title: str, lang: str = "en")
 def channel_heatmaps(k_abs: np.ndarray, v_abs: np.ndarray, layer: int, head: int, title: str, lang: str = "en"
                      ) -> go.Figure:
     """(T, D) |K| and |V| of one layer and KV head: tokens down, channels across;
-    title: the takeaway (sim.model.quant_readouts.heatmaps_takeaway)."""
+    title: the takeaway (sim.words.quant.heatmaps_takeaway)."""
     where = dict(layer=f"{layer}", head=f"{head}")
     fig = make_subplots(rows=1, cols=2, subplot_titles=(text(lang, "quant.fig.map_k", **where),
                                                         text(lang, "quant.fig.map_v", **where)),
@@ -136,7 +136,7 @@ def channel_heatmaps(k_abs: np.ndarray, v_abs: np.ndarray, layer: int, head: int
 
 def channel_bars(k_mean: np.ndarray, v_mean: np.ndarray, title: str, lang: str = "en") -> go.Figure:
     """Mean |value| of each channel over the tokens, K against V, each over its own median;
-    title: the takeaway (sim.model.quant_readouts.bars_takeaway)."""
+    title: the takeaway (sim.words.quant.bars_takeaway)."""
     ch = np.arange(len(k_mean))
     fig = go.Figure()
     fig.add_bar(x=ch, y=k_mean / np.median(k_mean), name="K", marker_color=CACHED)
@@ -149,7 +149,7 @@ def channel_bars(k_mean: np.ndarray, v_mean: np.ndarray, title: str, lang: str =
 
 def outlier_errors(frame: pd.DataFrame, title: str, lang: str = "en") -> go.Figure:
     """frame: case, axis, rel_error_other, rel_error_scores; title: the takeaway
-    (sim.model.quant_readouts.outlier_takeaway)."""
+    (sim.words.quant.outlier_takeaway)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=(text(lang, "quant.fig.err_ordinary"),
                                                         text(lang, "quant.fig.err_scores")))
     for axis, color in (("token", NAIVE), ("channel", CACHED)):

@@ -31,7 +31,7 @@ from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, memory_bound_until, prefill_step
 from sim.cost.roofline_fit import fit, max_batch_on
 from sim.lesson import quiz
-from sim.lesson import sentences as say
+from sim.words import lesson as say
 from sim.words.cost import steps_frame
 from sim.words.fit import fit_sentence, turn_fits
 
@@ -127,7 +127,7 @@ def cache_bytes() -> None:
     st.table({t("lesson.tab.step"): list(steps.iloc[:, 0]), t("lesson.tab.math"): list(steps.iloc[:, 1])})
     open_full_page("kv_memory", {"model": ss["model"], "kv": ss["kv"], "ctx": BYTES_CONTEXT, "batch": 1},
                    t("lesson.open.bytes"))
-    ask(quiz.kib_per_token(quiz.other_model(ss["model"]), lang=L))  # not the model the step shows
+    ask(quiz.kib_per_token(quiz.other_model(ss["model"])))  # not the model the step shows
 
 
 def memory_bound() -> None:
@@ -152,7 +152,7 @@ def memory_bound() -> None:
                  b=f"{WEIGHT_DTYPE_BITS['bf16'] // 8}", ms=f"{ms:,.1f}", n=f"{n}", ms_n=f"{ms / n:,.1f}"))
     open_full_page("roofline", {"model": ROOFLINE_MODEL, "gpu": GPU, "batch": 1, "context": ROOFLINE_CONTEXT},
                    t("lesson.open.roof"))
-    ask(quiz.decode_intensity(ROOFLINE_MODEL, ROOFLINE_CONTEXT, lang=L))
+    ask(quiz.decode_intensity(ROOFLINE_MODEL, ROOFLINE_CONTEXT))
 
 
 BATCHES = [2**k for k in range(13)]

@@ -15,8 +15,9 @@ from app.text import code, for_plotly, plain
 from app.work import queued
 from sim.cost.opcount import generation_totals
 from sim.cost.presets import load_presets
-from sim.lesson import sentences as say
-from sim.lesson.walk import STAGES, attention_walk, walk_sentence, walk_title
+from sim.lesson.walk import STAGES, attention_walk
+from sim.words import lesson as say
+from sim.words.lesson import walk_sentence, walk_title
 
 TINY = "mha"  # the bundled model the real-model steps run
 PROMPT_LEN = 16  # the cost steps' prompt, in tokens

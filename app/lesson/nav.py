@@ -11,7 +11,8 @@ from app.i18n import lang, page_title, t
 from app.lesson.style import NAV_KEY, OPEN_KEY
 from app.links import page_link
 from app.urlstate import UrlState
-from sim.lesson.steps import RECAP, STEPS, step_label
+from sim.lesson.steps import RECAP, STEPS
+from sim.words.lesson import step_label
 
 
 def register() -> UrlState:

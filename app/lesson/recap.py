@@ -8,6 +8,7 @@ import streamlit as st
 from app.i18n import lang, t
 from app.lesson import cost, generation, ways_out
 from sim.lesson.steps import GLOSSARY, STEPS, Step
+from sim.words import say
 
 
 def anchor(term: str) -> str:
@@ -17,7 +18,7 @@ def anchor(term: str) -> str:
 def words(step: Step) -> None:
     """The step's idea, then its glossary words, each a link to its entry at the foot of the page."""
     links = " · ".join(f"[{t(f'lesson.g.{w}.term')}](#{anchor(w)})" for w in step.terms)
-    st.caption(step.idea_in(lang()) + (f"\u00a0\u00a0 {t('lesson.g.words')} {links}" if links else ""))
+    st.caption(say(lang(), step.idea) + (f"\u00a0\u00a0 {t('lesson.g.words')} {links}" if links else ""))
 
 
 def glossary() -> None:
@@ -55,5 +56,5 @@ def recap() -> None:
     st.header(t("lesson.recap.title"))
     st.caption(t("lesson.recap.idea"))
     lines = findings(L)
-    st.markdown("\n".join(t("lesson.recap.item", k=f"{k}", title=step.title_in(L), finding=finding)
+    st.markdown("\n".join(t("lesson.recap.item", k=f"{k}", title=say(L, step.title), finding=finding)
                           for k, (step, finding) in enumerate(zip(STEPS, lines, strict=True), start=1)))

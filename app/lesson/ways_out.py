@@ -21,11 +21,12 @@ from sim.cost.gpus import load_gpus
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory, variant_curves
 from sim.cost.presets import load_presets
 from sim.lesson import quiz
-from sim.lesson import sentences as say
-from sim.lesson.blocks import REQUESTS, block_story, event_sentence, touched
+from sim.lesson.blocks import REQUESTS, block_story, touched
 from sim.lesson.quiz import LAYOUT_WORKLOADS
 from sim.lesson.steps import SLUGS
 from sim.serving.speculative import SpecSetup, expected_tokens_per_pass, spec_timing, speculative_speedup
+from sim.words import lesson as say
+from sim.words.lesson import event_sentence
 
 SPEC = SpecSetup()  # the Serving page's speculative defaults: Llama 3.1 70B drafted by Llama 3.1 8B on an H100
 SHRINK_DTYPES = ("bf16", "fp8", "int8", "int4", "int2")
@@ -87,7 +88,7 @@ def shrink() -> None:
                    key="lesson_shrink_dtypes")
     st.caption(t("lesson.cap.shrink"))
     open_full_page("kv_memory", {"model": ss["model"], "kv": "bf16", "tab": "variants"}, t("lesson.open.shrink"))
-    ask(quiz.mqa_vs_mha(quiz.other_model(ss["model"]), lang=L))  # not the model the step's bars show
+    ask(quiz.mqa_vs_mha(quiz.other_model(ss["model"])))  # not the model the step's bars show
 
 
 @st.cache_data(max_entries=4, show_spinner=False)  # the caller's spinner says what runs, in the page language
@@ -171,4 +172,4 @@ def layout() -> None:
                          value_text=[f"{100 * v:.1f}%" for v in hits.values()]), key="lesson_layout")
     st.caption(t("lesson.cap.layout"))
     open_full_page("prefix_caching", {"workload": ss["workload"]}, t("lesson.open.layout"))
-    ask(quiz.better_layout(quiz.other_workload(ss["workload"]), lang=L))  # not the workload the step shows
+    ask(quiz.better_layout(quiz.other_workload(ss["workload"])))  # not the workload the step shows

@@ -15,7 +15,8 @@ REPEATS = 20  # steps timed plainly, then as many under the profiler
 
 def profile_step(model, context: int) -> None:
     """A button, then the step's time by kind of work against its FLOPs' own time."""
-    from sim.model.step_profile import OUTSIDE, category_label, profile_decode_step
+    from sim.model.step_profile import OUTSIDE, profile_decode_step
+    from sim.words.profile import category_label, profile_takeaway
 
     L = lang()
     key = (model.cfg.name, context)
@@ -31,7 +32,7 @@ def profile_step(model, context: int) -> None:
     p = done[1]
     scale = p.wall_s / max(p.profiled_s, p.ops_s)  # the profiler slows every operator: shown at the plain step's time
     shares_us = {category_label(k, L): v * p.wall_s * 1e6 for k, v in p.shares().items()}
-    show_chart(step_time_bars(shares_us, p.math_s * 1e6, p.wall_s * 1e6, p.worded(L), category_label(OUTSIDE, L), L),
+    show_chart(step_time_bars(shares_us, p.math_s * 1e6, p.wall_s * 1e6, profile_takeaway(p, L), category_label(OUTSIDE, L), L),
                key="profile_bars")
     st.caption(t("decode.prof.caption", profiled=f"{p.profiled_s * 1e6:,.0f}", wall=f"{p.wall_s * 1e6:,.0f}",
                  scale=f"{scale:.2f}"))

@@ -13,7 +13,8 @@ from sim.model import quant_errors as qe
 from sim.model import quant_fp8 as qf
 from sim.model import quant_generation as qg
 from sim.model.quant_errors import PositionErrors
-from sim.model.quant_setup import Job, QuantSetup, free_sentence
+from sim.model.quant_setup import Job, QuantSetup
+from sim.words.quant import free_sentence, jobs_sentence
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -70,7 +71,7 @@ def fp8_scales(setup: QuantSetup, run_s: float):
         return fp8_scales_for(setup.variant, ecfg.num_windows, ecfg.window_len)
 
     return run_job("kv_quantization.fp8_scales", (setup.variant, ecfg), 5 * run_s, work,
-                   what=setup.jobs_sentence(t("fp8.job"), 4, lang()))
+                   what=jobs_sentence(setup, t("fp8.job"), 4, lang()))
 
 
 class Measured:
@@ -97,7 +98,7 @@ class Measured:
             return out
 
         got = run_job(f"kv_quantization.{name}", setup.job_params(todo), self.run_s * len(todo), measure,
-                      what=setup.jobs_sentence(what, len(todo), L))
+                      what=jobs_sentence(setup, what, len(todo), L))
         self.results.update(got or {})
         return got is not None
 

@@ -12,6 +12,7 @@ from sim.alloc import workload as wk
 from sim.alloc.prefix_cache import CacheConfig
 from sim.model import prefix_run as pr
 from sim.words import prefix as ro
+from sim.words import say
 
 
 def _spun(fn, key: str):
@@ -67,7 +68,7 @@ def branch(inputs: pr.BranchInputs):
                    lambda progress: pr.branch_from_prefix(model("mha"), list(inputs.prefix_ids),
                                                           [list(s) for s in inputs.suffix_ids], inputs.num_new,
                                                           inputs.repeats),
-                   what=job.what)
+                   what=say(lang(), job.what))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -85,8 +85,9 @@ def run(name: str, setup: ShrinkSetup, go: bool):
 
     def work(progress):
         from sim.model.shrink_run import run_shrink  # torch: only once the run starts
+        from sim.words import say
 
-        return run_shrink(load(name), setup, progress, L)
+        return run_shrink(load(name), setup, lambda f, m: progress(f, say(L, m)))
 
     return run_job("shrink_cache.grid", (name, setup), estimate_s(setup), work,
                    what=t("shrink.job.what", n=f"{num_runs(setup)}"), go=go, button=t("shrink.run"), auto=False)
@@ -121,9 +122,10 @@ def recorded_finding() -> bool:
     from app.figures.shrink import scores_vs_bytes
     from app.present import show_chart
     from app.text import code, plain
-    from sim.model.real_recorded import load_recorded, score, verdict
+    from sim.model.real_recorded import load_recorded
     from sim.model.shrink_quant import blur_ranking
     from sim.words import say
+    from sim.words.shrink import recorded_score, recorded_verdict
 
     L = lang()
     data = load_recorded()
@@ -131,8 +133,8 @@ def recorded_finding() -> bool:
         return False
     rows, prov = data["rows"], data["provenance"]
     st.subheader(t("real.h.recorded"))
-    head, sentence = verdict(rows, L)
-    scores = [score(r, L) for r in rows]
+    head, sentence = recorded_verdict(rows, L)
+    scores = [recorded_score(r, L) for r in rows]
     # the chart's title is the verdict's head; the whole verdict, every pairing counted, right under it
     show_chart(scores_vs_bytes(scores[1:], scores[0], head, L, score_title=t("real.fig.score")), key="shrink_real")
     st.markdown(f"**{plain(sentence, 4000)}**")
@@ -151,7 +153,8 @@ def real_section() -> None:
     from app.model_picker import real_unavailable
     from app.present import show_table
     from app.text import code
-    from sim.model.real_recorded import RealShrinkSetup, cell_key, frame_rows, label, load_recorded
+    from sim.model.real_recorded import RealShrinkSetup, cell_key, load_recorded
+    from sim.words.shrink import recorded_label, recorded_rows
 
     L = lang()
     why = real_unavailable()
@@ -166,7 +169,7 @@ def real_section() -> None:
     st.markdown(t("real.recorded_intro", n=f"{setup.num_new:,}"))
     import pandas as pd
 
-    show_table(pd.DataFrame(frame_rows(rows, L)), hide_index=True, width="stretch")
+    show_table(pd.DataFrame(recorded_rows(rows, L)), hide_index=True, width="stretch")
     st.caption(t("real.chat_answer", answer=code(rows[0]["chat_answer"].split("<|im_end|>")[0])))  # its own turn
     if why:
         return
@@ -174,10 +177,10 @@ def real_section() -> None:
     by_key = {cell_key(r["method"], r["budget"]): r for r in rows}
     from app.controls.shrink_cache import CELL
 
-    CELL.draw(format_func=lambda k: label(by_key[k]["method"], by_key[k]["budget"], L))
+    CELL.draw(format_func=lambda k: recorded_label(by_key[k]["method"], by_key[k]["budget"], L))
     cell = st.session_state["cell"]
     rec = by_key.get(cell, rows[0])
-    name = label(rec["method"], rec["budget"], L)
+    name = recorded_label(rec["method"], rec["budget"], L)
 
     def work(progress):
         from app.resources import real_model
@@ -187,7 +190,7 @@ def real_section() -> None:
         prompts = make_prompts(real, setup)
         reference = None
         if rec["method"] != "full":
-            progress(0.0, t("real.job.cell", cell=label("full", None, L)))
+            progress(0.0, t("real.job.cell", cell=recorded_label("full", None, L)))
             reference = run_cell(real, "full", None, setup, prompts, None)["long_tokens"]
         progress(0.5, t("real.job.cell", cell=name))
         out = run_cell(real, rec["method"], rec["budget"], setup, prompts, reference)

@@ -66,48 +66,6 @@ def expected_blocks(num_tokens: int) -> int:
     return cdiv(num_tokens, BLOCK_SIZE)
 
 
-def _plural(n: int) -> str:
-    return "one" if n == 1 else "other"
-
-
-def _ids(blocks) -> str:
-    return ", ".join(f"#{b}" for b in blocks)
-
-
-def event_sentence(frame: Frame, lang: str = "en") -> str:
-    """What the frame's event did, with the pool's own block ids and counts."""
-    from sim.i18n import text
-
-    e, pool = frame.event, frame.pool
-    name = REQUESTS[e.req] if e.req >= 0 else ""
-    if e.kind == "start":
-        return text(lang, "lesson.bt.start", n=f"{pool.num_blocks}", bs=f"{pool.block_size}")
-    if e.kind == "allocate":
-        last = e.num_tokens - (len(e.new_blocks) - 1) * pool.block_size
-        return text(lang, "lesson.bt.allocate", r=name, t=f"{e.num_tokens}", k=f"{len(e.new_blocks)}",
-                    blocks=_ids(e.new_blocks), last=f"{last}", bs=f"{pool.block_size}")
-    if e.kind == "share":
-        table = pool.req_to_block_table[e.req]
-        parent = next(r for r, t in pool.req_to_block_table.items() if r != e.req and t == table)
-        refs = {int(pool.ref_cnt[b]) for b in table}
-        assert len(refs) == 1
-        return text(lang, "lesson.bt.share", r=name, p=REQUESTS[parent], blocks=_ids(table), ref=f"{refs.pop()}")
-    if e.kind in ("cow", "grow") and e.copied:
-        (src, dst), = e.copied
-        other = next(r for r, t in pool.req_to_block_table.items() if src in t)
-        return text(lang, "lesson.bt.cow", r=name, src=f"#{src}", dst=f"#{dst}", o=REQUESTS[other])
-    if e.kind in ("cow", "grow"):
-        last = pool.req_to_block_table[e.req][-1]
-        if e.new_blocks:
-            return text(lang, "lesson.bt.grow_new", r=name, t=f"{e.num_tokens}", new=_ids(e.new_blocks))
-        return text(lang, f"lesson.bt.grow.{_plural(e.num_tokens)}", r=name, t=f"{e.num_tokens}", b=f"#{last}",
-                    ref=f"{pool.ref_cnt[last]}")
-    if e.kept:
-        other = next(r for r, t in pool.req_to_block_table.items() if set(e.kept) <= set(t))
-        return text(lang, f"lesson.bt.free_kept.{_plural(len(e.freed))}", r=name, freed=_ids(e.freed), kept=_ids(e.kept), o=REQUESTS[other])
-    return text(lang, f"lesson.bt.free.{_plural(len(e.freed))}", r=name, freed=_ids(e.freed))
-
-
 def touched(frame: Frame) -> tuple[int, ...]:
     """The blocks the frame's event took, copied, wrote, freed or shared (outlined in the figure)."""
     e, pool = frame.event, frame.pool

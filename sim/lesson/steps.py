@@ -1,12 +1,13 @@
 """The lesson's steps, in the seeds' order: the cost of generating without a cache, what the cache
 keeps and why it stays valid, what it costs in bytes and time, and the three ways out. Each step's title and
-idea live in the catalogs (`lesson.step.<slug>.title` / `.idea`); `title` and `idea` are the English ones."""
+idea live in the catalogs (`lesson.step.<slug>.title` / `.idea`); `title` and `idea` are those messages, worded by
+sim/words (`say(lang, step.title)`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.i18n import text
+from sim.msg import Msg
 
 
 @dataclass(frozen=True)
@@ -15,20 +16,14 @@ class Step:
     page: str  # the full page that goes deeper (its slug)
     terms: tuple[str, ...] = ()  # the glossary's words the step uses, linked under its title (GLOSSARY keys)
 
-    def title_in(self, lang: str = "en") -> str:
-        return text(lang, f"lesson.step.{self.slug}.title")
+    @property
+    def title(self) -> Msg:
+        return Msg(f"lesson.step.{self.slug}.title")
 
-    def idea_in(self, lang: str = "en") -> str:
+    @property
+    def idea(self) -> Msg:
         """What the step is about, in a line (the claim itself is computed on the page)."""
-        return text(lang, f"lesson.step.{self.slug}.idea")
-
-    @property
-    def title(self) -> str:
-        return self.title_in()
-
-    @property
-    def idea(self) -> str:
-        return self.idea_in()
+        return Msg(f"lesson.step.{self.slug}.idea")
 
 
 STEPS: tuple[Step, ...] = (
@@ -52,10 +47,10 @@ RECAP = len(STEPS) + 1  # the view after the last step: the twelve findings agai
 SLUGS = tuple(s.slug for s in STEPS)
 
 
-def step_label(k: int, lang: str = "en") -> str:
+def step_label(k: int) -> Msg:
     """`Step k of N: title` for k = 1..N; the recap's label for k = RECAP."""
     if k == RECAP:
-        return text(lang, "lesson.recap.label")
+        return Msg("lesson.recap.label")
     if not 1 <= k <= len(STEPS):
         raise ValueError(f"step must be 1..{RECAP}, got {k}")
-    return text(lang, "lesson.step_label", k=f"{k}", n=f"{len(STEPS)}", title=STEPS[k - 1].title_in(lang))
+    return Msg("lesson.step_label", k=k, n=len(STEPS), title=STEPS[k - 1].title)

@@ -9,8 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.i18n import text
-
 STAGES = 4  # query, scores, weights, output
 
 
@@ -45,24 +43,3 @@ def attention_walk(run, frame: int, layer: int, head: int = 0) -> AttentionWalk:
     weights = e / e.sum()
     return AttentionWalk(f.end - 1, layer, head, q, keys, values, scores, weights,
                          f.weights[layer, head].double().numpy(), weights @ values)
-
-
-def walk_sentence(w: AttentionWalk, stage: int, lang: str = "en") -> str:
-    """What the stage shows, with its numbers."""
-    T, D = w.keys.shape
-    if stage == 0:
-        return text(lang, "lesson.walk.s0", p=f"{w.position}", d=f"{D}", layer=f"{w.layer}", head=f"{w.head}")
-    if stage == 1:
-        hi, lo = int(np.argmax(w.scores)), int(np.argmin(w.scores))
-        return text(lang, "lesson.walk.s1", t=f"{T}", d=f"{D}", hi=f"{hi}", s_hi=f"{w.scores[hi]:.2f}", lo=f"{lo}",
-                    s_lo=f"{w.scores[lo]:.2f}")
-    if stage == 2:
-        order = np.argsort(w.weights)[::-1]
-        top = int(order[0])
-        return text(lang, "lesson.walk.s2", top=f"{top}", w=f"{w.weights[top]:.1%}",
-                    three=f"{w.weights[order[:3]].sum():.1%}", gap=f"{w.max_weight_gap:.1e}")
-    return text(lang, "lesson.walk.s3", t=f"{T}", d=f"{D}", norm=f"{np.linalg.norm(w.output):.2f}")
-
-
-def walk_title(w: AttentionWalk, stage: int, lang: str = "en") -> str:
-    return text(lang, f"lesson.walk.t{stage}", p=f"{w.position}", layer=f"{w.layer}", head=f"{w.head}")

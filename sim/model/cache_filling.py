@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.i18n import text
 from sim.model.generate import decode, greedy
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.transformer import Llama
+from sim.refusal import Refusal
 
 MAX_FILL_PROMPT = 64  # bytes of prompt
 MAX_FILL_NEW = 64  # decode steps
@@ -76,16 +76,16 @@ class FillingRun:
 
 
 @torch.inference_mode()
-def fill_cache(model: Llama, prompt: list[int], num_new: int, lang: str = "en", *,
+def fill_cache(model: Llama, prompt: list[int], num_new: int, *,
                decode_ids: Callable[[list[int]], str] = decode) -> FillingRun:
     """Prefill `prompt`, then `num_new - 1` cached decode steps (greedy): one frame per step. A prompt or a
-    number of new tokens out of range raises ValueError, worded in `lang` (the Lesson never sends one).
+    number of new tokens out of range is a Refusal (the Lesson never sends one).
     `decode_ids` turns the model's token ids into text (the real model's tokenizer; bytes by default)."""
     cfg = model.cfg
     if not 1 <= len(prompt) <= MAX_FILL_PROMPT:
-        raise ValueError(text(lang, "lesson.fill.bad_prompt", max=f"{MAX_FILL_PROMPT}", n=f"{len(prompt)}"))
+        raise Refusal("lesson.fill.bad_prompt", max=MAX_FILL_PROMPT, n=len(prompt))
     if not 1 <= num_new <= MAX_FILL_NEW:
-        raise ValueError(text(lang, "lesson.fill.bad_new", max=f"{MAX_FILL_NEW}", n=f"{num_new}"))
+        raise Refusal("lesson.fill.bad_new", max=MAX_FILL_NEW, n=num_new)
     dev = model.device
     cache = ContiguousKVCache(cfg, 1, len(prompt) + num_new - 1, dev, model.dtype)
     frames: list[FillFrame] = []

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from sim.msg import Msg
 from sim.work.threads import DEVICE_ENV, pick_num_threads
 
 # The SDPA backends torch can be forced onto, in the order the pages list them.
@@ -90,7 +91,7 @@ def sdpa_backend_enum(name: str):
 class BackendProbe:
     name: str
     runs: bool
-    reason: str  # "" when it runs; the error torch gave otherwise
+    reason: str | Msg  # "" when it runs; the error torch gave, or the lab's own reason (a message value)
 
 
 def probe_sdpa_backends(device: torch.device, dtype: torch.dtype) -> list[BackendProbe]:
@@ -115,7 +116,7 @@ def probe_sdpa_backends(device: torch.device, dtype: torch.dtype) -> list[Backen
         if reasons:
             reason = reasons[0]
         elif device.type == "cpu":
-            reason = "torch has no CPU kernel for this backend (it is CUDA-only)"
+            reason = Msg("home.why.cpu_only")
         else:
             reason = error
         out.append(BackendProbe(name, False, reason))

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from sim.cost.arch import ArchPreset
-from sim.cost.memory import ELEMENT_BYTES, MAX_TINY_BATCH, MemoryConfig, _check_int, fmt_bytes, kv_memory
+from sim.cost.memory import MAX_TINY_BATCH, MemoryConfig, _check_int, kv_memory
 from sim.work.run_cost import ModelRates, Work, fit_rates, prefill_work
 
 # --- measured on the real tiny model -----------------------------------------------------------
@@ -39,17 +39,6 @@ class CacheMeasurement:
         if self.cuda_allocated_delta is not None:
             ok = ok and self.cuda_allocated_delta == self.cuda_expected
         return ok
-
-    @property
-    def caption(self) -> str:
-        """Where it ran, in which dtype, each tensor's shape and where the weights came from."""
-        return (f"Device {self.device}, cache dtype {self.dtype.upper()} (p = {ELEMENT_BYTES[self.dtype]}); each tensor "
-                f"is (B, H_kv, S, D) = {self.tensor_shape}; weights: {self.weights}.")
-
-    @property
-    def agreement(self) -> str:
-        """The sentence shown when the counts agree."""
-        return f"They agree: {self.measured_bytes:,} B = {fmt_bytes(self.measured_bytes)}."
 
     @property
     def allocator_rounds_up(self) -> bool:

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 
 from sim.cost.arch import ArchPreset, estimate_num_params
 from sim.cost.gpus import GpuPreset
-from sim.i18n import text
 from sim.model.quant_cache import FULL, FULL_BYTES, CacheScheme, scheme_bytes
 from sim.model.transformer import ModelConfig
-from sim.readout import Metric
+from sim.msg import Msg
 
 CURVE_KEYS = ("fp16", "kivi", "token", "kivi_nores", "fp8_e4m3")  # the schemes drawn against context
 
@@ -31,61 +30,26 @@ def bytes_per_value(cfg: ModelConfig, bytes_per_token: float) -> float:
     return bytes_per_token / (2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim)
 
 
-def tiny_bytes_rows(cfg: ModelConfig, schemes: Sequence[CacheScheme], num_tokens: int, lang: str = "en"
-                    ) -> list[dict]:
-    """The tiny model's cache after num_tokens tokens, by part, per scheme (16-bit residual; names in `lang`)."""
+def tiny_bytes_rows(cfg: ModelConfig, schemes: Sequence[CacheScheme], num_tokens: int) -> list[dict]:
+    """The tiny model's cache after num_tokens tokens, by part, per scheme, FP16 first (16-bit residual; the
+    words layer names them: sim.words.quant.named_bytes_rows)."""
     rows = []
     for s in [FULL, *schemes]:
         b = scheme_bytes(s, num_tokens, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, full_bytes=FULL_BYTES)
-        rows.append({"scheme": s.key, "label": s.label_in(lang), "short": s.short_in(lang), **b,
-                     "bytes_per_token": b["total"] / num_tokens})
+        rows.append({"scheme": s.key, **b, "bytes_per_token": b["total"] / num_tokens})
     return rows
 
 
-def bytes_takeaway(rows: Sequence[dict], num_tokens: int, bits: int, key: str = "kivi", lang: str = "en") -> str:
-    """The bytes chart's title: the page's scheme (KIVI at the chosen width) against FP16, from
-    `tiny_bytes_rows`, worded by whether it stores fewer bytes or more."""
-    fp16 = next(r for r in rows if r["scheme"] == FULL.key)
-    row = next(r for r in rows if r["scheme"] == key)
-    fields = dict(n=f"{num_tokens:,}", bits=f"{bits}", name=row["short"],
-                  per=text(lang, "quant.s.bytes_per", q=f"{row['bytes_per_token']:,.1f}",
-                           fp16=f"{fp16['bytes_per_token']:,.0f}"))
-    if row["total"] < fp16["total"]:
-        return text(lang, "quant.s.bytes_less", share=f"{row['total'] / fp16['total']:.1%}", **fields)
-    if row["total"] > fp16["total"]:
-        return text(lang, "quant.s.bytes_more", x=f"{row['total'] / fp16['total']:,.2f}", **fields)
-    return text(lang, "quant.s.bytes_same", **fields)
-
-
-def bytes_curves(cfg: ModelConfig, key_to_scheme: Mapping[str, CacheScheme], lang: str = "en"
-                 ) -> dict[str, tuple[str, list[int], list[float]]]:
-    """key -> (short label, contexts 1, 2, 4 … up to the trained context, average bytes per token) for
-    CURVE_KEYS: the residual window's cost fades as the context grows."""
+def context_curves(cfg: ModelConfig, key_to_scheme: Mapping[str, CacheScheme]
+                   ) -> dict[str, tuple[CacheScheme, list[int], list[float]]]:
+    """key -> (scheme, contexts 1, 2, 4 … up to the trained context, average bytes per token) for CURVE_KEYS: the
+    residual window's cost fades as the context grows (sim.words.quant.bytes_curves names the schemes)."""
     xs = [n for n in (2**k for k in range(0, 11)) if n <= cfg.max_seq_len]
     curves = {}
     for key in CURVE_KEYS:
         s = FULL if key == "fp16" else key_to_scheme[key]
-        curves[key] = (s.short_in(lang), xs, [scheme_bytes(s, n, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"] / n
-                                     for n in xs])
+        curves[key] = (s, xs, [scheme_bytes(s, n, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"] / n for n in xs])
     return curves
-
-
-def tiny_bytes_caption(cfg: ModelConfig, variant: str, bits: int, residual: int, lang: str = "en") -> str:
-    fields = dict(variant=variant.upper(), L=f"{cfg.n_layers}", H=f"{cfg.n_kv_heads}", D=f"{cfg.head_dim}",
-                  bits=f"{bits}", R=f"{residual}")
-    return text(lang, "quant.s.tiny_bytes_caption", **fields) \
-        + text(lang, "quant.s.tiny_bytes_residual" if residual else "quant.s.tiny_bytes_no_residual", **fields) \
-        + text(lang, "quant.s.tiny_bytes_tested")
-
-
-def bytes_formula(cfg: ModelConfig, bits: int, kivi_bytes_per_token: float, num_tokens: int, lang: str = "en"
-                  ) -> str:
-    """LaTeX: bytes per token as 2·L·H_kv·d_h·p with the tiny model's numbers, p for FP16 and for KIVI."""
-    L, Hkv, D = cfg.n_layers, cfg.n_kv_heads, cfg.head_dim
-    per, at = text(lang, "quant.tex.bytes_per_token"), text(lang, "quant.tex.at_tokens", n=f"{num_tokens}")
-    return (rf"\text{{{per}}} = 2 \cdot L \cdot H_{{kv}} \cdot d_h \cdot p = 2 \cdot {L}\cdot {Hkv} \cdot {D}"
-            rf" \cdot p, \qquad p_{{\mathrm{{FP16}}}} = 2\,\mathrm{{B}},\quad p_{{\mathrm{{KIVI\,INT{bits}}}}} = "
-            rf"{bytes_per_value(cfg, kivi_bytes_per_token):.4f}\,\mathrm{{B}}\ \text{{{at}}}")
 
 
 # --- at real-model scale ----------------------------------------------------------------------------------
@@ -94,8 +58,7 @@ def bytes_formula(cfg: ModelConfig, bits: int, kivi_bytes_per_token: float, num_
 @dataclass(frozen=True)
 class ScaleRow:
     key: str
-    label: str
-    title: str  # the label with its integer width ("INT4 KIVI: ...")
+    scheme: CacheScheme  # named by the words layer (its title: the label with its integer width)
     bytes_per_token: float  # averaged over the context (the residual window included)
     per_request_bytes: int
     vs_fp16: float
@@ -105,7 +68,7 @@ class ScaleRow:
 
 
 def scale_rows(arch: ArchPreset, schemes: Sequence[CacheScheme], context: int, gpu_bytes: int, bandwidth: float,
-               utilization: float = 0.9, weight_bytes_per_param: int = 2, lang: str = "en") -> list[ScaleRow]:
+               utilization: float = 0.9, weight_bytes_per_param: int = 2) -> list[ScaleRow]:
     """Per-request cache bytes of each scheme for a standard-attention preset, and what that buys on
     a GPU: the most requests that fit next to the weights and the bandwidth-bound decode rate.
     The first row is FP16."""
@@ -123,51 +86,26 @@ def scale_rows(arch: ArchPreset, schemes: Sequence[CacheScheme], context: int, g
         per = scheme_bytes(s, context, arch.n_layers, arch.n_kv_heads, arch.head_dim)["total"]
         n = max(0, budget // per) if budget > 0 else 0
         step = (weights + n * per) / bandwidth
-        rows.append(ScaleRow(s.key, s.label_in(lang), s.title_in(lang), per / context, per, per / fp16, int(n), step,
+        rows.append(ScaleRow(s.key, s, per / context, per, per / fp16, int(n), step,
                              n / step if n else 0.0))
     return rows
 
 
 @dataclass(frozen=True)
 class ScaleView:
-    """scale_rows for one preset on one GPU, with the table and the sentence the page shows."""
+    """scale_rows for one preset on one GPU (sim.words.quant words its metrics, table and caption)."""
 
     arch: ArchPreset
     gpu: GpuPreset
     context: int
     utilization: float
     rows: list[ScaleRow]  # FP16 first
-    lang: str = "en"  # the language of its names and sentences
 
     def requests_vs_fp16(self, i: int) -> float:
         return self.rows[i].max_requests / max(1, self.rows[0].max_requests)
 
     def rate_vs_fp16(self, i: int) -> float:
         return self.rows[i].tokens_per_s / max(1e-9, self.rows[0].tokens_per_s)
-
-    def metrics(self, bits: int) -> list[Metric]:
-        """FP16 against the first scheme (KIVI at `bits`): requests that fit and the decode rate bound."""
-        fp16, kivi = self.rows[0], self.rows[1]
-        lang, b = self.lang, f"{bits}"
-        return [Metric(text(lang, "quant.m.fp16_fit"), f"{fp16.max_requests:,}"),
-                Metric(text(lang, "quant.m.kivi_fit", bits=b), f"{kivi.max_requests:,}",
-                       text(lang, "quant.m.x_fp16", x=f"{self.requests_vs_fp16(1):.2f}")),
-                Metric(text(lang, "quant.m.kivi_rate", bits=b), f"{kivi.tokens_per_s:,.0f}",
-                       text(lang, "quant.m.x_fp16", x=f"{self.rate_vs_fp16(1):.2f}"))]
-
-    def frame(self):
-        import pandas as pd
-
-        return pd.DataFrame([{"scheme": r.title, "bytes/token": r.bytes_per_token,
-                              "per request": r.per_request_bytes / 2**30, "vs FP16": r.vs_fp16,
-                              "max requests": r.max_requests, "decode step (ms)": r.step_seconds * 1e3,
-                              "tokens/s bound": r.tokens_per_s} for r in self.rows])
-
-    def caption(self) -> str:
-        gpu = self.gpu
-        return text(self.lang, "quant.s.scale_caption", model=self.arch.name, ctx=f"{self.context:,}", gpu=gpu.name,
-                    gib=f"{gpu.memory_gib:g}", util=f"{self.utilization:.2f}", tbs=f"{gpu.bandwidth_tb_s:g}")
-
 
 def scale_presets(presets: Mapping[str, ArchPreset]) -> dict[str, ArchPreset]:
     """The presets a K/V cache scheme applies to as it is: full attention with K and V of one width (no MLA,
@@ -181,16 +119,15 @@ def _every_layer_full(p: ArchPreset) -> bool:
     return p.num_global_layers == p.n_layers and not p.kv_shared_layers and not p.index_head_dim
 
 
-def context_for(arch: ArchPreset, context: int, lang: str = "en") -> tuple[int, str | None]:
+def context_for(arch: ArchPreset, context: int) -> tuple[int, Msg | None]:
     """The context counted per request (at most what the model was trained for), and a note when cut."""
     ctx = min(context, arch.max_position_embeddings)
     if ctx < context:
-        return ctx, text(lang, "quant.s.context_cut", model=arch.name, max=f"{arch.max_position_embeddings:,}",
-                         ctx=f"{ctx:,}")
+        return ctx, Msg("quant.s.context_cut", model=arch.name, max=arch.max_position_embeddings, ctx=ctx)
     return ctx, None
 
 
 def scale_view(arch: ArchPreset, gpu: GpuPreset, schemes: Sequence[CacheScheme], context: int,
-               utilization: float, lang: str = "en") -> ScaleView:
-    rows = scale_rows(arch, schemes, context, gpu.memory_bytes, gpu.bandwidth_bytes_per_s, utilization, lang=lang)
-    return ScaleView(arch, gpu, context, utilization, rows, lang)
+               utilization: float) -> ScaleView:
+    rows = scale_rows(arch, schemes, context, gpu.memory_bytes, gpu.bandwidth_bytes_per_s, utilization)
+    return ScaleView(arch, gpu, context, utilization, rows)

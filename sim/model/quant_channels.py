@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sim.i18n import text
 from sim.model.quant import QuantSpec, quantize
 from sim.model.quant_cache import FULL
 from sim.model.quant_forward import teacher_forced_logits
@@ -43,16 +42,6 @@ class ChannelStats:
         return pd.DataFrame([{"layer": li, "head": h, "K max ÷ median": k_ratio[li, h], "V max ÷ median": v_ratio[li, h],
                               "K's top channels": ", ".join(map(str, self.top_channels("k", li, h)))}
                              for li in range(L) for h in range(Hkv)])
-
-    def outlier_sentence(self, lang: str = "en") -> str:
-        """Markdown: whether any K channel reaches OUTLIER_RATIO × its head's median channel, with the ratios."""
-        k_ratio, v_ratio = self.outlier_ratio("k"), self.outlier_ratio("v")
-        strong = float(k_ratio.max()) >= OUTLIER_RATIO
-        said = text(lang, "quant.s.outliers", answer=text(lang, "quant.s.yes" if strong else "quant.s.weak_only"),
-                    k=f"{k_ratio.mean():.1f}", kmax=f"{k_ratio.max():.1f}", v=f"{v_ratio.mean():.1f}",
-                    vmax=f"{v_ratio.max():.1f}")
-        return said + ("" if strong else text(lang, "quant.s.outliers_none", x=f"{OUTLIER_RATIO:g}"))
-
 
 @torch.inference_mode()
 def channel_stats(model: Llama, ids: torch.Tensor) -> ChannelStats:
@@ -119,20 +108,3 @@ def outlier_frame(cases: list[OutlierCase]):
     import pandas as pd
 
     return pd.DataFrame([vars(x) for x in cases])
-
-
-def channels_caption(num_tokens: int, lang: str = "en") -> str:
-    return text(lang, "quant.s.channels_caption", n=f"{num_tokens}")
-
-
-def outlier_caption(cases: list[OutlierCase], layer: int, head: int, channel: int, factor: float, bits: int,
-                    chunk: int, channel_group: int, lang: str = "en") -> str:
-    """What outlier_demo did and what the injected outlier costs each axis."""
-    inj = {x.axis: x for x in cases if x.case == "injected"}
-    t, c = inj["token"].rel_error_other, inj["channel"].rel_error_other
-    shown_t, shown_c = round(t * 100), round(c * 100)  # the percents the sentence shows
-    link = text(lang, "quant.s.outlier_link_more" if shown_t > shown_c else
-                "quant.s.outlier_link_less" if shown_t < shown_c else "quant.s.outlier_link_same")
-    return text(lang, "quant.s.outlier_caption", layer=f"{layer}", head=f"{head}", ch=f"{channel}",
-                factor=f"{factor:g}", bits=f"{bits}", g=f"{channel_group}", link=link, t=f"{t:.0%}", c=f"{c:.0%}",
-                G=f"{chunk}", st=f"{inj['token'].rel_error_scores:.0%}", sc=f"{inj['channel'].rel_error_scores:.0%}")

@@ -4,25 +4,21 @@ Windows of held-out text (the last 10% of the corpus, never trained on) are run 
 tiny model once with a full-precision cache and once per scheme (sim/model/quant_forward.py, one
 pass equal to the token-by-token cache); at every position the next-token distributions are
 compared: loss change, top-1 agreement and KL(full ‖ quantized). The bits × scheme table and the
-sentences the page states are built here from those results.
+sentences the page states are worded from those results by sim/words/quant.py.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from sim.i18n import text
-from sim.model.quant import fp8_backend
-from sim.model.quant_cache import FP8_KINDS, FULL, CacheScheme, scheme_bytes, scheme_label, short_label
+from sim.model.quant_cache import CacheScheme, scheme_bytes
 from sim.model.quant_forward import teacher_forced_logits
 from sim.model.transformer import Llama
-from sim.readout import Metric
 
 MAX_WINDOWS = 16
 
@@ -107,23 +103,12 @@ class PositionErrors:
         """The mean of one of METRICS over every position and window."""
         return {"kl": self.mean_kl, "delta_loss": self.mean_delta_loss, "agreement": self.mean_agreement}[metric]
 
-    def short_in(self, lang: str) -> str:
-        """The scheme's short name in `lang` (self.short is the English one)."""
-        return self.short if lang == "en" else short_label(self.key, self.residual, lang)
-
-    def label_in(self, lang: str) -> str:
-        return self.label if lang == "en" else scheme_label(self.key, self.residual, lang)
-
-    def loss_text(self, lang: str = "en") -> str:
-        """'1.2345 (Δ loss +0.00012 ± 0.00003 nats/byte)': the quantized perplexity and its loss change."""
-        se = "" if math.isnan(self.delta_loss_se) else f" ± {self.delta_loss_se:.5f}"  # NaN: one window
-        return text(lang, "quant.s.loss_text", ppl=f"{self.ppl_q:.4f}", dl=f"{self.mean_delta_loss:+.5f}", se=se)
-
     def kl_by_quarter(self) -> list[float]:
         return [float(part.mean()) for part in np.array_split(self.kl, 4)]
 
-    def binned(self, width: int, lang: str = "en"):
-        """Rows (position bin start, mean Δloss, agreement, KL) for a chart (the scheme named in `lang`)."""
+    def binned(self, width: int):
+        """Rows (position bin start, mean Δloss, agreement, KL) for a chart (sim.words.quant.binned_frame names
+        the scheme)."""
         import pandas as pd
 
         n = self.num_positions
@@ -133,7 +118,6 @@ class PositionErrors:
             "delta_loss": [float(self.delta_loss[s : s + width].mean()) for s in starts],
             "agreement": [float(self.agreement[s : s + width].mean()) for s in starts],
             "kl": [float(self.kl[s : s + width].mean()) for s in starts],
-            "scheme": self.short_in(lang),
         })
 
 
@@ -181,104 +165,7 @@ def reference_logits(model: Llama, windows: torch.Tensor) -> torch.Tensor:
     return torch.cat([teacher_forced_logits(model, ids[sl]) for sl in _window_batches(ids.shape[0], ids.shape[1])])
 
 
-def results_frame(results: Sequence[PositionErrors], fp16_bytes_per_token: float, lang: str = "en"):
-    """The bits × scheme table: one row per result, its format (INT4, FP8 e4m3) and its bytes against FP16
-    (`label`: the scheme's name in `lang`)."""
-    import pandas as pd
-
-    return pd.DataFrame([{
-        "scheme": r.key, "format": f"FP8 {r.key.split('_')[1]}" if r.key in FP8_KINDS else f"INT{r.bits}",
-        "label": r.label_in(lang), "bits": r.bits, "delta_loss": r.mean_delta_loss, "delta_loss_se": r.delta_loss_se,
-        "ppl_ref": r.ppl_ref, "ppl_q": r.ppl_q, "top1_agreement": r.mean_agreement, "kl": r.mean_kl,
-        "kl_first_quarter": r.kl_by_quarter()[0], "kl_last_quarter": r.kl_by_quarter()[-1],
-        "bytes_per_token": r.bytes_per_token, "vs_fp16": r.bytes_per_token / fp16_bytes_per_token,
-    } for r in results])
-
-
-def metric_grid(results: Mapping[tuple[str, int], PositionErrors], metric: str, kinds: Sequence[str],
-                bit_widths: Sequence[int], lang: str = "en"):
-    """One row per scheme (its short label in `lang`), one column per bit width ("4 bits"): the mean of
-    `metric`, NaN where that scheme was not measured at that width (FP8 is 8 bits only)."""
-    import pandas as pd
-
-    short = {kind: r.short_in(lang) for (kind, _), r in results.items()}
-    col = {b: text(lang, "quant.s.n_bits", n=f"{b}") for b in bit_widths}
-    grid = pd.DataFrame(index=[short[k] for k in kinds if k in short], columns=list(col.values()), dtype=float)
-    for (kind, b), r in results.items():
-        grid.loc[short[kind], col[b]] = r.mean_of(metric)
-    return grid
-
-
-def binned_frame(key_to_result: Mapping[str, PositionErrors], width: int, lang: str = "en"):
-    """Every scheme's errors in bins of `width` positions, one frame (column `key`: the scheme's kind)."""
-    import pandas as pd
-
-    return pd.concat([r.binned(width, lang).assign(key=k) for k, r in key_to_result.items()])
-
-
-def grid_caption(num_tokens: int, lang: str = "en") -> str:
-    """Under the bits × scheme heatmap: what FP8 means here (real torch float8 or emulated)."""
-    fp8 = text(lang, "quant.s.fp8_torch" if fp8_backend("e4m3") == "torch" else "quant.s.fp8_emulated")
-    return text(lang, "quant.s.grid_caption", fp8=fp8, n=f"{num_tokens}")
-
-
-def headline_metrics(kivi: PositionErrors, naive: PositionErrors, cfg, residual: int, lang: str = "en"
-                     ) -> list[Metric]:
-    """Bytes per token and perplexity, then KL and top-1 agreement, of KIVI and naive per-token at one
-    bit width (cfg: the tiny model's ModelConfig)."""
-    bits, S = kivi.bits, kivi.num_positions
-    fp16 = scheme_bytes(FULL, 1, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"]
-
-    def m(key: str, **fields: object) -> str:
-        return text(lang, f"quant.m.{key}", **fields)
-
-    b = f"{bits}"
-    return [
-        Metric(m("fp16_bytes"), f"{fp16:,.0f}",
-               help=m("fp16_bytes_help", L=f"{cfg.n_layers}", H=f"{cfg.n_kv_heads}", D=f"{cfg.head_dim}")),
-        Metric(m("kivi_bytes", bits=b), f"{kivi.bytes_per_token:,.1f}",
-               m("of_fp16", share=f"{kivi.bytes_per_token / fp16:.1%}"),
-               m("kivi_bytes_help", S=f"{S}", R=f"{residual}")),
-        Metric(m("naive_bytes", bits=b), f"{naive.bytes_per_token:,.1f}",
-               m("of_fp16", share=f"{naive.bytes_per_token / fp16:.1%}")),
-        Metric(m("ppl"), f"{kivi.ppl_ref:.4f}", help=m("ppl_help")),
-        Metric(m("kivi_kl", bits=b), f"{kivi.mean_kl:.2e}", help=m("kl_help")),
-        Metric(m("kivi_agree", bits=b), f"{kivi.mean_agreement:.2%}", help=m("agree_help")),
-        Metric(m("naive_kl", bits=b), f"{naive.mean_kl:.2e}"),
-        Metric(m("naive_agree", bits=b), f"{naive.mean_agreement:.2%}"),
-    ]
-
-
-def perplexity_sentence(kivi: PositionErrors, naive: PositionErrors, lang: str = "en") -> str:
-    """Markdown: full-precision perplexity, then KIVI's and naive per-token's with their loss change."""
-    return text(lang, "quant.s.perplexity", ref=f"{kivi.ppl_ref:.4f}", kivi=kivi.loss_text(lang),
-                naive=naive.loss_text(lang))
-
-
-def position_caption(kivi: PositionErrors, naive: PositionErrors, num_windows: int, residual: int,
-                     lang: str = "en", metric: str = "kl", log: bool = False) -> str:
-    """What the error-by-position chart shows, with the first- and last-quarter KL of both schemes; `metric` and
-    `log` are what the chart draws (the last sentence says what KIVI's exact start looks like on it)."""
-    k, n = kivi.kl_by_quarter(), naive.kl_by_quarter()
-    return text(lang, "quant.s.position_caption", w=f"{num_windows}", T=f"{kivi.num_positions}",
-                n0=f"{n[0]:.2e}", n1=f"{n[-1]:.2e}", k0=f"{k[0]:.2e}", k1=f"{k[-1]:.2e}") \
-        + exact_prefix_sentence(kivi, residual, lang, curve=("log" if log else "linear") if metric == "kl" else None)
-
-
 def exact_prefix(kivi: PositionErrors) -> int:
     """How many positions from the start KIVI's KL is exactly 0 (only full-precision keys and values read)."""
     nonzero = np.flatnonzero(kivi.kl != 0)
     return int(nonzero[0]) if len(nonzero) else kivi.num_positions
-
-
-def exact_prefix_sentence(kivi: PositionErrors, residual: int, lang: str = "en", curve: str | None = "linear") -> str:
-    """Where KIVI is exact, from its measured KL (the caption's last sentence), and what that does to a KL curve
-    drawn on a "linear" or "log" scale (a log scale has no 0); curve=None: the chart shows another metric."""
-    n, T = exact_prefix(kivi), kivi.num_positions
-    if n == T:
-        return text(lang, "quant.s.exact_all", T=f"{T:,}", R=f"{residual}")
-    if n == 0:
-        return text(lang, "quant.s.exact_none")
-    key = {"linear": "quant.s.exact_first", "log": "quant.s.exact_first_log", None: "quant.s.exact_first_plain"}[curve]
-    return text(lang, key, n=f"{n:,}", R=f"{residual}")
-

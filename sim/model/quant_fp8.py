@@ -117,7 +117,7 @@ class Fp8ScaleCheck:
     @property
     def scale_matters(self) -> bool:
         """Whether a calibrated scale changes FP8's KL by more than the factor of 3 the seed claims treat as a real
-        gap (sim.model.quant_claims), either way."""
+        gap (sim.model.quant_claims.KL_GAP), either way."""
         one = self.row("one").kl
         return any(max(r.kl, one) > 3 * max(min(r.kl, one), 1e-30) for r in self.rows if r.key in ("tensor", "head"))
 

@@ -8,12 +8,10 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.i18n import text
 from sim.model.generate import decode_loop, first_difference, generate
-from sim.model.quant_cache import FULL, SCHEME_KINDS, CacheScheme, QuantizedKVCache, scheme_bytes
+from sim.model.quant_cache import FULL, CacheScheme, QuantizedKVCache, scheme_bytes
 from sim.model.quant_forward import teacher_forced_logits
 from sim.model.transformer import Llama
-from sim.readout import Metric
 
 MARK = "▌"  # where the two texts part
 
@@ -41,15 +39,6 @@ class FreeRun:
     @property
     def bytes_vs_fp16(self) -> float:
         return self.used_bytes / self.full_bytes
-
-    def metrics(self, lang: str = "en") -> list[Metric]:
-        first = self.first_difference
-        return [Metric(text(lang, "quant.m.first_diff"), text(lang, "quant.s.none") if first is None else f"{first}",
-                       help=text(lang, "quant.m.first_diff_help")),
-                Metric(text(lang, "quant.m.same_before"),
-                       text(lang, "quant.s.n_of", n=f"{self.num_same}", total=f"{len(self.ref_ids)}")),
-                Metric(text(lang, "quant.m.cache_after"), f"{self.used_bytes:,} B",
-                       text(lang, "quant.m.of_fp16", share=f"{self.bytes_vs_fp16:.1%}"))]
 
     def marked_text(self, ids: list[int]) -> str:
         """The prompt and `ids` (ref_ids or quant_ids) as text, MARK where the two runs part."""
@@ -88,18 +77,3 @@ def divergence_positions(model: Llama, prompt_ids: list[int], ref_ids: list[int]
         diff = (pred != ref).nonzero()
         out[s.key] = int(diff[0]) if len(diff) else None
     return out
-
-
-def text_heading(scheme: CacheScheme, lang: str = "en") -> str:
-    """Markdown, bold: the quantized text's scheme, with its integer width where it has one."""
-    return f"**{scheme.label_in(lang)}" + (f", INT{scheme.bits}**" if scheme.key in SCHEME_KINDS else "**")
-
-
-def divergence_frame(schemes: Sequence[CacheScheme], key_to_first: dict[str, int | None], lang: str = "en"):
-    """One row per scheme: where its greedy text first parts from full precision ("none": never)."""
-    import pandas as pd
-
-    none = text(lang, "quant.s.none")
-    return pd.DataFrame([{text(lang, "quant.col.scheme"): s.title_in(lang),
-                          text(lang, "quant.col.first_diff"): none if key_to_first[s.key] is None
-                          else str(key_to_first[s.key])} for s in schemes])

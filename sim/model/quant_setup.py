@@ -1,14 +1,15 @@
 """The KV quantization page's choices as one frozen config: the schemes they name, the teacher-forced runs
-each view needs, what those runs are estimated to cost, and the sentences built from those numbers."""
+each view needs and what those runs are estimated to cost (its sentences: sim/words/quant.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sim.i18n import text
-from sim.model.quant_cache import FP8_KINDS, SCHEME_KINDS, CacheScheme, make_scheme, short_label
+from sim.model.quant_cache import FP8_KINDS, SCHEME_KINDS, CacheScheme, make_scheme
 from sim.model.quant_errors import EvalConfig, PositionErrors
+from sim.msg import Msg
+from sim.refusal import Refusal
 from sim.work.run_cost import ModelRates, cached_work, prefill_work
 
 INT_KINDS, ALL_KINDS = tuple(SCHEME_KINDS), (*SCHEME_KINDS, *FP8_KINDS)
@@ -70,47 +71,22 @@ class QuantSetup:
         """Estimated seconds of one teacher-forced run over the held-out windows."""
         return QUANT_EVAL_FACTOR * eager.seconds(prefill_work(self.eval.window_len, self.eval.num_windows))
 
-    def short_names(self, lang: str = "en") -> dict[str, str]:
-        """kind -> its short name in `lang` at this setting's R (what the charts call each scheme)."""
-        return {kind: short_label(kind, self.residual, lang) for kind in ALL_KINDS}
-
-    def setting_problem(self, lang: str = "en") -> str | None:
-        """Why G, g and R do not fit together, worded in `lang` (None when they do): K per channel is
-        quantized R tokens at a time, so R must be a multiple of G."""
+    def setting_problem(self) -> Msg | None:
+        """Why G, g and R do not fit together (None when they do): K per channel is quantized R tokens at a
+        time, so R must be a multiple of G."""
         G, R = self.chunk, self.residual
         if R % G:
-            return text(lang, "quant.s.r_not_multiple", R=f"{R}", G=f"{G}", fix=f"{max(G, R // G * G)}")
+            return Msg("quant.s.r_not_multiple", R=R, G=G, fix=max(G, R // G * G))
         return None
-
-    def jobs_sentence(self, what: str, num_runs: int, lang: str = "en") -> str:
-        return text(lang, "quant.s.jobs", what=what, n=f"{num_runs}", w=f"{self.eval.num_windows}",
-                    T=f"{self.eval.window_len}")
-
-    def standard_error_caption(self, kivi: PositionErrors | None = None, lang: str = "en") -> str:
-        """What ± means, and (given KIVI's result) how noisy its Δ loss came out over the windows."""
-        fields = dict(w=f"{self.eval.num_windows}", why=text(lang, "quant.s.se_why"))
-        if kivi is None:
-            return text(lang, "quant.s.se_plain", **fields)
-        mean, se = kivi.mean_delta_loss, kivi.delta_loss_se
-        if se != se:  # NaN: one window
-            return text(lang, "quant.s.se_one_window", **fields)
-        fields.update(mean=f"{mean:+.5f}", se=f"{se:.5f}")
-        if se >= abs(mean):
-            return text(lang, "quant.s.se_unsettled", **fields)
-        return text(lang, "quant.s.se_share", share=f"{se / abs(mean):.0%}", **fields)
-
-    def blank_cells_note(self, lang: str = "en") -> str:
-        """Why the bits × scheme table has blanks when only KIVI and naive are measured at every width."""
-        return text(lang, "quant.s.blank_cells", bits=f"{self.bits}")
 
     def csv_name(self) -> str:
         return f"kv_quantization_{self.variant}_G{self.chunk}_g{self.channel_group}_R{self.residual}.csv"
 
-    def outlier_tokens(self, lang: str = "en") -> int:
-        """Keys the outlier demo quantizes: the first window cut to whole chunks of G. ValueError when not one."""
+    def outlier_tokens(self) -> int:
+        """Keys the outlier demo quantizes: the first window cut to whole chunks of G. A Refusal when not one."""
         S, G = self.eval.window_len, self.chunk
         if S // G == 0:
-            raise ValueError(text(lang, "quant.s.window_short", S=f"{S}", G=f"{G}"))
+            raise Refusal("quant.s.window_short", S=S, G=G)
         return S // G * G
 
     def free_key(self, prompt_ids: Sequence[int], num_new: int, kind: str) -> tuple:
@@ -119,17 +95,13 @@ class QuantSetup:
                 self.residual, self.symmetric)
 
 
-def prompt_problem(prompt_ids: Sequence[int], lang: str = "en") -> str | None:
+def prompt_problem(prompt_ids: Sequence[int]) -> Msg | None:
     """Why a prompt (UTF-8 bytes) can not be run, or None."""
     if not prompt_ids:
-        return text(lang, "quant.s.prompt_empty")
+        return Msg("quant.s.prompt_empty")
     if len(prompt_ids) > MAX_PROMPT:
-        return text(lang, "quant.s.prompt_long", n=f"{len(prompt_ids)}", max=f"{MAX_PROMPT}")
+        return Msg("quant.s.prompt_long", n=len(prompt_ids), max=MAX_PROMPT)
     return None
-
-
-def free_sentence(num_new: int, lang: str = "en") -> str:
-    return text(lang, "quant.s.free_job", n=f"{num_new}")
 
 
 def free_seconds(prompt_len: int, num_new: int, sdpa: ModelRates, eager: ModelRates,

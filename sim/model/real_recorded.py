@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sim.cost.shrink import EVICT_METHODS, QUANT_METHODS, Score, check_methods_and_budgets
-from sim.i18n import text
 
 RECORDED = Path(__file__).resolve().parents[2] / "assets" / "models" / "smollm2_shrink.json"
 CHECKS = ("long", "quote", "chat")  # score fields: long_agreement, quote, turns (sim.cost.shrink.Score)
@@ -56,19 +55,8 @@ def cell_key(method: str, budget: float | None) -> str:
     return method if budget is None else f"{method}@{budget}"
 
 
-def label(method: str, budget: float | None, lang: str = "en") -> str:
-    name = text(lang, f"shrink.method.{method}")
-    return name if budget is None else f"{name} @ {budget:.1%}"
-
-
 def kind(method: str) -> str:
     return "discard" if method in EVICT_METHODS else "blur" if method in QUANT_METHODS else "full"
-
-
-def score(row: dict, lang: str = "en") -> Score:
-    return Score(cell_key(row["method"], row["budget"]), label(row["method"], row["budget"], lang), kind(row["method"]),
-                 row["byte_fraction"], row["long_same"] / row["num_new"], row["quote_prefix"] / row["quote_max"],
-                 row["chat_prefix"] / row["chat_max"])
 
 
 def load_recorded(path: Path = RECORDED) -> dict | None:
@@ -85,23 +73,7 @@ def load_recorded(path: Path = RECORDED) -> dict | None:
         return None
 
 
-def frame_rows(rows: list[dict], lang: str = "en") -> list[dict]:
-    """One table row per cache, headed in `lang` (numbers as numbers: the table formats them)."""
-    def col(key: str) -> str:
-        return text(lang, key)
-
-    none = text(lang, "shrink.s.none")
-    return [{
-        col("shrink.col.method"): label(r["method"], r["budget"], lang), col("shrink.col.bytes"): 100 * r["byte_fraction"],
-        col("shrink.col.long"): 100 * r["long_same"] / r["num_new"],
-        col("shrink.col.divergence"): none if r["long_first_divergence"] is None else f"{r['long_first_divergence']:,}",
-        col("real.col.quote"): 100 * r["quote_prefix"] / r["quote_max"],
-        col("real.col.chat"): 100 * r["chat_prefix"] / r["chat_max"],
-        col("real.col.seconds"): r["seconds"],
-    } for r in rows]
-
-
-def _tally(scores: list[Score], field: str) -> tuple[int, int, int]:
+def tally(scores: list[Score], field: str) -> tuple[int, int, int]:
     """(discarding scored lower, higher, the same) over the pairings: each quantized cache against the best, by
     `field`, of the discarding caches at the budget whose bytes come nearest its own (the larger on a tie). Every
     policy at that budget counts: H2O's and SnapKV's own bookkeeping makes their bytes a little larger than the
@@ -119,31 +91,3 @@ def _tally(scores: list[Score], field: str) -> tuple[int, int, int]:
 
 
 FIELDS = {"long": "long_agreement", "quote": "quote", "chat": "turns"}
-
-
-def verdict(rows: list[dict], lang: str = "en") -> tuple[str, str]:
-    """(headline, sentence): seed 001's claim, discarding hurts an exact quote more than blurring at about equal
-    bytes, judged from the table whichever way it comes out; the sentence names every check's outcome."""
-    scores = [score(r, lang) for r in rows]
-    full = scores[0]
-    if not any(s.kind == "blur" for s in scores) or not any(s.kind == "discard" for s in scores):
-        return text(lang, "shrink.v.need_both"), ""
-    parts = []
-    for check, field in FIELDS.items():
-        worse, better, same = _tally(scores, field)
-        parts.append(text(lang, "real.v.check", check=text(lang, f"real.check.{check}"), worse=f"{worse}",
-                          better=f"{better}", same=f"{same}", n=f"{worse + better + same}",
-                          full=f"{100 * getattr(full, field):.0f}%"))
-    worse, better, same = _tally(scores, "quote")
-    n = worse + better + same
-    if full.quote < 0.5:
-        head = text(lang, "real.v.cannot", full=f"{100 * full.quote:.0f}%")
-    elif worse == n:
-        head = text(lang, "real.v.as_lecture")
-    elif better == n:
-        head = text(lang, "real.v.against")
-    elif same == n:
-        head = text(lang, "real.v.neither")
-    else:
-        head = text(lang, "real.v.mixed", worse=f"{worse}", n=f"{n}")
-    return head, text(lang, "real.v.sentence", head=head, parts=text(lang, "shrink.v.sep").join(parts))

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sim.i18n import text
 from sim.model.generate import check_lengths, decode_loop, greedy
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.train import load_corpus, made_up_fact
@@ -88,17 +87,6 @@ class LongGenerationResult:
     def agreement(self) -> float:
         return self.num_agree / self.num_new
 
-    @property
-    def summary(self) -> str:
-        return self.summary_in("en")
-
-    def summary_in(self, lang: str) -> str:
-        where = (text(lang, "shrink.s.never_departed") if self.first_divergence is None
-                 else text(lang, "shrink.s.departed_at", at=f"{self.first_divergence:,}"))
-        return text(lang, "shrink.s.long_summary", n=f"{self.num_new:,}", same=f"{self.num_agree:,}",
-                    pct=f"{self.agreement:.0%}", where=where)
-
-
 @dataclass(frozen=True)
 class Trial:
     prompt_len: int
@@ -132,18 +120,6 @@ class RecallResult:
     def fraction(self) -> float:
         """Bytes right before the first mismatch, as a fraction of the most possible."""
         return self.num_prefix / self.max_bytes
-
-    @property
-    def summary(self) -> str:
-        return self.summary_in("en")
-
-    def summary_in(self, lang: str) -> str:
-        n = len(self.trials)
-        check = text(lang, "shrink.check." + self.check.replace(" ", "_").replace("-", "_"))
-        return text(lang, "shrink.s.recall_summary_one" if n == 1 else "shrink.s.recall_summary",
-                    check=check[:1].upper() + check[1:], prefix=f"{self.num_prefix}", most=f"{self.max_bytes}",
-                    pct=f"{self.fraction:.0%}", n=f"{n}", matched=f"{self.num_matched}")
-
 
 # ---------------------------------------------------------------------------------------------
 # Running

@@ -8,15 +8,13 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.cost.shrink import LONG_PROMPT, Score, ShrinkSetup
-from sim.i18n import text
+from sim.cost.shrink import LONG_PROMPT, ShrinkSetup
 from sim.model.evict_cache import (
     EVICT_POLICIES,
     QUANT_METHODS,
     ByteAccount,
     budget_for,
     make_shrunk_cache,
-    method_label,
     shrunk_bytes,
 )
 from sim.model.generate import encode
@@ -29,6 +27,7 @@ from sim.model.shrink_checks import (
     multi_turn,
 )
 from sim.model.transformer import Llama
+from sim.msg import Msg
 
 
 @dataclass(frozen=True)
@@ -42,23 +41,17 @@ class ShrinkRow:
     account: ByteAccount  # its bytes, part by part
 
     @property
-    def label(self) -> str:
-        return self.label_in("en")
-
-    def label_in(self, lang: str) -> str:
-        name = method_label(self.method, lang)
-        return name if self.budget is None else f"{name} @ {self.budget:.1%}"
-
-    @property
     def bytes_what(self) -> str:
         return self.account.what
 
-    def score(self, lang: str = "en") -> Score:
-        """Its scores, labelled in `lang`."""
-        kind = "discard" if self.method in EVICT_POLICIES else "blur" if self.method in QUANT_METHODS else "full"
-        key = self.method if self.budget is None else f"{self.method}@{self.budget}"
-        return Score(key, self.label_in(lang), kind, self.byte_fraction, self.long.agreement, self.quote.fraction,
-                     self.turns.fraction)
+    @property
+    def key(self) -> str:
+        return self.method if self.budget is None else f"{self.method}@{self.budget}"
+
+    @property
+    def kind(self) -> str:
+        return "discard" if self.method in EVICT_POLICIES else "blur" if self.method in QUANT_METHODS else "full"
+
 
 
 @dataclass(frozen=True)
@@ -66,21 +59,6 @@ class ShrinkTable:
     setup: ShrinkSetup
     full: ShrinkRow
     rows: tuple[ShrinkRow, ...]
-
-    def frame(self, lang: str = "en"):
-        """One row per cache (the full one first), headed in `lang`."""
-        import pandas as pd
-
-        def col(key: str) -> str:
-            return text(lang, f"shrink.col.{key}")
-
-        none = text(lang, "shrink.s.none")
-        return pd.DataFrame([{
-            col("method"): r.label_in(lang), col("bytes"): 100 * r.byte_fraction, col("long"): 100 * r.long.agreement,
-            col("divergence"): none if r.long.first_divergence is None else f"{r.long.first_divergence:,}",
-            col("quote"): 100 * r.quote.fraction, col("turns"): 100 * r.turns.fraction,
-        } for r in (self.full, *self.rows)])
-
 
 def _row(model: Llama, method: str, budget: float | None, setup: ShrinkSetup, prompt: list[int],
          reference: list[int]) -> ShrinkRow:
@@ -99,19 +77,19 @@ def _row(model: Llama, method: str, budget: float | None, setup: ShrinkSetup, pr
 
 
 @torch.inference_mode()
-def run_shrink(model: Llama, setup: ShrinkSetup, progress: Callable[[float, str], None] = lambda f, t: None,
-               lang: str = "en") -> ShrinkTable:
-    """The full cache first (the reference), then every (method, budget) of the setup (progress in `lang`)."""
+def run_shrink(model: Llama, setup: ShrinkSetup, progress: Callable[[float, Msg], None] = lambda f, m: None
+               ) -> ShrinkTable:
+    """The full cache first (the reference), then every (method, budget) of the setup (progress: message values)."""
     prompt = encode(LONG_PROMPT)
     todo = setup.runs()
-    progress(0.0, text(lang, "shrink.job.full"))
+    progress(0.0, Msg("shrink.job.full"))
     reference = greedy_run(model, lambda n: make_shrunk_cache(model.cfg, "full", None, n, model.device, model.dtype),
                            prompt, setup.num_new)
     full = _row(model, "full", None, setup, prompt, reference)
     rows = []
     for i, (method, budget) in enumerate(todo, start=1):
-        name = method_label(method, lang)
-        progress(i / (len(todo) + 1), text(lang, "shrink.job.at", name=name, budget=f"{budget:.1%}") if budget else name)
+        name = Msg(f"shrink.method.{method}")
+        progress(i / (len(todo) + 1), Msg("shrink.job.at", name=name, budget=budget) if budget else name)
         rows.append(_row(model, method, budget, setup, prompt, reference))
-    progress(1.0, text(lang, "shrink.job.done"))
+    progress(1.0, Msg("shrink.job.done"))
     return ShrinkTable(setup, full, tuple(rows))

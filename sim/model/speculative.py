@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 
 from sim.cost.presets import tiny_model_configs
-from sim.i18n import text
 from sim.serving.speculative import check_spec, expected_tokens_per_pass
 from sim.work.run_cost import ModelRates, cached_work
 
@@ -40,13 +39,6 @@ def available_drafts() -> list[str]:
 def draft_layers(key: str) -> int | None:
     """The layers an early-exit draft keeps (None for a separately trained model)."""
     return int(key.removeprefix("first")) if key.startswith("first") else None
-
-
-def draft_label(key: str, lang: str = "en") -> str:
-    n = draft_layers(key)
-    if n is not None:
-        return text(lang, "serving.spec.draft_exit", n=n, total=target_layers())
-    return text(lang, "serving.spec.draft_model", name=key.upper())
 
 
 def make_draft(target, key: str, load: Callable[[str], object]):
@@ -150,37 +142,6 @@ class SpecRun:
         from sim.model.generate import first_difference
 
         return first_difference(self.new_ids, self.target_ids)
-
-    def summary(self, lang: str = "en") -> str:
-        """What the run shows (Markdown): tokens per pass, acceptance, identity, and the measured costs."""
-        same = (text(lang, "serving.spec.same") if self.identical else
-                text(lang, "serving.spec.differs", first=self.first_difference, dtype=self.dtype, device=self.device))
-        return (
-            text(lang, "serving.spec.head", passes=self.num_passes, tokens=len(self.new_ids),
-                 rate=f"{self.acceptance_rate:.0%}") + same
-            + text(lang, "serving.spec.times", device=self.device, spec=f"{self.spec_s * 1e3:,.0f}",
-                   target=f"{self.target_s * 1e3:,.0f}", k1=self.k + 1, verify=f"{self.verify_s * 1e3:.2f}",
-                   step=f"{self.target_step_s * 1e3:.2f}")
-            + self.cost_summary(lang))
-
-    def cost_summary(self, lang: str = "en") -> str:
-        """The measured draft cost against the draft's share of the layers, the verify pass against one step,
-        and whether speculation paid off here."""
-        parts = []
-        tl, dl, c = self.target_layers, self.draft_layers, self.c
-        if tl and dl and math.isfinite(c):
-            ratio = dl / tl
-            where = ("c_far" if c >= C_FAR_ABOVE * ratio else "c_near" if c > ratio / C_FAR_ABOVE else "c_below")
-            parts.append(text(lang, f"serving.spec.{where}", tl=tl, dl=dl, c=f"{c:.2f}", ratio=f"{ratio:.2f}"))
-        elif math.isfinite(c):
-            parts.append(text(lang, "serving.spec.c_only", c=f"{c:.2f}"))
-        v = self.verify_steps
-        if math.isfinite(v):
-            parts.append(text(lang, "serving.spec.verify_costly" if v > VERIFY_ABOUT_ONE else "serving.spec.verify_one",
-                              k1=self.k + 1, v=f"{v:.2f}"))
-        parts.append(text(lang, "serving.spec.paid" if self.speedup > 1 else "serving.spec.not_paid",
-                          x=f"{self.speedup:.2f}"))
-        return " ".join(parts)
 
 
 def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: int, k: int,

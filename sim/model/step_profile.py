@@ -12,7 +12,6 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from sim.cost.opcount import FlopTally
-from sim.i18n import text
 from sim.model.device import Stopwatch
 from sim.model.generate import decode_one_token, prefill
 from sim.model.kvcache import ContiguousKVCache
@@ -35,11 +34,6 @@ _VIEWS = {"aten::view", "aten::reshape", "aten::transpose", "aten::slice", "aten
           "aten::embedding", "aten::index_select", "aten::_to_copy", "aten::to", "aten::_unsafe_view",
           "aten::index", "aten::alias", "aten::detach", "aten::lift_fresh", "aten::resolve_conj", "aten::resolve_neg",
           "aten::zeros", "aten::fill_", "aten::zero_", "aten::item", "aten::_local_scalar_dense", "aten::stack"}
-
-
-def category_label(name: str, lang: str = "en") -> str:
-    """A category (one of CATEGORIES, or OUTSIDE) as the chart and the title name it."""
-    return text(lang, "decode.cat." + ("outside" if name == OUTSIDE else name.replace(" ", "_")))
 
 
 def category(op: str) -> str:
@@ -80,21 +74,6 @@ class StepProfile:
         out = {k: v / total for k, v in self.category_s.items()}
         out[OUTSIDE] = self.outside_ops_s / total
         return out
-
-    @property
-    def takeaway(self) -> str:
-        return self.worded()
-
-    def worded(self, lang: str = "en") -> str:
-        """The chart's title: the step's time against its FLOPs' own time, how bound it is, its operator calls
-        and the largest share, in `lang`."""
-        ratio = self.wall_s / self.math_s
-        top = max(self.shares().items(), key=lambda kv: kv[1])
-        bound = "overhead" if ratio > 10 else "close" if ratio < 2 else "few_times"
-        return text(lang, "decode.prof.takeaway", context=f"{self.context:,}", wall=f"{self.wall_s * 1e6:,.0f}",
-                    mflop=f"{self.flops / 1e6:,.2f}", math=f"{self.math_s * 1e6:,.1f}", ratio=f"{ratio:,.0f}",
-                    bound=text(lang, f"decode.prof.bound.{bound}"), calls=f"{self.num_calls:,.0f}",
-                    top=category_label(top[0], lang), share=f"{top[1]:.0%}")
 
 
 def _matmul_rate(device, dtype, n: int = 512, repeats: int = 5) -> float:

@@ -82,12 +82,8 @@ def device_words(device: str, lang: str = "en") -> str:
 
 def reason_text(reason, lang: str = "en") -> str:
     """Why a kernel does not run, in `lang`: the lab's own reasons are message values; torch's messages as torch
-    wrote them. (sim.model.device's probes still give the English of home.why.cpu_only.)"""
-    if isinstance(reason, Msg):
-        return say(lang, reason)
-    if lang != "en" and reason == text("en", "home.why.cpu_only"):
-        return text(lang, "home.why.cpu_only")
-    return reason
+    wrote them (sim.model.device's probes give Msg("home.why.cpu_only") for a CUDA-only backend on a CPU)."""
+    return say(lang, reason) if isinstance(reason, Msg) else reason
 
 
 def status_rows(statuses: list[ImplStatus], lang: str = "en") -> list[dict]:

@@ -474,9 +474,7 @@ def measurement_frame(r, lang: str = "en"):
 
 
 def measured_caption(r, lang: str = "en") -> str:
-    """Where the tiny model's cache was measured (sim.model.measure.CacheMeasurement.caption)."""
-    if lang == "en":
-        return r.caption
+    """Where the tiny model's cache was measured (a sim.model.measure.CacheMeasurement)."""
     from sim.cost.memory import ELEMENT_BYTES
 
     return _t(lang, "meas.caption", device=r.device, dtype=r.dtype.upper(), p=ELEMENT_BYTES[r.dtype],
@@ -484,9 +482,7 @@ def measured_caption(r, lang: str = "en") -> str:
 
 
 def measured_agreement(r, lang: str = "en") -> str:
-    """The sentence shown when the counts agree (CacheMeasurement.agreement)."""
-    if lang == "en":
-        return r.agreement
+    """The sentence shown when the counts agree (a sim.model.measure.CacheMeasurement)."""
     return _t(lang, "meas.agree", b=f"{r.measured_bytes:,}", readable=fmt_bytes(r.measured_bytes))
 
 

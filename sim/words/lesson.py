@@ -1,14 +1,20 @@
-"""The sentence each lesson step states, built from the numbers its figure shows: every comparison is
-worded by which side is larger, so it cannot contradict the chart beside it. Each function takes `lang`
-("en" or "ko") and words its sentence from the catalogs (assets/i18n/<lang>/lesson.json); numbers are
-formatted here, the same in both languages."""
+"""The Lesson's words (moved here from sim/lesson/): the sentence each step states, built from the numbers its
+figure shows (every comparison worded by which side is larger, so it cannot contradict the chart beside it), the
+steps' titles and ideas, the attention walk's and the block story's sentences, and the check-yourself questions'
+messages, in either language (catalog area lesson.json)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from sim.cost.decode import human_flops
 from sim.cost.memory import fmt_bytes
-from sim.i18n import text
+from sim.lesson.blocks import REQUESTS, Frame
+from sim.lesson.steps import Step
+from sim.lesson.steps import step_label as _step_label
+from sim.lesson.walk import AttentionWalk
 from sim.readout import small_change, times
+from sim.words import say, text
 
 
 def _times(a: float, b: float) -> str:
@@ -217,3 +223,80 @@ def speculate_title(alpha: float, k: int, tokens: float, lang: str = "en") -> st
 def layout_title(fixed: float, variable: float, lang: str = "en") -> str:
     key = "lesson.t.layout.fixed" if fixed >= variable else "lesson.t.layout.variable"
     return text(lang, key, f=f"{fixed:.1%}", v=f"{variable:.1%}")
+
+
+# --- the steps, the attention walk, the block story -------------------------------------------------------
+
+
+def step_title(step: Step, lang: str = "en") -> str:
+    return say(lang, step.title)
+
+
+def step_idea(step: Step, lang: str = "en") -> str:
+    return say(lang, step.idea)
+
+
+def step_label(k: int, lang: str = "en") -> str:
+    """`Step k of N: title` for k = 1..N; the recap's label for k = RECAP."""
+    return say(lang, _step_label(k))
+
+
+def walk_sentence(w: AttentionWalk, stage: int, lang: str = "en") -> str:
+    """What the stage shows, with its numbers."""
+    T, D = w.keys.shape
+    if stage == 0:
+        return text(lang, "lesson.walk.s0", p=f"{w.position}", d=f"{D}", layer=f"{w.layer}", head=f"{w.head}")
+    if stage == 1:
+        hi, lo = int(np.argmax(w.scores)), int(np.argmin(w.scores))
+        return text(lang, "lesson.walk.s1", t=f"{T}", d=f"{D}", hi=f"{hi}", s_hi=f"{w.scores[hi]:.2f}", lo=f"{lo}",
+                    s_lo=f"{w.scores[lo]:.2f}")
+    if stage == 2:
+        order = np.argsort(w.weights)[::-1]
+        top = int(order[0])
+        return text(lang, "lesson.walk.s2", top=f"{top}", w=f"{w.weights[top]:.1%}",
+                    three=f"{w.weights[order[:3]].sum():.1%}", gap=f"{w.max_weight_gap:.1e}")
+    return text(lang, "lesson.walk.s3", t=f"{T}", d=f"{D}", norm=f"{np.linalg.norm(w.output):.2f}")
+
+
+def walk_title(w: AttentionWalk, stage: int, lang: str = "en") -> str:
+    return text(lang, f"lesson.walk.t{stage}", p=f"{w.position}", layer=f"{w.layer}", head=f"{w.head}")
+
+
+def _plural(n: int) -> str:
+    return "one" if n == 1 else "other"
+
+
+def _ids(blocks) -> str:
+    return ", ".join(f"#{b}" for b in blocks)
+
+
+def event_sentence(frame: Frame, lang: str = "en") -> str:
+    """What the frame's event did, with the pool's own block ids and counts."""
+    e, pool = frame.event, frame.pool
+    name = REQUESTS[e.req] if e.req >= 0 else ""
+    if e.kind == "start":
+        return text(lang, "lesson.bt.start", n=f"{pool.num_blocks}", bs=f"{pool.block_size}")
+    if e.kind == "allocate":
+        last = e.num_tokens - (len(e.new_blocks) - 1) * pool.block_size
+        return text(lang, "lesson.bt.allocate", r=name, t=f"{e.num_tokens}", k=f"{len(e.new_blocks)}",
+                    blocks=_ids(e.new_blocks), last=f"{last}", bs=f"{pool.block_size}")
+    if e.kind == "share":
+        table = pool.req_to_block_table[e.req]
+        parent = next(r for r, t in pool.req_to_block_table.items() if r != e.req and t == table)
+        refs = {int(pool.ref_cnt[b]) for b in table}
+        assert len(refs) == 1
+        return text(lang, "lesson.bt.share", r=name, p=REQUESTS[parent], blocks=_ids(table), ref=f"{refs.pop()}")
+    if e.kind in ("cow", "grow") and e.copied:
+        (src, dst), = e.copied
+        other = next(r for r, t in pool.req_to_block_table.items() if src in t)
+        return text(lang, "lesson.bt.cow", r=name, src=f"#{src}", dst=f"#{dst}", o=REQUESTS[other])
+    if e.kind in ("cow", "grow"):
+        last = pool.req_to_block_table[e.req][-1]
+        if e.new_blocks:
+            return text(lang, "lesson.bt.grow_new", r=name, t=f"{e.num_tokens}", new=_ids(e.new_blocks))
+        return text(lang, f"lesson.bt.grow.{_plural(e.num_tokens)}", r=name, t=f"{e.num_tokens}", b=f"#{last}",
+                    ref=f"{pool.ref_cnt[last]}")
+    if e.kept:
+        other = next(r for r, t in pool.req_to_block_table.items() if set(e.kept) <= set(t))
+        return text(lang, f"lesson.bt.free_kept.{_plural(len(e.freed))}", r=name, freed=_ids(e.freed), kept=_ids(e.kept), o=REQUESTS[other])
+    return text(lang, f"lesson.bt.free.{_plural(len(e.freed))}", r=name, freed=_ids(e.freed))
