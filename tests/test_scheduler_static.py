@@ -91,6 +91,18 @@ SERVING_CASES = {  # the pinned pages' static cases (tests/test_scheduler_pins.p
 }
 
 
+def test_the_scheduler_gives_the_fast_loops_result_at_scale():
+    """1,000 requests, batches of up to 128 cut by a tight KV budget, roofline seconds."""
+    wl = make_workload(LengthWorkloadConfig(num_requests=1000, prompt_mean=200, output_mean=100, max_model_len=2048,
+                                            max_tokens=400, arrival="poisson", arrival_rate=5.0, seed=3))
+    cfg = EngineConfig(max_batch=128, capacity_tokens=40_000, block_size=16, watermark=0.0, token_budget=8192,
+                       chunked=False)
+    cost = sc.RooflineCost(load_presets()["llama-3.1-8b"], "h100-sxm")
+    fast = sch.simulate_static(wl, cfg, cost, tick_s=0.01)
+    assert_same(fast, sch.simulate_static_stepwise(wl, cfg, cost, tick_s=0.01))
+    assert fast.it_rows.max() < 128 and (fast.it_kv_claimed <= 40_000).all()  # the budget cut batches
+
+
 @pytest.mark.parametrize("name", sorted(SERVING_CASES))
 @pytest.mark.parametrize("cost", [PER_TOKEN, sc.LinearCost(1.0, 0.01, 0.001)], ids=["per_token", "linear"])
 def test_the_scheduler_gives_the_fast_loops_result_on_the_pinned_workloads(name, cost):
@@ -145,3 +157,23 @@ def test_the_scheduler_gives_the_fast_loops_result_on_random_workloads(case):
     # the invariants both satisfy: every pass's claim fits (or is one row), rows never fewer than samplers
     assert ((fast.it_kv_claimed <= cfg.capacity_tokens) | (fast.it_rows == 1)).all()
     assert (fast.it_tokens <= fast.it_rows).all() and fast.it_tokens.sum() == wl.output_len.sum()
+
+
+# --- the other fast loop: the paging page's simulate_paged_fast against the Serving page's replay_continuous -------
+
+
+def test_the_paging_fast_loop_equals_the_replay_at_scale():
+    """simulate_paged_fast (blocks counted by phase, never named) and replay_continuous (the lazy block-id replay,
+    itself pinned to the Scheduler) agree on every step's used blocks and every running stretch, on 5,000 requests
+    that preempt often. Both stay: the counting loop is about 16x faster, which the 100,000-request sweep needs."""
+    from sim.alloc.paged_schedule import simulate_paged_fast, simulate_paged_stepwise
+    from sim.alloc.schedule import ServingConfig
+
+    wl = make_workload(LengthWorkloadConfig(num_requests=5000, seed=7))
+    serving = ServingConfig(capacity_tokens=4096, block_size=16, max_num_seqs=128)
+    fast = simulate_paged_fast(wl, serving)
+    replay = simulate_paged_stepwise(wl, serving, lazy=True).result
+    assert fast.num_preemptions == replay.num_preemptions > 100
+    np.testing.assert_array_equal(fast.used_blocks, replay.used_blocks)
+    for f in ("req", "start", "end", "prompt"):
+        np.testing.assert_array_equal(getattr(fast.segments, f), getattr(replay.segments, f), err_msg=f)
