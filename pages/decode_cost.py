@@ -42,7 +42,7 @@ from sim.words.decode import (
     speedup_caption,
     wall_time_caption,
 )
-from sim.work.decode_plan import CompareEstimate, capped_new_tokens
+from sim.work.decode_plan import CompareEstimate, ShownRun, capped_new_tokens, flop_ratio, formula_per_step
 from sim.work.run_cost import smollm2_rates
 
 GRID_STEPS = 24  # rows of the "what gets computed" grid that stay legible on a projector
@@ -115,11 +115,12 @@ if not error and res is not None:
     frames = {m: res.to_frame(m) for m in MODES}
     cached_ids = [r.token for r in res.cached]
     diff, k = res.first_difference, res.compared
-    formula = {mo: [sum(s.values()) for s in generation_flops(cfg, len(prompt_ids), n_new, mo)] for mo in MODES}
+    shown = ShownRun(len(prompt_ids), n_new, GRID_STEPS)
+    formula = {mo: formula_per_step(generation_flops(cfg, len(prompt_ids), n_new, mo)) for mo in MODES}
 
     with finding:
         if diff is not None:
-            st.error(t("decode.differ", diff=f"{diff}", pos=f"{len(prompt_ids) + diff}"))
+            st.error(t("decode.differ", diff=f"{diff}", pos=f"{shown.position(diff)}"))
         elif res.naive_complete:
             st.success(t("decode.same_all", k=f"{k}"), icon=":material/check_circle:")
         else:
@@ -148,20 +149,20 @@ if not error and res is not None:
                        width="stretch")
             st.caption(t("decode.parts_caption"))
         elif tab == "grid":
-            rows = min(GRID_STEPS, n_new)
-            labels = token_labels((prompt_ids + cached_ids)[: len(prompt_ids) + rows - 1], real)
+            rows = shown.grid_rows
+            labels = token_labels(shown.grid_token_ids(prompt_ids, cached_ids), real)
             grids = {mo: computed_grid(len(prompt_ids), rows, mo) for mo in MODES}
             show_chart(figs.computed_grid(grids["naive"], grids["cached"], labels,
                                           grid_takeaway(grids["naive"], grids["cached"], L), L), width="stretch")
             st.caption(t("decode.grid_caption", rows=f"{rows:,}", n=f"{n_new:,}"))
         elif tab == "profile":
-            profile_step(model, min(len(prompt_ids) + n_new - 1, MAX_PROFILE_CONTEXT))
+            profile_step(model, shown.profile_context(MAX_PROFILE_CONTEXT))
 
     m = st.columns(4)
     m[0].metric(t("decode.m.naive_tps"), f"{res.tokens_per_s('naive'):,.1f}")
     m[1].metric(t("decode.m.cached_tps"), f"{res.tokens_per_s('cached'):,.1f}")
     m[2].metric(t("decode.m.speedup"), f"{res.speedup:,.1f}×", help=t("decode.m.speedup_help", k=f"{k}"))
-    m[3].metric(t("decode.m.flop_ratio"), f"{res.flops('naive', k) / res.flops('cached', k):,.1f}×",
+    m[3].metric(t("decode.m.flop_ratio"), f"{flop_ratio(res, k):,.1f}×",
                 help=t("decode.m.flop_ratio_help", a=f"{res.flops('naive', k):,}", b=f"{res.flops('cached', k):,}",
                        k=f"{k}"))
     st.caption(speedup_caption(res.naive, res.cached, L))
@@ -181,10 +182,10 @@ with st.expander(t("decode.h.scale")):
     k = st.columns(4)
     k[0].metric(t("decode.m.naive_step"), human_flops(at.naive_step))
     k[1].metric(t("decode.m.cached_step"), human_flops(at.cached_step),
-                t("decode.m.fewer", x=f"{at.naive_step / at.cached_step:,.0f}"), delta_color="off", delta_arrow="off")
+                t("decode.m.fewer", x=f"{at.step_ratio:,.0f}"), delta_color="off", delta_arrow="off")
     k[2].metric(t("decode.m.naive_total"), human_flops(at.naive_total))
     k[3].metric(t("decode.m.cached_total"), human_flops(at.cached_total),
-                t("decode.m.fewer", x=f"{at.naive_total / at.cached_total:,.0f}"), delta_color="off", delta_arrow="off")
+                t("decode.m.fewer", x=f"{at.total_ratio:,.0f}"), delta_color="off", delta_arrow="off")
     g = st.columns(2)
     for col, total in ((g[0], False), (g[1], True)):
         show_chart_in(col, figs.scale_figure(points, total, scale_takeaway(points, at.length, total, preset.name, L), L),

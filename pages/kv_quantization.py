@@ -42,15 +42,9 @@ def real_kv_section() -> None:
     elif (kv := run_real_probe("quant.real_kv", REAL_TOKENS, kv_channels, button=t("real.kv.run"),
                                what=t("real.kv.what", n=f"{REAL_TOKENS}"))) is not None:
         show_chart(figs.real_channel_heatmaps(kv.k_mean, kv.v_mean, L), key="quant_real_kv")
-        holds = t("real.kv.holds" if kv.claim_holds() else "real.kv.fails")
-        st.markdown(t("real.kv.sentence", n=f"{kv.num_tokens:,}", k_ratio=f"{kv.k_ratio.mean():.1f}",
-                      v_ratio=f"{kv.v_ratio.mean():.1f}", k_layers=f"{int((kv.k_ratio > 4).sum())}",
-                      v_layers=f"{int((kv.v_ratio > 4).sum())}", holds=holds))
-        for b, (per_channel, per_token) in kv.bits_to_mse.items():
-            lower = per_channel <= per_token
-            st.markdown("- " + t("real.kv.kivi", bits=f"{b}", per_channel=f"{per_channel:.2e}",
-                                 per_token=f"{per_token:.2e}", which=t("real.kv.lower" if lower else "real.kv.higher"),
-                                 ratio=f"{max(per_channel, per_token) / max(min(per_channel, per_token), 1e-30):.1f}"))
+        st.markdown(qr.real_kv_sentence(kv, L))
+        for line in qr.real_kivi_lines(kv, L):
+            st.markdown("- " + line)
 
 
 st.title(page_title("kv_quantization"))

@@ -18,14 +18,7 @@ from sim.claims import SEEDS
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.presets import load_presets
-from sim.cost.shrink import (
-    EVICT_METHODS,
-    LINKS,
-    METHODS,
-    QUANT_METHODS,
-    ShrinkSetup,
-    offload_cost,
-)
+from sim.cost.shrink import ALL_METHODS, EVICT_METHODS, LINKS, METHODS, ShrinkSetup, offload_cost, offloaded_bytes
 from sim.model.real_source import MODEL_KEY
 from sim.model.shrink_quant import blur_ranking
 from sim.words import say
@@ -52,7 +45,7 @@ abilities = runs.copy_abilities(L)
 st.markdown(copy_ability_sentence(abilities, L))
 st.caption(t("shrink.models_caption"))
 controls.draw_checks(model_labels)
-setup = ShrinkSetup(methods=EVICT_METHODS + QUANT_METHODS, budgets=SCOPES[ss["scope"]], num_new=ss["long"],
+setup = ShrinkSetup(methods=ALL_METHODS, budgets=SCOPES[ss["scope"]], num_new=ss["long"],
                     num_trials=ss["trials"])
 if ss["model"] == MODEL_KEY:
     runs.real_section()
@@ -89,15 +82,15 @@ if table is not None:
 with st.expander(t("shrink.h.offload")):
     controls.draw_offload()
     kv = kv_memory(MemoryConfig(presets[ss["omodel"]], batch=1, context=ss["octx"], kv_dtype="fp16")).total_bytes
-    moved = kv * ss["opct"] // 100
+    moved = offloaded_bytes(kv, ss["opct"])
     hbm = gpus[ss["ogpu"]].bandwidth_bytes_per_s
     costs = {k: offload_cost(moved, k, hbm) for k in LINKS}
     if moved == 0:
         st.info(t("shrink.nothing_offloaded"))
     else:
         pcie = costs["pcie5"]
-        show_chart(offload_bars([c.link.name_in(L) for c in costs.values()], [c.transfer_s * 1e3 for c in costs.values()],
-                                pcie.hbm_s * 1e3, t("shrink.offload_title", model=presets[ss["omodel"]].name,
+        show_chart(offload_bars([c.link.name_in(L) for c in costs.values()], [c.transfer_ms for c in costs.values()],
+                                pcie.hbm_ms, t("shrink.offload_title", model=presets[ss["omodel"]].name,
                                                     ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
                    key="shrink_offload")
         st.markdown(offload_sentence(pcie, L))
