@@ -94,8 +94,7 @@ def render_shape() -> None:
                              "text/csv")
         c[1].button(t("kernels.w.again"), on_click=ctl.measure_again, help=t("kernels.w.again_help"))
     else:
-        num_kernels = sum(s.runs for s in runs.statuses(dev, st.session_state["dtype"]) if s.impl != "flex")
-        st.info(R.time_hint(num_kernels, runs.SHAPE_BUDGET_S, L), icon=":material/play_circle:")
+        st.info(R.time_hint(runs.num_timed_runs(dev, st.session_state["dtype"]), runs.SHAPE_BUDGET_S, L), icon=":material/play_circle:")
 
     if shape is not None:
         st.subheader(t("kernels.h.traffic"))
@@ -135,7 +134,7 @@ def render_sweep() -> None:
     show_chart_in(g[0], figs.sweep_time(sdf, col, R.sweep_time_takeaway(sweep, stat, L), L), width="stretch")
     show_chart_in(g[1], figs.sweep_memory(sdf, R.sweep_memory_takeaway(sweep, L), L), width="stretch")
     show_chart_in(g[0], figs.sweep_speedup(sdf, col, R.sweep_speedup_takeaway(sweep, stat, L), L), width="stretch")
-    show_chart_in(g[1], figs.sweep_tflops(sdf, col, sweep.ceiling_flops / 1e12, ceiling,
+    show_chart_in(g[1], figs.sweep_tflops(sdf, col, sweep.ceiling_tflops, ceiling,
                                           R.sweep_tflops_takeaway(sweep, stat, ceiling, L), L), width="stretch")
     st.caption(R.sweep_caption(sweep, stat, L))
     st.download_button(t("kernels.w.download_sweep"), sdf.to_csv(index=False), "attention_kernels_sweep.csv",

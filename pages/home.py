@@ -38,7 +38,7 @@ why_key, why_fields = threads_message()
 c[0].metric(t("home.m.device"), info.device)
 c[1].metric(t("home.m.dtype"), info.dtype)
 c[2].metric(t("home.m.threads") if info.device == "cpu" else t("home.m.gpu_memory"),
-            str(info.num_threads) if info.device == "cpu" else t("home.gib", x=f"{info.memory_bytes / 2**30:.1f}"),
+            str(info.num_threads) if info.device == "cpu" else t("home.gib", x=f"{info.memory_gib:.1f}"),
             help=t("home.threads_help", why=t(why_key, **why_fields)) if info.device == "cpu" else None)
 c[3].metric(t("home.m.torch"), info.torch_version)
 st.caption(t("home.device_caption", name=info.device_name))

@@ -6,7 +6,7 @@ import streamlit as st
 from app.i18n import lang, page_title, t
 from app.lesson import cost, generation, nav, recap, style, ways_out
 from app.present import presenting
-from sim.lesson.steps import RECAP, STEPS
+from sim.lesson.steps import RECAP, step_at
 from sim.words import say
 
 RENDER = {
@@ -28,7 +28,7 @@ k = nav.navigation("top")
 if k == RECAP:
     recap.recap()
 else:
-    step = STEPS[k - 1]
+    step = step_at(k)
     st.header(say(lang(), step.title))
     recap.words(step)
     RENDER[step.slug]()

@@ -110,7 +110,7 @@ def render_spec() -> None:
     mc, (best_k, best_speedup) = curves.chosen_monte_carlo, curves.best_speedup
     m = st.columns(4)
     m[0].metric(t("serving.m.tokens_formula"), f"{mc.expected:.3f}")
-    m[1].metric(t("serving.m.monte_carlo"), f"{mc.mean:.3f} ± {2 * mc.stderr:.3f}",
+    m[1].metric(t("serving.m.monte_carlo"), f"{mc.mean:.3f} ± {mc.two_stderr:.3f}",
                 help=t("serving.m.monte_carlo_help", n=f"{spec.mc_passes:,}"))
     m[2].metric(t("serving.m.speedup"), f"{curves.chosen_speedup:.2f}×", f"c = {curves.c:.3f}", delta_color="off",
                 delta_arrow="off")

@@ -1,5 +1,6 @@
 """Shrink the cache: discarding (eviction, windows) against blurring (quantization) on the real model,
-judged by the lecture's three checks; the lecture's table of methods; offloading as a cost."""
+judged by the lecture's three checks; the lecture's table of methods; offloading as a cost. The page opens on the
+recorded SmolLM2 grid's verdict and chart; the lecture's table and offloading are folded."""
 
 import streamlit as st
 
@@ -17,14 +18,7 @@ from sim.claims import SEEDS
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.presets import load_presets
-from sim.cost.shrink import (
-    EVICT_METHODS,
-    LINKS,
-    METHODS,
-    QUANT_METHODS,
-    ShrinkSetup,
-    offload_cost,
-)
+from sim.cost.shrink import ALL_METHODS, EVICT_METHODS, LINKS, METHODS, ShrinkSetup, offload_cost, offloaded_bytes
 from sim.model.real_source import MODEL_KEY
 from sim.model.shrink_quant import blur_ranking
 from sim.words import say
@@ -34,19 +28,24 @@ from sim.words.shrink_table import copy_ability_sentence, link_name, method_rows
 st.title(page_title("shrink_cache"))
 L = lang()  # the sentences and figures below are worded in the page language
 ko, en = SEEDS["001"]
-st.markdown(t("shrink.intro", title_en=en, title_ko=ko))
+st.markdown(t("density2.shrink.lead"))
+with st.expander(t("density2.shrink.more")):
+    st.markdown(t("shrink.intro", title_en=en, title_ko=ko))
 
 models, presets, gpus = runs.available_models(), load_presets(), load_gpus()
 model_labels = {k: runs.model_label(k, L) for k in models} | {MODEL_KEY: model_label(MODEL_KEY)}
 url = controls.register()
 ss = st.session_state
 
+# The page opens on its finding: the three checks on SmolLM2 as recorded (read from the shipped file, shown at once
+# with how and where it was recorded); the tiny model's grid, run live, waits for its button below it.
+runs.recorded_finding()
 st.subheader(t("shrink.h.checks"))
 abilities = runs.copy_abilities(L)
 st.markdown(copy_ability_sentence(abilities, L))
 st.caption(t("shrink.models_caption"))
 controls.draw_checks(model_labels)
-setup = ShrinkSetup(methods=EVICT_METHODS + QUANT_METHODS, budgets=SCOPES[ss["scope"]], num_new=ss["long"],
+setup = ShrinkSetup(methods=ALL_METHODS, budgets=SCOPES[ss["scope"]], num_new=ss["long"],
                     num_trials=ss["trials"])
 if ss["model"] == MODEL_KEY:
     runs.real_section()
@@ -78,21 +77,21 @@ if table is not None:
             st.markdown(f"- **{policy}**: {position_convention(policy, L)}")
         st.caption(t("shrink.evict_caption"))
 
-st.subheader(t("shrink.h.offload"))
-controls.draw_offload()
-kv = kv_memory(MemoryConfig(presets[ss["omodel"]], batch=1, context=ss["octx"], kv_dtype="fp16")).total_bytes
-moved = kv * ss["opct"] // 100
-hbm = gpus[ss["ogpu"]].bandwidth_bytes_per_s
-costs = {k: offload_cost(moved, k, hbm) for k in LINKS}
-if moved == 0:
-    st.info(t("shrink.nothing_offloaded"))
-else:
-    pcie = costs["pcie5"]
-    show_chart(offload_bars([link_name(c.link, L) for c in costs.values()], [c.transfer_s * 1e3 for c in costs.values()],
-                            pcie.hbm_s * 1e3, t("shrink.offload_title", model=presets[ss["omodel"]].name,
-                                                ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
-               key="shrink_offload")
-    st.markdown(offload_sentence(pcie, L))
+with st.expander(t("shrink.h.offload")):
+    controls.draw_offload()
+    kv = kv_memory(MemoryConfig(presets[ss["omodel"]], batch=1, context=ss["octx"], kv_dtype="fp16")).total_bytes
+    moved = offloaded_bytes(kv, ss["opct"])
+    hbm = gpus[ss["ogpu"]].bandwidth_bytes_per_s
+    costs = {k: offload_cost(moved, k, hbm) for k in LINKS}
+    if moved == 0:
+        st.info(t("shrink.nothing_offloaded"))
+    else:
+        pcie = costs["pcie5"]
+        show_chart(offload_bars([link_name(c.link, L) for c in costs.values()], [c.transfer_ms for c in costs.values()],
+                                pcie.hbm_ms, t("shrink.offload_title", model=presets[ss["omodel"]].name,
+                                                    ctx=f"{ss['octx']:,}", pct=f"{ss['opct']}", cache=fmt_bytes(kv)), L),
+                   key="shrink_offload")
+        st.markdown(offload_sentence(pcie, L))
 
 # the lecture's table of methods: context for the finding above, one click away (the page opens on its checks)
 with st.expander(t("shrink.h.table")):

@@ -2,7 +2,10 @@
 Attention kernels and of Prefix caching and Serving's four headline numbers are on the first screen, with nothing
 scrolled. (Attention kernels opened on a table of backends and a form: its first chart was 3,500 px down, the page
 8,250 px long; Prefix caching's hit-rate chart was 1,275 px down under a byte-level demo, the page 11,861 px long;
-Serving's six-line introduction pushed its second row of numbers below the screen.)"""
+Serving's six-line introduction pushed its second row of numbers below the screen.) So are the first charts of KV
+quantization (2,125 px down under its intro, a real-model section and a settings panel; the page 13,647 px long),
+Decode cost (2,139 px down under its intro and run form) and Shrink the cache (which opened on the lecture's table,
+its first chart the offload one 2,171 px down, the tiny model's grid waiting for its button)."""
 
 import pytest
 
@@ -28,7 +31,8 @@ FIRST_SCREEN_JS = """() => {
 
 
 @pytest.mark.parametrize(("slug", "what"), [("attention_kernels", "chart"), ("prefix_caching", "chart"),
-                                            ("serving", "metric")])
+                                            ("serving", "metric"), ("kv_quantization", "chart"),
+                                            ("decode_cost", "chart"), ("shrink_cache", "chart")])
 def test_the_finding_is_on_the_first_screen_of_a_projector(app_url, browser, slug, what):
     page = new_page(browser, 1024, 768)
     try:

@@ -6,6 +6,8 @@ import pytest
 from app.registry import PAGES
 from sim.cost.memory import GiB
 from sim.cost.shrink import LINKS, METHODS, Score, offload_cost
+from sim.model.real_recorded import load_recorded
+from sim.words.shrink import recorded_verdict
 from sim.words.shrink_table import offload_sentence, verdict
 from tests.conftest import run_in_app, unescaped
 
@@ -67,7 +69,10 @@ def test_the_page_waits_for_its_button_then_shows_the_direct_runs_numbers():
     params = {"model": "mha", "scope": "quarter", "long": "128", "trials": "1"}
     at = run_in_app("shrink_cache", params, timeout=600)
     assert not at.exception, [e.value for e in at.exception]
-    assert len(at.get("plotly_chart")) == 1  # only the offload chart: the grid waits for its button
+    # the tiny model's grid waits for its button; the recorded SmolLM2 grid's chart (the page's finding) and the
+    # offload chart are drawn at once
+    recorded = load_recorded() is not None
+    assert [c.key for c in at.get("plotly_chart")] == ["shrink_real"] * recorded + ["shrink_offload"]
     assert any("press **Run the checks**" in i.value for i in at.info)
     next(b for b in at.button if b.label == "Run the checks").click().run(timeout=600)
     assert not at.exception, [e.value for e in at.exception]
@@ -86,13 +91,15 @@ def test_the_page_waits_for_its_button_then_shows_the_direct_runs_numbers():
     assert len(shown) == 1 + 4 + 4 and shown["Method"][0] == "The full FP16 cache"
     assert shown["Bytes kept (% of FP16)"][0] == 100 and shown["Long generation: tokens equal (%)"][0] == 100
     said = [unescaped(m.value) for m in at.markdown if m.value.startswith("**")]
+    if recorded:  # the recorded grid's verdict first, then the tiny model's
+        assert said.pop(0) == f"**{recorded_verdict(load_recorded()['rows'])[1]}**"
     # the verdict is the one computed from the table the page shows (an evicting cache's label names its budget)
     scores = [Score(r["Method"], r["Method"], "discard" if " @ " in r["Method"] else "blur",
                     r["Bytes kept (% of FP16)"] / 100, r["Long generation: tokens equal (%)"] / 100,
                     r["Exact quote (% of bytes)"] / 100, r["Multi-turn fact (% of bytes)"] / 100)
               for r in shown.to_dict("records")[1:]]
     assert said == [f"**{verdict(scores, shown['Exact quote (% of bytes)'][0] / 100)}**"]
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 2 + recorded
 
 
 def test_offload_follows_its_controls_and_bad_links_are_named():

@@ -37,6 +37,11 @@ def statuses(device: str, dtype: str):
         return _statuses(device, dtype)
 
 
+def num_timed_runs(device: str, dtype: str) -> int:
+    """How many timed kernel runs "Time these kernels" makes here (FlexAttention is timed on its own)."""
+    return sum(s.runs for s in statuses(device, dtype) if s.impl != "flex")
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def timed(shape: S.AttentionShape, device: str, threads: int | None, budget_s: float, trial: int):
     result = locked(time_attention, shape, device, limits_here(device), budget_s=budget_s, num_threads=threads)

@@ -116,17 +116,45 @@ def _cell_s(row: dict, setup) -> float:
     return rates.cached_s(48, setup.num_new) + (quote + rates.cached_s(160, 20)) * setup.num_trials
 
 
-def real_section() -> None:
-    """The recorded table, its verdict and provenance; then the cell picked (`cell` in the page's URL) rerun live
-    when its button is pressed."""
+def recorded_finding() -> bool:
+    """The page's finding, shown at once whatever model is picked (read from the recorded file, no torch): the
+    recorded SmolLM2 grid's verdict, its chart and its provenance. False when no recorded grid ships."""
     from app.figures.shrink import scores_vs_bytes
-    from app.model_picker import real_unavailable
-    from app.present import show_chart, show_table
+    from app.present import show_chart
     from app.text import code, plain
-    from sim.model.real_recorded import RealShrinkSetup, cell_key, load_recorded
+    from sim.model.real_recorded import load_recorded
     from sim.model.shrink_quant import blur_ranking
     from sim.words import say
-    from sim.words.shrink import recorded_label, recorded_rows, recorded_score, recorded_verdict
+    from sim.words.shrink import recorded_score, recorded_verdict
+
+    L = lang()
+    data = load_recorded()
+    if data is None:
+        return False
+    rows, prov = data["rows"], data["provenance"]
+    st.subheader(t("real.h.recorded"))
+    head, sentence = recorded_verdict(rows, L)
+    scores = [recorded_score(r, L) for r in rows]
+    # the chart's title is the verdict's head; the whole verdict, every pairing counted, right under it
+    show_chart(scores_vs_bytes(scores[1:], scores[0], head, L, score_title=t("real.fig.score")), key="shrink_real")
+    st.markdown(f"**{plain(sentence, 4000)}**")
+    st.caption(t("real.provenance", command=code(prov["command"]), commit=code(prov["commit"][:12]),
+                 machine=plain(prov["machine"]), torch=plain(prov["torch"]), threads=f"{prov['threads']}",
+                 date=plain(prov["date"]), cells=f"{len(rows)}", seconds=f"{prov['seconds']:,.0f}",
+                 tokens=f"{rows[0]['num_tokens']:,}"))
+    for msg in blur_ranking(scores):
+        st.markdown(plain(say(L, msg), 4000))
+    return True
+
+
+def real_section() -> None:
+    """Under the recorded finding (`recorded_finding`), when the real model is picked: the recorded table and what
+    it ran; then the cell picked (`cell` in the page's URL) rerun live when its button is pressed."""
+    from app.model_picker import real_unavailable
+    from app.present import show_table
+    from app.text import code
+    from sim.model.real_recorded import RealShrinkSetup, cell_key, load_recorded
+    from sim.words.shrink import recorded_label, recorded_rows
 
     L = lang()
     why = real_unavailable()
@@ -136,23 +164,12 @@ def real_section() -> None:
     if data is None:
         st.info(t("real.no_recorded", command=code("python -m sim.model.record_shrink")))
         return
-    rows, prov = data["rows"], data["provenance"]
+    rows = data["rows"]
     setup = RealShrinkSetup.from_dict(data["setup"])
-    st.subheader(t("real.h.recorded"))
     st.markdown(t("real.recorded_intro", n=f"{setup.num_new:,}"))
-    head, sentence = recorded_verdict(rows, L)
-    st.markdown(f"**{plain(sentence, 4000)}**")
-    scores = [recorded_score(r, L) for r in rows]
-    show_chart(scores_vs_bytes(scores[1:], scores[0], head, L, score_title=t("real.fig.score")), key="shrink_real")
-    for msg in blur_ranking(scores):
-        st.markdown(plain(say(L, msg), 4000))
     import pandas as pd
 
     show_table(pd.DataFrame(recorded_rows(rows, L)), hide_index=True, width="stretch")
-    st.caption(t("real.provenance", command=code(prov["command"]), commit=code(prov["commit"][:12]),
-                 machine=plain(prov["machine"]), torch=plain(prov["torch"]), threads=f"{prov['threads']}",
-                 date=plain(prov["date"]), cells=f"{len(rows)}", seconds=f"{prov['seconds']:,.0f}",
-                 tokens=f"{rows[0]['num_tokens']:,}"))
     st.caption(t("real.chat_answer", answer=code(rows[0]["chat_answer"].split("<|im_end|>")[0])))  # its own turn
     if why:
         return

@@ -145,6 +145,10 @@ class SweepResult:
     results: tuple[TimingResult, ...]
     ceiling_flops: float
 
+    @property
+    def ceiling_tflops(self) -> float:
+        return self.ceiling_flops / 1e12
+
     def __post_init__(self) -> None:
         assert self.results, "a sweep times at least one N"
         assert [r.shape.num_keys for r in self.results] == sorted({r.shape.num_keys for r in self.results})

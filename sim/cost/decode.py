@@ -46,6 +46,15 @@ class ScalePoint:
     naive_total: int  # FLOPs to generate `length` tokens from a 1-token prompt
     cached_total: int
 
+    @property
+    def step_ratio(self) -> float:
+        """How many times the naive step's FLOPs the cached step's are."""
+        return self.naive_step / self.cached_step
+
+    @property
+    def total_ratio(self) -> float:
+        return self.naive_total / self.cached_total
+
 
 def scale_curve(shape: ShapeSpec, lengths: list[int]) -> list[ScalePoint]:
     """Per-step and total FLOPs, naive vs cached, at each sequence length (closed form)."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 # The caches the page runs (sim/model/evict_cache.py builds them; a test keeps the names in step).
 EVICT_METHODS = ("window", "sinks", "h2o", "snapkv")
 QUANT_METHODS = ("fp8", "int8", "kivi4", "kivi2")
+ALL_METHODS = EVICT_METHODS + QUANT_METHODS
 BUDGETS = (0.125, 0.25, 0.5)  # of the run's positions, for the eviction methods
 MAX_LONG_NEW = 900  # the bundled models were trained at 1,024 positions: prompt + 900 new stays inside
 LONG_PROMPT = "KING HENRY:\nNow, lords, if God doth give successful end\nTo this debate that bleedeth at our doors,\n"
@@ -68,6 +69,19 @@ class OffloadCost:
     @property
     def hbm_s(self) -> float:
         return self.offloaded_bytes / self.hbm_bytes_per_s
+
+    @property
+    def transfer_ms(self) -> float:
+        return self.transfer_s * 1e3
+
+    @property
+    def hbm_ms(self) -> float:
+        return self.hbm_s * 1e3
+
+
+def offloaded_bytes(cache_bytes: int, percent: int) -> int:
+    """The part of a request's cache kept off the GPU: `percent` of it, in whole bytes (rounded down)."""
+    return cache_bytes * percent // 100
 
 
 def offload_cost(offloaded_bytes: int, link: str, hbm_bytes_per_s: float) -> OffloadCost:

@@ -47,10 +47,17 @@ RECAP = len(STEPS) + 1  # the view after the last step: the twelve findings agai
 SLUGS = tuple(s.slug for s in STEPS)
 
 
+def step_at(k: int) -> Step:
+    """Step k, counted from 1 as the page and its URL count them."""
+    if not 1 <= k <= len(STEPS):
+        raise ValueError(f"step must be 1..{len(STEPS)}, got {k}")
+    return STEPS[k - 1]
+
+
 def step_label(k: int) -> Msg:
     """`Step k of N: title` for k = 1..N; the recap's label for k = RECAP."""
     if k == RECAP:
         return Msg("lesson.recap.label")
     if not 1 <= k <= len(STEPS):
         raise ValueError(f"step must be 1..{RECAP}, got {k}")
-    return Msg("lesson.step_label", k=k, n=len(STEPS), title=STEPS[k - 1].title)
+    return Msg("lesson.step_label", k=k, n=len(STEPS), title=step_at(k).title)

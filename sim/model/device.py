@@ -133,6 +133,10 @@ class DeviceInfo:
     memory_bytes: int | None  # GPU memory; None on CPU
     backends: tuple[BackendProbe, ...]
 
+    @property
+    def memory_gib(self) -> float | None:
+        return None if self.memory_bytes is None else self.memory_bytes / 2**30
+
 
 def describe_device(device: torch.device | None = None) -> DeviceInfo:
     device = device if device is not None else pick_device()

@@ -70,6 +70,9 @@ def attention_sink(model: Llama, ids: list[int], skip: int = 16, map_tokens: int
                       np.stack(maps))
 
 
+LARGE_CHANNEL = 4  # a layer's largest channel this many times its median channel is a large one (seed 001)
+
+
 @dataclass(frozen=True)
 class KVChannels:
     num_tokens: int
@@ -90,10 +93,14 @@ class KVChannels:
     def v_ratio(self) -> np.ndarray:
         return self._ratio(self.v_mean)
 
+    def num_large_layers(self, which: str) -> int:
+        """Layers whose largest K (or V) channel is over LARGE_CHANNEL × the median one."""
+        return int(((self.k_ratio if which == "k" else self.v_ratio) > LARGE_CHANNEL).sum())
+
     def claim_holds(self) -> bool:
         """The seed's claim: K has a few large channels and V does not. Held when K's largest channel stands out
         more than V's in most layers, and K has a channel above 4× its median in at least half the layers."""
-        return bool((self.k_ratio > self.v_ratio).mean() > 0.5 and (self.k_ratio > 4).mean() >= 0.5)
+        return bool((self.k_ratio > self.v_ratio).mean() > 0.5 and (self.k_ratio > LARGE_CHANNEL).mean() >= 0.5)
 
 
 @torch.inference_mode()

@@ -1,7 +1,8 @@
 """One scheduler in vLLM v1's shape: `Request`s with a status, a `KVCacheManager` over the block pool, and a
 `Scheduler` whose `schedule()` plans one forward pass (`SchedulerOutput`) and whose `update_from_output()` applies
 what the pass produced. Continuous batching, chunked prefill, recompute and swap preemption, prefix caching with
-lower tiers and lookahead slots for draft tokens are options of this one loop; every simulator that batches
+lower tiers and lookahead slots for draft tokens are options of this one loop, and static batching
+(`batching="static"`, `_schedule_static`) is its other policy; every simulator that batches
 requests over a block pool drives it (sim.serving.engine for timed runs, sim.alloc.paged_schedule for the paging
 page's decode steps, and the fast counting loops are pinned to it). The rules follow vLLM's core scheduler
 in the release sim.cost.vllm_rules.VLLM_VERSION names (vllm/v1/core/sched/scheduler.py, vllm/v1/request.py,
@@ -35,6 +36,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import accumulate
 from typing import NamedTuple
 
 from sim.alloc.block_pool import BlockPool, cdiv
@@ -43,6 +45,7 @@ from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg, Word
 
 PREEMPTION_MODES = ("recompute", "swap")
+BATCHING = ("iteration", "static")  # vLLM's iteration-level scheduling, or static batches (before Orca)
 NO_BUDGET = 1 << 40  # max_num_batched_tokens when nothing bounds a step's tokens
 
 
@@ -90,10 +93,13 @@ class SchedulerConfig:
     num_cpu_blocks: int = 0  # host blocks for swapping (0: swap falls back to recompute)
     num_speculative_tokens: int = 0  # draft tokens per decode: lookahead slots, rolled back when rejected
     enable_prefix_caching: bool = False
+    batching: str = "iteration"  # "static": one padded batch at a time (Scheduler._schedule_static)
+    kv_capacity_tokens: int = 0  # a static batch's contiguous KV slots (0: num_gpu_blocks x block_size)
 
     def __post_init__(self) -> None:
         assert self.max_num_seqs >= 1 and self.max_num_batched_tokens >= 1 and self.num_gpu_blocks >= 1
         assert self.preemption_mode in PREEMPTION_MODES and 0.0 <= self.watermark <= 0.5
+        assert self.batching in BATCHING
 
     @property
     def watermark_blocks(self) -> int:
@@ -114,6 +120,7 @@ class Request:
     num_computed_tokens: int = 0  # KV slots it holds
     num_output_tokens: int = 0  # tokens sampled so far
     num_preemptions: int = 0
+    max_output_tokens: int = 0  # the client's cap (0: max_tokens); a static batch reserves room for this many
     num_prefill_tokens: int = field(init=False)  # tokens to compute before this stretch samples: the prompt, and
     # after a recompute preemption every token it had produced too
 
@@ -152,6 +159,21 @@ class Preemption(NamedTuple):
     num_host_blocks: int  # blocks written to the host (swap)
 
 
+class StaticPass(NamedTuple):
+    """A static batch's pass: every one of `num_rows` rows computes `padded_prompt_len` tokens at `step` 0 (short
+    prompts padded) and one token at each later step, finished rows included, until the longest output is done."""
+
+    num_rows: int
+    padded_prompt_len: int
+    step: int  # 0: the prefill; j: the j-th decode, attending to padded_prompt_len + j keys
+    num_reserved_tokens: int  # the batch's KV rectangle, rows x (padded prompt + largest max_tokens)
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens the pass computes, padding included."""
+        return self.num_rows * (self.padded_prompt_len if self.step == 0 else 1)
+
+
 @dataclass
 class SchedulerOutput:
     """The plan for one pass (vLLM's SchedulerOutput, with what the simulators count)."""
@@ -165,6 +187,7 @@ class SchedulerOutput:
     prefix_hits: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)  # (request, GPU blocks hit,
     # the tier (1 host, 2 disk) of each further block loaded from below)
     events: list[Msg] = field(default_factory=list)  # what happened to blocks, in order
+    static: StaticPass | None = None  # static batching: the padded rectangle this pass computes
 
     @property
     def num_scheduled_tokens(self) -> dict[int, int]:
@@ -173,6 +196,11 @@ class SchedulerOutput:
     @property
     def total_num_scheduled_tokens(self) -> int:
         return sum(r.num_new_tokens for r in self.rows)
+
+    @property
+    def num_padding_tokens(self) -> int:
+        """Tokens a static batch computes for no request: short prompts' padding, finished rows' decodes."""
+        return self.static.num_tokens - self.total_num_scheduled_tokens if self.static else 0
 
 
 @dataclass
@@ -263,6 +291,7 @@ class Scheduler:
         self.running: dict[int, Request] = {}  # insertion order = age
         self.swapped: deque[Request] = deque()
         self._hashed_upto: dict[int, int] = {}  # running request -> full prompt blocks offered to the cache
+        self._static: StaticPass | None = None  # the static batch in flight
 
     def add_request(self, request: Request) -> None:
         self.requests[request.request_id] = request
@@ -271,9 +300,63 @@ class Scheduler:
     def has_unfinished_requests(self) -> bool:
         return bool(self.waiting or self.running or self.swapped)
 
+    # --- static batching -----------------------------------------------------------------------------------
+
+    def _schedule_static(self) -> SchedulerOutput:
+        """Static batching (before Orca): when nothing runs, the first `max_num_seqs` waiting requests form a batch,
+        cut to the rows whose padded KV rectangle, rows x (longest prompt + largest max_output_tokens), fits
+        `kv_capacity_tokens` (one row always fits); step 0 prefills every row padded to the longest prompt, each
+        later step decodes one token in every row, finished rows included, until the batch's longest output is
+        done. The rectangle is one contiguous tensor, not paged: the block pool stays untouched."""
+        cfg, out = self.config, SchedulerOutput()
+        if self.running:
+            prev = self._static
+            out.static = prev._replace(step=prev.step + 1)
+            out.rows = [ScheduledRow(r.request_id, 1, 0, RowKind.DECODE, r.num_computed_tokens, r.num_prefill_tokens)
+                        for r in self.running.values() if not r.is_finished]
+            self._static = out.static
+            return out
+        cap = cfg.kv_capacity_tokens or cfg.num_gpu_blocks * cfg.block_size
+        b = min(cfg.max_num_seqs, len(self.waiting))
+        if not b:
+            return out
+        head = [self.waiting[i] for i in range(b)]
+        p_max = list(accumulate((r.num_prompt_tokens for r in head), max))
+        m_max = list(accumulate((r.max_output_tokens or r.max_tokens for r in head), max))
+        while b > 1 and b * (p_max[b - 1] + m_max[b - 1]) > cap:
+            b -= 1
+        for _ in range(b):
+            req = self.waiting.popleft()
+            req.status = RequestStatus.RUNNING
+            self.running[req.request_id] = req
+            out.started.append(req.request_id)
+            out.rows.append(ScheduledRow(req.request_id, req.num_prompt_tokens, 0, RowKind.PREFILL, 0,
+                                         req.num_prefill_tokens))
+        out.static = self._static = StaticPass(b, p_max[b - 1], 0, b * (p_max[b - 1] + m_max[b - 1]))
+        return out
+
+    def _update_static(self, out: SchedulerOutput) -> StepResult:
+        """Every scheduled row samples one token; a finished row keeps its place until the whole batch is done."""
+        finished = []
+        for row in out.rows:
+            req = self.requests[row.request_id]
+            req.num_computed_tokens += row.num_new_tokens
+            req.num_output_tokens += 1
+            if req.is_finished:
+                req.status = RequestStatus.FINISHED
+                finished.append(row.request_id)
+        kv_tokens = sum(r.num_computed_tokens for r in self.running.values())
+        used = cdiv(self._static.num_reserved_tokens, self.config.block_size)
+        if all(r.is_finished for r in self.running.values()):
+            self.running.clear()
+            self._static = None
+        return StepResult([(r.request_id, 1) for r in out.rows], finished, kv_tokens, used, [])
+
     # --- schedule ------------------------------------------------------------------------------------------
 
     def schedule(self) -> SchedulerOutput:
+        if self.config.batching == "static":
+            return self._schedule_static()
         cfg, pool, bs = self.config, self.kv.pool, self.config.block_size
         out = SchedulerOutput()
         record, events = self.record, out.events
@@ -434,6 +517,8 @@ class Scheduler:
     def update_from_output(self, out: SchedulerOutput, num_accepted: dict[int, int] | None = None) -> StepResult:
         """Apply a pass: KV computed, tokens sampled (`num_accepted`: drafts each speculative row accepted),
         prefix blocks cached, finished requests freed."""
+        if self.config.batching == "static":
+            return self._update_static(out)
         pool, record = self.kv.pool, self.record
         events: list[Msg] = []
         new_tokens = []
@@ -494,6 +579,16 @@ class Scheduler:
         on_gpu, on_cpu = set(pool.req_to_block_table), set(cpu.req_to_block_table)
         running, swapped = set(self.running), {r.request_id for r in self.swapped}
         waiting = {r.request_id for r in self.waiting}
+        if self.config.batching == "static":  # the batch's rectangle is not paged
+            assert not on_gpu and not on_cpu and not swapped
+            assert (self._static is None) == (not running) and not (running & waiting)
+            if self._static is not None:
+                assert len(running) == self._static.num_rows
+                cap = self.config.kv_capacity_tokens or self.config.num_gpu_blocks * self.config.block_size
+                assert self._static.num_reserved_tokens <= cap or len(running) == 1
+            for req in self.running.values():
+                assert req.num_computed_tokens == req.num_prompt_tokens + min(self._static.step, req.max_tokens - 1)
+            return
         assert on_gpu == running, f"GPU tables {sorted(on_gpu)} but running {sorted(running)}"
         assert on_cpu == swapped, f"host tables {sorted(on_cpu)} but swapped {sorted(swapped)}"
         assert not (running & swapped) and not (running & waiting)

@@ -82,6 +82,11 @@ class SpecMonteCarlo:
         return expected_tokens_per_pass(self.alpha, self.k)
 
     @property
+    def two_stderr(self) -> float:
+        """The ± the page shows: two standard errors (about 95% of such runs' means fall within it)."""
+        return 2 * self.stderr
+
+    @property
     def acceptance_rate(self) -> float:
         """Accepted drafts ÷ drafts the target judged (those after a rejection are never judged)."""
         judged = self.accepted.sum() + np.count_nonzero(self.accepted < self.k)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,9 @@ from sim.model.quant_setup import ALL_KINDS, QuantSetup
 from sim.model.transformer import ModelConfig
 from sim.readout import Metric, times
 from sim.words import text
+
+if TYPE_CHECKING:
+    from sim.model.real_probe import KVChannels
 
 
 def metric_name(metric: str, lang: str = "en") -> str:
@@ -446,3 +450,23 @@ def scale_caption(view: ScaleView, lang: str = "en") -> str:
     gpu = view.gpu
     return text(lang, "quant.s.scale_caption", model=view.arch.name, ctx=f"{view.context:,}", gpu=gpu.name,
                 gib=f"{gpu.memory_gib:g}", util=f"{view.utilization:.2f}", tbs=f"{gpu.bandwidth_tb_s:g}")
+
+
+def real_kv_sentence(kv: KVChannels, lang: str = "en") -> str:
+    """What the real model's K and V channels show, and whether the seed's claim holds on them."""
+    holds = text(lang, "real.kv.holds" if kv.claim_holds() else "real.kv.fails")
+    return text(lang, "real.kv.sentence", n=f"{kv.num_tokens:,}", k_ratio=f"{kv.k_ratio.mean():.1f}",
+                v_ratio=f"{kv.v_ratio.mean():.1f}", k_layers=f"{kv.num_large_layers('k')}",
+                v_layers=f"{kv.num_large_layers('v')}", holds=holds)
+
+
+def real_kivi_lines(kv: KVChannels, lang: str = "en") -> list[str]:
+    """One line per bit width: KIVI's per-channel K error against per-token K's, and by how much one is lower."""
+    lines = []
+    for bits, (per_channel, per_token) in kv.bits_to_mse.items():
+        lower = per_channel <= per_token
+        ratio = max(per_channel, per_token) / max(min(per_channel, per_token), 1e-30)
+        lines.append(text(lang, "real.kv.kivi", bits=f"{bits}", per_channel=f"{per_channel:.2e}",
+                          per_token=f"{per_token:.2e}", which=text(lang, "real.kv.lower" if lower else "real.kv.higher"),
+                          ratio=f"{ratio:.1f}"))
+    return lines
