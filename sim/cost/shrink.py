@@ -160,3 +160,20 @@ class CopyAbility:
     def from_report(cls, label: str, scores: dict) -> CopyAbility:
         q, f = scores["exact_quote"], scores["multi_turn"]
         return cls(label, int(q["num_prefix"]), int(q["max_bytes"]), int(f["num_prefix"]), int(f["max_bytes"]))
+
+
+def quote_verdict(worse: int, better: int, same: int, full_quote: float) -> str:
+    """Seed 001's claim judged from the pairings (each quantized cache against the discarding cache of about its
+    bytes): "cannot" when the full cache itself quotes under half (the check cannot tell), "as_lecture" when
+    discarding quoted worse in every pairing, "against" when better in every one, "neither" when the same in every
+    one, else "mixed". One rule for the tiny model's grid and the real model's recorded one."""
+    n = worse + better + same
+    if full_quote < 0.5:
+        return "cannot"
+    if worse == n:
+        return "as_lecture"
+    if better == n:
+        return "against"
+    if same == n:
+        return "neither"
+    return "mixed"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sim.cost.shrink import QUANT_METHODS, Score
+from sim.cost.shrink import QUANT_METHODS, Score, quote_verdict
 from sim.model.real_recorded import FIELDS, cell_key, kind, tally
 from sim.words import text
 
@@ -100,16 +100,8 @@ def recorded_verdict(rows: list[dict], lang: str = "en") -> tuple[str, str]:
                           full=f"{100 * getattr(full, field):.0f}%"))
     worse, better, same = tally(scores, "quote")
     n = worse + better + same
-    if full.quote < 0.5:
-        head = text(lang, "real.v.cannot", full=f"{100 * full.quote:.0f}%")
-    elif worse == n:
-        head = text(lang, "real.v.as_lecture")
-    elif better == n:
-        head = text(lang, "real.v.against")
-    elif same == n:
-        head = text(lang, "real.v.neither")
-    else:
-        head = text(lang, "real.v.mixed", worse=f"{worse}", n=f"{n}")
+    kind = quote_verdict(worse, better, same, full.quote)
+    head = text(lang, f"real.v.{kind}", full=f"{100 * full.quote:.0f}%", worse=f"{worse}", n=f"{n}")
     return head, text(lang, "real.v.sentence", head=head, parts=text(lang, "shrink.v.sep").join(parts))
 
 

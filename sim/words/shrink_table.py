@@ -5,7 +5,7 @@ numbers."""
 from __future__ import annotations
 
 from sim.cost.memory import fmt_bytes, fmt_decimal
-from sim.cost.shrink import METHODS, CopyAbility, Link, Method, OffloadCost, Score
+from sim.cost.shrink import METHODS, CopyAbility, Link, Method, OffloadCost, Score, quote_verdict
 from sim.words import text
 
 
@@ -76,16 +76,8 @@ def verdict(scores: list[Score], full_quote: float, lang: str = "en") -> str:
                           best=best.label, best_bytes=_pct(best.byte_fraction), best_quote=_pct1(best.quote)))
     n, same = len(parts), len(parts) - worse - better
     tally = text(lang, "shrink.v.tally", worse=f"{worse}", better=f"{better}", same=f"{same}", n=f"{n}")
-    if full_quote < 0.5:
-        head = text(lang, "shrink.v.cannot", full=_pct1(full_quote), tally=tally)
-    elif worse == n:
-        head = text(lang, "shrink.v.as_lecture")
-    elif better == n:
-        head = text(lang, "shrink.v.against")
-    elif same == n:
-        head = text(lang, "shrink.v.neither")
-    else:
-        head = text(lang, "shrink.v.mixed", tally=tally)
+    kind = quote_verdict(worse, better, same, full_quote)
+    head = text(lang, f"shrink.v.{kind}", full=_pct1(full_quote), tally=tally)
     return text(lang, "shrink.v.sentence", head=head, full=_pct1(full_quote), parts=text(lang, "shrink.v.sep").join(parts))
 
 
