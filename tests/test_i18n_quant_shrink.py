@@ -18,7 +18,15 @@ from sim.model.quant_setup import QuantSetup, prompt_problem
 from sim.model.transformer import ModelConfig
 from sim.msg import Msg
 from sim.words import say, text
-from sim.words.quant import errors_short, exact_prefix_sentence, heatmap_takeaway, metric_grid, position_takeaway
+from sim.words.quant import (
+    errors_short,
+    exact_prefix_sentence,
+    heatmap_takeaway,
+    metric_grid,
+    position_takeaway,
+    short_of,
+    title_of,
+)
 from sim.words.quant_claims import seed_claims
 from sim.words.shrink_table import copy_ability_sentence, method_rows, offload_sentence, verdict
 
@@ -28,7 +36,7 @@ SEED_001 = next(iter(Path(__file__).resolve().parents[2].glob("shared/seeds/001_
 def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), loss_ref=0.5, loss_q=0.51) -> PositionErrors:
     s = make_scheme(kind, bits, residual=128)
     kl = np.array(kl)
-    return PositionErrors(s.key, s.label, s.short, s.bits, np.full(len(kl), loss_q - loss_ref), np.ones(len(kl)), kl,
+    return PositionErrors(s.key, s.bits, np.full(len(kl), loss_q - loss_ref), np.ones(len(kl)), kl,
                           loss_ref, loss_q, 600.0, np.array((0.01, 0.01)), s.residual)
 
 
@@ -36,9 +44,9 @@ def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), loss_ref=0.5, loss_q=
 
 def test_scheme_names_in_korean_keep_r_and_english_is_unchanged():
     s = make_scheme("kivi", 4, residual=128)
-    assert s.title == "INT4 KIVI: K per-channel, V per-token, residual R=128"
-    assert s.title_in("ko") == "INT4 KIVI: K 채널별, V 토큰별, 잔여 창 R=128"
-    assert make_scheme("token_first", 2, residual=64).short_in("ko") == "토큰별 + 처음 64개 보존"
+    assert title_of(s) == "INT4 KIVI: K per-channel, V per-token, residual R=128"
+    assert title_of(s, "ko") == "INT4 KIVI: K 채널별, V 토큰별, 잔여 창 R=128"
+    assert short_of(make_scheme("token_first", 2, residual=64), "ko") == "토큰별 + 처음 64개 보존"
     assert errors_short(errors("token"), "ko") == "토큰별 (단순)" and errors_short(errors("token"), "en") == "per-token (naive)"
 
 

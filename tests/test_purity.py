@@ -56,8 +56,8 @@ def test_one_user_facing_error_type():
 
 # The redesign's ratchets (issue 35): words leave sim/ one module at a time. Each count may only fall; when one
 # reaches zero its rule is absolute. Lower a baseline in the same commit that moves a module's words out.
-CATALOG_READERS_BASELINE = 3  # sim modules outside sim/words that import the catalogs (sim.words)
-LANG_FUNCTIONS_BASELINE = 11  # sim functions outside sim/words that take a `lang` argument
+CATALOG_READERS_BASELINE = 2  # sim modules outside sim/words that import the catalogs (sim.words)
+LANG_FUNCTIONS_BASELINE = 5  # sim functions outside sim/words that take a `lang` argument
 # sim modules that may use regular expressions: each reads text a user or a file gave, never text the lab wrote
 REGEX_READERS = {"sim/alloc/trace.py", "sim/cost/engine_log.py", "sim/cost/hf_config.py", "sim/model/chat_template.py",
                  "sim/model/gguf_load.py", "sim/model/real_source.py",

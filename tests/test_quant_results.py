@@ -37,8 +37,8 @@ def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), loss_ref=0.5, loss_q=
            bytes_per_token=600.0) -> PositionErrors:
     s = make_scheme(kind, bits, residual=128)
     kl = np.array(kl)
-    return PositionErrors(s.key, s.label, s.short, s.bits, np.full(len(kl), loss_q - loss_ref), np.ones(len(kl)), kl,
-                          loss_ref, loss_q, bytes_per_token, np.array(windows))
+    return PositionErrors(s.key, s.bits, np.full(len(kl), loss_q - loss_ref), np.ones(len(kl)), kl,
+                          loss_ref, loss_q, bytes_per_token, np.array(windows), s.residual)
 
 
 def test_fp16_bytes_and_bytes_per_value():

@@ -33,6 +33,7 @@ from sim.words.quant import (
     jobs_sentence,
     standard_error_caption,
     text_heading,
+    title_of,
 )
 from sim.work.run_cost import ModelRates, cached_work, prefill_work
 from tests.test_quant_results import errors
@@ -47,9 +48,9 @@ def test_schemes_at_the_chosen_width_and_fp8_at_8():
     assert schemes["kivi"] == make_scheme("kivi", 2, 16, 8, 64, True)
     assert schemes["fp8_e4m3"] == make_scheme("fp8_e4m3")
     assert SETUP.scheme("token", 8) == make_scheme("token", 8, 16, 8, 64, True)
-    assert [s.title for s in SETUP.scale_schemes()] == [
-        make_scheme("kivi", 2, 16, 8, 64, True).title, make_scheme("token", 2, 16, 8, 64, True).title,
-        make_scheme("kivi_nores", 2, 16, 8, 64, True).title, make_scheme("kivi", 8, 16, 8, 64, True).title,
+    assert [title_of(s) for s in SETUP.scale_schemes()] == [
+        title_of(make_scheme("kivi", 2, 16, 8, 64, True)), title_of(make_scheme("token", 2, 16, 8, 64, True)),
+        title_of(make_scheme("kivi_nores", 2, 16, 8, 64, True)), title_of(make_scheme("kivi", 8, 16, 8, 64, True)),
         "FP8 e4m3 (K and V)"]
     assert POSITION_KINDS == (*SCHEME_KINDS, "fp8_e4m3")
     with pytest.raises(ValueError, match="R=64 is not a multiple of K's group of 128 tokens"):

@@ -29,8 +29,8 @@ from tests.conftest import run_page
 def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), agreement=1.0, loss_q=0.51) -> PositionErrors:
     s = make_scheme(kind, bits, residual=128)
     kl = np.array(kl)
-    return PositionErrors(s.key, s.label, s.short, s.bits, np.full(len(kl), loss_q - 0.5), np.full(len(kl), agreement),
-                          kl, 0.5, loss_q, 600.0, np.array([loss_q - 0.5]))
+    return PositionErrors(s.key, s.bits, np.full(len(kl), loss_q - 0.5), np.full(len(kl), agreement),
+                          kl, 0.5, loss_q, 600.0, np.array([loss_q - 0.5]), s.residual)
 
 
 KIVI = errors()
@@ -348,7 +348,7 @@ def test_standard_error_caption_reports_how_noisy_kivis_loss_change_was():
 
     def kivi(windows):
         e = errors(loss_q=0.5 + float(np.mean(windows)))
-        return PositionErrors(e.key, e.label, e.short, e.bits, e.delta_loss, e.agreement, e.kl, e.loss_ref, e.loss_q,
+        return PositionErrors(e.key, e.bits, e.delta_loss, e.agreement, e.kl, e.loss_ref, e.loss_q,
                               e.bytes_per_token, np.array(windows))
 
     setup = QuantSetup()

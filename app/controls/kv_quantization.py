@@ -20,6 +20,7 @@ from sim.model.quant import INT_BITS
 from sim.model.quant_cache import CacheScheme
 from sim.model.quant_setup import ALL_KINDS, MAX_NEW, MAX_PROMPT, QuantSetup
 from sim.model.transformer import PRESETS
+from sim.words.quant import title_of
 
 CFG = PRESETS["mha"]  # every variant shares head_dim, layers and context
 assert MAX_PROMPT + MAX_NEW <= CFG.max_seq_len  # a free run always fits the trained context
@@ -173,7 +174,7 @@ def free_controls(schemes: Mapping[str, CacheScheme], lang: str = "en") -> tuple
     c = st.columns([3, 2, 3])
     PROMPT.draw(c[0], help=t("quant.w.prompt_help", max=f"{MAX_PROMPT}"))
     NEW.draw(c[1])
-    titles = {k: schemes[k].title_in(lang) for k in ALL_KINDS}
+    titles = {k: title_of(schemes[k], lang) for k in ALL_KINDS}
     FREE.draw(c[2], format_func=titles.get)
     ss = st.session_state
     return list(ss["prompt"].encode("utf-8")), ss["n"], ss["free"]

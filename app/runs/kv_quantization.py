@@ -14,7 +14,7 @@ from sim.model import quant_fp8 as qf
 from sim.model import quant_generation as qg
 from sim.model.quant_errors import PositionErrors
 from sim.model.quant_setup import Job, QuantSetup
-from sim.words.quant import free_sentence, jobs_sentence
+from sim.words.quant import free_sentence, jobs_sentence, title_of
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -93,7 +93,7 @@ class Measured:
             out = {}
             for i, (kind, b) in enumerate(todo):
                 scheme = setup.scheme(kind, b)
-                progress(i / len(todo), t("quant.job.run", i=f"{i + 1}", n=f"{len(todo)}", scheme=scheme.title_in(L)))
+                progress(i / len(todo), t("quant.job.run", i=f"{i + 1}", n=f"{len(todo)}", scheme=title_of(scheme, L)))
                 out[(kind, b)] = evaluate(setup.variant, ecfg.num_windows, ecfg.window_len, scheme)
             return out
 

@@ -47,31 +47,14 @@ from sim.model.quant import (
     fake_quantize,
     quantize_with_values,
 )
-from sim.words import text
 
 MAX_RESIDUAL = 1024
 FULL_BYTES = 2
 
-# The schemes by kind; each one's names (label, short label) are catalog entries: quant.scheme.<kind> and
+# The schemes by kind; each one's names (label, short label; sim/words/quant.py words them) are catalog entries: quant.scheme.<kind> and
 # quant.short.<kind> in assets/i18n/<lang>/kv_quantization.json, with {R} for the residual window.
 SCHEME_KINDS: tuple[str, ...] = ("kivi", "kivi_nores", "token", "channel", "token_res", "token_first")
 FP8_KINDS: tuple[str, ...] = ("fp8_e4m3", "fp8_e5m2")
-
-
-def scheme_label(key: str, residual: int, lang: str = "en") -> str:
-    """A scheme's name in `lang` ("KIVI: K per-channel, V per-token, residual R=128"); "fp16": full precision."""
-    return text(lang, f"quant.scheme.{key}", R=f"{residual}")
-
-
-def short_label(key: str, residual: int, lang: str = "en") -> str:
-    """A scheme's short name in `lang` ("KIVI (R=128)", "per-token (naive)"), as charts and tables show it."""
-    return text(lang, f"quant.short.{key}", R=f"{residual}")
-
-
-def scheme_title(key: str, bits: int, residual: int, lang: str = "en") -> str:
-    """The label with the integer width in front ("INT4 KIVI: ..."); FP8 and full precision say theirs."""
-    label = scheme_label(key, residual, lang)
-    return f"INT{bits} {label}" if key in SCHEME_KINDS else label
 
 
 @dataclass(frozen=True)
@@ -116,27 +99,6 @@ class CacheScheme:
         ks, vs = self.layer_scales[layer]
         return replace(self, k=replace(self.k, scale=ks), v=replace(self.v, scale=vs), layer_scales=())
 
-    def label_in(self, lang: str) -> str:
-        return scheme_label(self.key, self.residual, lang)
-
-    def title_in(self, lang: str) -> str:
-        return scheme_title(self.key, self.bits, self.residual, lang)
-
-    def short_in(self, lang: str) -> str:
-        return short_label(self.key, self.residual, lang)
-
-    @property
-    def label(self) -> str:
-        return self.label_in("en")
-
-    @property
-    def title(self) -> str:
-        """The label with the integer width in front ("INT4 KIVI: ..."); FP8 and full precision say theirs."""
-        return self.title_in("en")
-
-    @property
-    def short(self) -> str:
-        return self.short_in("en")
 
     @property
     def bits(self) -> int:

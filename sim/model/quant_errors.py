@@ -56,9 +56,7 @@ def heldout_windows(cfg: EvalConfig) -> torch.Tensor:
 class PositionErrors:
     """One scheme against full precision, per position (mean over windows) and overall."""
 
-    key: str
-    label: str
-    short: str
+    key: str  # the scheme's kind (its names: sim/words/quant.py, from key and residual)
     bits: int
     delta_loss: np.ndarray  # (T,) nats per byte, quantized − full
     agreement: np.ndarray  # (T,) fraction of windows whose top-1 next byte matches
@@ -153,7 +151,7 @@ def evaluate_scheme(model: Llama, windows: torch.Tensor, scheme: CacheScheme,
     cfg = model.cfg
     T = ids.shape[1]
     nbytes = scheme_bytes(scheme, T, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"]
-    return PositionErrors(scheme.key, scheme.label, scheme.short, scheme.bits, (m["loss_q"] - m["loss_ref"]).mean(0).numpy(),
+    return PositionErrors(scheme.key, scheme.bits, (m["loss_q"] - m["loss_ref"]).mean(0).numpy(),
                           m["agree"].mean(0).numpy(), m["kl"].mean(0).numpy(), float(m["loss_ref"].mean()),
                           float(m["loss_q"].mean()), nbytes / T, (m["loss_q"] - m["loss_ref"]).mean(1).numpy(),
                           scheme.residual)

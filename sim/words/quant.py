@@ -11,7 +11,7 @@ import numpy as np
 
 from sim.model.quant import fp8_backend
 from sim.model.quant_bytes import ScaleView, bytes_per_value, context_curves
-from sim.model.quant_cache import FP8_KINDS, FULL, SCHEME_KINDS, CacheScheme, scheme_bytes, scheme_label, short_label
+from sim.model.quant_cache import FP8_KINDS, FULL, SCHEME_KINDS, CacheScheme, scheme_bytes
 from sim.model.quant_channels import OUTLIER_RATIO, ChannelStats, OutlierCase
 from sim.model.quant_errors import PositionErrors, exact_prefix
 from sim.model.quant_generation import FreeRun
@@ -22,6 +22,35 @@ from sim.words import text
 
 if TYPE_CHECKING:
     from sim.model.real_probe import KVChannels
+
+
+
+def scheme_label(key: str, residual: int, lang: str = "en") -> str:
+    """A scheme's name in `lang` ("KIVI: K per-channel, V per-token, residual R=128"); "fp16": full precision."""
+    return text(lang, f"quant.scheme.{key}", R=f"{residual}")
+
+
+def short_label(key: str, residual: int, lang: str = "en") -> str:
+    """A scheme's short name in `lang` ("KIVI (R=128)", "per-token (naive)"), as charts and tables show it."""
+    return text(lang, f"quant.short.{key}", R=f"{residual}")
+
+
+def scheme_title(key: str, bits: int, residual: int, lang: str = "en") -> str:
+    """The label with the integer width in front ("INT4 KIVI: ..."); FP8 and full precision say theirs."""
+    label = scheme_label(key, residual, lang)
+    return f"INT{bits} {label}" if key in SCHEME_KINDS else label
+
+
+def label_of(s: CacheScheme, lang: str = "en") -> str:
+    return scheme_label(s.key, s.residual, lang)
+
+
+def title_of(s: CacheScheme, lang: str = "en") -> str:
+    return scheme_title(s.key, s.bits, s.residual, lang)
+
+
+def short_of(s: CacheScheme, lang: str = "en") -> str:
+    return short_label(s.key, s.residual, lang)
 
 
 def metric_name(metric: str, lang: str = "en") -> str:
@@ -176,12 +205,12 @@ def outlier_takeaway(cases, channel: int, factor: float, bits: int, lang: str = 
 
 
 def errors_short(r: PositionErrors, lang: str = "en") -> str:
-    """The scheme's short name in `lang` (r.short is the English one)."""
-    return r.short if lang == "en" else short_label(r.key, r.residual, lang)
+    """The scheme's short name in `lang`."""
+    return short_label(r.key, r.residual, lang)
 
 
 def errors_label(r: PositionErrors, lang: str = "en") -> str:
-    return r.label if lang == "en" else scheme_label(r.key, r.residual, lang)
+    return scheme_label(r.key, r.residual, lang)
 
 
 def loss_text(r: PositionErrors, lang: str = "en") -> str:
@@ -365,7 +394,7 @@ def free_run_metrics(run: FreeRun, lang: str = "en") -> list[Metric]:
 
 def text_heading(scheme: CacheScheme, lang: str = "en") -> str:
     """Markdown, bold: the quantized text's scheme, with its integer width where it has one."""
-    return f"**{scheme.label_in(lang)}" + (f", INT{scheme.bits}**" if scheme.key in SCHEME_KINDS else "**")
+    return f"**{label_of(scheme, lang)}" + (f", INT{scheme.bits}**" if scheme.key in SCHEME_KINDS else "**")
 
 
 def divergence_frame(schemes: Sequence[CacheScheme], key_to_first: dict[str, int | None], lang: str = "en"):
@@ -373,7 +402,7 @@ def divergence_frame(schemes: Sequence[CacheScheme], key_to_first: dict[str, int
     import pandas as pd
 
     none = text(lang, "quant.s.none")
-    return pd.DataFrame([{text(lang, "quant.col.scheme"): s.title_in(lang),
+    return pd.DataFrame([{text(lang, "quant.col.scheme"): title_of(s, lang),
                           text(lang, "quant.col.first_diff"): none if key_to_first[s.key] is None
                           else str(key_to_first[s.key])} for s in schemes])
 
@@ -383,14 +412,14 @@ def divergence_frame(schemes: Sequence[CacheScheme], key_to_first: dict[str, int
 
 def named_bytes_rows(rows: Sequence[dict], schemes: Sequence[CacheScheme], lang: str = "en") -> list[dict]:
     """sim.model.quant_bytes.tiny_bytes_rows (FP16 first, then `schemes`) with each scheme's name in `lang`."""
-    return [{**r, "label": s.label_in(lang), "short": s.short_in(lang)}
+    return [{**r, "label": label_of(s, lang), "short": short_of(s, lang)}
             for r, s in zip(rows, [FULL, *schemes], strict=True)]
 
 
 def bytes_curves(cfg, key_to_scheme: Mapping[str, CacheScheme], lang: str = "en"
                  ) -> dict[str, tuple[str, list[int], list[float]]]:
     """key -> (short label in `lang`, contexts, average bytes per token): sim.model.quant_bytes.context_curves."""
-    return {k: (s.short_in(lang), xs, ys) for k, (s, xs, ys) in context_curves(cfg, key_to_scheme).items()}
+    return {k: (short_of(s, lang), xs, ys) for k, (s, xs, ys) in context_curves(cfg, key_to_scheme).items()}
 
 
 def bytes_takeaway(rows: Sequence[dict], num_tokens: int, bits: int, key: str = "kivi", lang: str = "en") -> str:
@@ -440,7 +469,7 @@ def scale_metrics(view: ScaleView, bits: int, lang: str = "en") -> list[Metric]:
 def scale_frame(view: ScaleView, lang: str = "en"):
     import pandas as pd
 
-    return pd.DataFrame([{"scheme": r.scheme.title_in(lang), "bytes/token": r.bytes_per_token,
+    return pd.DataFrame([{"scheme": title_of(r.scheme, lang), "bytes/token": r.bytes_per_token,
                           "per request": r.per_request_bytes / 2**30, "vs FP16": r.vs_fp16,
                           "max requests": r.max_requests, "decode step (ms)": r.step_seconds * 1e3,
                           "tokens/s bound": r.tokens_per_s} for r in view.rows])
