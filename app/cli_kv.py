@@ -30,6 +30,7 @@ from sim.cost.memory import MAX_BATCH, MAX_CONTEXT, MemoryConfig, fmt_bytes, kv_
 from sim.cost.tensor_parallel import tp_split
 from sim.cost.vllm_rules import VLLM_VERSION, version_label
 from sim.words import say
+from sim.words import text as words_text
 from sim.words.cost import group_rows
 
 CLI_KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "int4")
@@ -95,7 +96,8 @@ def _table(rows: list[dict]) -> str:
 def run(args: argparse.Namespace) -> str:
     """Everything the command prints to stdout, for parsed arguments; ValueError / UsageError on bad input."""
     text = _read(args.config)
-    arch, notes = parse_hf_config_with_notes(text, source=f"file {Path(args.config).name[:80]}")
+    arch, notes = parse_hf_config_with_notes(text, source=f"file {Path(args.config).name[:80]}",
+                                          unnamed=words_text("en", "kvmem.cfg.unnamed"))
     cfg = MemoryConfig(arch, batch=args.batch, context=args.context, kv_dtype=args.kv_dtype,
                        group_size=args.group_size, state_dtype=args.state_dtype)
     engine = KVEngineConfig(block_size=args.block_size, max_num_batched_tokens=args.max_num_batched_tokens,
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> str:
     out.append(f"{version_label()}: {alloc.blocks_per_request:,} blocks of {alloc.block_size} tokens "
                f"({alloc.block_bytes:,} B each) per request, {alloc.total_bytes:,} B ({fmt_bytes(alloc.total_bytes)}) "
                f"for {cfg.batch:,}")
-    notes = [*notes, *(say("en", n) for n in alloc.notes)]
+    notes = [*(say("en", n) for n in notes), *(say("en", n) for n in alloc.notes)]
     for note in notes:
         out.append(f"note: {note}")
     groups = [{"kind": KIND_NAMES[g.kind], "label": r["Group"], "layers": g.num_layers,

@@ -27,6 +27,7 @@ from sim.cost.kv_engine import BLOCK_SIZES, KVEngineConfig
 from sim.cost.memory import MemoryConfig
 from sim.cost.prefix_hit import prefix_hit
 from sim.cost.vllm_rules import VLLM_VERSION, version_label
+from sim.words import text as words_text
 from sim.words.engine import hit_advice
 
 
@@ -51,7 +52,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> str:
     """Everything the command prints to stdout; ValueError / UsageError on bad input."""
     text = _read(args.config)
-    arch, _ = parse_hf_config_with_notes(text, source=f"file {Path(args.config).name[:80]}")
+    arch, _ = parse_hf_config_with_notes(text, source=f"file {Path(args.config).name[:80]}",
+                                          unnamed=words_text("en", "kvmem.cfg.unnamed"))
     cfg = MemoryConfig(arch, kv_dtype=args.kv_dtype, state_dtype=args.state_dtype)
     hit = prefix_hit(cfg, KVEngineConfig(block_size=args.block_size), args.prompt_len)
     lines = [f"{arch.name}: {arch.describe_layers()}",

@@ -20,7 +20,7 @@ from sim.cost.memory import MemoryConfig, presets_frame
 from sim.cost.presets import load_presets
 from sim.words import cost as say
 from sim.words import say as say_msg
-from sim.words import text
+from sim.words import text, why
 from sim.words.capacity import dtype_frame, fit_message, fit_takeaway
 from sim.words.kv_claims import seed_claims
 
@@ -58,12 +58,12 @@ def read_custom_config():
             st.info(t("kvmem.cfg_empty"), icon=":material/info:")
             return None
         try:
-            arch, notes = parse_hf_config_with_notes(text, source=source, lang=L)
+            arch, notes = parse_hf_config_with_notes(text, source=source, unnamed=t("kvmem.cfg.unnamed"))
         except ValueError as exc:
-            st.error(plain(exc), icon=":material/error:")
+            st.error(plain(why(exc, L)), icon=":material/error:")
             return None
         for note in notes:
-            st.info(plain(note), icon=":material/info:")
+            st.info(plain(say_msg(L, note)), icon=":material/info:")
         st.success(say.config_read(arch, code(arch.name), L), icon=":material/check_circle:")
         return arch
 

@@ -85,6 +85,8 @@ class Items:
     """A list to be worded as one phrase ('a, b and c' / '가, 나, 다'): each item a Msg, Word or name."""
 
     items: tuple[object, ...]
+    sep: str | None = None  # punctuation that joins the items as they are ("; "), in any language
 
-    def __init__(self, items) -> None:
+    def __init__(self, items, sep: str | None = None) -> None:
         object.__setattr__(self, "items", tuple(items))
+        object.__setattr__(self, "sep", sep)

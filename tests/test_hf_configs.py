@@ -19,6 +19,14 @@ P = load_presets()
 CONFIGS = MODELS_JSON.parent / "configs"
 
 
+def _en(notes):
+    """The parser's notes (message values) in English, as the command line prints them."""
+    from sim.words import say
+
+    return [say("en", n) for n in notes]
+
+
+
 def total(key_or_arch, context, batch=1, dtype="bf16", **kw) -> int:
     arch = P[key_or_arch] if isinstance(key_or_arch, str) else key_or_arch
     return kv_memory(MemoryConfig(arch, batch=batch, context=context, kv_dtype=dtype, **kw)).total_bytes
@@ -157,7 +165,7 @@ def test_mla_has_no_two_and_no_heads():
 
 def test_explicit_head_dim_wins_over_hidden_over_heads():
     p, notes = parse_hf_config_with_notes((CONFIGS / "qwen3-32b.json").read_text())
-    assert p.head_dim == 128 and any("5120 / 64 = 80" in n for n in notes)
+    assert p.head_dim == 128 and any("5120 / 64 = 80" in n for n in _en(notes))
     derived = {k: v for k, v in config("qwen3-32b").items() if k not in ("head_dim", "_comment")}
     assert parse_hf_config(json.dumps(derived)).head_dim == 80  # what a calculator without head_dim gets: −37.5%
     assert total(parse_hf_config(json.dumps(derived)), 1000) * 128 == total("qwen3-32b", 1000) * 80

@@ -17,7 +17,7 @@ from sim.cost.presets import load_presets
 from sim.msg import Msg
 from sim.words import cost as say
 from sim.words import say as say_msg
-from sim.words import text
+from sim.words import text, why
 from sim.words.capacity import fit_message, fit_takeaway
 from sim.words.kv_claims import seed_claims
 
@@ -125,8 +125,8 @@ def test_layer_descriptions_in_korean():
 
 def test_a_bad_config_is_explained_in_korean():
     with pytest.raises(ValueError) as ko:
-        parse_hf_config_with_notes('{"num_hidden_layers": "lots"}', lang="ko")
-    assert str(ko.value) == (
+        parse_hf_config_with_notes('{"num_hidden_layers": "lots"}')
+    assert why(ko.value, "ko") == (
         "config.json: num_hidden_layers는 정수여야 한다, 받은 값: 'lots' (str); 필드 hidden_size / n_embd / d_model이(가) "
         "없다; 필드 num_attention_heads / n_head이(가) 없다; 필드 vocab_size이(가) 없다")
     with pytest.raises(ValueError, match=r"^config.json: num_hidden_layers must be a whole number, got 'lots' \(str\)"):

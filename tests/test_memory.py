@@ -40,6 +40,14 @@ P = load_presets()
 G = load_gpus()
 
 
+def _en(notes):
+    """The parser's notes (message values) in English, as the command line prints them."""
+    from sim.words import say
+
+    return [say("en", n) for n in notes]
+
+
+
 def kv(key_or_arch, context, batch=1, dtype="fp16", **kw) -> int:
     arch = P[key_or_arch] if isinstance(key_or_arch, str) else key_or_arch
     return kv_memory(MemoryConfig(arch, batch=batch, context=context, kv_dtype=dtype, **kw)).total_bytes
@@ -336,11 +344,11 @@ def test_parse_variants_of_the_format():
               "vocab_size": 256000, "max_position_embeddings": 8192}
     p, notes = parse_hf_config_with_notes(json.dumps(gemma2))
     assert p.head_dim == 256 and p.layer_pattern == "LG"
-    assert any("head_dim=256" in n and "3584 / 16 = 224" in n for n in notes)
+    assert any("head_dim=256" in n and "3584 / 16 = 224" in n for n in _en(notes))
     nested = {"model_type": "gemma3", "text_config": {**gemma2, "model_type": "gemma3_text", "sliding_window": 1024,
                                                        "num_hidden_layers": 12}}
     p, notes = parse_hf_config_with_notes(json.dumps(nested))
-    assert p.layer_pattern == "LLLLLG" and any("default of 6" in n for n in notes)
+    assert p.layer_pattern == "LLLLLG" and any("default of 6" in n for n in _en(notes))
     types = dict(gemma2, layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 14)
     assert parse_hf_config(json.dumps(types)).layer_pattern == "LLG"
     falcon40 = {"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128, "num_hidden_layers": 60,
@@ -351,7 +359,7 @@ def test_parse_variants_of_the_format():
     assert per_token("gpt2") == kv(parse_hf_config(json.dumps(gpt2)), 1)
     qwen = {**LLAMA_31_8B, "model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": False}
     p, notes = parse_hf_config_with_notes(json.dumps(qwen))
-    assert p.sliding_window == 0 and any("use_sliding_window is false" in n for n in notes)
+    assert p.sliding_window == 0 and any("use_sliding_window is false" in n for n in _en(notes))
     mla = {"model_type": "deepseek_v2", "hidden_size": 2048, "num_hidden_layers": 27, "num_attention_heads": 16,
            "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
            "vocab_size": 102400, "intermediate_size": 10944, "max_position_embeddings": 163840}

@@ -54,16 +54,15 @@ def test_one_user_facing_error_type():
     assert defined == []  # no second worded ValueError class
 
 
-# The redesign's ratchets (issue 35): words leave sim/ one module at a time. Each count may only fall; when one
-# reaches zero its rule is absolute. Lower a baseline in the same commit that moves a module's words out.
-CATALOG_READERS_BASELINE = 2  # sim modules outside sim/words that import the catalogs (sim.words)
-LANG_FUNCTIONS_BASELINE = 5  # sim functions outside sim/words that take a `lang` argument
+# Words live in sim/words only (issue 35): no other sim module reads the catalogs, no sim function takes a language.
+# The one exception, and why: a Refusal's str() is its English, for logs and the command line's one line.
+CATALOG_READERS_ALLOWED = {"refusal.py"}
 # sim modules that may use regular expressions: each reads text a user or a file gave, never text the lab wrote
 REGEX_READERS = {"sim/alloc/trace.py", "sim/cost/engine_log.py", "sim/cost/hf_config.py", "sim/model/chat_template.py",
                  "sim/model/gguf_load.py", "sim/model/real_source.py",
                  "sim/claims.py",  # the seeds' LaTeX
                  "sim/lesson/quiz.py"}  # a student's typed answer
-REGEX_BASELINE: set[str] = set()  # still read the lab's own English; to be emptied
+REGEX_BASELINE: set[str] = set()  # none reads the lab's own English any more
 
 
 def _sim_outside_words():
@@ -79,9 +78,9 @@ def _imports(path):
             yield from (f"{node.module}.{a.name}" for a in node.names)
 
 
-def test_catalog_readers_only_fall():
-    readers = [p for p in _sim_outside_words() if any(m.startswith("sim.words") for m in _imports(p))]
-    assert len(readers) <= CATALOG_READERS_BASELINE, [str(p.relative_to(SIM)) for p in readers]
+def test_only_sim_words_reads_the_catalogs():
+    readers = {str(p.relative_to(SIM)) for p in _sim_outside_words() if any(m.startswith("sim.words") for m in _imports(p))}
+    assert readers == CATALOG_READERS_ALLOWED
 
 
 def test_the_catalogs_are_read_through_sim_words_only():
@@ -92,7 +91,7 @@ def test_the_catalogs_are_read_through_sim_words_only():
     assert importers == []
 
 
-def test_lang_functions_only_fall():
+def test_no_sim_function_takes_a_language():
     taking = []
     for path in _sim_outside_words():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -100,7 +99,7 @@ def test_lang_functions_only_fall():
                 a = node.args
                 if "lang" in [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]:
                     taking.append(f"{path.relative_to(SIM)}:{node.name}")
-    assert len(taking) <= LANG_FUNCTIONS_BASELINE, len(taking)
+    assert taking == []
 
 
 def test_no_regex_reads_the_labs_own_text():

@@ -2,8 +2,8 @@
 
 The published presets (assets/presets/models.json) and a user's pasted or uploaded file go through the same
 parser, so it is exercised on real files. Every missing, mistyped, out-of-range or contradictory field is
-named in one ValueError; assumptions made (defaults filled in, head_dim vs hidden/heads) come back as notes.
-Both are worded in `lang` ("en" by default, as app/cli_kv.py prints them; "ko" for the Korean page).
+named in one Refusal; assumptions made (defaults filled in, head_dim vs hidden/heads) come back as notes. Both
+are message values (kvmem.cfg.*), worded by sim/words in the page's language or, on the command line, English.
 """
 
 from __future__ import annotations
@@ -13,47 +13,52 @@ from typing import Any
 
 from sim.cost.arch import FFN, GLOBAL, LIMITS, LOCAL, MAX_PATTERN, STATE, ArchPreset
 from sim.cost.vllm_rules import NEMOTRON_H_MODEL_TYPES, NEMOTRON_H_SSM_DEFAULT
-from sim.words import text as message
+from sim.msg import Items, Msg
+from sim.refusal import Refusal
 
 MAX_CONFIG_CHARS = 200_000  # a real config.json is a few kB
 MAX_NAME_CHARS = 80
 
 
-def _say(lang: str, which: str, /, **fields: object) -> str:
-    return message(lang, f"kvmem.cfg.{which}", **fields)
+def _say(which: str, /, **fields: object) -> Msg:
+    return Msg(f"kvmem.cfg.{which}", **fields)
 
 
-def _loads(text: str, lang: str = "en") -> dict:
+def _refuse(which: str, /, **fields: object) -> Refusal:
+    return Refusal(f"kvmem.cfg.{which}", **fields)
+
+
+def _loads(text: str) -> dict:
     if not isinstance(text, str):
-        raise ValueError(_say(lang, "not_text", type=type(text).__name__))
+        raise _refuse("not_text", type=type(text).__name__)
     if len(text) > MAX_CONFIG_CHARS:
-        raise ValueError(_say(lang, "too_long", n=f"{len(text):,}", max=f"{MAX_CONFIG_CHARS:,}"))
+        raise _refuse("too_long", n=f"{len(text):,}", max=f"{MAX_CONFIG_CHARS:,}")
     if not text.strip():
-        raise ValueError(_say(lang, "empty"))
+        raise _refuse("empty")
     try:
         data = json.loads(text)
     except RecursionError:
-        raise ValueError(_say(lang, "too_deep")) from None
+        raise _refuse("too_deep") from None
     except ValueError as exc:  # JSONDecodeError, and Python's limit on digits in an int
-        raise ValueError(_say(lang, "not_json", error=str(exc)[:200])) from None
+        raise _refuse("not_json", error=str(exc)[:200]) from None
     if not isinstance(data, dict):
-        raise ValueError(_say(lang, "not_object", type=type(data).__name__))
+        raise _refuse("not_object", type=type(data).__name__)
     return data
 
 
 class _Reader:
     """Reads fields from a config dict, recording every problem instead of stopping at the first."""
 
-    def __init__(self, data: dict, top: dict, lang: str = "en") -> None:
-        self.data, self.top, self.lang = data, top, lang
-        self.problems: list[str] = []
-        self.notes: list[str] = []
+    def __init__(self, data: dict, top: dict) -> None:
+        self.data, self.top = data, top
+        self.problems: list[Msg] = []
+        self.notes: list[Msg] = []
 
     def problem(self, which: str, /, **fields: object) -> None:
-        self.problems.append(_say(self.lang, which, **fields))
+        self.problems.append(_say(which, **fields))
 
     def note(self, which: str, /, **fields: object) -> None:
-        self.notes.append(_say(self.lang, which, **fields))
+        self.notes.append(_say(which, **fields))
 
     def raw(self, *keys: str) -> tuple[str | None, Any]:
         for src in (self.data, self.top):
@@ -76,7 +81,7 @@ class _Reader:
             self.problem("not_int", key=key, shown=shown, type=type(value).__name__)
             return default
         if not lo <= value <= hi:
-            shown = f"{value:,}" if abs(value) < 10**30 else _say(self.lang, "digits", n=len(str(abs(value))))
+            shown = f"{value:,}" if abs(value) < 10**30 else _say("digits", n=len(str(abs(value))))
             self.problem("outside", key=key, shown=shown, lo=f"{lo:,}", hi=f"{hi:,}")
             return default
         return value
@@ -122,8 +127,8 @@ def _shortest_cycle(pattern: str) -> str:
 
 def _from_layer_types(r: _Reader, key: str, types, n_layers: int) -> tuple[str, str] | None:
     if not isinstance(types, list) or len(types) != n_layers:
-        got = (_say(r.lang, "n_entries", n=len(types)) if isinstance(types, list)
-               else _say(r.lang, "a_type", type=type(types).__name__))
+        got = (_say("n_entries", n=len(types)) if isinstance(types, list)
+               else _say("a_type", type=type(types).__name__))
         r.problem("types_list", key=key, n=n_layers, got=got)
         return None
     letters, local_kinds = [], set()
@@ -167,7 +172,7 @@ def _layer_pattern(r: _Reader, model_type: str, n_layers: int) -> tuple[str, str
         size = chunk if local == "chunked" else window
         if not size:
             field = "attention_chunk_size" if local == "chunked" else "sliding_window"
-            r.problem("local_no_size", n=letters.count(LOCAL), spec=message(r.lang, f"kvmem.r.spec.{local}"),
+            r.problem("local_no_size", n=letters.count(LOCAL), spec=Msg(f"kvmem.r.spec.{local}"),
                       field=field)
             return "", "sliding", 0
         window = size
@@ -296,13 +301,13 @@ def _state(r: _Reader, model_type: str, d_model: int, n_state: int) -> dict:
             "state_params": params}
 
 
-def _read_config(data: dict, name: str, source: str, lang: str = "en") -> tuple[ArchPreset, list[str]]:
+def _read_config(data: dict, name: str, source: str, unnamed: str) -> tuple[ArchPreset, list[Msg]]:
     top = data
     for key in NESTED_KEYS:
         if isinstance(data.get(key), dict):
             data = data[key]
             break
-    r = _Reader(data, top, lang)
+    r = _Reader(data, top)
     model_type = r.text("model_type").lower()
     L = LIMITS
     n_layers = r.int("num_hidden_layers", "n_layer", "num_layers", lo=L["n_layers"][0], hi=L["n_layers"][1])
@@ -411,8 +416,7 @@ def _read_config(data: dict, name: str, source: str, lang: str = "en") -> tuple[
         elif n_heads % n_kv:
             r.problem("kv_divisible", kv=n_kv, h=n_heads)
     if r.problems:
-        raise ValueError(_say(lang, "prefix", problems="; ".join(r.problems)))
-    unnamed = _say(lang, "unnamed")
+        raise _refuse("prefix", problems=Items(r.problems, sep="; "))
     name = name or r.text("_name_or_path") or r.text("architectures") or model_type or unnamed
     name = "".join(ch for ch in name if ch.isprintable())[:MAX_NAME_CHARS] or unnamed
     try:
@@ -428,16 +432,17 @@ def _read_config(data: dict, name: str, source: str, lang: str = "en") -> tuple[
             shared_expert_d_ff=shared_ff, moe_layer_period=moe_period, moe_layer_offset=moe_offset, model_dtype=model_dtype, **state,
         )
     except ValueError as exc:
-        raise ValueError(_say(lang, "prefix", problems=exc)) from None
+        raise _refuse("prefix", problems=exc.msg if isinstance(exc, Refusal) else str(exc)) from None
     return preset, r.notes
 
 
-def parse_hf_config_with_notes(text: str, name: str = "", source: str = "pasted config.json",
-                               lang: str = "en") -> tuple[ArchPreset, list[str]]:
-    """Parse a Hugging Face config.json (as text, data only). Returns the preset and notes on
-    assumptions made (defaults filled in, head_dim vs hidden/heads, ...). Raises ValueError
-    naming every missing, mistyped, out-of-range or contradictory field. Messages in `lang`."""
-    return _read_config(_loads(text, lang), name, source, lang)
+def parse_hf_config_with_notes(text: str, name: str = "", source: str = "pasted config.json", *,
+                               unnamed: str = "config.json") -> tuple[ArchPreset, list[Msg]]:
+    """Parse a Hugging Face config.json (as text, data only). Returns the preset and notes (message values) on
+    assumptions made (defaults filled in, head_dim vs hidden/heads, ...). Raises a Refusal naming every missing,
+    mistyped, out-of-range or contradictory field. `unnamed`: the name when the file gives none (the page passes
+    its own words for "unnamed model")."""
+    return _read_config(_loads(text), name, source, unnamed)
 
 
 def parse_hf_config(text: str) -> ArchPreset:

@@ -23,7 +23,8 @@ def say(lang: str, value: object) -> str:
     if isinstance(value, Word):
         return text(lang, value.key)
     if isinstance(value, Items):
-        return join(lang, [say(lang, v) for v in value.items])
+        words = [say(lang, v) for v in value.items]
+        return join(lang, words) if value.sep is None else value.sep.join(words)
     return str(value)
 
 
