@@ -20,7 +20,7 @@ from sim.cost.memory import MemoryConfig, presets_frame
 from sim.cost.presets import load_presets
 from sim.words import cost as say
 from sim.words import say as say_msg
-from sim.words import text, why
+from sim.words import why
 from sim.words.capacity import dtype_frame, fit_message, fit_takeaway
 from sim.words.kv_claims import seed_claims
 
@@ -192,23 +192,6 @@ def render_dtypes(cfg: MemoryConfig, rows) -> None:
     st.caption(say.dtypes_caption(cfg.group_size, L))
 
 
-@st.cache_data(max_entries=16, show_spinner=t("kvmem.measure_spinner"))
-def measure(name: str, batch: int, context: int, language: str):
-    from app.resources import model as tiny_model
-    from sim.model.device import pick_device, pick_dtype
-    from sim.model.errors import CheckpointError
-    from sim.model.measure import measure_tiny_cache, untrained_tiny_model
-
-    try:
-        m = tiny_model(name)
-        weights = text(language, "kvmem.weights_trained", name=name)
-    except CheckpointError:
-        device = pick_device()
-        m = untrained_tiny_model(name, device, pick_dtype(device))
-        weights = text(language, "kvmem.weights_untrained", name=name)
-    return measure_tiny_cache(m, batch, context, weights=weights, preset=presets[f"tiny-{name}"])
-
-
 def render_measured() -> None:
     st.markdown(t("kvmem.measured_intro"))
     tiny = controls.draw_tiny(presets)
@@ -216,7 +199,7 @@ def render_measured() -> None:
         st.info(t("kvmem.measured_off"), icon=":material/play_circle:")
         return
     try:
-        r = runs.measured(tiny.name, tiny.batch, tiny.context, L, measure)
+        r = runs.measured(tiny.name, tiny.batch, tiny.context, L)
     except ValueError as exc:
         st.error(plain(exc), icon=":material/error:")
         return

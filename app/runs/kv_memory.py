@@ -3,8 +3,6 @@ when its tab is open), and the tiny-model measurement handed to the server's que
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import streamlit as st
 
 from app.i18n import t
@@ -34,7 +32,28 @@ def dtypes(cfg: MemoryConfig, gpu: GpuConfig) -> tuple[DtypeRow, ...]:
     return dtype_table(cfg, gpu)
 
 
-def measured(name: str, batch: int, context: int, lang: str, measure: Callable):
+@st.cache_data(max_entries=16, show_spinner=False)
+def measure(name: str, batch: int, context: int, language: str):
+    """A tiny model's cache measured after a prefill of `batch` × `context` (its untrained twin when the
+    checkpoint is missing), named in `language`."""
+    from app.resources import model as tiny_model
+    from sim.cost.presets import load_presets
+    from sim.model.device import pick_device, pick_dtype
+    from sim.model.errors import CheckpointError
+    from sim.model.measure import measure_tiny_cache, untrained_tiny_model
+    from sim.words import text
+
+    try:
+        m = tiny_model(name)
+        weights = text(language, "kvmem.weights_trained", name=name)
+    except CheckpointError:
+        device = pick_device()
+        m = untrained_tiny_model(name, device, pick_dtype(device))
+        weights = text(language, "kvmem.weights_untrained", name=name)
+    return measure_tiny_cache(m, batch, context, weights=weights, preset=load_presets()[f"tiny-{name}"])
+
+
+def measured(name: str, batch: int, context: int, lang: str):
     """`measure(name, batch, context, lang)` through the server's queue, estimated from the model's own
     prefill rate; None while it waits for its button."""
     from app.resources import model_rates
