@@ -2,7 +2,11 @@
 its (already formatted) fields instead of a sentence. `str(exc)` is its English (what the command line prints and
 what a log shows); sim.words.why(exc, lang) words it in the page language. Every refusal in the lab is one: the
 allocators', the serving simulators', a trace's (sim.alloc.trace.TraceError, which adds its line and field), the
-real model's. Any other ValueError is shown as it was raised, so a refusal with no catalog entry yet still reads."""
+real model's.
+
+A check that only a bug in the lab can fail (a caller broke a function's contract; no control, link, flag, file or
+environment variable a user sets can reach it) raises `Misuse`, a plain ValueError in English for the developer.
+sim/ raises no other ValueError (tests/test_purity.py), so every raise says which of the two it is."""
 
 from __future__ import annotations
 
@@ -24,3 +28,8 @@ class Refusal(ValueError):
         from sim.words import say
 
         return say("en", self.msg)
+
+
+class Misuse(ValueError):
+    """A function called against its contract by the lab's own code: a bug, never a user's input. English only,
+    for the developer; a page that shows one anyway is showing a bug (tests catch it in either language)."""
