@@ -71,7 +71,7 @@ def model_rates(name: str, attn_impl: str):
 
     m = model(name)
     clock = work_clock() if m.device.type == "cpu" else None
-    return once("res.model_rates", (name, attn_impl), lambda: measure_rates(m, attn_impl, clock=clock),
+    return once("res.model_rates", (name, attn_impl), lambda: measure_rates(m, attn_impl=attn_impl, clock=clock),
                 what=t("res.timing"))
 
 

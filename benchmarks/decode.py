@@ -50,13 +50,13 @@ def total_flops(cfg, n: int, mode: str) -> int:
 @torch.inference_mode()
 def shortest_step_s(model, repeats: int = 200) -> float:
     """Median time of the cheapest cached step there is: one token against a cache of one position."""
-    cache = ContiguousKVCache(model.cfg, 1, 2)
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=2)
     token = torch.tensor([PROMPT])
     prefill(model, token, cache)
     times = []
     for _ in range(repeats + 10):
         cache.truncate(1)
-        times.append(seconds(lambda: decode_one_token(model, token, 1, cache)))
+        times.append(seconds(lambda: decode_one_token(model, token, 1, cache=cache)))
     return statistics.median(times[10:])
 
 
@@ -74,7 +74,7 @@ def main() -> None:
           f"median of {args.repeats} runs per side, sides taking turns")
 
     def run(n: int, mode: str, **kw) -> Callable[[], object]:
-        return lambda: generate(model, PROMPT, n, mode, attn_impl="sdpa", count=False, **kw)
+        return lambda: generate(model, PROMPT, n, mode=mode, attn_impl="sdpa", count=False, **kw)
 
     for mode in ("naive", "cached"):  # warm-up: one-time kernel and allocator costs
         run(16, mode)()
@@ -105,7 +105,7 @@ def main() -> None:
 
     run_hf()  # warm-up
     t = paired({"ours": run(256, "cached"), "hf": run_hf, "counted": lambda: generate(
-        model, PROMPT, 256, "cached", attn_impl="sdpa"), "static": run(256, "cached", step="static")}, args.repeats)
+        model, PROMPT, 256, mode="cached", attn_impl="sdpa"), "static": run(256, "cached", step="static")}, args.repeats)
 
     print()
     print(f"{'new tokens':>10} {'naive tok/s':>12} {'cached tok/s':>13} {'speedup':>8} {'FLOP ratio':>11}")

@@ -51,15 +51,15 @@ def kernels_per_step(model, attn_impl: str) -> int:
     from torch.profiler import ProfilerActivity, profile
 
     cuda = model.device.type == "cuda"
-    cache = ContiguousKVCache(model.cfg, 1, 65, model.device, model.dtype)
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=65, device=model.device, dtype=model.dtype)
     ids = torch.arange(64, device=model.device)[None] % 200 + 32
     prefill(model, ids, cache, attn_impl=attn_impl)
     token = ids[:, -1:]
-    decode_one_token(model, token, 64, cache, attn_impl=attn_impl)  # warm-up
+    decode_one_token(model, token, 64, cache=cache, attn_impl=attn_impl)  # warm-up
     cache.truncate(64)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=acts) as prof:
-        decode_one_token(model, token, 64, cache, attn_impl=attn_impl)
+        decode_one_token(model, token, 64, cache=cache, attn_impl=attn_impl)
         synchronize(model.device)
     if cuda:
         return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
@@ -69,7 +69,7 @@ def kernels_per_step(model, attn_impl: str) -> int:
 def timed_generate(model, n: int, mode: str, attn_impl: str, step: str):
     synchronize(model.device)
     t0 = time.perf_counter()
-    res = generate(model, PROMPT, n, mode, attn_impl=attn_impl, count=False, step=step)
+    res = generate(model, PROMPT, n, mode=mode, attn_impl=attn_impl, count=False, step=step)
     synchronize(model.device)
     return res, time.perf_counter() - t0
 
@@ -112,7 +112,7 @@ def main() -> int:
                 label = f"{name} {str(dtype).removeprefix('torch.'):>8} {impl:>5}"
                 try:
                     for step in ("eager", graph_step):  # warm-up: one-time kernel, allocator and capture costs
-                        generate(model, PROMPT, 16, "cached", attn_impl=impl, count=False, step=step)
+                        generate(model, PROMPT, 16, mode="cached", attn_impl=impl, count=False, step=step)
                     naive, t_naive = timed_generate(model, n, "naive", impl, "eager")
                     eager, t_eager = timed_generate(model, n, "cached", impl, "eager")
                     graph, t_graph = timed_generate(model, n, "cached", impl, graph_step)

@@ -72,14 +72,14 @@ def main() -> int:
     hf_ids = torch.tensor([ids])
 
     def ours() -> list[int]:
-        return generate(model, ids, n, "cached", attn_impl="sdpa", count=False).new_ids
+        return generate(model, ids, n, mode="cached", attn_impl="sdpa", count=False).new_ids
 
     def theirs() -> list[int]:
         with torch.inference_mode():
             out = hf.generate(hf_ids, attention_mask=torch.ones_like(hf_ids), max_new_tokens=n, do_sample=False)
         return out[0, len(ids):].tolist()
 
-    generate(model, ids[:8], 4, "cached", attn_impl="sdpa", count=False)  # warm-up: one-time kernel costs
+    generate(model, ids[:8], 4, mode="cached", attn_impl="sdpa", count=False)  # warm-up: one-time kernel costs
     with torch.inference_mode():
         hf.generate(hf_ids[:, :8], attention_mask=torch.ones(1, 8, dtype=torch.long), max_new_tokens=4,
                     do_sample=False)

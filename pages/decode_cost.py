@@ -102,7 +102,7 @@ else:
             progress(plan.done(steps["cached"], steps["naive"], n_new),
                      text(L, "decode.progress", mode=mode_label(mode, L), i=f"{i:,}", n=f"{n_new:,}"))
 
-        return run_comparison(model, prompt_ids, n_new, sampling, attn, budget, on_step, step)
+        return run_comparison(model, prompt_ids, n_new, sampling=sampling, attn_impl=attn, naive_budget_s=budget, on_step=on_step, step=step)
 
     with finding:
         try:

@@ -136,7 +136,7 @@ with st.expander(t("quant.h.bytes")):
     if cut is not None:
         st.info(say(L, cut))
     try:
-        view = qb.scale_view(arch, gpu, setup.scale_schemes(), ctx, util)
+        view = qb.scale_view(arch, gpu=gpu, schemes=setup.scale_schemes(), context=ctx, utilization=util)
     except ValueError as exc:
         st.error(plain(exc))
         view = None
@@ -151,7 +151,7 @@ with st.expander(t("quant.h.free")):
     if (problem := qs.prompt_problem(prompt_ids)) is not None:
         st.error(say(L, problem))
     else:
-        free_s = qs.free_seconds(len(prompt_ids), n_new, model_rates(variant, "sdpa"), model_rates(variant, "eager"))
+        free_s = qs.free_seconds(len(prompt_ids), num_new=n_new, sdpa=model_rates(variant, "sdpa"), eager=model_rates(variant, "eager"))
         got = runs.free_and_divergence(setup, prompt_ids, n_new, free_kind, schemes, free_s)
     if got is not None:
         run, div = got

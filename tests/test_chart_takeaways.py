@@ -240,7 +240,7 @@ def test_quant_bytes_takeaway_compares_the_scheme_with_fp16():
     from sim.words.quant import bytes_takeaway, named_bytes_rows
 
     cfg = SimpleNamespace(n_layers=4, n_kv_heads=4, head_dim=32)
-    schemes = [make_scheme("kivi", 3, residual=32), make_scheme("token", 3)]
+    schemes = [make_scheme("kivi", bits=3, residual=32), make_scheme("token", bits=3)]
     rows = named_bytes_rows(tiny_bytes_rows(cfg, schemes, 128), schemes)
     assert bytes_takeaway(rows, 128, 3) == (
         "At 128 tokens, INT3 KIVI (R=32) stores 34.4% of FP16's bytes: 704.0 vs 2,048 B per token "

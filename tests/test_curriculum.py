@@ -10,7 +10,7 @@ from sim.model.train import TrainConfig
 
 
 def test_repeat_rows_over_a_small_alphabet_mark_what_only_copying_predicts():
-    ids, mask = repeat_row(300, 8, 16, 48, random.Random(1))
+    ids, mask = repeat_row(300, alphabet=8, lo=16, hi=48, rng=random.Random(1))
     assert ids.shape == mask.shape == (300,)
     assert set(ids.tolist()) <= set(ALPHABET[:8]) == set(b"etaoinsh")
     # the same draws made by hand: a length, that many symbols, the chunk twice; the mask on the second copy
@@ -26,7 +26,7 @@ def test_repeat_rows_over_a_small_alphabet_mark_what_only_copying_predicts():
 
 def test_a_text_repeat_row_repeats_one_span_of_the_data_after_its_filler():
     data = torch.arange(10_000) % 251  # every 251-byte window is unique
-    ids, mask = text_repeat_row(data, 512, 40, 40, 300, random.Random(5))
+    ids, mask = text_repeat_row(data, length=512, lo=40, hi=40, max_gap=300, rng=random.Random(5))
     marked = mask.nonzero().flatten().tolist()
     assert len(marked) == 40 - 8 and marked == list(range(marked[0], marked[0] + 32))
     start = marked[0] - 8  # the repeat's first byte
@@ -54,7 +54,7 @@ def test_recipes_are_checked():
 def test_a_far_repeat_row_puts_random_symbols_between_a_chunk_and_its_repeat():
     from sim.model.curriculum import far_repeat_row
 
-    ids, mask = far_repeat_row(400, 8, 16, 48, 100, random.Random(2))
+    ids, mask = far_repeat_row(400, alphabet=8, lo=16, hi=48, max_gap=100, rng=random.Random(2))
     rng, want_ids, want_mask, gaps = random.Random(2), [], [], []
     while len(want_ids) < 400:
         chunk = [ALPHABET[rng.randrange(8)] for _ in range(rng.randint(16, 48))]
@@ -70,7 +70,7 @@ def test_a_text_chunks_row_repeats_earlier_spans_of_itself():
     from sim.model.curriculum import text_chunks_row
 
     data = torch.arange(20_000) % 251
-    ids, mask = text_chunks_row(data, 600, 12, 40, random.Random(4))
+    ids, mask = text_chunks_row(data, length=600, lo=12, hi=40, rng=random.Random(4))
     assert ids.shape == mask.shape == (600,) and 0.1 < mask.float().mean() < 0.9
     # every marked run is the tail of a span that occurred earlier in the row: its 4 bytes of key + the run
     runs, i = [], 0

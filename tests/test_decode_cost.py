@@ -67,7 +67,7 @@ def test_counted_equals_formula_on_the_real_model(shipped_models, n_new):
     model = shipped_models["mha"]
     prompt = encode("KING.\n")
     for mode in ("naive", "cached"):
-        counted = [s.part_to_flops for s in generate(model, prompt, n_new, mode).steps]
+        counted = [s.part_to_flops for s in generate(model, prompt, n_new, mode=mode).steps]
         assert counted == generation_flops(model.cfg, len(prompt), n_new, mode)
 
 

@@ -74,7 +74,7 @@ def test_h2o_rule_ties_go_to_the_earlier_token():
 
 @pytest.mark.parametrize("prefill", [True, False])
 def test_sinks_keeps_the_first_four_and_the_last_four_of_twenty(prefill):
-    cache = EvictingKVCache(TINY, "sinks", 8, sinks=4)
+    cache = EvictingKVCache(TINY, policy="sinks", budget=8, sinks=4)
     if prefill:
         k_all, _ = step(cache, 0, *kv_rows(0, 20))
         assert positions_in(k_all) == [list(range(20))] * 2  # the prompt attends to itself in full
@@ -86,7 +86,7 @@ def test_sinks_keeps_the_first_four_and_the_last_four_of_twenty(prefill):
 
 
 def test_window_attends_to_what_it_kept_plus_the_new_token():
-    cache = EvictingKVCache(TINY, "window", 5)
+    cache = EvictingKVCache(TINY, policy="window", budget=5)
     k_all, v_all = step(cache, 0, *kv_rows(0, 3))
     assert positions_in(k_all) == [[0, 1, 2]] * 2
     for p in range(3, 12):
@@ -110,7 +110,7 @@ def h2o_prefill_probs() -> torch.Tensor:
 
 
 def test_h2o_keeps_the_planted_heavy_hitters_per_kv_head():
-    cache = EvictingKVCache(TINY, "h2o", 6, recent=2)
+    cache = EvictingKVCache(TINY, policy="h2o", budget=6, recent=2)
     k_all, _ = step(cache, 0, *kv_rows(0, 10))
     assert positions_in(k_all) == [list(range(10))] * 2  # the whole prompt is attended before any cut
     cache.observe(0, h2o_prefill_probs())
@@ -140,7 +140,7 @@ def snapkv_prompt_probs() -> torch.Tensor:
 
 
 def test_snapkv_votes_are_pooled_over_seven_positions():
-    votes = snapkv_votes(snapkv_prompt_probs(), 2, 4)  # (1, 2, 26)
+    votes = snapkv_votes(snapkv_prompt_probs(), n_kv_heads=2, window=4)  # (1, 2, 26)
     head0 = [0.0] * 26
     for j in range(7, 14):
         head0[j] = 0.5
@@ -151,7 +151,7 @@ def test_snapkv_votes_are_pooled_over_seven_positions():
 
 
 def test_snapkv_keeps_what_the_observation_window_attends_to_after_pooling():
-    cache = EvictingKVCache(TINY, "snapkv", 18, obs_window=4)
+    cache = EvictingKVCache(TINY, policy="snapkv", budget=18, obs_window=4)
     k_all, _ = step(cache, 0, *kv_rows(0, 30))
     assert positions_in(k_all) == [list(range(30))] * 2
     cache.observe(0, snapkv_prompt_probs())
@@ -167,7 +167,7 @@ def test_snapkv_keeps_what_the_observation_window_attends_to_after_pooling():
 
 
 def test_snapkv_prompt_within_budget_keeps_all_then_slides_after_its_window():
-    cache = EvictingKVCache(TINY, "snapkv", 8, obs_window=4)
+    cache = EvictingKVCache(TINY, policy="snapkv", budget=8, obs_window=4)
     step(cache, 0, *kv_rows(0, 6))
     cache.observe(0, torch.full((1, 4, 6, 6), 1 / 6))
     assert kept(cache) == [list(range(6))] * 2 and cache.pinned == [2]
@@ -177,7 +177,7 @@ def test_snapkv_prompt_within_budget_keeps_all_then_slides_after_its_window():
 
 
 def test_attention_policies_refuse_to_evict_blind():
-    cache = EvictingKVCache(TINY, "h2o", 4)
+    cache = EvictingKVCache(TINY, policy="h2o", budget=4)
     step(cache, 0, *kv_rows(0, 6))
     with pytest.raises(ValueError, match="attn_impl='eager'"):
         step(cache, 6, *kv_rows(6, 1))
@@ -185,19 +185,19 @@ def test_attention_policies_refuse_to_evict_blind():
 
 def test_bad_arguments_say_what_is_wrong():
     with pytest.raises(ValueError, match="more than 4 tokens, got 4"):
-        EvictingKVCache(TINY, "sinks", 4)
+        EvictingKVCache(TINY, policy="sinks", budget=4)
     with pytest.raises(ValueError, match="policy must be one of"):
-        EvictingKVCache(TINY, "lru", 4)
+        EvictingKVCache(TINY, policy="lru", budget=4)
     with pytest.raises(ValueError, match=">= 1"):
-        EvictingKVCache(TINY, "window", 0)
+        EvictingKVCache(TINY, policy="window", budget=0)
     with pytest.raises(ValueError, match="exceeds the model's context"):
-        EvictingKVCache(TINY, "window", 4, max_seq_len=65)
-    cache = EvictingKVCache(TINY, "window", 4)
+        EvictingKVCache(TINY, policy="window", budget=4, max_seq_len=65)
+    cache = EvictingKVCache(TINY, policy="window", budget=4)
     step(cache, 0, *kv_rows(0, 3))
     with pytest.raises(AssertionError):  # only the model's own loop writes a cache: skipping positions is a bug
         step(cache, 5, *kv_rows(5, 1))
     with pytest.raises(ValueError, match="method must be one of"):
-        make_shrunk_cache(TINY, "zip", 4, 16)
+        make_shrunk_cache(TINY, method="zip", budget_tokens=4, max_seq_len=16)
 
 
 def test_every_policy_states_its_position_convention():
@@ -232,10 +232,10 @@ def test_a_budget_that_evicts_nothing_gives_the_full_cache_exactly(shipped_model
     model = shipped_models[preset]
     ids, num_new = seeded_prompt(20), 64
     n = len(ids) + num_new - 1  # positions written
-    full = list(decode_loop(model, ids, num_new, ContiguousKVCache(model.cfg, 1, n), keep_logits=True))
+    full = list(decode_loop(model, ids, num_new, cache=ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=n), keep_logits=True))
     for policy in EVICT_POLICIES:
-        cache = make_shrunk_cache(model.cfg, policy, n, n)
-        got = list(decode_loop(model, ids, num_new, cache, keep_logits=True))
+        cache = make_shrunk_cache(model.cfg, method=policy, budget_tokens=n, max_seq_len=n)
+        got = list(decode_loop(model, ids, num_new, cache=cache, keep_logits=True))
         assert [r.token for r in got] == [r.token for r in full], policy
         assert all(torch.equal(a.logits, b.logits) for a, b in zip(got, full, strict=True)), policy
         assert cache.kept_tokens == n
@@ -290,12 +290,12 @@ class Spy(KVCache):
 def test_a_200_token_decode_never_holds_more_than_the_budget(shipped_models, policy):
     model = shipped_models["gqa"]
     ids, num_new, budget = seeded_prompt(40, seed=1), 200, 24
-    cache = make_shrunk_cache(model.cfg, policy, budget, len(ids) + num_new - 1)
+    cache = make_shrunk_cache(model.cfg, method=policy, budget_tokens=budget, max_seq_len=len(ids) + num_new - 1)
     spy = Spy(cache)
-    for rec in decode_loop(model, ids, num_new, spy):
+    for rec in decode_loop(model, ids, num_new, cache=spy):
         assert max(cache.rows) <= budget
         assert cache.kept_tokens == min(budget, cache.num_tokens) == min(budget, rec.kv_len)
-        account = shrunk_bytes(model.cfg, policy, budget, cache.num_tokens, value_bytes=4)  # fp32 on the CPU
+        account = shrunk_bytes(model.cfg, method=policy, budget_tokens=budget, num_tokens=cache.num_tokens, value_bytes=4)  # fp32 on the CPU
         assert cache.used_bytes() == account.total_bytes
     assert cache.num_tokens == len(ids) + num_new - 1
     assert spy.max_rows == budget
@@ -305,25 +305,25 @@ def test_the_attention_policies_need_eager_attention_on_the_model(shipped_models
     model = shipped_models["mha"]
     for policy in ("h2o", "snapkv"):
         with pytest.raises(ValueError, match="attn_impl='eager'"):
-            list(decode_loop(model, seeded_prompt(8), 3, make_shrunk_cache(model.cfg, policy, 4, 10), attn_impl="sdpa"))
+            list(decode_loop(model, seeded_prompt(8), 3, cache=make_shrunk_cache(model.cfg, method=policy, budget_tokens=4, max_seq_len=10), attn_impl="sdpa"))
 
 
 def test_make_shrunk_cache_builds_every_method(shipped_models):
     model = shipped_models["mha"]
     cfg = model.cfg
-    assert isinstance(make_shrunk_cache(cfg, "full", None, 32), ContiguousKVCache)
+    assert isinstance(make_shrunk_cache(cfg, method="full", budget_tokens=None, max_seq_len=32), ContiguousKVCache)
     key_bits_res = {"fp8": ("fp8_e4m3", 8, 0), "int8": ("token", 8, 0), "kivi4": ("kivi", 4, 128),
                     "kivi2": ("kivi", 2, 128)}
     for method, (key, bits, residual) in key_bits_res.items():
-        cache = make_shrunk_cache(cfg, method, 7, 32)
+        cache = make_shrunk_cache(cfg, method=method, budget_tokens=7, max_seq_len=32)
         assert isinstance(cache, QuantizedKVCache)
         assert (cache.scheme.key, cache.scheme.bits, cache.scheme.residual) == (key, bits, residual)
     for policy in EVICT_POLICIES:
-        cache = make_shrunk_cache(cfg, policy, 7, 32, sinks=2)
+        cache = make_shrunk_cache(cfg, method=policy, budget_tokens=7, max_seq_len=32, sinks=2)
         assert (cache.policy, cache.budget, cache.sinks) == (policy, 7, 2)
     ids = seeded_prompt(6)
     for method in SHRINK_METHODS:  # every one plugs into the decode loop as it is
-        assert len(list(decode_loop(model, ids, 4, make_shrunk_cache(cfg, method, 5, 9)))) == 4
+        assert len(list(decode_loop(model, ids, 4, cache=make_shrunk_cache(cfg, method=method, budget_tokens=5, max_seq_len=9)))) == 4
 
 
 # --- bytes ---------------------------------------------------------------------------------------------
@@ -352,7 +352,7 @@ def test_budget_for_rounds_half_up_and_keeps_one():
     ("kivi4", 25, 100, 204_800, 0),  # 100 tokens < the residual of 128: all still full precision
 ])
 def test_byte_accounting_at_100_tokens(method, budget, kept, kv, extra):
-    a = shrunk_bytes(CFG, method, budget, 100)
+    a = shrunk_bytes(CFG, method=method, budget_tokens=budget, num_tokens=100)
     assert (a.kept_tokens, a.kv_bytes, a.extra_bytes, a.total_bytes) == (kept, kv, extra, kv + extra)
     assert a.full_bytes == 204_800
     assert a.fraction_of_full == (kv + extra) / 204_800
@@ -362,23 +362,23 @@ def test_kivi_bytes_at_512_tokens():
     # per head per layer: K per-channel, all 512 quantized: 512·32·4/8 = 8,192 B codes, 32 channels · 16 groups
     # of fp16 scale + zero = 2,048 B; V per-token, 384 quantized: 6,144 B codes + 384 · 4 B = 1,536 B, and the
     # last 128 in fp16: 8,192 B. Times 16 heads·layers.
-    a = shrunk_bytes(CFG, "kivi4", None, 512)
+    a = shrunk_bytes(CFG, method="kivi4", budget_tokens=None, num_tokens=512)
     assert (a.kv_bytes, a.extra_bytes) == (16 * (8_192 + 6_144 + 8_192), 16 * (2_048 + 1_536))
     assert a.fraction_of_full == 417_792 / 1_048_576
 
 
 def test_value_bytes_change_the_cache_but_not_the_fp16_reference():
-    a = shrunk_bytes(CFG, "window", 25, 100, value_bytes=4)
+    a = shrunk_bytes(CFG, method="window", budget_tokens=25, num_tokens=100, value_bytes=4)
     assert (a.kv_bytes, a.full_bytes, a.fraction_of_full) == (102_400, 204_800, 0.5)
 
 
 def test_the_sentence_is_made_of_the_numbers():
-    assert bytes_what(shrunk_bytes(CFG, "h2o", 25, 100)) == (
+    assert bytes_what(shrunk_bytes(CFG, method="h2o", budget_tokens=25, num_tokens=100)) == (
         "H2O (heavy hitters + window) keeps 25 of 100 tokens: 51,200 B of K/V + 1,600 B of accumulated scores "
         "+ 1,600 B of kept positions = 54,400 B, 26.6% of the full FP16 cache (204,800 B).")
-    assert bytes_what(shrunk_bytes(CFG, "window", 25, 100)) == (
+    assert bytes_what(shrunk_bytes(CFG, method="window", budget_tokens=25, num_tokens=100)) == (
         "A sliding window keeps 25 of 100 tokens: 51,200 B of K/V, 25.0% of the full FP16 cache (204,800 B).")
-    assert bytes_what(shrunk_bytes(CFG, "fp8", None, 100)) == (
+    assert bytes_what(shrunk_bytes(CFG, method="fp8", budget_tokens=None, num_tokens=100)) == (
         "FP8 e4m3 (scale 1.0) keeps all 100 tokens, quantized: 102,400 B of K/V, 50.0% of the full FP16 cache (204,800 B).")
     with pytest.raises(ValueError, match="needs a budget"):
-        shrunk_bytes(CFG, "window", None, 100)
+        shrunk_bytes(CFG, method="window", budget_tokens=None, num_tokens=100)

@@ -42,8 +42,8 @@ def test_fast_paths_give_the_reference_bits_logits_and_cache(shipped_models, nam
     caches = {}
     runs = {}
     for label, model in (("fast", fast), ("ref", ref)):
-        caches[label] = ContiguousKVCache(model.cfg, 1, len(PROMPT) + 40)
-        runs[label] = list(decode_loop(model, PROMPT, 40, caches[label], attn_impl=attn_impl, keep_logits=True))
+        caches[label] = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=len(PROMPT) + 40)
+        runs[label] = list(decode_loop(model, PROMPT, 40, cache=caches[label], attn_impl=attn_impl, keep_logits=True))
     assert [r.token for r in runs["fast"]] == [r.token for r in runs["ref"]]
     for a, b in zip(runs["fast"], runs["ref"], strict=True):
         assert torch.equal(a.logits, b.logits), a.step
@@ -79,8 +79,8 @@ def test_the_contiguous_layout_is_close_and_gives_the_same_tokens():
     remove_fast_paths(ref)
     fast = apply_fast_paths(copy.deepcopy(ref), contiguous=True)
     assert fast.lm_head.weight_t.is_contiguous()
-    a = generate(fast, PROMPT, 30, "cached", attn_impl="sdpa", keep_logits=True, count=False)
-    b = generate(ref, PROMPT, 30, "cached", attn_impl="sdpa", keep_logits=True, count=False)
+    a = generate(fast, PROMPT, 30, mode="cached", attn_impl="sdpa", keep_logits=True, count=False)
+    b = generate(ref, PROMPT, 30, mode="cached", attn_impl="sdpa", keep_logits=True, count=False)
     assert a.new_ids == b.new_ids
     for x, y in zip(a.steps, b.steps, strict=True):
         torch.testing.assert_close(x.logits, y.logits, rtol=1e-5, atol=1e-5)
@@ -94,9 +94,9 @@ def test_every_cache_keeps_the_one_contract():
         assert issubclass(cls, KVCache) and not inspect.isabstract(cls), cls.__name__
         assert not hasattr(cls, "update"), cls.__name__  # the old one-method interface is gone
     cfg = PRESETS["mha"]
-    assert ContiguousKVCache(cfg, 1, 8).attention_observer is None
-    assert EvictingKVCache(cfg, "window", 4).attention_observer is None
-    h2o = EvictingKVCache(cfg, "h2o", 4)
+    assert ContiguousKVCache(cfg, batch_size=1, max_seq_len=8).attention_observer is None
+    assert EvictingKVCache(cfg, policy="window", budget=4).attention_observer is None
+    h2o = EvictingKVCache(cfg, policy="h2o", budget=4)
     assert h2o.attention_observer is h2o
 
 
@@ -126,7 +126,7 @@ def test_a_step_calls_begin_write_per_layer_end_in_order():
             calls.append(("end",))
             super().end_step()
 
-    cache = Recording(model.cfg, 1, 16)
+    cache = Recording(model.cfg, batch_size=1, max_seq_len=16)
     with torch.inference_mode():
         model(torch.tensor([PROMPT[:5]]), cache=cache)
         model(torch.tensor([PROMPT[5:6]]), start_pos=5, cache=cache)
@@ -137,7 +137,7 @@ def test_a_step_calls_begin_write_per_layer_end_in_order():
 
 def test_a_refused_step_writes_nothing():
     model = random_model(1)
-    cache = QuantizedKVCache(model.cfg, FULL, 1, 16)
+    cache = QuantizedKVCache(model.cfg, scheme=FULL, batch_size=1, max_seq_len=16)
     with torch.inference_mode():
         model(torch.tensor([PROMPT[:5]]), cache=cache)
         with pytest.raises(ValueError, match="holds 5 tokens, asked to write at 3"):

@@ -64,11 +64,11 @@ def models():
 def test_tally_and_formula_equal_flop_counter_on_prefill_and_decode(shipped_models, which):
     model = shipped_models[which] if isinstance(which, str) else random_model(which)
     cfg, T = model.cfg, len(PROMPT)
-    cache = ContiguousKVCache(cfg, 1, T + 1)
+    cache = ContiguousKVCache(cfg, batch_size=1, max_seq_len=T + 1)
     steps = {
         "prefill": (T, T, lambda tally: prefill(model, torch.tensor([PROMPT]), cache, attn_impl="eager",
                                                 tally=tally)),
-        "decode": (1, T + 1, lambda tally: decode_one_token(model, torch.tensor([[PROMPT[0]]]), T, cache,
+        "decode": (1, T + 1, lambda tally: decode_one_token(model, torch.tensor([[PROMPT[0]]]), T, cache=cache,
                                                             attn_impl="eager", tally=tally)),
     }
     for step, (num_new, kv_len, run) in steps.items():  # in order: the decode step reads the prefill's cache

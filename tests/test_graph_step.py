@@ -24,8 +24,8 @@ PROMPT = encode("HAMLET.\nTo be, or not to be")
 @pytest.mark.parametrize("attn_impl", ["sdpa", "eager"])
 def test_static_step_gives_the_eager_steps_tokens(shipped_models, name, attn_impl):
     model = shipped_models[name]
-    eager = generate(model, PROMPT, 150, "cached", attn_impl=attn_impl, keep_logits=True, count=False)
-    static = generate(model, PROMPT, 150, "cached", attn_impl=attn_impl, keep_logits=True, count=False,
+    eager = generate(model, PROMPT, 150, mode="cached", attn_impl=attn_impl, keep_logits=True, count=False)
+    static = generate(model, PROMPT, 150, mode="cached", attn_impl=attn_impl, keep_logits=True, count=False,
                       step="static")
     assert first_difference(eager.new_ids, static.new_ids) is None
     for a, b in zip(eager.steps, static.steps, strict=True):  # the cached-vs-naive tolerance of test_model
@@ -37,15 +37,15 @@ def test_static_steps_count_every_slot_and_keep_the_cache_length():
     masked), so its FLOPs are the formula's at kv_len 33 and it reads all 33 positions' K/V."""
     model = random_model(2)
     n = 10
-    steps = list(generate(model, PROMPT, n, "cached", step="static").steps)
+    steps = list(generate(model, PROMPT, n, mode="cached", step="static").steps)
     slots = len(PROMPT) + n - 1
     assert steps[0].part_to_flops == step_flops(model.cfg, len(PROMPT), len(PROMPT))  # the prefill is eager
     for s in steps[1:]:
         assert s.part_to_flops == step_flops(model.cfg, 1, slots), s.step
         assert s.bytes_kv == step_bytes(model.cfg, 1, slots, 4, cached=True)["kv"]
         assert s.kv_len == s.position  # the keys a step may attend to are still the written ones
-    cache = ContiguousKVCache(model.cfg, 1, 40)
-    list(decode_loop(model, PROMPT, 5, cache, step="static"))
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=40)
+    list(decode_loop(model, PROMPT, 5, cache=cache, step="static"))
     assert cache.num_tokens == len(PROMPT) + 4  # the last token is never fed back
     assert cache.used_bytes() == 2 * 4 * 2 * 32 * 4 * (len(PROMPT) + 4)  # 2 · L · Hkv · D · 4 B · tokens
 
@@ -54,8 +54,8 @@ def test_static_step_writes_the_same_cache_rows_as_the_eager_step():
     model = random_model(1)
     caches = {}
     for step in ("eager", "static"):
-        caches[step] = ContiguousKVCache(model.cfg, 1, 40)
-        list(decode_loop(model, PROMPT, 8, caches[step], attn_impl="sdpa", step=step))
+        caches[step] = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=40)
+        list(decode_loop(model, PROMPT, 8, cache=caches[step], attn_impl="sdpa", step=step))
     for layer in range(model.cfg.n_layers):
         for a, b in zip(caches["eager"].filled(layer), caches["static"].filled(layer), strict=True):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
@@ -64,7 +64,7 @@ def test_static_step_writes_the_same_cache_rows_as_the_eager_step():
 def test_a_repeated_position_overwrites_and_forgets_what_came_after():
     """Writing position p again (the same token) gives the same logits and leaves p + 1 positions."""
     model = random_model(4)
-    cache = ContiguousKVCache(model.cfg, 1, 32)
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=32)
     ids = torch.tensor([PROMPT[:6]])
     prefill(model, ids, cache)
     step = StaticDecodeStep(model, cache, attn_impl="sdpa")
@@ -77,12 +77,12 @@ def test_a_repeated_position_overwrites_and_forgets_what_came_after():
 def test_errors_name_what_is_wrong():
     model = random_model(1)
     with pytest.raises(ValueError, match="needs a ContiguousKVCache, got QuantizedKVCache"):
-        StaticDecodeStep(model, QuantizedKVCache(model.cfg, FULL, 1, 16))
+        StaticDecodeStep(model, QuantizedKVCache(model.cfg, scheme=FULL, batch_size=1, max_seq_len=16))
     with pytest.raises(ValueError, match="naive decoding has none"):
-        next(decode_loop(model, PROMPT, 2, None, step="static"))
+        next(decode_loop(model, PROMPT, 2, cache=None, step="static"))
     with pytest.raises(ValueError, match=r"step must be one of \('eager', 'static', 'graph'\), got 'jit'"):
-        next(decode_loop(model, PROMPT, 2, ContiguousKVCache(model.cfg, 1, 32), step="jit"))
-    cache = ContiguousKVCache(model.cfg, 1, 8)
+        next(decode_loop(model, PROMPT, 2, cache=ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=32), step="jit"))
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=8)
     prefill(model, torch.tensor([PROMPT[:3]]), cache)
     step = StaticDecodeStep(model, cache)
     with pytest.raises(ValueError, match="only 3 positions are filled"):
@@ -97,9 +97,9 @@ def test_without_cuda_the_graph_step_says_why():
     reason = "this machine has no CUDA device (torch.cuda.is_available() is False)"
     assert say("en", graph_unavailable(model.device)) == reason
     with pytest.raises(ValueError, match=r"a CUDA graph step needs a CUDA device: this machine has no CUDA"):
-        StaticDecodeStep(model, ContiguousKVCache(model.cfg, 1, 8), graph=True)
+        StaticDecodeStep(model, ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=8), graph=True)
     with pytest.raises(ValueError, match="needs a CUDA device"):
-        run_comparison(model, PROMPT, 4, SamplingConfig(), step="graph")
+        run_comparison(model, PROMPT, 4, sampling=SamplingConfig(), step="graph")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -108,8 +108,8 @@ def test_graph_step_replays_the_eager_steps_tokens_on_cuda():
 
     model = load_model("mha", "cuda")
     for impl in ("sdpa", "eager"):
-        eager = generate(model, PROMPT, 120, "cached", attn_impl=impl, keep_logits=True, count=False)
-        graph = generate(model, PROMPT, 120, "cached", attn_impl=impl, keep_logits=True, count=False, step="graph")
+        eager = generate(model, PROMPT, 120, mode="cached", attn_impl=impl, keep_logits=True, count=False)
+        graph = generate(model, PROMPT, 120, mode="cached", attn_impl=impl, keep_logits=True, count=False, step="graph")
         assert first_difference(eager.new_ids, graph.new_ids) is None
         for a, b in zip(eager.steps, graph.steps, strict=True):
             torch.testing.assert_close(a.logits, b.logits, rtol=1e-4, atol=1e-4)
@@ -117,7 +117,7 @@ def test_graph_step_replays_the_eager_steps_tokens_on_cuda():
 
 def test_comparison_with_the_static_step_and_its_caption():
     model = random_model(2)
-    res = run_comparison(model, PROMPT, 6, SamplingConfig(), "sdpa", step="static")
+    res = run_comparison(model, PROMPT, 6, sampling=SamplingConfig(), attn_impl="sdpa", step="static")
     assert res.first_difference is None and res.step == "static"
     assert step_caption("static", 29) == (
         "Cached steps ran with static shapes (what a CUDA graph captures), op by op: each attends over all 29 "

@@ -69,7 +69,7 @@ def test_model_rates_count_the_work_not_the_wait_for_a_core(monkeypatch):
     # The rates are timed on the clock they are given, never the wall clock: a clock that moves 1 µs a reading, what
     # a thread's CPU time does around a call that only waits, whatever the load (no measured time in this test).
     readings = iter(range(10**9))
-    rates = measure_rates(random_model(), "sdpa", repeats=1, clock=lambda: next(readings) * 1e-6)
+    rates = measure_rates(random_model(), attn_impl="sdpa", repeats=1, clock=lambda: next(readings) * 1e-6)
     # the wall clock gives at least 0.05 s a call, 8.8 s for the 176 calls of the work below: ten times less at most
     assert rates.per_call_s < 0.005 and rates.seconds(generate_work()) < 0.88, rates
 

@@ -34,7 +34,7 @@ SEED_001 = next(iter(Path(__file__).resolve().parents[2].glob("shared/seeds/001_
 
 
 def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), loss_ref=0.5, loss_q=0.51) -> PositionErrors:
-    s = make_scheme(kind, bits, residual=128)
+    s = make_scheme(kind, bits=bits, residual=128)
     kl = np.array(kl)
     return PositionErrors(s.key, s.bits, np.full(len(kl), loss_q - loss_ref), np.ones(len(kl)), kl,
                           loss_ref, loss_q, 600.0, np.array((0.01, 0.01)), s.residual)
@@ -43,10 +43,10 @@ def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), loss_ref=0.5, loss_q=
 # --- KV quantization ------------------------------------------------------------------------------------------------
 
 def test_scheme_names_in_korean_keep_r_and_english_is_unchanged():
-    s = make_scheme("kivi", 4, residual=128)
+    s = make_scheme("kivi", bits=4, residual=128)
     assert title_of(s) == "INT4 KIVI: K per-channel, V per-token, residual R=128"
     assert title_of(s, "ko") == "INT4 KIVI: K 채널별, V 토큰별, 잔여 창 R=128"
-    assert short_of(make_scheme("token_first", 2, residual=64), "ko") == "토큰별 + 처음 64개 보존"
+    assert short_of(make_scheme("token_first", bits=2, residual=64), "ko") == "토큰별 + 처음 64개 보존"
     assert errors_short(errors("token"), "ko") == "토큰별 (단순)" and errors_short(errors("token"), "en") == "per-token (naive)"
 
 
@@ -134,7 +134,7 @@ def test_byte_sentence_and_offload_in_korean():
     from sim.words.shrink import bytes_what, method_label
 
     cfg = ModelConfig()
-    acct = shrunk_bytes(cfg, "h2o", 25, 100)
+    acct = shrunk_bytes(cfg, method="h2o", budget_tokens=25, num_tokens=100)
     assert bytes_what(acct, "ko") == (
         "H2O (헤비 히터 + 윈도우): 토큰 100개 중 25개를 둔다. K/V 51,200 B + 누적 점수 1,600 B + 남긴 위치 1,600 B "
         "= 54,400 B, 전체 FP16 캐시(204,800 B)의 26.6%.")

@@ -16,11 +16,11 @@ T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 def test_naive_and_cached_steps_take_turns_until_naive_runs_out_of_budget(shipped_models):
     model, order = shipped_models["mha"], []
     ids = encode("ROMEO.\n")
-    res = run_comparison(model, ids, 6, SamplingConfig(), "sdpa", None, lambda mode, i: order.append((mode, i)))
+    res = run_comparison(model, ids, 6, sampling=SamplingConfig(), attn_impl="sdpa", naive_budget_s=None, on_step=lambda mode, i: order.append((mode, i)))
     assert order == [(mode, i) for i in range(1, 7) for mode in ("cached", "naive")]
     assert [r.token for r in res.naive] == [r.token for r in res.cached] and res.naive_complete
     order.clear()
-    res = run_comparison(model, ids, 6, SamplingConfig(), "sdpa", 0.0, lambda mode, i: order.append((mode, i)))
+    res = run_comparison(model, ids, 6, sampling=SamplingConfig(), attn_impl="sdpa", naive_budget_s=0.0, on_step=lambda mode, i: order.append((mode, i)))
     # a budget of 0 s is spent by naive's first step: from there on the cached steps run alone
     assert order == [("cached", 1), ("naive", 1), *[("cached", i) for i in range(2, 7)]]
     assert len(res.naive) == 1 and len(res.cached) == 6

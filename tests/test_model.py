@@ -25,8 +25,8 @@ PROMPT = encode("HAMLET.\nTo be, or not to be")
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_cached_equals_naive_for_220_tokens(shipped_models, name):
     model = shipped_models[name]
-    naive = generate(model, PROMPT, 220, "naive", keep_logits=True, count=False)
-    cached = generate(model, PROMPT, 220, "cached", keep_logits=True, count=False)
+    naive = generate(model, PROMPT, 220, mode="naive", keep_logits=True, count=False)
+    cached = generate(model, PROMPT, 220, mode="cached", keep_logits=True, count=False)
     assert first_difference(naive.new_ids, cached.new_ids) is None
     for a, b in zip(naive.steps, cached.steps, strict=True):
         torch.testing.assert_close(a.logits, b.logits, rtol=1e-4, atol=1e-4)
@@ -49,7 +49,7 @@ def test_chunked_prefill_matches_one_shot():
     ids = torch.tensor([PROMPT])
     full = model(ids, attn_impl="eager")[:, -1]
     for impl in ("eager", "sdpa"):
-        cache = ContiguousKVCache(model.cfg, 1, 64)
+        cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=64)
         model(ids[:, :10], cache=cache, attn_impl=impl)
         last = model(ids[:, 10:], start_pos=10, cache=cache, attn_impl=impl)[:, -1]
         torch.testing.assert_close(last, full, rtol=1e-5, atol=1e-5)
@@ -58,9 +58,9 @@ def test_chunked_prefill_matches_one_shot():
 def test_seeded_sampling_is_reproducible_and_mode_independent():
     model = random_model(1)
     s = SamplingConfig(temperature=0.8, top_k=20, seed=7)
-    a = generate(model, PROMPT, 60, "cached", sampling=s, count=False)
-    b = generate(model, PROMPT, 60, "naive", sampling=s, count=False)
-    c = generate(model, PROMPT, 60, "cached", sampling=SamplingConfig(0.8, 20, seed=8), count=False)
+    a = generate(model, PROMPT, 60, mode="cached", sampling=s, count=False)
+    b = generate(model, PROMPT, 60, mode="naive", sampling=s, count=False)
+    c = generate(model, PROMPT, 60, mode="cached", sampling=SamplingConfig(0.8, 20, seed=8), count=False)
     assert a.new_ids == b.new_ids
     assert a.new_ids != c.new_ids
 
@@ -69,7 +69,7 @@ def test_seeded_sampling_is_reproducible_and_mode_independent():
 @pytest.mark.parametrize("n_kv_heads", [4, 2, 1])
 def test_counted_flops_equal_closed_form(mode, n_kv_heads):
     model = random_model(n_kv_heads)
-    result = generate(model, PROMPT, 12, mode)
+    result = generate(model, PROMPT, 12, mode=mode)
     for s in result.steps:
         assert s.part_to_flops == step_flops(model.cfg, s.num_new, s.kv_len), s.step
     # cached steps after prefill feed one token; naive steps feed the whole sequence
@@ -80,7 +80,7 @@ def test_counted_flops_equal_closed_form(mode, n_kv_heads):
 @pytest.mark.parametrize("n_kv_heads", [4, 2, 1])
 def test_cache_bytes_from_real_tensors(n_kv_heads):
     model = random_model(n_kv_heads)
-    cache = ContiguousKVCache(model.cfg, 1, 128)
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=128)
     model(torch.tensor([PROMPT]), cache=cache)
     n = len(PROMPT)
     cfg = model.cfg
@@ -92,7 +92,7 @@ def test_cache_bytes_from_real_tensors(n_kv_heads):
 
 def test_cache_rejects_gaps_and_overflow():
     cfg = ModelConfig()
-    cache = ContiguousKVCache(cfg, 1, 8)
+    cache = ContiguousKVCache(cfg, batch_size=1, max_seq_len=8)
     with pytest.raises(ValueError, match="gap"):
         cache.begin_step(3, 2, batch_size=1)
     with pytest.raises(ValueError, match="holds 8 positions"):
@@ -105,7 +105,7 @@ def test_cache_rejects_gaps_and_overflow():
 def test_generation_that_exactly_fills_the_context():
     """prompt + new - 1 == max_seq_len: the cache holds exactly the positions that are fed."""
     model = random_model(1, max_seq_len=32)
-    res = generate(model, PROMPT[:8], 25, "cached", count=False)
+    res = generate(model, PROMPT[:8], 25, mode="cached", count=False)
     assert len(res.new_ids) == 25 and res.steps[-1].kv_len == 32
 
 
@@ -176,7 +176,7 @@ def test_a_cache_holds_a_steps_tokens_once_the_step_ends():
     """begin_step, a write per layer, end_step: num_tokens advances at end_step, never layer by layer; each write
     returns every position the layer attends to, the new ones included."""
     cfg = ModelConfig(n_layers=3)
-    cache = ContiguousKVCache(cfg, 1, 8)
+    cache = ContiguousKVCache(cfg, batch_size=1, max_seq_len=8)
     k = torch.ones(1, cfg.n_kv_heads, 2, cfg.head_dim)  # (B, Hkv, T, D)
     cache.begin_step(0, 2, batch_size=1)
     for layer in range(3):
@@ -199,7 +199,7 @@ def test_a_cache_holds_a_steps_tokens_once_the_step_ends():
 
 def test_a_forward_advances_the_cache_by_its_tokens():
     model = random_model(2)
-    cache = ContiguousKVCache(model.cfg, 1, 64)
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=64)
     model(torch.tensor([PROMPT[:10]]), cache=cache)
     assert cache.num_tokens == 10
     model(torch.tensor([PROMPT[10:13]]), start_pos=10, cache=cache)
@@ -210,10 +210,10 @@ def test_decode_loop_from_a_chunk_on_a_cache_equals_generate():
     """The one loop fed a chunk at position 10 of a cache holding the first 10 tokens gives what
     generate gives for the whole prompt (tokens, logits, FLOPs)."""
     model = random_model(1)
-    cache = ContiguousKVCache(model.cfg, 1, 64)
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=64)
     prefill(model, torch.tensor([PROMPT[:10]]), cache)
-    steps = list(decode_loop(model, PROMPT[10:], 20, cache, start_pos=10, count=True, keep_logits=True))
-    ref = generate(model, PROMPT, 20, "cached", keep_logits=True)
+    steps = list(decode_loop(model, PROMPT[10:], 20, cache=cache, start_pos=10, count=True, keep_logits=True))
+    ref = generate(model, PROMPT, 20, mode="cached", keep_logits=True)
     assert [s.token for s in steps] == ref.new_ids
     assert [(s.position, s.kv_len) for s in steps] == [(s.position, s.kv_len) for s in ref.steps]
     for a, b in zip(steps[1:], ref.steps[1:], strict=True):
@@ -221,7 +221,7 @@ def test_decode_loop_from_a_chunk_on_a_cache_equals_generate():
         torch.testing.assert_close(a.logits, b.logits, rtol=1e-5, atol=1e-5)
     assert steps[0].num_new == len(PROMPT) - 10 and steps[0].bytes_kv > 0 == ref.steps[0].bytes_kv
     with pytest.raises(ValueError, match="without a cache every step starts at position 0"):
-        next(decode_loop(model, PROMPT, 2, None, start_pos=3))
+        next(decode_loop(model, PROMPT, 2, cache=None, start_pos=3))
 
 
 def test_device_dtype_and_attention_options():

@@ -31,5 +31,5 @@ def test_greedy_continuation_matches_hf_generate(shipped_models, name):
     ids = torch.tensor([PROMPT])
     with torch.no_grad():
         out = hf.generate(ids, max_new_tokens=120, min_new_tokens=120, do_sample=False)
-    ours = generate(model, PROMPT, 120, "cached", attn_impl="sdpa", count=False)
+    ours = generate(model, PROMPT, 120, mode="cached", attn_impl="sdpa", count=False)
     assert out[0, len(PROMPT):].tolist() == ours.new_ids

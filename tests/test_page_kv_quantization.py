@@ -21,7 +21,7 @@ def page(params=None) -> AppTest:
 @cache
 def expected(variant, kind, bits, G=32, g=32, R=128, sym=False, win=1, length=128):
     model = load_model(variant)
-    return evaluate_scheme(model, heldout_windows(EvalConfig(win, length)), make_scheme(kind, bits, G, g, R, sym))
+    return evaluate_scheme(model, heldout_windows(EvalConfig(win, length)), make_scheme(kind, bits=bits, chunk=G, channel_group=g, residual=R, symmetric=sym))
 
 
 def check_headline(at, variant, bits, **kw):
@@ -44,7 +44,7 @@ def test_light_view_shows_what_sim_computes():
     assert at.title[0].value == "KV quantization"
     assert metric(at, "FP16 cache, bytes per token") == "2,048"  # 2 × 4 layers × 4 heads × 32 × 2 B
     check_headline(at, "mha", 4)
-    run = free_run(load_model("mha"), list(b"ROMEO.\n"), 24, make_scheme("token", 4))
+    run = free_run(load_model("mha"), list(b"ROMEO.\n"), 24, scheme=make_scheme("token", bits=4))
     first = run.first_difference
     assert metric(at, "First differing token") == ("none" if first is None else str(first))
     assert metric(at, "Cache after the run") == f"{run.used_bytes:,} B"
@@ -77,8 +77,8 @@ def test_url_restores_the_view():
     assert at.segmented_control(key="bits").value == "8"
     assert at.select_slider(key="G").value == "16" and at.select_slider(key="R").value == "64"
     assert at.toggle(key="sym").value is True
-    s = make_scheme("kivi", 8, 16, 16, 64, True)
-    assert metric(at, "KIVI INT8, bytes per token") == f"{scheme_bytes(s, 128, 4, 1, 32)['total'] / 128:,.1f}"
+    s = make_scheme("kivi", bits=8, chunk=16, channel_group=16, residual=64, symmetric=True)
+    assert metric(at, "KIVI INT8, bytes per token") == f"{scheme_bytes(s, num_tokens=128, n_layers=4, n_kv_heads=1, head_dim=32)['total'] / 128:,.1f}"
     assert metric(at, "FP16 cache, bytes per token") == "512"  # MQA: one KV head
 
 

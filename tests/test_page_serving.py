@@ -150,7 +150,7 @@ def test_live_speculation_on_the_real_model(monkeypatch):
     device = pick_device()
     target = load_model("mha", device, pick_dtype(device))  # as app.resources loads it
     run = sp.speculative_generate(target, sp.truncated_draft(target, 2),
-                                  encode("ROMEO.\nBut soft, what light through yonder window breaks?\n"), 32, 3,
+                                  encode("ROMEO.\nBut soft, what light through yonder window breaks?\n"), max_new_tokens=32, k=3,
                                   repeats=1)
     # fp32 on a CPU: exact. (In bf16 on a GPU a k+1-token pass may round differently from a 1-token one.)
     assert shown["Same tokens as target"] == ("yes" if run.identical else "NO")

@@ -415,9 +415,9 @@ def test_parallel_branches_share_prompt_blocks_on_the_model():
 def test_batched_rows_through_separate_block_tables():
     model = random_model(4)
     ids = torch.tensor([PROMPT, PROMPT[::-1]])  # (2, T)
-    paged = PagedKVCache(model.cfg, 16, 4)
+    paged = PagedKVCache(model.cfg, num_blocks=16, block_size=4)
     paged.set_batch([7, 3])
-    contiguous = ContiguousKVCache(model.cfg, 2, 64)
+    contiguous = ContiguousKVCache(model.cfg, batch_size=2, max_seq_len=64)
     with torch.inference_mode():
         a = model(ids, cache=paged)
         b = model(ids, cache=contiguous)
@@ -436,7 +436,7 @@ def test_batched_rows_through_separate_block_tables():
 
 def test_paged_cache_refuses_gaps_and_wrong_batches():
     model = random_model(1)
-    cache = PagedKVCache(model.cfg, 8, 4)
+    cache = PagedKVCache(model.cfg, num_blocks=8, block_size=4)
     with torch.inference_mode():
         model(torch.tensor([PROMPT[:6]]), cache=cache)
         with pytest.raises(ValueError, match="holds 6 tokens, but the model writes at position 9"):

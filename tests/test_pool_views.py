@@ -208,4 +208,4 @@ def test_paged_run_seconds():
     from sim.work.run_cost import ModelRates
 
     # cached_work(10, 5) is 5 calls; every branch runs paged (2× a contiguous step) and again alone: 3 × 2 × 5
-    assert paged_run_seconds(ModelRates(1.0, 0.0, 0.0), 10, 5, 2) == 30.0
+    assert paged_run_seconds(ModelRates(1.0, 0.0, 0.0), prompt_len=10, max_new_tokens=5, num_branches=2) == 30.0

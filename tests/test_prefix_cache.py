@@ -363,7 +363,7 @@ def test_branching_from_a_cached_prefix_matches_from_scratch_random_model(one_th
     run = pr.branch_from_prefix(model, prefix, suffixes, num_new=6, repeats=1)
     assert run.tokens_identical and run.max_abs_logit_diff < 1e-4
     for s, toks in zip(suffixes, run.branch_tokens, strict=True):
-        assert toks == generate(model, prefix + s, 6, "cached", attn_impl="sdpa").new_ids
+        assert toks == generate(model, prefix + s, 6, mode="cached", attn_impl="sdpa").new_ids
     assert run.scratch_prefill_tokens == 3 * 50 + 15 and run.branch_prefill_tokens == 50 + 15
     assert run.token_saved_share == pytest.approx(1 - 65 / 165)
     assert len(run.suffix_prefill_s) == len(run.scratch_prefill_s) == 3
@@ -381,7 +381,7 @@ def test_branching_on_the_shipped_model_gives_the_from_scratch_tokens(one_thread
     run = pr.branch_from_prefix(model, prefix, suffixes, num_new=12, repeats=1)
     assert run.tokens_identical
     for s, toks in zip(suffixes, run.branch_tokens, strict=True):
-        assert toks == generate(model, prefix + s, 12, "cached", attn_impl="sdpa").new_ids
+        assert toks == generate(model, prefix + s, 12, mode="cached", attn_impl="sdpa").new_ids
 
 
 def test_branch_inputs_are_checked(one_thread):
@@ -399,7 +399,7 @@ def test_one_changed_byte_changes_kv_of_every_later_position_from_layer_1_on(one
 
     model = random_model()
     ids = list(range(30, 90))
-    kc = pr.kv_change(model, ids, 17)
+    kc = pr.kv_change(model, ids, position=17)
     assert kc.changed_ids[17] == other_byte(ids[17]) and kc.changed_ids[:17] == ids[:17]
     assert (kc.k_diff[:, :17] == 0).all() and (kc.v_diff[:, :17] == 0).all()  # causal: nothing before changes
     assert np.flatnonzero(kc.k_diff[0]).tolist() == [17] == np.flatnonzero(kc.v_diff[0]).tolist()
@@ -407,7 +407,7 @@ def test_one_changed_byte_changes_kv_of_every_later_position_from_layer_1_on(one
         assert (kc.k_diff[layer, 17:] > 0).all() and (kc.v_diff[layer, 17:] > 0).all()
         assert kc.num_changed_positions(layer) == 60 - 17
     with pytest.raises(ValueError, match="position must be 0..59, got 60"):
-        pr.kv_change(model, ids, 60)
+        pr.kv_change(model, ids, position=60)
 
 
 def _branch_run(shared_s: float, branch_decode_s: float = 0.10, scratch_decode_s: float = 0.10, **kw):

@@ -152,22 +152,22 @@ def test_overview_download_and_sizes_only():
 # --- the real-model section ----------------------------------------------------------------------
 
 def test_branch_inputs_parse_and_name_the_numbers():
-    got = pr.branch_inputs("abc", "King.\n\n  \nHam.", 4, 1)
+    got = pr.branch_inputs("abc", "King.\n\n  \nHam.", num_new=4, repeats=1)
     assert got.problem is None and got.continuations == ("King.", "Ham.")
     assert got.suffix_ids == (tuple(b"King.\n"), tuple(b"Ham.\n")) and got.prefix_ids == (97, 98, 99)
     assert got.kv_ids == (97, 98, 99) and got.kv_problem is None
-    assert pr.branch_inputs("a", "x", 4, 1).kv_problem == Msg("prefix.run.kv_problem")
-    assert say("en", pr.branch_inputs("a", "x", 4, 1).kv_problem) == "The prefix needs at least 2 bytes for this view."
-    assert len(pr.branch_inputs("x" * 500, "x", 4, 1).kv_ids) == pr.KV_DEMO_BYTES == 120
+    assert pr.branch_inputs("a", "x", num_new=4, repeats=1).kv_problem == Msg("prefix.run.kv_problem")
+    assert say("en", pr.branch_inputs("a", "x", num_new=4, repeats=1).kv_problem) == "The prefix needs at least 2 bytes for this view."
+    assert len(pr.branch_inputs("x" * 500, "x", num_new=4, repeats=1).kv_ids) == pr.KV_DEMO_BYTES == 120
 
     def problem(prefix="abc", suffixes="x"):
-        got = pr.branch_inputs(prefix, suffixes, 4, 1).problem
+        got = pr.branch_inputs(prefix, suffixes, num_new=4, repeats=1).problem
         return None if got is None else say("en", got)
 
     assert problem("") == "The shared prefix is empty: type at least one character."
     assert problem("é" * 700) == "The shared prefix is 1,400 bytes; the limit is 700."
     assert problem("x" * 700) is None
-    assert pr.branch_inputs("é" * 700, "x", 4, 1).problem == Msg("prefix.run.too_long", n=1400, max=700)
+    assert pr.branch_inputs("é" * 700, "x", num_new=4, repeats=1).problem == Msg("prefix.run.too_long", n=1400, max=700)
     assert problem(suffixes=" \n") == "Give 1..8 continuations (one per line); there are 0."
     assert problem(suffixes="\n".join("abcdefghi")) == "Give 1..8 continuations (one per line); there are 9."
     assert problem(suffixes="x" * 80) == "A continuation is 81 bytes; the limit is 80."
@@ -176,7 +176,7 @@ def test_branch_inputs_parse_and_name_the_numbers():
 
 def test_branch_job_costs_the_longest_branch_both_ways():
     rates = SimpleNamespace(seconds=lambda work: 1e-3 * work.tokens)
-    job = pr.branch_inputs("abc", "King.\nHam.", 4, 1).job(rates)
+    job = pr.branch_inputs("abc", "King.\nHam.", num_new=4, repeats=1).job(rates)
     # the longest branch: 3 + 6 prompt tokens, then 3 one-token steps = 12 tokens; 2 ways × 2 branches × 2 runs
     assert job.estimate_s == pytest.approx(2 * 2 * 2 * 12e-3)
     assert job.what == Msg("prefix.run.job", n=2, repeats=1)

@@ -157,8 +157,8 @@ def write_step(cache: QuantizedKVCache, start: int, per_layer: list[tuple[torch.
 
 def test_kivi_residual_stays_full_precision_until_the_chunk_fills():
     torch.manual_seed(1)
-    scheme = make_scheme("kivi", 2, chunk=8, channel_group=16, residual=16)
-    cache = QuantizedKVCache(TINY, scheme, 1, 64)
+    scheme = make_scheme("kivi", bits=2, chunk=8, channel_group=16, residual=16)
+    cache = QuantizedKVCache(TINY, scheme=scheme, batch_size=1, max_seq_len=64)
     k_all, v_all = torch.randn(1, 2, 40, 32), torch.randn(1, 2, 40, 32)
     for t in range(40):
         for k_seen, _ in write_step(cache, t, [(k_all[:, :, t : t + 1], v_all[:, :, t : t + 1])] * TINY.n_layers):
@@ -180,24 +180,24 @@ def test_used_bytes_equal_the_closed_form_and_a_hand_count():
     torch.manual_seed(2)
     cfg = ModelConfig(n_layers=4, n_kv_heads=4, max_seq_len=64)
     for kind in [*ALL_KINDS]:
-        scheme = make_scheme(kind, 2, chunk=8, channel_group=16, residual=16)
-        cache = QuantizedKVCache(cfg, scheme, 1, 40)
+        scheme = make_scheme(kind, bits=2, chunk=8, channel_group=16, residual=16)
+        cache = QuantizedKVCache(cfg, scheme=scheme, batch_size=1, max_seq_len=40)
         for t in range(40):
             write_step(cache, t, [(torch.randn(1, 4, 1, 32), torch.randn(1, 4, 1, 32)) for _ in range(4)])
-            assert cache.used_bytes() == scheme_bytes(scheme, t + 1, 4, 4, 32)["total"], (kind, t)
+            assert cache.used_bytes() == scheme_bytes(scheme, num_tokens=t + 1, n_layers=4, n_kv_heads=4, head_dim=32)["total"], (kind, t)
     # by hand, KIVI INT2, G=8, R=16, after 20 tokens, per layer and head:
     # K: 16 tokens quantized: 16·32·2/8 = 128 B codes, 2 chunks × 32 channels × (2+2) B = 256; 4 fp tokens: 256 B
     # V: 4 tokens quantized: 32 B codes, 4 tokens × 2 groups × 4 B = 32; 16 fp tokens: 1024 B
-    assert scheme_bytes(make_scheme("kivi", 2, 8, 16, 16), 20, 4, 4, 32)["total"] == 16 * (128 + 256 + 256 + 32 + 32 + 1024)
-    assert scheme_bytes(FULL, 20, 4, 4, 32)["total"] == 2 * 4 * 4 * 32 * 2 * 20
+    assert scheme_bytes(make_scheme("kivi", bits=2, chunk=8, channel_group=16, residual=16), num_tokens=20, n_layers=4, n_kv_heads=4, head_dim=32)["total"] == 16 * (128 + 256 + 256 + 32 + 32 + 1024)
+    assert scheme_bytes(FULL, num_tokens=20, n_layers=4, n_kv_heads=4, head_dim=32)["total"] == 2 * 4 * 4 * 32 * 2 * 20
 
 
 def test_a_prefill_stores_what_single_steps_store():
     torch.manual_seed(3)
     k, v = torch.randn(1, 2, 37, 32), torch.randn(1, 2, 37, 32)
     for kind in ALL_KINDS:
-        scheme = make_scheme(kind, 3, chunk=8, channel_group=8, residual=16)
-        bulk, steps = QuantizedKVCache(TINY, scheme, 1, 64), QuantizedKVCache(TINY, scheme, 1, 64)
+        scheme = make_scheme(kind, bits=3, chunk=8, channel_group=8, residual=16)
+        bulk, steps = QuantizedKVCache(TINY, scheme=scheme, batch_size=1, max_seq_len=64), QuantizedKVCache(TINY, scheme=scheme, batch_size=1, max_seq_len=64)
         write_step(bulk, 0, [(k[:, :, :30], v[:, :, :30])] * 2)
         write_step(bulk, 30, [(k[:, :, 30:], v[:, :, 30:])] * 2)
         for t in range(37):
@@ -209,10 +209,10 @@ def test_a_prefill_stores_what_single_steps_store():
 
 def test_scheme_and_cache_errors_carry_the_numbers():
     with pytest.raises(ValueError, match="R=48 is not a multiple of K's group of 32 tokens"):
-        make_scheme("kivi", 4, chunk=32, residual=48)
+        make_scheme("kivi", bits=4, chunk=32, residual=48)
     with pytest.raises(ValueError, match="do not divide head_dim=32"):
-        QuantizedKVCache(TINY, make_scheme("token", 4, channel_group=12), 1, 8)
-    cache = QuantizedKVCache(TINY, make_scheme("kivi", 4, 8, 8, 8), 1, 8)
+        QuantizedKVCache(TINY, scheme=make_scheme("token", bits=4, channel_group=12), batch_size=1, max_seq_len=8)
+    cache = QuantizedKVCache(TINY, scheme=make_scheme("kivi", bits=4, chunk=8, channel_group=8, residual=8), batch_size=1, max_seq_len=8)
     write_step(cache, 0, [(torch.zeros(1, 2, 3, 32), torch.zeros(1, 2, 3, 32))] * 2)
     with pytest.raises(ValueError, match="holds 3 tokens, asked to write at 1"):
         cache.begin_step(1, 1, batch_size=1)
@@ -243,8 +243,8 @@ def test_one_pass_attention_equals_the_token_by_token_cache(n_kv_heads):
 
     for kind in ALL_KINDS:
         for prefill in (0, 11):
-            scheme = make_scheme(kind, 2, chunk=8, channel_group=16, residual=16)
-            cache = QuantizedKVCache(cfg, scheme, B, T)
+            scheme = make_scheme(kind, bits=2, chunk=8, channel_group=16, residual=16)
+            cache = QuantizedKVCache(cfg, scheme=scheme, batch_size=B, max_seq_len=T)
             rows = []
             if prefill:
                 (seen,) = write_step(cache, 0, [(k[:, :, :prefill], v[:, :, :prefill])])
@@ -262,8 +262,8 @@ def test_one_pass_logits_equal_the_cache_on_a_model():
     model = random_model(2)
     ids = torch.randint(0, 256, (1, 40))
     for kind in ("kivi", "channel", "token_first"):
-        scheme = make_scheme(kind, 8, chunk=8, channel_group=16, residual=16)
-        assert torch.allclose(teacher_forced_logits(model, ids, scheme, 7), cache_logits(model, ids, scheme, 7),
+        scheme = make_scheme(kind, bits=8, chunk=8, channel_group=16, residual=16)
+        assert torch.allclose(teacher_forced_logits(model, ids, scheme, prefill_len=7), cache_logits(model, ids, scheme, prefill_len=7),
                               atol=2e-3)
     assert torch.allclose(teacher_forced_logits(model, ids), model(ids).float(), atol=1e-4)
 
@@ -306,7 +306,7 @@ def test_eight_bit_greedy_equals_full_precision_for_100_plus_tokens(shipped_mode
     for name, model in shipped_models.items():
         firsts = []
         for prompt in (b"ROMEO.\n", b"JULIET.\n", b"KING RICHARD.\n"):
-            run = free_run(model, list(prompt), 128, make_scheme("kivi", 8))
+            run = free_run(model, list(prompt), 128, scheme=make_scheme("kivi", bits=8))
             first = run.first_difference
             firsts.append(first)
             if first is None:
@@ -322,9 +322,9 @@ def test_eight_bit_greedy_equals_full_precision_for_100_plus_tokens(shipped_mode
 def test_divergence_found_in_one_pass_equals_the_free_run(shipped_models):
     model = shipped_models["mha"]
     prompt = list(b"ROMEO.\n")
-    schemes = [make_scheme("token", 2), make_scheme("kivi", 2), make_scheme("channel", 3)]
-    runs = [free_run(model, prompt, 96, s) for s in schemes]
-    found = divergence_positions(model, prompt, runs[0].ref_ids, schemes)
+    schemes = [make_scheme("token", bits=2), make_scheme("kivi", bits=2), make_scheme("channel", bits=3)]
+    runs = [free_run(model, prompt, 96, scheme=s) for s in schemes]
+    found = divergence_positions(model, prompt, ref_ids=runs[0].ref_ids, schemes=schemes)
     assert [found[s.key] for s in schemes] == [r.first_difference for r in runs]
 
 
@@ -338,10 +338,10 @@ def test_per_token_bytes_equal_the_memory_pages_count():
     arch = load_presets()["llama-3.1-8b"]
     L, H, D = arch.n_layers, arch.n_kv_heads, arch.head_dim
     for bits, name in ((8, "int8"), (4, "int4"), (2, "int2")):
-        per_token = scheme_bytes(make_scheme("token", bits, channel_group=128), 1000, L, H, D)["total"] // 1000
+        per_token = scheme_bytes(make_scheme("token", bits=bits, channel_group=128), num_tokens=1000, n_layers=L, n_kv_heads=H, head_dim=D)["total"] // 1000
         assert per_token == L * token_layer_bytes(arch, name, 128), name
-    assert scheme_bytes(FULL, 1, L, H, D)["total"] == L * token_layer_bytes(arch, "fp16") == 131072  # 128 KiB
-    assert scheme_bytes(make_scheme("fp8_e4m3"), 1, L, H, D)["total"] == L * token_layer_bytes(arch, "fp8")
+    assert scheme_bytes(FULL, num_tokens=1, n_layers=L, n_kv_heads=H, head_dim=D)["total"] == L * token_layer_bytes(arch, "fp16") == 131072  # 128 KiB
+    assert scheme_bytes(make_scheme("fp8_e4m3"), num_tokens=1, n_layers=L, n_kv_heads=H, head_dim=D)["total"] == L * token_layer_bytes(arch, "fp8")
 
 
 def test_seed_bandwidth_claim_is_recomputed():

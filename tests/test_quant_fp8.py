@@ -71,15 +71,15 @@ def test_calibrated_scales_reach_every_layer_and_both_paths_agree():
         want = float(k0.abs().max()) / 448 if per == "tensor" else tuple(
             float(a) / 448 for a in k0.abs().amax(dim=(0, 2, 3)))
         assert scheme.layer_scales[0][0] == want
-        cache = QuantizedKVCache(model.cfg, scheme, 1, 40)
+        cache = QuantizedKVCache(model.cfg, scheme=scheme, batch_size=1, max_seq_len=40)
         assert [s[0].spec.scale for s in cache.stores] == [ks for ks, _ in scheme.layer_scales]
-        assert torch.allclose(teacher_forced_logits(model, ids, scheme, 7), cache_logits(model, ids, scheme, 7),
+        assert torch.allclose(teacher_forced_logits(model, ids, scheme, prefill_len=7), cache_logits(model, ids, scheme, prefill_len=7),
                               atol=2e-3)
     assert calibrated(base, kv, "one") is base
     with pytest.raises(ValueError, match="only an FP8 scheme"):
-        calibrated(make_scheme("kivi", 4), kv, "tensor")
+        calibrated(make_scheme("kivi", bits=4), kv, "tensor")
     with pytest.raises(ValueError, match="layers"):
-        QuantizedKVCache(model.cfg, calibrated(base, kv[:1], "tensor"), 1, 40)
+        QuantizedKVCache(model.cfg, scheme=calibrated(base, kv[:1], "tensor"), batch_size=1, max_seq_len=40)
 
 
 def test_calibration_text_is_training_text_not_the_held_out_windows():
@@ -97,7 +97,7 @@ def test_scale_check_on_the_tiny_model():
     whether a calibrated scale moved FP8's KL by more than 3× (the seed claims' threshold for a real gap)."""
     model = load_model("mha")
     windows = heldout_windows(EvalConfig(1, 128))
-    check = fp8_scale_check(model, windows, calibration_ids(256))
+    check = fp8_scale_check(model, windows, calib_ids=calibration_ids(256))
     assert [r.key for r in check.rows] == ["one", "tensor", "head", "int8"]
     assert check.num_tokens == 128 and check.calibration_tokens == 256
     one, i8 = check.row("one"), check.row("int8")

@@ -35,7 +35,7 @@ CFG = ModelConfig(n_layers=4, n_kv_heads=4, max_seq_len=1024)  # 2 × 4 × 4 × 
 
 def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), loss_ref=0.5, loss_q=0.51, windows=(0.01, 0.01),
            bytes_per_token=600.0) -> PositionErrors:
-    s = make_scheme(kind, bits, residual=128)
+    s = make_scheme(kind, bits=bits, residual=128)
     kl = np.array(kl)
     return PositionErrors(s.key, s.bits, np.full(len(kl), loss_q - loss_ref), np.ones(len(kl)), kl,
                           loss_ref, loss_q, bytes_per_token, np.array(windows), s.residual)
@@ -97,7 +97,7 @@ def test_free_run_marks_where_the_texts_part():
         ("Cache after the run", "300 B", "25.0% of FP16")]
     same = FreeRun(FULL, list(b"A"), list(b"xy"), list(b"xy"), 1, 1)
     assert same.marked_text(same.ref_ids) == "Axy" and free_run_metrics(same)[1].value == "2 of 2"
-    schemes = [make_scheme("kivi", 4), make_scheme("fp8_e4m3")]
+    schemes = [make_scheme("kivi", bits=4), make_scheme("fp8_e4m3")]
     df = divergence_frame(schemes, {"kivi": None, "fp8_e4m3": 7})
     assert df.to_dict("records") == [
         {"scheme": "INT4 KIVI: K per-channel, V per-token, residual R=128", "first differing token": "none"},
@@ -122,7 +122,7 @@ def test_channel_ratios_and_sentence():
 
 
 def test_bytes_curves_start_at_one_token():
-    curves = bytes_curves(CFG, {k: make_scheme(k, 4, residual=128) for k in ("kivi", "token", "kivi_nores",
+    curves = bytes_curves(CFG, {k: make_scheme(k, bits=4, residual=128) for k in ("kivi", "token", "kivi_nores",
                                                                              "fp8_e4m3")})
     label, xs, ys = curves["fp16"]
     assert label == "full precision" and xs == [2**k for k in range(11)] and ys == [2048.0] * 11
@@ -131,7 +131,7 @@ def test_bytes_curves_start_at_one_token():
 
 def test_scale_view_metrics_and_frame():
     arch, gpu = load_presets()["llama-3.1-8b"], load_gpus()["h100-sxm"]
-    view = scale_view(arch, gpu, [make_scheme("kivi", 4)], 32768, 0.9)
+    view = scale_view(arch, gpu=gpu, schemes=[make_scheme("kivi", bits=4)], context=32768, utilization=0.9)
     fp16, kivi = view.rows
     assert fp16.per_request_bytes == 4 * 2**30 and fp16.max_requests == 14  # (72 − 15) GiB ÷ 4 GiB
     m = scale_metrics(view, 4)

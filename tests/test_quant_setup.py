@@ -45,12 +45,12 @@ RATES = ModelRates(per_call_s=1e-3, per_token_s=1e-5, per_pair_s=1e-8)
 def test_schemes_at_the_chosen_width_and_fp8_at_8():
     schemes = SETUP.schemes()
     assert list(schemes) == [*SCHEME_KINDS, *FP8_KINDS] == list(ALL_KINDS)
-    assert schemes["kivi"] == make_scheme("kivi", 2, 16, 8, 64, True)
+    assert schemes["kivi"] == make_scheme("kivi", bits=2, chunk=16, channel_group=8, residual=64, symmetric=True)
     assert schemes["fp8_e4m3"] == make_scheme("fp8_e4m3")
-    assert SETUP.scheme("token", 8) == make_scheme("token", 8, 16, 8, 64, True)
+    assert SETUP.scheme("token", 8) == make_scheme("token", bits=8, chunk=16, channel_group=8, residual=64, symmetric=True)
     assert [title_of(s) for s in SETUP.scale_schemes()] == [
-        title_of(make_scheme("kivi", 2, 16, 8, 64, True)), title_of(make_scheme("token", 2, 16, 8, 64, True)),
-        title_of(make_scheme("kivi_nores", 2, 16, 8, 64, True)), title_of(make_scheme("kivi", 8, 16, 8, 64, True)),
+        title_of(make_scheme("kivi", bits=2, chunk=16, channel_group=8, residual=64, symmetric=True)), title_of(make_scheme("token", bits=2, chunk=16, channel_group=8, residual=64, symmetric=True)),
+        title_of(make_scheme("kivi_nores", bits=2, chunk=16, channel_group=8, residual=64, symmetric=True)), title_of(make_scheme("kivi", bits=8, chunk=16, channel_group=8, residual=64, symmetric=True)),
         "FP8 e4m3 (K and V)"]
     assert POSITION_KINDS == (*SCHEME_KINDS, "fp8_e4m3")
     with pytest.raises(ValueError, match="R=64 is not a multiple of K's group of 128 tokens"):
@@ -73,9 +73,9 @@ def test_estimates_are_the_cost_model_times_the_measured_factors():
     # one run: 2 × (1 call + 3·128 tokens + 3·128·129/2 pairs)
     assert SETUP.eval_seconds(RATES) == pytest.approx(2 * (1e-3 + 384e-5 + 24768e-8))
     assert SETUP.eval_seconds(RATES) == pytest.approx(2 * RATES.seconds(prefill_work(128, 3)))
-    got = free_seconds(7, 24, RATES, RATES)
+    got = free_seconds(7, num_new=24, sdpa=RATES, eager=RATES)
     assert got == pytest.approx(4 * RATES.seconds(cached_work(7, 24)) + 2 * 8 * RATES.seconds(prefill_work(31)))
-    assert free_seconds(7, 24, RATES, RATES, num_schemes=0) == pytest.approx(4 * RATES.seconds(cached_work(7, 24)))
+    assert free_seconds(7, num_new=24, sdpa=RATES, eager=RATES, num_schemes=0) == pytest.approx(4 * RATES.seconds(cached_work(7, 24)))
 
 
 def test_sentences_carry_the_setting():
@@ -89,7 +89,7 @@ def test_sentences_carry_the_setting():
     assert grid_caption(128) == ("The metric chosen above for the position chart. FP8 is 8 bits only (per-tensor "
                                  f"scale 1.0, {version_label()}'s default, so each value is cast on its own; {fp8}). Bytes per token "
                                  "at 128 tokens are in the table below.")
-    assert text_heading(make_scheme("kivi", 3, residual=64)) == "**KIVI: K per-channel, V per-token, residual R=64, INT3**"
+    assert text_heading(make_scheme("kivi", bits=3, residual=64)) == "**KIVI: K per-channel, V per-token, residual R=64, INT3**"
     assert text_heading(make_scheme("fp8_e5m2")) == "**FP8 e5m2 (K and V)**"
 
 

@@ -172,8 +172,8 @@ def test_chat_template_equals_jinja_rendering_of_the_files_template(real):
 
 def test_cached_and_naive_greedy_give_the_same_64_tokens(real):
     prompt = real.encode("The three primary colours are")  # short: naive decoding re-reads every token each step
-    cached = generate(real.model, prompt, 64, "cached", attn_impl="sdpa", count=False)
-    naive = generate(real.model, prompt, 64, "naive", attn_impl="sdpa", count=False)
+    cached = generate(real.model, prompt, 64, mode="cached", attn_impl="sdpa", count=False)
+    naive = generate(real.model, prompt, 64, mode="naive", attn_impl="sdpa", count=False)
     assert len(cached.new_ids) == 64
     assert cached.new_ids == naive.new_ids
 
@@ -181,7 +181,7 @@ def test_cached_and_naive_greedy_give_the_same_64_tokens(real):
 def test_measured_fp16_cache_bytes_equal_the_formula(real):
     half = copy.deepcopy(real.model).to(torch.float16)
     ids = real.encode("A cache of keys and values, one row per token.")
-    cache = ContiguousKVCache(half.cfg, 1, 64, dtype=torch.float16)
+    cache = ContiguousKVCache(half.cfg, batch_size=1, max_seq_len=64, dtype=torch.float16)
     with torch.inference_mode():
         half(torch.tensor([ids]), cache=cache, attn_impl="sdpa")
     per_token = 30 * 2 * 3 * 64 * 2

@@ -93,7 +93,7 @@ def test_recorded_byte_shares_equal_the_byte_account():
                       d_ff=1536, max_seq_len=8192, rope_theta=100_000.0, tie_word_embeddings=True)
     for r in data["rows"]:
         n = r["num_tokens"]
-        acct = shrunk_bytes(cfg, r["method"], budget_for(r["budget"], n) if r["budget"] is not None else None, n)
+        acct = shrunk_bytes(cfg, method=r["method"], budget_tokens=budget_for(r["budget"], n) if r["budget"] is not None else None, num_tokens=n)
         assert acct.fraction_of_full == r["byte_fraction"]
 
 
@@ -207,7 +207,7 @@ def test_decode_cost_runs_on_the_real_model_with_its_tokens(real):
     assert res.first_difference is None and res.cached[0].position == len(ids)  # the real tokens, not bytes
     from sim.model.generate import generate
 
-    assert [r.token for r in res.cached] == generate(real.model, ids, 4, "cached", attn_impl="sdpa", count=False).new_ids
+    assert [r.token for r in res.cached] == generate(real.model, ids, 4, mode="cached", attn_impl="sdpa", count=False).new_ids
 
 
 def test_kv_quantization_measures_k_and_v_of_the_real_model(real):

@@ -196,8 +196,8 @@ def test_real_chat_estimate_is_within_2x_of_the_cost_model_on_the_real_tokens(re
     prompts = rp.request_ids(real, chat)
     assert all(e >= len(p) for e, p in zip(chat.est_tokens(), prompts, strict=True))  # the lab's text: no more
     for block_size in (2, 16, 64, 256):
-        modelled = rp.prefill_seconds(rates, [len(p) for p in prompts], rp.prefix_hits(prompts, block_size))
-        estimate = rp.estimate_s(chat, block_size, rates)
+        modelled = rp.prefill_seconds(rates, lengths=[len(p) for p in prompts], hits=rp.prefix_hits(prompts, block_size))
+        estimate = rp.estimate_s(chat, block_size=block_size, rates=rates)
         assert modelled <= estimate <= 2 * modelled, (block_size, modelled, estimate)
 
 
@@ -263,9 +263,9 @@ def test_fit_num_new_takes_the_most_tokens_the_budget_allows():
     def seconds(n):  # 1 s to start, 0.25 s a token
         return 1.0 + 0.25 * n
 
-    assert fit_num_new(24, seconds, 3.0) == 8
-    assert fit_num_new(24, seconds, 600.0) == 24
-    assert fit_num_new(24, seconds, 0.5, min_new=8) == 8  # nothing fits: the fewest, behind the button
+    assert fit_num_new(24, seconds=seconds, budget_s=3.0) == 8
+    assert fit_num_new(24, seconds=seconds, budget_s=600.0) == 24
+    assert fit_num_new(24, seconds=seconds, budget_s=0.5, min_new=8) == 8  # nothing fits: the fewest, behind the button
 
 
 def test_lesson_filling_step_offers_smollm2_bpe_tokens(real):
@@ -290,8 +290,8 @@ def test_lesson_filling_step_offers_smollm2_bpe_tokens(real):
     rows = len(ids) + 3
     assert claims(at) == [lesson_say.filling_sentence(3, 1, rows, 30, rows * per_token, per_token)]
     num_tokens = smollm2_tokens(DEFAULT_PROMPT)
-    n = fit_num_new(FILL_NEW, lambda k: smollm2_rates("eager").cached_s(num_tokens, k) + WARM_LOAD_S,
-                    auto_limits()[0], MIN_REAL_NEW)
+    n = fit_num_new(FILL_NEW, seconds=lambda k: smollm2_rates("eager").cached_s(num_tokens, k) + WARM_LOAD_S,
+                    budget_s=auto_limits()[0], min_new=MIN_REAL_NEW)
     assert at.slider(key="t").max == n - 1  # one frame per new token, as many as the budget allows
     pieces = " ".join(f"`{real.decode([i])!r}`" for i in ids)
     assert any(f"as {len(ids)} BPE tokens: {pieces}" in c.value for c in at.caption)

@@ -35,7 +35,7 @@ def test_counts_by_hand():
 def test_counts_match_what_generation_executes():
     model = random_model()
     for mode, work in (("cached", cached_work(5, 9)), ("naive", naive_work(5, 9))):
-        steps = list(generate_steps(model, [1, 2, 3, 4, 5], 9, mode, count=False))
+        steps = list(generate_steps(model, [1, 2, 3, 4, 5], 9, mode=mode, count=False))
         assert len(steps) == work.calls
         assert sum(s.num_new for s in steps) == work.tokens
         # each fed position t (0-based, absolute) scores t + 1 keys
@@ -54,7 +54,7 @@ def test_fit_recovers_exact_rates():
 
 def test_measured_rates_are_non_negative_and_predict_positive_time():
     torch.manual_seed(0)
-    rates = measure_rates(random_model(), "sdpa", repeats=1)
+    rates = measure_rates(random_model(), attn_impl="sdpa", repeats=1)
     assert min(rates.per_call_s, rates.per_token_s, rates.per_pair_s) >= 0
     assert rates.seconds(cached_work(10, 10)) > 0
 

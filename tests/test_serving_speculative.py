@@ -93,7 +93,7 @@ def test_greedy_speculative_output_equals_the_target_on_a_random_model(layers, k
     from tests.conftest import random_model
 
     target = random_model(seed=1)
-    run = sp.speculative_generate(target, sp.truncated_draft(target, layers), list(b"to be or not"), 24, k, repeats=1)
+    run = sp.speculative_generate(target, sp.truncated_draft(target, layers), list(b"to be or not"), max_new_tokens=24, k=k, repeats=1)
     assert run.identical and len(run.new_ids) == 24
     assert run.num_passes == len(run.accepted) and all(0 <= a <= k for a in run.accepted)
     assert (run.target_layers, run.draft_layers) == (target.cfg.n_layers, layers)  # the summary's layer ratio
@@ -109,7 +109,7 @@ def test_greedy_speculative_output_equals_the_target_on_the_shipped_model():
     target = load_model("mha")
     prompt = list(b"ROMEO.\nBut soft, what light through yonder window breaks?\n")
     for layers, k in ((3, 4), (1, 2)):
-        run = sp.speculative_generate(target, sp.truncated_draft(target, layers), prompt, 48, k, repeats=1)
+        run = sp.speculative_generate(target, sp.truncated_draft(target, layers), prompt, max_new_tokens=48, k=k, repeats=1)
         assert run.identical, f"first difference at token {run.first_difference}"
         # every pass yields its accepted drafts plus one target token; the last pass may overshoot
         produced = sum(a + 1 for a in run.accepted)
@@ -247,7 +247,7 @@ def test_spec_run_seconds_counts_k_plus_two_steps_per_token():
     from sim.work.run_cost import ModelRates
 
     # cached_work(10, 5): a prefill and 4 one-token steps = 5 calls; (k + 2) = 6 of those at 1 s a call
-    assert sp.spec_run_seconds(ModelRates(1.0, 0.0, 0.0), 10, 5, 4) == 30.0
+    assert sp.spec_run_seconds(ModelRates(1.0, 0.0, 0.0), prompt_len=10, max_new_tokens=5, k=4) == 30.0
 
 
 def test_curves_chosen_and_best_speedup():

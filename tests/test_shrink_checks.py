@@ -60,7 +60,7 @@ def test_results_sum_their_trials():
 
 
 def test_quote_prompt_layout():
-    for ids, expected in quote_prompts(4, seed=0):
+    for ids, expected in quote_prompts(num_trials=4, seed=0):
         assert 700 <= len(ids) + len(expected) <= 900 and len(expected) == 32
         text = bytes(ids)
         cue = text[-24:]
@@ -68,29 +68,29 @@ def test_quote_prompt_layout():
         assert first < 64 and text.count(cue) == 2  # the passage early on, its cue once more at the end
         assert text[first + 24 : first + 24 + 32] == bytes(expected)
     with pytest.raises(ValueError, match="exceed the passage"):
-        quote_prompts(1, 0, passage_len=40)
+        quote_prompts(num_trials=1, seed=0, passage_len=40)
 
 
 def test_fact_prompt_layout():
-    for ids, expected in fact_prompts(4, seed=0):
+    for ids, expected in fact_prompts(num_trials=4, seed=0):
         text, fact = bytes(ids), bytes(expected)
         assert text.endswith(FACT_CUE.encode()) and text.count(fact) == 1
         assert text.find(FACT_CUE.encode() + fact) < 64 and len(ids) >= 600
 
 
 def test_prompts_follow_the_seed():
-    assert quote_prompts(2, 0) == quote_prompts(2, 0) != quote_prompts(2, 1)
-    assert fact_prompts(2, 0) == fact_prompts(2, 0) != fact_prompts(2, 1)
+    assert quote_prompts(num_trials=2, seed=0) == quote_prompts(num_trials=2, seed=0) != quote_prompts(num_trials=2, seed=1)
+    assert fact_prompts(num_trials=2, seed=0) == fact_prompts(num_trials=2, seed=0) != fact_prompts(num_trials=2, seed=1)
 
 
 def test_full_cache_factory_matches_the_reference_exactly(mha):
-    r = long_generation(mha, full_cache(mha), PROMPT, num_new=48)
+    r = long_generation(mha, full_cache(mha), prompt_ids=PROMPT, num_new=48)
     assert (r.agreement, r.first_divergence, r.num_new, r.prompt_len) == (1.0, None, 48, len(PROMPT))
-    assert long_generation(mha, full_cache(mha), PROMPT, num_new=48, reference=r.reference) == r
+    assert long_generation(mha, full_cache(mha), prompt_ids=PROMPT, num_new=48, reference=r.reference) == r
     with pytest.raises(ValueError, match="reference has 3 tokens"):
-        long_generation(mha, full_cache(mha), PROMPT, num_new=48, reference=[1, 2, 3])
+        long_generation(mha, full_cache(mha), prompt_ids=PROMPT, num_new=48, reference=[1, 2, 3])
     with pytest.raises(ValueError, match="exceeds the model's trained context"):
-        long_generation(mha, full_cache(mha), PROMPT, num_new=1024)
+        long_generation(mha, full_cache(mha), prompt_ids=PROMPT, num_new=1024)
 
 
 class NoisyValues(ContiguousKVCache):
@@ -102,8 +102,8 @@ class NoisyValues(ContiguousKVCache):
 
 
 def test_a_damaged_cache_diverges(mha):
-    ref = greedy_run(mha, full_cache(mha), PROMPT, 48)
-    r = long_generation(mha, lambda n: NoisyValues(mha.cfg, 1, n), PROMPT, num_new=48, reference=ref)
+    ref = greedy_run(mha, full_cache(mha), ids=PROMPT, num_new=48)
+    r = long_generation(mha, lambda n: NoisyValues(mha.cfg, batch_size=1, max_seq_len=n), prompt_ids=PROMPT, num_new=48, reference=ref)
     assert r.first_divergence is not None and r.agreement < 1.0
     assert r.num_agree == sum(a == b for a, b in zip(r.tokens, ref, strict=True))
 
@@ -112,7 +112,7 @@ def test_scores_are_reproducible_for_a_seed(mha):
     q1, q2 = (exact_quote(mha, full_cache(mha), num_trials=1, seed=3, num_scored=8) for _ in range(2))
     f1, f2 = (multi_turn(mha, full_cache(mha), num_trials=1, seed=3) for _ in range(2))
     assert q1 == q2 and f1 == f2  # the wall time is not compared
-    assert q1.max_bytes == 8 and f1.max_bytes == len(fact_prompts(1, 3)[0][1])
+    assert q1.max_bytes == 8 and f1.max_bytes == len(fact_prompts(num_trials=1, seed=3)[0][1])
 
 
 def test_the_copy_model_is_shipped_and_scores_what_its_report_says():

@@ -27,7 +27,7 @@ from tests.conftest import run_page
 
 
 def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), agreement=1.0, loss_q=0.51) -> PositionErrors:
-    s = make_scheme(kind, bits, residual=128)
+    s = make_scheme(kind, bits=bits, residual=128)
     kl = np.array(kl)
     return PositionErrors(s.key, s.bits, np.full(len(kl), loss_q - 0.5), np.full(len(kl), agreement),
                           kl, 0.5, loss_q, 600.0, np.array([loss_q - 0.5]), s.residual)
@@ -96,7 +96,7 @@ def test_heatmap_takeaway_ranks_the_schemes_at_the_lowest_width():
 
 def test_context_takeaway_follows_the_curve_both_ways():
     cfg = ModelConfig(n_layers=4, n_kv_heads=4, max_seq_len=1024)
-    curves = bytes_curves(cfg, {k: make_scheme(k, 4, residual=128) for k in ("kivi", "token", "kivi_nores",
+    curves = bytes_curves(cfg, {k: make_scheme(k, bits=4, residual=128) for k in ("kivi", "token", "kivi_nores",
                                                                              "fp8_e4m3")})
     assert qr.context_takeaway(curves) == (
         "KIVI (R=128) falls from 2,048.0 B per token at 1 token to 728.0 at 1,024 tokens (35.5% of FP16's 2,048)")

@@ -191,7 +191,7 @@ def test_the_gpu_copy_recipes_run_every_phase(monkeypatch):
     from sim.model import train as tr
 
     evaluate = tr.evaluate
-    monkeypatch.setattr(tr, "evaluate", lambda model, val, seq_len, max_windows=None: evaluate(model, val, 64, 2))
+    monkeypatch.setattr(tr, "evaluate", lambda model, val, seq_len, max_windows=None: evaluate(model, val, 64, max_windows=2))
     monkeypatch.setattr(curriculum, "copy_probe", lambda model, val: {})
     for name in ("mha_copy_gpu", "mha_copy_gpu_scratch", "mha_copy_gpu_repeat"):
         tc = TRAIN_PRESETS[name]

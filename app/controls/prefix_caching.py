@@ -160,7 +160,7 @@ def branch_inputs() -> pr.BranchInputs | None:
     c2 = c[1].columns(2)
     LIVE_NEW.draw(c2[0])
     REPEATS.draw(c2[1], help=t("prefix.c.repeats_help"))
-    return pr.branch_inputs(ss["prefix"], ss["suffixes"], ss["live_new"], ss["repeats"])
+    return pr.branch_inputs(ss["prefix"], ss["suffixes"], num_new=ss["live_new"], repeats=ss["repeats"])
 
 
 def kv_position(num_bytes: int) -> int:

@@ -186,8 +186,8 @@ def _real_filling(text: str):
 
     # before the tokenizer is loaded: the prompt's tokens estimated from its bytes (sim.work.run_cost.smollm2_tokens)
     num_tokens = smollm2_tokens(text)
-    num_new = fit_num_new(min(FILL_NEW, MAX_FILL_NEW), lambda k: seconds(num_tokens, k), auto_limits()[0],
-                          MIN_REAL_NEW)
+    num_new = fit_num_new(min(FILL_NEW, MAX_FILL_NEW), seconds=lambda k: seconds(num_tokens, k), budget_s=auto_limits()[0],
+                          min_new=MIN_REAL_NEW)
 
     def work(progress):
         from app.resources import real_model

@@ -50,7 +50,7 @@ def measure(name: str, batch: int, context: int, language: str):
         device = pick_device()
         m = untrained_tiny_model(name, device, pick_dtype(device))
         weights = text(language, "kvmem.weights_untrained", name=name)
-    return measure_tiny_cache(m, batch, context, weights=weights, preset=load_presets()[f"tiny-{name}"])
+    return measure_tiny_cache(m, batch=batch, context=context, weights=weights, preset=load_presets()[f"tiny-{name}"])
 
 
 def measured(name: str, batch: int, context: int, lang: str):

@@ -30,17 +30,17 @@ def reference_for(variant: str, num_windows: int, window_len: int):
 @st.cache_data(max_entries=256, show_spinner=False)
 def evaluate(variant: str, num_windows: int, window_len: int, scheme):
     return qe.evaluate_scheme(cached_model(variant), windows_for(num_windows, window_len), scheme,
-                              reference_for(variant, num_windows, window_len))
+                              ref_logits=reference_for(variant, num_windows, window_len))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def free_for(variant: str, prompt: tuple, n: int, scheme):
-    return qg.free_run(cached_model(variant), list(prompt), n, scheme)
+    return qg.free_run(cached_model(variant), list(prompt), n, scheme=scheme)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def divergence_for(variant: str, prompt: tuple, ref: tuple, schemes: tuple):
-    return qg.divergence_positions(cached_model(variant), list(prompt), list(ref), schemes)
+    return qg.divergence_positions(cached_model(variant), list(prompt), ref_ids=list(ref), schemes=schemes)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -51,13 +51,13 @@ def stats_for(variant: str, window_len: int):
 @st.cache_data(max_entries=16, show_spinner=False)
 def demo_for(variant: str, window_len: int, num_tokens: int, layer: int, head: int, bits: int, G: int, g: int,
              ch: int, factor: float):
-    q, k = qc.queries_and_keys(cached_model(variant), windows_for(1, window_len)[:, :-1], layer, head)
-    return qc.outlier_demo(k[:num_tokens], q[:num_tokens], bits, G, g, ch, factor)[1]
+    q, k = qc.queries_and_keys(cached_model(variant), windows_for(1, window_len)[:, :-1], layer=layer, kv_head=head)
+    return qc.outlier_demo(k[:num_tokens], q[:num_tokens], bits=bits, chunk=G, channel_group=g, channel=ch, factor=factor)[1]
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def fp8_scales_for(variant: str, num_windows: int, window_len: int):
-    return qf.fp8_scale_check(cached_model(variant), windows_for(num_windows, window_len), qf.calibration_ids(),
+    return qf.fp8_scale_check(cached_model(variant), windows_for(num_windows, window_len), calib_ids=qf.calibration_ids(),
                               ref_logits=reference_for(variant, num_windows, window_len))
 
 

@@ -50,8 +50,8 @@ def live_run(choice: LiveChoice):
     if len(ids) > LIVE_MAX_PROMPT:
         raise ValueError(t("paged.live.too_long", n=f"{len(ids):,}", max=f"{LIVE_MAX_PROMPT}"))
     n_new, branches, bs = choice.max_new_tokens, choice.num_branches, choice.block_size
-    estimate = paged_run_seconds(model_rates("mha", "eager"), len(ids), n_new, branches)
+    estimate = paged_run_seconds(model_rates("mha", "eager"), prompt_len=len(ids), max_new_tokens=n_new, num_branches=branches)
     sampling = SamplingConfig(choice.temperature, 0, choice.seed)
     return run_job("paged_blocks.live", (tuple(ids), n_new, branches, choice.temperature, bs, choice.seed), estimate,
-                   lambda progress: paged_generate(model("mha"), ids, n_new, branches, bs, sampling),
+                   lambda progress: paged_generate(model("mha"), ids, n_new, num_branches=branches, block_size=bs, sampling=sampling),
                    what=t("paged.live.what", n=f"{branches}", new=f"{n_new}"))

@@ -66,8 +66,8 @@ def branch(inputs: pr.BranchInputs):
     return run_job("prefix_caching.live", (inputs.prefix_ids, inputs.suffix_ids, inputs.num_new, inputs.repeats),
                    job.estimate_s,
                    lambda progress: pr.branch_from_prefix(model("mha"), list(inputs.prefix_ids),
-                                                          [list(s) for s in inputs.suffix_ids], inputs.num_new,
-                                                          inputs.repeats),
+                                                          [list(s) for s in inputs.suffix_ids], num_new=inputs.num_new,
+                                                          repeats=inputs.repeats),
                    what=say(lang(), job.what))
 
 
@@ -75,7 +75,7 @@ def branch(inputs: pr.BranchInputs):
 def _kv_change(ids: tuple[int, ...], pos: int):
     from app.resources import model
 
-    return pr.kv_change(model("mha"), list(ids), pos)
+    return pr.kv_change(model("mha"), list(ids), position=pos)
 
 
 def kv_change(ids: tuple[int, ...], pos: int):
@@ -91,7 +91,7 @@ def real_chat(chat, block_size: int, *, go: bool):
     from sim.model.real_pages import WARM_LOAD_S
     from sim.work.run_cost import smollm2_rates
 
-    estimate = rp.estimate_s(chat, block_size, smollm2_rates("sdpa").prefill) + WARM_LOAD_S
+    estimate = rp.estimate_s(chat, block_size=block_size, rates=smollm2_rates("sdpa").prefill) + WARM_LOAD_S
 
     def work(progress):
         from app.resources import real_model

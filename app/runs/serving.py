@@ -69,8 +69,8 @@ def live_run(choice: LiveChoice) -> sp.SpecRun | None:
 
     def run(progress):
         target = model(sp.TARGET)
-        return sp.speculative_generate(target, sp.make_draft(target, choice.draft, model), ids, n_new, k)
+        return sp.speculative_generate(target, sp.make_draft(target, choice.draft, model), ids, max_new_tokens=n_new, k=k)
 
-    estimate = sp.spec_run_seconds(model_rates(sp.TARGET, "eager"), len(ids), n_new, k)
+    estimate = sp.spec_run_seconds(model_rates(sp.TARGET, "eager"), prompt_len=len(ids), max_new_tokens=n_new, k=k)
     return run_job("serving.live", (tuple(ids), n_new, k, choice.draft), estimate, run,
                    what=t("serving.job.live", n=f"{n_new}", k=f"{k}"))

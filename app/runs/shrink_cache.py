@@ -191,9 +191,9 @@ def real_section() -> None:
         reference = None
         if rec["method"] != "full":
             progress(0.0, t("real.job.cell", cell=recorded_label("full", None, L)))
-            reference = run_cell(real, "full", None, setup, prompts, None)["long_tokens"]
+            reference = run_cell(real, method="full", budget=None, setup=setup, prompts=prompts, reference=None)["long_tokens"]
         progress(0.5, t("real.job.cell", cell=name))
-        out = run_cell(real, rec["method"], rec["budget"], setup, prompts, reference)
+        out = run_cell(real, method=rec["method"], budget=rec["budget"], setup=setup, prompts=prompts, reference=reference)
         out.pop("long_tokens")
         return out
 

@@ -87,7 +87,7 @@ def fill_cache(model: Llama, prompt: list[int], num_new: int, *,
     if not 1 <= num_new <= MAX_FILL_NEW:
         raise Refusal("lesson.fill.bad_new", max=MAX_FILL_NEW, n=num_new)
     dev = model.device
-    cache = ContiguousKVCache(cfg, 1, len(prompt) + num_new - 1, dev, model.dtype)
+    cache = ContiguousKVCache(cfg, batch_size=1, max_seq_len=len(prompt) + num_new - 1, device=dev, dtype=model.dtype)
     frames: list[FillFrame] = []
     feed, start = list(prompt), 0
     for step in range(num_new):
@@ -110,7 +110,7 @@ def fill_cache(model: Llama, prompt: list[int], num_new: int, *,
                       decode_ids)
 
 
-def fit_num_new(max_new: int, seconds: Callable[[int], float], budget_s: float, min_new: int = 1) -> int:
+def fit_num_new(max_new: int, *, seconds: Callable[[int], float], budget_s: float, min_new: int = 1) -> int:
     """The most new tokens, min_new..max_new, whose estimated run (`seconds(n)`) fits `budget_s`; `min_new`
     when none does (the page then waits for its button rather than show fewer)."""
     fits = [n for n in range(min_new, max_new + 1) if seconds(n) <= budget_s]

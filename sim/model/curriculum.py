@@ -73,7 +73,7 @@ class Phase:
     min_lr: float | None = None  # default lr / 10
 
 
-def repeat_row(length: int, alphabet: int, lo: int, hi: int, rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
+def repeat_row(length: int, *, alphabet: int, lo: int, hi: int, rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
     """`length` bytes of chunks over ALPHABET[:alphabet], each chunk twice in a row; and the mask of the
     positions only copying predicts (the repeat's bytes after its first)."""
     ids: list[int] = []
@@ -85,7 +85,7 @@ def repeat_row(length: int, alphabet: int, lo: int, hi: int, rng: random.Random)
     return torch.tensor(ids[:length]), torch.tensor(copied[:length])
 
 
-def far_repeat_row(length: int, alphabet: int, lo: int, hi: int, max_gap: int,
+def far_repeat_row(length: int, *, alphabet: int, lo: int, hi: int, max_gap: int,
                    rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
     """[chunk][0-max_gap random symbols][the chunk again]... over ALPHABET[:alphabet], until `length` bytes; the
     mask marks each repeat's bytes after its first."""
@@ -99,7 +99,7 @@ def far_repeat_row(length: int, alphabet: int, lo: int, hi: int, max_gap: int,
     return torch.tensor(ids[:length]), torch.tensor(copied[:length])
 
 
-def text_repeat_row(data: torch.Tensor, length: int, lo: int, hi: int, max_gap: int,
+def text_repeat_row(data: torch.Tensor, *, length: int, lo: int, hi: int, max_gap: int,
                     rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
     """[text][span][filler][span again][text] from `data`; the mask marks the repeat's bytes after its 8th
     (by then 8 bytes of key point at the one earlier place)."""
@@ -119,7 +119,7 @@ def text_repeat_row(data: torch.Tensor, length: int, lo: int, hi: int, max_gap: 
     return torch.tensor(ids[:length]), torch.tensor(mask[:length])
 
 
-def text_chunks_row(data: torch.Tensor, length: int, lo: int, hi: int,
+def text_chunks_row(data: torch.Tensor, *, length: int, lo: int, hi: int,
                     rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
     """Spans of `data` (lo-hi bytes) until `length` bytes, each, after the first, with even odds an earlier
     span of the row again; the mask marks a repeated span's bytes after its 4th."""
@@ -171,11 +171,11 @@ def copy_probe(model, val: torch.Tensor) -> dict[str, float]:
     was_training = model.training
     model.eval()
     rng = random.Random(7)
-    makers = {"r256": lambda: repeat_row(257, 256, 8, 24, rng), "r8": lambda: repeat_row(257, 8, 16, 48, rng),
-              "t0": lambda: text_repeat_row(val, 257, 80, 80, 0, rng),
-              "c0": lambda: (lambda ids, m: (cipher(ids, rng), m))(*text_repeat_row(val, 257, 80, 80, 0, rng)),
-              "t600": lambda: text_repeat_row(val, 1025, 80, 80, 600, rng),
-              "f8": lambda: far_repeat_row(1025, 8, 16, 48, 600, rng)}
+    makers = {"r256": lambda: repeat_row(257, alphabet=256, lo=8, hi=24, rng=rng), "r8": lambda: repeat_row(257, alphabet=8, lo=16, hi=48, rng=rng),
+              "t0": lambda: text_repeat_row(val, length=257, lo=80, hi=80, max_gap=0, rng=rng),
+              "c0": lambda: (lambda ids, m: (cipher(ids, rng), m))(*text_repeat_row(val, length=257, lo=80, hi=80, max_gap=0, rng=rng)),
+              "t600": lambda: text_repeat_row(val, length=1025, lo=80, hi=80, max_gap=600, rng=rng),
+              "f8": lambda: far_repeat_row(1025, alphabet=8, lo=16, hi=48, max_gap=600, rng=rng)}
     out = {}
     for label, make in makers.items():
         rows = [make() for _ in range(16)]
@@ -187,7 +187,7 @@ def copy_probe(model, val: torch.Tensor) -> dict[str, float]:
     return out
 
 
-def train_phases(model, phases: tuple[Phase, ...], train_data: torch.Tensor, val_data: torch.Tensor, seed: int,
+def train_phases(model, phases: tuple[Phase, ...], *, train_data: torch.Tensor, val_data: torch.Tensor, seed: int,
                  evaluate, log=print) -> list[dict]:
     """Train `model` in place through the phases (AdamW, no weight decay, gradients clipped at 1); returns the
     history: every PROBE_EVERY steps the loss, the copy probes and the validation loss on 16 windows."""
@@ -202,15 +202,15 @@ def train_phases(model, phases: tuple[Phase, ...], train_data: torch.Tensor, val
             start = int(torch.randint(0, len(train_data) - length - 1, (1,), generator=gen))
             return train_data[start : start + length]
         if kind.kind == "repeat":
-            return repeat_row(length, kind.alphabet, kind.lo, kind.hi, rng)[0]
+            return repeat_row(length, alphabet=kind.alphabet, lo=kind.lo, hi=kind.hi, rng=rng)[0]
         if kind.kind == "far_repeat":
-            return far_repeat_row(length, kind.alphabet, kind.lo, kind.hi, kind.max_gap, rng)[0]
+            return far_repeat_row(length, alphabet=kind.alphabet, lo=kind.lo, hi=kind.hi, max_gap=kind.max_gap, rng=rng)[0]
         if kind.kind == "text_chunks":
-            return text_chunks_row(train_data, length, kind.lo, kind.hi, rng)[0]
+            return text_chunks_row(train_data, length=length, lo=kind.lo, hi=kind.hi, rng=rng)[0]
         if kind.kind == "cipher_chunks":
-            return cipher(text_chunks_row(train_data, length, kind.lo, kind.hi, rng)[0], rng)
+            return cipher(text_chunks_row(train_data, length=length, lo=kind.lo, hi=kind.hi, rng=rng)[0], rng)
         if kind.kind == "text_repeat":
-            return text_repeat_row(train_data, length, kind.lo, kind.hi, kind.max_gap, rng)[0]
+            return text_repeat_row(train_data, length=length, lo=kind.lo, hi=kind.hi, max_gap=kind.max_gap, rng=rng)[0]
         return copy_sequence(train_data, length, rng)
 
     history: list[dict] = []

@@ -96,7 +96,7 @@ def h2o_rows(scores: torch.Tensor, budget: int, recent: int) -> torch.Tensor:
     return torch.cat([heavy, tail], dim=-1)
 
 
-def snapkv_votes(probs: torch.Tensor, n_kv_heads: int, window: int, kernel: int = POOL_KERNEL) -> torch.Tensor:
+def snapkv_votes(probs: torch.Tensor, *, n_kv_heads: int, window: int, kernel: int = POOL_KERNEL) -> torch.Tensor:
     """probs (B, H, T, T) of a prompt -> (B, Hkv, T - window) votes for the positions before the
     observation window: the window's attention summed over its queries and each K/V head's G query
     heads, then max-pooled (kernel, stride 1, same padding)."""
@@ -110,7 +110,7 @@ def snapkv_votes(probs: torch.Tensor, n_kv_heads: int, window: int, kernel: int 
     return pooled.view(B, n_kv_heads, L)
 
 
-def snapkv_rows(probs: torch.Tensor, n_kv_heads: int, budget: int, window: int = DEFAULT_OBS_WINDOW,
+def snapkv_rows(probs: torch.Tensor, *, n_kv_heads: int, budget: int, window: int = DEFAULT_OBS_WINDOW,
                 kernel: int = POOL_KERNEL) -> tuple[torch.Tensor, int]:
     """probs (B, H, T, T) of the prompt -> ((B, Hkv, min(T, budget)) rows kept, how many of them are
     voted prompt positions that stay for good)."""
@@ -118,7 +118,7 @@ def snapkv_rows(probs: torch.Tensor, n_kv_heads: int, budget: int, window: int =
     w = min(window, T, budget)
     if T <= budget:
         return torch.arange(T, device=probs.device).expand(B, n_kv_heads, T), T - w
-    votes = snapkv_votes(probs, n_kv_heads, w, kernel)
+    votes = snapkv_votes(probs, n_kv_heads=n_kv_heads, window=w, kernel=kernel)
     voted = _rank_top(votes, budget - w)
     tail = torch.arange(T - w, T, device=probs.device).expand(B, n_kv_heads, w)
     return torch.cat([voted, tail], dim=-1), budget - w
@@ -134,7 +134,7 @@ class EvictingKVCache(KVCache):
     `num_tokens` is the positions written (where the next token goes, as for every cache);
     `kept_tokens` what each layer holds; `kept_positions(layer)` which, (B, Hkv, n)."""
 
-    def __init__(self, cfg, policy: str, budget: int, batch_size: int = 1, max_seq_len: int | None = None,
+    def __init__(self, cfg, *, policy: str, budget: int, batch_size: int = 1, max_seq_len: int | None = None,
                  device=None, dtype=torch.float32, sinks: int = DEFAULT_SINKS, recent: int | None = None,
                  obs_window: int = DEFAULT_OBS_WINDOW, kernel: int = POOL_KERNEL) -> None:
         if policy not in EVICT_POLICIES:
@@ -217,7 +217,7 @@ class EvictingKVCache(KVCache):
             self._awaiting[layer] = False
             self._cut(layer)
             return
-        keep, pinned = snapkv_rows(probs, Hkv, self.budget, self.obs_window, self.kernel)
+        keep, pinned = snapkv_rows(probs, n_kv_heads=Hkv, budget=self.budget, window=self.obs_window, kernel=self.kernel)
         self.pinned[layer] = pinned
         self._awaiting[layer] = False
         if keep.shape[-1] < S:
@@ -318,7 +318,7 @@ def quant_scheme(method: str):
     return make_scheme(kind, bits=bits)
 
 
-def make_shrunk_cache(model_cfg, method: str, budget_tokens: int | None, max_seq_len: int, device=None,
+def make_shrunk_cache(model_cfg, *, method: str, budget_tokens: int | None, max_seq_len: int, device=None,
                       dtype=torch.float32, batch_size: int = 1, **policy_options):
     """A cache for `method` (one of SHRINK_METHODS) sized for max_seq_len positions.
 
@@ -327,10 +327,10 @@ def make_shrunk_cache(model_cfg, method: str, budget_tokens: int | None, max_seq
     format). policy_options go to EvictingKVCache (sinks, recent, obs_window, kernel)."""
     _check_method(method)
     if method == "full":
-        return ContiguousKVCache(model_cfg, batch_size, max_seq_len, device, dtype)
+        return ContiguousKVCache(model_cfg, batch_size=batch_size, max_seq_len=max_seq_len, device=device, dtype=dtype)
     if method in QUANT_METHODS:
-        return QuantizedKVCache(model_cfg, quant_scheme(method), batch_size, max_seq_len, device, dtype)
-    return EvictingKVCache(model_cfg, method, budget_tokens, batch_size, max_seq_len, device, dtype, **policy_options)
+        return QuantizedKVCache(model_cfg, scheme=quant_scheme(method), batch_size=batch_size, max_seq_len=max_seq_len, device=device, dtype=dtype)
+    return EvictingKVCache(model_cfg, policy=method, budget=budget_tokens, batch_size=batch_size, max_seq_len=max_seq_len, device=device, dtype=dtype, **policy_options)
 
 
 # --- bytes -------------------------------------------------------------------------------------------
@@ -362,7 +362,7 @@ def full_fp16_bytes(model_cfg, num_tokens: int) -> int:
     return 2 * model_cfg.n_layers * model_cfg.n_kv_heads * model_cfg.head_dim * FULL_VALUE_BYTES * num_tokens
 
 
-def shrunk_bytes(model_cfg, method: str, budget_tokens: int | None, num_tokens: int,
+def shrunk_bytes(model_cfg, *, method: str, budget_tokens: int | None, num_tokens: int,
                  value_bytes: int = FULL_VALUE_BYTES) -> ByteAccount:
     """The bytes `method` holds after num_tokens tokens (batch 1), values at value_bytes each.
 
@@ -380,7 +380,7 @@ def shrunk_bytes(model_cfg, method: str, budget_tokens: int | None, num_tokens: 
     L, Hkv, D = model_cfg.n_layers, model_cfg.n_kv_heads, model_cfg.head_dim
     full = full_fp16_bytes(model_cfg, num_tokens)
     if method in QUANT_METHODS:
-        b = scheme_bytes(quant_scheme(method), num_tokens, L, Hkv, D, full_bytes=value_bytes)
+        b = scheme_bytes(quant_scheme(method), num_tokens=num_tokens, n_layers=L, n_kv_heads=Hkv, head_dim=D, full_bytes=value_bytes)
         parts = tuple((key, b[key]) for key in ("scales", "zero_points") if b[key])
         return ByteAccount(method, num_tokens, num_tokens, b["codes"] + b["full_precision"],
                            b["scales"] + b["zero_points"], parts, full)

@@ -116,7 +116,7 @@ def prefill(model: Llama, ids: torch.Tensor, cache: KVCache | None, *, attn_impl
 
 
 @torch.inference_mode()
-def decode_one_token(model: Llama, token: torch.Tensor, pos: int, cache: KVCache | None, *, attn_impl: str = "eager",
+def decode_one_token(model: Llama, token: torch.Tensor, pos: int, *, cache: KVCache | None, attn_impl: str = "eager",
                      sdpa_backend: str | None = None, tally: FlopTally | None = None) -> torch.Tensor:
     """Feed one token (B, 1) at position `pos` against the cache; logits (B, V)."""
     return prefill(model, token, cache, attn_impl=attn_impl, sdpa_backend=sdpa_backend, tally=tally, start_pos=pos)
@@ -142,9 +142,9 @@ def decode_loop(
     model: Llama,
     ids: list[int],
     num_new: int,
+    *,
     cache: KVCache | None = None,
     pick: Callable[[torch.Tensor], int] = greedy,
-    *,
     start_pos: int = 0,
     attn_impl: str = "eager",
     sdpa_backend: str | None = None,
@@ -191,7 +191,7 @@ def decode_loop(
                 num_fed, start = 1, kv_len - 1
                 feed = seq[:, n - 1 : n]  # (1, 1)
                 logits = (static(feed, start) if static is not None else
-                          decode_one_token(model, feed, start, cache, attn_impl=attn_impl, sdpa_backend=sdpa_backend,
+                          decode_one_token(model, feed, start, cache=cache, attn_impl=attn_impl, sdpa_backend=sdpa_backend,
                                            tally=tally))[0]  # (V,)
             token = pick(logits)
         if prefilling:
@@ -224,8 +224,8 @@ def generate_steps(
     model: Llama,
     prompt_ids: list[int],
     max_new_tokens: int,
-    mode: str = "cached",
     *,
+    mode: str = "cached",
     sampling: SamplingConfig = SamplingConfig(),
     attn_impl: str = "eager",
     sdpa_backend: str | None = None,
@@ -240,14 +240,14 @@ def generate_steps(
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     check_lengths(model, len(prompt_ids), max_new_tokens)
     num_positions = len(prompt_ids) + max_new_tokens - 1
-    cache = ContiguousKVCache(model.cfg, 1, num_positions, model.device, model.dtype) if mode == "cached" else None
-    yield from decode_loop(model, prompt_ids, max_new_tokens, cache, sampling.sampler(), attn_impl=attn_impl,
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=num_positions, device=model.device, dtype=model.dtype) if mode == "cached" else None
+    yield from decode_loop(model, prompt_ids, max_new_tokens, cache=cache, pick=sampling.sampler(), attn_impl=attn_impl,
                            sdpa_backend=sdpa_backend, count=count, keep_logits=keep_logits,
                            step=step if mode == "cached" else "eager")
 
 
-def generate(model: Llama, prompt_ids: list[int], max_new_tokens: int, mode: str = "cached", **kwargs) -> GenerationResult:
-    steps = list(generate_steps(model, prompt_ids, max_new_tokens, mode, **kwargs))
+def generate(model: Llama, prompt_ids: list[int], max_new_tokens: int, *, mode: str = "cached", **kwargs) -> GenerationResult:
+    steps = list(generate_steps(model, prompt_ids, max_new_tokens, mode=mode, **kwargs))
     return GenerationResult(mode, list(prompt_ids), [s.token for s in steps], steps)
 
 
@@ -315,7 +315,7 @@ class DecodeComparison:
                              for r in (self.naive if mode == "naive" else self.cached)])
 
 
-def run_comparison(model: Llama, prompt_ids: list[int], num_new: int, sampling: SamplingConfig,
+def run_comparison(model: Llama, prompt_ids: list[int], num_new: int, *, sampling: SamplingConfig,
                    attn_impl: str = "sdpa", naive_budget_s: float | None = None, on_step=None,
                    step: str = "eager") -> DecodeComparison:
     """Cached and naive generation of the same tokens, one step of each in turn, so that both are timed under the
@@ -324,13 +324,13 @@ def run_comparison(model: Llama, prompt_ids: list[int], num_new: int, sampling: 
     (sim.model.graph_step). The load before and after is kept with the times (`conditions`)."""
     check_step_kind(step, model.device)
     for mode in ("cached", "naive"):  # warm-up: first calls pay one-time kernel and allocator costs
-        for _ in generate_steps(model, prompt_ids[:8], 3, mode, sampling=sampling, attn_impl=attn_impl, count=False,
+        for _ in generate_steps(model, prompt_ids[:8], 3, mode=mode, sampling=sampling, attn_impl=attn_impl, count=False,
                                 step=step):
             pass
     cached, naive, spent = [], [], 0.0
-    naive_steps = generate_steps(model, prompt_ids, num_new, "naive", sampling=sampling, attn_impl=attn_impl)
+    naive_steps = generate_steps(model, prompt_ids, num_new, mode="naive", sampling=sampling, attn_impl=attn_impl)
     with Measuring() as measuring:
-        for rec in generate_steps(model, prompt_ids, num_new, "cached", sampling=sampling, attn_impl=attn_impl,
+        for rec in generate_steps(model, prompt_ids, num_new, mode="cached", sampling=sampling, attn_impl=attn_impl,
                                   step=step):
             cached.append(rec)
             if on_step:

@@ -51,7 +51,7 @@ class StaticKVCache(KVCache):
     held in the tensor `pos` (index_copy_, no host sync) and attention gets each layer's whole buffer, S_max slots,
     the caller masking those after `pos`. The base's length advances as its own steps' do."""
 
-    def __init__(self, base: KVCache, pos: torch.Tensor) -> None:
+    def __init__(self, base: KVCache, *, pos: torch.Tensor) -> None:
         self.k, self.v = base.static_buffers()  # refuses a cache without preallocated buffers
         self.base, self.pos = base, pos  # pos (1,) long
 
@@ -84,7 +84,7 @@ class StaticDecodeStep:
     def __init__(self, model: Llama, cache: KVCache, *, attn_impl: str = "sdpa", graph: bool = False) -> None:
         dev = model.device
         self.pos = torch.zeros(1, dtype=torch.long, device=dev)  # (1,) fixed input
-        self.static_cache = StaticKVCache(cache, self.pos)
+        self.static_cache = StaticKVCache(cache, pos=self.pos)
         check_step_kind("graph" if graph else "static", dev)
         self.model, self.cache, self.attn_impl, self.use_graph = model, cache, attn_impl, graph
         batch, self.max_seq_len = self.static_cache.k[0].shape[0], self.static_cache.k[0].shape[2]

@@ -69,7 +69,7 @@ class ContiguousKVCache(KVCache):
     `num_tokens` (writing again from an earlier one forgets what came after it, as `truncate` does).
     """
 
-    def __init__(self, cfg, batch_size: int = 1, max_seq_len: int | None = None, device=None, dtype=torch.float32):
+    def __init__(self, cfg, *, batch_size: int = 1, max_seq_len: int | None = None, device=None, dtype=torch.float32):
         self.max_seq_len = max_seq_len or cfg.max_seq_len
         if self.max_seq_len > cfg.max_seq_len:
             raise ValueError(f"cache length {self.max_seq_len} exceeds the model's context {cfg.max_seq_len}")

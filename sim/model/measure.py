@@ -63,7 +63,7 @@ def untrained_tiny_model(name: str, device=None, dtype=None):
     return model.to(device=device or "cpu", dtype=dtype or torch.float32).eval().requires_grad_(False)
 
 
-def measure_tiny_cache(model, batch: int, context: int, weights: str = "trained checkpoint",
+def measure_tiny_cache(model, *, batch: int, context: int, weights: str = "trained checkpoint",
                        preset: ArchPreset | None = None) -> CacheMeasurement:
     """Allocate a ContiguousKVCache for `batch` requests of `context` tokens on the model's device,
     fill it with a real prefill, and count its bytes three ways."""
@@ -111,7 +111,7 @@ def measure_tiny_cache(model, batch: int, context: int, weights: str = "trained 
     )
 
 
-def measure_rates(model, attn_impl: str = "sdpa", repeats: int = 3, clock=None) -> ModelRates:
+def measure_rates(model, *, attn_impl: str = "sdpa", repeats: int = 3, clock=None) -> ModelRates:
     """Time forward passes of the real model at a few lengths and fit the three rates (~0.2 s on a CPU).
 
     clock: None times the device (synchronized wall time); a function of no arguments returning seconds (e.g.

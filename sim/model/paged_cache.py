@@ -27,7 +27,7 @@ PAGED_STEP_FACTOR = 2.0
 
 
 class PagedKVCache(KVCache):
-    def __init__(self, cfg, num_blocks: int, block_size: int = 16, device=None, dtype=torch.float32):
+    def __init__(self, cfg, *, num_blocks: int, block_size: int = 16, device=None, dtype=torch.float32):
         self.cfg = cfg
         self.pool = BlockPool(num_blocks, block_size)
         shape = (num_blocks, cfg.n_kv_heads, block_size, cfg.head_dim)  # (NB, Hkv, bs, D)
@@ -150,7 +150,7 @@ class PagedRun:
         return int((self.final.ref_cnt > 1).sum())
 
 
-def paged_run_seconds(rates: ModelRates, prompt_len: int, max_new_tokens: int, num_branches: int) -> float:
+def paged_run_seconds(rates: ModelRates, *, prompt_len: int, max_new_tokens: int, num_branches: int) -> float:
     """What `paged_generate` will take: every branch decoded paged, then again alone with a contiguous cache."""
     return (PAGED_STEP_FACTOR + 1) * num_branches * rates.seconds(cached_work(prompt_len, max_new_tokens))
 
@@ -159,6 +159,7 @@ def paged_generate(
     model: Llama,
     prompt_ids: list[int],
     max_new_tokens: int,
+    *,
     num_branches: int = 1,
     block_size: int = 16,
     sampling: SamplingConfig = SamplingConfig(),
@@ -172,7 +173,7 @@ def paged_generate(
         raise ValueError(f"num_branches must be 1..16, got {num_branches}")
     cfg = model.cfg
     per_branch = cdiv(len(prompt_ids) + max_new_tokens, block_size)
-    cache = PagedKVCache(cfg, num_branches * per_branch + 1, block_size, model.device, model.dtype)
+    cache = PagedKVCache(cfg, num_blocks=num_branches * per_branch + 1, block_size=block_size, device=model.device, dtype=model.dtype)
     configs = [SamplingConfig(sampling.temperature, sampling.top_k, sampling.seed + b) for b in range(num_branches)]
     picks = [c.sampler() for c in configs]
     ids = torch.tensor([prompt_ids], dtype=torch.long, device=model.device)  # (1, T)
@@ -184,7 +185,7 @@ def paged_generate(
     branch_ids = [[picks[b](first)] for b in range(num_branches)]
     logits = [[first] for _ in range(num_branches)]
     # each branch is the one decode loop from its first token on; the branches take turns, a step each
-    loops = [decode_loop(model, branch_ids[b][:1], max_new_tokens - 1, cache, picks[b], start_pos=len(prompt_ids),
+    loops = [decode_loop(model, branch_ids[b][:1], max_new_tokens - 1, cache=cache, pick=picks[b], start_pos=len(prompt_ids),
                          attn_impl=attn_impl,
                          keep_logits=True) for b in range(num_branches)]
     for _ in range(1, max_new_tokens):
@@ -196,7 +197,7 @@ def paged_generate(
     cache.pool.check_invariants()
     reference_ids, diff = [], 0.0
     for b in range(num_branches):
-        ref = generate(model, prompt_ids, max_new_tokens, "cached", sampling=configs[b], attn_impl=attn_impl,
+        ref = generate(model, prompt_ids, max_new_tokens, mode="cached", sampling=configs[b], attn_impl=attn_impl,
                        keep_logits=True, count=False)
         reference_ids.append(ref.new_ids)
         for ours, theirs in zip(logits[b], ref.steps, strict=True):

@@ -52,7 +52,7 @@ class BranchInputs:
                        Msg("prefix.run.job", n=len(self.suffix_ids), repeats=self.repeats))
 
 
-def branch_inputs(prefix: str, suffixes: str, num_new: int, repeats: int) -> BranchInputs:
+def branch_inputs(prefix: str, suffixes: str, *, num_new: int, repeats: int) -> BranchInputs:
     """The page's text boxes as byte tokens; blank lines are dropped. What is wrong is a message value."""
     prefix_ids = to_bytes(prefix)
     lines = [s for s in suffixes.split("\n") if s.strip()]
@@ -148,7 +148,7 @@ def _continue(model, cache, ids: list[int], start: int, num_new: int, attn_impl:
     """Feed ids at positions start.. through the cache, then decode greedily. (tokens, logits, prefill s, decode s)"""
     from sim.model.generate import decode_loop
 
-    steps = list(decode_loop(model, ids, num_new, cache, start_pos=start, attn_impl=attn_impl, keep_logits=True))
+    steps = list(decode_loop(model, ids, num_new, cache=cache, start_pos=start, attn_impl=attn_impl, keep_logits=True))
     return [s.token for s in steps], [s.logits for s in steps], steps[0].wall_s, sum(s.wall_s for s in steps[1:])
 
 
@@ -165,7 +165,7 @@ def _prefill_only(model, cache, ids: list[int], attn_impl: str) -> float:
     return clock.seconds
 
 
-def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]], num_new: int = 16,
+def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]], *, num_new: int = 16,
                        repeats: int = 3, attn_impl: str = "sdpa") -> BranchRun:
     """Prefill the prefix once into a ContiguousKVCache; for each suffix, truncate the cache back to the
     prefix, prefill the suffix on top and decode num_new tokens greedily. Against: the same cache
@@ -194,7 +194,7 @@ def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]]
         raise ValueError(f"prefix ({p}) + longest continuation ({max(len(s) for s in suffix_ids)}) + {num_new} new "
                          f"tokens - 1 needs {longest} positions; the model was trained on {cfg.max_seq_len}")
     device, dtype = model.device, model.dtype
-    cache = ContiguousKVCache(cfg, 1, longest, device, dtype)
+    cache = ContiguousKVCache(cfg, batch_size=1, max_seq_len=longest, device=device, dtype=dtype)
     n_b = len(suffix_ids)
     shared_t: list[float] = []
     suffix_t: list[list[float]] = [[] for _ in range(n_b)]
@@ -269,7 +269,7 @@ class KVChange:
         k = self.position
         return int(((self.k_diff[:, :k] > 0) | (self.v_diff[:, :k] > 0)).any(axis=0).sum())
 
-def kv_change(model, ids: list[int], position: int, new_token: int | None = None) -> KVChange:
+def kv_change(model, ids: list[int], *, position: int, new_token: int | None = None) -> KVChange:
     """Run the prompt and its one-token variant (no cache, eager attention) and compare K and V."""
     import torch
 

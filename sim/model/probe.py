@@ -13,7 +13,7 @@ from sim.cost.roofline import MachineProbe, TinyDecodePoint
 from sim.model.device import Stopwatch, pick_device, pick_dtype
 
 
-def probe_machine(device=None, dtype=None, copy_mib: int = 64, matmul_n: int = 1024, repeats: int = 10) -> MachineProbe:
+def probe_machine(device=None, *, dtype=None, copy_mib: int = 64, matmul_n: int = 1024, repeats: int = 10) -> MachineProbe:
     """A copy-bandwidth test (read + write of a large buffer) and a matmul FLOP/s test, each the
     best of `repeats` runs after a warm-up. Short: well under a second on a small CPU."""
     device = torch.device(device) if device is not None else pick_device()
@@ -70,15 +70,15 @@ def measure_tiny_decode(model, probe: MachineProbe, num_tokens: int = 96) -> Tin
     if not 8 <= num_tokens <= 1000:
         raise ValueError(f"num_tokens must be 8..1000, got {num_tokens}")
     prompt = list(b"ROMEO.\n")
-    generate(model, prompt, 8, "cached")  # warm-up
-    steps = generate(model, prompt, num_tokens, "cached").steps[1:]
+    generate(model, prompt, 8, mode="cached")  # warm-up
+    steps = generate(model, prompt, num_tokens, mode="cached").steps[1:]
     mid = sorted(steps, key=lambda s: s.wall_s)[len(steps) // 2]
     wall = statistics.median(s.wall_s for s in steps)
     nbytes, flops = mid.bytes_weights + mid.bytes_kv, mid.flops
-    cache = ContiguousKVCache(model.cfg, 1, 16, model.device, model.dtype)
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=16, device=model.device, dtype=model.dtype)
     ids = torch.tensor([prompt], device=model.device)  # (1, T)
     prefill(model, ids, cache)
-    ops = count_ops(lambda: decode_one_token(model, ids[:, -1:], len(prompt), cache))
+    ops = count_ops(lambda: decode_one_token(model, ids[:, -1:], len(prompt), cache=cache))
     intensity = flops / nbytes
     attainable = min(probe.peak_flops, intensity * probe.bandwidth)
     predicted = max(flops / probe.peak_flops, nbytes / probe.bandwidth)

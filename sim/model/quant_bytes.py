@@ -22,7 +22,7 @@ CURVE_KEYS = ("fp16", "kivi", "token", "kivi_nores", "fp8_e4m3")  # the schemes 
 
 def fp16_bytes_per_token(cfg: ModelConfig) -> float:
     """Every layer's K and V of one token at 16 bits: 2 · L · H_kv · d_h · 2 B."""
-    return float(scheme_bytes(FULL, 1, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"])
+    return float(scheme_bytes(FULL, num_tokens=1, n_layers=cfg.n_layers, n_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim)["total"])
 
 
 def bytes_per_value(cfg: ModelConfig, bytes_per_token: float) -> float:
@@ -35,7 +35,7 @@ def tiny_bytes_rows(cfg: ModelConfig, schemes: Sequence[CacheScheme], num_tokens
     words layer names them: sim.words.quant.named_bytes_rows)."""
     rows = []
     for s in [FULL, *schemes]:
-        b = scheme_bytes(s, num_tokens, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, full_bytes=FULL_BYTES)
+        b = scheme_bytes(s, num_tokens=num_tokens, n_layers=cfg.n_layers, n_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim, full_bytes=FULL_BYTES)
         rows.append({"scheme": s.key, **b, "bytes_per_token": b["total"] / num_tokens})
     return rows
 
@@ -48,7 +48,7 @@ def context_curves(cfg: ModelConfig, key_to_scheme: Mapping[str, CacheScheme]
     curves = {}
     for key in CURVE_KEYS:
         s = FULL if key == "fp16" else key_to_scheme[key]
-        curves[key] = (s, xs, [scheme_bytes(s, n, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"] / n for n in xs])
+        curves[key] = (s, xs, [scheme_bytes(s, num_tokens=n, n_layers=cfg.n_layers, n_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim)["total"] / n for n in xs])
     return curves
 
 
@@ -67,7 +67,7 @@ class ScaleRow:
     tokens_per_s: float  # max_requests / step_seconds
 
 
-def scale_rows(arch: ArchPreset, schemes: Sequence[CacheScheme], context: int, gpu_bytes: int, bandwidth: float,
+def scale_rows(arch: ArchPreset, *, schemes: Sequence[CacheScheme], context: int, gpu_bytes: int, bandwidth: float,
                utilization: float = 0.9, weight_bytes_per_param: int = 2) -> list[ScaleRow]:
     """Per-request cache bytes of each scheme for a standard-attention preset, and what that buys on
     a GPU: the most requests that fit next to the weights and the bandwidth-bound decode rate.
@@ -80,10 +80,10 @@ def scale_rows(arch: ArchPreset, schemes: Sequence[CacheScheme], context: int, g
         raise ValueError(f"utilization must be in 0.05..1.0, got {utilization}")
     weights = estimate_num_params(arch) * weight_bytes_per_param
     budget = math.floor(gpu_bytes * utilization) - weights
-    fp16 = scheme_bytes(FULL, context, arch.n_layers, arch.n_kv_heads, arch.head_dim)["total"]
+    fp16 = scheme_bytes(FULL, num_tokens=context, n_layers=arch.n_layers, n_kv_heads=arch.n_kv_heads, head_dim=arch.head_dim)["total"]
     rows = []
     for s in [FULL, *schemes]:
-        per = scheme_bytes(s, context, arch.n_layers, arch.n_kv_heads, arch.head_dim)["total"]
+        per = scheme_bytes(s, num_tokens=context, n_layers=arch.n_layers, n_kv_heads=arch.n_kv_heads, head_dim=arch.head_dim)["total"]
         n = max(0, budget // per) if budget > 0 else 0
         step = (weights + n * per) / bandwidth
         rows.append(ScaleRow(s.key, s, per / context, per, per / fp16, int(n), step,
@@ -127,7 +127,7 @@ def context_for(arch: ArchPreset, context: int) -> tuple[int, Msg | None]:
     return ctx, None
 
 
-def scale_view(arch: ArchPreset, gpu: GpuPreset, schemes: Sequence[CacheScheme], context: int,
+def scale_view(arch: ArchPreset, *, gpu: GpuPreset, schemes: Sequence[CacheScheme], context: int,
                utilization: float) -> ScaleView:
-    rows = scale_rows(arch, schemes, context, gpu.memory_bytes, gpu.bandwidth_bytes_per_s, utilization)
+    rows = scale_rows(arch, schemes=schemes, context=context, gpu_bytes=gpu.memory_bytes, bandwidth=gpu.bandwidth_bytes_per_s, utilization=utilization)
     return ScaleView(arch, gpu, context, utilization, rows)

@@ -109,7 +109,7 @@ class CacheScheme:
 FULL = CacheScheme("fp16", None, None, 0)
 
 
-def make_scheme(kind: str, bits: int = 4, chunk: int = 32, channel_group: int = 32, residual: int = 128,
+def make_scheme(kind: str, *, bits: int = 4, chunk: int = 32, channel_group: int = 32, residual: int = 128,
                 symmetric: bool = False) -> CacheScheme:
     """A named scheme. chunk: G, tokens per per-channel group; channel_group: channels per per-token
     group; residual: R (only the kinds that have one use it)."""
@@ -233,7 +233,7 @@ class _Store:
 class QuantizedKVCache(KVCache):
     """A KV cache that stores K and V as `scheme` says; see the module docstring."""
 
-    def __init__(self, cfg, scheme: CacheScheme, batch_size: int = 1, max_seq_len: int | None = None, device=None,
+    def __init__(self, cfg, *, scheme: CacheScheme, batch_size: int = 1, max_seq_len: int | None = None, device=None,
                  dtype=torch.float32, full_bytes: int = FULL_BYTES) -> None:
         self.cfg, self.scheme, self.full_bytes = cfg, scheme, full_bytes
         self.max_seq_len = max_seq_len or cfg.max_seq_len
@@ -315,7 +315,7 @@ class QuantizedKVCache(KVCache):
 # --- the same numbers in closed form ---------------------------------------------------------
 
 
-def tensor_bytes(spec: QuantSpec | None, residual: int, num_tokens: int, head_dim: int,
+def tensor_bytes(spec: QuantSpec | None, *, residual: int, num_tokens: int, head_dim: int,
                  full_bytes: int = FULL_BYTES) -> dict[str, int]:
     """Bytes one layer's K (or V) of one head takes after num_tokens tokens."""
     S, D = num_tokens, head_dim
@@ -336,13 +336,13 @@ def tensor_bytes(spec: QuantSpec | None, residual: int, num_tokens: int, head_di
     }
 
 
-def scheme_bytes(scheme: CacheScheme, num_tokens: int, n_layers: int, n_kv_heads: int, head_dim: int,
+def scheme_bytes(scheme: CacheScheme, *, num_tokens: int, n_layers: int, n_kv_heads: int, head_dim: int,
                  batch: int = 1, full_bytes: int = FULL_BYTES) -> dict[str, int]:
     """Bytes of a whole cache (every layer, K and V) after num_tokens tokens, by part, plus "total".
     (Keeping the first R tokens costs what a window of the last R costs.)"""
     out = {"codes": 0, "scales": 0, "zero_points": 0, "full_precision": 0}
     for spec in (scheme.k, scheme.v):
-        for key, val in tensor_bytes(spec, scheme.residual, num_tokens, head_dim, full_bytes).items():
+        for key, val in tensor_bytes(spec, residual=scheme.residual, num_tokens=num_tokens, head_dim=head_dim, full_bytes=full_bytes).items():
             out[key] += val * n_layers * n_kv_heads * batch
     out["total"] = sum(out.values())
     return out
@@ -351,7 +351,7 @@ def scheme_bytes(scheme: CacheScheme, num_tokens: int, n_layers: int, n_kv_heads
 # --- what each query reads: the rule the fast teacher-forced evaluation uses -----------------
 
 
-def full_precision_mask(spec: QuantSpec | None, residual: int, T: int, prefill_len: int = 0,
+def full_precision_mask(spec: QuantSpec | None, *, residual: int, T: int, prefill_len: int = 0,
                         device=None, keep: str = "recent") -> torch.Tensor:
     """(T, T) bool: True where query t reads key j at full precision (j <= t; the rest is masked
     by causality anyway). Keys it reads otherwise are quantized (see `open_chunk`)."""

@@ -62,7 +62,7 @@ class OutlierCase:
     rel_error_scores: float  # RMS error of q·k over RMS of q·k, for the given queries
 
 
-def outlier_demo(k: torch.Tensor, q: torch.Tensor, bits: int, chunk: int, channel_group: int, channel: int,
+def outlier_demo(k: torch.Tensor, q: torch.Tensor, *, bits: int, chunk: int, channel_group: int, channel: int,
                  factor: float) -> tuple[torch.Tensor, list[OutlierCase]]:
     """k (T, D) one head's cached keys, q (Tq, D) queries. Quantizes K per token (groups of
     `channel_group` channels) and per channel (groups of `chunk` tokens), as it is and with a
@@ -92,7 +92,7 @@ def outlier_demo(k: torch.Tensor, q: torch.Tensor, bits: int, chunk: int, channe
     return injected, cases
 
 
-def queries_and_keys(model: Llama, ids: torch.Tensor, layer: int, kv_head: int) -> tuple[torch.Tensor, torch.Tensor]:
+def queries_and_keys(model: Llama, ids: torch.Tensor, *, layer: int, kv_head: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(T, D) RoPE'd queries of the first query head that reads `kv_head`, and that head's keys."""
     cfg = model.cfg
     if not 0 <= layer < cfg.n_layers or not 0 <= kv_head < cfg.n_kv_heads:

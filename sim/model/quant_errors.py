@@ -136,7 +136,7 @@ def _window_batches(num_windows: int, T: int) -> list[slice]:
 
 
 def evaluate_scheme(model: Llama, windows: torch.Tensor, scheme: CacheScheme,
-                    ref_logits: torch.Tensor | None = None) -> PositionErrors:
+                    *, ref_logits: torch.Tensor | None = None) -> PositionErrors:
     """windows (W, T + 1) -> PositionErrors against the full-precision logits."""
     device = model.device
     ids, targets = windows[:, :-1].to(device), windows[:, 1:].to(device)
@@ -150,7 +150,7 @@ def evaluate_scheme(model: Llama, windows: torch.Tensor, scheme: CacheScheme,
     m = {k: torch.cat([r[k] for r in rows]).cpu().double() for k in rows[0]}
     cfg = model.cfg
     T = ids.shape[1]
-    nbytes = scheme_bytes(scheme, T, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"]
+    nbytes = scheme_bytes(scheme, num_tokens=T, n_layers=cfg.n_layers, n_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim)["total"]
     return PositionErrors(scheme.key, scheme.bits, (m["loss_q"] - m["loss_ref"]).mean(0).numpy(),
                           m["agree"].mean(0).numpy(), m["kl"].mean(0).numpy(), float(m["loss_ref"].mean()),
                           float(m["loss_q"].mean()), nbytes / T, (m["loss_q"] - m["loss_ref"]).mean(1).numpy(),

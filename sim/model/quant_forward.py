@@ -63,14 +63,14 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scheme: CacheSche
             _fill_diagonal_blocks(s_q, Gk).copy_(blocks)
         else:
             s_q = qg @ final_values(kf, scheme.k, R).unsqueeze(2).transpose(-1, -2)
-        fp = full_precision_mask(scheme.k, R, Tp, prefill_len, q.device, scheme.keep)
+        fp = full_precision_mask(scheme.k, residual=R, T=Tp, prefill_len=prefill_len, device=q.device, keep=scheme.keep)
         scores = torch.where(fp, scores, s_q)
     scores = (scores / math.sqrt(D)).masked_fill(~causal, float("-inf"))
     probs = torch.softmax(scores, dim=-1)
     if scheme.v is None:
         out = probs @ vf.unsqueeze(2)
     else:
-        fp = full_precision_mask(scheme.v, R, Tp, prefill_len, q.device, scheme.keep)
+        fp = full_precision_mask(scheme.v, residual=R, T=Tp, prefill_len=prefill_len, device=q.device, keep=scheme.keep)
         p_fp, p_q = probs.masked_fill(~fp, 0.0), probs.masked_fill(fp, 0.0)
         out = p_fp @ vf.unsqueeze(2)
         if open_v:
@@ -89,7 +89,7 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scheme: CacheSche
 
 @torch.inference_mode()
 def teacher_forced_logits(model: Llama, ids: torch.Tensor, scheme: CacheScheme = FULL,
-                          prefill_len: int = 0, capture: list | None = None) -> torch.Tensor:
+                          *, prefill_len: int = 0, capture: list | None = None) -> torch.Tensor:
     """(B, T) ids -> (B, T, V) fp32 logits, as if fed token by token through
     QuantizedKVCache(scheme) (the first `prefill_len` tokens in one prefill call).
     capture: gets one dict per layer with the full-precision q, k, v."""
@@ -120,16 +120,16 @@ def teacher_forced_logits(model: Llama, ids: torch.Tensor, scheme: CacheScheme =
 
 
 @torch.inference_mode()
-def cache_logits(model: Llama, ids: torch.Tensor, scheme: CacheScheme, prefill_len: int = 0) -> torch.Tensor:
+def cache_logits(model: Llama, ids: torch.Tensor, scheme: CacheScheme, *, prefill_len: int = 0) -> torch.Tensor:
     """The slow, literal path: prefill then one token at a time through QuantizedKVCache, every
     position's logits kept (B, T, V)."""
     B, T = ids.shape
-    cache = QuantizedKVCache(model.cfg, scheme, B, T, model.device, model.dtype)
+    cache = QuantizedKVCache(model.cfg, scheme=scheme, batch_size=B, max_seq_len=T, device=model.device, dtype=model.dtype)
     out = []
     pos = 0
     if prefill_len:
         out.append(prefill(model, ids[:, :prefill_len], cache, last_only=False).float())
         pos = prefill_len
     for t in range(pos, T):
-        out.append(decode_one_token(model, ids[:, t : t + 1], t, cache).float()[:, None])  # (B, 1, V)
+        out.append(decode_one_token(model, ids[:, t : t + 1], t, cache=cache).float()[:, None])  # (B, 1, V)
     return torch.cat(out, dim=1)

@@ -139,7 +139,7 @@ class Fp8ScaleCheck:
                  "k_error": r.k_error, "v_error": r.v_error, "kl": r.kl, "agreement": r.agreement} for r in self.rows]
 
 
-def fp8_scale_check(model: Llama, windows: torch.Tensor, calib_ids: torch.Tensor, kind: str = "e4m3",
+def fp8_scale_check(model: Llama, windows: torch.Tensor, *, calib_ids: torch.Tensor, kind: str = "e4m3",
                     ref_logits: torch.Tensor | None = None) -> Fp8ScaleCheck:
     """windows (W, T + 1) held-out text, calib_ids (1, N) training text -> each FP8 scale against INT8 per-token."""
     if kind not in FP8_FORMATS:
@@ -157,12 +157,12 @@ def fp8_scale_check(model: Llama, windows: torch.Tensor, calib_ids: torch.Tensor
         k_all = torch.cat([fake_quantize(k, s.k).flatten() - k.flatten() for (k, _), s in zip(held, layers, strict=True)])
         v_all = torch.cat([fake_quantize(v, s.v).flatten() - v.flatten() for (_, v), s in zip(held, layers, strict=True)])
         rows.append(ScaleRow(per, _rms(k_all) / _rms_of(held, 0), _rms(v_all) / _rms_of(held, 1),
-                             evaluate_scheme(model, windows, scheme, ref_logits)))
-    i8 = make_scheme("token", 8)
+                             evaluate_scheme(model, windows, scheme, ref_logits=ref_logits)))
+    i8 = make_scheme("token", bits=8)
     k8 = torch.cat([fake_quantize(k, i8.k).flatten() - k.flatten() for k, _ in held])
     v8 = torch.cat([fake_quantize(v, i8.v).flatten() - v.flatten() for _, v in held])
     rows.append(ScaleRow("int8", _rms(k8) / _rms_of(held, 0), _rms(v8) / _rms_of(held, 1),
-                         evaluate_scheme(model, windows, i8, ref_logits)))
+                         evaluate_scheme(model, windows, i8, ref_logits=ref_logits)))
     values = torch.cat([t.abs().flatten() for pair in held for t in pair])
     n = values.numel()
     return Fp8ScaleCheck(kind, tuple(rows), float((values < 2.0 ** fmt.min_normal_exp).sum()) / n,

@@ -51,18 +51,18 @@ class FreeRun:
         return text(self.prompt_ids) + new
 
 
-def free_run(model: Llama, prompt_ids: list[int], n_new: int, scheme: CacheScheme) -> FreeRun:
+def free_run(model: Llama, prompt_ids: list[int], n_new: int, *, scheme: CacheScheme) -> FreeRun:
     """Greedy text through the plain full-precision cache (sim.model.generate) and, by the same loop,
     through the scheme's QuantizedKVCache: one prefill call, then one token a step."""
-    ref = generate(model, list(prompt_ids), n_new, "cached", count=False).new_ids  # checks the lengths
-    cache = QuantizedKVCache(model.cfg, scheme, 1, len(prompt_ids) + n_new - 1, model.device, model.dtype)
-    quant = [s.token for s in decode_loop(model, list(prompt_ids), n_new, cache)]
+    ref = generate(model, list(prompt_ids), n_new, mode="cached", count=False).new_ids  # checks the lengths
+    cache = QuantizedKVCache(model.cfg, scheme=scheme, batch_size=1, max_seq_len=len(prompt_ids) + n_new - 1, device=model.device, dtype=model.dtype)
+    quant = [s.token for s in decode_loop(model, list(prompt_ids), n_new, cache=cache)]
     cfg = model.cfg
-    full = scheme_bytes(FULL, len(prompt_ids) + n_new - 1, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"]
+    full = scheme_bytes(FULL, num_tokens=len(prompt_ids) + n_new - 1, n_layers=cfg.n_layers, n_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim)["total"]
     return FreeRun(scheme, list(prompt_ids), ref, quant, cache.used_bytes(), full)
 
 
-def divergence_positions(model: Llama, prompt_ids: list[int], ref_ids: list[int],
+def divergence_positions(model: Llama, prompt_ids: list[int], *, ref_ids: list[int],
                          schemes: Sequence[CacheScheme]) -> dict[str, int | None]:
     """The first generated token where greedy decoding through each scheme's cache would leave
     the full-precision text: up to there both runs read the same tokens, so one teacher-forced

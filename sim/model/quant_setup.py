@@ -38,8 +38,8 @@ class QuantSetup:
 
     def scheme(self, kind: str, bits: int | None = None) -> CacheScheme:
         """ValueError (with the numbers) when G, g and R do not fit together."""
-        return make_scheme(kind, self.bits if bits is None else bits, self.chunk, self.channel_group, self.residual,
-                           self.symmetric)
+        return make_scheme(kind, bits=self.bits if bits is None else bits, chunk=self.chunk, channel_group=self.channel_group, residual=self.residual,
+                           symmetric=self.symmetric)
 
     def schemes(self) -> dict[str, CacheScheme]:
         """Every kind at this bit width (FP8 at 8)."""
@@ -104,7 +104,7 @@ def prompt_problem(prompt_ids: Sequence[int]) -> Msg | None:
     return None
 
 
-def free_seconds(prompt_len: int, num_new: int, sdpa: ModelRates, eager: ModelRates,
+def free_seconds(prompt_len: int, *, num_new: int, sdpa: ModelRates, eager: ModelRates,
                  num_schemes: int = len(ALL_KINDS)) -> float:
     """Estimated seconds of greedy decoding through both caches plus one teacher-forced pass per scheme."""
     return (QUANT_DECODE_FACTOR * sdpa.seconds(cached_work(prompt_len, num_new))

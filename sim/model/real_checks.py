@@ -108,7 +108,7 @@ def make_prompts(real: RealModel, setup: RealShrinkSetup) -> Prompts:
 def _greedy(real: RealModel, make_cache: Callable[[int], object], ids: list[int], num_new: int) -> list[int]:
     check_lengths(real.model, len(ids), num_new)
     cache = make_cache(len(ids) + num_new - 1)
-    return [r.token for r in decode_loop(real.model, list(ids), num_new, cache, greedy, attn_impl="eager")]
+    return [r.token for r in decode_loop(real.model, list(ids), num_new, cache=cache, pick=greedy, attn_impl="eager")]
 
 
 def _digits_from_first(real: RealModel, produced: list[int], n: int) -> list[int]:
@@ -119,7 +119,7 @@ def _digits_from_first(real: RealModel, produced: list[int], n: int) -> list[int
 
 
 @torch.inference_mode()
-def run_cell(real: RealModel, method: str, budget: float | None, setup: RealShrinkSetup, prompts: Prompts,
+def run_cell(real: RealModel, *, method: str, budget: float | None, setup: RealShrinkSetup, prompts: Prompts,
              reference: list[int] | None) -> dict:
     """One cache through the three checks: the numbers a row of the recorded table holds (reference: the full
     cache's long generation; None runs it here, for the full cache itself)."""
@@ -127,7 +127,7 @@ def run_cell(real: RealModel, method: str, budget: float | None, setup: RealShri
 
     def make(n: int):
         kept = budget_for(budget, n) if budget is not None else None
-        return make_shrunk_cache(model.cfg, method, kept, n, model.device, model.dtype)
+        return make_shrunk_cache(model.cfg, method=method, budget_tokens=kept, max_seq_len=n, device=model.device, dtype=model.dtype)
 
     t0 = time.perf_counter()
     tokens = _greedy(real, make, prompts.long, setup.num_new)
@@ -144,7 +144,7 @@ def run_cell(real: RealModel, method: str, budget: float | None, setup: RealShri
         prefix, _ = copy_score(_digits_from_first(real, produced, len(fact)), fact)
         chat_prefix, chat_max = chat_prefix + prefix, chat_max + len(fact)
     n = len(prompts.quotes[0][0]) + QUOTE_SCORED - 1  # bytes at the longest check's end (the quote's)
-    acct = shrunk_bytes(model.cfg, method, budget_for(budget, n) if budget is not None else None, n)
+    acct = shrunk_bytes(model.cfg, method=method, budget_tokens=budget_for(budget, n) if budget is not None else None, num_tokens=n)
     return {"method": method, "budget": budget, "byte_fraction": acct.fraction_of_full, "kept_tokens": acct.kept_tokens,
             "num_tokens": acct.num_tokens, "long_same": same, "long_first_divergence": first,
             "num_new": setup.num_new, "quote_prefix": quote_prefix, "quote_matched": quote_matched,
@@ -163,7 +163,7 @@ def run_grid(real: RealModel, setup: RealShrinkSetup, progress: Callable[[int, i
         if progress:
             progress(i, len(cells), method if budget is None else f"{method}@{budget}")
         ref = rows[0]["long_tokens"] if rows else None
-        rows.append(run_cell(real, method, budget, setup, prompts, ref))
+        rows.append(run_cell(real, method=method, budget=budget, setup=setup, prompts=prompts, reference=ref))
     if progress:
         progress(len(cells), len(cells), "done")
     return rows

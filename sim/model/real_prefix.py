@@ -75,7 +75,7 @@ class RealChat:
         return [0] + [shared] * (len(self.turns) - 1)
 
 
-def prefill_seconds(rates: ModelRates, lengths: list[int], hits: list[int], repeats: int = REPEATS) -> float:
+def prefill_seconds(rates: ModelRates, *, lengths: list[int], hits: list[int], repeats: int = REPEATS) -> float:
     """The cost model's seconds for measure_prefix_prefill over requests of these token counts and hits: each hit
     prefix written once, then `repeats` + 1 rounds of every request prefilled from scratch and from its hit (the
     suffix's positions, each attending over the prefix too)."""
@@ -87,10 +87,10 @@ def prefill_seconds(rates: ModelRates, lengths: list[int], hits: list[int], repe
     return total
 
 
-def estimate_s(chat: RealChat, block_size: int, rates: ModelRates, repeats: int = REPEATS) -> float:
+def estimate_s(chat: RealChat, *, block_size: int, rates: ModelRates, repeats: int = REPEATS) -> float:
     """prefill_seconds over the chat's estimated tokens and hits (est_tokens, est_hits): known before the
     tokenizer is loaded."""
-    return prefill_seconds(rates, chat.est_tokens(), chat.est_hits(block_size), repeats)
+    return prefill_seconds(rates, lengths=chat.est_tokens(), hits=chat.est_hits(block_size), repeats=repeats)
 
 
 def chat_turns(text: str) -> tuple[str, ...]:
@@ -244,11 +244,11 @@ def measure_prefix_prefill(real, chat: RealChat, block_size: int, *, repeats: in
 
     cached = []  # each request's cache, its hit prefix written once (the prefix cache's blocks)
     for p, h in zip(prompts, hits, strict=True):
-        c = ContiguousKVCache(cfg, 1, len(p), device=device, dtype=model.dtype)
+        c = ContiguousKVCache(cfg, batch_size=1, max_seq_len=len(p), device=device, dtype=model.dtype)
         if h:
             prefill(model, tensor(p[:h]), c, attn_impl="sdpa")
         cached.append(c)
-    scratch_caches = [ContiguousKVCache(cfg, 1, len(p), device=device, dtype=model.dtype) for p in prompts]
+    scratch_caches = [ContiguousKVCache(cfg, batch_size=1, max_seq_len=len(p), device=device, dtype=model.dtype) for p in prompts]
     scratch_runs: list[list[float]] = [[] for _ in prompts]
     cached_runs: list[list[float]] = [[] for _ in prompts]
     diff, same = 0.0, True

@@ -52,7 +52,7 @@ class SinkResult:
 
 
 @torch.inference_mode()
-def attention_sink(model: Llama, ids: list[int], skip: int = 16, map_tokens: int = 32) -> SinkResult:
+def attention_sink(model: Llama, ids: list[int], *, skip: int = 16, map_tokens: int = 32) -> SinkResult:
     if not skip < len(ids) <= MAX_PROBE_TOKENS:
         raise ValueError(f"need more than {skip} and at most {MAX_PROBE_TOKENS} tokens, got {len(ids)}")
     shares, maps = [], []

@@ -45,7 +45,7 @@ FACT_CUE = "KEY: "
 
 def full_cache(model: Llama) -> CacheFactory:
     """The reference: a contiguous cache holding every position the run writes."""
-    return lambda n: ContiguousKVCache(model.cfg, 1, n, model.device, model.dtype)
+    return lambda n: ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=n, device=model.device, dtype=model.dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,25 +125,25 @@ class RecallResult:
 # Running
 
 
-def greedy_run(model: Llama, make_cache: CacheFactory, ids: Sequence[int], num_new: int,
+def greedy_run(model: Llama, make_cache: CacheFactory, *, ids: Sequence[int], num_new: int,
                attn_impl: str = "eager") -> list[int]:
     """num_new greedy tokens after ids, through a cache sized to the positions written."""
     check_lengths(model, len(ids), num_new)
     cache = make_cache(len(ids) + num_new - 1)
-    return [rec.token for rec in decode_loop(model, list(ids), num_new, cache, greedy, attn_impl=attn_impl)]
+    return [rec.token for rec in decode_loop(model, list(ids), num_new, cache=cache, pick=greedy, attn_impl=attn_impl)]
 
 
-def long_generation(model: Llama, make_cache: CacheFactory, prompt_ids: Sequence[int], num_new: int = 900,
+def long_generation(model: Llama, make_cache: CacheFactory, *, prompt_ids: Sequence[int], num_new: int = 900,
                     reference: Sequence[int] | None = None, attn_impl: str = "eager") -> LongGenerationResult:
     """Check 1: num_new greedy tokens through `make_cache` against the full cache's (computed here
     unless `reference` passes them, e.g. computed once for many caches)."""
     check_lengths(model, len(prompt_ids), num_new)
     if reference is None:
-        reference = greedy_run(model, full_cache(model), prompt_ids, num_new, attn_impl)
+        reference = greedy_run(model, full_cache(model), ids=prompt_ids, num_new=num_new, attn_impl=attn_impl)
     if len(reference) != num_new:
         raise ValueError(f"the reference has {len(reference)} tokens; num_new is {num_new}")
     t0 = time.perf_counter()
-    tokens = greedy_run(model, make_cache, prompt_ids, num_new, attn_impl)
+    tokens = greedy_run(model, make_cache, ids=prompt_ids, num_new=num_new, attn_impl=attn_impl)
     seconds = time.perf_counter() - t0
     num_agree, first = agreement(tokens, reference)
     return LongGenerationResult(num_new, len(prompt_ids), num_agree, first, tuple(tokens), tuple(reference), seconds)
@@ -168,7 +168,7 @@ def _snippet(text: bytes, rng: random.Random, length: int, avoid: tuple[int, int
             return start, text[start : start + length]
 
 
-def quote_prompts(num_trials: int, seed: int, passage_len: int = QUOTE_PASSAGE_LEN, cue_len: int = QUOTE_CUE_LEN,
+def quote_prompts(*, num_trials: int, seed: int, passage_len: int = QUOTE_PASSAGE_LEN, cue_len: int = QUOTE_CUE_LEN,
                   num_scored: int = QUOTE_NUM_SCORED, filler_len: int = QUOTE_FILLER_LEN,
                   lead_len: int = QUOTE_LEAD_LEN) -> list[tuple[list[int], list[int]]]:
     """(prompt ids, expected continuation) per trial: [lead][passage][filler][passage[:cue_len]]
@@ -188,7 +188,7 @@ def quote_prompts(num_trials: int, seed: int, passage_len: int = QUOTE_PASSAGE_L
     return out
 
 
-def fact_prompts(num_trials: int, seed: int, filler_len: int = FACT_FILLER_LEN,
+def fact_prompts(*, num_trials: int, seed: int, filler_len: int = FACT_FILLER_LEN,
                  lead_len: int = FACT_LEAD_LEN) -> list[tuple[list[int], list[int]]]:
     """(prompt ids, expected fact) per trial: [lead turn]KEY: <fact>\\n\\n[other turns]\\n\\nKEY: -> <fact>."""
     text, rng = _held_out(), random.Random(f"multi_turn:{seed}")
@@ -207,25 +207,25 @@ def _recall(check: str, model: Llama, make_cache: CacheFactory, prompts, attn_im
     t0 = time.perf_counter()
     trials = []
     for ids, expected in prompts:
-        produced = greedy_run(model, make_cache, ids, len(expected), attn_impl)
+        produced = greedy_run(model, make_cache, ids=ids, num_new=len(expected), attn_impl=attn_impl)
         prefix, matched = copy_score(produced, expected)
         trials.append(Trial(len(ids), tuple(expected), tuple(produced), prefix, matched))
     return RecallResult(check, tuple(trials), time.perf_counter() - t0)
 
 
-def exact_quote(model: Llama, make_cache: CacheFactory, num_trials: int = 4, seed: int = 0,
+def exact_quote(model: Llama, make_cache: CacheFactory, *, num_trials: int = 4, seed: int = 0,
                 passage_len: int = QUOTE_PASSAGE_LEN, cue_len: int = QUOTE_CUE_LEN,
                 num_scored: int = QUOTE_NUM_SCORED, filler_len: int = QUOTE_FILLER_LEN,
                 attn_impl: str = "eager") -> RecallResult:
     """Check 2: quote a held-out passage from ~800 bytes back, given its first cue_len bytes."""
-    prompts = quote_prompts(num_trials, seed, passage_len, cue_len, num_scored, filler_len)
+    prompts = quote_prompts(num_trials=num_trials, seed=seed, passage_len=passage_len, cue_len=cue_len, num_scored=num_scored, filler_len=filler_len)
     return _recall("exact quote", model, make_cache, prompts, attn_impl)
 
 
-def multi_turn(model: Llama, make_cache: CacheFactory, num_trials: int = 4, seed: int = 0,
+def multi_turn(model: Llama, make_cache: CacheFactory, *, num_trials: int = 4, seed: int = 0,
                filler_len: int = FACT_FILLER_LEN, attn_impl: str = "eager") -> RecallResult:
     """Check 3: recall a made-up fact stated in an early turn when its cue comes back."""
-    return _recall("multi-turn fact", model, make_cache, fact_prompts(num_trials, seed, filler_len), attn_impl)
+    return _recall("multi-turn fact", model, make_cache, fact_prompts(num_trials=num_trials, seed=seed, filler_len=filler_len), attn_impl)
 
 
 @torch.inference_mode()

@@ -62,13 +62,13 @@ def _row(model: Llama, method: str, budget: float | None, setup: ShrinkSetup, pr
 
     def make(n: int):
         tokens = budget_for(budget, n) if budget is not None else None
-        return make_shrunk_cache(cfg, method, tokens, n, model.device, model.dtype)
+        return make_shrunk_cache(cfg, method=method, budget_tokens=tokens, max_seq_len=n, device=model.device, dtype=model.dtype)
 
-    long = long_generation(model, make, prompt, setup.num_new, reference)
-    quote = exact_quote(model, make, setup.num_trials, setup.seed)
-    turns = multi_turn(model, make, setup.num_trials, setup.seed)
+    long = long_generation(model, make, prompt_ids=prompt, num_new=setup.num_new, reference=reference)
+    quote = exact_quote(model, make, num_trials=setup.num_trials, seed=setup.seed)
+    turns = multi_turn(model, make, num_trials=setup.num_trials, seed=setup.seed)
     n = len(prompt) + setup.num_new - 1
-    acct = shrunk_bytes(cfg, method, budget_for(budget, n) if budget is not None else None, n)
+    acct = shrunk_bytes(cfg, method=method, budget_tokens=budget_for(budget, n) if budget is not None else None, num_tokens=n)
     return ShrinkRow(method, budget, long, quote, turns, acct.fraction_of_full, acct)
 
 
@@ -79,8 +79,8 @@ def run_shrink(model: Llama, setup: ShrinkSetup, progress: Callable[[float, Msg]
     prompt = encode(LONG_PROMPT)
     todo = setup.runs()
     progress(0.0, Msg("shrink.job.full"))
-    reference = greedy_run(model, lambda n: make_shrunk_cache(model.cfg, "full", None, n, model.device, model.dtype),
-                           prompt, setup.num_new)
+    reference = greedy_run(model, lambda n: make_shrunk_cache(model.cfg, method="full", budget_tokens=None, max_seq_len=n, device=model.device, dtype=model.dtype),
+                           ids=prompt, num_new=setup.num_new)
     full = _row(model, "full", None, setup, prompt, reference)
     rows = []
     for i, (method, budget) in enumerate(todo, start=1):

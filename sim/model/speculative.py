@@ -47,7 +47,7 @@ def make_draft(target, key: str, load: Callable[[str], object]):
     return truncated_draft(target, n) if n is not None else load(key)
 
 
-def spec_run_seconds(rates: ModelRates, prompt_len: int, max_new_tokens: int, k: int) -> float:
+def spec_run_seconds(rates: ModelRates, *, prompt_len: int, max_new_tokens: int, k: int) -> float:
     """What `speculative_generate` will take: the target alone, then rounds of k draft steps and one verify pass,
     so at most (k + 2) steps per token."""
     return (k + 2) * rates.seconds(cached_work(prompt_len, max_new_tokens))
@@ -144,7 +144,7 @@ class SpecRun:
         return first_difference(self.new_ids, self.target_ids)
 
 
-def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: int, k: int,
+def speculative_generate(target, draft, prompt_ids: list[int], *, max_new_tokens: int, k: int,
                          repeats: int = 3) -> SpecRun:
     """Greedy speculative decoding, batch 1: the draft proposes k tokens one at a time from its own
     cache; the target scores the last accepted token and the k drafts in one pass (k + 1 positions),
@@ -174,8 +174,8 @@ def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: i
 
     @torch.inference_mode()
     def once() -> tuple[list[int], list[int], float]:
-        t_cache = ContiguousKVCache(target.cfg, 1, length, device, dtype)
-        d_cache = ContiguousKVCache(draft.cfg, 1, length, device, dtype)
+        t_cache = ContiguousKVCache(target.cfg, batch_size=1, max_seq_len=length, device=device, dtype=dtype)
+        d_cache = ContiguousKVCache(draft.cfg, batch_size=1, max_seq_len=length, device=device, dtype=dtype)
         accepted: list[int] = []
         with Stopwatch(device) as total:
             seq = list(prompt_ids)
@@ -183,7 +183,7 @@ def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: i
             new = [seq[-1]]
             while len(new) < max_new_tokens:
                 # the draft catches up on the tokens it has not seen, then proposes k tokens
-                steps = list(decode_loop(draft, seq[d_cache.num_tokens:], k, d_cache, start_pos=d_cache.num_tokens))
+                steps = list(decode_loop(draft, seq[d_cache.num_tokens:], k, cache=d_cache, start_pos=d_cache.num_tokens))
                 draft_times.extend(s.wall_s for s in steps)
                 proposal = [s.token for s in steps]
                 # the target scores the last token and the k drafts at once
@@ -205,15 +205,15 @@ def speculative_generate(target, draft, prompt_ids: list[int], max_new_tokens: i
         return new[:max_new_tokens], accepted, total.seconds
 
     # warm-up: first calls allocate and pick kernels
-    prefill(target, ids(prompt_ids[:4]), ContiguousKVCache(target.cfg, 1, 8, device, dtype))
-    prefill(draft, ids(prompt_ids[:4]), ContiguousKVCache(draft.cfg, 1, 8, device, dtype))
+    prefill(target, ids(prompt_ids[:4]), ContiguousKVCache(target.cfg, batch_size=1, max_seq_len=8, device=device, dtype=dtype))
+    prefill(draft, ids(prompt_ids[:4]), ContiguousKVCache(draft.cfg, batch_size=1, max_seq_len=8, device=device, dtype=dtype))
     spec_s, target_s, steps = math.inf, math.inf, []
     new, accepted, plain_ids = [], [], []
     for _ in range(repeats):
         new, accepted, wall = once()
         spec_s = min(spec_s, wall)
         with Stopwatch(device) as plain_clock:
-            plain = generate(target, list(prompt_ids), max_new_tokens, "cached", count=False)
+            plain = generate(target, list(prompt_ids), max_new_tokens, mode="cached", count=False)
         target_s = min(target_s, plain_clock.seconds)
         steps += [st.wall_s for st in plain.steps[1:]] or [plain.steps[0].wall_s]
         plain_ids = plain.new_ids

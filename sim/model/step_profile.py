@@ -93,12 +93,12 @@ def profile_decode_step(model: Llama, context: int = 256, repeats: int = 20) -> 
         raise ValueError(f"context must be 1..{MAX_PROFILE_CONTEXT:,} and repeats 1..200, got {context}, {repeats}")
     dev = model.device
     ids = torch.arange(context, device=dev)[None] % 200 + 32  # printable bytes; the cost does not depend on them
-    cache = ContiguousKVCache(model.cfg, 1, context + 1, dev, model.dtype)
+    cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=context + 1, device=dev, dtype=model.dtype)
     prefill(model, ids, cache)
     token = ids[:, -1:]
 
     def step(tally=None):
-        decode_one_token(model, token, context, cache, tally=tally)
+        decode_one_token(model, token, context, cache=cache, tally=tally)
         cache.truncate(context)  # the same step again: the cache holds `context` tokens each time
 
     step()  # warm-up

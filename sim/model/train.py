@@ -230,7 +230,7 @@ def lr_at(tc: TrainConfig, step: int) -> float:
 
 
 @torch.no_grad()
-def evaluate(model: Llama, val: torch.Tensor, seq_len: int, max_windows: int | None = None) -> float:
+def evaluate(model: Llama, val: torch.Tensor, seq_len: int, *, max_windows: int | None = None) -> float:
     """Mean next-byte cross-entropy (nats/byte) over non-overlapping windows of the val split."""
     was_training = model.training
     model.eval()
@@ -284,7 +284,7 @@ def train(tc: TrainConfig, log=print, device: str | torch.device = "cpu") -> tup
     model.cfg = cfg  # the pooled model carries the preset's name
     if tc.phases:
         t0 = time.perf_counter()
-        history = train_phases(model, tc.phases, train_data, val_data, tc.seed, evaluate, log)
+        history = train_phases(model, tc.phases, train_data=train_data, val_data=val_data, seed=tc.seed, evaluate=evaluate, log=log)
         report = _report(tc, model, val_data, time.perf_counter() - t0, history)  # validated on the device
         return model.cpu(), report
     decay = [p for p in model.parameters() if p.dim() == 2]

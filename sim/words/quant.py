@@ -265,7 +265,7 @@ def headline_metrics(kivi: PositionErrors, naive: PositionErrors, cfg, residual:
     """Bytes per token and perplexity, then KL and top-1 agreement, of KIVI and naive per-token at one
     bit width (cfg: the tiny model's ModelConfig)."""
     bits, S = kivi.bits, kivi.num_positions
-    fp16 = scheme_bytes(FULL, 1, cfg.n_layers, cfg.n_kv_heads, cfg.head_dim)["total"]
+    fp16 = scheme_bytes(FULL, num_tokens=1, n_layers=cfg.n_layers, n_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim)["total"]
 
     def m(key: str, **fields: object) -> str:
         return text(lang, f"quant.m.{key}", **fields)

@@ -46,10 +46,10 @@ def bandwidth_claims(arch: ArchPreset, gpu: GpuPreset, batch: int = 16, context:
     """Half the cache is read in half the time, and FP8 / INT8 halve the memory: seed 001's 8B example
     on a GPU preset, at the largest batch (up to `batch`) whose FP16 cache fits."""
     w = estimate_num_params(arch) * 2
-    b16 = scheme_bytes(FULL, context, arch.n_layers, arch.n_kv_heads, arch.head_dim)["total"]  # one request
+    b16 = scheme_bytes(FULL, num_tokens=context, n_layers=arch.n_layers, n_kv_heads=arch.n_kv_heads, head_dim=arch.head_dim)["total"]  # one request
     kv16 = b16 * batch
-    kv8 = scheme_bytes(make_scheme("fp8_e4m3"), context, arch.n_layers, arch.n_kv_heads, arch.head_dim,
-                       batch)["total"]
+    kv8 = scheme_bytes(make_scheme("fp8_e4m3"), num_tokens=context, n_layers=arch.n_layers, n_kv_heads=arch.n_kv_heads, head_dim=arch.head_dim,
+                       batch=batch)["total"]
     bw = gpu.bandwidth_bytes_per_s
     # the example must be one that runs: the largest batch (up to `batch`) whose FP16 cache fits
     usable = int(gpu.memory_bytes * utilization) - w
@@ -65,9 +65,9 @@ def bandwidth_claims(arch: ArchPreset, gpu: GpuPreset, batch: int = 16, context:
         note=note, r16=f"{kv16 / bw * 1e3:.1f}", r8=f"{kv8 / bw * 1e3:.1f}", w=f"{w / 2**30:.1f}",
         t16=f"{t16 * 1e3:.1f}", t8=f"{t8 * 1e3:.1f}", x=f"{t16 / t8:.2f}"),
         Verdict.NEEDS_CONTEXT, text(lang, "quant.claim.speed.why"), t16 / t8)
-    i8 = make_scheme("kivi", 8, 32, min(32, arch.head_dim), 128)
+    i8 = make_scheme("kivi", bits=8, chunk=32, channel_group=min(32, arch.head_dim), residual=128)
     # per request, both of them: the FP16 total above may have been cut to the requests that fit
-    b8 = scheme_bytes(i8, context, arch.n_layers, arch.n_kv_heads, arch.head_dim)["total"]
+    b8 = scheme_bytes(i8, num_tokens=context, n_layers=arch.n_layers, n_kv_heads=arch.n_kv_heads, head_dim=arch.head_dim)["total"]
     memory = _claim("memory", lang, text(lang, "quant.claim.memory.computed", fp8=f"{kv8 / kv16:.3f}",
                                          ctx=f"{context:,}", int8=f"{b8 / b16:.3f}"),
                     Verdict.NEEDS_CONTEXT, text(lang, "quant.claim.memory.why", extra=f"{b8 / b16 / 0.5 - 1:.1%}"),
