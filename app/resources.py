@@ -52,9 +52,13 @@ def model(name: str):
 def model_or_stop(name: str):
     """The model, or a clear error in the page (a missing or corrupt checkpoint) and stop."""
     from sim.model.errors import CheckpointError
+    from sim.refusal import Refusal
 
     try:
         return model(name)
+    except Refusal as exc:  # KVLAB_DEVICE names a device torch does not have
+        st.error(plain(why(exc, lang())))
+        st.stop()
     except CheckpointError as exc:
         st.error(t("res.cannot_load", name=code(name), error=plain(exc),
                    command=code(f"python -m sim.model.train --preset {name}")))
@@ -85,7 +89,7 @@ def live_result(run, cannot: str):
     except CheckpointError as exc:
         st.warning(t("res.unavailable", error=plain(exc)))
     except ValueError as exc:
-        st.error(t("res.cannot", cannot=cannot, error=plain(exc)))
+        st.error(t("res.cannot", cannot=cannot, error=plain(why(exc, lang()))))
     return None
 
 

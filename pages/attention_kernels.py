@@ -32,7 +32,7 @@ L = lang()  # the sentences, tables and figures below are worded in the page lan
 try:
     device = pick_device()
 except ValueError as exc:
-    st.error(plain(exc))
+    st.error(plain(why(exc, L)))
     st.stop()
 dev, cpu = str(device), device.type == "cpu"
 limits = runs.limits_here(dev)

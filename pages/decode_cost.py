@@ -28,7 +28,7 @@ from sim.model.real_pages import fixed_shape, model_named
 from sim.model.real_source import MODEL_KEY
 from sim.model.step_profile import MAX_PROFILE_CONTEXT
 from sim.model.transformer import PRESETS
-from sim.words import say, text
+from sim.words import say, text, why
 from sim.words.decode import (
     flops_takeaway,
     formula_agreement,
@@ -110,7 +110,7 @@ else:
                           what=t("decode.job", n=f"{n_new:,}", attn=attn, step=step_label(step, L),
                                  budget=f"{budget:g}"))
         except ValueError as exc:
-            st.error(plain(exc))
+            st.error(plain(why(exc, L)))
             res = None
 if not error and res is not None:
     cfg = model.cfg

@@ -201,7 +201,7 @@ def render_measured() -> None:
     try:
         r = runs.measured(tiny.name, tiny.batch, tiny.context, L)
     except ValueError as exc:
-        st.error(plain(exc), icon=":material/error:")
+        st.error(plain(why(exc, L)), icon=":material/error:")
         return
     if r is None:
         return

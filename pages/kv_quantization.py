@@ -73,7 +73,7 @@ try:
     schemes = setup.schemes()
     setup.eval.check(model.cfg.max_seq_len)
 except ValueError as exc:
-    finding.error(plain(exc))
+    finding.error(plain(why(exc, L)))
     url.sync()
     st.stop()
 measured = runs.Measured(setup, setup.eval_seconds(model_rates(variant, "eager")))
@@ -138,7 +138,7 @@ with st.expander(t("quant.h.bytes")):
     try:
         view = qb.scale_view(arch, gpu=gpu, schemes=setup.scale_schemes(), context=ctx, utilization=util)
     except ValueError as exc:
-        st.error(plain(exc))
+        st.error(plain(why(exc, L)))
         view = None
     if view is not None:
         show_metrics(qr.scale_metrics(view, bits, L), 3)

@@ -3,6 +3,7 @@ import torch
 
 from sim.model.device import pick_device, pick_dtype, probe_sdpa_backends
 from sim.msg import Msg
+from sim.refusal import Refusal
 from sim.work.threads import pick_num_threads
 
 
@@ -11,10 +12,12 @@ def test_env_overrides_device():
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert pick_device({}).type == expected
     if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="torch sees no CUDA device"):
+        with pytest.raises(Refusal) as info:
             pick_device({"KVLAB_DEVICE": "cuda"})
-    with pytest.raises(ValueError, match="not a device torch knows"):
+        assert (info.value.key, info.value.fields) == ("model.err.no_cuda", {"env": "KVLAB_DEVICE", "want": "cuda"})
+    with pytest.raises(Refusal) as info:
         pick_device({"KVLAB_DEVICE": "gpu-please"})
+    assert info.value.key == "model.err.unknown_device" and info.value.fields["want"] == "gpu-please"
 
 
 def test_dtype_and_threads():

@@ -17,6 +17,7 @@ from sim.model.generate import (
 )
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.transformer import PRESETS, AttnOptions, ModelConfig, load_model, save_checkpoint
+from sim.refusal import Refusal
 from tests.conftest import random_model
 
 PROMPT = encode("HAMLET.\nTo be, or not to be")
@@ -111,18 +112,22 @@ def test_generation_that_exactly_fills_the_context():
 
 def test_length_cap_names_the_numbers():
     model = random_model(4)
-    with pytest.raises(ValueError, match=r"trained context of 1024.*at most 1015 new tokens"):
+    with pytest.raises(Refusal) as info:
         check_lengths(model, 10, 1016)
+    assert (info.value.key, info.value.fields) == ("model.err.past_context",
+                                                   {"prompt": 10, "n": 1016, "limit": 1024, "most": 1015})
     check_lengths(model, 10, 1015)  # exactly fills the context: fine
     with pytest.raises(ValueError, match="exceed the trained context"):
         model(torch.zeros(1, 1025, dtype=torch.long))
 
 
 def test_config_validation():
-    with pytest.raises(ValueError, match="n_heads=4 is not divisible by n_kv_heads=3"):
+    with pytest.raises(Refusal) as info:
         ModelConfig(n_kv_heads=3)
-    with pytest.raises(ValueError, match="unknown model config fields"):
+    assert (info.value.key, info.value.fields) == ("model.err.kv_heads_split", {"n_heads": 4, "n_kv_heads": 3})
+    with pytest.raises(Refusal) as info:
         ModelConfig.from_dict({"d_model": 64, "n_expert": 8})
+    assert (info.value.key, info.value.fields) == ("model.err.unknown_fields", {"fields": "'n_expert'"})
     assert [PRESETS[n].attention_kind for n in ("mha", "gqa", "mqa")] == ["MHA", "GQA", "MQA"]
 
 

@@ -34,6 +34,7 @@ from sim.model.quant_channels import outlier_demo
 from sim.model.quant_forward import _attend, cache_logits, teacher_forced_logits
 from sim.model.quant_generation import divergence_positions, free_run
 from sim.model.transformer import ModelConfig
+from sim.refusal import Refusal
 from tests.conftest import random_model
 
 ALL_KINDS = [*SCHEME_KINDS, *FP8_KINDS]
@@ -208,8 +209,9 @@ def test_a_prefill_stores_what_single_steps_store():
 
 
 def test_scheme_and_cache_errors_carry_the_numbers():
-    with pytest.raises(ValueError, match="R=48 is not a multiple of K's group of 32 tokens"):
+    with pytest.raises(Refusal) as info:
         make_scheme("kivi", bits=4, chunk=32, residual=48)
+    assert (info.value.key, info.value.fields) == ("model.err.residual_groups", {"R": 48, "name": "K", "G": 32, "fix": 32})
     with pytest.raises(ValueError, match="do not divide head_dim=32"):
         QuantizedKVCache(TINY, scheme=make_scheme("token", bits=4, channel_group=12), batch_size=1, max_seq_len=8)
     cache = QuantizedKVCache(TINY, scheme=make_scheme("kivi", bits=4, chunk=8, channel_group=8, residual=8), batch_size=1, max_seq_len=8)

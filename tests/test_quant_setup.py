@@ -53,8 +53,9 @@ def test_schemes_at_the_chosen_width_and_fp8_at_8():
         title_of(make_scheme("kivi_nores", bits=2, chunk=16, channel_group=8, residual=64, symmetric=True)), title_of(make_scheme("kivi", bits=8, chunk=16, channel_group=8, residual=64, symmetric=True)),
         "FP8 e4m3 (K and V)"]
     assert POSITION_KINDS == (*SCHEME_KINDS, "fp8_e4m3")
-    with pytest.raises(ValueError, match="R=64 is not a multiple of K's group of 128 tokens"):
+    with pytest.raises(Refusal) as info:
         QuantSetup(chunk=128, residual=64).schemes()
+    assert (info.value.key, info.value.fields) == ("model.err.residual_groups", {"R": 64, "name": "K", "G": 128, "fix": 128})
 
 
 def test_jobs_and_the_results_they_name():

@@ -24,6 +24,7 @@ from sim.model.shrink_checks import (
     quote_prompts,
 )
 from sim.model.transformer import checkpoint_path, load_model
+from sim.refusal import Refusal
 from sim.words.shrink import long_summary, recall_summary
 
 PROMPT = list(b"ROMEO.\nBut soft, what light through yonder window breaks?\n")
@@ -89,8 +90,9 @@ def test_full_cache_factory_matches_the_reference_exactly(mha):
     assert long_generation(mha, full_cache(mha), prompt_ids=PROMPT, num_new=48, reference=r.reference) == r
     with pytest.raises(ValueError, match="reference has 3 tokens"):
         long_generation(mha, full_cache(mha), prompt_ids=PROMPT, num_new=48, reference=[1, 2, 3])
-    with pytest.raises(ValueError, match="exceeds the model's trained context"):
+    with pytest.raises(Refusal) as info:
         long_generation(mha, full_cache(mha), prompt_ids=PROMPT, num_new=1024)
+    assert info.value.key == "model.err.past_context" and info.value.fields["n"] == 1024
 
 
 class NoisyValues(ContiguousKVCache):

@@ -116,12 +116,12 @@ def graph_unavailable_here() -> str | None:
     """Why this server cannot run a CUDA-graph step (None when it can), in the page language."""
     from sim.model.device import pick_device
     from sim.model.graph_step import graph_unavailable
-    from sim.words import say
+    from sim.words import say, why
 
     try:
         reason = graph_unavailable(pick_device())
     except ValueError as exc:  # KVLAB_DEVICE names a device torch does not have
-        return str(exc)
+        return why(exc, lang())
     return say(lang(), reason) if reason else None
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sim.refusal import Misuse
+
 ROLES = ("system", "user", "assistant")
 START, END = "<|im_start|>", "<|im_end|>"
 
@@ -57,13 +59,13 @@ class ChatTemplate:
         """messages: (role, content) pairs, role one of ROLES. The text the model reads, special tokens spelled
         out (the tokenizer turns each into its one id)."""
         if not messages:
-            raise ValueError("a chat needs at least one message")
+            raise Misuse("a chat needs at least one message")
         parts = []
         if self.default_system is not None and messages[0][0] != "system":
             parts.append(f"{START}system\n{self.default_system}{END}\n")
         for role, content in messages:
             if role not in ROLES:
-                raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+                raise Misuse(f"role must be one of {ROLES}, got {role!r}")
             parts.append(f"{START}{role}\n{content}{END}\n")
         if add_generation_prompt:
             parts.append(f"{START}assistant\n")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from sim.refusal import Refusal
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -25,17 +27,18 @@ class ModelConfig:
     tie_word_embeddings: bool = False  # lm_head is the embedding matrix itself (one parameter, two uses)
 
     def __post_init__(self) -> None:
+        # a GGUF file (its metadata) or a converted model's config.json a user points the lab at can break these
         for f in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "max_seq_len"):
             if not isinstance(getattr(self, f), int) or getattr(self, f) < 1:
-                raise ValueError(f"{f} must be a positive integer, got {getattr(self, f)!r}")
+                raise Refusal("model.err.not_positive", field=f, got=repr(getattr(self, f)))
         if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+            raise Refusal("model.err.heads_split", d_model=self.d_model, n_heads=self.n_heads)
         if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}")
+            raise Refusal("model.err.kv_heads_split", n_heads=self.n_heads, n_kv_heads=self.n_kv_heads)
         if self.head_dim % 2:
-            raise ValueError(f"RoPE needs an even head_dim, got {self.head_dim}")
+            raise Refusal("model.err.odd_head_dim", head_dim=self.head_dim)
         if not (self.rope_theta > 1 and self.norm_eps > 0):
-            raise ValueError(f"rope_theta must be > 1 and norm_eps > 0, got {self.rope_theta!r}, {self.norm_eps!r}")
+            raise Refusal("model.err.rope_eps", rope_theta=repr(self.rope_theta), norm_eps=repr(self.norm_eps))
 
     @property
     def head_dim(self) -> int:
@@ -69,7 +72,7 @@ class ModelConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
-            raise ValueError(f"unknown model config fields: {sorted(unknown)}")
+            raise Refusal("model.err.unknown_fields", fields=", ".join(map(repr, sorted(unknown))))
         return cls(**d)
 
 

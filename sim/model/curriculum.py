@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from sim.refusal import Misuse
+
 # Symbols of the small alphabets: the commonest letters first, so a repeat over 8 symbols is made of e t a o
 # i n s h (bytes the text model knows); past the printable ones, every other byte.
 _PRINTABLE = list(b"etaoinshrdlucmfwypvbgkjqxz ETAOINSHRDLUCMFWYPVBGKJQXZ.,;:!?'-\n0123456789")
@@ -56,9 +58,9 @@ class RowKind:
 
     def __post_init__(self) -> None:
         if self.kind not in ROW_KINDS:
-            raise ValueError(f"row kind {self.kind!r} is not one of {ROW_KINDS}")
+            raise Misuse(f"row kind {self.kind!r} is not one of {ROW_KINDS}")
         if not (0 < self.p and 1 <= self.alphabet <= 256 and 1 <= self.lo <= self.hi):
-            raise ValueError(f"bad row kind {self}")
+            raise Misuse(f"bad row kind {self}")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from sim.msg import Msg
+from sim.refusal import Misuse, Refusal
 from sim.work.threads import DEVICE_ENV, pick_num_threads
 
 # The SDPA backends torch can be forced onto, in the order the pages list them.
@@ -27,11 +28,11 @@ def pick_device(env: dict[str, str] | None = None) -> torch.device:
     want = env.get(DEVICE_ENV, "").strip().lower()
     if want:
         if want.startswith("cuda") and not torch.cuda.is_available():
-            raise ValueError(f"{DEVICE_ENV}={want!r} but torch sees no CUDA device")
+            raise Refusal("model.err.no_cuda", env=DEVICE_ENV, want=want)
         try:
             return torch.device(want)
         except RuntimeError as exc:
-            raise ValueError(f"{DEVICE_ENV}={want!r} is not a device torch knows: {exc}") from exc
+            raise Refusal("model.err.unknown_device", env=DEVICE_ENV, want=want, error=str(exc)) from exc
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 
 
@@ -83,7 +84,7 @@ def sdpa_backend_enum(name: str):
         "cudnn": SDPBackend.CUDNN_ATTENTION,
     }
     if name not in table:
-        raise ValueError(f"unknown SDPA backend {name!r}; choose one of {sorted(table)}")
+        raise Misuse(f"unknown SDPA backend {name!r}; choose one of {sorted(table)}")
     return table[name]
 
 

@@ -48,6 +48,7 @@ import torch.nn.functional as F
 
 from sim.model.kvcache import ContiguousKVCache, KVCache
 from sim.model.quant_cache import QuantizedKVCache, make_scheme, scheme_bytes
+from sim.refusal import Misuse
 
 EVICT_POLICIES = ("window", "sinks", "h2o", "snapkv")
 PER_HEAD_POLICIES = ("h2o", "snapkv")  # each K/V head keeps its own positions
@@ -138,21 +139,21 @@ class EvictingKVCache(KVCache):
                  device=None, dtype=torch.float32, sinks: int = DEFAULT_SINKS, recent: int | None = None,
                  obs_window: int = DEFAULT_OBS_WINDOW, kernel: int = POOL_KERNEL) -> None:
         if policy not in EVICT_POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(EVICT_POLICIES)}, got {policy!r}")
+            raise Misuse(f"policy must be one of {', '.join(EVICT_POLICIES)}, got {policy!r}")
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise ValueError(f"the budget must be a whole number of tokens >= 1, got {budget!r}")
+            raise Misuse(f"the budget must be a whole number of tokens >= 1, got {budget!r}")
         self.max_seq_len = max_seq_len or cfg.max_seq_len
         if self.max_seq_len > cfg.max_seq_len:
-            raise ValueError(f"cache length {self.max_seq_len} exceeds the model's context {cfg.max_seq_len}")
+            raise Misuse(f"cache length {self.max_seq_len} exceeds the model's context {cfg.max_seq_len}")
         if policy == "sinks" and not 0 <= sinks < budget:
-            raise ValueError(f"StreamingLLM keeps {sinks} sink tokens + budget - {sinks} recent ones: the budget "
-                             f"must be more than {sinks} tokens, got {budget}")
+            raise Misuse(f"StreamingLLM keeps {sinks} sink tokens + budget - {sinks} recent ones: the budget "
+                         f"must be more than {sinks} tokens, got {budget}")
         recent = budget // 2 if recent is None else recent
         if policy == "h2o" and not 0 <= recent <= budget:
-            raise ValueError(f"H2O's recent window must be 0..{budget} tokens (the budget), got {recent}")
+            raise Misuse(f"H2O's recent window must be 0..{budget} tokens (the budget), got {recent}")
         if policy == "snapkv" and (obs_window < 1 or kernel < 1 or kernel % 2 == 0):
-            raise ValueError(f"SnapKV needs an observation window >= 1 and an odd pooling kernel, got "
-                             f"window {obs_window}, kernel {kernel}")
+            raise Misuse(f"SnapKV needs an observation window >= 1 and an odd pooling kernel, got "
+                         f"window {obs_window}, kernel {kernel}")
         self.cfg, self.policy, self.budget = cfg, policy, budget
         self.sinks, self.recent, self.obs_window, self.kernel = sinks, recent, obs_window, kernel
         self.per_head = policy in PER_HEAD_POLICIES
@@ -178,13 +179,13 @@ class EvictingKVCache(KVCache):
         written = self.num_tokens
         assert start_pos == written, (start_pos, written)  # an evicting cache only appends: the model's loop is the caller
         if end > self.max_seq_len:
-            raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
+            raise Misuse(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
         self._step = (start_pos, end)
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor):
         if self._awaiting[layer]:
-            raise ValueError(f"{self.policy} ranks tokens by the attention they get, but layer {layer} never showed "
-                             f"its attention weights: run the model with attn_impl='eager'")
+            raise Misuse(f"{self.policy} ranks tokens by the attention they get, but layer {layer} never showed "
+                         f"its attention weights: run the model with attn_impl='eager'")
         start_pos, end = self._step
         T = end - start_pos
         n = self.rows[layer]
@@ -301,15 +302,15 @@ class EvictingKVCache(KVCache):
 def budget_for(budget_frac: float, num_tokens: int) -> int:
     """Tokens kept at a fraction of the sequence length the run reaches (half rounds up), at least 1."""
     if not 0 < budget_frac <= 1:
-        raise ValueError(f"the budget is a fraction of the sequence in (0, 1], got {budget_frac}")
+        raise Misuse(f"the budget is a fraction of the sequence in (0, 1], got {budget_frac}")
     if num_tokens < 1:
-        raise ValueError(f"the run must reach at least 1 token, got {num_tokens}")
+        raise Misuse(f"the run must reach at least 1 token, got {num_tokens}")
     return max(1, math.floor(budget_frac * num_tokens + 0.5))
 
 
 def _check_method(method: str) -> None:
     if method not in SHRINK_METHODS:
-        raise ValueError(f"method must be one of {', '.join(SHRINK_METHODS)}, got {method!r}")
+        raise Misuse(f"method must be one of {', '.join(SHRINK_METHODS)}, got {method!r}")
 
 
 def quant_scheme(method: str):
@@ -376,7 +377,7 @@ def shrunk_bytes(model_cfg, *, method: str, budget_tokens: int | None, num_token
               points extra; every token is kept."""
     _check_method(method)
     if num_tokens < 1:
-        raise ValueError(f"count the bytes of at least 1 token, got {num_tokens}")
+        raise Misuse(f"count the bytes of at least 1 token, got {num_tokens}")
     L, Hkv, D = model_cfg.n_layers, model_cfg.n_kv_heads, model_cfg.head_dim
     full = full_fp16_bytes(model_cfg, num_tokens)
     if method in QUANT_METHODS:
@@ -388,7 +389,7 @@ def shrunk_bytes(model_cfg, *, method: str, budget_tokens: int | None, num_token
         kept = num_tokens
     else:
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
-            raise ValueError(f"{method} needs a budget of at least 1 token, got {budget_tokens!r}")
+            raise Misuse(f"{method} needs a budget of at least 1 token, got {budget_tokens!r}")
         kept = min(budget_tokens, num_tokens)
     kv = 2 * L * Hkv * D * value_bytes * kept
     parts = []

@@ -21,6 +21,7 @@ from sim.model.device import Stopwatch
 from sim.model.graph_step import StaticDecodeStep, check_step_kind
 from sim.model.kvcache import ContiguousKVCache, KVCache
 from sim.model.transformer import Llama
+from sim.refusal import Misuse, Refusal
 from sim.work.conditions import Conditions, Measuring
 
 MODES = ("naive", "cached")
@@ -34,9 +35,9 @@ class SamplingConfig:
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+            raise Misuse(f"temperature must be >= 0, got {self.temperature}")
         if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
+            raise Misuse(f"top_k must be >= 0, got {self.top_k}")
 
     def sampler(self) -> Callable[[torch.Tensor], int]:
         """logits (V,) -> token id, drawing from its own generator seeded with `seed` (one per generation)."""
@@ -123,18 +124,16 @@ def decode_one_token(model: Llama, token: torch.Tensor, pos: int, *, cache: KVCa
 
 
 def check_lengths(model: Llama, prompt_len: int, max_new_tokens: int) -> None:
+    """A Refusal when the prompt a user typed, or the new tokens asked for, cannot run on this model."""
     limit = model.cfg.max_seq_len
     if prompt_len < 1:
-        raise ValueError("the prompt is empty: give at least one byte")
+        raise Refusal("model.err.empty_prompt")
     if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        raise Refusal("model.err.no_new_tokens", n=max_new_tokens)
     # the last produced token is never fed back, so prompt + new - 1 positions are processed
     if prompt_len + max_new_tokens - 1 > limit:
-        raise ValueError(
-            f"prompt ({prompt_len} tokens) + {max_new_tokens} new tokens exceeds the model's trained context of "
-            f"{limit} tokens; RoPE positions past {limit} were never trained and give gibberish. "
-            f"Ask for at most {limit - prompt_len + 1} new tokens."
-        )
+        raise Refusal("model.err.past_context", prompt=prompt_len, n=max_new_tokens, limit=limit,
+                      most=limit - prompt_len + 1)
 
 
 @torch.inference_mode()
@@ -163,11 +162,11 @@ def decode_loop(
     forward), "static" (fixed shapes over a ContiguousKVCache's whole buffers) or "graph" (that step
     captured in a CUDA graph and replayed)."""
     if cache is None and start_pos:
-        raise ValueError(f"without a cache every step starts at position 0, got start_pos={start_pos}")
+        raise Misuse(f"without a cache every step starts at position 0, got start_pos={start_pos}")
     device, cfg = model.device, model.cfg
     check_step_kind(step, device)
     if step != "eager" and cache is None:
-        raise ValueError(f"a {step} step decodes from a cache; naive decoding has none")
+        raise Misuse(f"a {step} step decodes from a cache; naive decoding has none")
     static = StaticDecodeStep(model, cache, attn_impl=attn_impl, graph=step == "graph") if step != "eager" else None
     elem = torch.finfo(model.dtype).bits // 8
     # a decode step's bytes: the weights for one fed token, and K/V bytes linear in the positions read
@@ -237,7 +236,7 @@ def generate_steps(
     ContiguousKVCache sized to the positions written (the last produced token is never fed back); `step`
     is how a cached decode step runs (see decode_loop)."""
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise Misuse(f"mode must be one of {MODES}, got {mode!r}")
     check_lengths(model, len(prompt_ids), max_new_tokens)
     num_positions = len(prompt_ids) + max_new_tokens - 1
     cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=num_positions, device=model.device, dtype=model.dtype) if mode == "cached" else None

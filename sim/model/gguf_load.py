@@ -146,7 +146,8 @@ def read_gguf(path: Path, progress: Progress | None = None) -> tuple[ModelConfig
             tie_word_embeddings="output.weight" not in {t.name for t in reader.tensors},
         )
     except (TypeError, ValueError) as exc:  # a field missing (None) or out of range
-        raise Refusal("real.err.config", path=str(path), error=str(exc)[:200]) from None
+        raise Refusal("real.err.config", path=str(path),
+                      error=exc.msg if isinstance(exc, Refusal) else str(exc)[:200]) from None
     rope_dims = _field(reader, "llama.rope.dimension_count", cfg.head_dim)
     if rope_dims != cfg.head_dim or _field(reader, "llama.rope.scaling.type") not in (None, "none"):
         raise Refusal("real.err.rope", path=str(path), dims=f"{rope_dims}", head_dim=f"{cfg.head_dim}")

@@ -24,7 +24,7 @@ from sim.cost.opcount import FlopTally
 from sim.model.kvcache import KVCache
 from sim.model.transformer import Llama
 from sim.msg import Msg
-from sim.refusal import Refusal
+from sim.refusal import Misuse, Refusal
 
 STEP_KINDS = ("eager", "static", "graph")
 WARMUP_RUNS = 2  # eager runs on a side stream before capture (cuBLAS and the allocator set up lazily)
@@ -41,7 +41,7 @@ def graph_unavailable(device: torch.device) -> Msg | None:
 
 def check_step_kind(step: str, device: torch.device) -> None:
     if step not in STEP_KINDS:
-        raise ValueError(f"step must be one of {STEP_KINDS}, got {step!r}")
+        raise Misuse(f"step must be one of {STEP_KINDS}, got {step!r}")
     if step == "graph" and (reason := graph_unavailable(device)):
         raise Refusal("decode.graph.needs_cuda", reason=reason)
 
@@ -120,10 +120,10 @@ class StaticDecodeStep:
 
     def _set_inputs(self, token: torch.Tensor, pos: int) -> None:
         if not 0 <= pos < self.max_seq_len:
-            raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write position {pos}")
+            raise Misuse(f"cache holds {self.max_seq_len} positions; asked to write position {pos}")
         if pos > self.cache.num_tokens:
-            raise ValueError(f"write at position {pos} leaves a gap: only {self.cache.num_tokens} positions are "
-                             "filled")
+            raise Misuse(f"write at position {pos} leaves a gap: only {self.cache.num_tokens} positions are "
+                         "filled")
         self.token.copy_(token)
         self.pos.fill_(pos)
         self._pos = pos

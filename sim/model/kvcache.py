@@ -21,6 +21,8 @@ from typing import Protocol
 
 import torch
 
+from sim.refusal import Misuse
+
 
 class AttentionObserver(Protocol):
     def observe(self, layer: int, probs: torch.Tensor) -> None:
@@ -57,8 +59,8 @@ class KVCache(ABC):
     def static_buffers(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """Each layer's K and V buffers of fixed shape (B, Hkv, S_max, D), written by position: what a static-shape
         step (sim.model.graph_step) writes into and attends over. Only a cache that preallocates has them."""
-        raise ValueError(f"a static-shape step writes into preallocated buffers by position: it needs a "
-                         f"ContiguousKVCache, got {type(self).__name__}")
+        raise Misuse(f"a static-shape step writes into preallocated buffers by position: it needs a "
+                     f"ContiguousKVCache, got {type(self).__name__}")
 
 
 class ContiguousKVCache(KVCache):
@@ -72,7 +74,7 @@ class ContiguousKVCache(KVCache):
     def __init__(self, cfg, *, batch_size: int = 1, max_seq_len: int | None = None, device=None, dtype=torch.float32):
         self.max_seq_len = max_seq_len or cfg.max_seq_len
         if self.max_seq_len > cfg.max_seq_len:
-            raise ValueError(f"cache length {self.max_seq_len} exceeds the model's context {cfg.max_seq_len}")
+            raise Misuse(f"cache length {self.max_seq_len} exceeds the model's context {cfg.max_seq_len}")
         shape = (batch_size, cfg.n_kv_heads, self.max_seq_len, cfg.head_dim)  # (B, Hkv, S_max, D)
         self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
         self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
@@ -82,14 +84,14 @@ class ContiguousKVCache(KVCache):
     def check_positions(self, start_pos: int, num_new_tokens: int) -> None:
         end = start_pos + num_new_tokens
         if end > self.max_seq_len:
-            raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
+            raise Misuse(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
         if start_pos > self._num_tokens:
-            raise ValueError(f"write at position {start_pos} leaves a gap: only {self._num_tokens} positions are "
-                             "filled")
+            raise Misuse(f"write at position {start_pos} leaves a gap: only {self._num_tokens} positions are "
+                         "filled")
 
     def begin_step(self, start_pos: int, num_new_tokens: int, *, batch_size: int) -> None:
         if batch_size > self.k[0].shape[0]:
-            raise ValueError(f"the batch has {batch_size} rows but the cache was made for {self.k[0].shape[0]}")
+            raise Misuse(f"the batch has {batch_size} rows but the cache was made for {self.k[0].shape[0]}")
         self.check_positions(start_pos, num_new_tokens)
         self._step = (start_pos, start_pos + num_new_tokens)
 
@@ -128,5 +130,5 @@ class ContiguousKVCache(KVCache):
     def truncate(self, num_tokens: int) -> None:
         """Forget everything from position num_tokens on (the buffers are simply overwritten later)."""
         if not 0 <= num_tokens <= self._num_tokens:
-            raise ValueError(f"can truncate to 0..{self._num_tokens}, got {num_tokens}")
+            raise Misuse(f"can truncate to 0..{self._num_tokens}, got {num_tokens}")
         self._num_tokens = num_tokens

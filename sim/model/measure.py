@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from sim.cost.arch import ArchPreset
 from sim.cost.memory import MAX_TINY_BATCH, MemoryConfig, _check_int, kv_memory
+from sim.refusal import Misuse
 from sim.work.run_cost import ModelRates, Work, fit_rates, prefill_work
 
 # --- measured on the real tiny model -----------------------------------------------------------
@@ -54,7 +55,7 @@ def untrained_tiny_model(name: str, device=None, dtype=None):
     from sim.model.transformer import PRESETS, Llama
 
     if name not in PRESETS:
-        raise ValueError(f"tiny model must be one of {', '.join(PRESETS)}, got {name!r}")
+        raise Misuse(f"tiny model must be one of {', '.join(PRESETS)}, got {name!r}")
     torch.manual_seed(0)
     model = Llama(PRESETS[name])
     for p in model.parameters():

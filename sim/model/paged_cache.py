@@ -19,6 +19,7 @@ from sim.alloc.block_pool import BlockPool, PoolSnapshot, cdiv
 from sim.model.generate import SamplingConfig, check_lengths, decode_loop, generate, prefill
 from sim.model.kvcache import KVCache
 from sim.model.transformer import Llama
+from sim.refusal import Misuse
 from sim.work.run_cost import ModelRates, cached_work
 
 # Measured here: a paged decode step (gathering K/V through the block table) costs about twice a
@@ -51,7 +52,7 @@ class PagedKVCache(KVCache):
     def set_batch(self, req_ids: list[int]) -> None:
         """The requests the next forward pass runs, one per batch row."""
         if not req_ids or len(set(req_ids)) != len(req_ids):
-            raise ValueError(f"a batch needs distinct request ids, got {req_ids}")
+            raise Misuse(f"a batch needs distinct request ids, got {req_ids}")
         self.batch = list(req_ids)
 
     def fork(self, parent: int, child: int) -> None:
@@ -72,12 +73,12 @@ class PagedKVCache(KVCache):
     def begin_step(self, start_pos: int, num_new_tokens: int, *, batch_size: int) -> None:
         """Every request of the batch must hold exactly start_pos tokens; each gets the blocks for the new ones."""
         if batch_size != len(self.batch):
-            raise ValueError(f"the batch has {batch_size} rows but set_batch named {len(self.batch)} requests")
+            raise Misuse(f"the batch has {batch_size} rows but set_batch named {len(self.batch)} requests")
         for req in self.batch:
             have = self.pool.req_to_num_tokens.get(req, 0)
             if have != start_pos:
-                raise ValueError(f"request {req} holds {have} tokens, but the model writes at position {start_pos}: "
-                                 "a paged cache is written in order, without gaps or rewrites")
+                raise Misuse(f"request {req} holds {have} tokens, but the model writes at position {start_pos}: "
+                             "a paged cache is written in order, without gaps or rewrites")
         for req in self.batch:
             if req in self.pool.req_to_block_table:
                 for src, dst in self.pool.append(req, num_new_tokens):  # copy-on-write of a shared last block
@@ -170,7 +171,7 @@ def paged_generate(
     ContiguousKVCache and compare tokens and logits."""
     check_lengths(model, len(prompt_ids), max_new_tokens)
     if not 1 <= num_branches <= 16:
-        raise ValueError(f"num_branches must be 1..16, got {num_branches}")
+        raise Misuse(f"num_branches must be 1..16, got {num_branches}")
     cfg = model.cfg
     per_branch = cdiv(len(prompt_ids) + max_new_tokens, block_size)
     cache = PagedKVCache(cfg, num_blocks=num_branches * per_branch + 1, block_size=block_size, device=model.device, dtype=model.dtype)

@@ -10,6 +10,7 @@ import numpy as np
 
 from sim.alloc.byte_tokens import other_byte, show_byte, to_bytes
 from sim.msg import Msg
+from sim.refusal import Misuse
 from sim.work.run_cost import JobPlan
 
 MAX_BRANCHES = 8  # real model: continuations branched from one prefix
@@ -176,23 +177,23 @@ def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]]
     from sim.model.kvcache import ContiguousKVCache
 
     if not prefix_ids:
-        raise ValueError("the shared prefix is empty: give at least one token")
+        raise Misuse("the shared prefix is empty: give at least one token")
     if not 1 <= len(suffix_ids) <= MAX_BRANCHES:
-        raise ValueError(f"give 1..{MAX_BRANCHES} continuations, got {len(suffix_ids)}")
+        raise Misuse(f"give 1..{MAX_BRANCHES} continuations, got {len(suffix_ids)}")
     for i, s in enumerate(suffix_ids):
         if not s:
-            raise ValueError(f"continuation {i + 1} is empty: each needs at least one token (its last token is "
-                             "computed to get the first output's logits)")
+            raise Misuse(f"continuation {i + 1} is empty: each needs at least one token (its last token is "
+                         "computed to get the first output's logits)")
     if not 1 <= num_new <= MAX_BRANCH_NEW:
-        raise ValueError(f"num_new must be 1..{MAX_BRANCH_NEW}, got {num_new}")
+        raise Misuse(f"num_new must be 1..{MAX_BRANCH_NEW}, got {num_new}")
     if not 1 <= repeats <= MAX_REPEATS:
-        raise ValueError(f"repeats must be 1..{MAX_REPEATS}, got {repeats}")
+        raise Misuse(f"repeats must be 1..{MAX_REPEATS}, got {repeats}")
     cfg = model.cfg
     p = len(prefix_ids)
     longest = p + max(len(s) for s in suffix_ids) + num_new - 1
     if longest > cfg.max_seq_len:
-        raise ValueError(f"prefix ({p}) + longest continuation ({max(len(s) for s in suffix_ids)}) + {num_new} new "
-                         f"tokens - 1 needs {longest} positions; the model was trained on {cfg.max_seq_len}")
+        raise Misuse(f"prefix ({p}) + longest continuation ({max(len(s) for s in suffix_ids)}) + {num_new} new "
+                     f"tokens - 1 needs {longest} positions; the model was trained on {cfg.max_seq_len}")
     device, dtype = model.device, model.dtype
     cache = ContiguousKVCache(cfg, batch_size=1, max_seq_len=longest, device=device, dtype=dtype)
     n_b = len(suffix_ids)
@@ -274,14 +275,14 @@ def kv_change(model, ids: list[int], *, position: int, new_token: int | None = N
     import torch
 
     if not ids:
-        raise ValueError("the prompt is empty")
+        raise Misuse("the prompt is empty")
     if not 0 <= position < len(ids):
-        raise ValueError(f"position must be 0..{len(ids) - 1}, got {position}")
+        raise Misuse(f"position must be 0..{len(ids) - 1}, got {position}")
     if len(ids) > model.cfg.max_seq_len:
-        raise ValueError(f"the prompt has {len(ids)} tokens; the model was trained on {model.cfg.max_seq_len}")
+        raise Misuse(f"the prompt has {len(ids)} tokens; the model was trained on {model.cfg.max_seq_len}")
     new = other_byte(ids[position]) if new_token is None else new_token
     if new == ids[position]:
-        raise ValueError(f"token {new} at position {position} is not a change")
+        raise Misuse(f"token {new} at position {position} is not a change")
     changed = list(ids)
     changed[position] = new
     caps = []

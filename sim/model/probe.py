@@ -11,6 +11,7 @@ import torch
 
 from sim.cost.roofline import MachineProbe, TinyDecodePoint
 from sim.model.device import Stopwatch, pick_device, pick_dtype
+from sim.refusal import Misuse
 
 
 def probe_machine(device=None, *, dtype=None, copy_mib: int = 64, matmul_n: int = 1024, repeats: int = 10) -> MachineProbe:
@@ -19,7 +20,7 @@ def probe_machine(device=None, *, dtype=None, copy_mib: int = 64, matmul_n: int 
     device = torch.device(device) if device is not None else pick_device()
     dtype = dtype or pick_dtype(device)
     if not 1 <= copy_mib <= 4096 or not 64 <= matmul_n <= 8192:
-        raise ValueError(f"probe sizes out of range: copy {copy_mib} MiB (1..4096), matmul {matmul_n} (64..8192)")
+        raise Misuse(f"probe sizes out of range: copy {copy_mib} MiB (1..4096), matmul {matmul_n} (64..8192)")
 
     def best(fn) -> float:
         with Stopwatch(device):  # warm-up, synced
@@ -68,7 +69,7 @@ def measure_tiny_decode(model, probe: MachineProbe, num_tokens: int = 96) -> Tin
     from sim.model.kvcache import ContiguousKVCache
 
     if not 8 <= num_tokens <= 1000:
-        raise ValueError(f"num_tokens must be 8..1000, got {num_tokens}")
+        raise Misuse(f"num_tokens must be 8..1000, got {num_tokens}")
     prompt = list(b"ROMEO.\n")
     generate(model, prompt, 8, mode="cached")  # warm-up
     steps = generate(model, prompt, num_tokens, mode="cached").steps[1:]

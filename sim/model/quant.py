@@ -39,6 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sim.refusal import Misuse
+
 INT_BITS = (8, 4, 3, 2)
 AXES = ("token", "channel")
 KINDS = ("int", "e4m3", "e5m2")
@@ -85,21 +87,21 @@ class QuantSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+            raise Misuse(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if self.kind == "int" and self.bits not in INT_BITS:
-            raise ValueError(f"integer bits must be one of {INT_BITS}, got {self.bits}")
+            raise Misuse(f"integer bits must be one of {INT_BITS}, got {self.bits}")
         if self.kind != "int" and self.bits != 8:
-            raise ValueError(f"FP8 ({self.kind}) has 8 bits, got bits={self.bits}")
+            raise Misuse(f"FP8 ({self.kind}) has 8 bits, got bits={self.bits}")
         if self.axis not in AXES:
-            raise ValueError(f"axis must be 'token' or 'channel', got {self.axis!r}")
+            raise Misuse(f"axis must be 'token' or 'channel', got {self.axis!r}")
         scales = self.scale if isinstance(self.scale, tuple) else (self.scale,)
         if not scales or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
                                  for x in scales):
-            raise ValueError(f"scale must be a positive finite number or a tuple of them, got {self.scale!r}")
+            raise Misuse(f"scale must be a positive finite number or a tuple of them, got {self.scale!r}")
         if self.kind == "int" and self.scale != 1.0:
-            raise ValueError("integer formats compute their own group scales; scale is for FP8 only")
+            raise Misuse("integer formats compute their own group scales; scale is for FP8 only")
         if isinstance(self.group_size, bool) or not isinstance(self.group_size, int) or not 1 <= self.group_size <= 4096:
-            raise ValueError(f"group_size must be a whole number in 1..4096, got {self.group_size!r}")
+            raise Misuse(f"group_size must be a whole number in 1..4096, got {self.group_size!r}")
 
     @property
     def is_fp8(self) -> bool:
@@ -201,16 +203,16 @@ def unpack_codes(packed: np.ndarray, bits: int, num_values: int) -> np.ndarray:
 
 def _check_groups(shape: tuple[int, ...], spec: QuantSpec) -> None:
     if len(shape) < 2:
-        raise ValueError(f"need a (..., tokens, channels) tensor, got shape {tuple(shape)}")
+        raise Misuse(f"need a (..., tokens, channels) tensor, got shape {tuple(shape)}")
     S, D = shape[-2], shape[-1]
     if spec.is_fp8:
         if isinstance(spec.scale, tuple) and (len(shape) < 3 or shape[-3] != len(spec.scale)):
-            raise ValueError(f"{len(spec.scale)} per-head scales for a tensor of shape {tuple(shape)} (heads on dim -3)")
+            raise Misuse(f"{len(spec.scale)} per-head scales for a tensor of shape {tuple(shape)} (heads on dim -3)")
         return
     if spec.axis == "token" and D % spec.group_size:
-        raise ValueError(f"per-token groups of {spec.group_size} channels do not divide the {D} channels")
+        raise Misuse(f"per-token groups of {spec.group_size} channels do not divide the {D} channels")
     if spec.axis == "channel" and S % spec.group_size:
-        raise ValueError(f"per-channel groups of {spec.group_size} tokens do not divide the {S} tokens")
+        raise Misuse(f"per-channel groups of {spec.group_size} tokens do not divide the {S} tokens")
 
 
 def _grouped(x: torch.Tensor, spec: QuantSpec) -> tuple[torch.Tensor, int]:
@@ -238,7 +240,7 @@ def _fp16_up(s: torch.Tensor) -> torch.Tensor:
 def _check_values(xf: torch.Tensor) -> float:
     amax = float(xf.abs().max()) if xf.numel() else 0.0  # NaN when any value is NaN
     if not math.isfinite(amax):
-        raise ValueError("cannot quantize a tensor holding inf or NaN")
+        raise Misuse("cannot quantize a tensor holding inf or NaN")
     return amax
 
 
@@ -246,7 +248,7 @@ def _int_codes(g: torch.Tensor, dim: int, spec: QuantSpec, amax: float):
     """Grouped fp32 values (groups along `dim`) -> (codes as fp32 integers, fp16 scale, fp16 zero
     point or None), scale and zero with `dim` reduced away. Symmetric codes are signed here."""
     if amax > FP16_MAX / 2:
-        raise ValueError(f"values up to {amax:.4g} are too large for fp16 scales (at most {FP16_MAX / 2:g})")
+        raise Misuse(f"values up to {amax:.4g} are too large for fp16 scales (at most {FP16_MAX / 2:g})")
     if spec.symmetric:
         scale = _fp16_up(g.abs().amax(dim) / spec.qmax)  # fp16, one per group
         s = scale.float().unsqueeze(dim)
@@ -321,7 +323,7 @@ def _fp8_scale(spec: QuantSpec, shape: tuple[int, ...], device) -> torch.Tensor:
     if not isinstance(spec.scale, tuple):
         return torch.tensor(float(spec.scale), dtype=torch.float32, device=device)
     if len(shape) < 3 or shape[-3] != len(spec.scale):
-        raise ValueError(f"{len(spec.scale)} per-head scales for a tensor of shape {tuple(shape)} (heads on dim -3)")
+        raise Misuse(f"{len(spec.scale)} per-head scales for a tensor of shape {tuple(shape)} (heads on dim -3)")
     return torch.tensor(spec.scale, dtype=torch.float32, device=device).view(-1, 1, 1)
 
 

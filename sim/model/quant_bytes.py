@@ -13,6 +13,7 @@ from sim.cost.gpus import GpuPreset
 from sim.model.quant_cache import FULL, FULL_BYTES, CacheScheme, scheme_bytes
 from sim.model.transformer import ModelConfig
 from sim.msg import Msg
+from sim.refusal import Misuse
 
 CURVE_KEYS = ("fp16", "kivi", "token", "kivi_nores", "fp8_e4m3")  # the schemes drawn against context
 
@@ -73,11 +74,11 @@ def scale_rows(arch: ArchPreset, *, schemes: Sequence[CacheScheme], context: int
     a GPU: the most requests that fit next to the weights and the bandwidth-bound decode rate.
     The first row is FP16."""
     if arch.attention == "MLA" or arch.sliding_window or arch.v_dim != arch.head_dim or not _every_layer_full(arch):
-        raise ValueError(f"{arch.name}: only models whose every layer caches full K and V heads are shown here")
+        raise Misuse(f"{arch.name}: only models whose every layer caches full K and V heads are shown here")
     if not 1 <= context <= arch.max_position_embeddings:
-        raise ValueError(f"context must be in 1..{arch.max_position_embeddings:,}, got {context:,}")
+        raise Misuse(f"context must be in 1..{arch.max_position_embeddings:,}, got {context:,}")
     if not 0.05 <= utilization <= 1.0:
-        raise ValueError(f"utilization must be in 0.05..1.0, got {utilization}")
+        raise Misuse(f"utilization must be in 0.05..1.0, got {utilization}")
     weights = estimate_num_params(arch) * weight_bytes_per_param
     budget = math.floor(gpu_bytes * utilization) - weights
     fp16 = scheme_bytes(FULL, num_tokens=context, n_layers=arch.n_layers, n_kv_heads=arch.n_kv_heads, head_dim=arch.head_dim)["total"]

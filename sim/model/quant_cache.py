@@ -47,6 +47,7 @@ from sim.model.quant import (
     fake_quantize,
     quantize_with_values,
 )
+from sim.refusal import Misuse, Refusal
 
 MAX_RESIDUAL = 1024
 FULL_BYTES = 2
@@ -71,21 +72,18 @@ class CacheScheme:
 
     def __post_init__(self) -> None:
         if self.keep not in ("recent", "first"):
-            raise ValueError(f"keep must be 'recent' or 'first', got {self.keep!r}")
+            raise Misuse(f"keep must be 'recent' or 'first', got {self.keep!r}")
         if self.keep == "first" and (_per_channel(self.k) or _per_channel(self.v)):
-            raise ValueError("keeping the first R tokens is only defined for per-token quantization")
+            raise Misuse("keeping the first R tokens is only defined for per-token quantization")
         if isinstance(self.residual, bool) or not isinstance(self.residual, int) \
                 or not 0 <= self.residual <= MAX_RESIDUAL:
-            raise ValueError(f"residual must be a whole number in 0..{MAX_RESIDUAL}, got {self.residual!r}")
+            raise Misuse(f"residual must be a whole number in 0..{MAX_RESIDUAL}, got {self.residual!r}")
         if self.layer_scales and not (self.k is not None and self.k.is_fp8 and self.v is not None and self.v.is_fp8):
-            raise ValueError("per-layer scales are for FP8 K and V only")
+            raise Misuse("per-layer scales are for FP8 K and V only")
         for name, spec in (("K", self.k), ("V", self.v)):
             if spec is not None and not spec.is_fp8 and spec.axis == "channel" and self.residual % spec.group_size:
-                raise ValueError(
-                    f"residual window R={self.residual} is not a multiple of {name}'s group of {spec.group_size} "
-                    f"tokens: a per-channel cache quantizes its residual in whole groups (try R = "
-                    f"{max(spec.group_size, self.residual // spec.group_size * spec.group_size)})")
-
+                raise Refusal("model.err.residual_groups", R=self.residual, name=name, G=spec.group_size,
+                              fix=max(spec.group_size, self.residual // spec.group_size * spec.group_size))
     @property
     def is_full(self) -> bool:
         return self.k is None and self.v is None
@@ -95,7 +93,7 @@ class CacheScheme:
         if not self.layer_scales:
             return self
         if not 0 <= layer < len(self.layer_scales):
-            raise ValueError(f"the scheme has FP8 scales for {len(self.layer_scales)} layers, asked for layer {layer}")
+            raise Misuse(f"the scheme has FP8 scales for {len(self.layer_scales)} layers, asked for layer {layer}")
         ks, vs = self.layer_scales[layer]
         return replace(self, k=replace(self.k, scale=ks), v=replace(self.v, scale=vs), layer_scales=())
 
@@ -117,9 +115,9 @@ def make_scheme(kind: str, *, bits: int = 4, chunk: int = 32, channel_group: int
         spec = QuantSpec(kind.split("_")[1], 8, "token", 1)
         return CacheScheme(kind, spec, spec, 0)
     if kind not in SCHEME_KINDS:
-        raise ValueError(f"scheme must be one of {', '.join([*SCHEME_KINDS, *FP8_KINDS])}, got {kind!r}")
+        raise Misuse(f"scheme must be one of {', '.join([*SCHEME_KINDS, *FP8_KINDS])}, got {kind!r}")
     if bits not in INT_BITS:
-        raise ValueError(f"bits must be one of {INT_BITS}, got {bits}")
+        raise Misuse(f"bits must be one of {INT_BITS}, got {bits}")
     per_channel = QuantSpec("int", bits, "channel", chunk, symmetric)
     per_token = QuantSpec("int", bits, "token", channel_group, symmetric)
     if kind == "kivi":
@@ -238,17 +236,17 @@ class QuantizedKVCache(KVCache):
         self.cfg, self.scheme, self.full_bytes = cfg, scheme, full_bytes
         self.max_seq_len = max_seq_len or cfg.max_seq_len
         if self.max_seq_len > cfg.max_seq_len:
-            raise ValueError(f"cache length {self.max_seq_len} exceeds the model's context {cfg.max_seq_len}")
+            raise Misuse(f"cache length {self.max_seq_len} exceeds the model's context {cfg.max_seq_len}")
         for name, spec in (("K", scheme.k), ("V", scheme.v)):
             if spec is not None and not spec.is_fp8 and spec.axis == "token" and cfg.head_dim % spec.group_size:
-                raise ValueError(f"{name}: per-token groups of {spec.group_size} channels do not divide "
-                                 f"head_dim={cfg.head_dim}")
+                raise Misuse(f"{name}: per-token groups of {spec.group_size} channels do not divide "
+                             f"head_dim={cfg.head_dim}")
         shape = (batch_size, cfg.n_kv_heads, self.max_seq_len, cfg.head_dim)  # (B, Hkv, S_max, D)
         self.view_k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
         self.view_v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.n_layers)]
         if scheme.layer_scales and len(scheme.layer_scales) != cfg.n_layers:
-            raise ValueError(f"the scheme has FP8 scales for {len(scheme.layer_scales)} layers; the model has "
-                             f"{cfg.n_layers}")
+            raise Misuse(f"the scheme has FP8 scales for {len(scheme.layer_scales)} layers; the model has "
+                         f"{cfg.n_layers}")
         layers = [scheme.for_layer(i) for i in range(cfg.n_layers)]
         self.stores = [(_Store(s.k, s.residual, s.keep), _Store(s.v, s.residual, s.keep)) for s in layers]
         self._pending: list[tuple[int, int, torch.Tensor, torch.Tensor] | None] = [None] * cfg.n_layers
@@ -258,10 +256,10 @@ class QuantizedKVCache(KVCache):
     def begin_step(self, start_pos: int, num_new_tokens: int, *, batch_size: int) -> None:
         end = start_pos + num_new_tokens
         if start_pos != self._len:
-            raise ValueError(f"a quantized cache appends only: it holds {self._len} tokens, asked to write at "
-                             f"{start_pos}")
+            raise Misuse(f"a quantized cache appends only: it holds {self._len} tokens, asked to write at "
+                         f"{start_pos}")
         if end > self.max_seq_len:
-            raise ValueError(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
+            raise Misuse(f"cache holds {self.max_seq_len} positions; asked to write {start_pos}..{end - 1}")
         self._step = (start_pos, end)
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor):
@@ -398,7 +396,7 @@ def iter_open_chunk(x: torch.Tensor, spec: QuantSpec) -> Iterator[torch.Tensor]:
     B, H, T, D = x.shape
     G = spec.group_size
     if T % G:
-        raise ValueError(f"need T={T} to be a multiple of G={G}")
+        raise Misuse(f"need T={T} to be a multiple of G={G}")
     chunks = x.float().reshape(B, H, T // G, G, D)
     cur = None
     for a in range(G):

@@ -12,6 +12,7 @@ from sim.model.quant import QuantSpec, quantize
 from sim.model.quant_cache import FULL
 from sim.model.quant_forward import teacher_forced_logits
 from sim.model.transformer import Llama
+from sim.refusal import Misuse
 
 OUTLIER_RATIO = 5.0  # a channel this many times the median one counts as a strong outlier
 
@@ -70,9 +71,9 @@ def outlier_demo(k: torch.Tensor, q: torch.Tensor, *, bits: int, chunk: int, cha
     Returns the injected K and the errors."""
     T, D = k.shape
     if not 0 <= channel < D:
-        raise ValueError(f"channel must be in 0..{D - 1}, got {channel}")
+        raise Misuse(f"channel must be in 0..{D - 1}, got {channel}")
     if T % chunk:
-        raise ValueError(f"{T} tokens are not a whole number of chunks of {chunk}")
+        raise Misuse(f"{T} tokens are not a whole number of chunks of {chunk}")
     k = k.float()
     injected = k.clone()
     injected[:, channel] += factor * float(k.abs().mean())
@@ -96,8 +97,8 @@ def queries_and_keys(model: Llama, ids: torch.Tensor, *, layer: int, kv_head: in
     """(T, D) RoPE'd queries of the first query head that reads `kv_head`, and that head's keys."""
     cfg = model.cfg
     if not 0 <= layer < cfg.n_layers or not 0 <= kv_head < cfg.n_kv_heads:
-        raise ValueError(f"layer must be in 0..{cfg.n_layers - 1} and KV head in 0..{cfg.n_kv_heads - 1}, "
-                         f"got {layer}, {kv_head}")
+        raise Misuse(f"layer must be in 0..{cfg.n_layers - 1} and KV head in 0..{cfg.n_kv_heads - 1}, "
+                     f"got {layer}, {kv_head}")
     cap: list = []
     teacher_forced_logits(model, ids.to(model.device), FULL, capture=cap)
     return cap[layer]["q"][0, kv_head * cfg.group_size].float().cpu(), cap[layer]["k"][0, kv_head].float().cpu()

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from sim.model.quant_cache import CacheScheme, scheme_bytes
 from sim.model.quant_forward import teacher_forced_logits
 from sim.model.transformer import Llama
+from sim.refusal import Misuse
 
 MAX_WINDOWS = 16
 
@@ -33,9 +34,9 @@ class EvalConfig:
 
     def check(self, max_seq_len: int) -> None:
         if not 1 <= self.num_windows <= MAX_WINDOWS:
-            raise ValueError(f"num_windows must be in 1..{MAX_WINDOWS}, got {self.num_windows}")
+            raise Misuse(f"num_windows must be in 1..{MAX_WINDOWS}, got {self.num_windows}")
         if not 16 <= self.window_len <= max_seq_len:
-            raise ValueError(f"window_len must be in 16..{max_seq_len} (the trained context), got {self.window_len}")
+            raise Misuse(f"window_len must be in 16..{max_seq_len} (the trained context), got {self.window_len}")
 
 
 def heldout_windows(cfg: EvalConfig) -> torch.Tensor:
@@ -46,7 +47,7 @@ def heldout_windows(cfg: EvalConfig) -> torch.Tensor:
     span = cfg.window_len + 1
     last = len(val) - span
     if last < 0:
-        raise ValueError(f"the validation split has {len(val)} bytes, fewer than one window of {span}")
+        raise Misuse(f"the validation split has {len(val)} bytes, fewer than one window of {span}")
     starts = [round(i * last / max(1, cfg.num_windows - 1)) if cfg.num_windows > 1 else 0
               for i in range(cfg.num_windows)]
     return torch.stack([val[s : s + span] for s in starts])

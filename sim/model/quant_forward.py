@@ -25,6 +25,7 @@ from sim.model.quant_cache import (
     open_chunk,
 )
 from sim.model.transformer import Llama, apply_rope
+from sim.refusal import Misuse
 
 
 def _fill_diagonal_blocks(mat: torch.Tensor, G: int) -> torch.Tensor:
@@ -96,14 +97,14 @@ def teacher_forced_logits(model: Llama, ids: torch.Tensor, scheme: CacheScheme =
     cfg = model.cfg
     B, T = ids.shape
     if T > cfg.max_seq_len:
-        raise ValueError(f"{T} tokens exceed the trained context of {cfg.max_seq_len}")
+        raise Misuse(f"{T} tokens exceed the trained context of {cfg.max_seq_len}")
     if not 0 <= prefill_len <= T:
-        raise ValueError(f"prefill_len must be in 0..{T}, got {prefill_len}")
+        raise Misuse(f"prefill_len must be in 0..{T}, got {prefill_len}")
     H, Hkv, D = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
     x = model.model.embed_tokens(ids)  # (B, T, d)
     cos, sin = model.rope_cos[:T].to(x.dtype), model.rope_sin[:T].to(x.dtype)
     if scheme.layer_scales and len(scheme.layer_scales) != cfg.n_layers:
-        raise ValueError(f"the scheme has FP8 scales for {len(scheme.layer_scales)} layers; the model has {cfg.n_layers}")
+        raise Misuse(f"the scheme has FP8 scales for {len(scheme.layer_scales)} layers; the model has {cfg.n_layers}")
     for i, layer in enumerate(model.model.layers):
         att = layer.self_attn
         h = layer.input_layernorm(x)

@@ -36,6 +36,7 @@ from sim.model.quant_errors import PositionErrors, evaluate_scheme, reference_lo
 from sim.model.quant_forward import teacher_forced_logits
 from sim.model.transformer import Llama
 from sim.msg import Msg
+from sim.refusal import Misuse
 
 SCALINGS = ("one", "tensor", "head")  # scale 1.0 (vLLM's default, the lab's cache), calibrated per tensor, per head
 CALIBRATION_TOKENS = 1024  # training-text tokens the scales are calibrated on
@@ -47,7 +48,7 @@ def calibration_ids(num_tokens: int = CALIBRATION_TOKENS) -> torch.Tensor:
 
     train, _ = load_corpus()
     if not 16 <= num_tokens <= len(train):
-        raise ValueError(f"calibrate on 16..{len(train)} tokens, got {num_tokens}")
+        raise Misuse(f"calibrate on 16..{len(train)} tokens, got {num_tokens}")
     return train[:num_tokens].unsqueeze(0)
 
 
@@ -66,9 +67,9 @@ def calibrated(scheme: CacheScheme, kv: list[tuple[torch.Tensor, torch.Tensor]],
     """The FP8 `scheme` with each layer's scales calibrated on `kv` (kv_of's list): amax ÷ the format's largest
     finite number, over the whole tensor (per="tensor") or per KV head (per="head"); per="one" gives 1.0."""
     if scheme.k is None or not scheme.k.is_fp8:
-        raise ValueError(f"only an FP8 scheme takes FP8 scales, got {scheme.key}")
+        raise Misuse(f"only an FP8 scheme takes FP8 scales, got {scheme.key}")
     if per not in SCALINGS:
-        raise ValueError(f"per must be one of {', '.join(SCALINGS)}, got {per!r}")
+        raise Misuse(f"per must be one of {', '.join(SCALINGS)}, got {per!r}")
     if per == "one":
         return scheme
     top = FP8_FORMATS[scheme.k.kind].max_finite
@@ -143,7 +144,7 @@ def fp8_scale_check(model: Llama, windows: torch.Tensor, *, calib_ids: torch.Ten
                     ref_logits: torch.Tensor | None = None) -> Fp8ScaleCheck:
     """windows (W, T + 1) held-out text, calib_ids (1, N) training text -> each FP8 scale against INT8 per-token."""
     if kind not in FP8_FORMATS:
-        raise ValueError(f"kind must be one of {', '.join(FP8_FORMATS)}, got {kind!r}")
+        raise Misuse(f"kind must be one of {', '.join(FP8_FORMATS)}, got {kind!r}")
     fmt = FP8_FORMATS[kind]
     base = make_scheme(f"fp8_{kind}")
     calib = kv_of(model, calib_ids)

@@ -17,6 +17,7 @@ import torch
 
 from sim.model.quant import QuantSpec, fake_quantize
 from sim.model.transformer import Llama
+from sim.refusal import Misuse
 
 GROUP = 32  # KIVI's group: tokens per channel group, channels per token group
 MAX_PROBE_TOKENS = 1024
@@ -27,7 +28,7 @@ def probe_ids(real, num_tokens: int) -> list[int]:
     from sim.model.train import load_corpus
 
     if not GROUP <= num_tokens <= MAX_PROBE_TOKENS or num_tokens % GROUP:
-        raise ValueError(f"the probe takes a multiple of {GROUP} tokens in {GROUP}..{MAX_PROBE_TOKENS}, got {num_tokens}")
+        raise Misuse(f"the probe takes a multiple of {GROUP} tokens in {GROUP}..{MAX_PROBE_TOKENS}, got {num_tokens}")
     text = bytes(load_corpus()[1][: 8 * num_tokens].tolist()).decode("utf-8", errors="replace")
     ids = real.encode(text)[:num_tokens]
     assert len(ids) == num_tokens
@@ -54,7 +55,7 @@ class SinkResult:
 @torch.inference_mode()
 def attention_sink(model: Llama, ids: list[int], *, skip: int = 16, map_tokens: int = 32) -> SinkResult:
     if not skip < len(ids) <= MAX_PROBE_TOKENS:
-        raise ValueError(f"need more than {skip} and at most {MAX_PROBE_TOKENS} tokens, got {len(ids)}")
+        raise Misuse(f"need more than {skip} and at most {MAX_PROBE_TOKENS} tokens, got {len(ids)}")
     shares, maps = [], []
     m = min(map_tokens, len(ids))
 
@@ -106,7 +107,7 @@ class KVChannels:
 @torch.inference_mode()
 def kv_channels(model: Llama, ids: list[int], bits: tuple[int, ...] = (4, 2)) -> KVChannels:
     if len(ids) % GROUP or not GROUP <= len(ids) <= MAX_PROBE_TOKENS:
-        raise ValueError(f"the probe takes a multiple of {GROUP} tokens in {GROUP}..{MAX_PROBE_TOKENS}, got {len(ids)}")
+        raise Misuse(f"the probe takes a multiple of {GROUP} tokens in {GROUP}..{MAX_PROBE_TOKENS}, got {len(ids)}")
     cap: list[dict] = []
     model(torch.tensor([ids], device=model.device), capture=cap, attn_impl="sdpa")
     k = torch.stack([c["k"][0] for c in cap]).float().cpu()  # (L, Hkv, T, D)

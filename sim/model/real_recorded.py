@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sim.cost.shrink import EVICT_METHODS, QUANT_METHODS, Score, check_methods_and_budgets
+from sim.refusal import Misuse
 
 RECORDED = Path(__file__).resolve().parents[2] / "assets" / "models" / "smollm2_shrink.json"
 CHECKS = ("long", "quote", "chat")  # score fields: long_agreement, quote, turns (sim.cost.shrink.Score)
@@ -35,8 +36,8 @@ class RealShrinkSetup:
     def __post_init__(self) -> None:
         check_methods_and_budgets(self.methods, self.budgets)
         if not 16 <= self.num_new <= 1024 or not 1 <= self.num_trials <= 8 or not 64 <= self.filler_tokens <= 2048:
-            raise ValueError("num_new must be 16..1024, num_trials 1..8 and filler_tokens 64..2048, got "
-                             f"{self.num_new}, {self.num_trials}, {self.filler_tokens}")
+            raise Misuse("num_new must be 16..1024, num_trials 1..8 and filler_tokens 64..2048, got "
+                         f"{self.num_new}, {self.num_trials}, {self.filler_tokens}")
 
     def cells(self) -> list[tuple[str, float | None]]:
         """The full cache first, then every eviction method at every budget, then every quantization once."""

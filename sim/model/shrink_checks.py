@@ -30,6 +30,7 @@ from sim.model.generate import check_lengths, decode_loop, greedy
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.train import load_corpus, made_up_fact
 from sim.model.transformer import Llama
+from sim.refusal import Misuse
 
 CacheFactory = Callable[[int], object]
 
@@ -55,7 +56,7 @@ def full_cache(model: Llama) -> CacheFactory:
 def agreement(tokens: Sequence[int], reference: Sequence[int]) -> tuple[int, int | None]:
     """(positions where tokens[i] == reference[i], first index where they differ or None)."""
     if len(tokens) != len(reference):
-        raise ValueError(f"{len(tokens)} tokens against a reference of {len(reference)}")
+        raise Misuse(f"{len(tokens)} tokens against a reference of {len(reference)}")
     same = [a == b for a, b in zip(tokens, reference, strict=True)]
     first = next((i for i, s in enumerate(same) if not s), None)
     return sum(same), first
@@ -64,7 +65,7 @@ def agreement(tokens: Sequence[int], reference: Sequence[int]) -> tuple[int, int
 def copy_score(produced: Sequence[int], expected: Sequence[int]) -> tuple[int, int]:
     """(bytes equal up to the first mismatch, bytes equal at their position in total)."""
     if len(produced) != len(expected):
-        raise ValueError(f"{len(produced)} produced bytes against {len(expected)} expected")
+        raise Misuse(f"{len(produced)} produced bytes against {len(expected)} expected")
     num_matched, first = agreement(produced, expected)
     return (len(expected) if first is None else first), num_matched
 
@@ -141,7 +142,7 @@ def long_generation(model: Llama, make_cache: CacheFactory, *, prompt_ids: Seque
     if reference is None:
         reference = greedy_run(model, full_cache(model), ids=prompt_ids, num_new=num_new, attn_impl=attn_impl)
     if len(reference) != num_new:
-        raise ValueError(f"the reference has {len(reference)} tokens; num_new is {num_new}")
+        raise Misuse(f"the reference has {len(reference)} tokens; num_new is {num_new}")
     t0 = time.perf_counter()
     tokens = greedy_run(model, make_cache, ids=prompt_ids, num_new=num_new, attn_impl=attn_impl)
     seconds = time.perf_counter() - t0
@@ -174,7 +175,7 @@ def quote_prompts(*, num_trials: int, seed: int, passage_len: int = QUOTE_PASSAG
     """(prompt ids, expected continuation) per trial: [lead][passage][filler][passage[:cue_len]]
     -> passage[cue_len : cue_len + num_scored]."""
     if cue_len + num_scored > passage_len:
-        raise ValueError(f"cue ({cue_len}) + scored bytes ({num_scored}) exceed the passage ({passage_len} bytes)")
+        raise Misuse(f"cue ({cue_len}) + scored bytes ({num_scored}) exceed the passage ({passage_len} bytes)")
     text, rng = _held_out(), random.Random(f"exact_quote:{seed}")
     out = []
     while len(out) < num_trials:

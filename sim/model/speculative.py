@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.cost.presets import tiny_model_configs
+from sim.refusal import Misuse
 from sim.serving.speculative import check_spec, expected_tokens_per_pass
 from sim.work.run_cost import ModelRates, cached_work
 
@@ -65,7 +66,7 @@ def truncated_draft(model, num_layers: int):
 
     n = model.cfg.n_layers
     if not 1 <= num_layers < n:
-        raise ValueError(f"a truncated draft keeps 1..{n - 1} of the target's {n} layers, got {num_layers}")
+        raise Misuse(f"a truncated draft keeps 1..{n - 1} of the target's {n} layers, got {num_layers}")
     cfg = replace(model.cfg, n_layers=num_layers, name=f"{model.cfg.name}-first{num_layers}")
     with torch.device("meta"):
         draft = Llama(cfg)
@@ -162,7 +163,7 @@ def speculative_generate(target, draft, prompt_ids: list[int], *, max_new_tokens
 
     check_spec(0.5, k)
     if not 1 <= repeats <= 10:
-        raise ValueError(f"repeats must be 1..10, got {repeats}")
+        raise Misuse(f"repeats must be 1..10, got {repeats}")
     check_lengths(target, len(prompt_ids), max_new_tokens + k)
     device, dtype = target.device, target.dtype
     length = len(prompt_ids) + max_new_tokens + k

@@ -16,6 +16,7 @@ from sim.model.device import Stopwatch
 from sim.model.generate import decode_one_token, prefill
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.transformer import Llama
+from sim.refusal import Misuse
 
 MAX_PROFILE_CONTEXT = 1000
 CATEGORIES = ("matmuls", "attention", "norms", "elementwise", "views and copies", "other operators")
@@ -90,7 +91,7 @@ def _matmul_rate(device, dtype, n: int = 512, repeats: int = 5) -> float:
 def profile_decode_step(model: Llama, context: int = 256, repeats: int = 20) -> StepProfile:
     """Prefill `context` tokens, then time `repeats` cached steps plainly and `repeats` under the profiler."""
     if not 1 <= context <= MAX_PROFILE_CONTEXT or not 1 <= repeats <= 200:
-        raise ValueError(f"context must be 1..{MAX_PROFILE_CONTEXT:,} and repeats 1..200, got {context}, {repeats}")
+        raise Misuse(f"context must be 1..{MAX_PROFILE_CONTEXT:,} and repeats 1..200, got {context}, {repeats}")
     dev = model.device
     ids = torch.arange(context, device=dev)[None] % 200 + 32  # printable bytes; the cost does not depend on them
     cache = ContiguousKVCache(model.cfg, batch_size=1, max_seq_len=context + 1, device=dev, dtype=model.dtype)

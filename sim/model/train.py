@@ -42,6 +42,7 @@ import torch.nn.functional as F
 
 from sim.model.curriculum import Phase, RowKind, train_phases
 from sim.model.transformer import PRESETS, Llama, checkpoint_path, load_model, save_checkpoint
+from sim.refusal import Misuse
 
 CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "shakespeare.txt"
 VAL_CHUNK = 32 * 1024
@@ -78,8 +79,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.phases and self.steps != sum(ph.steps for ph in self.phases):
-            raise ValueError(f"{self.preset}: steps={self.steps} but the phases add up to "
-                             f"{sum(ph.steps for ph in self.phases)}")
+            raise Misuse(f"{self.preset}: steps={self.steps} but the phases add up to "
+                         f"{sum(ph.steps for ph in self.phases)}")
 
 
 STEPS_COPY_WARMUP = 2000

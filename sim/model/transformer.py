@@ -30,6 +30,7 @@ from sim.cost.opcount import FlopTally
 from sim.model.config import PRESETS, ModelConfig
 from sim.model.errors import CheckpointError
 from sim.model.kvcache import AttentionObserver, KVCache
+from sim.refusal import Misuse
 
 ATTN_IMPLS = ("eager", "sdpa")
 ALIGN_BYTES = 64  # what PyTorch's CPU allocator gives every tensor
@@ -88,10 +89,10 @@ class AttnOptions:
 
     def __post_init__(self) -> None:
         if self.impl not in ATTN_IMPLS:
-            raise ValueError(f"attn_impl must be one of {ATTN_IMPLS}, got {self.impl!r}")
+            raise Misuse(f"attn_impl must be one of {ATTN_IMPLS}, got {self.impl!r}")
         if self.observer is not None and self.impl != "eager":
-            raise ValueError("the attention weights are watched (an evicting cache ranks tokens by them), but only "
-                             "eager attention makes them: run the model with attn_impl='eager'")
+            raise Misuse("the attention weights are watched (an evicting cache ranks tokens by them), but only "
+                         "eager attention makes them: run the model with attn_impl='eager'")
 
 
 class Attention(nn.Module):
@@ -251,8 +252,8 @@ class Llama(nn.Module):
         """Logits (B, T, V), or (B, 1, V) when last_only."""
         B, T = idx.shape
         if start_pos + T > self.cfg.max_seq_len:
-            raise ValueError(f"positions {start_pos}..{start_pos + T - 1} exceed the trained context of "
-                             f"{self.cfg.max_seq_len} tokens")
+            raise Misuse(f"positions {start_pos}..{start_pos + T - 1} exceed the trained context of "
+                         f"{self.cfg.max_seq_len} tokens")
         if observer is None and cache is not None:
             observer = cache.attention_observer
         opts = AttnOptions(impl=attn_impl, sdpa_backend=sdpa_backend, mask=attn_mask, capture=capture, tally=tally,
