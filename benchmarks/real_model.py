@@ -49,7 +49,7 @@ def main() -> int:
         ap.error(f"--threads must be in 1..64, got {args.threads}")
     torch.set_num_threads(args.threads)
     try:
-        source = GGUFSource(args.gguf) if args.gguf else wheel_gguf()
+        source = GGUFSource(path=args.gguf) if args.gguf else wheel_gguf()
         load_real_model(source)  # converts once if the cache has no copy yet
         t0 = time.perf_counter()
         real = load_real_model(source)

@@ -118,16 +118,16 @@ def test_decode_takeaway_compares_the_counted_flops():
     from sim.model.generate import DecodeComparison, StepRecord
 
     def recs(flops):
-        return [StepRecord(i, 8 + i, 65, 1, 8 + i, {"mlp": f}, 0, 0, 0.001) for i, f in enumerate(flops)]
+        return [StepRecord(step=i, position=8 + i, token=65, num_new=1, kv_len=8 + i, part_to_flops={"mlp": f}, bytes_weights=0, bytes_kv=0, wall_s=0.001) for i, f in enumerate(flops)]
 
-    full = DecodeComparison(recs([3_000_000, 5_000_000]), recs([3_000_000, 1_000_000]), 2, None)
+    full = DecodeComparison(naive=recs([3_000_000, 5_000_000]), cached=recs([3_000_000, 1_000_000]), num_requested=2, naive_budget_s=None)
     assert dw.flops_takeaway(full) == (
         "Naive decoding did 2.0× the FLOPs of cached over all 2 tokens: 8 MFLOP vs 4 MFLOP")
-    cut = DecodeComparison(recs([1_000_000, 1_000_000]), recs([3_000_000, 3_000_000, 3_000_000]), 3, 1.0)
+    cut = DecodeComparison(naive=recs([1_000_000, 1_000_000]), cached=recs([3_000_000, 3_000_000, 3_000_000]), num_requested=3, naive_budget_s=1.0)
     assert dw.flops_takeaway(cut) == (
         "Cached decoding did 3.0× the FLOPs of naive over the first 2 tokens (naive's budget ran out): "
         "2 MFLOP vs 6 MFLOP")
-    same = DecodeComparison(recs([1_000_000]), recs([1_000_000]), 1, None)
+    same = DecodeComparison(naive=recs([1_000_000]), cached=recs([1_000_000]), num_requested=1, naive_budget_s=None)
     assert dw.flops_takeaway(same) == "Naive and cached decoding did the same FLOPs over all 1 token: 1 MFLOP each"
 
 
@@ -202,13 +202,13 @@ def test_wall_time_takeaway_compares_the_last_step_both_ran():
     from sim.model.generate import DecodeComparison, StepRecord
 
     def recs(ms):
-        return [StepRecord(i, 8 + i, 65, 1, 8 + i, {"mlp": 1}, 0, 0, t / 1e3) for i, t in enumerate(ms)]
+        return [StepRecord(step=i, position=8 + i, token=65, num_new=1, kv_len=8 + i, part_to_flops={"mlp": 1}, bytes_weights=0, bytes_kv=0, wall_s=t / 1e3) for i, t in enumerate(ms)]
 
-    assert dw.wall_time_takeaway(DecodeComparison(recs([5, 8.4]), recs([5, 1.2]), 2, None)) == (
+    assert dw.wall_time_takeaway(DecodeComparison(naive=recs([5, 8.4]), cached=recs([5, 1.2]), num_requested=2, naive_budget_s=None)) == (
         "At step 1, a cached step took 1.20 ms vs 8.40 ms naive: 7.0× faster")
-    assert dw.wall_time_takeaway(DecodeComparison(recs([5, 1.0]), recs([5, 3.0, 3.0]), 3, 1.0)) == (
+    assert dw.wall_time_takeaway(DecodeComparison(naive=recs([5, 1.0]), cached=recs([5, 3.0, 3.0]), num_requested=3, naive_budget_s=1.0)) == (
         "At step 1, naive's last before its budget ran out, a naive step took 1.00 ms vs 3.00 ms cached: 3.0× faster")
-    assert dw.wall_time_takeaway(DecodeComparison(recs([2.001]), recs([2.004]), 1, None)) == (
+    assert dw.wall_time_takeaway(DecodeComparison(naive=recs([2.001]), cached=recs([2.004]), num_requested=1, naive_budget_s=None)) == (
         "At step 0, a cached step and a naive step both took 2.00 ms")
 
 

@@ -36,19 +36,19 @@ def test_a_text_repeat_row_repeats_one_span_of_the_data_after_its_filler():
 
 
 def test_phase_rates_ramp_then_follow_the_cosine():
-    ph = Phase(100, 256, 16, 1e-3, (RowKind("text", 1.0),), warmup=10, cosine=True, min_lr=1e-4)
+    ph = Phase(steps=100, seq_len=256, batch=16, lr=1e-3, mix=(RowKind(kind="text", p=1.0),), warmup=10, cosine=True, min_lr=1e-4)
     assert phase_lr(ph, 0) == pytest.approx(1e-3 * 1 / 10 * (1e-4 + 0.5 * 9e-4 * (1 + 1)) / 1e-3)
     assert phase_lr(ph, 50) == pytest.approx(1e-4 + 0.5 * 9e-4)
-    assert phase_lr(ph, 99) > 1e-4 and phase_lr(Phase(5, 64, 2, 1e-3, (RowKind("text", 1.0),)), 3) == 1e-3
+    assert phase_lr(ph, 99) > 1e-4 and phase_lr(Phase(steps=5, seq_len=64, batch=2, lr=1e-3, mix=(RowKind(kind="text", p=1.0),)), 3) == 1e-3
 
 
 def test_recipes_are_checked():
     with pytest.raises(ValueError, match="not one of"):
-        RowKind("chunks", 1.0)
-    ph = Phase(10, 64, 2, 1e-3, (RowKind("text", 1.0),))
+        RowKind(kind="chunks", p=1.0)
+    ph = Phase(steps=10, seq_len=64, batch=2, lr=1e-3, mix=(RowKind(kind="text", p=1.0),))
     with pytest.raises(ValueError, match="phases add up to 20"):
-        TrainConfig("x", steps=30, phases=(ph, ph))
-    assert TrainConfig("x", steps=20, phases=(ph, ph)).steps == 20
+        TrainConfig(preset="x", steps=30, phases=(ph, ph))
+    assert TrainConfig(preset="x", steps=20, phases=(ph, ph)).steps == 20
 
 
 def test_a_far_repeat_row_puts_random_symbols_between_a_chunk_and_its_repeat():

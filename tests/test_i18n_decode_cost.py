@@ -89,7 +89,7 @@ def test_every_sentence_states_the_same_numbers_in_both_languages():
 
 def test_profile_title_in_korean():
     cats = dict.fromkeys(CATEGORIES, 0.0) | {"matmuls": 300e-6, "views and copies": 200e-6}
-    p = StepProfile(256, 1500e-6, 1000e-6, cats, 800.0, 2_300_000, 1e11)
+    p = StepProfile(context=256, wall_s=1500e-6, profiled_s=1000e-6, category_s=cats, num_calls=800.0, flops=2_300_000, matmul_flops_per_s=1e11)
     assert profile_takeaway(p, "ko") == (
         "토큰 256개에서 캐시 방식 스텝 하나가 2.30 MFLOP에 1,500 µs 걸렸다. 이 머신의 행렬곱 속도라면 23.0 µs면 되는 "
         "양이다(65×): 오버헤드가 지배한다; 연산자 호출 800번, 가장 큰 몫은 연산자 밖 (Python, 디스패치): 50%")
@@ -115,10 +115,10 @@ def test_seed_claims_quote_the_seed_and_word_the_rest_in_korean():
 def test_comparison_titles_in_korean():
     from sim.model.generate import DecodeComparison
 
-    res = DecodeComparison(NAIVE, CACHED, 3, None)
+    res = DecodeComparison(naive=NAIVE, cached=CACHED, num_requested=3, naive_budget_s=None)
     assert dw.flops_takeaway(res, "ko") == (
         "토큰 3개 전체에서 순진한 방식은 캐시 방식의 2.1×에 달하는 FLOPs를 썼다: 316 kFLOP 대 153 kFLOP")
-    stopped = DecodeComparison(NAIVE[:2], CACHED, 3, 1.0)
+    stopped = DecodeComparison(naive=NAIVE[:2], cached=CACHED, num_requested=3, naive_budget_s=1.0)
     assert dw.wall_time_takeaway(stopped, "ko") == (
         "스텝 1(순진한 방식이 시간 예산을 다 쓰기 전 마지막 스텝)에서 캐시 방식과 순진한 방식의 스텝은 둘 다 1.00 ms 걸렸다")
     assert dw.wall_time_takeaway(stopped) == (

@@ -36,8 +36,8 @@ SEED_001 = next(iter(Path(__file__).resolve().parents[2].glob("shared/seeds/001_
 def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), loss_ref=0.5, loss_q=0.51) -> PositionErrors:
     s = make_scheme(kind, bits=bits, residual=128)
     kl = np.array(kl)
-    return PositionErrors(s.key, s.bits, np.full(len(kl), loss_q - loss_ref), np.ones(len(kl)), kl,
-                          loss_ref, loss_q, 600.0, np.array((0.01, 0.01)), s.residual)
+    return PositionErrors(key=s.key, bits=s.bits, delta_loss=np.full(len(kl), loss_q - loss_ref), agreement=np.ones(len(kl)), kl=kl,
+                          loss_ref=loss_ref, loss_q=loss_q, bytes_per_token=600.0, window_delta_loss=np.array((0.01, 0.01)), residual=s.residual)
 
 
 # --- KV quantization ------------------------------------------------------------------------------------------------

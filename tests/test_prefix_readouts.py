@@ -225,7 +225,7 @@ def test_branch_run_that_differs_says_why():
 def test_kv_change_words_its_own_counts():
     k = np.array([[0, 0, 0.5, 0], [0, 0, 1, 1], [0, 0, 1, 2]])  # (L, T): layer 0 changes only position 2
     v = np.array([[0, 0, 0.1, 0], [0, 0, 0, 1], [0, 0, 0, 0]])  # layer 2: only K changed at 3
-    kc = pr.KVChange([65, 66, 67, 68], [65, 66, 99, 68], 2, k, v, np.ones(3))
+    kc = pr.KVChange(ids=[65, 66, 67, 68], changed_ids=[65, 66, 99, 68], position=2, k_diff=k, v_diff=v, k_scale=np.ones(3))
     assert kc.changed_counts() == [1, 2, 2]
     assert kc.position_labels() == ["A", "B", "C", "D"]
     assert prw.kv_chart_title(kc) == ("Changing byte 2 (C → c): positions 0–1 stay exactly unchanged in all 3 layers; of the 2 "

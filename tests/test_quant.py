@@ -64,7 +64,7 @@ def tensors(draw):
 @given(tensors(), st.sampled_from(INT_BITS), st.sampled_from(["token", "channel"]), st.booleans())
 def test_round_trip_error_is_at_most_half_a_step(xg, bits, axis, symmetric):
     x, g = xg
-    spec = QuantSpec("int", bits, axis, g, symmetric)
+    spec = QuantSpec(kind="int", bits=bits, axis=axis, group_size=g, symmetric=symmetric)
     q = quantize(x, spec)
     err = _groups_np((fake_quantize(x, spec) - x).abs().numpy(), axis, g)
     groups = _groups_np(x.numpy(), axis, g).astype(np.float64)
@@ -82,7 +82,7 @@ def test_round_trip_error_is_at_most_half_a_step(xg, bits, axis, symmetric):
 @given(tensors(), st.sampled_from(INT_BITS))
 def test_codes_pack_and_unpack(xg, bits):
     x, g = xg
-    spec = QuantSpec("int", bits, "token", g)
+    spec = QuantSpec(kind="int", bits=bits, axis="token", group_size=g)
     q = quantize(x, spec)
     packed = q.packed()
     assert len(packed) == q.code_bytes == math.ceil(x.numel() * bits / 8)
@@ -93,7 +93,7 @@ def test_codes_pack_and_unpack(xg, bits):
 def test_eight_bits_is_at_most_half_a_step_of_255():
     torch.manual_seed(0)
     x = torch.randn(64, 32) * 3
-    err = (fake_quantize(x, QuantSpec("int", 8, "token", 32)) - x).abs()
+    err = (fake_quantize(x, QuantSpec(kind="int", bits=8, axis="token", group_size=32)) - x).abs()
     rng = x.max(1).values - x.min(1).values
     assert (err.max(1).values <= rng / 255 / 2 * (1 + 2**-10) + 1e-6).all()
 
@@ -101,27 +101,27 @@ def test_eight_bits_is_at_most_half_a_step_of_255():
 def test_bytes_counted_by_hand():
     x = torch.randn(2, 4, 64, 32)
     # INT4 asymmetric per-token, groups of 16 channels: 16,384 values × 4 bits, 2 × 4 × 64 × 2 groups
-    q = quantize(x, QuantSpec("int", 4, "token", 16))
+    q = quantize(x, QuantSpec(kind="int", bits=4, axis="token", group_size=16))
     assert (q.code_bytes, q.scale_bytes, q.zero_bytes, q.nbytes) == (8192, 2048, 2048, 12288)
     # INT3 per-channel, groups of 32 tokens: 16,384 × 3 / 8 = 6,144; 2 × 4 × 32 channels × 2 groups of tokens
-    q = quantize(x, QuantSpec("int", 3, "channel", 32))
+    q = quantize(x, QuantSpec(kind="int", bits=3, axis="channel", group_size=32))
     assert (q.code_bytes, q.scale_bytes, q.zero_bytes) == (6144, 1024, 1024)
-    assert quantized_bytes(tuple(x.shape), QuantSpec("int", 3, "channel", 32)) == {
+    assert quantized_bytes(tuple(x.shape), QuantSpec(kind="int", bits=3, axis="channel", group_size=32)) == {
         "codes": 6144, "scales": 1024, "zero_points": 1024, "total": 8192}
     # symmetric keeps no zero point; FP8 keeps one byte a value and nothing else
-    assert quantize(x, QuantSpec("int", 2, "token", 32, True)).nbytes == 4096 + 1024
-    assert quantize(x, QuantSpec("e4m3", 8)).nbytes == 16384
+    assert quantize(x, QuantSpec(kind="int", bits=2, axis="token", group_size=32, symmetric=True)).nbytes == 4096 + 1024
+    assert quantize(x, QuantSpec(kind="e4m3", bits=8)).nbytes == 16384
 
 
 def test_bad_groups_and_values_are_explained():
     with pytest.raises(ValueError, match="groups of 12 channels do not divide the 32 channels"):
-        quantize(torch.zeros(4, 32), QuantSpec("int", 4, "token", 12))
+        quantize(torch.zeros(4, 32), QuantSpec(kind="int", bits=4, axis="token", group_size=12))
     with pytest.raises(ValueError, match="groups of 8 tokens do not divide the 12 tokens"):
-        quantize(torch.zeros(12, 32), QuantSpec("int", 4, "channel", 8))
+        quantize(torch.zeros(12, 32), QuantSpec(kind="int", bits=4, axis="channel", group_size=8))
     with pytest.raises(ValueError, match="inf or NaN"):
-        quantize(torch.tensor([[1.0, float("nan")]]), QuantSpec("int", 4, "token", 2))
+        quantize(torch.tensor([[1.0, float("nan")]]), QuantSpec(kind="int", bits=4, axis="token", group_size=2))
     with pytest.raises(ValueError, match="integer bits must be one of"):
-        QuantSpec("int", 5)
+        QuantSpec(kind="int", bits=5)
 
 
 @settings(max_examples=40, deadline=None)
@@ -290,8 +290,8 @@ def test_two_bit_per_token_k_is_worse_than_per_channel_with_an_outlier_channel()
     qq = q.reshape(1, 1, 64, 32).repeat(1, cfg.n_heads, 1, 1)
     vv = torch.randn(1, 1, 64, 32)
     exact = _attend(qq, kk, vv, FULL, 0)
-    per_token = CacheScheme("x", QuantSpec("int", 2, "token", 32), None, 0)
-    per_channel = CacheScheme("x", QuantSpec("int", 2, "channel", 32), None, 32)
+    per_token = CacheScheme(key="x", k=QuantSpec(kind="int", bits=2, axis="token", group_size=32), v=None, residual=0)
+    per_channel = CacheScheme(key="x", k=QuantSpec(kind="int", bits=2, axis="channel", group_size=32), v=None, residual=32)
     err_tok = (_attend(qq, kk, vv, per_token, 0) - exact).norm()
     err_ch = (_attend(qq, kk, vv, per_channel, 0) - exact).norm()
     assert err_tok > 2 * err_ch

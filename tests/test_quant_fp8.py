@@ -21,7 +21,7 @@ def test_scale_one_is_the_plain_cast_bit_for_bit():
     torch.manual_seed(0)
     x = torch.randn(2, 3, 17, 8) * 5
     for kind in FP8_FORMATS:
-        spec = QuantSpec(kind, 8, "token", 1)
+        spec = QuantSpec(kind=kind, bits=8, axis="token", group_size=1)
         assert torch.equal(fake_quantize(x, spec), fp8_round(x, kind))
         q, deq = quantize_with_values(x, spec)
         assert torch.equal(deq, fp8_round(x, kind)) and torch.equal(q.dequantize(), deq)
@@ -29,30 +29,30 @@ def test_scale_one_is_the_plain_cast_bit_for_bit():
 
 def test_a_scale_divides_before_the_cast_and_multiplies_after():
     x = torch.tensor([[[1.0, 3.0, -1000.0, 0.001]]])  # (1, 1, 4)
-    spec = QuantSpec("e4m3", 8, "token", 1, scale=0.5)
+    spec = QuantSpec(kind="e4m3", bits=8, axis="token", group_size=1, scale=0.5)
     q = quantize(x, spec)
     assert q.values.tolist() == fp8_round(x / 0.5, "e4m3").tolist()  # what the cache stores: fp8 numbers
     assert q.dequantize().tolist() == [[[1.0, 3.0, -224.0, 0.0009765625]]]  # -2000 saturates at -448 → × 0.5
     assert q.nbytes == 4  # a scale is the layer's constant, not the cache's: one byte a value
     # per head: heads on dim -3, one scale each
     xh = torch.tensor([[[[10.0]], [[10.0]]]])  # (1, 2, 1, 1)
-    per_head = fake_quantize(xh, QuantSpec("e4m3", 8, "token", 1, scale=(1.0, 1 / 128)))
+    per_head = fake_quantize(xh, QuantSpec(kind="e4m3", bits=8, axis="token", group_size=1, scale=(1.0, 1 / 128)))
     assert per_head.flatten().tolist() == [10.0, 3.5]  # 10 × 128 = 1,280 saturates at 448 → ÷ 128
     with pytest.raises(ValueError, match="2 per-head scales"):
-        fake_quantize(torch.ones(1, 3, 2, 2), QuantSpec("e4m3", 8, "token", 1, scale=(1.0, 2.0)))
+        fake_quantize(torch.ones(1, 3, 2, 2), QuantSpec(kind="e4m3", bits=8, axis="token", group_size=1, scale=(1.0, 2.0)))
     for bad in (0.0, -1.0, float("nan"), (), (1.0, 0.0)):
         with pytest.raises(ValueError, match="scale"):
-            QuantSpec("e4m3", 8, "token", 1, scale=bad)
+            QuantSpec(kind="e4m3", bits=8, axis="token", group_size=1, scale=bad)
     with pytest.raises(ValueError, match="FP8 only"):
-        QuantSpec("int", 4, "token", 32, scale=2.0)
+        QuantSpec(kind="int", bits=4, axis="token", group_size=32, scale=2.0)
 
 
 def test_a_power_of_two_scale_changes_no_normal_values_relative_rounding():
     """Why a scale cannot rescue FP8 on values inside its range: ×2^k moves the exponent only."""
     torch.manual_seed(1)
     x = (torch.rand(1, 1, 64, 8) + 0.1) * 4  # every value well inside e4m3's normal range, before and after
-    plain = fake_quantize(x, QuantSpec("e4m3", 8, "token", 1))
-    scaled = fake_quantize(x, QuantSpec("e4m3", 8, "token", 1, scale=1 / 16))
+    plain = fake_quantize(x, QuantSpec(kind="e4m3", bits=8, axis="token", group_size=1))
+    scaled = fake_quantize(x, QuantSpec(kind="e4m3", bits=8, axis="token", group_size=1, scale=1 / 16))
     assert torch.equal(plain, scaled)
 
 

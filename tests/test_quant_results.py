@@ -37,8 +37,8 @@ def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), loss_ref=0.5, loss_q=
            bytes_per_token=600.0) -> PositionErrors:
     s = make_scheme(kind, bits=bits, residual=128)
     kl = np.array(kl)
-    return PositionErrors(s.key, s.bits, np.full(len(kl), loss_q - loss_ref), np.ones(len(kl)), kl,
-                          loss_ref, loss_q, bytes_per_token, np.array(windows), s.residual)
+    return PositionErrors(key=s.key, bits=s.bits, delta_loss=np.full(len(kl), loss_q - loss_ref), agreement=np.ones(len(kl)), kl=kl,
+                          loss_ref=loss_ref, loss_q=loss_q, bytes_per_token=bytes_per_token, window_delta_loss=np.array(windows), residual=s.residual)
 
 
 def test_fp16_bytes_and_bytes_per_value():
@@ -89,13 +89,13 @@ def test_headline_metrics():
 
 
 def test_free_run_marks_where_the_texts_part():
-    run = FreeRun(FULL, list(b"AB"), list(b"xyz"), list(b"xqz"), 300, 1200)
+    run = FreeRun(scheme=FULL, prompt_ids=list(b"AB"), ref_ids=list(b"xyz"), quant_ids=list(b"xqz"), used_bytes=300, full_bytes=1200)
     assert run.first_difference == 1 and run.num_same == 1
     assert run.marked_text(run.ref_ids) == f"ABx{MARK}yz" and run.marked_text(run.quant_ids) == f"ABx{MARK}qz"
     assert [(m.label, m.value, m.delta) for m in free_run_metrics(run)] == [
         ("First differing token", "1", None), ("Same tokens before it", "1 of 3", None),
         ("Cache after the run", "300 B", "25.0% of FP16")]
-    same = FreeRun(FULL, list(b"A"), list(b"xy"), list(b"xy"), 1, 1)
+    same = FreeRun(scheme=FULL, prompt_ids=list(b"A"), ref_ids=list(b"xy"), quant_ids=list(b"xy"), used_bytes=1, full_bytes=1)
     assert same.marked_text(same.ref_ids) == "Axy" and free_run_metrics(same)[1].value == "2 of 2"
     schemes = [make_scheme("kivi", bits=4), make_scheme("fp8_e4m3")]
     df = divergence_frame(schemes, {"kivi": None, "fp8_e4m3": 7})
@@ -114,7 +114,7 @@ def test_channel_ratios_and_sentence():
     assert outlier_sentence(stats).startswith("**Does this model have outlier K channels?** Yes: ")
     weak = outlier_sentence(ChannelStats(np.ones((1, 1, 2, 8)), np.ones((1, 1, 2, 8))))
     assert "Only weak ones" in weak and "Nothing reaches 5×" in weak
-    cases = [OutlierCase("injected", "token", 0.5, 0.01, 0.4), OutlierCase("injected", "channel", 0.05, 0.02, 0.03)]
+    cases = [OutlierCase(case="injected", axis="token", rel_error_other=0.5, rel_error_outlier=0.01, rel_error_scores=0.4), OutlierCase(case="injected", axis="channel", rel_error_other=0.05, rel_error_outlier=0.02, rel_error_scores=0.03)]
     cap = outlier_caption(cases, 1, 0, 5, 8.0, 2, 32, 16)
     assert "channel 5 raised by 8× the head's mean |K|" in cap
     assert "the ordinary channels lose 50% (RMS) vs 5% with per-channel groups of 32 tokens" in cap

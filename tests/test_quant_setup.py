@@ -38,7 +38,7 @@ from sim.words.quant import (
 from sim.work.run_cost import ModelRates, cached_work, prefill_work
 from tests.test_quant_results import errors
 
-SETUP = QuantSetup("gqa", 2, 16, 8, 64, True, EvalConfig(3, 128))
+SETUP = QuantSetup(variant="gqa", bits=2, chunk=16, channel_group=8, residual=64, symmetric=True, eval=EvalConfig(3, 128))
 RATES = ModelRates(per_call_s=1e-3, per_token_s=1e-5, per_pair_s=1e-8)
 
 
@@ -136,7 +136,7 @@ def test_frames_for_the_charts():
     frame = binned_frame({"kivi": errors("kivi", 4), "token": errors("token", 4, kl=(1.0, 3.0, 5.0, 7.0))}, 2)
     assert list(frame["key"]) == ["kivi", "kivi", "token", "token"]
     assert list(frame["kl"]) == pytest.approx([0.0, 2e-3, 2.0, 6.0]) and list(frame["position"]) == [0.5, 2.5] * 2
-    cases = [OutlierCase("injected", "token", 0.5, 0.25, 0.1), OutlierCase("real", "channel", 0.1, 0.05, 0.01)]
+    cases = [OutlierCase(case="injected", axis="token", rel_error_other=0.5, rel_error_outlier=0.25, rel_error_scores=0.1), OutlierCase(case="real", axis="channel", rel_error_other=0.1, rel_error_outlier=0.05, rel_error_scores=0.01)]
     df = outlier_frame(cases)
     assert list(df.columns) == list(vars(cases[0])) and list(df["case"]) == ["injected", "real"]
     assert np.allclose(df.iloc[0, 2:].astype(float), [0.5, 0.25, 0.1])

@@ -203,7 +203,7 @@ def test_a_truncated_wheel_file_is_refused_before_parsing(real, tmp_path):
         cut.write_bytes(f.read(1 << 20))
     src = wheel_gguf()
     with pytest.raises(Refusal) as exc:
-        load_real_model(GGUFSource(cut, src.sha256, src.size, src.version), use_cache=False)
+        load_real_model(GGUFSource(path=cut, sha256=src.sha256, size=src.size, version=src.version), use_cache=False)
     assert exc.value.key == "real.err.corrupt" and exc.value.fields["got"] == f"{1 << 20:,}"
     assert exc.value.fields["want"] == f"{src.size:,}"
 
@@ -218,7 +218,7 @@ def test_a_cut_file_given_by_path_is_unreadable(tmp_path):
 
     cut.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 272, 33) + b"\x05\x00")  # 272 tensors, 33 fields promised
     with pytest.raises(Refusal) as exc:
-        load_real_model(GGUFSource(cut), use_cache=False)
+        load_real_model(GGUFSource(path=cut), use_cache=False)
     assert exc.value.key == "real.err.unreadable" and exc.value.fields["size"] == "26"
 
 
@@ -226,7 +226,7 @@ def test_a_file_that_is_not_gguf_is_unreadable(tmp_path):
     junk = tmp_path / "model.gguf"
     junk.write_text("not a model")
     with pytest.raises(Refusal) as exc:
-        load_real_model(GGUFSource(junk), use_cache=False)
+        load_real_model(GGUFSource(path=junk), use_cache=False)
     assert exc.value.key == "real.err.unreadable"
 
 
@@ -243,13 +243,13 @@ def test_a_foreign_architecture_is_refused(tmp_path):
     w.write_tensors_to_file()
     w.close()
     with pytest.raises(Refusal) as exc:
-        load_real_model(GGUFSource(path), use_cache=False)
+        load_real_model(GGUFSource(path=path), use_cache=False)
     assert exc.value.key == "real.err.foreign" and exc.value.fields["arch"] == "'gpt2'"
 
 
 def test_a_missing_file_is_refused(tmp_path):
     with pytest.raises(Refusal) as exc:
-        load_real_model(GGUFSource(tmp_path / "nope.gguf"), use_cache=False)
+        load_real_model(GGUFSource(path=tmp_path / "nope.gguf"), use_cache=False)
     assert exc.value.key == "real.err.missing"
 
 
@@ -314,7 +314,7 @@ def test_the_cache_keeps_at_most_two_conversions_and_writes_atomically(tmp_path,
         tok.write_text("{}")
         os.utime(weights, (1_000 + i, 1_000 + i))
     cfg = ModelConfig(name="t", n_layers=1, d_model=8, n_heads=2, n_kv_heads=1, d_ff=16, max_seq_len=16)
-    vocab = gguf_load.Vocab(["a"], [1], ["a a"], "gpt2", None, None)
+    vocab = gguf_load.Vocab(tokens=["a"], token_types=[1], merges=["a a"], pre="gpt2", bos_id=None, eos_id=None)
     state = {"model.embed_tokens.weight": torch.zeros(256, 8)}
     assert gguf_load._save_converted("44" * 32, cfg, state, "{}", vocab, ChatTemplate())
     kept = sorted(p.name[5:7] for p in tmp_path.glob("gguf-*.safetensors"))

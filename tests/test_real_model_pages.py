@@ -189,7 +189,7 @@ def test_attention_sink_baseline_is_the_even_spread():
     from sim.model.real_probe import SinkResult
 
     share = np.array([0.5, 0.01, 0.3])
-    s = SinkResult(64, 16, share, float(np.mean([1 / (i + 1) for i in range(16, 64)])))
+    s = SinkResult(num_tokens=64, skip=16, share=share, uniform=float(np.mean([1 / (i + 1) for i in range(16, 64)])))
     assert s.median == 0.3 and s.layers_above(10) == 2
 
 

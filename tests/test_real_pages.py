@@ -92,7 +92,7 @@ def test_a_formula_that_differs_from_the_measurement_is_said_to_differ():
 
     from sim.model.real_pages import RealCacheBytes
 
-    same = RealCacheBytes("m", "cpu", 4, 60, "fp32", 4 * 46_080, 4 * 23_040, 4 * 46_080, 4 * 23_040)
+    same = RealCacheBytes(name="m", device="cpu", num_tokens=4, num_tensors=60, run_dtype="fp32", run_bytes=4 * 46_080, fp16_bytes=4 * 23_040, formula_run_bytes=4 * 46_080, formula_fp16_bytes=4 * 23_040)
     assert same.agree and same.verdict().key == "rp.kv.agree"
     off = replace(same, formula_fp16_bytes=4 * 23_041)
     assert not off.agree and off.verdict().key == "rp.kv.differ"
@@ -237,8 +237,8 @@ def test_the_measured_caption_says_when_under_what_load_and_how_long_ago():
     from sim.model.real_prefix import RealPrefixRun
     from sim.work.conditions import Conditions
 
-    run = RealPrefixRun("m", 16, ((1, 2),), (0,), 2, (0.2,), (0.1,), 0.0, True, 3, "cpu",
-                        Conditions(1_000_000.0, 1.0, 3.5, 2), "x")
+    run = RealPrefixRun(name="m", block_size=16, prompts=((1, 2),), hit_tokens=(0,), shared_tokens=2, scratch_s=(0.2,), cached_s=(0.1,), max_abs_logit_diff=0.0, same_next_tokens=True, repeats=3, device="cpu",
+                        conditions=Conditions(1_000_000.0, 1.0, 3.5, 2), first_text="x")
     quiet = say("en", run.measured(1_000_000.0 + 30))
     assert quiet.startswith("Measured at 13:46:40 UTC, each request") and "1.0 → 3.5 on 2 cores" in quiet
     assert "so the times say as much about the machine's other work" in quiet  # 3.5 > 2 cores: busy

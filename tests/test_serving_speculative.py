@@ -191,7 +191,7 @@ def test_spec_run_summary_is_worded_from_the_run():
         "weights: a draft with 1 of its 4 layers costs c = 0.44 of a target step, far above the layer ratio 0.25. "
         "The 4-token verify pass is not free: it costs 1.28 one-token steps. Here it did not pay off (0.54×): "
         "speculation pays off when the target is large and memory-bound, as in the curves above.")
-    differs = sp.SpecRun(3, [1], [5, 6, 1], [5, 6, 7], [1], 0.1, 0.1, 0.01, 0.02, 0.03, "cuda", "bfloat16")
+    differs = sp.SpecRun(k=3, prompt_ids=[1], new_ids=[5, 6, 1], target_ids=[5, 6, 7], accepted=[1], spec_s=0.1, target_s=0.1, draft_step_s=0.01, target_step_s=0.02, verify_s=0.03, device="cuda", dtype="bfloat16")
     assert "**The output differs from the target's own from token 2 on.**" in spec_summary(differs)
     assert "in bfloat16 on cuda" in spec_summary(differs)
     assert "The draft costs c = 0.50 of a target step." in spec_summary(differs)  # no layer counts: no ratio
@@ -199,7 +199,7 @@ def test_spec_run_summary_is_worded_from_the_run():
 
 def test_spec_run_cost_summary_follows_the_measurements():
     def run(draft_step_s, verify_s, spec_s, draft_layers=2):
-        return sp.SpecRun(4, [1], [5, 6], [5, 6], [4], spec_s, 0.16, draft_step_s, 0.01, verify_s,
+        return sp.SpecRun(k=4, prompt_ids=[1], new_ids=[5, 6], target_ids=[5, 6], accepted=[4], spec_s=spec_s, target_s=0.16, draft_step_s=draft_step_s, target_step_s=0.01, verify_s=verify_s,
                           target_layers=4, draft_layers=draft_layers)
 
     # c = 0.0055 / 0.01 = 0.55 against 2 / 4 layers; verify 0.011 / 0.01 = 1.1 steps; 0.16 / 0.1 = 1.6×
@@ -213,11 +213,11 @@ def test_spec_run_cost_summary_follows_the_measurements():
 
 
 def test_spec_run_formula_tokens_per_pass():
-    run = sp.SpecRun(3, [1], [5, 6, 7, 8, 9], [5, 6, 7, 8, 9], [3, 0], 1.0, 1.0, 0.001, 0.002, 0.004)
+    run = sp.SpecRun(k=3, prompt_ids=[1], new_ids=[5, 6, 7, 8, 9], target_ids=[5, 6, 7, 8, 9], accepted=[3, 0], spec_s=1.0, target_s=1.0, draft_step_s=0.001, target_step_s=0.002, verify_s=0.004)
     assert run.acceptance_rate == 0.75  # 3 accepted of 3 + 1 judged
     assert run.formula_tokens_per_pass == pytest.approx((1 - 0.75**4) / 0.25)  # 2.734375
     assert run.verify_steps == 2.0
-    none = sp.SpecRun(3, [1], [5], [5], [], 1.0, 1.0, 0.001, 0.002, 0.004)
+    none = sp.SpecRun(k=3, prompt_ids=[1], new_ids=[5], target_ids=[5], accepted=[], spec_s=1.0, target_s=1.0, draft_step_s=0.001, target_step_s=0.002, verify_s=0.004)
     assert np.isnan(none.formula_tokens_per_pass)
 
 

@@ -18,7 +18,7 @@ def test_operators_fall_in_their_category():
 
 def _profile(wall_us: float, flops: int) -> StepProfile:
     cats = dict.fromkeys(CATEGORIES, 0.0) | {"matmuls": 300e-6, "views and copies": 200e-6}
-    return StepProfile(256, wall_us * 1e-6, 1000e-6, cats, 800.0, flops, 1e11)
+    return StepProfile(context=256, wall_s=wall_us * 1e-6, profiled_s=1000e-6, category_s=cats, num_calls=800.0, flops=flops, matmul_flops_per_s=1e11)
 
 
 def test_shares_add_up_and_the_takeaway_follows_the_ratio():

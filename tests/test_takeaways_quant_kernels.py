@@ -29,8 +29,8 @@ from tests.conftest import run_page
 def errors(kind="kivi", bits=4, kl=(0.0, 0.0, 1e-3, 3e-3), agreement=1.0, loss_q=0.51) -> PositionErrors:
     s = make_scheme(kind, bits=bits, residual=128)
     kl = np.array(kl)
-    return PositionErrors(s.key, s.bits, np.full(len(kl), loss_q - 0.5), np.full(len(kl), agreement),
-                          kl, 0.5, loss_q, 600.0, np.array([loss_q - 0.5]), s.residual)
+    return PositionErrors(key=s.key, bits=s.bits, delta_loss=np.full(len(kl), loss_q - 0.5), agreement=np.full(len(kl), agreement),
+                          kl=kl, loss_ref=0.5, loss_q=loss_q, bytes_per_token=600.0, window_delta_loss=np.array([loss_q - 0.5]), residual=s.residual)
 
 
 KIVI = errors()
@@ -126,10 +126,10 @@ def test_channel_takeaways_say_whether_k_or_v_stands_out():
 
 
 def test_outlier_takeaway_and_caption_flip_with_the_errors():
-    per_channel_wins = [OutlierCase("injected", "token", 0.5, 0.01, 0.4),
-                        OutlierCase("injected", "channel", 0.05, 0.02, 0.03)]
-    per_token_wins = [OutlierCase("injected", "token", 0.05, 0.01, 0.4),
-                      OutlierCase("injected", "channel", 0.5, 0.02, 0.03)]
+    per_channel_wins = [OutlierCase(case="injected", axis="token", rel_error_other=0.5, rel_error_outlier=0.01, rel_error_scores=0.4),
+                        OutlierCase(case="injected", axis="channel", rel_error_other=0.05, rel_error_outlier=0.02, rel_error_scores=0.03)]
+    per_token_wins = [OutlierCase(case="injected", axis="token", rel_error_other=0.05, rel_error_outlier=0.01, rel_error_scores=0.4),
+                      OutlierCase(case="injected", axis="channel", rel_error_other=0.5, rel_error_outlier=0.02, rel_error_scores=0.03)]
     assert qr.outlier_takeaway(per_channel_wins, 5, 8.0, 2) == (
         "Channel 5 raised 8× the mean |K|, INT2: the ordinary channels lose 5.0% (RMS) per-channel and 50.0% "
         "per-token, 10× more")
@@ -348,8 +348,8 @@ def test_standard_error_caption_reports_how_noisy_kivis_loss_change_was():
 
     def kivi(windows):
         e = errors(loss_q=0.5 + float(np.mean(windows)))
-        return PositionErrors(e.key, e.bits, e.delta_loss, e.agreement, e.kl, e.loss_ref, e.loss_q,
-                              e.bytes_per_token, np.array(windows))
+        return PositionErrors(key=e.key, bits=e.bits, delta_loss=e.delta_loss, agreement=e.agreement, kl=e.kl, loss_ref=e.loss_ref, loss_q=e.loss_q,
+                              bytes_per_token=e.bytes_per_token, window_delta_loss=np.array(windows))
 
     setup = QuantSetup()
     steady = qr.standard_error_caption(setup, kivi([0.010, 0.012]))

@@ -55,7 +55,7 @@ def test_pooled_weights_are_group_means():
 def test_a_few_steps_lower_the_loss(monkeypatch):
     from sim.model import train as tr
 
-    tc = TrainConfig("mqa", steps=12, batch_size=4, seq_schedule=((0, 64),), warmup=2, lr=3e-3)
+    tc = TrainConfig(preset="mqa", steps=12, batch_size=4, seq_schedule=((0, 64),), warmup=2, lr=3e-3)
     # the closing validation pass runs on 8 windows, not the whole split (192 windows of 1,024 tokens, most of
     # this test's time): nothing here asserts on the validation loss
     evaluate = tr.evaluate
@@ -166,7 +166,7 @@ def test_a_few_steps_on_the_gpu_come_back_on_the_cpu(monkeypatch):
 
     evaluate = tr.evaluate
     monkeypatch.setattr(tr, "evaluate", lambda model, val, seq_len: evaluate(model, val, seq_len, max_windows=8))
-    tc = TrainConfig("mqa", steps=12, batch_size=4, seq_schedule=((0, 64),), warmup=2, lr=3e-3)
+    tc = TrainConfig(preset="mqa", steps=12, batch_size=4, seq_schedule=((0, 64),), warmup=2, lr=3e-3)
     model, report = tr.train(tc, log=lambda *_: None, device="cuda")
     assert next(model.parameters()).device.type == "cpu" and report["device"].startswith("cuda")
     assert report["history"][-1]["loss"] < report["history"][0]["loss"]

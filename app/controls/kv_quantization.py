@@ -137,8 +137,8 @@ def setup_panel() -> QuantSetup:
         WIN.draw(c[3], help=t("quant.w.win_help"))
         LEN.draw(c[4])
     ss = st.session_state
-    return QuantSetup(ss["variant"], int(ss["bits"]), int(ss["G"]), int(ss["g"]), int(ss["R"]), ss["sym"],
-                      qe.EvalConfig(ss["win"], int(ss["len"])))
+    return QuantSetup(variant=ss["variant"], bits=int(ss["bits"]), chunk=int(ss["G"]), channel_group=int(ss["g"]), residual=int(ss["R"]), symmetric=ss["sym"],
+                      eval=qe.EvalConfig(ss["win"], int(ss["len"])))
 
 
 def every_scheme() -> bool:

@@ -22,7 +22,7 @@ MAX_FILL_PROMPT = 64  # bytes of prompt
 MAX_FILL_NEW = 64  # decode steps
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FillFrame:
     step: int  # 0 = prefill
     start: int  # first position written at this step
@@ -36,7 +36,7 @@ class FillFrame:
     used_bytes: int  # the cache's K and V bytes after this step, counted on the real tensors
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FillingRun:
     prompt: list[int]
     frames: list[FillFrame]
@@ -106,8 +106,8 @@ def fill_cache(model: Llama, prompt: list[int], num_new: int, *,
         ))
         feed, start = [picked], end
     elem = torch.finfo(model.dtype).bits // 8
-    return FillingRun(list(prompt), frames, cache, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, elem,
-                      decode_ids)
+    return FillingRun(prompt=list(prompt), frames=frames, cache=cache, num_layers=cfg.n_layers, num_heads=cfg.n_heads, num_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim, bytes_per_value=elem,
+                      decode_ids=decode_ids)
 
 
 def fit_num_new(max_new: int, *, seconds: Callable[[int], float], budget_s: float, min_new: int = 1) -> int:

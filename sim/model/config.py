@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from sim.refusal import Refusal
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelConfig:
     name: str = "mha"
     vocab_size: int = 256  # bytes

@@ -47,7 +47,7 @@ TEXT_BYTES = tuple(b"\n !'-,.:;?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrst
 PROBE_EVERY = 250
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RowKind:
     kind: str
     p: float  # weight of this kind among the phase's rows
@@ -63,7 +63,7 @@ class RowKind:
             raise Misuse(f"bad row kind {self}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Phase:
     steps: int
     seq_len: int

@@ -124,7 +124,7 @@ def probe_sdpa_backends(device: torch.device, dtype: torch.dtype) -> list[Backen
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DeviceInfo:
     torch_version: str
     device: str

@@ -337,7 +337,7 @@ def make_shrunk_cache(model_cfg, *, method: str, budget_tokens: int | None, max_
 # --- bytes -------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ByteAccount:
     """What one method's cache weighs after num_tokens tokens, against the full FP16 cache of them."""
 
@@ -383,8 +383,8 @@ def shrunk_bytes(model_cfg, *, method: str, budget_tokens: int | None, num_token
     if method in QUANT_METHODS:
         b = scheme_bytes(quant_scheme(method), num_tokens=num_tokens, n_layers=L, n_kv_heads=Hkv, head_dim=D, full_bytes=value_bytes)
         parts = tuple((key, b[key]) for key in ("scales", "zero_points") if b[key])
-        return ByteAccount(method, num_tokens, num_tokens, b["codes"] + b["full_precision"],
-                           b["scales"] + b["zero_points"], parts, full)
+        return ByteAccount(method=method, num_tokens=num_tokens, kept_tokens=num_tokens, kv_bytes=b["codes"] + b["full_precision"],
+                           extra_bytes=b["scales"] + b["zero_points"], extra_parts=parts, full_bytes=full)
     if method == "full":
         kept = num_tokens
     else:
@@ -397,4 +397,4 @@ def shrunk_bytes(model_cfg, *, method: str, budget_tokens: int | None, num_token
         parts.append(("scores", L * Hkv * kept * SCORE_BYTES))
     if method in PER_HEAD_POLICIES:
         parts.append(("positions", L * Hkv * kept * INDEX_BYTES))
-    return ByteAccount(method, num_tokens, kept, kv, sum(b for _, b in parts), tuple(parts), full)
+    return ByteAccount(method=method, num_tokens=num_tokens, kept_tokens=kept, kv_bytes=kv, extra_bytes=sum(b for _, b in parts), extra_parts=tuple(parts), full_bytes=full)

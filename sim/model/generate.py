@@ -45,7 +45,7 @@ class SamplingConfig:
         return lambda logits: sample(logits, self, gen)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepRecord:
     step: int  # 0 = prefill
     position: int  # position of the produced token in the full sequence
@@ -63,7 +63,7 @@ class StepRecord:
         return sum(self.part_to_flops.values())
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GenerationResult:
     mode: str
     prompt_ids: list[int]
@@ -247,7 +247,7 @@ def generate_steps(
 
 def generate(model: Llama, prompt_ids: list[int], max_new_tokens: int, *, mode: str = "cached", **kwargs) -> GenerationResult:
     steps = list(generate_steps(model, prompt_ids, max_new_tokens, mode=mode, **kwargs))
-    return GenerationResult(mode, list(prompt_ids), [s.token for s in steps], steps)
+    return GenerationResult(mode=mode, prompt_ids=list(prompt_ids), new_ids=[s.token for s in steps], steps=steps)
 
 
 def first_difference(a: list[int], b: list[int]) -> int | None:
@@ -258,7 +258,7 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class DecodeComparison:
     """Naive and cached generation of the same tokens, and what they measured.
 
@@ -343,4 +343,4 @@ def run_comparison(model: Llama, prompt_ids: list[int], num_new: int, *, samplin
             if naive_budget_s is not None and spent > naive_budget_s:
                 naive_steps.close()
                 naive_steps = None
-    return DecodeComparison(naive, cached, num_new, naive_budget_s, step, measuring.conditions)
+    return DecodeComparison(naive=naive, cached=cached, num_requested=num_new, naive_budget_s=naive_budget_s, step=step, conditions=measuring.conditions)

@@ -67,7 +67,7 @@ def cache_dir() -> Path:
     return Path(base) / "kv-cache-lab"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Vocab:
     """What the tokenizer is built from, as the file states it."""
 
@@ -294,7 +294,7 @@ def _load_converted(sha: str):
 # The loaded model
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class RealModel:
     model: Llama
     tokenizer: object  # tokenizers.Tokenizer
@@ -355,4 +355,4 @@ def load_real_model(source: GGUFSource | None = None, *, progress: Progress | No
     apply_fast_paths(model, contiguous=True)  # decode steps read (in, out) copies: see sim.model.fast
     if progress:
         progress("load", 1, 1)
-    return RealModel(model, tokenizer, chat, sha, path, bos, eos, from_cache=hit is not None)
+    return RealModel(model=model, tokenizer=tokenizer, chat=chat, sha256=sha, path=path, bos_id=bos, eos_id=eos, from_cache=hit is not None)

@@ -17,7 +17,7 @@ TORCH_DTYPE_TO_KV = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 CUDA_BLOCK = 512  # PyTorch's caching allocator rounds every block up to a multiple of 512 bytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CacheMeasurement:
     model_name: str
     weights: str  # where the weights came from

@@ -119,7 +119,7 @@ class PagedKVCache(KVCache):
         return sum(t.numel() * t.element_size() for t in self.k + self.v)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PagedRun:
     """n branches decoded from one prompt through a paged cache, next to the contiguous-cache reference."""
 

@@ -21,7 +21,7 @@ MAX_SUFFIX_BYTES = 80  # one continuation, its newline included
 KV_DEMO_BYTES = 120  # the K/V view's prompt: the prefix's first bytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BranchInputs:
     """A shared prefix and continuations as typed (one per line, a newline added to each), as byte tokens,
     with what is wrong with them (None: they can run)."""
@@ -67,14 +67,14 @@ def branch_inputs(prefix: str, suffixes: str, *, num_new: int, repeats: int) -> 
         problem = Msg("prefix.run.branches", max=MAX_BRANCHES, n=len(suffix_ids))
     elif max(len(s) for s in suffix_ids) > MAX_SUFFIX_BYTES:
         problem = Msg("prefix.run.suffix_long", n=max(len(s) for s in suffix_ids), max=MAX_SUFFIX_BYTES)
-    return BranchInputs(tuple(prefix_ids), tuple(lines), tuple(tuple(s) for s in suffix_ids), num_new, repeats,
-                        problem)
+    return BranchInputs(prefix_ids=tuple(prefix_ids), continuations=tuple(lines), suffix_ids=tuple(tuple(s) for s in suffix_ids), num_new=num_new, repeats=repeats,
+                        problem=problem)
 
 # ---------------------------------------------------------------------------------------------
 # The real model: prefill a shared prefix once, branch several continuations from it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BranchRun:
     """Continuations of prefix + suffix_i, computed two ways: from scratch (the whole prompt prefilled
     for every branch) and branched (the prefix prefilled once into a cache that every branch reuses).
@@ -240,7 +240,7 @@ def branch_from_prefix(model, prefix_ids: list[int], suffix_ids: list[list[int]]
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KVChange:
     """K and V of every layer and position for a prompt and for the same prompt with one token changed."""
 
@@ -298,6 +298,6 @@ def kv_change(model, ids: list[int], *, position: int, new_token: int | None = N
         k_diff.append((ka - kb).abs().amax(dim=(0, 2)).cpu().numpy())  # (T,)
         v_diff.append((va - vb).abs().amax(dim=(0, 2)).cpu().numpy())
         k_scale.append(float(ka.abs().mean()))
-    return KVChange(list(ids), changed, position, np.stack(k_diff), np.stack(v_diff), np.array(k_scale))
+    return KVChange(ids=list(ids), changed_ids=changed, position=position, k_diff=np.stack(k_diff), v_diff=np.stack(v_diff), k_scale=np.array(k_scale))
 
 

@@ -49,7 +49,7 @@ ZERO_BYTES = 2  # fp16 zero point per group (asymmetric only)
 FP16_MAX = 65504.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Fp8Format:
     name: str
     exponent_bits: int
@@ -64,8 +64,8 @@ class Fp8Format:
 
 
 FP8_FORMATS: dict[str, Fp8Format] = {
-    "e4m3": Fp8Format("e4m3", 4, 3, 7, 448.0, "float8_e4m3fn"),
-    "e5m2": Fp8Format("e5m2", 5, 2, 15, 57344.0, "float8_e5m2"),
+    "e4m3": Fp8Format(name="e4m3", exponent_bits=4, mantissa_bits=3, bias=7, max_finite=448.0, torch_dtype_name="float8_e4m3fn"),
+    "e5m2": Fp8Format(name="e5m2", exponent_bits=5, mantissa_bits=2, bias=15, max_finite=57344.0, torch_dtype_name="float8_e5m2"),
 }
 
 
@@ -74,7 +74,7 @@ def fp8_backend(kind: str) -> str:
     return "torch" if hasattr(torch, FP8_FORMATS[kind].torch_dtype_name) else "emulated"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QuantSpec:
     """How one tensor (K or V) is quantized. `bits` is 8 for the FP8 kinds."""
 
@@ -133,7 +133,7 @@ class QuantSpec:
         return f"INT{self.bits} {kind}, per-{self.axis} (groups of {self.group_size} {unit})"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class QuantizedTensor:
     """A quantized (..., S, D) tensor: codes plus per-group fp16 scale (and zero point)."""
 
@@ -277,14 +277,14 @@ def quantize_with_values(x: torch.Tensor, spec: QuantSpec) -> tuple[QuantizedTen
     if spec.is_fp8:
         s = _fp8_scale(spec, shape, xf.device)
         values = fp8_round(xf / s, spec.kind)
-        return QuantizedTensor(spec, shape, None, None, None, values), (values * s).to(x.dtype)
+        return QuantizedTensor(spec=spec, shape=shape, codes=None, scale=None, zero=None, values=values), (values * s).to(x.dtype)
     g, dim = _grouped(xf, spec)
     codes, scale, zero = _int_codes(g, dim, spec, amax)
     deq = codes * scale.float().unsqueeze(dim)
     if zero is not None:
         deq = deq + zero.float().unsqueeze(dim)
     stored = (codes + spec.qmax) if spec.symmetric else codes  # symmetric codes are stored unsigned
-    return QuantizedTensor(spec, shape, stored.reshape(shape).to(torch.uint8), scale, zero), deq.reshape(shape).to(x.dtype)
+    return QuantizedTensor(spec=spec, shape=shape, codes=stored.reshape(shape).to(torch.uint8), scale=scale, zero=zero), deq.reshape(shape).to(x.dtype)
 
 
 def fake_quantize(x: torch.Tensor, spec: QuantSpec) -> torch.Tensor:

@@ -56,7 +56,7 @@ def context_curves(cfg: ModelConfig, key_to_scheme: Mapping[str, CacheScheme]
 # --- at real-model scale ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScaleRow:
     key: str
     scheme: CacheScheme  # named by the words layer (its title: the label with its integer width)
@@ -87,12 +87,12 @@ def scale_rows(arch: ArchPreset, *, schemes: Sequence[CacheScheme], context: int
         per = scheme_bytes(s, num_tokens=context, n_layers=arch.n_layers, n_kv_heads=arch.n_kv_heads, head_dim=arch.head_dim)["total"]
         n = max(0, budget // per) if budget > 0 else 0
         step = (weights + n * per) / bandwidth
-        rows.append(ScaleRow(s.key, s, per / context, per, per / fp16, int(n), step,
-                             n / step if n else 0.0))
+        rows.append(ScaleRow(key=s.key, scheme=s, bytes_per_token=per / context, per_request_bytes=per, vs_fp16=per / fp16, max_requests=int(n), step_seconds=step,
+                             tokens_per_s=n / step if n else 0.0))
     return rows
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScaleView:
     """scale_rows for one preset on one GPU (sim.words.quant words its metrics, table and caption)."""
 
@@ -131,4 +131,4 @@ def context_for(arch: ArchPreset, context: int) -> tuple[int, Msg | None]:
 def scale_view(arch: ArchPreset, *, gpu: GpuPreset, schemes: Sequence[CacheScheme], context: int,
                utilization: float) -> ScaleView:
     rows = scale_rows(arch, schemes=schemes, context=context, gpu_bytes=gpu.memory_bytes, bandwidth=gpu.bandwidth_bytes_per_s, utilization=utilization)
-    return ScaleView(arch, gpu, context, utilization, rows)
+    return ScaleView(arch=arch, gpu=gpu, context=context, utilization=utilization, rows=rows)

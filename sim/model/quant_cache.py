@@ -58,7 +58,7 @@ SCHEME_KINDS: tuple[str, ...] = ("kivi", "kivi_nores", "token", "channel", "toke
 FP8_KINDS: tuple[str, ...] = ("fp8_e4m3", "fp8_e5m2")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CacheScheme:
     """How a cache stores K and V. A spec of None keeps that tensor in full precision."""
 
@@ -104,7 +104,7 @@ class CacheScheme:
         return max(s.bits for s in specs) if specs else 16
 
 
-FULL = CacheScheme("fp16", None, None, 0)
+FULL = CacheScheme(key="fp16", k=None, v=None, residual=0)
 
 
 def make_scheme(kind: str, *, bits: int = 4, chunk: int = 32, channel_group: int = 32, residual: int = 128,
@@ -112,25 +112,25 @@ def make_scheme(kind: str, *, bits: int = 4, chunk: int = 32, channel_group: int
     """A named scheme. chunk: G, tokens per per-channel group; channel_group: channels per per-token
     group; residual: R (only the kinds that have one use it)."""
     if kind in FP8_KINDS:
-        spec = QuantSpec(kind.split("_")[1], 8, "token", 1)
-        return CacheScheme(kind, spec, spec, 0)
+        spec = QuantSpec(kind=kind.split("_")[1], bits=8, axis="token", group_size=1)
+        return CacheScheme(key=kind, k=spec, v=spec, residual=0)
     if kind not in SCHEME_KINDS:
         raise Misuse(f"scheme must be one of {', '.join([*SCHEME_KINDS, *FP8_KINDS])}, got {kind!r}")
     if bits not in INT_BITS:
         raise Misuse(f"bits must be one of {INT_BITS}, got {bits}")
-    per_channel = QuantSpec("int", bits, "channel", chunk, symmetric)
-    per_token = QuantSpec("int", bits, "token", channel_group, symmetric)
+    per_channel = QuantSpec(kind="int", bits=bits, axis="channel", group_size=chunk, symmetric=symmetric)
+    per_token = QuantSpec(kind="int", bits=bits, axis="token", group_size=channel_group, symmetric=symmetric)
     if kind == "kivi":
-        return CacheScheme(kind, per_channel, per_token, residual)
+        return CacheScheme(key=kind, k=per_channel, v=per_token, residual=residual)
     if kind == "kivi_nores":
-        return CacheScheme(kind, per_channel, per_token, 0)
+        return CacheScheme(key=kind, k=per_channel, v=per_token, residual=0)
     if kind == "token":
-        return CacheScheme(kind, per_token, per_token, 0)
+        return CacheScheme(key=kind, k=per_token, v=per_token, residual=0)
     if kind == "channel":
-        return CacheScheme(kind, per_channel, per_channel, 0)
+        return CacheScheme(key=kind, k=per_channel, v=per_channel, residual=0)
     if kind == "token_first":
-        return CacheScheme(kind, per_token, per_token, residual, keep="first")
-    return CacheScheme(kind, per_token, per_token, residual)
+        return CacheScheme(key=kind, k=per_token, v=per_token, residual=residual, keep="first")
+    return CacheScheme(key=kind, k=per_token, v=per_token, residual=residual)
 
 
 def _per_channel(spec: QuantSpec | None) -> bool:

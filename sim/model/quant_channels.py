@@ -54,7 +54,7 @@ def channel_stats(model: Llama, ids: torch.Tensor) -> ChannelStats:
     return ChannelStats(k, v)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OutlierCase:
     case: str  # "real" or "injected"
     axis: str  # "token" or "channel"
@@ -82,14 +82,14 @@ def outlier_demo(k: torch.Tensor, q: torch.Tensor, *, bits: int, chunk: int, cha
     cases = []
     for case, kk in (("real", k), ("injected", injected)):
         for axis, g in (("token", channel_group), ("channel", chunk)):
-            deq = quantize(kk, QuantSpec("int", bits, axis, g)).dequantize()
+            deq = quantize(kk, QuantSpec(kind="int", bits=bits, axis=axis, group_size=g)).dequantize()
             err = deq - kk
 
             def rel(e, x):
                 return float(e.pow(2).mean().sqrt() / x.pow(2).mean().sqrt().clamp(min=1e-12))
 
-            cases.append(OutlierCase(case, axis, rel(err[:, other], kk[:, other]), rel(err[:, channel], kk[:, channel]),
-                                     rel(q.float() @ err.T, q.float() @ kk.T)))
+            cases.append(OutlierCase(case=case, axis=axis, rel_error_other=rel(err[:, other], kk[:, other]), rel_error_outlier=rel(err[:, channel], kk[:, channel]),
+                                     rel_error_scores=rel(q.float() @ err.T, q.float() @ kk.T)))
     return injected, cases
 
 

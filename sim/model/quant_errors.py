@@ -53,7 +53,7 @@ def heldout_windows(cfg: EvalConfig) -> torch.Tensor:
     return torch.stack([val[s : s + span] for s in starts])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PositionErrors:
     """One scheme against full precision, per position (mean over windows) and overall."""
 
@@ -152,10 +152,10 @@ def evaluate_scheme(model: Llama, windows: torch.Tensor, scheme: CacheScheme,
     cfg = model.cfg
     T = ids.shape[1]
     nbytes = scheme_bytes(scheme, num_tokens=T, n_layers=cfg.n_layers, n_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim)["total"]
-    return PositionErrors(scheme.key, scheme.bits, (m["loss_q"] - m["loss_ref"]).mean(0).numpy(),
-                          m["agree"].mean(0).numpy(), m["kl"].mean(0).numpy(), float(m["loss_ref"].mean()),
-                          float(m["loss_q"].mean()), nbytes / T, (m["loss_q"] - m["loss_ref"]).mean(1).numpy(),
-                          scheme.residual)
+    return PositionErrors(key=scheme.key, bits=scheme.bits, delta_loss=(m["loss_q"] - m["loss_ref"]).mean(0).numpy(),
+                          agreement=m["agree"].mean(0).numpy(), kl=m["kl"].mean(0).numpy(), loss_ref=float(m["loss_ref"].mean()),
+                          loss_q=float(m["loss_q"].mean()), bytes_per_token=nbytes / T, window_delta_loss=(m["loss_q"] - m["loss_ref"]).mean(1).numpy(),
+                          residual=scheme.residual)
 
 
 def reference_logits(model: Llama, windows: torch.Tensor) -> torch.Tensor:

@@ -87,7 +87,7 @@ def relative_error(x: torch.Tensor, spec: QuantSpec) -> float:
     return float((fake_quantize(x, spec) - x).pow(2).mean().sqrt() / x.pow(2).mean().sqrt().clamp(min=1e-30))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScaleRow:
     key: str  # "one", "tensor", "head" (FP8 e4m3 with that scale) or "int8" (INT8 per-token, for contrast)
     k_error: float  # RMS error ÷ RMS value, every layer's cached K on the held-out windows
@@ -103,7 +103,7 @@ class ScaleRow:
         return self.result.mean_agreement
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Fp8ScaleCheck:
     kind: str  # "e4m3"
     rows: tuple[ScaleRow, ...]  # SCALINGS in order, then "int8"
@@ -157,18 +157,18 @@ def fp8_scale_check(model: Llama, windows: torch.Tensor, *, calib_ids: torch.Ten
         layers = [scheme.for_layer(i) for i in range(len(held))]
         k_all = torch.cat([fake_quantize(k, s.k).flatten() - k.flatten() for (k, _), s in zip(held, layers, strict=True)])
         v_all = torch.cat([fake_quantize(v, s.v).flatten() - v.flatten() for (_, v), s in zip(held, layers, strict=True)])
-        rows.append(ScaleRow(per, _rms(k_all) / _rms_of(held, 0), _rms(v_all) / _rms_of(held, 1),
-                             evaluate_scheme(model, windows, scheme, ref_logits=ref_logits)))
+        rows.append(ScaleRow(key=per, k_error=_rms(k_all) / _rms_of(held, 0), v_error=_rms(v_all) / _rms_of(held, 1),
+                             result=evaluate_scheme(model, windows, scheme, ref_logits=ref_logits)))
     i8 = make_scheme("token", bits=8)
     k8 = torch.cat([fake_quantize(k, i8.k).flatten() - k.flatten() for k, _ in held])
     v8 = torch.cat([fake_quantize(v, i8.v).flatten() - v.flatten() for _, v in held])
-    rows.append(ScaleRow("int8", _rms(k8) / _rms_of(held, 0), _rms(v8) / _rms_of(held, 1),
-                         evaluate_scheme(model, windows, i8, ref_logits=ref_logits)))
+    rows.append(ScaleRow(key="int8", k_error=_rms(k8) / _rms_of(held, 0), v_error=_rms(v8) / _rms_of(held, 1),
+                         result=evaluate_scheme(model, windows, i8, ref_logits=ref_logits)))
     values = torch.cat([t.abs().flatten() for pair in held for t in pair])
     n = values.numel()
-    return Fp8ScaleCheck(kind, tuple(rows), float((values < 2.0 ** fmt.min_normal_exp).sum()) / n,
-                         float((values > fmt.max_finite).sum()) / n, int(calib_ids.shape[1]),
-                         int(windows.shape[0] * (windows.shape[1] - 1)))
+    return Fp8ScaleCheck(kind=kind, rows=tuple(rows), below_normal=float((values < 2.0 ** fmt.min_normal_exp).sum()) / n,
+                         above_max=float((values > fmt.max_finite).sum()) / n, calibration_tokens=int(calib_ids.shape[1]),
+                         num_tokens=int(windows.shape[0] * (windows.shape[1] - 1)))
 
 
 def _rms(x: torch.Tensor) -> float:

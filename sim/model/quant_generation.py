@@ -16,7 +16,7 @@ from sim.model.transformer import Llama
 MARK = "▌"  # where the two texts part
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FreeRun:
     scheme: CacheScheme
     prompt_ids: list[int]
@@ -59,7 +59,7 @@ def free_run(model: Llama, prompt_ids: list[int], n_new: int, *, scheme: CacheSc
     quant = [s.token for s in decode_loop(model, list(prompt_ids), n_new, cache=cache)]
     cfg = model.cfg
     full = scheme_bytes(FULL, num_tokens=len(prompt_ids) + n_new - 1, n_layers=cfg.n_layers, n_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim)["total"]
-    return FreeRun(scheme, list(prompt_ids), ref, quant, cache.used_bytes(), full)
+    return FreeRun(scheme=scheme, prompt_ids=list(prompt_ids), ref_ids=ref, quant_ids=quant, used_bytes=cache.used_bytes(), full_bytes=full)
 
 
 def divergence_positions(model: Llama, prompt_ids: list[int], *, ref_ids: list[int],

@@ -23,7 +23,7 @@ QUANT_EVAL_FACTOR, QUANT_DECODE_FACTOR = 2.0, 4.0
 Job = tuple[str, int]  # (scheme kind, bits)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QuantSetup:
     """One view of the page: the tiny model variant, the bit width, KIVI's K chunk G, V group g and
     residual window R, symmetric or not, and the held-out text the schemes are measured on."""

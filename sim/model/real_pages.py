@@ -31,7 +31,7 @@ def fixed_shape(cfg) -> Msg:
 CACHE_PROBE_TEXT = "Keys and values, one row per token."
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RealCacheBytes:
     """The real model's cache after a prefill of `num_tokens` tokens: the bytes its K and V tensors hold as run
     (`run_dtype`, fp32 on the CPU) and cast to FP16, next to the formula's bytes for the same tokens."""
@@ -92,5 +92,5 @@ def measure_cache_bytes(model, ids: list[int], preset) -> RealCacheBytes:
     def formula(kv_dtype: str) -> int:
         return kv_memory(MemoryConfig(preset, batch=1, context=len(ids), kv_dtype=kv_dtype)).per_request_bytes
 
-    return RealCacheBytes(cfg.name, model.device.type, len(ids), len(tensors), run_dtype, run_bytes, fp16_bytes, formula(run_dtype),
-                          formula("fp16"))
+    return RealCacheBytes(name=cfg.name, device=model.device.type, num_tokens=len(ids), num_tensors=len(tensors), run_dtype=run_dtype, run_bytes=run_bytes, fp16_bytes=fp16_bytes, formula_run_bytes=formula(run_dtype),
+                          formula_fp16_bytes=formula("fp16"))

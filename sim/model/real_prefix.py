@@ -129,7 +129,7 @@ def common_prefix(prompts: list[list[int]]) -> int:
     return n
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RealPrefixRun:
     """Each request's prefill timed two ways on the real model: from scratch (all its tokens) and from the
     prefix cache (only the tokens after its hit, on top of the cached K/V of the hit), medians of `repeats`
@@ -284,7 +284,7 @@ def measure_prefix_prefill(real, chat: RealChat, block_size: int, *, repeats: in
                         progress(done, total)
                 diff = max(diff, float((want - got).abs().max()))
                 same = same and int(want.argmax()) == int(got.argmax())
-    return RealPrefixRun(cfg.name, block_size, tuple(tuple(p) for p in prompts), tuple(hits), common_prefix(prompts),
-                         tuple(statistics.median(r) for r in scratch_runs),
-                         tuple(statistics.median(r) for r in cached_runs), diff, same, repeats, device.type,
-                         measuring.conditions, real.decode(prompts[0]))
+    return RealPrefixRun(name=cfg.name, block_size=block_size, prompts=tuple(tuple(p) for p in prompts), hit_tokens=tuple(hits), shared_tokens=common_prefix(prompts),
+                         scratch_s=tuple(statistics.median(r) for r in scratch_runs),
+                         cached_s=tuple(statistics.median(r) for r in cached_runs), max_abs_logit_diff=diff, same_next_tokens=same, repeats=repeats, device=device.type,
+                         conditions=measuring.conditions, first_text=real.decode(prompts[0]))

@@ -35,7 +35,7 @@ def probe_ids(real, num_tokens: int) -> list[int]:
     return ids
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SinkResult:
     num_tokens: int
     skip: int  # queries at positions < skip are left out (they have few keys to spread over)
@@ -67,14 +67,14 @@ def attention_sink(model: Llama, ids: list[int], *, skip: int = 16, map_tokens: 
 
     model(torch.tensor([ids], device=model.device), observer=Observer(), attn_impl="eager")
     positions = np.arange(skip, len(ids))
-    return SinkResult(len(ids), skip, np.array(shares), float(np.mean(1.0 / (positions + 1))), tuple(ids),
-                      np.stack(maps))
+    return SinkResult(num_tokens=len(ids), skip=skip, share=np.array(shares), uniform=float(np.mean(1.0 / (positions + 1))), ids=tuple(ids),
+                      maps=np.stack(maps))
 
 
 LARGE_CHANNEL = 4  # a layer's largest channel this many times its median channel is a large one (seed 001)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KVChannels:
     num_tokens: int
     k_mean: np.ndarray  # (L, Hkv·D) mean |K| per channel
@@ -122,4 +122,4 @@ def kv_channels(model: Llama, ids: list[int], bits: tuple[int, ...] = (4, 2)) ->
         by_channel = fake_quantize(k, QuantSpec(bits=b, axis="channel", group_size=GROUP))
         by_token = fake_quantize(k, QuantSpec(bits=b, axis="token", group_size=GROUP))
         errors[b] = (float(((by_channel - k) ** 2).mean()), float(((by_token - k) ** 2).mean()))
-    return KVChannels(T, per_channel_mean(k), per_channel_mean(v), errors)
+    return KVChannels(num_tokens=T, k_mean=per_channel_mean(k), v_mean=per_channel_mean(v), bits_to_mse=errors)

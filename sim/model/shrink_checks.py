@@ -74,7 +74,7 @@ def copy_score(produced: Sequence[int], expected: Sequence[int]) -> tuple[int, i
 # Results
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LongGenerationResult:
     num_new: int
     prompt_len: int
@@ -88,7 +88,7 @@ class LongGenerationResult:
     def agreement(self) -> float:
         return self.num_agree / self.num_new
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Trial:
     prompt_len: int
     expected: tuple[int, ...]  # what the full text says comes next
@@ -147,7 +147,7 @@ def long_generation(model: Llama, make_cache: CacheFactory, *, prompt_ids: Seque
     tokens = greedy_run(model, make_cache, ids=prompt_ids, num_new=num_new, attn_impl=attn_impl)
     seconds = time.perf_counter() - t0
     num_agree, first = agreement(tokens, reference)
-    return LongGenerationResult(num_new, len(prompt_ids), num_agree, first, tuple(tokens), tuple(reference), seconds)
+    return LongGenerationResult(num_new=num_new, prompt_len=len(prompt_ids), num_agree=num_agree, first_divergence=first, tokens=tuple(tokens), reference=tuple(reference), seconds=seconds)
 
 
 def _held_out() -> bytes:
@@ -210,7 +210,7 @@ def _recall(check: str, model: Llama, make_cache: CacheFactory, prompts, attn_im
     for ids, expected in prompts:
         produced = greedy_run(model, make_cache, ids=ids, num_new=len(expected), attn_impl=attn_impl)
         prefix, matched = copy_score(produced, expected)
-        trials.append(Trial(len(ids), tuple(expected), tuple(produced), prefix, matched))
+        trials.append(Trial(prompt_len=len(ids), expected=tuple(expected), produced=tuple(produced), num_prefix=prefix, num_matched=matched))
     return RecallResult(check, tuple(trials), time.perf_counter() - t0)
 
 

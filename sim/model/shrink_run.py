@@ -30,7 +30,7 @@ from sim.model.transformer import Llama
 from sim.msg import Msg
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ShrinkRow:
     method: str
     budget: float | None
@@ -69,7 +69,7 @@ def _row(model: Llama, method: str, budget: float | None, setup: ShrinkSetup, pr
     turns = multi_turn(model, make, num_trials=setup.num_trials, seed=setup.seed)
     n = len(prompt) + setup.num_new - 1
     acct = shrunk_bytes(cfg, method=method, budget_tokens=budget_for(budget, n) if budget is not None else None, num_tokens=n)
-    return ShrinkRow(method, budget, long, quote, turns, acct.fraction_of_full, acct)
+    return ShrinkRow(method=method, budget=budget, long=long, quote=quote, turns=turns, byte_fraction=acct.fraction_of_full, account=acct)
 
 
 @torch.inference_mode()

@@ -78,7 +78,7 @@ def truncated_draft(model, num_layers: int):
     return draft.eval()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SpecRun:
     k: int
     prompt_ids: list[int]
@@ -218,7 +218,7 @@ def speculative_generate(target, draft, prompt_ids: list[int], *, max_new_tokens
         target_s = min(target_s, plain_clock.seconds)
         steps += [st.wall_s for st in plain.steps[1:]] or [plain.steps[0].wall_s]
         plain_ids = plain.new_ids
-    return SpecRun(k, list(prompt_ids), new, plain_ids, accepted, spec_s, target_s,
-                   statistics.median(draft_times) if draft_times else math.nan, statistics.median(steps),
-                   statistics.median(verify_times) if verify_times else math.nan, str(device),
-                   str(dtype).removeprefix("torch."), target.cfg.n_layers, draft.cfg.n_layers)
+    return SpecRun(k=k, prompt_ids=list(prompt_ids), new_ids=new, target_ids=plain_ids, accepted=accepted, spec_s=spec_s, target_s=target_s,
+                   draft_step_s=statistics.median(draft_times) if draft_times else math.nan, target_step_s=statistics.median(steps),
+                   verify_s=statistics.median(verify_times) if verify_times else math.nan, device=str(device),
+                   dtype=str(dtype).removeprefix("torch."), target_layers=target.cfg.n_layers, draft_layers=draft.cfg.n_layers)

@@ -45,7 +45,7 @@ def category(op: str) -> str:
     return "other operators"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepProfile:
     context: int  # tokens in the cache when the profiled step runs
     wall_s: float  # median wall time of one step, timed without the profiler
@@ -120,5 +120,5 @@ def profile_decode_step(model: Llama, context: int = 256, repeats: int = 20) -> 
             continue
         by_cat[category(ev.key)] += ev.self_cpu_time_total / 1e6 / repeats
         calls += ev.count
-    return StepProfile(context, statistics.median(walls), clock.seconds / repeats, by_cat, calls / repeats,
-                       tally.total, _matmul_rate(dev, model.dtype))
+    return StepProfile(context=context, wall_s=statistics.median(walls), profiled_s=clock.seconds / repeats, category_s=by_cat, num_calls=calls / repeats,
+                       flops=tally.total, matmul_flops_per_s=_matmul_rate(dev, model.dtype))

@@ -49,7 +49,7 @@ VAL_CHUNK = 32 * 1024
 VAL_EVERY = 10
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     preset: str
     steps: int
@@ -86,15 +86,15 @@ class TrainConfig:
 STEPS_COPY_WARMUP = 2000
 
 TRAIN_PRESETS = {
-    "mha": TrainConfig("mha", steps=4000, seq_schedule=((0, 256), (3200, 1024))),
+    "mha": TrainConfig(preset="mha", steps=4000, seq_schedule=((0, 256), (3200, 1024))),
     # uptraining stays at the full context: the MHA checkpoint already knows every position
-    "gqa": TrainConfig("gqa", steps=600, init_from="mha", lr=1e-3, min_lr=1e-4, warmup=50, seq_schedule=((0, 1024),)),
-    "mqa": TrainConfig("mqa", steps=600, init_from="mha", lr=1e-3, min_lr=1e-4, warmup=50, seq_schedule=((0, 1024),)),
+    "gqa": TrainConfig(preset="gqa", steps=600, init_from="mha", lr=1e-3, min_lr=1e-4, warmup=50, seq_schedule=((0, 1024),)),
+    "mqa": TrainConfig(preset="mqa", steps=600, init_from="mha", lr=1e-3, min_lr=1e-4, warmup=50, seq_schedule=((0, 1024),)),
     # The shipped copy model: mha fine-tuned 700 steps with copy_mix 0.5. It did not learn to copy: full-cache
     # quote 7/128 bytes, fact 3/50 (mha: 6/128, 0/50); 750 steps at 512 then 1,024, lr 2e-3, copy_mix 0.75 did no
     # better (7/128, 0/50). From-scratch runs with copy_mix alone (1,500 steps, also with random-byte passages,
     # also after 300 steps of repeats at 64 positions) neither: 6-7/128, 0-1/50.
-    "mha_copy": TrainConfig("mha_copy", steps=700, init_from="mha", arch="mha", lr=1e-3, min_lr=1e-4,
+    "mha_copy": TrainConfig(preset="mha_copy", steps=700, init_from="mha", arch="mha", lr=1e-3, min_lr=1e-4,
                             warmup=30, seq_schedule=((0, 1024),), copy_mix=0.5),
     # Two phases from scratch, not shipped (it copies no better and its text loss is worse). Phase 1, nothing but
     # random chunks of 8-24 bytes each repeated at once, no weight decay, does form a copying circuit: the loss on
@@ -105,7 +105,7 @@ TRAIN_PRESETS = {
     # bytes. With 2,000 text steps at lr 2e-3 and copy_mix 0.5 alone: val loss 1.349, quote 7/128, fact 2/50,
     # 22/144 at gap 0. What is left to try: a longer text phase at a lower rate that keeps the repeats, and
     # repeats of text spans (not only random bytes) so the circuit learns to fire on text.
-    "mha_repeat": TrainConfig("mha_repeat", steps=STEPS_COPY_WARMUP + 1200, arch="mha", lr=1e-3, min_lr=1e-4,
+    "mha_repeat": TrainConfig(preset="mha_repeat", steps=STEPS_COPY_WARMUP + 1200, arch="mha", lr=1e-3, min_lr=1e-4,
                               warmup=50, weight_decay=0.0, copy_mix=0.3, repeat_mix=0.25,
                               copy_warmup=STEPS_COPY_WARMUP,
                               seq_schedule=((0, 256), (STEPS_COPY_WARMUP + 600, 1024))),
@@ -119,11 +119,11 @@ TRAIN_PRESETS = {
     # symbols with up to 400 between, text_chunks and text; then 400 at 1,024): far letter copies rose to 0.719
     # right at step 500 and faded in the second phase (0.116); text 0.578; quote 7/128, fact 1/50 (val 1.316).
     # The same from mha: text 0.569, quote 7/128, fact 0/50. A circuit that copies letters does not carry to text.
-    "mha_letters": TrainConfig("mha_letters", steps=2500, init_from="mha", arch="mha", phases=(
-        Phase(1500, 256, 16, 1e-3, (RowKind("repeat", 0.4), RowKind("repeat", 0.3, alphabet=8, lo=16, hi=48),
-                                    RowKind("text", 0.3)), warmup=30),
-        Phase(1000, 1024, 4, 1e-3, (RowKind("text", 0.4), RowKind("text_repeat", 0.3, lo=24, hi=160),
-                                    RowKind("copy", 0.2), RowKind("repeat", 0.1, alphabet=8, lo=16, hi=48)),
+    "mha_letters": TrainConfig(preset="mha_letters", steps=2500, init_from="mha", arch="mha", phases=(
+        Phase(steps=1500, seq_len=256, batch=16, lr=1e-3, mix=(RowKind(kind="repeat", p=0.4), RowKind(kind="repeat", p=0.3, alphabet=8, lo=16, hi=48),
+                                    RowKind(kind="text", p=0.3)), warmup=30),
+        Phase(steps=1000, seq_len=1024, batch=4, lr=1e-3, mix=(RowKind(kind="text", p=0.4), RowKind(kind="text_repeat", p=0.3, lo=24, hi=160),
+                                    RowKind(kind="copy", p=0.2), RowKind(kind="repeat", p=0.1, alphabet=8, lo=16, hi=48)),
               cosine=True, min_lr=1e-4))),
 }
 
@@ -138,15 +138,15 @@ TRAIN_PRESETS = {
 # 0.020 -> 0.146 by step 2,000 and 0.143 at 2,500 (guessing the row's commonest byte so far scores 0.151 on
 # such rows: no copies; a copy scores near 1), t0 0.571; from scratch, c0 0.128 at step 750. No copying circuit
 # formed in those budgets.
-GPU_COPY_MIX = (RowKind("cipher_chunks", 0.3, lo=12, hi=64), RowKind("text_chunks", 0.3, lo=12, hi=64),
-                RowKind("copy", 0.1), RowKind("text", 0.3))
+GPU_COPY_MIX = (RowKind(kind="cipher_chunks", p=0.3, lo=12, hi=64), RowKind(kind="text_chunks", p=0.3, lo=12, hi=64),
+                RowKind(kind="copy", p=0.1), RowKind(kind="text", p=0.3))
 
 
 def _gpu_copy(name: str, init_from: str | None, warm: tuple[Phase, ...] = ()) -> TrainConfig:
-    body = (Phase(8000 - sum(ph.steps for ph in warm), 1024, 32, 1e-3, GPU_COPY_MIX, warmup=100),
-            Phase(1000, 1024, 32, 1e-3, GPU_COPY_MIX, cosine=True, min_lr=1e-4))
+    body = (Phase(steps=8000 - sum(ph.steps for ph in warm), seq_len=1024, batch=32, lr=1e-3, mix=GPU_COPY_MIX, warmup=100),
+            Phase(steps=1000, seq_len=1024, batch=32, lr=1e-3, mix=GPU_COPY_MIX, cosine=True, min_lr=1e-4))
     phases = warm + body
-    return TrainConfig(name, steps=sum(ph.steps for ph in phases), init_from=init_from, arch="mha", phases=phases)
+    return TrainConfig(preset=name, steps=sum(ph.steps for ph in phases), init_from=init_from, arch="mha", phases=phases)
 
 
 TRAIN_PRESETS |= {
@@ -154,7 +154,7 @@ TRAIN_PRESETS |= {
     "mha_copy_gpu_scratch": _gpu_copy("mha_copy_gpu_scratch", None),  # copying and text learnt together
     # random repeats first, at 256 positions: the one-byte copying circuit forms there in ~1,500 steps
     "mha_copy_gpu_repeat": _gpu_copy("mha_copy_gpu_repeat", None, (Phase(
-        1500, 256, 128, 1e-3, (RowKind("repeat", 0.5), RowKind("repeat", 0.5, alphabet=8, lo=16, hi=48)), warmup=30),)),
+        steps=1500, seq_len=256, batch=128, lr=1e-3, mix=(RowKind(kind="repeat", p=0.5), RowKind(kind="repeat", p=0.5, alphabet=8, lo=16, hi=48)), warmup=30),)),
 }
 
 
