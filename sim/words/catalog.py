@@ -16,6 +16,8 @@ import string
 from functools import lru_cache
 from pathlib import Path
 
+from sim.refusal import Misuse
+
 LANGS: tuple[str, ...] = ("en", "ko")
 DEFAULT_LANG = "en"
 LANG_NAMES = {"en": "English", "ko": "한국어"}  # each language named in itself (the switch shows both)
@@ -25,8 +27,8 @@ CATALOG_DIR = Path(__file__).resolve().parents[2] / "assets" / "i18n"
 @lru_cache(maxsize=len(LANGS))
 def catalog(lang: str) -> dict[str, str]:
     """key -> message of one language (read once per process)."""
-    if lang not in LANGS:
-        raise ValueError(f"language {lang!r} is not one of {', '.join(LANGS)}")
+    if lang not in LANGS:  # a link's lang= is checked against LANGS first (app/i18n.py), the sidebar offers only them
+        raise Misuse(f"language {lang!r} is not one of {', '.join(LANGS)}")
     entries: dict[str, str] = {}
     for path in sorted((CATALOG_DIR / lang).glob("*.json")):
         with open(path, encoding="utf-8") as f:
