@@ -4,8 +4,8 @@ import torch
 from sim.model.device import pick_device, pick_dtype, probe_sdpa_backends
 from sim.msg import Msg
 from sim.refusal import Refusal
-from sim.work.threads import pick_num_threads
 from sim.words import say
+from sim.work.threads import pick_num_threads
 
 
 def test_env_overrides_device():
