@@ -22,6 +22,7 @@ class AttentionCapture:
 @torch.inference_mode()
 def capture_attention(model: Llama, ids: list[int], mask: torch.Tensor | None = None) -> AttentionCapture:
     """Prefill `ids` with eager attention; `mask` (T, T) bool replaces the causal mask."""
+    # the masks page and the lesson refuse an empty or short prompt and cut it to 48 characters first
     if not 1 <= len(ids) <= model.cfg.max_seq_len:
         raise Misuse(f"prompt must be 1..{model.cfg.max_seq_len} tokens, got {len(ids)}")
     dev = model.device

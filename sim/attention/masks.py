@@ -17,6 +17,7 @@ MASK_KINDS = ("causal", "sliding_window", "prefix_lm", "document", "bidirectiona
 
 
 def _check_n(n: int) -> None:
+    # the masks page cuts a prompt to 48 bytes (+ 8 pad), clamps the prefix and builds the segment ids itself
     if not 1 <= n <= 4096:
         raise Misuse(f"mask size must be 1..4096, got {n}")
 

@@ -39,6 +39,7 @@ class SoftmaxDemo:
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        # the stepper's controls bound each value by the others before building one (app/controls/attention_kernels.py)
         if not 1 <= self.num_keys <= MAX_DEMO_KEYS:
             raise Misuse(f"keys {self.num_keys} is outside 1..{MAX_DEMO_KEYS}")
         if not 1 <= self.tile <= self.num_keys:

@@ -58,6 +58,8 @@ class AttentionShape:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        # the page's controls are declared with these bounds and choices; a device's caps are sim/attention/limits.py's
+        # Refusal
         if not 1 <= self.batch <= MAX_BATCH:
             raise Misuse(f"batch {self.batch} is outside 1..{MAX_BATCH}")
         if not 1 <= self.heads <= MAX_HEADS:

@@ -33,6 +33,7 @@ class GpuConfig:
 
     def __post_init__(self) -> None:
         _check_int("num_gpus", self.num_gpus, 1, MAX_GPUS)
+        # the page's utilization slider is 0.05..1.0 and its weight dtype a choice: past them is the lab's bug
         if not (isinstance(self.utilization, int | float) and math.isfinite(self.utilization)
                 and 0.05 <= self.utilization <= 1.0):
             raise Misuse(f"utilization must be within 0.05..1.0, got {self.utilization!r}")

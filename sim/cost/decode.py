@@ -99,6 +99,7 @@ def flop_shape(preset) -> ShapeSpec:
     """The shape numbers the FLOP formulas need, from an architecture preset. A mixture-of-
     experts MLP counts the experts each token is routed to, shared experts included (the router
     itself is negligible); a plain (non-gated) MLP has two matrices, not three."""
+    # the Decode cost page's scale section lists no MLA preset (app/controls/decode_cost.py scale_presets)
     if getattr(preset, "attention", "") == "MLA":
         raise Misuse(f"{preset.name} uses MLA (latent K/V): its attention FLOPs are not the MHA/GQA formula")
     d_ff = preset.d_ff

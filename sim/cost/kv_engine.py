@@ -70,6 +70,7 @@ class KVEngineConfig:
     hybrid: bool = True  # the hybrid KV cache manager; False = --disable-hybrid-kv-cache-manager
 
     def __post_init__(self) -> None:
+        # block size and hybrid are a choice and a toggle on the page and argparse choices / a flag in the commands
         if self.block_size not in BLOCK_SIZES:
             raise Misuse(f"block_size must be one of {', '.join(map(str, BLOCK_SIZES))}, got {self.block_size!r}")
         _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1, MAX_CONTEXT)

@@ -56,6 +56,7 @@ class RooflineConfig:
     kv_dtype: str = "fp16"
 
     def __post_init__(self) -> None:
+        # the roofline page's batch and context are stops inside these bounds, its dtypes choices
         if not 1 <= self.batch <= 4096:
             raise Misuse(f"batch must be 1..4,096, got {self.batch}")
         if not 1 <= self.context <= 1 << 20:

@@ -87,6 +87,7 @@ def offloaded_bytes(cache_bytes: int, percent: int) -> int:
 
 
 def offload_cost(offloaded_bytes: int, link: str, hbm_bytes_per_s: float) -> OffloadCost:
+    # the page asks for every link in LINKS, with a preset's bandwidth and a slider's share of a computed cache
     if link not in LINKS:
         raise Misuse(f"link must be one of {', '.join(LINKS)}, got {link!r}")
     if offloaded_bytes < 0 or hbm_bytes_per_s <= 0:
@@ -109,6 +110,7 @@ class Score:
 
 def check_methods_and_budgets(methods: tuple[str, ...], budgets: tuple[float, ...]) -> None:
     """A shrink grid's methods are known ones and its budgets fractions in (0, 1] (ValueError naming them)."""
+    # the page and the recording script pass the lab's own method and budget tuples
     bad = [m for m in methods if m not in (*EVICT_METHODS, *QUANT_METHODS)]
     if bad or not methods:
         raise Misuse(f"methods must be among {', '.join((*EVICT_METHODS, *QUANT_METHODS))}, got {bad}")
@@ -126,6 +128,7 @@ class ShrinkSetup:
 
     def __post_init__(self) -> None:
         check_methods_and_budgets(self.methods, self.budgets)
+        # the page's long generation is a stop of 128..900 tokens and its trials a control of 1..8
         if not 16 <= self.num_new <= MAX_LONG_NEW:
             raise Misuse(f"the long generation must be 16..{MAX_LONG_NEW} tokens, got {self.num_new}")
         if not 1 <= self.num_trials <= 8:

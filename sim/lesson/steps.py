@@ -50,6 +50,7 @@ SLUGS = tuple(s.slug for s in STEPS)
 
 def step_at(k: int) -> Step:
     """Step k, counted from 1 as the page and its URL count them."""
+    # the link's step is declared 1..RECAP (app/controls/lesson.py) and the page sends RECAP to the recap
     if not 1 <= k <= len(STEPS):
         raise Misuse(f"step must be 1..{len(STEPS)}, got {k}")
     return STEPS[k - 1]

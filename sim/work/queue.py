@@ -43,6 +43,7 @@ class WorkQueue:
     """
 
     def __init__(self, num_slots: int, poll_s: float = 0.25, max_waiting: int = MAX_WAITING) -> None:
+        # slots are pick_num_threads() (>= 1, or KVLAB_THREADS refused); KVLAB_MAX_QUEUE is refused by app/work.py
         if num_slots < 1:
             raise Misuse(f"a work queue needs at least 1 slot, got {num_slots}")
         if max_waiting < 1:
