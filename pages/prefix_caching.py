@@ -72,7 +72,7 @@ def workload_section():
             cfg, cache = controls.workload_and_cache()
             got = runs.workloads(cfg, cache)
         except ValueError as exc:
-            st.error(t("prefix.cannot", why=plain(exc)))
+            st.error(t("prefix.cannot", why=plain(why(exc, L))))
             return None
     if got is None:
         return None

@@ -143,7 +143,7 @@ def test_without_the_wheel_the_pages_say_in_one_line_how_to_add_it(monkeypatch):
 @pytest.fixture(scope="module")
 def real():
     from sim.model.real_source import wheel_gguf
-    from sim.serving.errors import Refusal
+    from sim.refusal import Refusal
 
     try:
         wheel_gguf()

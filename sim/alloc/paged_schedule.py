@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.alloc.block_pool import PoolSnapshot
-from sim.alloc.errors import WordedError
 from sim.alloc.schedule import (
     MAX_STEPS,
     PolicyResult,
@@ -32,6 +31,7 @@ from sim.alloc.schedule import (
     token_slot_steps,
 )
 from sim.alloc.workload import Workload
+from sim.refusal import Refusal
 
 
 def _paged_result(wl: Workload, serving: ServingConfig, used: np.ndarray, segs: tuple[list, list, list, list],
@@ -61,7 +61,7 @@ def simulate_paged_fast(wl: Workload, serving: ServingConfig) -> PolicyResult:
     n = wl.num_requests
     min_steps = paged_slot_steps(wl, bs) // bs // nb  # block-steps needed / blocks available per step
     if min_steps > MAX_STEPS:
-        raise WordedError("paged.err.min_steps", steps=f"{min_steps:,}", blocks=f"{nb:,}", max=f"{MAX_STEPS:,}")
+        raise Refusal("paged.err.min_steps", steps=f"{min_steps:,}", blocks=f"{nb:,}", max=f"{MAX_STEPS:,}")
     arrival, prompt, output = wl.arrival.tolist(), wl.prompt_len.tolist(), wl.output_len.tolist()
     phase_count = [0] * bs  # running requests that take a block on steps t with t % bs == phase
     waiting: deque[tuple[int, int, int, int]] = deque()  # (req, prompt, output, prompt blocks)
@@ -88,12 +88,12 @@ def simulate_paged_fast(wl: Workload, serving: ServingConfig) -> PolicyResult:
             next_arrival = arrival[nxt] if nxt < n else math.inf
         if not running and not waiting:  # idle until the next arrival
             if next_arrival > MAX_STEPS:
-                raise WordedError("paged.err.arrival", req=f"{nxt}", step=f"{next_arrival:,}", max=f"{MAX_STEPS:,}")
+                raise Refusal("paged.err.arrival", req=f"{nxt}", step=f"{next_arrival:,}", max=f"{MAX_STEPS:,}")
             used_series.extend([0] * (next_arrival - t))
             t = next_arrival
             continue
         if t >= MAX_STEPS:
-            raise WordedError("paged.err.too_long", max=f"{MAX_STEPS:,}", waiting=f"{n - nxt + len(waiting):,}")
+            raise Refusal("paged.err.too_long", max=f"{MAX_STEPS:,}", waiting=f"{n - nxt + len(waiting):,}")
         used += phase_count[t % bs]
         if used > nb:
             while used > nb:  # preempt the newest running request; it is recomputed later
@@ -186,7 +186,7 @@ def _scheduler_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check
             nxt += 1
         if not sched.has_unfinished_requests():
             if arrival[nxt] > MAX_STEPS:
-                raise WordedError("paged.err.arrival", req=f"{nxt}", step=f"{arrival[nxt]:,}", max=f"{MAX_STEPS:,}")
+                raise Refusal("paged.err.arrival", req=f"{nxt}", step=f"{arrival[nxt]:,}", max=f"{MAX_STEPS:,}")
             for step in range(t, int(min(arrival[nxt], stop + 1))):
                 used_series.append(0)
                 if step in wanted:

@@ -14,8 +14,8 @@ from sim.cost.gpus import load_gpus
 from sim.cost.memory import weight_bytes
 from sim.cost.presets import load_presets
 from sim.msg import Msg
+from sim.refusal import Refusal
 from sim.serving.engine import EngineConfig
-from sim.serving.errors import Refusal
 from sim.serving.result import ServingResult
 from sim.serving.schedulers import MAX_REQUESTS, POLICIES, simulate
 from sim.serving.step_cost import RooflineCost

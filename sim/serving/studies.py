@@ -14,9 +14,9 @@ from sim.alloc.trace import TraceFile, blocks_to_hold
 from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload, workload_from_lengths
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg
+from sim.refusal import Refusal
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
 from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
-from sim.serving.errors import Refusal
 from sim.serving.links import link as find_link
 from sim.serving.result import ServingResult
 from sim.serving.schedulers import simulate_static
