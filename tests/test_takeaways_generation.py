@@ -368,17 +368,3 @@ def test_scale_chart_titles_follow_the_link():
     assert scale_takeaway(points, 65536, False, preset.name, lang=PSEUDO).startswith(
         "decode.s.scale.grows(head=decode.s.scale.step.more(model=Llama 3.1 8B, n=65,536, x=")
     assert shown[128] != shown[65536]
-
-
-def test_append_words_in_korean_are_golden():
-    """sim/words/maps.py: the Korean caption and title, the numbers from the CacheValidity they describe."""
-    from sim.words.maps import append_takeaway
-
-    assert append_caption(validity(3, 0.0, 0.0), validity(3, 1.5, 0.25), lang="ko") == (
-        "앞의 토큰 3개를 프리필한 뒤 4개 전체를 프리필하면, 인과 마스크가 있을 때 덧붙인 토큰은 앞선 어느 질의에도 보이지 "
-        "않는다. 그래서 모든 층의 위치 0..2의 K와 V가 비트 단위로 똑같다. 캐시해 둔 K/V가 그대로 맞는 이유다. 마스크가 "
-        "없으면 앞선 토큰마다 새 토큰을 보게 되어 K와 V가 최대 1.5까지 바뀌고, 캐시한 것을 모두 다시 계산해야 한다.")
-    with_mask, without = CacheValidity(3, 0, 0, 0, [0.0, 0.0, 0.0]), CacheValidity(3, 0, 0, 0, [0.5, 3.214, 0.0])
-    assert append_takeaway(with_mask, without, lang="ko") == (
-        "토큰 하나를 덧붙여도 인과 마스크가 있으면 앞선 모든 위치의 로짓이 정확히 그대로다. 마스크가 없으면 앞선 위치 "
-        "3곳 중 2곳의 로짓이 최대 3.21까지 바뀐다")
