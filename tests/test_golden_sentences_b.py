@@ -9,7 +9,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from sim.alloc import prefix_sweeps as ps
+from sim.lesson import quiz
 from sim.model import prefix_run as pr
+from sim.words import lesson as lesson_words
 from sim.words import prefix as ro
 from sim.words import prefix_run as prw
 from sim.words import say
@@ -30,3 +32,14 @@ def test_prefix_readouts_golden():
                                       "positions from 2 on, layer 0 changes 1 and layers 1–2 change all 2")
     assert say("ko", ps.demo_prompt_problem([1] * 401, 400)) == \
         "프롬프트 A가 401바이트다. 2..400바이트여야 한다(바이트 하나가 토큰 하나)."
+
+
+# --- from tests/test_lesson.py -------------------------------------------------------------------
+
+def test_lesson_golden():
+    assert lesson_words.share_claim(0.98, 0.2, 30.0, 7.5) == (
+        "Paged blocks keep 98.0% of the memory they claim for real tokens, against 20.0% when each request reserves "
+        "its maximum length, so the number of requests running at once averages 30.0 instead of 7.5.")
+    assert say("en", quiz.kib_per_token("llama-3.1-8b", "bf16").reveal()) == (
+        "The answer is 128 KiB. 2 (K and V) × 32 layers × 8 K/V heads × 128 values × 2 B = 131,072 B = 128 KiB per token.")
+    assert lesson_words.growing_title(4096, 29 * 4096, 1, lang="ko") == "캐시는 토큰마다 4 KiB씩 자란다: 단계 1 뒤 116 KiB"
