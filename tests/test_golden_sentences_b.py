@@ -11,10 +11,12 @@ import numpy as np
 from sim.alloc import prefix_sweeps as ps
 from sim.lesson import quiz
 from sim.model import prefix_run as pr
+from sim.model import speculative as spm
 from sim.words import lesson as lesson_words
 from sim.words import prefix as ro
 from sim.words import prefix_run as prw
 from sim.words import say
+from sim.words.spec_run import spec_cost_summary
 
 # --- from tests/test_prefix_readouts.py ----------------------------------------------------------
 
@@ -43,3 +45,13 @@ def test_lesson_golden():
     assert say("en", quiz.kib_per_token("llama-3.1-8b", "bf16").reveal()) == (
         "The answer is 128 KiB. 2 (K and V) × 32 layers × 8 K/V heads × 128 values × 2 B = 131,072 B = 128 KiB per token.")
     assert lesson_words.growing_title(4096, 29 * 4096, 1, lang="ko") == "캐시는 토큰마다 4 KiB씩 자란다: 단계 1 뒤 116 KiB"
+
+
+# --- from tests/test_serving_speculative.py ------------------------------------------------------
+
+def test_serving_speculative_golden():
+    run = spm.SpecRun(4, [1], [5, 6], [5, 6], [4], 0.1, 0.16, 0.0055, 0.01, 0.011, target_layers=4, draft_layers=2)
+    assert spec_cost_summary(run) == (
+        "A draft with 2 of the target's 4 layers costs c = 0.55 of a target step, close to the layer ratio 0.50. "
+        "The 5-token verify pass costs 1.10 one-token steps: about one, as the formula assumes. Speculation paid off "
+        "here (1.60×); it pays most when the target is large and memory-bound, as in the curves above.")
