@@ -12,10 +12,11 @@ from sim.alloc import prefix_sweeps as ps
 from sim.lesson import quiz
 from sim.model import prefix_run as pr
 from sim.model import speculative as spm
+from sim.serving import speculative as sps
 from sim.words import lesson as lesson_words
 from sim.words import prefix as ro
 from sim.words import prefix_run as prw
-from sim.words import say
+from sim.words import say, serving_claims
 from sim.words.spec_run import spec_cost_summary
 
 # --- from tests/test_prefix_readouts.py ----------------------------------------------------------
@@ -55,3 +56,11 @@ def test_serving_speculative_golden():
         "A draft with 2 of the target's 4 layers costs c = 0.55 of a target step, close to the layer ratio 0.50. "
         "The 5-token verify pass costs 1.10 one-token steps: about one, as the formula assumes. Speculation paid off "
         "here (1.60×); it pays most when the target is large and memory-bound, as in the curves above.")
+
+
+# --- from tests/test_serving_claims.py -----------------------------------------------------------
+
+def test_serving_claims_golden():
+    model = serving_claims.draft_model_claim(sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm"))
+    assert model.why == ("Within the range for α of 0.8–0.9 with a draft 9× cheaper (c = 0.115); below 2× at α = 0.6; "
+                         "4× is not reached even at α = 0.9 (3.21×).")
