@@ -64,3 +64,21 @@ def test_serving_claims_golden():
     model = serving_claims.draft_model_claim(sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm"))
     assert model.why == ("Within the range for α of 0.8–0.9 with a draft 9× cheaper (c = 0.115); below 2× at α = 0.6; "
                          "4× is not reached even at α = 0.9 (3.21×).")
+
+
+# --- from tests/test_kv_readouts.py --------------------------------------------------------------
+
+def test_kv_readouts_golden():
+    from sim.cost.kv_engine import KVEngineConfig, engine_allocation
+    from sim.cost.memory import MemoryConfig, kv_memory
+    from sim.cost.presets import load_presets
+    from sim.words.cost import engine_takeaway, measurement_frame
+    from tests.test_kv_readouts import measurement
+
+    cfg = MemoryConfig(load_presets()["gpt-oss-20b"], context=32768)
+    assert engine_takeaway(kv_memory(cfg), engine_allocation(cfg, KVEngineConfig()), "gpt-oss-20b") == (
+        "gpt-oss-20b at 32,768 tokens: vLLM v0.24.0 reserves 963.4 MiB per request, 1.25× the formula's 771 MiB; the sliding "
+        "window W = 128 layers take most of the 192.4 MiB extra")
+    assert measurement_frame(measurement(), "ko").iloc[:, 0].tolist()[:2] == [
+        "잰 값: 채운 K·V 텐서 8개에 걸친 numel × element_size",
+        "공식 2·L·H_kv·d_h·p·B·S = 2·4·1·32·4·2·50 (sim/cost/opcount.py)"]
