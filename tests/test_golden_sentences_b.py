@@ -82,3 +82,26 @@ def test_kv_readouts_golden():
     assert measurement_frame(measurement(), "ko").iloc[:, 0].tolist()[:2] == [
         "잰 값: 채운 K·V 텐서 8개에 걸친 numel × element_size",
         "공식 2·L·H_kv·d_h·p·B·S = 2·4·1·32·4·2·50 (sim/cost/opcount.py)"]
+
+
+# --- from tests/test_shrink_cache.py -------------------------------------------------------------
+
+def test_shrink_cache_golden():
+    from sim.cost.shrink import CopyAbility, Score
+    from sim.words.shrink_table import copy_ability_sentence, verdict
+
+    blur = Score("INT4 KIVI", "INT4 KIVI", "blur", 0.39, 1.0, 0.9, 1.0)
+    evict = Score("H2O @ 50%", "H2O @ 50%", "discard", 0.5, 1.0, 0.2, 1.0)
+    window = Score("window @ 12.5%", "window @ 12.5%", "discard", 0.125, 1.0, 0.0, 1.0)
+    assert verdict([blur, evict, window], 0.95) == (
+        "Discarding hurt the exact quote more than blurring at about equal bytes, as the lecture says (the full cache "
+        "quotes 95.0%): INT4 KIVI (39% of the bytes) quotes 90.0%, the best discarding cache near its bytes (H2O @ "
+        "50%, 50%) 20.0%.")
+    shipped = CopyAbility("Shipped", 6, 128, 0, 50)
+    trained = CopyAbility.from_report("Copier", {"exact_quote": {"num_prefix": 64, "max_bytes": 128},
+                                                 "multi_turn": {"num_prefix": 25, "max_bytes": 50}})
+    assert copy_ability_sentence([shipped, trained]) == (
+        "With the full cache, Shipped quotes 6 of 128 (5%) bytes of the passages and recalls 0 of 50 (0%) bytes of "
+        "the facts; Copier quotes 64 of 128 (50%) bytes of the passages and recalls 25 of 50 (50%) bytes of the "
+        "facts: only Copier copies at least half of both, so the checks run on it by default (Shipped cannot copy "
+        "from that far back).")
