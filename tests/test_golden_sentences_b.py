@@ -105,3 +105,17 @@ def test_shrink_cache_golden():
         "the facts; Copier quotes 64 of 128 (50%) bytes of the passages and recalls 25 of 50 (50%) bytes of the "
         "facts: only Copier copies at least half of both, so the checks run on it by default (Shipped cannot copy "
         "from that far back).")
+
+
+# --- from tests/test_quant_results.py ------------------------------------------------------------
+
+def test_quant_results_golden():
+    from sim.words.quant_claims import seed_claims
+    from tests.test_quant_results import table
+
+    t = table(kivi_8=1e-8, token_8=1e-5, fp8_e4m3_8=1e-4, kivi_4=1e-6, token_4=1e-2, kivi_2=1e-5, token_2=0.3,
+              token_res_4=1e-3, token_first_4=1e-1)
+    by = {c.statement.split(":")[0]: c for c in seed_claims(t, 4).claims}
+    assert by["INT8"].why == "Holds on the tiny model: both keep at least 99% of the top-1 predictions"
+    assert by["Recent tokens stored coarsely hurt more than old tokens stored coarsely"].why == (
+        "Holds: KL 100× higher with the recent tokens quantized")
