@@ -119,3 +119,22 @@ def test_quant_results_golden():
     assert by["INT8"].why == "Holds on the tiny model: both keep at least 99% of the top-1 predictions"
     assert by["Recent tokens stored coarsely hurt more than old tokens stored coarsely"].why == (
         "Holds: KL 100× higher with the recent tokens quantized")
+
+
+# --- from tests/test_attention_readouts.py -------------------------------------------------------
+
+def test_attention_readouts_golden():
+    from sim.attention.measure import KernelTiming
+    from sim.attention.timing import SweepResult, TimingResult
+    from sim.words.attention import flex_note
+    from sim.words.kernel_claims import kernel_claims
+    from tests.test_attention_readouts import fake_result
+
+    r = fake_result(128)
+    failed = TimingResult(r.shape, "cpu", 2, (*r.rows, KernelTiming("flex", "timed out", "took over 1 s")), "a test")
+    assert flex_note(failed) == (False, "FlexAttention did not give a timing: timed out — took over 1 s. The other "
+                                        "kernels are unaffected.")
+    measured = kernel_claims(SweepResult((fake_result(128), fake_result(4096)), 1e12), "fastest block")
+    speed = next(c for c in measured if "24×" in c.statement)
+    assert speed.computed.endswith("Measured on this page at N = 4,096 on cpu: FLASH is 4.0× faster than eager "
+                                   "(fastest block).")
