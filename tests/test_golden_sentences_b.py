@@ -138,3 +138,23 @@ def test_attention_readouts_golden():
     speed = next(c for c in measured if "24×" in c.statement)
     assert speed.computed.endswith("Measured on this page at N = 4,096 on cpu: FLASH is 4.0× faster than eager "
                                    "(fastest block).")
+
+
+# --- from tests/test_i18n_roofline_kernels.py ----------------------------------------------------
+
+def test_i18n_roofline_kernels_golden():
+    from sim.cost.gpus import load_gpus
+    from sim.cost.presets import load_presets
+    from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
+    from sim.words.roofline import bytes_takeaway, roofline_takeaway
+
+    cfg, h100 = RooflineConfig(load_presets()["llama-3.1-70b"], 1, 4096), hardware(load_gpus()["h100-sxm"])
+    dec, pre = decode_step(cfg), prefill_step(cfg)
+    assert roofline_takeaway(dec, pre, h100) == (
+        "Decode at 1.05 FLOP/B is memory-bound, 281× below the ridge of 295 FLOP/B; prefill at 2,508 FLOP/B is "
+        "compute-bound, 8.5× above the ridge")
+    assert roofline_takeaway(dec, pre, h100, "ko") == (
+        "균형점 295 FLOP/B 기준: 디코딩은 1.05 FLOP/B로 균형점보다 281× 낮아 메모리 한계, 프리필은 2,508 FLOP/B로 "
+        "균형점보다 8.5× 높아 연산 한계")
+    assert bytes_takeaway(dec, "ko") == (
+        "디코딩은 스텝마다 가중치 141.1 GB, KV 캐시 1.342 GB를 읽는다 — 전체 바이트 중 가중치가 99%")

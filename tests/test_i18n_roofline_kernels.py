@@ -38,6 +38,7 @@ from sim.words.attention import (
     timing_takeaway,
     traffic_takeaway,
 )
+from sim.words.catalog import PSEUDO
 from sim.words.kernel_claims import kernel_claims
 from sim.words.roofline import (
     batching_caption,
@@ -71,15 +72,14 @@ def _pt(batch: int, context: int, intensity: float, tokens_per_s: float = 1.0) -
 
 def test_roofline_takeaway_in_korean_has_the_english_numbers():
     dec, pre = decode_step(CFG), prefill_step(CFG)
-    assert roofline_takeaway(dec, pre, H100) == (
-        "Decode at 1.05 FLOP/B is memory-bound, 281× below the ridge of 295 FLOP/B; prefill at 2,508 FLOP/B is "
-        "compute-bound, 8.5× above the ridge")
-    assert roofline_takeaway(dec, pre, H100, "ko") == (
-        "균형점 295 FLOP/B 기준: 디코딩은 1.05 FLOP/B로 균형점보다 281× 낮아 메모리 한계, 프리필은 2,508 FLOP/B로 "
-        "균형점보다 8.5× 높아 연산 한계")
-    assert bytes_takeaway(dec, "ko") == (
-        "디코딩은 스텝마다 가중치 141.1 GB, KV 캐시 1.342 GB를 읽는다 — 전체 바이트 중 가중치가 99%")
-    assert bytes_takeaway(dec).startswith("Decode reads 141.1 GB of weights and 1.342 GB of KV cache a step")
+    assert roofline_takeaway(dec, pre, H100, PSEUDO) == (
+        "roofline.s.takeaway(d=1.05, d_where=roofline.s.below_ridge(x=281×), ridge=295, p=2,508, "
+        "p_where=roofline.s.above_ridge(x=8.5×))")
+    assert roofline_takeaway(dec, pre, H100, "ko") == text(  # the Korean entries filled with the same numbers
+        "ko", "roofline.s.takeaway", d="1.05", d_where=text("ko", "roofline.s.below_ridge", x="281×"), ridge="295",
+        p="2,508", p_where=text("ko", "roofline.s.above_ridge", x="8.5×"))
+    assert bytes_takeaway(dec, "ko") == text("ko", "roofline.s.bytes.weights", w="141.1 GB", kv="1.342 GB", share="99%")
+    assert bytes_takeaway(dec, PSEUDO) == "roofline.s.bytes.weights(w=141.1 GB, kv=1.342 GB, share=99%)"
 
 
 def test_batch_sweep_sentences_in_korean():
@@ -152,9 +152,10 @@ def test_claims_are_worded_in_the_page_language_with_the_same_numbers_and_verdic
     sweep = SweepResult((fake_result(128), fake_result(256)), 1e12)
     measured = {c.statement: c for c in kernel_claims(sweep, "median", "ko")}
     speed = measured["FlashAttention: 24× wall-clock on A100, 510× on H100 in FP8"]
-    assert speed.computed.endswith(" 이 페이지에서 cpu의 N = 256으로 잰 값: FLASH가 eager보다 3.0× 빠르다 (중앙값).")
-    assert kernel_claims(sweep)[4].computed.endswith(" Measured on this page at N = 256 on cpu: FLASH is 3.0× faster "
-                                                     "than eager (median).")
+    assert speed.computed.endswith(text("ko", "kernels.c.measured_time", n="256", device="cpu",
+                                        speed=text("ko", "kernels.c.faster", x="3.0"), stat=text("ko", "kernels.stat.median")))
+    assert kernel_claims(sweep, lang=PSEUDO)[4].computed.endswith(
+        "kernels.c.measured_time(n=256, device=cpu, speed=kernels.c.faster(x=3.0), stat=kernels.stat.median)")
 
 
 # --- Attention kernels' sentences --------------------------------------------------------------------------------
@@ -197,13 +198,13 @@ def test_over_the_cap_and_why_not_in_korean():
     from sim.words.catalog import catalog
 
     missing = Msg("kernels.why.flex_missing", error="No module named x")
-    assert reason_text(missing, "en") == "this torch has no FlexAttention (No module named x)"
+    assert reason_text(missing, PSEUDO) == "kernels.why.flex_missing(error=No module named x)"
     assert reason_text(missing, "ko") == catalog("ko")["kernels.why.flex_missing"].format(error="No module named x") == \
         "이 torch에는 FlexAttention이 없다 (No module named x)"
     # a CUDA-only backend on a CPU: the probe's reason is the message value, worded in either language; torch's own
     # messages stay as torch wrote them (no English is compared to find a key)
     assert reason_text(Msg("home.why.cpu_only"), "ko") == "torch에는 이 백엔드의 CPU 커널이 없다 (CUDA 전용)"
-    assert reason_text(Msg("home.why.cpu_only"), "en") == "torch has no CPU kernel for this backend (it is CUDA-only)"
+    assert reason_text(Msg("home.why.cpu_only"), PSEUDO) == "home.why.cpu_only"
     assert reason_text(text("en", "home.why.cpu_only"), "ko") == text("en", "home.why.cpu_only")
     assert reason_text("CUDA error: no kernel image", "ko") == "CUDA error: no kernel image"  # torch's own words
 
@@ -300,7 +301,7 @@ def test_flex_reasons_are_message_values_and_the_csv_words_them_in_english(monke
     why = Msg("kernels.why.flex_device", device="mps")
     result = type(result)(**{**result.__dict__, "rows": (*result.rows, KernelTiming("flex", "unavailable", why))})
     frame = timing_frame(result)
-    assert frame["reason"].tolist()[-2:] == ["not built for CPU", "FlexAttention is not compiled for mps here"]
+    assert frame["reason"].tolist()[-2:] == ["not built for CPU", text("en", "kernels.why.flex_device", device="mps")]
     assert all(isinstance(r, str) for r in frame["reason"])
     korean = reason_text(why, "ko")
     monkeypatch.setitem(catalog("en"), "kernels.why.flex_device", "REWORDED {device}")
@@ -318,6 +319,6 @@ def test_how_peaks_were_measured_is_a_message_value_worded_per_language(monkeypa
     assert memory_method("cuda") == Msg("kernels.method.cuda") and memory_method("cpu") == Msg("kernels.method.cpu")
     korean = memory_method_text(result, "ko")
     assert korean == catalog("ko")["kernels.method.cuda"]
-    assert memory_method_text(result) == "torch.cuda.max_memory_allocated during one call, minus what was allocated before"
+    assert memory_method_text(result) == catalog("en")["kernels.method.cuda"]
     monkeypatch.setitem(catalog("en"), "kernels.method.cuda", "REWORDED")
     assert memory_method_text(result, "ko") == korean
