@@ -158,3 +158,28 @@ def test_i18n_roofline_kernels_golden():
         "균형점보다 8.5× 높아 연산 한계")
     assert bytes_takeaway(dec, "ko") == (
         "디코딩은 스텝마다 가중치 141.1 GB, KV 캐시 1.342 GB를 읽는다 — 전체 바이트 중 가중치가 99%")
+
+
+# --- from tests/test_page_decode_cost.py ---------------------------------------------------------
+
+def test_page_decode_cost_golden():
+    from sim.words import text
+
+    assert text("en", "decode.same_all", k="64") == "Identical tokens: all 64 tokens from naive and cached decoding match."
+    assert text("en", "decode.too_long", n="300", max="256") == "The prompt is 300 bytes; the limit is 256. Shorten it."
+
+
+# --- from tests/test_prefix_sections.py ----------------------------------------------------------
+
+def test_prefix_sections_golden():
+    from sim.alloc.prefix_cache import HitTotals
+    from sim.words import prefix_claims
+
+    agent = HitTotals(num_prompt_tokens=1000, num_hit_tokens=800, num_decode_steps=50, num_evictions=0,
+                      num_requests_with_hit=9)
+    assert prefix_claims.agent_finding(agent, 4) == ("simulated agent loop: 80.0% hit, prefill 5.00× less, throughput ≈ "
+                                                     "3.00× (decode step = 4 prefill tokens)")
+    run = SimpleNamespace(num_branches=2, prefix_ids=[0] * 50, prefill_saved_share=0.4, token_saved_share=0.45,
+                          tokens_identical=True)
+    assert prefix_claims.branch_finding(run) == (
+        "2 branches on a prefix of 50 bytes: prefill time −40% (tokens −45%), tokens identical")
