@@ -183,3 +183,33 @@ def test_prefix_sections_golden():
                           tokens_identical=True)
     assert prefix_claims.branch_finding(run) == (
         "2 branches on a prefix of 50 bytes: prefill time −40% (tokens −45%), tokens identical")
+
+
+# --- from tests/test_real_model_pages.py ---------------------------------------------------------
+
+def test_real_model_pages_golden():
+    from sim.words.shrink import recorded_verdict
+    from tests.test_real_model_pages import _table
+
+    assert recorded_verdict(_table(quote_window=46, quote_kivi=40))[0] == (
+        "On the real model the quote is mixed: discarding hurt it more in 1 of 2 pairings")
+    rows = _table()
+    rows[0]["quote_prefix"] = 10  # the full cache itself quotes 21%
+    assert recorded_verdict(rows)[0] == (
+        "The full cache quotes only 21% on this model, so the quote cannot separate the caches")
+
+
+# --- from tests/test_real_pages.py ---------------------------------------------------------------
+
+def test_real_pages_golden():
+    from sim.model.real_prefix import RealPrefixRun
+    from sim.work.conditions import Conditions
+
+    run = RealPrefixRun("m", 16, ((1, 2),), (0,), 2, (0.2,), (0.1,), 0.0, True, 3, "cpu",
+                        Conditions(1_000_000.0, 1.0, 3.5, 2), "x")
+    assert say("en", run.measured(1_000_000.0 + 600)) == (
+        "Measured at 13:46:40 UTC (10 min ago: the server keeps the result of identical settings), each request from "
+        "scratch and from the cache in turn so both saw the same load; but the load average went 1.0 → 3.5 on 2 "
+        "cores: more work was waiting than there are cores, so the times say as much about the machine's other work "
+        "as about the model. The share saved (both ways slowed alike) means more than the milliseconds; run it again "
+        "when the machine is quieter.")
