@@ -19,7 +19,8 @@ from sim.serving import offload as of
 from sim.serving import routing as rt
 from sim.serving import studies as sd
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
-from sim.serving.engine import MAX_RECORDED_STEPS, MAX_SPEC_K, EngineConfig
+from sim.serving.config import MAX_NUM_SPECULATIVE_TOKENS, EngineConfig
+from sim.serving.engine import MAX_RECORDED_STEPS
 from sim.serving.links import GPU_LINKS, HOST_LINKS
 from sim.serving.schedulers import MAX_BATCH
 from sim.serving.shared_prefix import MAX_SHARED_GROUPS, MAX_SHARED_REQUESTS, SharedPrefixConfig
@@ -69,7 +70,7 @@ ST_STEP = Slider("st_step", 0, 0, MAX_RECORDED_STEPS - 1, narrows=True, label="s
                  url_label="serving.url.st_step")
 ST_BLOCKS = _n("st_blocks", 0, 0, MAX_STEP_BLOCKS)
 ST_BUDGET = _n("st_budget", 0, 0, 256)
-ST_K = _n("st_k", -1, -1, MAX_SPEC_K)
+ST_K = _n("st_k", -1, -1, MAX_NUM_SPECULATIVE_TOKENS)
 OF_REQUESTS = _n("of_requests", 400, 1, MAX_SHARED_REQUESTS, 100)
 OF_GROUPS = _n("of_groups", 40, 1, MAX_SHARED_GROUPS, 10)
 OF_PREFIX = _n("of_prefix", 2048, 16, MAX_SHARED_PREFIX_HERE, 512)
@@ -139,7 +140,7 @@ def chunk_setup() -> sd.StudySetup:
     wl = LengthWorkloadConfig(num_requests=ss["ck_requests"], prompt_mean=ss["ck_prompt"],
                               output_mean=ss["ck_output"], spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024,
                               arrival="poisson", arrival_rate=ss["ck_rate"] * ARRIVAL_TICK_S, seed=ss["ck_seed"])
-    return sd.StudySetup(dep, wl, ss["ck_batch"])
+    return sd.StudySetup(dep, wl, max_num_seqs=ss["ck_batch"])
 
 
 def preemption_setup() -> sd.PreemptionSetup:
@@ -155,7 +156,7 @@ def preemption_setup() -> sd.PreemptionSetup:
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["pe_requests"], prompt_mean=ss["pe_prompt"], output_mean=ss["pe_output"],
                               max_model_len=STUDY_MAX_LEN, max_tokens=2048, seed=0)
-    study = sd.StudySetup(dep, wl, ss["pe_batch"])
+    study = sd.StudySetup(dep, wl, max_num_seqs=ss["pe_batch"])
     return sd.PreemptionSetup(study, ss["pe_kv"], ss["pe_cpu"], ss["pe_link"], ss["pe_chunked"])
 
 
@@ -179,9 +180,9 @@ def step_choice() -> StepChoice:
     if ss["st_blocks"]:
         cfg = replace(cfg, capacity_tokens=ss["st_blocks"] * cfg.block_size)
     if ss["st_budget"]:
-        cfg = replace(cfg, token_budget=ss["st_budget"])
+        cfg = replace(cfg, max_num_batched_tokens=ss["st_budget"])
     if ss["st_k"] >= 0:
-        cfg = replace(cfg, spec_k=ss["st_k"])
+        cfg = replace(cfg, num_speculative_tokens=ss["st_k"])
     return StepChoice(ss["st_scenario"], cfg, scenario_words(ss["st_scenario"], lang())[1])
 
 
