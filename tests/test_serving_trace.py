@@ -237,16 +237,26 @@ def test_serve_chunked_prefill_lowers_the_tail_of_inter_token_latency(tmp_path, 
     (["--policy", "continuous", "--token-budget", "64"], "serve: without chunking, a token budget of 64"),
     (["--policy", "chunked", "--token-budget", "64"], "serve: a token budget of 64 cannot give each of 256"),
     (["--kv-tokens", "100"], "serve: a KV capacity of 100 token slots cannot hold one request of the maximum length 748"),
-    (["--kv-tokens", "8"], "serve: a KV capacity of 8 token slots is smaller than one block of 16"),
-    (["--policy", "static", "--kv-tokens", "8"], "serve: a KV capacity of 8 token slots is smaller than one block of 16"),
-    (["--cpu-tokens", "5", "--preemption", "swap"],
-     "serve: host KV slots must be 0 or 16..67,108,864 (at least one block of 16), got 5"),
 ])
 def test_serve_refusals_are_one_line_and_exit_2(tmp_path, capsys, argv, words):
     path = write(tmp_path, SERVE_TRACE)
     rc, out, err = run_cli("serve", ["--trace", path] + argv, capsys)
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith(words), err
+
+
+@pytest.mark.parametrize(("argv", "key", "fields"), [
+    (["--kv-tokens", "8"], "serving.err.capacity_block", {"cap": 8, "bs": 16}),
+    (["--policy", "static", "--kv-tokens", "8"], "serving.err.capacity_block", {"cap": 8, "bs": 16}),
+    (["--cpu-tokens", "5", "--preemption", "swap"], "serving.err.cpu_capacity", {"bs": 16, "max": 1 << 26, "got": 5}),
+])
+def test_serve_refuses_settings_against_the_block_size(tmp_path, capsys, argv, key, fields):
+    """A KV limit or host slots below one block: one line, exit 2, the refusal's English with its numbers."""
+    from sim.msg import Msg
+    from sim.words import say
+
+    rc, out, err = run_cli("serve", ["--trace", write(tmp_path, SERVE_TRACE)] + argv, capsys)
+    assert rc == 2 and out == "" and err == f"serve: {say('en', Msg(key, **fields))}\n"
 
 
 def test_serve_refuses_a_trace_that_needs_too_many_passes(tmp_path, capsys):
