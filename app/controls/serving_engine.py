@@ -140,7 +140,7 @@ def chunk_setup() -> sd.StudySetup:
     wl = LengthWorkloadConfig(num_requests=ss["ck_requests"], prompt_mean=ss["ck_prompt"],
                               output_mean=ss["ck_output"], spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024,
                               arrival="poisson", arrival_rate=ss["ck_rate"] * ARRIVAL_TICK_S, seed=ss["ck_seed"])
-    return sd.StudySetup(dep, wl, max_num_seqs=ss["ck_batch"])
+    return sd.StudySetup(deployment=dep, workload=wl, max_num_seqs=ss["ck_batch"])
 
 
 def preemption_setup() -> sd.PreemptionSetup:
@@ -156,8 +156,9 @@ def preemption_setup() -> sd.PreemptionSetup:
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["pe_requests"], prompt_mean=ss["pe_prompt"], output_mean=ss["pe_output"],
                               max_model_len=STUDY_MAX_LEN, max_tokens=2048, seed=0)
-    study = sd.StudySetup(dep, wl, max_num_seqs=ss["pe_batch"])
-    return sd.PreemptionSetup(study, ss["pe_kv"], ss["pe_cpu"], ss["pe_link"], ss["pe_chunked"])
+    study = sd.StudySetup(deployment=dep, workload=wl, max_num_seqs=ss["pe_batch"])
+    return sd.PreemptionSetup(study=study, kv_limit_tokens=ss["pe_kv"], cpu_tokens=ss["pe_cpu"], link=ss["pe_link"],
+                              chunked=ss["pe_chunked"])
 
 
 @dataclass(frozen=True)
@@ -242,8 +243,8 @@ def offload_setup() -> of.OffloadSetup:
     OF_DISK_LINK.draw(c[3], format_func=lambda k, L=lang(): link_name(HOST_LINKS[k], L))
     ss = st.session_state
     wl = SharedPrefixConfig(ss["of_requests"], ss["of_groups"], ss["of_prefix"], 128, 64, ss["of_rate"])
-    return of.OffloadSetup(replace(dep, kv_limit_tokens=ss["of_gpu"]), wl,
-                           OffloadConfig(ss["of_cpu"], ss["of_cpu_link"], ss["of_disk"], ss["of_disk_link"]))
+    return of.OffloadSetup(deployment=replace(dep, kv_limit_tokens=ss["of_gpu"]), workload=wl,
+                           offload=OffloadConfig(ss["of_cpu"], ss["of_cpu_link"], ss["of_disk"], ss["of_disk_link"]))
 
 
 def disagg_setup() -> dg.DisaggSetup:
@@ -261,8 +262,8 @@ def disagg_setup() -> dg.DisaggSetup:
     wl = LengthWorkloadConfig(num_requests=ss["dg_requests"], prompt_mean=ss["dg_prompt"], output_mean=ss["dg_output"],
                               spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024, arrival="poisson",
                               arrival_rate=ss["dg_rate"] * ARRIVAL_TICK_S, seed=0)
-    return dg.DisaggSetup(dep, wl, dg.DisaggConfig(ss["dg_prefill"], ss["dg_decode"]), ss["dg_link"],
-                          ttft_slo_s=ss["dg_ttft"], tpot_slo_ms=ss["dg_tpot"])
+    return dg.DisaggSetup(deployment=dep, workload=wl, pools=dg.DisaggConfig(ss["dg_prefill"], ss["dg_decode"]),
+                          link=ss["dg_link"], ttft_slo_s=ss["dg_ttft"], tpot_slo_ms=ss["dg_tpot"])
 
 
 def routing_setup() -> rt.RoutingSetup:
@@ -272,4 +273,5 @@ def routing_setup() -> rt.RoutingSetup:
         control.draw(col)
     ss = st.session_state
     wl = SharedPrefixConfig(ss["rt_requests"], ss["rt_groups"], 2048, 128, 64, ss["rt_rate"])
-    return rt.RoutingSetup(replace(dep, kv_limit_tokens=ss["rt_gpu"]), wl, ss["rt_replicas"])
+    return rt.RoutingSetup(deployment=replace(dep, kv_limit_tokens=ss["rt_gpu"]), workload=wl,
+                           num_replicas=ss["rt_replicas"])
