@@ -167,7 +167,7 @@ def _scheduler_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check
     waiting requests are admitted FCFS while their prompt's blocks are free; requests on their last step leave."""
     from sim.serving.scheduler import Request, Scheduler
 
-    sched = Scheduler(serving.scheduler_config)
+    sched = Scheduler(serving.engine_config)
     pool = sched.kv.pool
     n = wl.num_requests
     arrival, prompt, output = wl.arrival.tolist(), wl.prompt_len.tolist(), wl.output_len.tolist()

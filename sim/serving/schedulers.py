@@ -4,7 +4,7 @@ Both schedulers run the same seeded workloads as the paging page (sim.alloc.work
 iteration is one forward pass of the model over every row in the batch, timed by a step cost
 (sim.serving.step_cost).
 
-  static     : take up to `max_batch` waiting requests, pad them to a rectangle (the longest prompt,
+  static     : take up to `max_num_seqs` waiting requests, pad them to a rectangle (the longest prompt,
                then one decode step per token of the longest output) and run that batch to the end
                before the next one starts. Rows that finished early still ride along (and are still
                computed) until the batch's slowest request is done. The batch reserves its padded
@@ -19,7 +19,7 @@ iteration is one forward pass of the model over every row in the batch, timed by
                when the pool is empty the newest running request is preempted — its blocks are freed
                and it goes back to the head of the queue, to be recomputed later (prompt + what it had
                produced). Then, unless something was preempted, waiting requests are admitted
-               first-come first-served while there are fewer than `max_batch` running, their prompts
+               first-come first-served while there are fewer than `max_num_seqs` running, their prompts
                fit in what `max_num_batched_tokens` has left after every running request's decode token (vLLM
                v1's Scheduler.schedule: running requests first), and the pool keeps `watermark` of its
                blocks free after the prompt's blocks are taken (v0 kept 1%; v1 keeps none). A request admitted at iteration s is prefilled at s
@@ -63,19 +63,19 @@ MAX_BATCH = 1024
 def _check(wl: Workload, sched: EngineConfig) -> None:
     if wl.num_requests > MAX_REQUESTS:
         raise ValueError(f"at most {MAX_REQUESTS:,} requests, got {wl.num_requests:,}")
-    check_fits(wl, ServingConfig(sched.capacity_tokens, sched.block_size, sched.max_batch))
-    if sched.token_budget < wl.max_model_len:
-        raise ValueError(f"max_batched_tokens {sched.token_budget:,} is below the maximum length "
+    check_fits(wl, ServingConfig(sched.capacity_tokens, sched.block_size, sched.max_num_seqs))
+    if sched.max_num_batched_tokens < wl.max_model_len:
+        raise ValueError(f"max_batched_tokens {sched.max_num_batched_tokens:,} is below the maximum length "
                          f"{wl.max_model_len:,}: a long (or recomputed) prompt could never be prefilled")
-    least = int(np.ceil(wl.output_len.sum() / sched.max_batch))
+    least = int(np.ceil(wl.output_len.sum() / sched.max_num_seqs))
     if least > MAX_ITERATIONS:
-        raise ValueError(f"{int(wl.output_len.sum()):,} output tokens at most {sched.max_batch} per pass need at least "
+        raise ValueError(f"{int(wl.output_len.sum()):,} output tokens at most {sched.max_num_seqs} per pass need at least "
                          f"{least:,} forward passes, past the simulator's limit of {MAX_ITERATIONS:,}: raise the "
                          "batch size or use fewer or shorter requests")
 
 
 def simulate_static(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0) -> ServingResult:
-    """Batches of up to max_batch waiting requests, each padded and run until its longest output is done: the
+    """Batches of up to max_num_seqs waiting requests, each padded and run until its longest output is done: the
     Scheduler's static policy computed a batch at a time (the fast loop; simulate_static_stepwise is the same
     schedule through the Scheduler, and the tests hold the two equal)."""
     _check(wl, sched)
@@ -94,7 +94,7 @@ def simulate_static(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0
     while nxt < n:
         now = max(now, arrival[nxt])
         ready = int(np.searchsorted(arrival, now, side="right"))  # requests that have arrived by now
-        b = min(sched.max_batch, ready - nxt)
+        b = min(sched.max_num_seqs, ready - nxt)
         # cut the batch to the rows whose padded reservation fits the KV budget
         while b > 1:
             rows = slice(nxt, nxt + b)
@@ -142,7 +142,7 @@ def simulate_static(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0
     idx = np.arange(n)
     ints = {k: v.astype(np.int64) for k, v in cat.items()}
     return ServingResult(
-        policy="static", capacity_tokens=sched.capacity_tokens, max_batch=sched.max_batch, arrival_s=arrival,
+        policy="static", capacity_tokens=sched.capacity_tokens, max_num_seqs=sched.max_num_seqs, arrival_s=arrival,
         first_token_s=first, finish_s=finish, prompt_len=p_all.copy(), output_len=o_all.copy(),
         num_preempted=np.zeros(n, dtype=np.int64), seg_req=idx, seg_start_s=start, seg_end_s=finish,
         seg_row_end_s=row_end, it_start_s=cat["start"], it_seconds=cat["sec"], it_rows=ints["rows"],
@@ -152,18 +152,17 @@ def simulate_static(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0
 
 def simulate_static_stepwise(wl: Workload, sched: EngineConfig, cost, tick_s: float = 1.0,
                              check: bool = False) -> ServingResult:
-    """Static batching as the one Scheduler's static policy (SchedulerConfig(batching="static")), one pass at a
+    """Static batching as the one Scheduler's static policy (EngineConfig(batching="static")), one pass at a
     time: schedule(), price the pass's padded rectangle, update_from_output(). `simulate_static` is the fast loop
     for the same schedule (whole batches in closed form); the tests pin the two to each other exactly."""
-    from sim.serving.scheduler import NO_BUDGET, Request, Scheduler, SchedulerConfig
+    from sim.serving.scheduler import NO_BUDGET, EngineConfig, Request, Scheduler
 
     _check(wl, sched)
     n, window = wl.num_requests, getattr(cost, "window", 1 << 40)
     arrival = wl.arrival.astype(np.float64) * tick_s
-    s = Scheduler(SchedulerConfig(max_num_seqs=sched.max_batch, max_num_batched_tokens=NO_BUDGET,
-                                  block_size=sched.block_size, num_gpu_blocks=sched.num_blocks,
-                                  enable_chunked_prefill=False, watermark=0.0, batching="static",
-                                  kv_capacity_tokens=sched.capacity_tokens))
+    s = Scheduler(EngineConfig(max_num_seqs=sched.max_num_seqs, max_num_batched_tokens=NO_BUDGET,
+                               block_size=sched.block_size, capacity_tokens=sched.capacity_tokens,
+                               enable_chunked_prefill=False, watermark=0.0, batching="static"))
     reqs = [Request(i, int(p), int(o), max_output_tokens=int(m))
             for i, (p, o, m) in enumerate(zip(wl.prompt_len, wl.output_len, wl.max_tokens, strict=True))]
     start, first, finish, row_end = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
@@ -218,7 +217,7 @@ def simulate_static_stepwise(wl: Workload, sched: EngineConfig, cost, tick_s: fl
     ints = {k: np.array(its[k], dtype=np.int64) for k in ("rows", "tok", "pre", "pret", "claim", "kvtok", "fin")}
     idx = np.arange(n)
     return ServingResult(
-        policy="static", capacity_tokens=sched.capacity_tokens, max_batch=sched.max_batch, arrival_s=arrival,
+        policy="static", capacity_tokens=sched.capacity_tokens, max_num_seqs=sched.max_num_seqs, arrival_s=arrival,
         first_token_s=first, finish_s=finish, prompt_len=wl.prompt_len.copy(), output_len=wl.output_len.copy(),
         num_preempted=np.zeros(n, dtype=np.int64), seg_req=idx, seg_start_s=start, seg_end_s=finish.copy(),
         seg_row_end_s=row_end, it_start_s=np.array(its["start"]), it_seconds=np.array(its["sec"]),
@@ -232,12 +231,12 @@ def simulate_continuous(wl: Workload, sched: EngineConfig, cost, tick_s: float =
 
     check=True asserts the pool's invariants after every iteration (slow; for tests)."""
     _check(wl, sched)
-    r = replay_continuous(wl, sched.num_blocks, sched.block_size, sched.max_batch, sched.watermark_blocks,
-                          sched.token_budget, cost, tick_s, check=check)
+    r = replay_continuous(wl, sched.num_gpu_blocks, sched.block_size, sched.max_num_seqs, sched.watermark_blocks,
+                          sched.max_num_batched_tokens, cost, tick_s, check=check)
     seg_end = np.array(r.seg_end)
     ints = lambda x: np.array(x, dtype=np.int64)  # noqa: E731
     return ServingResult(
-        policy="continuous", capacity_tokens=sched.capacity_tokens, max_batch=sched.max_batch, arrival_s=r.arrival_s,
+        policy="continuous", capacity_tokens=sched.capacity_tokens, max_num_seqs=sched.max_num_seqs, arrival_s=r.arrival_s,
         first_token_s=np.array(r.first), finish_s=np.array(r.finish), prompt_len=wl.prompt_len.copy(),
         output_len=wl.output_len.copy(), num_preempted=ints(r.num_preempted), seg_req=ints(r.seg_req),
         seg_start_s=np.array(r.seg_start), seg_end_s=seg_end, seg_row_end_s=seg_end, it_start_s=np.array(r.it_start),
