@@ -246,8 +246,8 @@ def test_serve_refusals_are_one_line_and_exit_2(tmp_path, capsys, argv, words):
 
 
 @pytest.mark.parametrize(("argv", "key", "fields"), [
-    (["--kv-tokens", "8"], "serving.err.capacity_block", {"cap": 8, "bs": 16}),
-    (["--policy", "static", "--kv-tokens", "8"], "serving.err.capacity_block", {"cap": 8, "bs": 16}),
+    (["--kv-tokens", "8"], "alloc.err.capacity_block", {"cap": 8, "bs": 16}),
+    (["--policy", "static", "--kv-tokens", "8"], "alloc.err.capacity_block", {"cap": 8, "bs": 16}),
     (["--cpu-tokens", "5", "--preemption", "swap"], "serving.err.cpu_capacity", {"bs": 16, "max": 1 << 26, "got": 5}),
 ])
 def test_serve_refuses_settings_against_the_block_size(tmp_path, capsys, argv, key, fields):

@@ -76,7 +76,7 @@ class EngineConfig:
         # budget against the batch): `python -m app.cli serve --kv-tokens 8`, the preemption tab's host slots, the
         # step-through's budget
         if self.capacity_tokens < self.block_size:
-            raise Refusal("serving.err.capacity_block", cap=self.capacity_tokens, bs=self.block_size)
+            raise Refusal("alloc.err.capacity_block", cap=self.capacity_tokens, bs=self.block_size)
         if self.cpu_capacity_tokens and not self.block_size <= self.cpu_capacity_tokens <= MAX_CPU_CAPACITY_TOKENS:
             raise Refusal("serving.err.cpu_capacity", bs=self.block_size, max=MAX_CPU_CAPACITY_TOKENS,
                           got=self.cpu_capacity_tokens)
