@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,7 +31,9 @@ from sim.alloc.schedule import (
     token_slot_steps,
 )
 from sim.alloc.workload import Workload
-from sim.serving.counting import Counted, count
+
+if TYPE_CHECKING:
+    from sim.serving.counting import Counted
 
 
 def _paged_result(wl: Workload, serving: ServingConfig, used: np.ndarray, segs: tuple[list, list, list, list],
@@ -61,6 +64,8 @@ def simulate_paged_fast(wl: Workload, serving: ServingConfig) -> PolicyResult:
 
 def _count(wl: Workload, serving: ServingConfig, **kw) -> Counted:
     """The counting loop in bare decode steps under this page's scheduler, its limits worded as this page's."""
+    from sim.serving.counting import count  # the allocators do not import the serving engine until they run it
+
     c = count(wl, serving.scheduler_config, max_passes=MAX_STEPS, **kw)
     if c.limit is not None and c.limit[0] == "arrival":
         raise WordedError("paged.err.arrival", req=f"{c.limit[1]}", step=f"{c.limit[2]:,}", max=f"{MAX_STEPS:,}")

@@ -98,7 +98,8 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
     seg_req, seg_start, seg_end, seg_row_end, seg_prompt = segs
     c = Counted(first, finish, preempted, *segs)
     used_blocks, snapshots = c.used_blocks, c.snapshots
-    waiting: deque[tuple[int, int, int]] = deque()  # (request, prompt to prefill, tokens still to produce)
+    # (request, prompt to prefill, tokens still to produce, the prompt's blocks)
+    waiting: deque[tuple[int, int, int, int]] = deque()
     # request -> (admitted at pass, prompt computed (static: padded), output, segment, real prompt, phase);
     # insertion order is age
     running: dict[int, tuple[int, int, int, int, int, int]] = {}
@@ -143,14 +144,14 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
         k = t - v[0]  # tokens it had produced
         seg_end[v[3]] = seg_row_end[v[3]] = now
         finish_at[v[0] + v[2] - 1].remove(victim)
-        waiting.appendleft((victim, v[1] + k, v[2] - k))
+        waiting.appendleft((victim, v[1] + k, v[2] - k, -(-(v[1] + k) // bs)))
         preempted[victim] += 1
         return victim, cdiv(v[1] + k, bs), v[1] - v[0]
 
     halt = min(max_passes, stop + 1)  # until= applies to bare steps, where t is the step
     while nxt < n or waiting or running:
         while next_arrival <= now:
-            waiting.append((nxt, prompt[nxt], output[nxt]))
+            waiting.append((nxt, prompt[nxt], output[nxt], -(-prompt[nxt] // bs)))
             nxt += 1
             next_arrival = arrival[nxt] if nxt < n else math.inf
         if not running and not waiting:  # idle until the next arrival
@@ -178,7 +179,9 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
             if not naming:
                 while used > nb:
                     _victim, blocks, a = preempt_newest(t, now)
-                    used, run_a, held_a, was_preempted = used - blocks, run_a - a, held_a - a, True
+                    used, was_preempted = used - blocks, True
+                    if priced:
+                        run_a, held_a = run_a - a, held_a - a
             else:  # the Scheduler's order: oldest first, each preempting the newest until it fits or is the newest
                 for req in list(phase_reqs[t % bs]):
                     r = running.get(req)
@@ -187,7 +190,9 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
                     need = r[1] + (t - r[0]) - pool.req_to_num_tokens[req]
                     while not pool.can_append(req, need):
                         victim, blocks, a = preempt_newest(t, now)
-                        used, run_a, held_a, was_preempted = used - blocks, run_a - a, held_a - a, True
+                        used, was_preempted = used - blocks, True
+                        if priced:
+                            run_a, held_a = run_a - a, held_a - a
                         if victim == req:
                             break
                     else:
@@ -198,22 +203,20 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
         if static:
             if not running and waiting:
                 b, top_p, top_m = 0, 0, 0
-                for req, p, _o in islice(waiting, min(max_seqs, len(waiting))):
+                for req, p, _o, _need in islice(waiting, min(max_seqs, len(waiting))):
                     hi_p, hi_m = max(top_p, p), max(top_m, max_tokens[req])
                     if b and (b + 1) * (hi_p + hi_m) > rect:
                         break  # the padded rectangle no longer fits
                     b, top_p, top_m = b + 1, hi_p, hi_m
                 reserved = b * (top_p + top_m)
                 admit = [waiting.popleft() for _ in range(b)]
-                batch_end = t + max(o for _r, _p, o in admit) - 1
+                batch_end = t + max(w[2] for w in admit) - 1
                 epoch, cum = now, 0.0
-        elif waiting and not was_preempted and used + -(-waiting[0][1] // bs) + (wm if running else 0) <= nb \
-                and len(running) < max_seqs:
+        elif waiting and used + waiting[0][3] <= nb and not was_preempted and len(running) < max_seqs:
             left = budget - len(running)  # every running request decodes one token first
             room = max_seqs - len(running)
             while True:
-                p = waiting[0][1]
-                need = -(-p // bs)
+                _req, p, _o, need = waiting[0]
                 if p > left or nb - used - need < (wm if running or admit else 0):
                     break
                 if admit is None:
@@ -226,7 +229,7 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
         if admit:
             n_adm, adm_a, adm_local = 0, 0, 0
             pre_tokens, pre_real, pre_skip, pre_kg, pre_kl, pre_kvl = 0, 0, 0, 0.0, 0.0, 0.0
-            for req, p_real, o in admit:
+            for req, p_real, o, _need in admit:
                 p = top_p if static else p_real  # a static row is computed at the batch's longest prompt
                 seg = len(seg_req)
                 phase = 0 if static else (t - p + 1) % bs  # t + ceil(p / bs) * bs + 1 - p, mod bs
@@ -242,13 +245,13 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
                     if naming:
                         phase_reqs[phase][req] = None
                         pool.add_request(req, p)
-                run_a += p - t
-                adm_a += p - t
-                held_a += p_real - t
-                n_adm += 1
-                pre_tokens += p
-                pre_real += p_real
-                if priced:
+                if priced:  # the pass's sums (bare steps need none)
+                    run_a += p - t
+                    adm_a += p - t
+                    held_a += p_real - t
+                    n_adm += 1
+                    pre_tokens += p
+                    pre_real += p_real
                     pre_skip += p - 1
                     pre_kg += p * (p + 1) / 2
                     if windowed:
@@ -262,14 +265,14 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
                             cap_at.setdefault(t + window - p, []).append(req)
                         pre_kl += float(keys_upto(p, window))
                         pre_kvl += min(p, window)
-                if not priced and first[req] != first[req]:  # NaN: its first admission
+                elif first[req] != first[req]:  # NaN: its first admission
                     first[req] = now + 1
-        elif priced:
-            n_adm, adm_a, adm_local = 0, 0, 0
-            pre_tokens, pre_real, pre_skip, pre_kg, pre_kl, pre_kvl = 0, 0, 0, 0.0, 0.0, 0.0
         done = finish_pop(t, None)  # requests producing their last token in this pass
         # 3. the pass: prefills of the admitted, one decode for every other running request
         if priced:
+            if not admit:
+                n_adm, adm_a, adm_local = 0, 0, 0
+                pre_tokens, pre_real, pre_skip, pre_kg, pre_kl, pre_kvl = 0, 0, 0, 0.0, 0.0, 0.0
             if windowed:
                 for req in cap_at.pop(t, ()):
                     r = running.get(req)
@@ -304,7 +307,7 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
             c.it_kvtok.append(held_a + (n_run - riders) * t + rider_tokens)
             c.it_fin.append(len(done) if done else 0)
             if admit:
-                for req, _p, _o in admit:
+                for req, *_ in admit:
                     if first[req] != first[req]:  # NaN: its first admission
                         first[req] = end
         else:
@@ -326,13 +329,15 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
                 r = running[req]
                 finish[req] = end
                 seg_end[r[3]] = end
-                held_a -= r[4] - r[0]
+                if priced:
+                    held_a -= r[4] - r[0]
+                    if not static:  # a static row rides along, still computed, until its batch is done
+                        run_a -= r[1] - r[0]
                 if static:
                     riders += 1
                     rider_tokens += r[4] + r[2] - 1
                 else:
                     del running[req]
-                    run_a -= r[1] - r[0]
                     phase_n[r[5]] -= 1
                     if naming or windowed:
                         forget(req, r)
@@ -344,7 +349,7 @@ def count(wl: Workload, cfg: SchedulerConfig, cost=None, tick_s: float = 1.0, *,
                         forget(req, r)
                     seg_row_end[r[3]] = end
                 running.clear()
-                run_a = 0
+                run_a = 0  # the riders' padded prompts (their real tokens left held_a when they finished)
                 riders, rider_tokens, reserved = 0, 0, 0
         now = end
         t += 1
