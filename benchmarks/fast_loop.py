@@ -5,7 +5,8 @@
 Before issue 35 three fast loops counted the same two policies: `simulate_paged_fast` (the Paging page, up to
 100,000 requests), `replay_continuous` (the Serving page's continuous batching and the paging page's block-grid
 snapshots, "grid": every block named up to the grid's last frame; "named": every block named to the end) and
-`simulate_static` in closed form (the Serving page's static batching, up to 5,000 requests). This
+`simulate_static` in closed form (the Serving page's static batching, up to 5,000 requests; "batch_sweep": both
+policies at the six batch sizes the Serving page sweeps). This
 script loads those three from git revision REV (default: the last commit before they became one), runs each next to
 the one loop on the same workloads in this one process, checks that both give the same integers and times, and
 prints the ratio. Each time is the best of --repeats runs, taken in turns so that a busy machine slows both alike.
@@ -50,6 +51,16 @@ def _best(fns: dict, repeats: int) -> dict:
             out[k] = fn()
             best[k] = min(best[k], time.perf_counter() - t0)
     return {k: (best[k], out[k]) for k in fns}
+
+
+def _with(module, name: str, value, fn):
+    """fn() with module.name set to value for the call."""
+    kept = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        return fn()
+    finally:
+        setattr(module, name, kept)
 
 
 def _same(a, b) -> bool:
@@ -118,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
          lambda: sch.simulate_static_stepwise(serving_wl, sched, cost)),
         ("serving_5k_continuous", lambda: sch.simulate_continuous(serving_wl, sched, cost),
          old_sch and (lambda: old_sch.simulate_continuous(serving_wl, sched, cost)), None),
+        ("serving_5k_batch_sweep", lambda: cp.sweep_max_batch(setup),
+         old_sch and (lambda: _with(cp, "simulate", old_sch.simulate, lambda: cp.sweep_max_batch(setup))), None),
     ]
     last = {}
     for name, new, old, ref in rows:
