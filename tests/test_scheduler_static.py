@@ -1,7 +1,7 @@
 """Static batching as a policy of the one Scheduler (EngineConfig(batching="static")).
 
 The Scheduler's static policy, driven pass by pass (sim.serving.schedulers.simulate_static_stepwise), must give
-exactly the result of simulate_static, the fast loop that computes whole batches in closed form: every integer
+exactly the result of simulate_static, the lab's one fast counting loop (sim.serving.counting): every integer
 (passes, rows, tokens, prefills, claims, KV held, finishes) and, since both add the same pass seconds in the same
 order, every time too. A hand-worked batch pins the plan itself: the padded rectangle, padding tokens, who samples.
 """
@@ -158,20 +158,22 @@ def test_the_scheduler_gives_the_fast_loops_result_on_random_workloads(case):
     assert (fast.it_tokens <= fast.it_rows).all() and fast.it_tokens.sum() == wl.output_len.sum()
 
 
-# --- the other fast loop: the paging page's simulate_paged_fast against the Serving page's replay_continuous -------
+# --- the one fast loop's two ways of counting blocks: by phase (never named) and named in a real pool ---------
 
 
-def test_the_paging_fast_loop_equals_the_replay_at_scale():
-    """simulate_paged_fast (blocks counted by phase, never named) and replay_continuous (the lazy block-id replay,
-    itself pinned to the Scheduler) agree on every step's used blocks and every running stretch, on 5,000 requests
-    that preempt often. Both stay: the counting loop is about 16x faster, which the 100,000-request sweep needs."""
+def test_counting_blocks_by_phase_equals_naming_them_at_scale():
+    """simulate_paged_fast (blocks counted by phase, never named) and the same loop naming every block in a real
+    BlockPool (what the block-grid snapshots need; itself pinned to the Scheduler's block ids) agree on every step's
+    used blocks and every running stretch, on 5,000 requests that preempt often."""
     from sim.alloc.paged_schedule import simulate_paged_fast, simulate_paged_stepwise
     from sim.alloc.schedule import ServingConfig
 
     wl = make_workload(LengthWorkloadConfig(num_requests=5000, seed=7))
     serving = ServingConfig(capacity_tokens=4096, block_size=16, max_num_seqs=128)
     fast = simulate_paged_fast(wl, serving)
-    replay = simulate_paged_stepwise(wl, serving, lazy=True).result
+    named = simulate_paged_stepwise(wl, serving, [fast.makespan // 2], lazy=True)  # a snapshot: blocks are named
+    assert named.snapshots[fast.makespan // 2].num_used_blocks == fast.used_blocks[fast.makespan // 2]
+    replay = named.result
     assert fast.num_preemptions == replay.num_preemptions > 100
     np.testing.assert_array_equal(fast.used_blocks, replay.used_blocks)
     for f in ("req", "start", "end", "prompt"):

@@ -20,6 +20,7 @@ from sim.alloc.workload import LengthWorkloadConfig, make_workload, workload_fro
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
+from sim.refusal import Refusal
 from sim.serving import comparison as cp
 from sim.serving import schedulers as sch
 from sim.serving import step_cost as sc
@@ -298,12 +299,14 @@ def test_bounds_are_enforced():
         EngineConfig(max_num_seqs=0)
     with pytest.raises(ValueError, match="watermark"):
         EngineConfig(watermark=0.9, enable_chunked_prefill=False)
-    with pytest.raises(ValueError, match="max_batched_tokens"):
+    with pytest.raises(Refusal) as got:
         sch.simulate_continuous(workload_from_lengths([5], [5], max_model_len=64),
                                sched(capacity_tokens=64, max_num_batched_tokens=32), UNIT)
-    with pytest.raises(ValueError, match="forward passes"):
+    assert got.value.key == "loops.err.budget"  # more in tests/test_loops_refusals.py
+    with pytest.raises(Refusal) as got:
         sch.simulate_continuous(workload_from_lengths([1] * 400, [1000] * 400, max_model_len=1024),
                                sched(max_num_seqs=1, capacity_tokens=1024, max_num_batched_tokens=1024), UNIT)
+    assert got.value.key == "loops.err.least_passes"
     with pytest.raises(ValueError, match="trained context"):
         cp.run_serving(cp.ServingSetup(deployment=cp.DeploymentConfig("gpt2", "h100-sxm")))
     with pytest.raises(ValueError, match="less than one request"):

@@ -4,10 +4,10 @@ what the pass produced. Continuous batching, chunked prefill, recompute and swap
 lower tiers and lookahead slots for draft tokens are options of this one loop, and static batching
 (`batching="static"`, `_schedule_static`) is its other policy; every simulator that batches
 requests over a block pool drives it (sim.serving.engine for timed runs, sim.alloc.paged_schedule for the paging
-page's decode steps, and the fast counting loops are pinned to it). The rules follow vLLM's core scheduler
-in the release sim.cost.vllm_rules.VLLM_VERSION names (vllm/v1/core/sched/scheduler.py, vllm/v1/request.py,
-vllm/v1/core/kv_cache_manager.py), learned, not copied; swapping and the admission watermark are vLLM v0's, kept
-to compare.
+page's decode steps; the one fast counting loop, sim.serving.counting, is pinned to it). The rules follow vLLM's
+core scheduler in the release sim.cost.vllm_rules.VLLM_VERSION names (vllm/v1/core/sched/scheduler.py,
+vllm/v1/request.py, vllm/v1/core/kv_cache_manager.py), learned, not copied; swapping and the admission watermark
+are vLLM v0's, kept to compare.
 
 One step, as `schedule()` plans it:
 
