@@ -100,7 +100,8 @@ def _serve(argv: list[str]) -> int:
     from sim.cost.gpus import load_gpus
     from sim.cost.presets import load_presets
     from sim.serving.comparison import DeploymentConfig
-    from sim.serving.engine import PREEMPTION_MODES, EngineConfig, simulate_engine
+    from sim.serving.config import PREEMPTION_MODES, EngineConfig
+    from sim.serving.engine import simulate_engine
     from sim.serving.links import HOST_LINKS
     from sim.serving.schedulers import MAX_BATCH, simulate_static
 
@@ -135,13 +136,15 @@ def _serve(argv: list[str]) -> int:
         if args.preemption != "recompute" or args.prefix_caching:
             raise ValueError("static batching reserves every row's whole length: it never preempts and has no "
                              "prefix cache; drop --preemption / --prefix-caching or pick another policy")
-        r = simulate_static(wl, EngineConfig(args.max_batch, slots, args.block_size, 0.01, 1 << 20, chunked=False),
-                            cost)
+        r = simulate_static(wl, EngineConfig(max_num_seqs=args.max_batch, capacity_tokens=slots,
+                                             block_size=args.block_size, watermark=0.01, max_num_batched_tokens=1 << 20,
+                                             enable_chunked_prefill=False), cost)
     else:
-        cfg = EngineConfig(args.max_batch, slots, args.block_size, 0.0, args.token_budget,  # v1: no watermark
-                           chunked=args.policy == "chunked", preemption=args.preemption,
+        cfg = EngineConfig(max_num_seqs=args.max_batch, capacity_tokens=slots, block_size=args.block_size,
+                           watermark=0.0, max_num_batched_tokens=args.token_budget,  # v1: no watermark
+                           enable_chunked_prefill=args.policy == "chunked", preemption_mode=args.preemption,
                            cpu_capacity_tokens=args.cpu_tokens or slots, link=args.link,
-                           prefix_caching=args.prefix_caching)
+                           enable_prefix_caching=args.prefix_caching)
         run = simulate_engine(wl, cfg, cost, prompt_hashes=tf.prompt_hashes(args.block_size)
                               if args.prefix_caching else None)
         r = run.result

@@ -28,7 +28,7 @@ import torch  # noqa: E402
 
 from sim.model.generate import generate  # noqa: E402
 from sim.model.gguf_load import GGUFSource, load_real_model, wheel_gguf  # noqa: E402
-from sim.serving.errors import Refusal  # noqa: E402
+from sim.refusal import Refusal  # noqa: E402
 
 PROMPT = ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
           "foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light,")

@@ -74,7 +74,7 @@ def render_calculator(arch) -> None:
         kv, cap = runs.sized(cfg, gpu_cfg)
         alloc = runs.allocated(cfg, choices.engine_config())
     except ValueError as exc:
-        st.error(plain(exc), icon=":material/error:")
+        st.error(plain(why(exc, L)), icon=":material/error:")
         return
     custom = arch.key not in presets
     name_md = code(arch.name) if custom else arch.name  # a pasted config's name is user text

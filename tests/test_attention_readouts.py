@@ -22,6 +22,7 @@ from sim.words.attention import (
     timing_rows,
     traffic_metrics,
 )
+from sim.words.catalog import PSEUDO
 from sim.words.kernel_claims import kernel_claims
 
 
@@ -53,9 +54,9 @@ def test_shape_bytes_and_labels():
 
 
 def test_caps_sentence_states_the_caps():
-    text = R.caps_sentence(Limits("cpu", 1 << 24, 1 << 33, 3 << 30))
-    assert "≤ 16,777,216 score entries" in text and "≤ 8,589,934,592 FLOPs per call" in text
-    assert "peak must fit in 3 GiB" in text
+    text = R.caps_sentence(Limits("cpu", 1 << 24, 1 << 33, 3 << 30), PSEUDO)
+    assert "elems=16,777,216," in text and "flops=8,589,934,592," in text
+    assert text == "kernels.s.caps(elems=16,777,216, flops=8,589,934,592, memory=3 GiB)"
 
 
 def test_stats_by_statistic():
@@ -95,11 +96,11 @@ def fake_result_for(shape: AttentionShape) -> TimingResult:
 
 def test_sweep_metrics():
     sweep = SweepResult((fake_result(128), fake_result(4096)), 1.5e12)
-    m = sweep_metrics(sweep, "median", 1024)
+    m = sweep_metrics(sweep, "median", 1024, PSEUDO)
     assert [(x.label, x.value) for x in m] == [
-        ("FLASH vs eager time at N = 4,096", "3.0×"), ("Eager / FLASH peak memory at N = 4,096", "64×"),
-        ("Matmul ceiling (measured)", "1.5 TFLOP/s")]
-    assert "One 1,024³ matmul" in m[2].help
+        ("kernels.m.sweep_time(n=4,096)", "3.0×"), ("kernels.m.sweep_memory(n=4,096)", "64×"),
+        ("kernels.m.ceiling", "1.5 TFLOP/s")]
+    assert m[2].help == "kernels.m.ceiling_help(n=1,024)"
     assert sweep_metrics(sweep, "fastest block", 1024)[0].value == "4.0×"
 
 
@@ -118,23 +119,23 @@ def test_timing_readouts():
     assert m["Largest |Δ| vs MATH"].value == "2.00e-07"
     assert flex_note(r) is None
     failed = TimingResult(r.shape, "cpu", 2, (*r.rows, KernelTiming("flex", "timed out", "took over 1 s")), "a test")
-    assert flex_note(failed) == (False, "FlexAttention did not give a timing: timed out — took over 1 s. The other "
-                                        "kernels are unaffected.")
+    assert flex_note(failed, PSEUDO) == (
+        False, "kernels.s.flex_failed(status=kernels.status.timed_out, reason=took over 1 s)")
 
 
 def test_shape_metrics():
     shape = AttentionShape()  # B=1, H=4, N=1,024, d=32, causal, fp32
-    m = shape_metrics(shape, 4 * shape.score_bytes + shape.qkvo_bytes)
+    m = shape_metrics(shape, 4 * shape.score_bytes + shape.qkvo_bytes, PSEUDO)
     assert [x.value for x in m] == ["0.2684 GFLOP", "4,194,304", "16 MiB", "66 MiB"]  # 4 × 16 MiB + Q, K, V, O (2 MiB)
-    assert m[0].help == "268,435,456 = 4·B·H·N_q·N_k·d, halved for the causal mask"
+    assert m[0].help == "kernels.m.flops_help(n=268,435,456)kernels.m.flops_halved"
 
 
 def test_held_bytes_model_by_hand():
     shape = AttentionShape(batch=1, heads=2, seq_len=8, head_dim=16, causal=False)
     traffic = shape_traffic(shape, 4)
-    held = held_bytes_model(shape, traffic)
-    assert held["eager"] == ("one N² matrix (S or P)", 2 * 8 * 8 * 4)  # 512 B
-    assert held["flash"] == ("O + one fp32 statistic per row", 2 * 8 * 4 + 2 * 8 * 16 * 4)  # 64 + 1,024 B
+    held = held_bytes_model(shape, traffic, PSEUDO)
+    assert held["eager"] == ("kernels.held.eager", 2 * 8 * 8 * 4)  # 512 B
+    assert held["flash"] == ("kernels.held.flash", 2 * 8 * 4 + 2 * 8 * 16 * 4)  # 64 + 1,024 B
     rows = memory_model_rows(fake_result(128), shape_traffic(fake_result(128).shape, 64))
     assert [r["Kernel"] for r in rows] == ["eager (matmul + mask + softmax + matmul)", "SDPA · FLASH_ATTENTION"]
     assert rows[0]["Model bytes"] == "64 KiB" and rows[0]["Measured peak"] == "1 MiB"
@@ -149,9 +150,9 @@ def test_traffic_metrics():
 def test_stepper_sentences():
     demo = FL.SoftmaxDemo(num_keys=10, tile=4, masked_prefix=4, dtype="float64")
     trace = FL.run_softmax_demo(demo)
-    first = tile_updates(trace, 1, 0)
-    assert first.startswith("#### Tile 1: the three updates for row 0")
-    assert "max(−∞, −∞) = **−∞**" in first and "= **0**" in first
+    first = tile_updates(trace, 1, 0, PSEUDO)
+    assert first.startswith("kernels.s.tile_updates(step=1, row=0,")
+    assert "m_old=−∞, tile_max=−∞, m_new=−∞," in first and "l_new=0," in first
     warning = masked_tile_warning(demo, 0)
     assert "The first 4 keys are masked" in warning and "[nan, nan, nan]" in warning
     assert masked_tile_warning(FL.SoftmaxDemo(num_keys=10, tile=4, masked_prefix=3), 0) is None
@@ -166,10 +167,10 @@ def test_claims_carry_only_this_page_s_measurement():
     text = " ".join(c.computed + c.why for c in claims)
     assert "earlier run" not in text and "8.7" not in text and "117" not in text
     sweep = SweepResult((fake_result(128), fake_result(4096)), 1e12)
-    measured = kernel_claims(sweep, "fastest block")
+    measured = kernel_claims(sweep, "fastest block", PSEUDO)
     speed = next(c for c in measured if "24×" in c.statement)
     assert speed.value == pytest.approx(4.0)
-    assert speed.computed.endswith("Measured on this page at N = 4,096 on cpu: FLASH is 4.0× faster than eager "
-                                   "(fastest block).")
+    assert speed.computed.endswith("kernels.c.measured_time(n=4,096, device=cpu, speed=kernels.c.faster(x=4.0), "
+                                   "stat=kernels.stat.fastest_block)")
     memory = next(c for c in measured if "O(N²) → O(N)" in c.statement)
-    assert memory.value == 64.0 and "eager's peak memory is 64× FLASH's" in memory.computed
+    assert memory.value == 64.0 and "kernels.c.measured_eager(n=4,096, device=cpu, x=64)" in memory.computed

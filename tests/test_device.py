@@ -4,6 +4,7 @@ import torch
 from sim.model.device import pick_device, pick_dtype, probe_sdpa_backends
 from sim.msg import Msg
 from sim.refusal import Refusal
+from sim.words import say
 from sim.work.threads import pick_num_threads
 
 
@@ -27,8 +28,13 @@ def test_dtype_and_threads():
     assert pick_num_threads({}, cpu_count=12) == 6
     assert pick_num_threads({}, cpu_count=64) == 8
     assert pick_num_threads({"KVLAB_THREADS": "3"}, cpu_count=2) == 3
-    with pytest.raises(ValueError, match="KVLAB_THREADS must be >= 1, got 0"):
-        pick_num_threads({"KVLAB_THREADS": "0"})
+    # whoever starts the server sets it: a bad value is a Refusal naming the variable and the value as given
+    # (before, "1.5" or "two" escaped as int()'s own "invalid literal" message)
+    for bad in ("0", "1.5", "two", "-3", "²"):
+        with pytest.raises(Refusal) as e:
+            pick_num_threads({"KVLAB_THREADS": bad})
+        assert (e.value.key, e.value.fields) == ("work.err.threads", {"name": "KVLAB_THREADS", "got": repr(bad)})
+    assert say("ko", e.value.msg) == f"KVLAB_THREADS은(는) 1 이상의 정수여야 한다. 받은 값: {bad!r}"
 
 
 def test_probe_on_cpu():

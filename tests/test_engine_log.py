@@ -11,7 +11,7 @@ from sim.cost.hf_config import parse_hf_config
 from sim.cost.kv_engine import KVEngineConfig, engine_allocation
 from sim.cost.memory import GiB, MemoryConfig, kv_memory
 from sim.cost.presets import load_presets
-from sim.serving.errors import Refusal
+from sim.refusal import Refusal
 from sim.words import why
 
 LOGS = json.loads((Path(__file__).parent / "data" / "engine_logs.json").read_text())

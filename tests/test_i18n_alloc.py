@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from sim.alloc.block_pool import simulate_parallel_sampling
-from sim.alloc.errors import WordedError
 from sim.alloc.policies import compare_policies
 from sim.alloc.prefix_sweeps import change_one_byte
 from sim.alloc.schedule import ServingConfig, check_fits
@@ -24,6 +23,7 @@ from sim.alloc.workload import (
     make_workload,
     workload_from_lengths,
 )
+from sim.refusal import Refusal
 from sim.words import paging, text
 from sim.words import why as worded
 from sim.words.paging import sharing_takeaway
@@ -144,15 +144,18 @@ def test_the_english_labels_are_the_catalog_s():
 
 def test_settings_errors_in_both_languages():
     wl = workload_from_lengths([10], [10], max_model_len=4096)
-    with pytest.raises(WordedError) as got:
+    with pytest.raises(Refusal) as got:
         check_fits(wl, ServingConfig(capacity_tokens=2048))
     assert str(got.value) == ("a KV capacity of 2,048 token slots cannot hold one request of the maximum length 4,096: "
                               "raise the capacity or lower the maximum length")
     assert worded(got.value, "ko") == (
         "KV 용량 토큰 슬롯 2,048개로는 최대 길이 4,096인 요청 하나도 담을 수 없다: 용량을 늘리거나 최대 길이를 줄인다")
     assert worded(ValueError("plain"), "ko") == "plain"
-    with pytest.raises(ValueError, match="max_tokens must be 1..2047"):
+    assert got.value.key == "alloc.err.capacity" and got.value.fields == {"cap": 2048, "max_len": 4096}
+    with pytest.raises(Refusal) as got:
         LengthWorkloadConfig(max_model_len=2048, max_tokens=4096)
+    assert got.value.key == "alloc.err.max_tokens" and got.value.fields == {"hi": 2047, "max_len": 2048, "got": 4096}
+    assert worded(got.value, "ko") == "max_tokens는 1..2047여야 한다(max_model_len 2048보다 작게). 입력값: 4096"
 
 
 def test_claims_quote_the_seeds_and_word_the_rest_in_korean():

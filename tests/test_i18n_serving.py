@@ -7,8 +7,8 @@ import pytest
 from app.serving_tabs import column_name, readable, rows_frame
 from sim.alloc.trace import TraceError, parse_trace
 from sim.msg import Msg
+from sim.refusal import Refusal
 from sim.serving import studies as sd
-from sim.serving.errors import Refusal
 from sim.serving.speculative import spec_timing
 from sim.words import engine_readouts as er
 from sim.words import say, why

@@ -7,6 +7,8 @@ from sim.cost.gpus import load_gpus
 from sim.cost.memory import MemoryConfig, kv_memory
 from sim.cost.presets import load_presets
 from sim.model.measure import CacheMeasurement
+from sim.words import text
+from sim.words.catalog import PSEUDO
 from sim.words.cost import (
     arrow_safe,
     beyond_trained_context,
@@ -26,6 +28,11 @@ def metrics_of(cfg, gpu):
     return {m.label: m for m in kv_metrics(kv_memory(cfg), capacity(cfg, gpu), gpu)}
 
 
+def keys_of(cfg, gpu):
+    """The same metrics in the keys pseudo-language: which message each label, delta and help chose."""
+    return {m.label: m for m in kv_metrics(kv_memory(cfg), capacity(cfg, gpu), gpu, PSEUDO)}
+
+
 def test_gpu_label_counts_several():
     assert gpu_label(GpuConfig(G["l4"])) == "NVIDIA L4 24GB"
     assert gpu_label(GpuConfig(G["l4"], num_gpus=2)) == "2 × NVIDIA L4 24GB"
@@ -41,7 +48,8 @@ def test_llama_8b_metrics_at_seed_001s_point():
     assert m["Room for KV"].help.startswith("NVIDIA H100 SXM 80GB: ") and " × 0.9 − weights " in m["Room for KV"].help
     assert (m["Max requests"].value, m["Max requests"].delta) == ("14", "at S = 32,768")
     assert m["Max context"].delta == "at B = 16"
-    assert m["Max context"].help == "Longest context whose cache fits for this batch (limited by memory)"
+    assert keys_of(MemoryConfig(P["llama-3.1-8b"], batch=16, context=32768),
+                   GpuConfig(G["h100-sxm"]))["kvmem.r.m.max_context"].help == "kvmem.r.m.limit_memory"
     assert m["Per token"].delta is None and m["Room for KV"].delta is None
 
 
@@ -50,41 +58,42 @@ def test_sliding_windows_average_the_per_token_bytes():
     so 10,000 tokens average 53,687.09 B = 52.43 KiB each."""
     m = metrics_of(MemoryConfig(P["mistral-7b-v0.1"], batch=1, context=10_000), GpuConfig(G["h100-sxm"]))
     assert m["Per request"].value == "512 MiB"
-    assert m["Per token"].help == ("131,072 B, all layers while the context fits every window; averaged over these "
-                                   "10,000 tokens it is 52.43 KiB")
+    assert keys_of(MemoryConfig(P["mistral-7b-v0.1"], batch=1, context=10_000),
+                   GpuConfig(G["h100-sxm"]))["kvmem.r.m.per_token"].help == (
+        "kvmem.r.m.per_token_help(b=131,072, windows=kvmem.r.m.windows(s=10,000, avg=52.43 KiB))")
 
 
 def test_no_room_and_the_models_own_limit():
     tiny_gpu = GpuConfig(G["l4"], weight_dtype="fp32")  # 70B in FP32 on 24 GB: the weights alone do not fit
     assert metrics_of(MemoryConfig(P["llama-3.1-70b"]), tiny_gpu)["Room for KV"].value == "none"
     m = metrics_of(MemoryConfig(P["llama-3.1-8b"], batch=1, context=1000), GpuConfig(G["h100-sxm"]))
-    assert (m["Max context"].value, m["Max context"].help) == ("131,072", "Limited by the model's trained context")
+    k = keys_of(MemoryConfig(P["llama-3.1-8b"], batch=1, context=1000), GpuConfig(G["h100-sxm"]))["kvmem.r.m.max_context"]
+    assert (m["Max context"].value, k.help) == ("131,072", "kvmem.r.m.limit_model")
 
 
 def test_warnings_name_the_numbers():
     arch = P["llama-3.1-8b"]
     assert beyond_trained_context(MemoryConfig(arch, context=131_072), arch.name) is None
-    assert beyond_trained_context(MemoryConfig(arch, context=200_000), "`x`") == (
-        "200,000 tokens is beyond `x`'s trained context of 131,072: the bytes are still counted, "
-        "the model would not cope.")
+    assert beyond_trained_context(MemoryConfig(arch, context=200_000), "`x`", PSEUDO) == (
+        "kvmem.r.beyond(s=200,000, name=`x`, trained=131,072)")
     assert replicated_heads_note(arch, GpuConfig(G["h100-sxm"], num_gpus=8)) is None
-    assert replicated_heads_note(arch, GpuConfig(G["h100-sxm"], num_gpus=16)) == (
-        "With 16 GPUs and 8 K/V heads, tensor parallelism would copy some K/V heads onto several GPUs; "
-        "those copies are not counted here.")
+    assert replicated_heads_note(arch, GpuConfig(G["h100-sxm"], num_gpus=16), PSEUDO) == (
+        "kvmem.r.replicated(gpus=16, heads=8)")
     assert replicated_heads_note(P["deepseek-v3"], GpuConfig(G["h100-sxm"], num_gpus=64)) is None  # MLA: one latent
 
 
 def test_shape_sentences():
     arch = P["llama-3.1-8b"]
-    assert shape_caption(arch, arch.name) == \
-        "Llama 3.1 8B: GQA, 32 query heads, 8 K/V heads of 128, 32 full-attention layers."
-    assert config_read(arch, "`mine`") == "Read `mine`: GQA, 32 layers, 8 K/V heads of 128, 32 full-attention layers."
+    assert shape_caption(arch, arch.name, PSEUDO) == \
+        "kvmem.r.shape(name=Llama 3.1 8B, attention=GQA, heads=32, kv=8, d=128, layers=kvmem.r.layers.all_full(n=32))"
+    assert config_read(arch, "`mine`", PSEUDO) == (
+        "kvmem.r.config_read(name=`mine`, attention=GQA, n=32, kv=8, d=128, layers=kvmem.r.layers.all_full(n=32))")
 
 
 def test_dtypes_caption_states_int8_with_its_group_scales():
     """(8·g + 8·4) / (16·g): g = 128 -> 1,056 / 2,048 = 0.515625; g = 32 -> 288 / 512 = 0.5625."""
-    assert "every g = 128 values, so INT8 is 0.5156× FP16, not 0.5×" in dtypes_caption(128)
-    assert "every g = 32 values, so INT8 is 0.5625× FP16" in dtypes_caption(32)
+    assert dtypes_caption(128, PSEUDO) == "kvmem.r.dtypes_caption(g=128, ratio=0.5156)"
+    assert dtypes_caption(32, PSEUDO) == "kvmem.r.dtypes_caption(g=32, ratio=0.5625)"
 
 
 def test_arrow_safe_turns_only_huge_integer_columns_into_text():
@@ -108,13 +117,13 @@ def test_measurement_sentences():
     assert r.agree and not r.allocator_rounds_up
     from sim.words.cost import measured_agreement, measured_caption
 
-    assert measured_agreement(r) == "They agree: 102,400 B = 100 KiB."
-    assert measured_caption(r) == ("Device cpu, cache dtype FP32 (p = 4); each tensor is (B, H_kv, S, D) = (2, 1, 50, 32); "
-                                   "weights: trained checkpoint.")
+    assert measured_agreement(r, PSEUDO) == "kvmem.r.meas.agree(b=102,400, readable=100 KiB)"
+    assert measured_caption(r, PSEUDO) == (
+        "kvmem.r.meas.caption(device=cpu, dtype=FP32, p=4, shape=(2, 1, 50, 32), weights=trained checkpoint)")
     gpu = measurement(device="cuda:0", dtype="bf16", measured_bytes=51_200, opcount_bytes=51_200,
                       calculator_bytes=51_200, cuda_allocated_delta=8 * 6656, cuda_expected=8 * 6656)
     assert gpu.agree and gpu.allocator_rounds_up  # 6,400 B per tensor rounds up to 13 · 512 = 6,656 B
-    assert "cache dtype BF16 (p = 2)" in measured_caption(gpu)
+    assert "dtype=BF16, p=2," in measured_caption(gpu, PSEUDO)
     assert not measurement(calculator_bytes=1).agree
 
 
@@ -127,23 +136,26 @@ def test_engine_takeaway_worded_both_ways():
     cfg = MemoryConfig(P["gpt-oss-20b"], context=32768)
     kv, alloc = kv_memory(cfg), engine_allocation(cfg, KVEngineConfig())
     # 1,010,171,904 / 808,452,096 = 1.25; the sliding layers reserve 521 blocks instead of 128 tokens
-    assert engine_takeaway(kv, alloc, "gpt-oss-20b") == (
-        "gpt-oss-20b at 32,768 tokens: vLLM v0.24.0 reserves 963.4 MiB per request, 1.25× the formula's 771 MiB; the sliding "
-        "window W = 128 layers take most of the 192.4 MiB extra")
+    assert engine_takeaway(kv, alloc, "gpt-oss-20b", PSEUDO) == (
+        "kvmem.r.eng.more(head=kvmem.r.eng.head(name=gpt-oss-20b, s=32,768), vllm=vLLM v0.24.0, e=963.4 MiB, times=1.25×, "
+        "f=771 MiB, label=kvmem.r.group.sliding(w=128), gap=192.4 MiB)")
     exact = MemoryConfig(P["llama-3.1-8b"], context=32768)  # 32,768 tokens = 2,048 whole blocks
-    assert engine_takeaway(kv_memory(exact), engine_allocation(exact), "Llama 3.1 8B") == (
-        "Llama 3.1 8B at 32,768 tokens: vLLM v0.24.0's blocks reserve exactly the formula's 4 GiB per request")
+    assert engine_takeaway(kv_memory(exact), engine_allocation(exact), "Llama 3.1 8B", PSEUDO) == (
+        "kvmem.r.eng.exact(head=kvmem.r.eng.head(name=Llama 3.1 8B, s=32,768), vllm=vLLM v0.24.0, f=4 GiB)")
     fewer = replace(alloc, block_bytes=alloc.block_bytes // 2)  # a cheaper engine, to word the other way
-    assert engine_takeaway(kv, fewer, "x").startswith("x at 32,768 tokens: vLLM v0.24.0 reserves 481.7 MiB per request, "
-                                                      "less than the formula's 771 MiB; the full attention layers")
-    assert engine_caption(kv, alloc).startswith(
-        "2 KV cache groups of 12 layer slots, one page size (32,768 B per layer, 16 tokens of attention): a block id "
-        "costs 393,216 B; a request needs 1 full group × 2,048 blocks + 1 sliding group × 521 blocks = 2,569 blocks. "
-        "A sliding layer reserves 8,319 tokens, not 128")
-    assert groups_caption(kv) == (
-        "At 32,768 tokens the full attention layers hold 99.6% of the 771 MiB per request. Longer contexts add "
-        "nothing to the sliding window W = 128 layers' 3 MiB: only the full-context layers keep growing.")
-    assert groups_caption(kv_memory(exact)) == "Every layer keeps the same thing: 4 GiB per request at 32,768 tokens."
+    assert engine_takeaway(kv, fewer, "x", PSEUDO).startswith(
+        "kvmem.r.eng.less(head=kvmem.r.eng.head(name=x, s=32,768), vllm=vLLM v0.24.0, e=481.7 MiB, f=771 MiB, "
+        "label=kvmem.r.group.full,")
+    assert engine_caption(kv, alloc, PSEUDO).startswith(
+        "kvmem.r.ecap.hybrid(n=2, slots=12, page=32,768, bs=16, block=393,216, parts=kvmem.r.ecap.part(n=1, "
+        "spec=kvmem.r.spec.full, groups=kvmem.r.ecap.groups.one, blocks=kvmem.r.n.block.other(n=2,048)) + "
+        "kvmem.r.ecap.part(n=1, spec=kvmem.r.spec.sliding, groups=kvmem.r.ecap.groups.one, "
+        "blocks=kvmem.r.n.block.other(n=521)), blocks=2,569)kvmem.r.ecap.local(spec=kvmem.r.spec.sliding, tokens=8,319, "
+        "w=128,")
+    assert groups_caption(kv, PSEUDO) == (
+        "kvmem.r.gcap.top(s=32,768, label=kvmem.r.group.full, share=99.6%, per=771 MiB)"
+        "kvmem.r.gcap.fixed(parts=kvmem.r.gcap.part(label=kvmem.r.group.sliding(w=128), b=3 MiB))")
+    assert groups_caption(kv_memory(exact), PSEUDO) == "kvmem.r.gcap.one(per=4 GiB, s=32,768)"
 
 
 def test_engine_metrics_count_both_ways():
@@ -167,10 +179,9 @@ def test_measurement_table_counts_are_message_values_worded_in_either_language()
     assert [row["Count"] for row in measurement_rows(r)] == [
         Msg("kvmem.r.meas.measured", n=8), Msg("kvf.meas.formula", layers=4, h=1, d=32, p=4, b=2, s=50),
         Msg("kvmem.r.meas.calculator")]
-    assert measurement_frame(r)["Count"].tolist()[:2] == [
-        "Measured: numel × element_size over the 8 filled K and V tensors",
-        "Formula 2·L·H_kv·d_h·p·B·S = 2·4·1·32·4·2·50 (sim/cost/opcount.py)"]
+    assert measurement_frame(r, PSEUDO).iloc[:, 0].tolist()[:2] == [
+        "kvmem.r.meas.measured(n=8)", "kvf.meas.formula(layers=4, h=1, d=32, p=4, b=2, s=50)"]
     ko = measurement_frame(r, "ko")
-    assert ko.iloc[:, 0].tolist()[:2] == ["잰 값: 채운 K·V 텐서 8개에 걸친 numel × element_size",
-                                          "공식 2·L·H_kv·d_h·p·B·S = 2·4·1·32·4·2·50 (sim/cost/opcount.py)"]
+    assert ko.iloc[:, 0].tolist()[:2] == [text("ko", "kvmem.r.meas.measured", n=8),
+                                          text("ko", "kvf.meas.formula", layers=4, h=1, d=32, p=4, b=2, s=50)]
     assert ko.iloc[:, 1].tolist() == [102_400] * 3

@@ -17,6 +17,8 @@ from sim.lesson.steps import STEPS
 from sim.msg import Msg
 from sim.words import lesson as say
 from sim.words import say as word
+from sim.words import text as fill
+from sim.words.catalog import PSEUDO
 from sim.words.lesson import step_label
 from tests.conftest import run_in_app, unescaped
 
@@ -60,7 +62,7 @@ def test_a_bad_step_in_the_link_is_named_and_the_lesson_starts_at_step_one():
     assert not at.exception and at.query_params["step"] == "1"
     text = " ".join(w.value for w in at.warning)
     assert "`99` is outside 1..13" in text and "prompt" in text
-    assert step_label(1) == "Step 1 of 12: Generation repeats work"
+    assert step_label(1, PSEUDO) == "lesson.step_label(k=1, n=12, title=lesson.step.repeat.title)"
 
 
 def test_the_filling_cache_shows_the_real_cache_rows():
@@ -104,9 +106,10 @@ def test_check_yourself_answers_come_from_the_full_pages_functions():
     assert q.check("lots").message == Msg("lesson.q.not_number", given="'lots'")
     # a wrong answer gets the hint, not the answer; the answer comes when asked for
     hint = word("en", q.check("64").message)
-    assert hint.startswith("Not quite. Hint: multiply 2 (K and V)") and "128" not in hint
-    assert word("en", q.reveal()) == ("The answer is 128 KiB. 2 (K and V) × 32 layers × 8 K/V heads × 128 values × "
-                                      "2 B = 131,072 B = 128 KiB per token.")
+    assert word(PSEUDO, q.check("64").message) == "lesson.q.hint(hint=lesson.q.kib.hint(b=2, dtype=BF16))" \
+        and "128" not in hint
+    assert word(PSEUDO, q.reveal()) == ("lesson.q.answer(answer=128 KiB, why=lesson.q.kib.why(layers=32, heads=8, dim=128, "
+                                        "b=2, bpt=131,072, kib=128))")
     assert q.check("") is None and not q.check("lots").correct
     q = quiz.decode_intensity("llama-3.1-70b", 4096, "fp8")
     fp8 = decode_step(RooflineConfig(presets["llama-3.1-70b"], 1, 4096, weight_dtype="fp8"))
@@ -119,7 +122,7 @@ def test_check_yourself_answers_come_from_the_full_pages_functions():
     assert q.answer == "fixed" and q.check("fixed").correct and q.choices == ("fixed", "variable", "same")
     assert q.why.key == "lesson.q.layout.why2" and q.why.fields["n"] == 100
     assert q.why.fields["w"] == Msg("lesson.workload.system_prompt") and q.why.fields["f"] > q.why.fields["v"]
-    assert word("en", q.label(q.answer)) == "Fixed content first"
+    assert word(PSEUDO, q.label(q.answer)) == "lesson.q.layout.fixed"
     assert quiz.other_workload("system_prompt") == "few_shot" and quiz.other_workload("rag") == "system_prompt"
     assert quiz.other_model("llama-3.1-8b") == "llama-3.1-70b" and quiz.other_model("llama-3.1-70b") == "llama-3.1-8b"
     # in the page: the question asks the model the step does not show; a typed answer gets the computed feedback
@@ -129,32 +132,32 @@ def test_check_yourself_answers_come_from_the_full_pages_functions():
     assert any(unescaped(w.value).startswith("Not quite. Hint:") for w in at.warning)
     assert not any("320" in unescaped(w.value) for w in [*at.warning, *at.info])  # 70B: 320 KiB, not yet shown
     at.toggle(key=f"{box}_show").set_value(True).run()
-    assert any(unescaped(i.value).startswith("The answer is 320 KiB. 2 (K and V) × 80 layers") for i in at.info)
+    q70 = quiz.kib_per_token("llama-3.1-70b", "bf16")  # the 70B answer: 2 × 80 layers × 8 heads × 128 × 2 B = 320 KiB
+    assert q70.answer == 320 and q70.why.fields["layers"] == 80
+    assert any(unescaped(i.value).startswith(word("en", q70.reveal())) for i in at.info)
     at.text_input(key=box).set_value("320").run()
-    assert any(unescaped(s.value).startswith("Right. 2 (K and V) × 80 layers") for s in at.success)
+    assert any(unescaped(s.value).startswith(word("en", q70.check("320").message)) for s in at.success)
     at.text_input(key=box).set_value("[x](http://127.0.0.1:9/)").run()
     assert any(unescaped(w.value).startswith("Type a number") and "\\[x\\]" in w.value for w in at.warning)
 
 
 def test_step_sentences_follow_the_numbers_both_ways():
-    assert say.share_claim(0.98, 0.2, 30.0, 7.5) == (
-        "Paged blocks keep 98.0% of the memory they claim for real tokens, against 20.0% when each request reserves "
-        "its maximum length, so the number of requests running at once averages 30.0 instead of 7.5.")
-    assert say.share_claim(0.5, 0.6, 3.0, 4.0) == (
-        "Reserving the maximum length keeps more of its claim for real tokens (60.0%) than paged blocks (50.0%), "
-        "yet the number of requests running at once averages less (3.0 vs 4.0).")
-    assert say.layout_claim(0.85, 0.0).startswith("With the fixed content first, 85.0% of prompt tokens")
-    assert say.layout_claim(0.1, 0.3).startswith("Here the variable-first layout hits more (30.0% vs 10.0%)")
-    assert say.layout_claim(0.2, 0.2) == "Both layouts serve 20.0% of prompt tokens from the cache in this workload."
-    assert say.speculate_claim(0.8, 4, 3.36, 2.8).endswith("3.36 tokens on average for one read of its weights and "
-                                                           "cache: 2.80× faster than one token per pass.")
-    assert "1.25× slower" in say.speculate_claim(0.1, 8, 1.1, 0.8)
-    assert say.repeat_claim(256, 76_300_000_000, 554_000_000, 20_000_000_000, 270_000_000) == (
-        "Generating 256 tokens without a cache costs 76.3 GFLOP, 138× the 554 MFLOP of cached decoding. Doubling the "
-        "length from 128 multiplied the naive total by 3.8× but the cached one by 2.1×.")
-    assert say.batching_claim({512: 156, 131072: None}) == (
-        "Batching raises a decode step's FLOPs per byte by sharing the weights read: at 512 tokens it turns "
-        "compute-bound from batch 156; at 131,072 tokens it stays memory-bound at every batch up to 4,096.")
+    assert say.share_claim(0.98, 0.2, 30.0, 7.5, lang=PSEUDO) == (
+        "lesson.s.share.claim(head=lesson.s.share.paged(p=98.0%, r=20.0%), tail=lesson.s.share.more(pr=30.0, rr=7.5))")
+    assert say.share_claim(0.5, 0.6, 3.0, 4.0, lang=PSEUDO) == (
+        "lesson.s.share.claim(head=lesson.s.share.reserved(r=60.0%, p=50.0%), tail=lesson.s.share.fewer(pr=3.0, rr=4.0))")
+    assert say.layout_claim(0.85, 0.0, lang=PSEUDO) == "lesson.s.layout.fixed(f=85.0%, v=0.0%)"
+    assert say.layout_claim(0.1, 0.3, lang=PSEUDO) == "lesson.s.layout.variable(v=30.0%, f=10.0%)"
+    assert say.layout_claim(0.2, 0.2, lang=PSEUDO) == "lesson.s.layout.same(f=20.0%)"
+    assert say.speculate_claim(0.8, 4, 3.36, 2.8, lang=PSEUDO) == (
+        "lesson.s.spec.claim(k=4, a=0.80, t=3.36, gain=lesson.s.spec.faster(x=2.80))")
+    assert "lesson.s.spec.slower(x=1.25)" in say.speculate_claim(0.1, 8, 1.1, 0.8, lang=PSEUDO)
+    assert say.repeat_claim(256, 76_300_000_000, 554_000_000, 20_000_000_000, 270_000_000, lang=PSEUDO) == (
+        "lesson.s.repeat.tail(head=lesson.s.repeat.more(n=256, naive=76.3 GFLOP, x=138×, cached=554 MFLOP), half=128, "
+        "xn=3.8×, xc=2.1×)")
+    assert say.batching_claim({512: 156, 131072: None}, lang=PSEUDO) == (
+        "lesson.s.batch.head(parts=lesson.s.batch.turns(S=512, b=156)lesson.s.batch.seplesson.s.batch.stays(S=131,072, "
+        "max=4,096))")
 
 
 def test_a_step_claim_changes_with_its_control():
@@ -163,37 +166,32 @@ def test_a_step_claim_changes_with_its_control():
 
 
 def test_chart_titles_state_the_figures_takeaway_both_ways():
-    assert say.repeat_title([512, 1024], [10, 38], [4, 8]) == (
-        "From N = 512 to 1,024 tokens the naive total grows 3.8×, the cached one 2.0×")
-    assert say.mask_title([0.0, 0.0], [1.5, 3.25]) == (
-        "With the causal mask earlier outputs do not move at all; without it they move by up to 3.25")
-    assert say.mask_title([1e-7, 0.0], [1.5, 3.25]) == (
-        "With the causal mask earlier outputs move by at most 1.0e-07; without it by up to 3.25")
-    assert say.mask_title([0.0], [0.0]) == "Earlier outputs do not move at all, with or without the mask"
-    assert say.mask_caption(0.0, 0.0).startswith("With the causal mask, K and V at every earlier position came out "
-                                                 "bit for bit the same")
-    assert say.mask_caption(0.0, 2e-4).startswith("With the causal mask, K and V at the earlier positions moved by "
-                                                  "at most 0 and 2.0e-04;")
-    assert say.mask_title([2.0], [1.0]).startswith("Earlier outputs move more with the mask")
-    assert say.growing_title(4096, 28 * 4096, 0) == "The cache grows by 4 KiB per token: 112 KiB after step 0"
+    assert say.repeat_title([512, 1024], [10, 38], [4, 8], lang=PSEUDO) == "lesson.t.repeat(a=512, b=1,024, xn=3.8×, xc=2.0×)"
+    assert say.mask_title([0.0, 0.0], [1.5, 3.25], lang=PSEUDO) == "lesson.t.mask.none(f=3.25)"
+    assert say.mask_title([1e-7, 0.0], [1.5, 3.25], lang=PSEUDO) == "lesson.t.mask.less(c=1.0e-07, f=3.25)"
+    assert say.mask_title([0.0], [0.0], lang=PSEUDO) == "lesson.t.mask.none_both"
+    assert say.mask_caption(0.0, 0.0, lang=PSEUDO) == "lesson.cap.mask_none"
+    assert say.mask_caption(0.0, 2e-4, lang=PSEUDO) == "lesson.cap.mask(k=0, v=2.0e-04)"
+    assert say.mask_title([2.0], [1.0], lang=PSEUDO) == "lesson.t.mask.more(c=2, f=1)"
+    assert say.growing_title(4096, 28 * 4096, 0, lang=PSEUDO) == "lesson.t.grow(bpt=4 KiB, used=112 KiB, t=0)"
     from app.figures.headline import _wrap
 
     for L, width in (("en", 90), ("ko", 60)):  # the bound stays whole on whichever line it lands
         assert any("1\u00a0÷\u00a0(1\u00a0−\u00a0α)\u00a0=\u00a05.00" in line
                    for line in _wrap(say.speculate_title(0.8, 4, 3.36, lang=L), width)), L
-    assert say.growing_title(4096, 29 * 4096, 1, lang="ko") == "캐시는 토큰마다 4 KiB씩 자란다: 단계 1 뒤 116 KiB"
-    assert say.bytes_title("M", "BF16", [1024, 2048], [1, 3], 2) == (
-        "M, BF16 cache: one request's cache outgrows the 2 B of weights from 2,048 tokens on")
-    assert say.bytes_title("M", "BF16", [1024, 2048], [1, 3], 2, over=1366).endswith("from 1,366 tokens on")
-    assert say.bytes_title("M", "BF16", [1024, 2048], [1, 1], 2).startswith("M, BF16 cache: one request stays below")
-    assert say.ridge_title({512: 494, 131072: None}, 295) == (
-        "Decode reaches the ridge (295 FLOP/B) only at 512 tokens of context (1 of 2 shown)")
-    assert say.ridge_title({512: None}, 295).startswith("Decode stays below the ridge")
-    assert say.smallest_title("M", {"MHA": 4096, "GQA": 1024, "MQA": 256}, "MHA") == (
-        "M: MQA keeps 256 B per token, 16.0× less than MHA's 4 KiB")
-    assert say.share_title(0.2, 0.9).startswith("Reserving the maximum keeps 90.0%")
-    assert say.layout_title(0.1, 0.3).startswith("Variable content first serves 30.0%")
-    assert say.speculate_title(0.8, 4, 3.36).endswith("no k yields more than 1\u00a0÷\u00a0(1\u00a0−\u00a0α)\u00a0=\u00a05.00")
+    assert say.growing_title(4096, 29 * 4096, 1, lang="ko") == fill("ko", "lesson.t.grow", bpt="4 KiB", used="116 KiB", t=1)
+    assert say.bytes_title("M", "BF16", [1024, 2048], [1, 3], 2, lang=PSEUDO) == (
+        "lesson.t.bytes.over(model=M, dtype=BF16, w=2 B, over=2,048)")
+    assert say.bytes_title("M", "BF16", [1024, 2048], [1, 3], 2, over=1366, lang=PSEUDO).endswith("over=1,366)")
+    assert say.bytes_title("M", "BF16", [1024, 2048], [1, 1], 2, lang=PSEUDO) == (
+        "lesson.t.bytes.below(model=M, dtype=BF16, w=2 B, max=2,048)")
+    assert say.ridge_title({512: 494, 131072: None}, 295, lang=PSEUDO) == "lesson.t.ridge.some(r=295, list=512, m=1, n=2)"
+    assert say.ridge_title({512: None}, 295, lang=PSEUDO) == "lesson.t.ridge.none(r=295)"
+    assert say.smallest_title("M", {"MHA": 4096, "GQA": 1024, "MQA": 256}, "MHA", lang=PSEUDO) == (
+        "lesson.t.small.less(what=M, low=MQA, lb=256 B, x=16.0×, against=MHA, b=4 KiB)")
+    assert say.share_title(0.2, 0.9, lang=PSEUDO) == "lesson.t.share.reserved(r=90.0%, p=20.0%)"
+    assert say.layout_title(0.1, 0.3, lang=PSEUDO) == "lesson.t.layout.variable(v=30.0%, f=10.0%)"
+    assert say.speculate_title(0.8, 4, 3.36, lang=PSEUDO) == "lesson.t.spec(a=0.80, k=4, t=3.36, cap=5.00)"
 
 
 def test_a_chart_title_follows_its_control():

@@ -8,6 +8,7 @@ from app.work import SHOWN_KEY
 from sim.cost.opcount import generation_flops
 from sim.model.generate import encode
 from sim.model.transformer import PRESETS
+from sim.words import text
 from tests.conftest import metric_value as metric
 from tests.conftest import run_page
 
@@ -28,7 +29,7 @@ def expected_flop_ratio(variant, prompt, n):
 def test_defaults_show_identical_tokens_and_exact_flops():
     at = page()
     assert not at.exception
-    assert at.success[0].value.startswith("Identical tokens: all 64 tokens")
+    assert at.success[0].value == text("en", "decode.same_all", k="64")
     assert metric(at, "FLOPs naive / cached") == expected_flop_ratio("mha", "HAMLET.\nTo be, or not to be", 64)
     res = at.session_state[SHOWN_KEY]["decode_cost.compare"]
     assert res.naive_complete and res.compared == 64
@@ -60,7 +61,7 @@ def test_change_n_and_variant_then_run():
     at.text_area(key="prompt").set_value("ROMEO.\n")
     at.button[0].click().run()
     assert not at.exception
-    assert at.success[0].value.startswith("Identical tokens: all 40 tokens")
+    assert at.success[0].value == text("en", "decode.same_all", k="40")
     assert metric(at, "FLOPs naive / cached") == expected_flop_ratio("gqa", "ROMEO.\n", 40)
     res = at.session_state[SHOWN_KEY]["decode_cost.compare"]
     assert [r.num_new for r in res.cached] == [7] + [1] * 39
@@ -71,30 +72,36 @@ def test_change_n_and_variant_then_run():
 def test_url_restores_the_view():
     at = page({"n": "12", "variant": "mqa", "attn": "eager", "scale_n": "65536"})
     assert not at.exception and not at.warning
-    assert at.success[0].value.startswith("Identical tokens: all 12 tokens")
+    assert at.success[0].value == text("en", "decode.same_all", k="12")
     assert at.radio(key="variant").value == "mqa" and at.select_slider(key="scale_n").value == 65536
     claims = at.table[0].value  # the seeds' numbers, drawn by app.claims.render_claims
-    assert claims.loc["100 tokens: naive O(N²) = 5,050, cached O(N) = 100", "We compute"] == (
-        "K/V vectors computed, summed over steps: naive 5,050, cached 100")
-    assert claims.loc["a 4K-token response: 16 million attention operations", "Verdict"] == "close"
-    assert "6 claims checked: 4 right, 1 close, 1 needs context." in [c.value for c in at.caption]
+    assert claims.loc[text("en", "decode.claim.5050.statement"), "We compute"] == text(
+        "en", "decode.claim.counted", what=text("en", "decode.claim.5050.what"), naive="5,050", cached="100")
+    assert claims.loc[text("en", "decode.claim.4k.statement"), "Verdict"] == "close"
+    from sim.claims import Verdict
+    from sim.words.claims import verdict_word
+
+    tally = ", ".join(text("en", "claims.tally_item", n=f"{n}", verdict=verdict_word(v, "en"))
+                      for v, n in ((Verdict.RIGHT, 4), (Verdict.CLOSE, 1), (Verdict.NEEDS_CONTEXT, 1)))
+    assert text("en", "claims.tally", n="6", tally=tally) in [c.value for c in at.caption]
 
 
 def test_bad_input_is_explained():
     at = page({"n": "5000", "variant": "gpt-9"})
     assert not at.exception
     warnings = " ".join(w.value for w in at.warning)
-    assert "`5000` is outside 1..1024" in warnings and "`gpt-9` is not one of mha, gqa, mqa" in warnings
+    assert "`5000` is outside 1..1024" in warnings and \
+        text("en", "url.not_one_of", value="`gpt-9`", options="mha, gqa, mqa") in warnings
     at = page({"prompt": "x" * 300})
-    assert "text of 300 bytes (UTF-8) is longer than 256" in at.warning[0].value
+    assert text("en", "url.too_long", num_bytes="300", max_len="256") in at.warning[0].value
     at.text_area(key="prompt").set_value("가" * 100)  # 100 characters, 300 bytes: the limit counts bytes
     at.button[0].click().run()
-    assert "The prompt is 300 bytes; the limit is 256" in at.error[0].value
+    assert text("en", "decode.too_long", n="300", max="256") in at.error[0].value
     at = page({"prompt": "y" * 250, "n": "1024", "budget": "1"})
     assert "generating 775 instead" in at.warning[0].value
     res = at.session_state[SHOWN_KEY]["decode_cost.compare"]
     assert len(res.cached) == 775 and not res.naive_complete  # naive is O(N²): the 1 s budget stops it
-    assert at.success[0].value.startswith(f"Identical tokens: the {res.compared} tokens naive decoding produced")
+    assert at.success[0].value == text("en", "decode.same_first", k=f"{res.compared}", budget="1", n="775")
     assert f"Naive decoding stopped after {res.compared} of 775 tokens" in at.info[0].value
 
 
@@ -108,10 +115,9 @@ def test_cached_step_choice_without_cuda_is_disabled_with_the_reason():
     at = page({"n": "8", "step": "graph"})
     assert not at.exception
     reason = "this machine has no CUDA device (torch.cuda.is_available() is False)"
-    assert at.warning[0].value == (f"The link asks for a CUDA-graph cached step, but {plain(reason)}: the cached steps "
-                                   "run eagerly.")
+    assert at.warning[0].value == text("en", "decode.step.fallback", reason=plain(reason))
     radio = at.radio(key="step")
     assert radio.value == "eager" and radio.disabled and radio.options == ["eager", "CUDA graph"]
-    assert f"CUDA graph unavailable: {plain(reason)}." in [c.value for c in at.caption]
+    assert text("en", "decode.step.unavailable", reason=plain(reason)) in [c.value for c in at.caption]
     assert at.session_state[SHOWN_KEY]["decode_cost.compare"].step == "eager"
     assert at.query_params["step"] == "eager"

@@ -13,6 +13,7 @@ from sim.claims import Verdict
 from sim.words import prefix as ro
 from sim.words import prefix_claims as claims
 from sim.words import prefix_run as prw
+from sim.words.catalog import PSEUDO
 
 
 def test_two_prompts_by_hand():
@@ -23,12 +24,11 @@ def test_two_prompts_by_hand():
     assert (demo.num_hit_blocks_b, demo.num_blocks_b, demo.num_hit_tokens_b, demo.num_computed_b) == (1, 3, 4, 6)
     assert demo.frame["fate"].tolist()[3:] == [ps.BlockFate.HIT, ps.BlockFate.CACHED, ps.BlockFate.PARTIAL]
     assert demo.frame["fate"].iloc[3] == "hit"  # str-valued: the table and the figure show the same words
-    assert ro.demo_summary(demo).startswith("B reuses **1** blocks (**4** tokens) and computes **6** tokens, although it "
-                                     "differs from A in one byte of 10.")
-    assert "Here the change" not in ro.demo_summary(demo)
-    assert ro.demo_finding(demo) == "changing byte 5 of 10 leaves 1 of 3 blocks reusable (section 1)"
+    assert ro.demo_summary(demo, PSEUDO).startswith("prefix.s.demo.summary(blocks=1, hit=4, computed=6, len=10, bs=4,")
+    assert "prefix.s.demo.note" not in ro.demo_summary(demo, PSEUDO)
+    assert ro.demo_finding(demo, PSEUDO) == "prefix.s.demo.finding(pos=5, len=10, hit=1, total=3)"
     late = ps.compare_two_prompts(a, a[:9] + [ord("J")], 4, 9)  # the change sits in the partial block
-    assert "B could reuse up to 2 full blocks" in ro.demo_summary(late)
+    assert "note=prefix.s.demo.note(n=2))" in ro.demo_summary(late, PSEUDO)
 
 
 def test_overview_keeps_each_runs_totals():
@@ -65,10 +65,9 @@ def test_tree_view_agrees_with_the_hashed_pool():
     view = ps.tree_view(cfg, 16, 5)
     assert len(view.labels) == 5 and len(view.hit_tokens) == 5 and view.num_requests == 20
     assert view.radix_total == view.hashed_total
-    assert ro.tree_agreement(view, 16_384, 123) == (
-        f"Over all 20 requests the tree (which never evicts) finds {view.radix_total:,} hit tokens, and the hashed "
-        f"block pool with room for everything finds {view.hashed_total:,}: equal. With the 16,384-slot cache above "
-        "it finds 123.")
+    assert ro.tree_agreement(view, 16_384, 123, PSEUDO) == (
+        f"prefix.s.agree(n=20, radix={view.radix_total:,}, hashed={view.hashed_total:,}, same=prefix.s.agree.equal, "
+        "cap=16,384, hits=123)")
     assert ro.tree_agreement(replace(view, hashed_total=None), 16_384, 123) is None
 
 
@@ -77,19 +76,18 @@ def test_agent_sentences_state_the_totals():
                       num_requests_with_hit=9)
     assert agent.prefill_speedup == 5.0 and agent.throughput_gain(0) == 5.0
     assert agent.throughput_gain(4) == pytest.approx(1200 / 400)
-    assert claims.agent_finding(agent, 4) == ("simulated agent loop: 80.0% hit, prefill 5.00× less, throughput ≈ "
-                                              "3.00× (decode step = 4 prefill tokens)")
-    assert "hits **80.0%** of its prompt tokens, so its prefill work drops **5.00×**" in claims.agent_paragraph(agent, 4)
-    assert "gets **3.00×** faster" in claims.agent_paragraph(agent, 4)
+    assert claims.agent_finding(agent, 4, PSEUDO) == "prefix.claim.agent_finding(hit=80.0, speedup=5.00, gain=3.00, w=4)"
+    assert "(hit=80.0, speedup=5.00, w=4," in claims.agent_paragraph(agent, 4, PSEUDO)
+    assert "gain=3.00," in claims.agent_paragraph(agent, 4, PSEUDO)
 
 
 def test_kv_change_text():
-    text, finding = prw.kv_change_text([1, 30, 30, 30], 10, 40)
-    assert "In layer 0 only **1** position changed" in text and "layer 3: **30** of the 30 positions from 10 on" in text
-    assert finding == "changing byte 10: layer 0 changes 1 position, layers 1–3 change all 30 of the 30 positions " \
-                      "from 10 on (section 5)"
-    _, finding = prw.kv_change_text([1, 20, 30], 10, 40)
-    assert "layers 1–2 change 20–30 of the 30" in finding
+    text, finding = prw.kv_change_text([1, 30, 30, 30], 10, 40, lang=PSEUDO)
+    assert "prefix.kv.p.zero_one" in text and "prefix.kv.p.layer_n(i=3, n=30), after=30, pos=10)" in text
+    assert finding == ("prefix.kv.finding(pos=10, zero=1, deep=prefix.kv.finding_deep(deep=prefix.kv.deep.all.other("
+                       "layers=prefix.kv.layers(last=3), n=30)), after=30)")
+    _, finding = prw.kv_change_text([1, 20, 30], 10, 40, lang=PSEUDO)
+    assert "prefix.kv.deep.range.other(layers=prefix.kv.layers(last=2), lo=20, hi=30)), after=30)" in finding
 
 
 def test_claims_quote_the_runs_they_come_from():
@@ -98,16 +96,16 @@ def test_claims_quote_the_runs_they_come_from():
     demo = ps.compare_two_prompts(list(b"abcdefghij"), list(b"abcdeFghij"), 4, 5)
     run = SimpleNamespace(num_branches=2, prefix_ids=[0] * 50, prefill_saved_share=0.4, token_saved_share=0.45,
                           tokens_identical=True)
-    got = claims.prefix_claims(demo, view, 10.0, claims.branch_finding(run), "KV")
+    got = claims.prefix_claims(demo, view, 10.0, claims.branch_finding(run, PSEUDO), "KV", PSEUDO)
     assert [c.seed for c in got] == ["000", "000", "002", "002", "002"]
     assert [c.verdict for c in got] == [Verdict.RIGHT, Verdict.RIGHT, Verdict.RIGHT, Verdict.NEEDS_CONTEXT,
                                         Verdict.RIGHT]
-    assert got[0].computed == f"{ro.demo_finding(demo)}; on the real model KV."
+    assert got[0].computed == f"prefix.claim.one_byte.computed(demo={ro.demo_finding(demo, PSEUDO)}, kv=KV)"
     rag = view.get("rag", "fixed_first").hit_rate
-    assert f"documents before the question: {100 * rag:.1f}% hit" in got[1].computed
+    assert f"prefix.claim.layout.computed(rag_fixed={100 * rag:.1f}%," in got[1].computed
     agent = view.get("agent", "fixed_first")
-    assert got[3].computed == claims.agent_finding(agent, 10.0) and got[3].value == agent.throughput_gain(10.0)
-    assert got[4].computed == "2 branches on a prefix of 50 bytes: prefill time −40% (tokens −45%), tokens identical"
+    assert got[3].computed == claims.agent_finding(agent, 10.0, PSEUDO) and got[3].value == agent.throughput_gain(10.0)
+    assert got[4].computed == "prefix.claim.branch_finding(n=2, bytes=50, time=40, tokens=45, same=prefix.claim.identical)"
     # sections that did not run are named instead
     empty = claims.prefix_claims(None, None, 10.0)
     assert empty[0].computed == f"section 1; on the real model {claims.NOT_RUN}."

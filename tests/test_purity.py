@@ -34,14 +34,23 @@ def test_importing_all_of_sim_loads_neither():
 
 
 def test_one_user_facing_error_type():
-    """Every refusal a user can cause is a sim.refusal.Refusal: the allocators' name for it, a trace's and the
-    serving simulators' are that class, not look-alikes."""
-    from sim.alloc.errors import WordedError
+    """Every refusal a user can cause is a sim.refusal.Refusal, imported from there under its own name: no alias
+    module (sim/alloc/errors.py's `WordedError`, sim/serving/errors.py) and no second name for it; a trace's
+    TraceError is a Refusal that adds its line and field."""
     from sim.alloc.trace import TraceError
     from sim.refusal import Refusal
-    from sim.serving.errors import Refusal as ServingRefusal
 
-    assert WordedError is Refusal and ServingRefusal is Refusal and issubclass(TraceError, Refusal)
+    assert not (SIM / "alloc" / "errors.py").exists() and not (SIM / "serving" / "errors.py").exists()
+    renamed = []
+    for folder in ("sim", "app", "pages", "tests", "benchmarks"):
+        for path in sorted((SIM.parent / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom):
+                    renamed += [f"{path.relative_to(SIM.parent)}: {node.module}.{a.name} as {a.asname}"
+                                for a in node.names if a.name in ("Refusal", "Misuse")
+                                and (node.module != "sim.refusal" or a.asname not in (None, a.name))]
+    assert renamed == []  # `from sim.refusal import Refusal`, nothing else
+    assert issubclass(TraceError, Refusal)
     bad = TraceError(3, "output_len", "not_regular", path="'x'")
     assert isinstance(bad, Refusal) and bad.key == "not_regular" and str(bad).startswith("line 3: output_len: ")
     defined = []

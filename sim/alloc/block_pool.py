@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.alloc.workload import MAX_MODEL_LEN
+from sim.refusal import Misuse, Refusal
 
 MAX_POOL_BLOCK_SIZE = 4096  # token slots per block of a paged pool
 MAX_CAPACITY_TOKENS = 4_194_304  # token slots of KV memory any simulated pool or cache may hold
@@ -42,10 +43,12 @@ class BlockPool:
     shares_only_by_fork = True
 
     def __init__(self, num_blocks: int, block_size: int = 16) -> None:
+        # a user reaches this one: the serving engine's host pool is `--cpu-tokens` / block size blocks
         if not 1 <= num_blocks <= MAX_CAPACITY_TOKENS:
-            raise ValueError(f"num_blocks must be 1..{MAX_CAPACITY_TOKENS:,}, got {num_blocks}")
+            raise Refusal("alloc.err.num_blocks", n=num_blocks, max=MAX_CAPACITY_TOKENS)
+        # every block size a page or the command line offers is 1..256, and the configs check it first
         if not 1 <= block_size <= MAX_POOL_BLOCK_SIZE:
-            raise ValueError(f"block_size must be 1..{MAX_POOL_BLOCK_SIZE}, got {block_size}")
+            raise Misuse(f"block_size must be 1..{MAX_POOL_BLOCK_SIZE}, got {block_size}")
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.free_block_queue: deque[int] = deque(range(num_blocks))
@@ -63,11 +66,14 @@ class BlockPool:
     def num_used_blocks(self) -> int:
         return self.num_blocks - len(self.free_block_queue)
 
+    # Below: calls against the pool's contract. Its callers (the schedulers, the paged model cache, the lessons)
+    # name their own requests and ask for room only after can_append / num_new_blocks said it is there, so each
+    # of these is a bug in the lab (Misuse), never a user's input.
     def _table(self, req_id: int) -> list[int]:
         try:
             return self.req_to_block_table[req_id]
         except KeyError:
-            raise ValueError(f"request {req_id} has no blocks in this pool") from None
+            raise Misuse(f"request {req_id} has no blocks in this pool") from None
 
     def _pop_free(self) -> int:
         block = self.free_block_queue.popleft()
@@ -93,13 +99,13 @@ class BlockPool:
     def add_request(self, req_id: int, num_tokens: int) -> list[int]:
         """Allocate blocks for a new request's first num_tokens tokens (its prompt); its block table."""
         if req_id in self.req_to_block_table:
-            raise ValueError(f"request {req_id} already holds blocks {self.req_to_block_table[req_id]}")
+            raise Misuse(f"request {req_id} already holds blocks {self.req_to_block_table[req_id]}")
         if num_tokens < 1:
-            raise ValueError(f"a request needs at least 1 token, got {num_tokens}")
+            raise Misuse(f"a request needs at least 1 token, got {num_tokens}")
         need = cdiv(num_tokens, self.block_size)
         if need > self.num_free_blocks:
-            raise ValueError(f"request {req_id} needs {need} blocks for {num_tokens} tokens; "
-                             f"{self.num_free_blocks} of {self.num_blocks} are free")
+            raise Misuse(f"request {req_id} needs {need} blocks for {num_tokens} tokens; "
+                         f"{self.num_free_blocks} of {self.num_blocks} are free")
         self.req_to_block_table[req_id] = []
         self.req_to_num_tokens[req_id] = 0
         self.append(req_id, num_tokens)
@@ -110,15 +116,15 @@ class BlockPool:
 
         A shared (ref_cnt > 1), partly filled last block is first copied to a fresh block
         (copy-on-write). Returns the (src, dst) block copies made, so a real cache can copy data.
-        Raises ValueError, changing nothing, when the free queue is too short.
+        Raises Misuse (a ValueError), changing nothing, when the free queue is too short.
         """
         table = self._table(req_id)
         if num_new_tokens < 1:
-            raise ValueError(f"append needs at least 1 token, got {num_new_tokens}")
+            raise Misuse(f"append needs at least 1 token, got {num_new_tokens}")
         need = self.num_new_blocks(req_id, num_new_tokens)
         if need > self.num_free_blocks:
-            raise ValueError(f"request {req_id} needs {need} more blocks for {num_new_tokens} tokens; "
-                             f"{self.num_free_blocks} are free")
+            raise Misuse(f"request {req_id} needs {need} more blocks for {num_new_tokens} tokens; "
+                         f"{self.num_free_blocks} are free")
         bs = self.block_size
         n = self.req_to_num_tokens[req_id]
         left = num_new_tokens
@@ -166,7 +172,7 @@ class BlockPool:
         """The child shares every block of the parent (ref counts +1); no data is copied yet."""
         table = self._table(parent_id)
         if child_id in self.req_to_block_table:
-            raise ValueError(f"request {child_id} already exists")
+            raise Misuse(f"request {child_id} already exists")
         for block in table:
             self.ref_cnt[block] += 1
         self.req_to_block_table[child_id] = list(table)
@@ -200,7 +206,7 @@ class BlockPool:
         table = self._table(req_id)
         n, bs = self.req_to_num_tokens[req_id], self.block_size
         if not 1 <= num_tokens <= n:
-            raise ValueError(f"request {req_id} holds {n} tokens; can keep 1..{n}, asked {num_tokens}")
+            raise Misuse(f"request {req_id} holds {n} tokens; can keep 1..{n}, asked {num_tokens}")
         keep = cdiv(num_tokens, bs)
         freed = self._release(table[keep:])
         del table[keep:]
@@ -290,7 +296,7 @@ class PoolSnapshot:
 
         table = self.req_to_block_table.get(req_id)
         if table is None:
-            raise ValueError(f"request {req_id} holds no blocks at step {self.step}")
+            raise Misuse(f"request {req_id} holds no blocks at step {self.step}")
         n, bs = self.req_to_num_tokens[req_id], self.block_size
         rows = []
         for i, block in enumerate(table):
@@ -304,7 +310,7 @@ class PoolSnapshot:
 def block_usage(num_tokens: int, block_size: int) -> tuple[int, int, float]:
     """(blocks, slots, share of the slots holding tokens): 17 tokens in 16-slot blocks -> (2, 32, 0.53)."""
     if num_tokens < 1 or not 1 <= block_size <= MAX_POOL_BLOCK_SIZE:
-        raise ValueError(f"need num_tokens >= 1 and block_size 1..{MAX_POOL_BLOCK_SIZE}, got {num_tokens}, {block_size}")
+        raise Misuse(f"need num_tokens >= 1 and block_size 1..{MAX_POOL_BLOCK_SIZE}, got {num_tokens}, {block_size}")
     blocks = cdiv(num_tokens, block_size)
     return blocks, blocks * block_size, num_tokens / (blocks * block_size)
 
@@ -345,13 +351,14 @@ class ForkResult:
 
 def simulate_parallel_sampling(prompt_len: int, num_branches: int, num_generated: int, block_size: int = 16) -> ForkResult:
     """Prefill a prompt once, fork it into num_branches requests, then let each branch write
-    num_generated tokens (branches take turns each step). Ids: branch b is request b."""
+    num_generated tokens (branches take turns each step). Ids: branch b is request b. The page's controls stay
+    inside these ranges (app/controls/paged_blocks.py), so one outside them is a bug."""
     if not 1 <= prompt_len <= MAX_MODEL_LEN:
-        raise ValueError(f"prompt_len must be 1..{MAX_MODEL_LEN}, got {prompt_len}")
+        raise Misuse(f"prompt_len must be 1..{MAX_MODEL_LEN}, got {prompt_len}")
     if not 1 <= num_branches <= MAX_BRANCHES:
-        raise ValueError(f"num_branches must be 1..{MAX_BRANCHES}, got {num_branches}")
+        raise Misuse(f"num_branches must be 1..{MAX_BRANCHES}, got {num_branches}")
     if not 0 <= num_generated <= MAX_MODEL_LEN:
-        raise ValueError(f"num_generated must be 0..{MAX_MODEL_LEN}, got {num_generated}")
+        raise Misuse(f"num_generated must be 0..{MAX_MODEL_LEN}, got {num_generated}")
     per_branch = cdiv(prompt_len + num_generated, block_size)
     pool = BlockPool(num_branches * per_branch + 1, block_size)
     pool.add_request(0, prompt_len)

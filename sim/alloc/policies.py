@@ -24,6 +24,7 @@ from sim.alloc.schedule import (
     token_slot_steps,
 )
 from sim.alloc.workload import Workload
+from sim.refusal import Misuse
 
 # The vLLM paper (Kwon et al., 2023): earlier systems kept 20.4–38.2% of their KV memory filled with tokens;
 # paged blocks waste under 4%.
@@ -31,8 +32,8 @@ PAPER_CONTIGUOUS_TOKEN_PCT = (20.4, 38.2)
 PAPER_PAGED_WASTE_PCT = 4
 
 def simulate_policy(wl: Workload, serving: ServingConfig, policy: str) -> PolicyResult:
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    if policy not in POLICIES:  # callers pass names from POLICIES
+        raise Misuse(f"policy must be one of {POLICIES}, got {policy!r}")
     check_fits(wl, serving)
     if policy == "paged":
         return simulate_paged_fast(wl, serving)
@@ -88,9 +89,9 @@ class BlockSizeTradeoff:
 
     def at(self, block_size: int) -> tuple[float, float]:
         """(last-block waste, mean block-table length) at one of the swept block sizes."""
-        hit = np.flatnonzero(self.block_size == block_size)
+        hit = np.flatnonzero(self.block_size == block_size)  # block_size_tradeoff sweeps the chosen size too
         if not len(hit):
-            raise ValueError(f"block size {block_size} was not swept (swept: {self.block_size.tolist()})")
+            raise Misuse(f"block size {block_size} was not swept (swept: {self.block_size.tolist()})")
         return float(self.last_block_waste[hit[0]]), float(self.mean_table_len[hit[0]])
 
     def to_frame(self):

@@ -10,6 +10,7 @@ import numpy as np
 
 from sim.alloc.block_pool import PoolSnapshot
 from sim.alloc.schedule import PolicyResult
+from sim.refusal import Misuse
 
 NUM_FRAMES = 41  # snapshots of the block pool the time slider steps through
 GRID_MAX_STEP = 20_000  # the block grid replays the pool step by step: only this far into a run
@@ -33,7 +34,7 @@ class PoolFrames:
 def pool_frames(makespan: int, num_frames: int = NUM_FRAMES, max_step: int = GRID_MAX_STEP) -> PoolFrames:
     """`num_frames` steps from 0 to the run's last step (or `max_step`), rounded to whole steps."""
     if makespan < 1 or num_frames < 2:
-        raise ValueError(f"need a run of 1+ steps and 2+ frames, got {makespan} steps and {num_frames} frames")
+        raise Misuse(f"need a run of 1+ steps and 2+ frames, got {makespan} steps and {num_frames} frames")
     last = min(makespan - 1, max_step)
     return PoolFrames(tuple(int(round(k * last / (num_frames - 1))) for k in range(num_frames)), last < makespan - 1)
 
@@ -57,7 +58,7 @@ class HeapView:
 def heap_at(heap: PolicyResult, step: int) -> HeapView | None:
     """The first-fit run's extents at `step` (None when no request holds one)."""
     if heap.offset is None or heap.reserve is None:
-        raise ValueError(f"the {heap.policy} run has no heap addresses (only first_fit has)")
+        raise Misuse(f"the {heap.policy} run has no heap addresses (only first_fit has)")
     seg = heap.segments
     ids = np.flatnonzero((seg.start <= step) & (seg.end > step))
     if not len(ids):

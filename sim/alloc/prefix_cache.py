@@ -42,6 +42,7 @@ import numpy as np
 
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS, BlockPool, cdiv
 from sim.alloc.workload import Trace
+from sim.refusal import Misuse, Refusal
 
 MAX_PREFIX_CACHE_BLOCK_SIZE = 256  # token slots per block of the prefix cache
 MAX_RUNNING = 256
@@ -67,7 +68,7 @@ def hash_block_tokens(parent_hash: int | None, token_ids: Sequence[int], extra_k
 def block_hashes(token_ids, block_size: int, extra_keys: Sequence = ()) -> list[int]:
     """The chained hashes of every full block of token_ids (a partial last block has none)."""
     if block_size < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size}")
+        raise Misuse(f"block_size must be >= 1, got {block_size}")
     buf = np.ascontiguousarray(token_ids, dtype="<i4").tobytes()
     step = 4 * block_size
     extra = _extra_bytes(extra_keys)
@@ -166,20 +167,20 @@ class PrefixCachingBlockPool(BlockPool):
 
     def add_request_with_prefix(self, req_id: int, cached_blocks: Sequence[int], num_tokens: int) -> list[int]:
         """A new request whose first len(cached_blocks) blocks are cache hits: share them, then take
-        fresh blocks for the rest of its num_tokens tokens. Raises ValueError, changing nothing, when
-        the free queue is too short."""
+        fresh blocks for the rest of its num_tokens tokens. Raises Misuse, changing nothing, when
+        the free queue is too short (simulate_prefix_cache frees requests until it is not)."""
         bs = self.block_size
         if req_id in self.req_to_block_table:
-            raise ValueError(f"request {req_id} already holds blocks {self.req_to_block_table[req_id]}")
+            raise Misuse(f"request {req_id} already holds blocks {self.req_to_block_table[req_id]}")
         hit_tokens = len(cached_blocks) * bs
         if num_tokens <= hit_tokens:
-            raise ValueError(f"request {req_id}: {num_tokens} tokens but {hit_tokens} cached; at least the last "
-                             "prompt token must be computed")
+            raise Misuse(f"request {req_id}: {num_tokens} tokens but {hit_tokens} cached; at least the last "
+                         "prompt token must be computed")
         need = cdiv(num_tokens, bs) - len(cached_blocks)
         free = self.num_free_after_touch(cached_blocks)
         if need > free:
-            raise ValueError(f"request {req_id} needs {need} new blocks for {num_tokens - hit_tokens} tokens; "
-                             f"{free} of {self.num_blocks} are free")
+            raise Misuse(f"request {req_id} needs {need} new blocks for {num_tokens - hit_tokens} tokens; "
+                         f"{free} of {self.num_blocks} are free")
         for b in cached_blocks:
             assert b in self.block_to_hash, f"block {b} is not cached"
             if self.ref_cnt[b] == 0:
@@ -230,13 +231,15 @@ class CacheConfig:
     enable_caching: bool = True
 
     def __post_init__(self) -> None:
+        # every caller bounds these first: the page's controls (block sizes 2..256, capacity 256..), the command line
+        # (its own limits and message), the sweeps (they skip what cannot hold a request), the real chat's own sizing
         if not 1 <= self.block_size <= MAX_PREFIX_CACHE_BLOCK_SIZE:
-            raise ValueError(f"block_size must be 1..{MAX_PREFIX_CACHE_BLOCK_SIZE}, got {self.block_size}")
+            raise Misuse(f"block_size must be 1..{MAX_PREFIX_CACHE_BLOCK_SIZE}, got {self.block_size}")
         if not self.block_size <= self.capacity_tokens <= MAX_CAPACITY_TOKENS:
-            raise ValueError(f"capacity_tokens must be {self.block_size}..{MAX_CAPACITY_TOKENS:,} (at least one "
-                             f"block of {self.block_size}), got {self.capacity_tokens:,}")
+            raise Misuse(f"capacity_tokens must be {self.block_size}..{MAX_CAPACITY_TOKENS:,} (at least one "
+                         f"block of {self.block_size}), got {self.capacity_tokens:,}")
         if not 1 <= self.max_running <= MAX_RUNNING:
-            raise ValueError(f"max_running must be 1..{MAX_RUNNING}, got {self.max_running}")
+            raise Misuse(f"max_running must be 1..{MAX_RUNNING}, got {self.max_running}")
 
     @property
     def num_blocks(self) -> int:
@@ -345,11 +348,12 @@ class PrefixCacheResult(_PrefillWork):
 
 def work_ratio(prompt_tokens: int, computed_tokens: int, decode_steps: int, decode_weight: float) -> float:
     """Serving work without the cache / with it, counting a decode step as `decode_weight` prefill tokens:
-    (P + w·D) / (P − hits + w·D). With w = 0 it is the prefill speedup alone (the upper bound)."""
+    (P + w·D) / (P − hits + w·D). With w = 0 it is the prefill speedup alone (the upper bound). The page's
+    decode-step cost is 0..100, and computed tokens come from a result (the last prompt token is always computed)."""
     if decode_weight < 0:
-        raise ValueError(f"decode_weight must be >= 0, got {decode_weight}")
+        raise Misuse(f"decode_weight must be >= 0, got {decode_weight}")
     if computed_tokens < 1 or computed_tokens > prompt_tokens:
-        raise ValueError(f"computed_tokens must be 1..{prompt_tokens}, got {computed_tokens}")
+        raise Misuse(f"computed_tokens must be 1..{prompt_tokens}, got {computed_tokens}")
     d = decode_weight * decode_steps
     return (prompt_tokens + d) / (computed_tokens + d)
 
@@ -363,13 +367,13 @@ def simulate_prefix_cache(trace: Trace, cache: CacheConfig = CacheConfig(), hash
     if trace.max_stored > cache.num_blocks * bs:
         i = max(range(trace.num_requests), key=lambda j: trace.requests[j].num_stored)
         n = trace.requests[i].num_stored
-        raise ValueError(f"request {i} stores {n:,} tokens = {cdiv(n, bs):,} blocks of {bs}, but the cache holds "
-                         f"{cache.num_blocks:,} blocks ({cache.num_blocks * bs:,} tokens): raise the capacity to at "
-                         f"least {cdiv(n, bs) * bs:,} tokens")
+        # the page's capacity and its workload's sizes are chosen apart (256 slots, a 4,096-token prompt): the user's
+        raise Refusal("alloc.err.cache_too_small", req=i, n=n, blocks=cdiv(n, bs), bs=bs, num_blocks=cache.num_blocks,
+                      slots=cache.num_blocks * bs, need=cdiv(n, bs) * bs)
     if hashes is None:
         hashes = trace_block_hashes(trace, bs)
     if len(hashes) != trace.num_requests:
-        raise ValueError(f"{len(hashes)} hash lists for {trace.num_requests} requests")
+        raise Misuse(f"{len(hashes)} hash lists for {trace.num_requests} requests")
     pool = PrefixCachingBlockPool(cache.num_blocks, bs)
     n = trace.num_requests
     hit_tokens = np.zeros(n, dtype=np.int64)

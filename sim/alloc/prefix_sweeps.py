@@ -25,6 +25,7 @@ from sim.alloc.workload import (
     trace_from_lists,
 )
 from sim.msg import Msg
+from sim.refusal import Misuse
 
 DEFAULT_CAPACITIES = tuple(2**k for k in range(10, 19))  # 1,024 .. 262,144 tokens
 DEFAULT_BLOCK_SIZES = (8, 16, 32, 64, 128, 256)  # the chosen size is always added
@@ -121,8 +122,8 @@ def demo_prompt_problem(ids: Sequence[int], max_bytes: int) -> Msg | None:
 
 def change_one_byte(ids_a: Sequence[int], pos: int, block_size: int) -> TwoPrompts:
     """Prompt A, then A with byte `pos` replaced by a visibly different one, through one cache."""
-    if not 0 <= pos < len(ids_a):
-        raise ValueError(f"the changed byte must be 0..{len(ids_a) - 1}, got {pos}")
+    if not 0 <= pos < len(ids_a):  # the page's slider is narrowed (and its value clamped) to the prompt
+        raise Misuse(f"the changed byte must be 0..{len(ids_a) - 1}, got {pos}")
     ids_b = list(ids_a)
     ids_b[pos] = other_byte(ids_a[pos])
     return compare_two_prompts(ids_a, ids_b, block_size, pos)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.alloc.workload import Request, Trace
+from sim.refusal import Misuse
 
 
 class _Node:
@@ -28,7 +29,7 @@ class RadixTree:
 
     def __init__(self, block_size: int) -> None:
         if block_size < 1:
-            raise ValueError(f"block_size must be >= 1, got {block_size}")
+            raise Misuse(f"block_size must be >= 1, got {block_size}")
         self.block_size = block_size
         self.roots: dict[str | None, _Node] = {}
         self.num_nodes = 0
@@ -98,7 +99,7 @@ def radix_view(trace: Trace, block_size: int, num_requests: int):
     import pandas as pd
 
     if num_requests < 1:
-        raise ValueError(f"num_requests must be >= 1, got {num_requests}")
+        raise Misuse(f"num_requests must be >= 1, got {num_requests}")
     tree = RadixTree(block_size)
     hits = [tree.add(r, i) for i, r in enumerate(trace.requests[:num_requests])]
     frame = pd.DataFrame(tree.segments(), columns=["segment", "parent", "start_block", "end_block", "requests",

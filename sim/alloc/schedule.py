@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS, MAX_POOL_BLOCK_SIZE
-from sim.alloc.errors import WordedError
 from sim.alloc.workload import MAX_LENGTH_WORKLOAD_REQUESTS, Workload
+from sim.refusal import Misuse, Refusal
 
 MAX_STEPS = 4_000_000  # a run longer than this many decode steps is refused (time and memory)
 POLICIES = ("paged", "reserve_max_len", "reserve_max_tokens", "first_fit")
@@ -58,43 +58,52 @@ def paged_slot_steps(wl: Workload, block_size: int) -> int:
 
 @dataclass(frozen=True)
 class ServingConfig:
+    """The paging page's pool: the KV slots, block size and batch cap its allocation policies (contiguous
+    reservations, first-fit, paged blocks) are compared over, counted in decode steps. It is not the serving engine's
+    config: that one (sim.serving.config.EngineConfig) adds the token budget, chunking, preemption, the watermark
+    and speculation, and times each pass; the paged policy here is that engine's Scheduler with none of them
+    (`engine_config`)."""
+
     capacity_tokens: int = 16_384  # KV slots the accelerator holds for the cache
     block_size: int = 16
     max_num_seqs: int = 256  # the scheduler's cap on running requests
 
     def __post_init__(self) -> None:
+        # Block size and batch come from controls and flags that stay inside these ranges (1..256 and
+        # 1..1,024): a bug. The capacity is a user's: the serving engine's KV slots are what the GPU, the model and
+        # --kv-tokens / the KV limit leave, so they can fall below one block (or to none).
         if not 1 <= self.block_size <= MAX_POOL_BLOCK_SIZE:
-            raise ValueError(f"block_size must be 1..{MAX_POOL_BLOCK_SIZE}, got {self.block_size}")
+            raise Misuse(f"block_size must be 1..{MAX_POOL_BLOCK_SIZE}, got {self.block_size}")
         if not 1 <= self.capacity_tokens <= MAX_CAPACITY_TOKENS:
-            raise ValueError(f"capacity must be 1..{MAX_CAPACITY_TOKENS:,} token slots, got {self.capacity_tokens:,}")
+            raise Refusal("alloc.err.capacity_range", max=MAX_CAPACITY_TOKENS, n=self.capacity_tokens)
         if self.capacity_tokens < self.block_size:
-            raise ValueError(f"capacity {self.capacity_tokens} is smaller than one block of {self.block_size}")
+            raise Refusal("alloc.err.capacity_block", cap=self.capacity_tokens, bs=self.block_size)
         if not 1 <= self.max_num_seqs <= MAX_LENGTH_WORKLOAD_REQUESTS:
-            raise ValueError(f"max_num_seqs must be 1..{MAX_LENGTH_WORKLOAD_REQUESTS:,}, got {self.max_num_seqs}")
+            raise Misuse(f"max_num_seqs must be 1..{MAX_LENGTH_WORKLOAD_REQUESTS:,}, got {self.max_num_seqs}")
 
     @property
     def num_blocks(self) -> int:
         return self.capacity_tokens // self.block_size
 
     @property
-    def scheduler_config(self):
-        """The Scheduler (sim.serving.scheduler) this page's schedule is: decode steps with no token budget, no
-        watermark, recompute preemption."""
-        from sim.serving.scheduler import NO_BUDGET, SchedulerConfig
+    def engine_config(self):
+        """The serving engine config (sim.serving.config) whose Scheduler this page's paged schedule is: decode steps
+        with no token budget, no watermark, recompute preemption."""
+        from sim.serving.config import NO_BUDGET, EngineConfig
 
-        return SchedulerConfig(max_num_seqs=self.max_num_seqs, max_num_batched_tokens=NO_BUDGET,
-                               block_size=self.block_size, num_gpu_blocks=self.num_blocks,
-                               enable_chunked_prefill=False, watermark=0.0)
+        return EngineConfig(max_num_seqs=self.max_num_seqs, max_num_batched_tokens=NO_BUDGET,
+                            block_size=self.block_size, capacity_tokens=self.capacity_tokens,
+                            enable_chunked_prefill=False, watermark=0.0)
 
 
 def check_fits(wl: Workload, serving: ServingConfig) -> None:
     """Every policy must be able to run the longest request alone."""
     if serving.capacity_tokens < wl.max_model_len:
-        raise WordedError("paged.err.capacity", cap=f"{serving.capacity_tokens:,}", max_len=f"{wl.max_model_len:,}")
+        raise Refusal("alloc.err.capacity", cap=serving.capacity_tokens, max_len=wl.max_model_len)
     paged = serving.num_blocks * serving.block_size
     if paged < wl.max_model_len:
-        raise WordedError("paged.err.blocks", n=f"{serving.num_blocks}", bs=f"{serving.block_size}", slots=f"{paged:,}",
-                          max_len=f"{wl.max_model_len:,}")
+        raise Refusal("alloc.err.blocks", n=serving.num_blocks, bs=serving.block_size, slots=paged,
+                      max_len=wl.max_model_len)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.alloc.errors import WordedError
 from sim.msg import Msg
+from sim.refusal import Misuse, Refusal
 
 # ---------------------------------------------------------------------------------------------
 # Length workloads (paging, serving)
@@ -45,25 +45,28 @@ class LengthWorkloadConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        # Each value alone is bounded by every control that sets it (app/workload.py, app/controls/serving_engine.py:
+        # the same limits, tests/test_alloc_refusals.py builds the configs at their ends): out of range is a bug.
+        # Combinations of in-range values a user can choose (max_tokens vs max_model_len, ...) are refusals.
         if not 1 <= self.num_requests <= MAX_LENGTH_WORKLOAD_REQUESTS:
-            raise ValueError(f"num_requests must be 1..{MAX_LENGTH_WORKLOAD_REQUESTS:,}, got {self.num_requests:,}")
+            raise Misuse(f"num_requests must be 1..{MAX_LENGTH_WORKLOAD_REQUESTS:,}, got {self.num_requests:,}")
         if self.length_dist not in LENGTH_DISTS:
-            raise ValueError(f"length_dist must be one of {LENGTH_DISTS}, got {self.length_dist!r}")
+            raise Misuse(f"length_dist must be one of {LENGTH_DISTS}, got {self.length_dist!r}")
         if self.arrival not in ARRIVALS:
-            raise ValueError(f"arrival must be one of {ARRIVALS}, got {self.arrival!r}")
+            raise Misuse(f"arrival must be one of {ARRIVALS}, got {self.arrival!r}")
         if not 2 <= self.max_model_len <= MAX_MODEL_LEN:
-            raise ValueError(f"max_model_len must be 2..{MAX_MODEL_LEN:,}, got {self.max_model_len:,}")
+            raise Misuse(f"max_model_len must be 2..{MAX_MODEL_LEN:,}, got {self.max_model_len:,}")
         if not 1 <= self.max_tokens < self.max_model_len:
-            raise WordedError("paged.err.max_tokens", hi=f"{self.max_model_len - 1}", max_len=f"{self.max_model_len}",
-                              got=f"{self.max_tokens}")
+            raise Refusal("alloc.err.max_tokens", hi=self.max_model_len - 1, max_len=self.max_model_len,
+                          got=self.max_tokens)
         if not 1 <= self.prompt_mean < self.max_model_len:
-            raise WordedError("paged.err.prompt_mean", hi=f"{self.max_model_len - 1}", got=f"{self.prompt_mean}")
+            raise Refusal("alloc.err.prompt_mean", hi=self.max_model_len - 1, got=self.prompt_mean)
         if not 1 <= self.output_mean <= self.max_tokens:
-            raise WordedError("paged.err.output_mean", max_tokens=f"{self.max_tokens}", got=f"{self.output_mean}")
+            raise Refusal("alloc.err.output_mean", max_tokens=self.max_tokens, got=self.output_mean)
         if not 0.05 <= self.spread <= 3.0:
-            raise ValueError(f"spread must be 0.05..3.0, got {self.spread}")
+            raise Misuse(f"spread must be 0.05..3.0, got {self.spread}")
         if not 0.001 <= self.arrival_rate <= 1000:
-            raise ValueError(f"arrival_rate must be 0.001..1000 requests per step, got {self.arrival_rate}")
+            raise Misuse(f"arrival_rate must be 0.001..1000 requests per step, got {self.arrival_rate}")
 
 
 @dataclass(frozen=True)
@@ -75,27 +78,29 @@ class Workload:
     max_model_len: int
 
     def __post_init__(self) -> None:
+        # Built by make_workload (which draws within these bounds), a parsed trace (sim.alloc.trace checks every line
+        # first), the serving simulators' slices of those and tests: a workload that breaks these is a bug.
         n = len(self.arrival)
         if n < 1 or n > MAX_LENGTH_WORKLOAD_REQUESTS:
-            raise ValueError(f"a workload has 1..{MAX_LENGTH_WORKLOAD_REQUESTS:,} requests, got {n:,}")
+            raise Misuse(f"a workload has 1..{MAX_LENGTH_WORKLOAD_REQUESTS:,} requests, got {n:,}")
         for name in ("prompt_len", "output_len", "max_tokens"):
             if len(getattr(self, name)) != n:
-                raise ValueError(f"{name} has {len(getattr(self, name))} entries for {n} requests")
+                raise Misuse(f"{name} has {len(getattr(self, name))} entries for {n} requests")
         if np.any(np.diff(self.arrival) < 0) or self.arrival[0] < 0:
-            raise ValueError("arrivals must be nondecreasing steps >= 0")
+            raise Misuse("arrivals must be nondecreasing steps >= 0")
         if self.prompt_len.min() < 1:
-            raise ValueError(f"every prompt needs at least 1 token (shortest: {self.prompt_len.min()})")
+            raise Misuse(f"every prompt needs at least 1 token (shortest: {self.prompt_len.min()})")
         if self.output_len.min() < 1:
-            raise ValueError(f"every request produces at least 1 token (shortest: {self.output_len.min()})")
+            raise Misuse(f"every request produces at least 1 token (shortest: {self.output_len.min()})")
         bad = np.flatnonzero(self.output_len > self.max_tokens)
         if len(bad):
             i = bad[0]
-            raise ValueError(f"request {i} produces {self.output_len[i]} tokens, above its max_tokens {self.max_tokens[i]}")
+            raise Misuse(f"request {i} produces {self.output_len[i]} tokens, above its max_tokens {self.max_tokens[i]}")
         bad = np.flatnonzero(self.prompt_len + self.max_tokens > self.max_model_len)
         if len(bad):
             i = bad[0]
-            raise ValueError(f"request {i}: prompt {self.prompt_len[i]} + max_tokens {self.max_tokens[i]} "
-                             f"exceeds max_model_len {self.max_model_len}")
+            raise Misuse(f"request {i}: prompt {self.prompt_len[i]} + max_tokens {self.max_tokens[i]} "
+                         f"exceeds max_model_len {self.max_model_len}")
 
     @property
     def num_requests(self) -> int:
@@ -224,10 +229,12 @@ class Trace:
     layout: str = ""
 
     def __post_init__(self) -> None:
+        # make_trace, a parsed trace (at most MAX_TRACE_REQUESTS lines, none empty) and the demo's two prompts
+        # build these: a bug, never a user's input
         if not self.requests:
-            raise ValueError("a trace needs at least one request")
+            raise Misuse("a trace needs at least one request")
         if len(self.requests) > MAX_PREFIX_WORKLOAD_REQUESTS:
-            raise ValueError(f"a trace has at most {MAX_PREFIX_WORKLOAD_REQUESTS:,} requests, got {len(self.requests):,}")
+            raise Misuse(f"a trace has at most {MAX_PREFIX_WORKLOAD_REQUESTS:,} requests, got {len(self.requests):,}")
 
     @property
     def num_requests(self) -> int:
@@ -248,19 +255,20 @@ def trace_from_lists(prompts, outputs=None, extra_keys=None, labels=None) -> Tra
     outputs = [[0]] * n if outputs is None else outputs
     extra_keys = [None] * n if extra_keys is None else extra_keys
     labels = [Msg("wl.label.request", n=i) for i in range(n)] if labels is None else labels
+    # callers: the demo's two byte prompts (2..400 bytes, checked by the page first) and tests
     if not len(outputs) == len(extra_keys) == len(labels) == n:
-        raise ValueError(f"{n} prompts but {len(outputs)} outputs, {len(extra_keys)} extra keys, {len(labels)} labels")
+        raise Misuse(f"{n} prompts but {len(outputs)} outputs, {len(extra_keys)} extra keys, {len(labels)} labels")
     reqs = []
     for i, (p, o, e, lab) in enumerate(zip(prompts, outputs, extra_keys, labels, strict=True)):
         p = np.asarray(p, dtype=np.int64)
         o = np.asarray(o, dtype=np.int64)
         if len(p) < 1:
-            raise ValueError(f"request {i} has an empty prompt")
+            raise Misuse(f"request {i} has an empty prompt")
         if len(o) < 1:
-            raise ValueError(f"request {i} produces no token: every request produces at least 1")
+            raise Misuse(f"request {i} produces no token: every request produces at least 1")
         for arr in (p, o):
             if arr.min() < 0 or arr.max() >= 2**31:
-                raise ValueError(f"request {i}: token ids must be 0..{2**31 - 1}")
+                raise Misuse(f"request {i}: token ids must be 0..{2**31 - 1}")
         reqs.append(Request(p.astype(np.int32), o.astype(np.int32), e, lab, (("prompt", len(p)),)))
     return Trace(tuple(reqs))
 
@@ -281,16 +289,17 @@ class PrefixWorkloadConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        # the Prefix caching page's controls declare these very ranges (app/controls/prefix_caching.py): a bug
         if self.workload not in PREFIX_WORKLOADS:
-            raise ValueError(f"workload must be one of {PREFIX_WORKLOADS}, got {self.workload!r}")
+            raise Misuse(f"workload must be one of {PREFIX_WORKLOADS}, got {self.workload!r}")
         if self.layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+            raise Misuse(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
         for name, lo, hi in (("num_requests", 1, MAX_PREFIX_WORKLOAD_REQUESTS), ("shared_len", 1, MAX_SHARED_LEN),
                              ("variable_len", 1, MAX_VARIABLE_LEN), ("output_len", 1, MAX_OUTPUT_LEN),
                              ("num_groups", 1, MAX_GROUPS), ("seed", 0, 2**32 - 1)):
             value = getattr(self, name)
             if not lo <= value <= hi:
-                raise ValueError(f"{name} must be {lo:,}..{hi:,}, got {value:,}")
+                raise Misuse(f"{name} must be {lo:,}..{hi:,}, got {value:,}")
 
 
 def _ids(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -316,9 +325,8 @@ class _Builder:
         req = Request(prompt, output, None, label, tuple((name, len(ids)) for name, ids in parts))
         self.tokens += req.num_stored
         if self.tokens > MAX_TRACE_TOKENS:
-            raise ValueError(f"after {len(self.requests) + 1:,} requests this workload already stores "
-                             f"{self.tokens:,} tokens, past the simulator's limit of {MAX_TRACE_TOKENS:,}: "
-                             "use fewer requests or shorter prompts and outputs")
+            # the page's sizes (requests x shared, new and output tokens) multiply past this: the user's to change
+            raise Refusal("alloc.err.trace_tokens", n=len(self.requests) + 1, tokens=self.tokens, max=MAX_TRACE_TOKENS)
         self.requests.append(req)
 
 

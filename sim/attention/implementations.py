@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from sim.attention.shapes import IMPLS, AttentionShape
 from sim.msg import Msg
+from sim.refusal import Misuse
 
 
 def torch_dtype(name: str):
@@ -71,7 +72,7 @@ def kernel_fn(impl: str, shape: AttentionShape, q, k, v) -> Callable[[], object]
         return lambda: eager_attention(q, k, v, causal)
     if impl in ("math", "flash", "efficient", "cudnn"):
         return lambda: sdpa_attention(q, k, v, causal, impl)
-    raise ValueError(f"no in-process kernel {impl!r}; choose one of {IMPLS[:-1]}")
+    raise Misuse(f"no in-process kernel {impl!r}; choose one of {IMPLS[:-1]}")
 
 
 @dataclass(frozen=True)

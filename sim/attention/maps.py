@@ -9,6 +9,7 @@ import torch
 
 from sim.attention.masks import additive
 from sim.model.transformer import Llama
+from sim.refusal import Misuse
 
 
 @dataclass(frozen=True)
@@ -21,8 +22,9 @@ class AttentionCapture:
 @torch.inference_mode()
 def capture_attention(model: Llama, ids: list[int], mask: torch.Tensor | None = None) -> AttentionCapture:
     """Prefill `ids` with eager attention; `mask` (T, T) bool replaces the causal mask."""
+    # the masks page and the lesson refuse an empty or short prompt and cut it to 48 characters first
     if not 1 <= len(ids) <= model.cfg.max_seq_len:
-        raise ValueError(f"prompt must be 1..{model.cfg.max_seq_len} tokens, got {len(ids)}")
+        raise Misuse(f"prompt must be 1..{model.cfg.max_seq_len} tokens, got {len(ids)}")
     dev = model.device
     cap: list[dict] = []
     add = additive(mask).to(dev) if mask is not None else None
@@ -56,7 +58,7 @@ def cache_validity(model: Llama, ids: list[int], causal_mask: bool = True) -> Ca
     every other) they change.
     """
     if len(ids) < 2:
-        raise ValueError(f"need at least 2 tokens to append one, got {len(ids)}")
+        raise Misuse(f"need at least 2 tokens to append one, got {len(ids)}")
     dev = model.device
     runs = []
     for seq in (ids[:-1], ids):

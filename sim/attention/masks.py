@@ -11,12 +11,15 @@ from dataclasses import dataclass
 
 import torch
 
+from sim.refusal import Misuse
+
 MASK_KINDS = ("causal", "sliding_window", "prefix_lm", "document", "bidirectional")
 
 
 def _check_n(n: int) -> None:
+    # the masks page cuts a prompt to 48 bytes (+ 8 pad), clamps the prefix and builds the segment ids itself
     if not 1 <= n <= 4096:
-        raise ValueError(f"mask size must be 1..4096, got {n}")
+        raise Misuse(f"mask size must be 1..4096, got {n}")
 
 
 def causal(n: int) -> torch.Tensor:
@@ -32,7 +35,7 @@ def bidirectional(n: int) -> torch.Tensor:
 def sliding_window(n: int, window: int) -> torch.Tensor:
     """Causal, and each query sees only the `window` most recent keys (itself included)."""
     if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
+        raise Misuse(f"window must be >= 1, got {window}")
     i = torch.arange(n)[:, None]
     j = torch.arange(n)[None, :]
     return causal(n) & (i - j < window)
@@ -41,7 +44,7 @@ def sliding_window(n: int, window: int) -> torch.Tensor:
 def prefix_lm(n: int, prefix_len: int) -> torch.Tensor:
     """The first prefix_len tokens see each other both ways; later tokens are causal."""
     if not 0 <= prefix_len <= n:
-        raise ValueError(f"prefix length must be 0..{n}, got {prefix_len}")
+        raise Misuse(f"prefix length must be 0..{n}, got {prefix_len}")
     m = causal(n)
     m[:prefix_len, :prefix_len] = True
     return m
@@ -58,7 +61,7 @@ def padding(lengths: list[int], n: int) -> torch.Tensor:
     """(B, n, n) masks for a batch whose sequences are left-padded to n, and nothing else: combined with any
     mask it removes the pad keys, and pad query rows end up with no key at all (the fully masked row)."""
     if any(not 0 <= L <= n for L in lengths):
-        raise ValueError(f"every length must be 0..{n}, got {lengths}")
+        raise Misuse(f"every length must be 0..{n}, got {lengths}")
     out = []
     for L in lengths:
         real = torch.arange(n) >= n - L  # (n,) True on real tokens
@@ -74,11 +77,11 @@ def left_padding(lengths: list[int], n: int) -> torch.Tensor:
 
 def combine(*masks: torch.Tensor) -> torch.Tensor:
     if not masks:
-        raise ValueError("combine needs at least one mask")
+        raise Misuse("combine needs at least one mask")
     out = masks[0]
     for m in masks[1:]:
         if m.shape != out.shape:
-            raise ValueError(f"mask shapes differ: {tuple(out.shape)} vs {tuple(m.shape)}")
+            raise Misuse(f"mask shapes differ: {tuple(out.shape)} vs {tuple(m.shape)}")
         out = out & m
     return out
 
@@ -97,11 +100,11 @@ def build(kind: str, n: int, window: int = 4, prefix_len: int = 4, segment_ids: 
         return prefix_lm(n, prefix_len)
     if kind == "document":
         if segment_ids is None or len(segment_ids) != n:
-            raise ValueError(f"document masks need {n} segment ids, got {0 if segment_ids is None else len(segment_ids)}")
+            raise Misuse(f"document masks need {n} segment ids, got {0 if segment_ids is None else len(segment_ids)}")
         return document(segment_ids)
     if kind == "bidirectional":
         return bidirectional(n)
-    raise ValueError(f"unknown mask kind {kind!r}; choose one of {MASK_KINDS}")
+    raise Misuse(f"unknown mask kind {kind!r}; choose one of {MASK_KINDS}")
 
 
 def segments_from_text(text_bytes: list[int], sep: int = ord("|")) -> list[int]:

@@ -14,6 +14,7 @@ import numpy as np
 
 from sim.attention.implementations import torch_dtype
 from sim.msg import Msg
+from sim.refusal import Misuse
 from sim.work.threads import pick_num_threads
 
 
@@ -53,7 +54,7 @@ class Stats:
     def of(self, stat: str) -> float:
         """Seconds per call by one of STATS: the median block or the fastest one."""
         if stat not in STATS:
-            raise ValueError(f"statistic {stat!r} is not one of {tuple(STATS)}")
+            raise Misuse(f"statistic {stat!r} is not one of {tuple(STATS)}")
         return self.median_s if stat == "median" else self.min_s
 
 
@@ -159,7 +160,7 @@ def torch_threads(num_threads: int | None) -> Iterator[int]:
 
     want = pick_num_threads() if num_threads is None else num_threads
     if want < 1:
-        raise ValueError(f"threads {want} must be at least 1")
+        raise Misuse(f"threads {want} must be at least 1")
     old = torch.get_num_threads()
     torch.set_num_threads(want)
     try:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.refusal import Misuse
+
 # ---------------------------------------------------------------------------------------------
 
 MAX_DEMO_KEYS = 64
@@ -37,23 +39,24 @@ class SoftmaxDemo:
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        # the stepper's controls bound each value by the others before building one (app/controls/attention_kernels.py)
         if not 1 <= self.num_keys <= MAX_DEMO_KEYS:
-            raise ValueError(f"keys {self.num_keys} is outside 1..{MAX_DEMO_KEYS}")
+            raise Misuse(f"keys {self.num_keys} is outside 1..{MAX_DEMO_KEYS}")
         if not 1 <= self.tile <= self.num_keys:
-            raise ValueError(f"tile {self.tile} is outside 1..{self.num_keys} (the number of keys)")
+            raise Misuse(f"tile {self.tile} is outside 1..{self.num_keys} (the number of keys)")
         if not 1 <= self.num_queries <= min(MAX_DEMO_QUERIES, self.num_keys):
-            raise ValueError(f"query rows {self.num_queries} is outside 1..{min(MAX_DEMO_QUERIES, self.num_keys)}")
+            raise Misuse(f"query rows {self.num_queries} is outside 1..{min(MAX_DEMO_QUERIES, self.num_keys)}")
         if not 1 <= self.head_dim <= 64 or not 1 <= self.value_dim <= 16:
-            raise ValueError(f"head dim {self.head_dim} must be in 1..64 and value dim {self.value_dim} in 1..16")
+            raise Misuse(f"head dim {self.head_dim} must be in 1..64 and value dim {self.value_dim} in 1..16")
         first_visible = max_masked_prefix(self.num_keys, self.num_queries, self.causal)
         if not 0 <= self.masked_prefix <= first_visible:
-            raise ValueError(f"{self.masked_prefix} masked keys would leave a query row with no key to attend to "
-                             f"(at most {first_visible} with {self.num_keys} keys, {self.num_queries} rows"
-                             f"{', causal' if self.causal else ''})")
+            raise Misuse(f"{self.masked_prefix} masked keys would leave a query row with no key to attend to "
+                         f"(at most {first_visible} with {self.num_keys} keys, {self.num_queries} rows"
+                         f"{', causal' if self.causal else ''})")
         if not (math.isfinite(self.score_scale) and 0 < self.score_scale <= 1000):
-            raise ValueError(f"score scale {self.score_scale} is outside (0, 1000]")
+            raise Misuse(f"score scale {self.score_scale} is outside (0, 1000]")
         if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"dtype {self.dtype!r} is not float32 or float64")
+            raise Misuse(f"dtype {self.dtype!r} is not float32 or float64")
 
     @property
     def num_tiles(self) -> int:
@@ -137,13 +140,13 @@ def online_softmax_attention(scores: np.ndarray, v: np.ndarray, tile: int, guard
     `guard_masked=False` drops the guard for rows whose every key so far is masked (m = -inf):
     exp(-inf - (-inf)) is nan, which is what a kernel without the check returns."""
     if tile < 1:
-        raise ValueError(f"tile {tile} must be at least 1")
+        raise Misuse(f"tile {tile} must be at least 1")
     scores = np.asarray(scores)
     v = np.asarray(v)
     dt = scores.dtype
     nq, nk = scores.shape
     if v.shape[0] != nk:
-        raise ValueError(f"V has {v.shape[0]} rows but there are {nk} keys")
+        raise Misuse(f"V has {v.shape[0]} rows but there are {nk} keys")
     m = np.full(nq, -np.inf, dtype=dt)
     l_sum = np.zeros(nq, dtype=dt)
     acc = np.zeros((nq, v.shape[1]), dtype=dt)
@@ -208,7 +211,7 @@ def hbm_traffic(batch: int, heads: int, num_queries: int, num_keys: int, head_di
     for name, value in (("batch", batch), ("heads", heads), ("queries", num_queries), ("keys", num_keys),
                         ("head dim", head_dim), ("element bytes", elem_bytes), ("Q tile", tile_q), ("K tile", tile_k)):
         if value < 1:
-            raise ValueError(f"{name} {value} must be at least 1")
+            raise Misuse(f"{name} {value} must be at least 1")
     bh, e = batch * heads, elem_bytes
     nq, nk, d = num_queries, num_keys, head_dim
     s = bh * nq * nk * e

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sim.refusal import Misuse
+
 IMPLS = ("eager", "math", "flash", "efficient", "cudnn", "flex")
 IMPL_LABELS = {
     "eager": "eager (matmul + mask + softmax + matmul)",
@@ -56,18 +58,20 @@ class AttentionShape:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        # the page's controls are declared with these bounds and choices; a device's caps are sim/attention/limits.py's
+        # Refusal
         if not 1 <= self.batch <= MAX_BATCH:
-            raise ValueError(f"batch {self.batch} is outside 1..{MAX_BATCH}")
+            raise Misuse(f"batch {self.batch} is outside 1..{MAX_BATCH}")
         if not 1 <= self.heads <= MAX_HEADS:
-            raise ValueError(f"heads {self.heads} is outside 1..{MAX_HEADS}")
+            raise Misuse(f"heads {self.heads} is outside 1..{MAX_HEADS}")
         if not 1 <= self.seq_len <= MAX_SEQ_LEN:
-            raise ValueError(f"sequence length {self.seq_len} is outside 1..{MAX_SEQ_LEN:,}")
+            raise Misuse(f"sequence length {self.seq_len} is outside 1..{MAX_SEQ_LEN:,}")
         if self.head_dim not in HEAD_DIMS:
-            raise ValueError(f"head dim {self.head_dim} is not one of {HEAD_DIMS}")
+            raise Misuse(f"head dim {self.head_dim} is not one of {HEAD_DIMS}")
         if self.kind not in KINDS:
-            raise ValueError(f"kind {self.kind!r} is not one of {KINDS}")
+            raise Misuse(f"kind {self.kind!r} is not one of {KINDS}")
         if self.dtype not in DTYPES:
-            raise ValueError(f"dtype {self.dtype!r} is not one of {DTYPES}")
+            raise Misuse(f"dtype {self.dtype!r} is not one of {DTYPES}")
 
     @property
     def num_queries(self) -> int:

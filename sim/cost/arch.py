@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from sim.msg import Items, Msg
+from sim.refusal import Misuse, Refusal
+
 ATTENTION_KINDS = ("MHA", "GQA", "MQA", "MLA")
 # Letters of ArchPreset.layer_pattern, one per layer:
 LOCAL, GLOBAL = "L", "G"  # attention keeping a window (sliding or chunked) / every token
@@ -21,6 +24,7 @@ LOCAL_KINDS = ("sliding", "chunked")  # what a local layer keeps: the last W tok
 STATE_KINDS = ("gated_deltanet", "mamba", "mamba2")
 STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 MAX_STATE_VALUES = 1 << 34  # per layer and request; real models hold ~10^5..10^6
+MAX_STATE_DIM = 1 << 24  # each dimension of a state layer's conv and SSM shapes
 
 # Bounds on every number a config may set: generous for any real model, small enough that the
 # byte arithmetic stays meaningful and a hostile file cannot ask for absurd work.
@@ -120,51 +124,56 @@ class ArchPreset:
     params_card: float = 0.0  # total parameters the model card states, in billions (0 = unknown)
 
     def __post_init__(self) -> None:
-        problems = []
-        for name, (lo, hi) in LIMITS.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                problems.append(f"{name} must be a whole number, got {value!r}")
-            elif not lo <= value <= hi:
-                problems.append(f"{name}={value:,} is outside {lo:,}..{hi:,}")
-        if problems:
-            raise ValueError("; ".join(problems))
+        # Who can fail which check: a pasted or uploaded config.json (sim/cost/hf_config.py, the KV memory page's
+        # custom model and the `kv` / `prefix-hit` commands) reaches the Refusals; hf_config refuses the rest itself
+        # (types, K/V heads, MLA's fields, layer letters, windows, shared layers, state kinds and dtypes) before it
+        # builds a preset, and the bundled presets and this module's variants are the lab's own: a Misuse is a bug.
+        not_ints = [f"{name} must be a whole number, got {getattr(self, name)!r}" for name in LIMITS
+                    if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int)]
+        if not_ints:
+            raise Misuse("; ".join(not_ints))
+        outside = [Msg("cost.err.outside", name=name, value=getattr(self, name), lo=lo, hi=hi)
+                   for name, (lo, hi) in LIMITS.items() if not lo <= getattr(self, name) <= hi]
+        if outside:
+            raise Refusal("cost.err.arch_limits", problems=Items(outside, sep="; "))
         if self.n_kv_heads > self.n_heads:
-            raise ValueError(f"n_kv_heads={self.n_kv_heads} is more than n_heads={self.n_heads}")
+            raise Misuse(f"n_kv_heads={self.n_kv_heads} is more than n_heads={self.n_heads}")
         if self.n_heads % self.n_kv_heads:
-            raise ValueError(
+            raise Misuse(
                 f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}: "
                 "each K/V head must serve the same number of query heads"
             )
         if self.num_experts_per_tok > max(self.num_experts, 1):
-            raise ValueError(f"num_experts_per_tok={self.num_experts_per_tok} is more than num_experts={self.num_experts}")
+            raise Refusal("cost.err.experts_per_tok", k=self.num_experts_per_tok, n=self.num_experts)
         if self.first_dense_layers > self.n_layers:
-            raise ValueError(f"first_dense_layers={self.first_dense_layers} is more than n_layers={self.n_layers}")
+            raise Refusal("cost.err.first_dense", k=self.first_dense_layers, n=self.n_layers)
         if (self.kv_lora_rank > 0) != (self.qk_rope_head_dim > 0):
-            raise ValueError(
+            raise Misuse(
                 f"MLA needs both kv_lora_rank and qk_rope_head_dim, got {self.kv_lora_rank} and {self.qk_rope_head_dim}"
             )
         if self.kv_lora_rank and self.qk_rope_head_dim >= self.head_dim:
-            raise ValueError(f"qk_rope_head_dim={self.qk_rope_head_dim} must be less than head_dim={self.head_dim}")
+            raise Misuse(f"qk_rope_head_dim={self.qk_rope_head_dim} must be less than head_dim={self.head_dim}")
         if len(self.layer_pattern) > MAX_PATTERN or set(self.layer_pattern) - set(LAYER_LETTERS):
-            raise ValueError(f"layer_pattern must be up to {MAX_PATTERN} letters G/L/R/F, got {self.layer_pattern[:40]!r}")
+            raise Misuse(f"layer_pattern must be up to {MAX_PATTERN} letters G/L/R/F, got {self.layer_pattern[:40]!r}")
         if LOCAL in self.layer_pattern and not self.sliding_window:
-            raise ValueError(f"layer_pattern {self.layer_pattern[:40]!r} has local layers but sliding_window is 0")
+            raise Misuse(f"layer_pattern {self.layer_pattern[:40]!r} has local layers but sliding_window is 0")
         if self.local_attention not in LOCAL_KINDS:
-            raise ValueError(f"local_attention must be one of {', '.join(LOCAL_KINDS)}, got {self.local_attention!r}")
+            raise Misuse(f"local_attention must be one of {', '.join(LOCAL_KINDS)}, got {self.local_attention!r}")
         self._check_state()
         kinds = self.layer_kinds
         if not any(k in (GLOBAL, LOCAL, STATE) for k in kinds):
-            raise ValueError(f"layer_pattern {self.layer_pattern[:40]!r} has no attention and no state layer")
+            # a config.json whose every layer is an MLP (hybrid_override_pattern "----")
+            raise Refusal("cost.err.no_mixer", pattern=repr(self.layer_pattern[:40]))
         if self.kv_shared_layers >= self.n_layers:
-            raise ValueError(f"kv_shared_layers={self.kv_shared_layers} must be less than n_layers={self.n_layers}")
+            raise Misuse(f"kv_shared_layers={self.kv_shared_layers} must be less than n_layers={self.n_layers}")
         if self.index_head_dim and not (GLOBAL in kinds or LOCAL in kinds):
-            raise ValueError(f"index_head_dim={self.index_head_dim} but the model has no attention layer to index")
+            # a config.json with an indexer and only state or MLP layers
+            raise Refusal("cost.err.index_no_attention", n=self.index_head_dim)
         derived = self.derived_attention()
         if not self.attention:
             object.__setattr__(self, "attention", derived)
         elif self.attention != derived:
-            raise ValueError(
+            raise Misuse(
                 f"attention={self.attention!r} contradicts the shape (n_heads={self.n_heads}, "
                 f"n_kv_heads={self.n_kv_heads}, kv_lora_rank={self.kv_lora_rank}): that is {derived}"
             )
@@ -174,26 +183,26 @@ class ArchPreset:
         if not has_state and not self.state_kind:
             return
         if has_state and self.state_kind not in STATE_KINDS:
-            raise ValueError(f"layer_pattern has state layers (R) but state_kind is {self.state_kind!r}, "
-                             f"expected one of {', '.join(STATE_KINDS)}")
+            raise Misuse(f"layer_pattern has state layers (R) but state_kind is {self.state_kind!r}, "
+                         f"expected one of {', '.join(STATE_KINDS)}")
         if not has_state:
-            raise ValueError(f"state_kind={self.state_kind!r} but layer_pattern has no state layer (R)")
+            raise Misuse(f"state_kind={self.state_kind!r} but layer_pattern has no state layer (R)")
         for name in ("state_conv_shape", "state_ssm_shape"):
             shape = getattr(self, name)
             if not isinstance(shape, tuple) or len(shape) > 4 or not all(
-                    isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 1 << 24 for n in shape):
-                raise ValueError(f"{name} must be up to 4 whole numbers in 1..{1 << 24:,}, got {shape!r}")
+                    isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_STATE_DIM for n in shape):
+                # a config.json's head counts and sizes multiply into a dimension past the bound
+                raise Refusal("cost.err.state_shape", name=name, max=MAX_STATE_DIM, shape=repr(shape)[:80])
         if not self.state_ssm_shape:
-            raise ValueError("state layers need state_ssm_shape (the recurrent state's shape)")
+            raise Misuse("state layers need state_ssm_shape (the recurrent state's shape)")
         if self.state_values_per_layer > MAX_STATE_VALUES:
-            raise ValueError(f"a state layer of {self.state_values_per_layer:,} values is more than "
-                             f"{MAX_STATE_VALUES:,}")
+            raise Refusal("cost.err.state_values", n=self.state_values_per_layer, max=MAX_STATE_VALUES)
         if self.engine_ssm_dtype and self.engine_ssm_dtype not in STATE_DTYPE_BYTES:
-            raise ValueError(f"engine_ssm_dtype must be one of {', '.join(STATE_DTYPE_BYTES)}, "
-                             f"got {self.engine_ssm_dtype!r}")
+            raise Misuse(f"engine_ssm_dtype must be one of {', '.join(STATE_DTYPE_BYTES)}, "
+                         f"got {self.engine_ssm_dtype!r}")
         for name in ("state_conv_dtype", "state_ssm_dtype"):
             if getattr(self, name) not in STATE_DTYPE_BYTES:
-                raise ValueError(f"{name} must be one of {', '.join(STATE_DTYPE_BYTES)}, got {getattr(self, name)!r}")
+                raise Misuse(f"{name} must be one of {', '.join(STATE_DTYPE_BYTES)}, got {getattr(self, name)!r}")
 
     @property
     def state_values_per_layer(self) -> int:

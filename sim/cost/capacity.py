@@ -19,6 +19,7 @@ from sim.cost.memory import (
     request_bytes,
     weight_bytes,
 )
+from sim.refusal import Misuse
 
 PARTS = ("weights", "kv", "free", "aside")  # Capacity.breakdown's parts; their names: kvmem.part.<id>
 
@@ -32,11 +33,12 @@ class GpuConfig:
 
     def __post_init__(self) -> None:
         _check_int("num_gpus", self.num_gpus, 1, MAX_GPUS)
+        # the page's utilization slider is 0.05..1.0 and its weight dtype a choice: past them is the lab's bug
         if not (isinstance(self.utilization, int | float) and math.isfinite(self.utilization)
                 and 0.05 <= self.utilization <= 1.0):
-            raise ValueError(f"utilization must be within 0.05..1.0, got {self.utilization!r}")
+            raise Misuse(f"utilization must be within 0.05..1.0, got {self.utilization!r}")
         if self.weight_dtype not in WEIGHT_DTYPE_BITS:
-            raise ValueError(f"weight_dtype must be one of {', '.join(WEIGHT_DTYPE_BITS)}, got {self.weight_dtype!r}")
+            raise Misuse(f"weight_dtype must be one of {', '.join(WEIGHT_DTYPE_BITS)}, got {self.weight_dtype!r}")
 
     @property
     def total_bytes(self) -> int:

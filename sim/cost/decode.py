@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.cost.opcount import ShapeSpec, generation_totals, step_flops
+from sim.refusal import Misuse
 
 # grid cell values
 NOTHING, READ, COMPUTED = 0, 1, 2
@@ -22,9 +23,9 @@ def computed_grid(prompt_len: int, num_steps: int, mode: str) -> np.ndarray:
     recomputes every position again; cached computes the one new position and reads the rest.
     """
     if mode not in ("naive", "cached"):
-        raise ValueError(f"mode must be 'naive' or 'cached', got {mode!r}")
+        raise Misuse(f"mode must be 'naive' or 'cached', got {mode!r}")
     if prompt_len < 1 or num_steps < 1:
-        raise ValueError(f"need prompt_len >= 1 and num_steps >= 1, got {prompt_len}, {num_steps}")
+        raise Misuse(f"need prompt_len >= 1 and num_steps >= 1, got {prompt_len}, {num_steps}")
     width = prompt_len + num_steps - 1
     grid = np.full((num_steps, width), NOTHING, dtype=np.int8)
     grid[0, :prompt_len] = COMPUTED
@@ -61,7 +62,7 @@ def scale_curve(shape: ShapeSpec, lengths: list[int]) -> list[ScalePoint]:
     out = []
     for n in lengths:
         if n < 1:
-            raise ValueError(f"lengths must be >= 1, got {n}")
+            raise Misuse(f"lengths must be >= 1, got {n}")
         out.append(ScalePoint(
             n,
             sum(step_flops(shape, n, n).values()),
@@ -98,8 +99,9 @@ def flop_shape(preset) -> ShapeSpec:
     """The shape numbers the FLOP formulas need, from an architecture preset. A mixture-of-
     experts MLP counts the experts each token is routed to, shared experts included (the router
     itself is negligible); a plain (non-gated) MLP has two matrices, not three."""
+    # the Decode cost page's scale section lists no MLA preset (app/controls/decode_cost.py scale_presets)
     if getattr(preset, "attention", "") == "MLA":
-        raise ValueError(f"{preset.name} uses MLA (latent K/V): its attention FLOPs are not the MHA/GQA formula")
+        raise Misuse(f"{preset.name} uses MLA (latent K/V): its attention FLOPs are not the MHA/GQA formula")
     d_ff = preset.d_ff
     if getattr(preset, "num_experts", 1) > 1:
         expert_ff = getattr(preset, "moe_d_ff", 0) or preset.d_ff

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from sim.refusal import Misuse
+
 GPUS_JSON = Path(__file__).resolve().parents[2] / "assets" / "presets" / "gpus.json"
 GIB = 1 << 30
 
@@ -27,7 +29,7 @@ class GpuPreset:
 
     def __post_init__(self) -> None:
         if self.memory_bytes <= 0 or self.bandwidth_bytes_per_s <= 0 or self.bf16_dense_tflops <= 0:
-            raise ValueError(f"GPU preset {self.key!r} needs positive memory, bandwidth and throughput")
+            raise Misuse(f"GPU preset {self.key!r} needs positive memory, bandwidth and throughput")
 
     @property
     def memory_gib(self) -> float:

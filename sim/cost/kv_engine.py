@@ -56,6 +56,7 @@ from sim.cost.vllm_rules import (
     int8_token_layer_bytes,
 )
 from sim.msg import Msg
+from sim.refusal import Misuse
 
 DEFAULT_BATCHED_TOKENS = DEFAULT_MAX_NUM_BATCHED_TOKENS
 MAX_TP = 64  # tensor-parallel ranks
@@ -69,11 +70,12 @@ class KVEngineConfig:
     hybrid: bool = True  # the hybrid KV cache manager; False = --disable-hybrid-kv-cache-manager
 
     def __post_init__(self) -> None:
+        # block size and hybrid are a choice and a toggle on the page and argparse choices / a flag in the commands
         if self.block_size not in BLOCK_SIZES:
-            raise ValueError(f"block_size must be one of {', '.join(map(str, BLOCK_SIZES))}, got {self.block_size!r}")
+            raise Misuse(f"block_size must be one of {', '.join(map(str, BLOCK_SIZES))}, got {self.block_size!r}")
         _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1, MAX_CONTEXT)
         if not isinstance(self.hybrid, bool):
-            raise ValueError(f"hybrid must be true or false, got {self.hybrid!r}")
+            raise Misuse(f"hybrid must be true or false, got {self.hybrid!r}")
 
 
 @dataclass(frozen=True)

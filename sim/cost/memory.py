@@ -40,6 +40,7 @@ from sim.cost.arch import (
 )
 from sim.cost.vllm_rules import chunked_tokens_held
 from sim.msg import Msg
+from sim.refusal import Misuse, Refusal
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
@@ -76,10 +77,13 @@ STATE_DTYPES = ("", *STATE_DTYPE_BYTES)  # "" = what the config says (its mamba_
 
 
 def _check_int(name: str, value, lo: int, hi: int) -> None:
+    """A setting's value within lo..hi. Out of range is the user's (the `kv` command's --context, --batch, --tp and
+    --max-num-batched-tokens take any whole number; a pasted config with fewer layers than the page's layers-per-K/V
+    slider); not a whole number at all is the caller's bug (argparse and the page's controls hand over ints)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
+        raise Misuse(f"{name} must be a whole number, got {value!r}")
     if not lo <= value <= hi:
-        raise ValueError(f"{name}={value:,} is outside {lo:,}..{hi:,}")
+        raise Refusal("cost.err.outside", name=name, value=value, lo=lo, hi=hi)
 
 
 @dataclass(frozen=True)
@@ -95,13 +99,14 @@ class MemoryConfig:
     def __post_init__(self) -> None:
         _check_int("batch", self.batch, 1, MAX_BATCH)
         _check_int("context", self.context, 1, MAX_CONTEXT)
+        # the dtypes are choices on every page and command (argparse's choices): another one is a caller's bug
         if self.kv_dtype not in KV_DTYPES:
-            raise ValueError(f"kv_dtype must be one of {', '.join(KV_DTYPES)}, got {self.kv_dtype!r}")
+            raise Misuse(f"kv_dtype must be one of {', '.join(KV_DTYPES)}, got {self.kv_dtype!r}")
         _check_int("group_size", self.group_size, 1, 4096)
         _check_int("layers_per_kv", self.layers_per_kv, 1, min(MAX_LAYERS_PER_KV, self.arch.n_layers))
         if self.state_dtype not in STATE_DTYPES:
-            raise ValueError(f"state_dtype must be one of {', '.join(STATE_DTYPES[1:])} (or empty for the config's), "
-                             f"got {self.state_dtype!r}")
+            raise Misuse(f"state_dtype must be one of {', '.join(STATE_DTYPES[1:])} (or empty for the config's), "
+                         f"got {self.state_dtype!r}")
 
     @property
     def dtype(self) -> KvDtype:

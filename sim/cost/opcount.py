@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.refusal import Misuse
+
 # The parts a step's FLOPs split into, in the order the pages stack them.
 PARTS = ("qkv_proj", "attn_scores", "attn_v", "out_proj", "mlp", "lm_head")
 
@@ -57,7 +59,7 @@ def _spec(cfg) -> ShapeSpec:
 def step_flops(cfg, num_new: int, kv_len: int, num_logits: int = 1, batch: int = 1) -> dict[str, int]:
     """FLOPs of one forward step, by part (see module docstring)."""
     if not (1 <= num_new <= kv_len):
-        raise ValueError(f"need 1 <= num_new <= kv_len, got num_new={num_new}, kv_len={kv_len}")
+        raise Misuse(f"need 1 <= num_new <= kv_len, got num_new={num_new}, kv_len={kv_len}")
     s = _spec(cfg)
     t, n, L = num_new * batch, kv_len, s.n_layers
     q_dim, kv_dim = s.n_heads * s.head_dim, s.n_kv_heads * s.head_dim
@@ -79,13 +81,13 @@ def generation_flops(cfg, prompt_len: int, num_new_tokens: int, mode: str) -> li
     Step i (i >= 1) feeds token prompt_len + i - 1 and produces the token after it.
     """
     if prompt_len < 1 or num_new_tokens < 1:
-        raise ValueError(f"need prompt_len >= 1 and num_new_tokens >= 1, got {prompt_len}, {num_new_tokens}")
+        raise Misuse(f"need prompt_len >= 1 and num_new_tokens >= 1, got {prompt_len}, {num_new_tokens}")
     steps = [step_flops(cfg, prompt_len, prompt_len)]
     for i in range(1, num_new_tokens):
         kv_len = prompt_len + i
         num_new = kv_len if mode == "naive" else 1
         if mode not in ("naive", "cached"):
-            raise ValueError(f"mode must be 'naive' or 'cached', got {mode!r}")
+            raise Misuse(f"mode must be 'naive' or 'cached', got {mode!r}")
         steps.append(step_flops(cfg, num_new, kv_len))
     return steps
 
@@ -128,9 +130,9 @@ def generation_totals(cfg, prompt_len: int, num_new_tokens: int, mode: str) -> d
       naive : every step feeds the whole sequence, k = P..n tokens against k keys
     """
     if mode not in ("naive", "cached"):
-        raise ValueError(f"mode must be 'naive' or 'cached', got {mode!r}")
+        raise Misuse(f"mode must be 'naive' or 'cached', got {mode!r}")
     if prompt_len < 1 or num_new_tokens < 1:
-        raise ValueError(f"need prompt_len >= 1 and num_new_tokens >= 1, got {prompt_len}, {num_new_tokens}")
+        raise Misuse(f"need prompt_len >= 1 and num_new_tokens >= 1, got {prompt_len}, {num_new_tokens}")
     s = _spec(cfg)
     P, n, L = prompt_len, prompt_len + num_new_tokens - 1, s.n_layers
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from sim.cost.arch import ArchPreset, estimate_active_params, estimate_num_params, with_kv_heads
 from sim.cost.memory import WEIGHT_DTYPE_BITS, MemoryConfig, request_bytes
 from sim.msg import Msg
-from sim.refusal import Refusal
+from sim.refusal import Misuse, Refusal
 
 PHASES = ("prefill", "decode")
 COMPUTE_DTYPES = ("bf16", "fp8")
@@ -40,7 +40,7 @@ def hardware(gpu, compute_dtype: str = "bf16") -> Hardware:
     """From a GpuPreset; fp8 needs the preset's fp8 figure (an A100 has no FP8 tensor cores): a Refusal when it
     has none."""
     if compute_dtype not in COMPUTE_DTYPES:
-        raise ValueError(f"compute dtype must be one of {COMPUTE_DTYPES}, got {compute_dtype!r}")
+        raise Misuse(f"compute dtype must be one of {COMPUTE_DTYPES}, got {compute_dtype!r}")
     tflops = gpu.bf16_dense_tflops if compute_dtype == "bf16" else getattr(gpu, "fp8_dense_tflops", None)
     if not tflops:
         raise Refusal("roofline.s.no_dtype", gpu=gpu.name, dtype=compute_dtype.upper())
@@ -56,12 +56,13 @@ class RooflineConfig:
     kv_dtype: str = "fp16"
 
     def __post_init__(self) -> None:
+        # the roofline page's batch and context are stops inside these bounds, its dtypes choices
         if not 1 <= self.batch <= 4096:
-            raise ValueError(f"batch must be 1..4,096, got {self.batch}")
+            raise Misuse(f"batch must be 1..4,096, got {self.batch}")
         if not 1 <= self.context <= 1 << 20:
-            raise ValueError(f"context must be 1..1,048,576 tokens, got {self.context}")
+            raise Misuse(f"context must be 1..1,048,576 tokens, got {self.context}")
         if self.weight_dtype not in WEIGHT_DTYPE_BITS:
-            raise ValueError(f"weight dtype must be one of {', '.join(WEIGHT_DTYPE_BITS)}, got {self.weight_dtype!r}")
+            raise Misuse(f"weight dtype must be one of {', '.join(WEIGHT_DTYPE_BITS)}, got {self.weight_dtype!r}")
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def prefill_step(cfg: RooflineConfig) -> StepCost:
 
 def step(cfg: RooflineConfig, phase: str) -> StepCost:
     if phase not in PHASES:
-        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+        raise Misuse(f"phase must be one of {PHASES}, got {phase!r}")
     return decode_step(cfg) if phase == "decode" else prefill_step(cfg)
 
 

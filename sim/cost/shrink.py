@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.refusal import Misuse
+
 # The caches the page runs (sim/model/evict_cache.py builds them; a test keeps the names in step).
 EVICT_METHODS = ("window", "sinks", "h2o", "snapkv")
 QUANT_METHODS = ("fp8", "int8", "kivi4", "kivi2")
@@ -85,10 +87,11 @@ def offloaded_bytes(cache_bytes: int, percent: int) -> int:
 
 
 def offload_cost(offloaded_bytes: int, link: str, hbm_bytes_per_s: float) -> OffloadCost:
+    # the page asks for every link in LINKS, with a preset's bandwidth and a slider's share of a computed cache
     if link not in LINKS:
-        raise ValueError(f"link must be one of {', '.join(LINKS)}, got {link!r}")
+        raise Misuse(f"link must be one of {', '.join(LINKS)}, got {link!r}")
     if offloaded_bytes < 0 or hbm_bytes_per_s <= 0:
-        raise ValueError("offloaded bytes must be >= 0 and the bandwidth > 0")
+        raise Misuse("offloaded bytes must be >= 0 and the bandwidth > 0")
     return OffloadCost(offloaded_bytes, LINKS[link], hbm_bytes_per_s)
 
 
@@ -107,11 +110,12 @@ class Score:
 
 def check_methods_and_budgets(methods: tuple[str, ...], budgets: tuple[float, ...]) -> None:
     """A shrink grid's methods are known ones and its budgets fractions in (0, 1] (ValueError naming them)."""
+    # the page and the recording script pass the lab's own method and budget tuples
     bad = [m for m in methods if m not in (*EVICT_METHODS, *QUANT_METHODS)]
     if bad or not methods:
-        raise ValueError(f"methods must be among {', '.join((*EVICT_METHODS, *QUANT_METHODS))}, got {bad}")
+        raise Misuse(f"methods must be among {', '.join((*EVICT_METHODS, *QUANT_METHODS))}, got {bad}")
     if not budgets or any(not 0 < b <= 1 for b in budgets):
-        raise ValueError(f"budgets must be fractions in (0, 1], got {budgets}")
+        raise Misuse(f"budgets must be fractions in (0, 1], got {budgets}")
 
 
 @dataclass(frozen=True)
@@ -124,10 +128,11 @@ class ShrinkSetup:
 
     def __post_init__(self) -> None:
         check_methods_and_budgets(self.methods, self.budgets)
+        # the page's long generation is a stop of 128..900 tokens and its trials a control of 1..8
         if not 16 <= self.num_new <= MAX_LONG_NEW:
-            raise ValueError(f"the long generation must be 16..{MAX_LONG_NEW} tokens, got {self.num_new}")
+            raise Misuse(f"the long generation must be 16..{MAX_LONG_NEW} tokens, got {self.num_new}")
         if not 1 <= self.num_trials <= 8:
-            raise ValueError(f"trials must be 1..8, got {self.num_trials}")
+            raise Misuse(f"trials must be 1..8, got {self.num_trials}")
 
     def runs(self) -> list[tuple[str, float | None]]:
         """(method, budget fraction), the quantization methods once each (their bytes are the format's)."""

@@ -19,6 +19,7 @@ from sim.cost.arch import GLOBAL, LOCAL, STATE
 from sim.cost.kv_engine import MAX_TP
 from sim.cost.memory import KvMemory, _check_int
 from sim.cost.vllm_rules import kv_heads_per_rank
+from sim.refusal import Refusal
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,7 @@ def check_tp(n_kv_heads: int, tp: int, mla: bool) -> None:
     """vLLM needs N to divide the K/V heads or be a multiple of them (MLA: any N)."""
     _check_int("tp", tp, 1, MAX_TP)
     if not mla and n_kv_heads % tp and tp % n_kv_heads:
-        raise ValueError(f"tensor parallelism over {tp} GPUs needs {tp} to divide the {n_kv_heads} K/V heads or be "
-                         f"a multiple of them")
+        raise Refusal("cost.err.tp_heads", tp=tp, heads=n_kv_heads)  # the `kv` command's --tp, the page's GPUs
 
 
 def tp_split(kv: KvMemory, tp: int) -> TpSplit:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.msg import Msg
+from sim.refusal import Misuse
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,9 @@ SLUGS = tuple(s.slug for s in STEPS)
 
 def step_at(k: int) -> Step:
     """Step k, counted from 1 as the page and its URL count them."""
+    # the link's step is declared 1..RECAP (app/controls/lesson.py) and the page sends RECAP to the recap
     if not 1 <= k <= len(STEPS):
-        raise ValueError(f"step must be 1..{len(STEPS)}, got {k}")
+        raise Misuse(f"step must be 1..{len(STEPS)}, got {k}")
     return STEPS[k - 1]
 
 
@@ -59,5 +61,5 @@ def step_label(k: int) -> Msg:
     if k == RECAP:
         return Msg("lesson.recap.label")
     if not 1 <= k <= len(STEPS):
-        raise ValueError(f"step must be 1..{RECAP}, got {k}")
+        raise Misuse(f"step must be 1..{RECAP}, got {k}")
     return Msg("lesson.step_label", k=k, n=len(STEPS), title=step_at(k).title)

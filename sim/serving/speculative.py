@@ -19,7 +19,7 @@ import numpy as np
 
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
-from sim.serving.errors import Refusal
+from sim.refusal import Refusal
 from sim.serving.step_cost import RooflineCost
 
 MAX_SPEC_K = 16

@@ -18,6 +18,8 @@ import string
 from functools import lru_cache
 from pathlib import Path
 
+from sim.refusal import Misuse
+
 LANGS: tuple[str, ...] = ("en", "ko")
 DEFAULT_LANG = "en"
 PSEUDO = "keys"  # the tests' pseudo-language: keys and numbers instead of words
@@ -30,8 +32,8 @@ def catalog(lang: str) -> dict[str, str]:
     """key -> message of one language (read once per process)."""
     if lang == PSEUDO:
         return {key: _pseudo(key, message) for key, message in catalog(DEFAULT_LANG).items()}
-    if lang not in LANGS:
-        raise ValueError(f"language {lang!r} is not one of {', '.join(LANGS)}")
+    if lang not in LANGS:  # a link's lang= is checked against LANGS first (app/i18n.py), the sidebar offers only them
+        raise Misuse(f"language {lang!r} is not one of {', '.join(LANGS)}")
     entries: dict[str, str] = {}
     for path in sorted((CATALOG_DIR / lang).glob("*.json")):
         with open(path, encoding="utf-8") as f:

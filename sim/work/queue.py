@@ -17,7 +17,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sim.refusal import Refusal
+from sim.refusal import Misuse, Refusal
 
 T = TypeVar("T")
 MISSING = object()  # a result cache's "no such entry" (None may be a result)
@@ -43,10 +43,11 @@ class WorkQueue:
     """
 
     def __init__(self, num_slots: int, poll_s: float = 0.25, max_waiting: int = MAX_WAITING) -> None:
+        # slots are pick_num_threads() (>= 1, or KVLAB_THREADS refused); KVLAB_MAX_QUEUE is refused by app/work.py
         if num_slots < 1:
-            raise ValueError(f"a work queue needs at least 1 slot, got {num_slots}")
+            raise Misuse(f"a work queue needs at least 1 slot, got {num_slots}")
         if max_waiting < 1:
-            raise ValueError(f"a work queue needs room for at least 1 waiting job, got {max_waiting}")
+            raise Misuse(f"a work queue needs room for at least 1 waiting job, got {max_waiting}")
         self.num_slots = num_slots
         self.max_waiting = max_waiting
         self.poll_s = poll_s
@@ -164,9 +165,9 @@ class ResultCache:
 
     def __init__(self, max_entries: int = 128, max_bytes: int = 64 * 2**20) -> None:
         if max_entries < 1:
-            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+            raise Misuse(f"max_entries must be >= 1, got {max_entries}")
         if max_bytes < 1:
-            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+            raise Misuse(f"max_bytes must be >= 1, got {max_bytes}")
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
@@ -297,7 +298,7 @@ class RateBook:
 
     def __init__(self, weight: float = 0.5) -> None:
         if not 0 < weight <= 1:
-            raise ValueError(f"weight must be in (0, 1], got {weight}")
+            raise Misuse(f"weight must be in (0, 1], got {weight}")
         self.weight = weight
         self._lock = threading.Lock()
         self._rates: dict[str, _Rate] = {}

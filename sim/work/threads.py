@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+from sim.refusal import Refusal
+
 DEVICE_ENV = "KVLAB_DEVICE"
 THREADS_ENV = "KVLAB_THREADS"
 
@@ -16,11 +18,12 @@ def pick_num_threads(env: dict[str, str] | None = None, cpu_count: int | None = 
     core spin, and on a loaded 2-core machine two threads made a page 5x slower than one. The
     tiny model's decode steps are too small to gain from more than a few threads anyway."""
     env = os.environ if env is None else env
-    if env.get(THREADS_ENV, "").strip():
-        n = int(env[THREADS_ENV])
-        if n < 1:
-            raise ValueError(f"{THREADS_ENV} must be >= 1, got {n}")
-        return n
+    raw = env.get(THREADS_ENV, "").strip()
+    if raw:
+        # set by whoever starts the server: anything but a whole number >= 1 is refused by name, with its value
+        if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+            raise Refusal("work.err.threads", name=THREADS_ENV, got=repr(raw[:40]))
+        return int(raw)
     cpu_count = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
     return max(1, min(cpu_count // 2, 8))
 
