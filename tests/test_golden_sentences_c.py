@@ -4,8 +4,11 @@ The other tests pin which message a function chose and with which numbers (the "
 sim.words.catalog.PSEUDO), so a copy edit in assets/i18n/ breaks none of them; it updates these, and only these.
 Each test names the file whose asserts it was moved from."""
 
+import pytest
+
 from sim.alloc.block_pool import BlockPool, simulate_parallel_sampling
-from sim.words import paging
+from sim.refusal import Refusal
+from sim.words import attention, engine_readouts, paging, prefix_run, say
 
 # --- from tests/test_pool_views.py ---------------------------------------------------------------
 
@@ -22,3 +25,65 @@ def test_pool_views_golden():
     snap = pool.snapshot(7)
     assert paging.request_line(snap, 0) == "Request **0** holds **5** tokens in **2** blocks (62% of their 8 slots)."
     assert paging.request_line(snap, 0, lang="ko") == "요청 **0**: 토큰 **5**개를 블록 **2**개에 담고 있다(슬롯 8개 중 62%)."
+
+
+# --- from tests/test_prefix_cache.py -------------------------------------------------------------
+
+def test_prefix_cache_golden():
+    from tests.test_prefix_cache import _branch_run
+
+    one = prefix_run.branch_summary(_branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236))
+    assert one == (
+        "The cache removes **45%** of the prefill tokens and **40%** of the prefill time. Time saved (40%) trails "
+        "tokens saved (45%) by 5 points: every forward pass carries a fixed cost (dozens of small kernels for a model "
+        "this small), and branching makes 3 passes instead of 2. Decoding the same 2 × 4 steps took 147 ms branched "
+        "vs 236 ms from scratch, 89 ms (61%) more from scratch; one timed repeat gives no spread to tell timing noise "
+        "from a real gap.")
+
+
+# --- from tests/test_serving_engine.py -----------------------------------------------------------
+
+def test_serving_engine_golden():
+    from tests.test_serving_engine import cfg
+
+    with pytest.raises(Refusal) as e:
+        cfg(max_num_batched_tokens=7, num_speculative_tokens=1)
+    # every number, the setting and its bound, in both languages
+    assert str(e.value) == ("a token budget of 7 cannot give each of 4 running requests its 2 decode token(s) per step: "
+                            "raise it to at least 8 (vLLM asks max_num_batched_tokens >= max_num_seqs)")
+    assert say("ko", e.value.msg) == ("토큰 예산 7개로는 돌고 있는 요청 4개에 스텝마다 디코드 토큰을 2개씩 줄 수 없다: "
+                                      "적어도 8개로 올리라 (vLLM도 max_num_batched_tokens >= max_num_seqs를 요구한다)")
+
+
+# --- from tests/test_serving_offload.py ----------------------------------------------------------
+
+def test_serving_offload_golden():
+    assert engine_readouts.tier_verdict("disk", "NVMe", 16_384, 0.307, 0.240, 12_288, 299.6, 225.9, 16, "M") == (
+        "The **disk** tier lost here: loading its 16,384 tokens over NVMe added 0.307 s to passes, more than the "
+        "0.240 s prefilling them again would have cost. One block of 16 tokens loads in 299.6 µs over NVMe: slower "
+        "than recomputing a block early in a prompt (225.9 µs for the first with M), faster from token 12,288 on, "
+        "where attention over the earlier tokens makes recomputing dearer.")
+
+
+# --- from tests/test_serving_disagg.py -----------------------------------------------------------
+
+def test_serving_disagg_golden():
+    assert engine_readouts.disagg_verdict(4996, 4917, 32.23, 8.46, 49.7, 94.7, 12.82, 24.05, 1.0, 8.0) == (
+        "Disaggregated: throughput within 2% of colocated's (4,917 vs 4,996 tokens/s), the p99 gap between tokens "
+        "8.5 ms vs 32.2 ms; with the SLOs (first token within 1 s, then at most 8 ms per token), 95% of requests met "
+        "both vs 50% colocated. It bought steadier decoding, not throughput — and because the SLOs bind here, that "
+        "is 1.9× the requests served within them (24.05 vs 12.82 per second).")
+    assert engine_readouts.disagg_takeaway(2, 2, 32.23, 8.46, 0.042, 0.059) == (
+        "2 prefill + 2 decode GPUs vs 4 colocated: p99 inter-token latency cut from 32.2 ms to 8.5 ms, median time "
+        "to first token raised from 0.04 s to 0.06 s")
+
+
+# --- from tests/test_readout.py ------------------------------------------------------------------
+
+def test_readout_golden():
+    from tests.test_readout import fake_result
+
+    r = fake_result(128)
+    assert attention.timing_heading(r, "12:34:56") == (
+        f"**{r.shape.label()}** — measured at 12:34:56 on `cpu` with 2 thread(s). Same shape again gives the cached "
+        "numbers; **Measure again** takes fresh ones.")
