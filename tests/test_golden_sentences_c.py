@@ -8,7 +8,7 @@ import pytest
 
 from sim.alloc.block_pool import BlockPool, simulate_parallel_sampling
 from sim.refusal import Refusal
-from sim.words import attention, engine_readouts, paging, prefix_run, say
+from sim.words import attention, decode, engine_readouts, lesson, paging, prefix_run, roofline, say
 
 # --- from tests/test_pool_views.py ---------------------------------------------------------------
 
@@ -87,3 +87,56 @@ def test_readout_golden():
     assert attention.timing_heading(r, "12:34:56") == (
         f"**{r.shape.label()}** — measured at 12:34:56 on `cpu` with 2 thread(s). Same shape again gives the cached "
         "numbers; **Measure again** takes fresh ones.")
+
+
+# --- from tests/test_alloc_refusals.py -----------------------------------------------------------
+
+def test_alloc_refusals_golden():
+    from sim.alloc.prefix_cache import CacheConfig, simulate_prefix_cache
+    from sim.alloc.workload import trace_from_lists
+
+    trace = trace_from_lists([[1] * 10, [2] * 300, [3] * 40])
+    with pytest.raises(Refusal) as e:
+        simulate_prefix_cache(trace, CacheConfig(block_size=16, capacity_tokens=256))
+    assert str(e.value) == ("request 1 stores 300 tokens = 19 blocks of 16, but the cache holds 16 blocks (256 tokens): "
+                            "raise the capacity to at least 304 tokens")
+
+
+# --- from tests/test_i18n_serving.py -------------------------------------------------------------
+
+def test_i18n_serving_golden():
+    assert engine_readouts.step_takeaway(2, 5, 6, 2, 1, 0, 1) == (
+        "After step 2: 5 of 6 blocks held by 2 running requests; 1 waiting, 1 finished in this step")
+
+
+# --- from tests/test_lesson_walk.py --------------------------------------------------------------
+
+def test_lesson_walk_golden():
+    from sim.lesson.blocks import block_story
+
+    assert lesson.event_sentence(block_story()[4]) == (
+        "Request A writes its next token into block #2, which request C shares and which is only partly filled: the "
+        "pool first copies it to block #5 (copy-on-write), then writes the token there.")
+
+
+# --- from tests/test_measured_times.py -----------------------------------------------------------
+
+def test_measured_times_golden():
+    from sim.work.conditions import Conditions
+
+    t0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
+    assert decode.measured_caption(Conditions(t0, 0.4, 0.6, 2), t0 + 30) == (
+        "Measured at 22:13:20 UTC, one naive and one cached step in turn so both saw the same load; the load "
+        "average went 0.4 → 0.6 on 2 cores, so the times describe this machine when it was not overloaded.")
+
+
+# --- from tests/test_roofline.py -----------------------------------------------------------------
+
+def test_roofline_golden():
+    from sim.cost.roofline import TinyDecodePoint
+
+    tp = TinyDecodePoint(2e6, 1e6, 500e-6, 50e-6, 120, 0.5, 2e9, 1e9)
+    assert roofline.tiny_verdict(tp).startswith(
+        "One cached decode step of the tiny model moves 2.00 MB and does 1.00 MFLOP. The roofline says it could take "
+        "50 µs; it took **500 µs** — 10.0% of what the roof allows.")
+    assert "each of its ~120 operations per token" in roofline.tiny_verdict(tp)

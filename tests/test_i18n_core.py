@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from app.urlstate import parse_bool, parse_choice, parse_float, parse_int, parse_text
 from app.work import AUTO_ENV, AUTO_RUN_S, fmt_seconds
+from sim.words.catalog import PSEUDO
 
 
 def test_parsers_in_korean_name_the_same_values():
@@ -21,7 +22,7 @@ def test_parsers_in_korean_name_the_same_values():
     assert parse_choice("z", "o0", many, "ko")[1] == f"`z`은(는) {', '.join(many[:12])} (외 3개) 가운데 하나가 아닙니다"
     assert parse_bool("maybe", True, "ko") == (True, "`maybe`은(는) true/false (1/0)가 아닙니다")
     assert parse_text("x" * 1001, "d", 1000, "ko") == ("d", "1,001바이트(UTF-8) 텍스트는 최대 1,000바이트보다 깁니다")
-    assert parse_text("x" * 1001, "d", 1000) == ("d", "text of 1,001 bytes (UTF-8) is longer than 1,000")
+    assert parse_text("x" * 1001, "d", 1000, PSEUDO) == ('d', 'url.too_long(num_bytes=1,001, max_len=1,000)')
 
 
 def _demo_page():

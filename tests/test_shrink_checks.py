@@ -24,6 +24,7 @@ from sim.model.shrink_checks import (
     quote_prompts,
 )
 from sim.model.transformer import checkpoint_path, load_model
+from sim.words.catalog import PSEUDO
 from sim.words.shrink import long_summary, recall_summary
 
 PROMPT = list(b"ROMEO.\nBut soft, what light through yonder window breaks?\n")
@@ -53,7 +54,9 @@ def test_results_sum_their_trials():
     trials = (Trial(800, (1, 2, 3, 4), (1, 2, 9, 4), 2, 3), Trial(810, (5, 6), (5, 6), 2, 2))
     r = RecallResult("exact quote", trials)
     assert (r.num_prefix, r.num_matched, r.max_bytes, r.fraction) == (4, 5, 6, 4 / 6)
-    assert recall_summary(r).startswith("Exact quote: 4 of 6 bytes (67%) reproduced exactly") and "5 of 6 right" in recall_summary(r)
+    assert recall_summary(r, lang=PSEUDO) == (
+        'shrink.s.recall_summary(check=Shrink.check.exact_quote, prefix=4, most=6, pct=67%, n=2, '
+        'matched=5)')
     g = LongGenerationResult(4, 10, 3, 2, (1, 2, 9, 4), (1, 2, 3, 4))
     assert g.agreement == 0.75 and "3 (75%)" in long_summary(g) and "at new token 2" in long_summary(g)
     assert "never departed" in long_summary(LongGenerationResult(2, 10, 2, None, (1, 2), (1, 2)))
