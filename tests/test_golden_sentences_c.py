@@ -140,3 +140,24 @@ def test_roofline_golden():
         "One cached decode step of the tiny model moves 2.00 MB and does 1.00 MFLOP. The roofline says it could take "
         "50 µs; it took **500 µs** — 10.0% of what the roof allows.")
     assert "each of its ~120 operations per token" in roofline.tiny_verdict(tp)
+
+
+# --- from tests/test_lesson_fit.py ---------------------------------------------------------------
+
+def test_lesson_fit_golden():
+    from sim.cost.gpus import load_gpus
+    from sim.cost.presets import load_presets
+    from sim.cost.roofline import RooflineConfig
+    from sim.cost.roofline_fit import fit
+    from sim.words.fit import fit_sentence
+
+    f = fit(RooflineConfig(load_presets()["llama-3.1-70b"], 1, 4096), load_gpus()["h100-sxm"])
+    assert fit_sentence(f, "Llama 3.1 70B") == (
+        "Where it runs: Llama 3.1 70B does not fit one NVIDIA H100 SXM 80GB: weights 141.1 GB + cache 1.342 GB = "
+        "142.4 GB, against the 77.31 GB a server may use on one (90% of its memory). It takes 2 of them, the weights "
+        "split across them (tensor parallel); each GPU then does 1/2 of the FLOPs and reads 1/2 of the bytes, so the "
+        "intensity, the ridge and the bound shown are the same on every one of them, and a step takes about 1/2 of "
+        "the time shown (one GPU reading every byte), plus the time the GPUs spend exchanging partial results.")
+    assert fit_sentence(f, "Llama 3.1 70B", "ko").startswith(
+        "어디서 도는가: Llama 3.1 70B은(는) NVIDIA H100 SXM 80GB 한 장에 들어가지 않는다: 가중치 141.1 GB + 캐시 "
+        "1.342 GB = 142.4 GB인데, 한 장에서 서버가 쓸 수 있는 것은 77.31 GB(메모리의 90%)다. 2장이 필요하고")
