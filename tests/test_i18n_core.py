@@ -8,6 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 from app.urlstate import parse_bool, parse_choice, parse_float, parse_int, parse_text
 from app.work import AUTO_ENV, AUTO_RUN_S, fmt_seconds
+from sim.msg import Msg
+from sim.words import say
 from sim.words.catalog import PSEUDO
 
 
@@ -61,7 +63,7 @@ def test_bad_url_values_are_listed_in_korean():
 
 def test_bad_url_values_in_english_are_as_before():
     at = _bad_link(None)
-    assert at.expander[0].label == "This link has 2 values the page cannot use: it shows the defaults instead"
+    assert at.expander[0].label == say("en", Msg("url.summary.many", n=2))
     assert at.warning[0].value == (
         "This link has 2 values the page cannot use: it shows the defaults instead:\n"
         "- `n` (새 토큰 수): `abc` is not a whole number; using the default `100`.\n"
