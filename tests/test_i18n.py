@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from app.registry import PAGES, SECTIONS
-from sim.words import LANGS, catalog, placeholders, text
+from sim.msg import Msg
+from sim.words import LANGS, catalog, placeholders, say, text
 from sim.words.catalog import PSEUDO
 from tests.conftest import run_in_app, run_page
 
@@ -276,7 +277,7 @@ def test_a_bad_language_is_listed_and_english_is_used():
     assert not at.exception
     assert at.title[0].value == "Attention masks"
     warning = " ".join(w.value for w in at.warning)
-    assert "`lang` (language): `fr` is not one of en, ko; using `en`." in warning
+    assert say("en", Msg("url.not_one_of", value="`fr`", options="en, ko")) in warning
 
 
 # --- no sentence outside the catalogs -------------------------------------------------------------------------------

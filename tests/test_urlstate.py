@@ -3,6 +3,8 @@
 from streamlit.testing.v1 import AppTest
 
 from app.urlstate import dump, parse_bool, parse_choice, parse_float, parse_int, parse_text
+from sim.msg import Msg
+from sim.words import say
 from sim.words.catalog import PSEUDO
 
 
@@ -64,5 +66,6 @@ def test_bad_url_values_fall_back_with_a_warning():
     assert not at.exception
     assert at.slider[0].value == 100 and at.selectbox[0].value == "mha"
     text = " ".join(w.value for w in at.warning)
-    assert "`99999` is outside 1..1024" in text and "`gpt5` is not one of mha, gqa, mqa" in text
+    assert say("en", Msg("url.outside", value="`99999`", lo="1", hi="1024")) in text
+    assert say("en", Msg("url.not_one_of", value="`gpt5`", options="mha, gqa, mqa")) in text
     assert at.query_params["n"] == "100"  # the URL is corrected to what is shown
