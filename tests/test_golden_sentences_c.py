@@ -7,8 +7,10 @@ Each test names the file whose asserts it was moved from."""
 import pytest
 
 from sim.alloc.block_pool import BlockPool, simulate_parallel_sampling
+from sim.msg import Msg
 from sim.refusal import Refusal
 from sim.words import attention, decode, engine_readouts, lesson, paging, prefix_run, roofline, say
+from sim.words.serving import event_line
 
 # --- from tests/test_pool_views.py ---------------------------------------------------------------
 
@@ -53,6 +55,9 @@ def test_serving_engine_golden():
                             "raise it to at least 8 (vLLM asks max_num_batched_tokens >= max_num_seqs)")
     assert say("ko", e.value.msg) == ("토큰 예산 7개로는 돌고 있는 요청 4개에 스텝마다 디코드 토큰을 2개씩 줄 수 없다: "
                                       "적어도 8개로 올리라 (vLLM도 max_num_batched_tokens >= max_num_seqs를 요구한다)")
+    # an event's line: a field that is a list of block ids reads as the list it is
+    assert event_line("en", Msg("serving.ev.recompute", r=1, blocks=[2, 3])) == (
+        "request 1 preempted (recompute): blocks [2, 3] freed")
 
 
 # --- from tests/test_serving_offload.py ----------------------------------------------------------

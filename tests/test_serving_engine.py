@@ -25,14 +25,8 @@ from sim.serving.links import LINKS
 from sim.serving.scheduler import RowKind
 from sim.words import say
 from sim.words.catalog import PSEUDO
-from sim.words.serving import event_line
 
 UNIT = sc.LinearCost(base_s=1.0)  # every pass takes one second: times count passes
-
-
-def lines(view) -> tuple[str, ...]:
-    """A step's events worded in English (golden sentences; the events themselves are messages)."""
-    return tuple(event_line("en", e) for e in view.events)
 
 
 def cfg(**kw) -> en.EngineConfig:
@@ -177,7 +171,7 @@ def test_preemption_by_recompute_by_hand():
     steps = run.steps
     assert steps[2].waiting == (1,) and steps[2].running == (0,) and steps[2].block_tables == {0: (0, 1, 3)}
     assert steps[2].free_queue == (2,)
-    assert lines(steps[2])[0] == "request 1 preempted (recompute): blocks [2, 3] freed"
+    assert steps[2].events[0] == Msg("serving.ev.recompute", r=1, blocks=[2, 3])
     assert steps[3].free_queue == (2, 3, 1, 0) and steps[3].waiting == (1,)
     assert steps[4].rows == ((1, RowKind.PREFILL, 5),) and steps[4].block_tables == {1: (2, 3, 1)}
     assert steps[5].free_queue == (0, 1, 3, 2)
