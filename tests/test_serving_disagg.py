@@ -21,6 +21,7 @@ from sim.serving.disagg import (
 from sim.serving.engine import EngineConfig, simulate_engine
 from sim.serving.step_cost import LinearCost
 from sim.words import engine_readouts as er
+from sim.words import text
 from sim.words.serving import cell, event_line
 
 UNIT = LinearCost(1.0)  # every pass takes 1 s
@@ -127,6 +128,11 @@ def test_disagg_sentences_both_ways():
         "100% colocated. Here it lost throughput and did not even shorten the gap between tokens.")
     assert er.disagg_verdict(1000, 1100, 30, 6, 90, 99, 5.0, 6.0, *slo).endswith(
         "Here splitting the pools also served more tokens per second.")
+    # colocated served nothing within the SLOs (a link at dg_rate=1000 raised ZeroDivisionError on the page)
+    assert er.disagg_verdict(1000, 1000, 30, 6, 0, 40, 0.0, 2.5, *slo).endswith(
+        "only the disaggregated pools served any requests within them (2.50 per second; colocated none).")
+    assert er.disagg_verdict(1000, 1000, 30, 6, 0, 40, 0.0, 2.5, *slo, lang="ko").endswith(
+        text("ko", "serving.s.e.dv_goodput_only", dis="2.50"))
     assert er.disagg_takeaway(2, 2, 32.23, 8.46, 0.042, 0.059) == (
         "2 prefill + 2 decode GPUs vs 4 colocated: p99 inter-token latency cut from 32.2 ms to 8.5 ms, median time "
         "to first token raised from 0.04 s to 0.06 s")
