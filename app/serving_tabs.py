@@ -103,9 +103,9 @@ def render_steps() -> None:
     m[0].metric(t("serving.t.waiting"), ", ".join(f"r{r}" for r in view.waiting) or none)
     m[1].metric(t("serving.t.running"), ", ".join(f"r{r}" for r in view.running) or none)
     m[2].metric(t("serving.t.swapped"), ", ".join(f"r{r}" for r in view.swapped) or none)
-    m[3].metric(t("serving.t.free"), t("serving.t.free_of", n=f"{len(view.free_queue)}", total=f"{cfg.num_blocks}"))
-    show_chart(efigs.block_grid(cfg.num_blocks, cfg.block_size, view.block_tables, view.ref_cnt, view.free_queue,
-                                view_takeaway(view, cfg.num_blocks, L), cached=view.cached_blocks, lang=L), width="stretch")
+    m[3].metric(t("serving.t.free"), t("serving.t.free_of", n=f"{len(view.free_queue)}", total=f"{cfg.num_gpu_blocks}"))
+    show_chart(efigs.block_grid(cfg.num_gpu_blocks, cfg.block_size, view.block_tables, view.ref_cnt, view.free_queue,
+                                view_takeaway(view, cfg.num_gpu_blocks, L), cached=view.cached_blocks, lang=L), width="stretch")
     if cfg.num_cpu_blocks:
         tables = "; ".join(f"r{r}: {list(tb)}" for r, tb in view.cpu_block_tables.items()) or t("serving.t.none_in_use")
         st.caption(t("serving.t.host_blocks", tables=tables, free=f"{view.num_cpu_free}", total=f"{cfg.num_cpu_blocks}"))
@@ -187,8 +187,8 @@ def render_trace() -> None:
         st.error(t("serving.t.trace_cannot_use", source=source, why=plain(why(exc, L))))
         return
     try:
-        dep, max_batch, budget = eng.trace_settings()
-        res = eruns.trace_run(data, dep, max_batch, budget)
+        dep, max_num_seqs, budget = eng.trace_settings()
+        res = eruns.trace_run(data, dep, max_num_seqs, budget)
     except ValueError as exc:
         st.error(t("serving.t.trace_cannot_serve", why=plain(why(exc, L))))
         return

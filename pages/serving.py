@@ -88,7 +88,7 @@ def render_batching() -> None:
             st.error(t("serving.sweep_cannot", why=plain(why(exc, L))))
         if sw is not None:
             frame = sw.to_frame()
-            show_chart(figs.batch_sweep(frame, setup.max_batch, cmp_words.sweep_takeaway(sw, L), L), width="stretch")
+            show_chart(figs.batch_sweep(frame, setup.max_num_seqs, cmp_words.sweep_takeaway(sw, L), L), width="stretch")
             show_readable(frame.round(2), L)
     st.header(t("serving.h.claims"))
     render_claims(batching_claims(cmp, sw, lang=L), "serving")

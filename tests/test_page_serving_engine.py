@@ -58,7 +58,7 @@ def test_preemption_tab_shows_both_modes():
     at = open_tab("preemption", pe_requests=120, pe_kv=16384, pe_link="pcie4")
     study = sd.StudySetup(workload=sd.PreemptionSetup().study.workload.__class__(
         num_requests=120, prompt_mean=600, output_mean=400, max_model_len=8192, max_tokens=2048, seed=0),
-        max_batch=128)
+        max_num_seqs=128)
     cmp = sd.compare_preemption(sd.PreemptionSetup(study, 16384, 400_000, "pcie4", True))
     pd.testing.assert_frame_equal(at.dataframe[0].value.reset_index(drop=True), cmp.to_frame().round(3))
     assert cmp.recompute.result.num_preemptions > 0 and cmp.swap.num_swaps > 0

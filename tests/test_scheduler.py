@@ -6,12 +6,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.msg import Msg
+from sim.serving.config import EngineConfig
 from sim.serving.scheduler import (
     Request,
     RequestStatus,
     RowKind,
     Scheduler,
-    SchedulerConfig,
     prefill_kind,
 )
 
@@ -27,8 +27,8 @@ def step(s: Scheduler, accepted=None):
 
 def test_recompute_preemption_by_hand_with_exact_block_ids():
     # 4 blocks of 2 slots; two requests, prompt 3, 4 outputs each (6 KV tokens = 3 blocks at the end)
-    s = Scheduler(SchedulerConfig(max_num_seqs=2, max_num_batched_tokens=16, block_size=2, num_gpu_blocks=4,
-                                  enable_chunked_prefill=False))
+    s = Scheduler(EngineConfig(max_num_seqs=2, max_num_batched_tokens=16, block_size=2, capacity_tokens=8,
+                               enable_chunked_prefill=False))
     r0, r1 = Request(0, 3, 4), Request(1, 3, 4)
     s.add_request(r0)
     s.add_request(r1)
@@ -56,8 +56,8 @@ def test_recompute_preemption_by_hand_with_exact_block_ids():
 def test_the_plan_names_the_blocks_each_request_took():
     """SchedulerOutput.new_block_ids: a request starting a stretch lists its whole table, a running one the blocks
     it took this step (none while its tokens fit its last block)."""
-    s = Scheduler(SchedulerConfig(max_num_seqs=2, max_num_batched_tokens=16, block_size=2, num_gpu_blocks=4,
-                                  enable_chunked_prefill=False))
+    s = Scheduler(EngineConfig(max_num_seqs=2, max_num_batched_tokens=16, block_size=2, capacity_tokens=8,
+                               enable_chunked_prefill=False))
     s.add_request(Request(0, 3, 4))
     s.add_request(Request(1, 3, 4))
     plans = []
@@ -71,7 +71,7 @@ def test_the_plan_names_the_blocks_each_request_took():
 
 def test_chunked_prefill_splits_a_prompt_under_the_budget():
     # budget 8: r0's prompt of 10 takes 8 then 2; r1 (6) fits beside r0's last chunk; running requests go first
-    s = Scheduler(SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=8, block_size=4, num_gpu_blocks=16))
+    s = Scheduler(EngineConfig(max_num_seqs=4, max_num_batched_tokens=8, block_size=4, capacity_tokens=64))
     s.add_request(Request(0, 10, 3))
     s.add_request(Request(1, 6, 2))
     assert step(s) == ([(0, 8, RowKind.PREFILL_CHUNK)], [], {0: [0, 1]}, [])
@@ -103,8 +103,8 @@ def workloads(draw):
     chunked = draw(st.booleans())
     seqs = draw(st.integers(1, 5))
     budget = draw(st.integers(seqs, 24)) if chunked else max_len + draw(st.integers(0, 8))
-    return prompts, outputs, SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=budget, block_size=bs,
-                                             num_gpu_blocks=blocks, enable_chunked_prefill=chunked)
+    return prompts, outputs, EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=budget, block_size=bs,
+                                          capacity_tokens=blocks * bs, enable_chunked_prefill=chunked)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -104,16 +104,16 @@ def _fingerprint_result(r) -> str:
 
 
 SCHED_CASES = {
-    "continuous_roomy": ("continuous", 1, dict(max_batch=32, capacity_tokens=4096, block_size=16, watermark=0.01,
-                                               token_budget=8192)),
-    "continuous_preempting": ("continuous", 2, dict(max_batch=64, capacity_tokens=1024, block_size=8,
-                                                    watermark=0.01, token_budget=512)),
-    "continuous_no_watermark": ("continuous", 3, dict(max_batch=8, capacity_tokens=512, block_size=4,
-                                                      watermark=0.0, token_budget=300)),
-    "static": ("static", 4, dict(max_batch=16, capacity_tokens=4096, block_size=16, watermark=0.01,
-                                 token_budget=8192)),
-    "static_cut": ("static", 5, dict(max_batch=64, capacity_tokens=1024, block_size=16, watermark=0.01,
-                                     token_budget=8192)),
+    "continuous_roomy": ("continuous", 1, dict(max_num_seqs=32, capacity_tokens=4096, block_size=16, watermark=0.01,
+                                               max_num_batched_tokens=8192)),
+    "continuous_preempting": ("continuous", 2, dict(max_num_seqs=64, capacity_tokens=1024, block_size=8,
+                                                    watermark=0.01, max_num_batched_tokens=512)),
+    "continuous_no_watermark": ("continuous", 3, dict(max_num_seqs=8, capacity_tokens=512, block_size=4,
+                                                      watermark=0.0, max_num_batched_tokens=300)),
+    "static": ("static", 4, dict(max_num_seqs=16, capacity_tokens=4096, block_size=16, watermark=0.01,
+                                 max_num_batched_tokens=8192)),
+    "static_cut": ("static", 5, dict(max_num_seqs=64, capacity_tokens=1024, block_size=16, watermark=0.01,
+                                     max_num_batched_tokens=8192)),
 }
 
 SCHED_PINS = {
@@ -125,22 +125,22 @@ SCHED_PINS = {
 }
 
 ENGINE_CASES = {
-    "chunked": (6, dict(max_batch=16, capacity_tokens=1024, block_size=8, watermark=0.0, token_budget=64,
-                        chunked=True), {}),
-    "unchunked_v0_watermark": (7, dict(max_batch=16, capacity_tokens=768, block_size=8, watermark=0.01,
-                                       token_budget=300, chunked=False), {}),
-    "swap": (8, dict(max_batch=32, capacity_tokens=512, block_size=4, watermark=0.0, token_budget=300,
-                     chunked=False, preemption="swap", cpu_capacity_tokens=256), {}),
-    "swap_chunked_tight_host": (9, dict(max_batch=32, capacity_tokens=512, block_size=4, watermark=0.0,
-                                        token_budget=96, chunked=True, preemption="swap", cpu_capacity_tokens=64), {}),
-    "prefix": (10, dict(max_batch=16, capacity_tokens=1024, block_size=4, watermark=0.0, token_budget=128,
-                        chunked=True, prefix_caching=True), {"prefix": True}),
-    "prefix_tight": (11, dict(max_batch=16, capacity_tokens=384, block_size=4, watermark=0.0, token_budget=256,
-                              chunked=False, prefix_caching=True), {"prefix": True}),
-    "speculative": (12, dict(max_batch=8, capacity_tokens=512, block_size=4, watermark=0.0, token_budget=64,
-                             chunked=True, spec_k=3, spec_alpha=0.6, spec_seed=5), {}),
-    "prefilled_decode": (13, dict(max_batch=16, capacity_tokens=1024, block_size=8, watermark=0.0, token_budget=64,
-                                  chunked=True), {"prefilled": True}),
+    "chunked": (6, dict(max_num_seqs=16, capacity_tokens=1024, block_size=8, watermark=0.0, max_num_batched_tokens=64,
+                        enable_chunked_prefill=True), {}),
+    "unchunked_v0_watermark": (7, dict(max_num_seqs=16, capacity_tokens=768, block_size=8, watermark=0.01,
+                                       max_num_batched_tokens=300, enable_chunked_prefill=False), {}),
+    "swap": (8, dict(max_num_seqs=32, capacity_tokens=512, block_size=4, watermark=0.0, max_num_batched_tokens=300,
+                     enable_chunked_prefill=False, preemption_mode="swap", cpu_capacity_tokens=256), {}),
+    "swap_chunked_tight_host": (9, dict(max_num_seqs=32, capacity_tokens=512, block_size=4, watermark=0.0,
+                                        max_num_batched_tokens=96, enable_chunked_prefill=True, preemption_mode="swap", cpu_capacity_tokens=64), {}),
+    "prefix": (10, dict(max_num_seqs=16, capacity_tokens=1024, block_size=4, watermark=0.0, max_num_batched_tokens=128,
+                        enable_chunked_prefill=True, enable_prefix_caching=True), {"prefix": True}),
+    "prefix_tight": (11, dict(max_num_seqs=16, capacity_tokens=384, block_size=4, watermark=0.0, max_num_batched_tokens=256,
+                              enable_chunked_prefill=False, enable_prefix_caching=True), {"prefix": True}),
+    "speculative": (12, dict(max_num_seqs=8, capacity_tokens=512, block_size=4, watermark=0.0, max_num_batched_tokens=64,
+                             enable_chunked_prefill=True, num_speculative_tokens=3, draft_acceptance_rate=0.6, seed=5), {}),
+    "prefilled_decode": (13, dict(max_num_seqs=16, capacity_tokens=1024, block_size=8, watermark=0.0, max_num_batched_tokens=64,
+                                  enable_chunked_prefill=True), {"prefilled": True}),
 }
 
 ENGINE_PINS = {
@@ -218,7 +218,7 @@ def test_paged_schedule_is_pinned(name):
 @pytest.mark.parametrize("name", SCHED_CASES)
 def test_serving_schedulers_are_pinned(name):
     policy, seed, kw = SCHED_CASES[name]
-    r = sch.simulate(_serving_workload(seed), en.EngineConfig(**kw, chunked=False), PER_TOKEN, policy)
+    r = sch.simulate(_serving_workload(seed), en.EngineConfig(**kw, enable_chunked_prefill=False), PER_TOKEN, policy)
     assert (r.num_iterations, r.num_preemptions, _fingerprint_result(r)) == SCHED_PINS[name]
 
 
@@ -249,7 +249,7 @@ if __name__ == "__main__":  # print the pins (only to re-pin after a deliberate 
         print("paged", repr(name), _fingerprint_paged(simulate_paged_fast(wl, scfg)),
               repr(_fingerprint_snapshots(simulate_paged_stepwise(wl, scfg, SNAPSHOT_STEPS).snapshots)))
     for name, (policy, seed, kw) in SCHED_CASES.items():
-        r = sch.simulate(_serving_workload(seed), en.EngineConfig(**kw, chunked=False), PER_TOKEN, policy)
+        r = sch.simulate(_serving_workload(seed), en.EngineConfig(**kw, enable_chunked_prefill=False), PER_TOKEN, policy)
         print("sched", repr(name), (r.num_iterations, r.num_preemptions, _fingerprint_result(r)))
     for name in ENGINE_CASES:
         run = _engine_run(name)

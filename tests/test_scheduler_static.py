@@ -1,7 +1,7 @@
-"""Static batching as a policy of the one Scheduler (SchedulerConfig(batching="static")).
+"""Static batching as a policy of the one Scheduler (EngineConfig(batching="static")).
 
 The Scheduler's static policy, driven pass by pass (sim.serving.schedulers.simulate_static_stepwise), must give
-exactly the result of simulate_static, the fast loop that computes whole batches in closed form: every integer
+exactly the result of simulate_static, the lab's one fast counting loop (sim.serving.counting): every integer
 (passes, rows, tokens, prefills, claims, KV held, finishes) and, since both add the same pass seconds in the same
 order, every time too. A hand-worked batch pins the plan itself: the padded rectangle, padding tokens, who samples.
 """
@@ -16,7 +16,7 @@ from sim.cost.presets import load_presets
 from sim.serving import schedulers as sch
 from sim.serving import step_cost as sc
 from sim.serving.engine import EngineConfig
-from sim.serving.scheduler import Request, RequestStatus, RowKind, Scheduler, SchedulerConfig, StaticPass
+from sim.serving.scheduler import Request, RequestStatus, RowKind, Scheduler, StaticPass
 
 UNIT = sc.LinearCost(base_s=1.0)
 PER_TOKEN = sc.LinearCost(base_s=1.0, per_token_s=1.0)
@@ -35,8 +35,8 @@ def assert_same(fast, step) -> None:
 
 def test_a_static_batch_by_hand():
     # prompts 2, 4, 3; outputs 3, 1, 2; max_tokens 3, 2, 2; batch of 2 in 16 slots: rows 2 x (4 + 3) = 14 fit
-    s = Scheduler(SchedulerConfig(max_num_seqs=2, block_size=2, num_gpu_blocks=8, batching="static",
-                                  enable_chunked_prefill=False))
+    s = Scheduler(EngineConfig(max_num_seqs=2, block_size=2, capacity_tokens=16, batching="static",
+                               enable_chunked_prefill=False))
     for i, (p, o, m) in enumerate(((2, 3, 3), (4, 1, 2), (3, 2, 2))):
         s.add_request(Request(i, p, o, max_output_tokens=m))
     plans = []
@@ -62,7 +62,7 @@ def test_a_static_batch_by_hand():
 
 def test_a_batch_waits_until_every_row_is_done():
     """No admission while any row of the batch runs, even with a free row and a waiting request."""
-    s = Scheduler(SchedulerConfig(max_num_seqs=2, num_gpu_blocks=64, batching="static"))
+    s = Scheduler(EngineConfig(max_num_seqs=2, capacity_tokens=64 * 16, batching="static"))
     s.add_request(Request(0, 5, 4))
     out = s.schedule()
     s.update_from_output(out)
@@ -76,8 +76,7 @@ def test_a_batch_waits_until_every_row_is_done():
 
 def test_a_batch_is_cut_to_the_rows_whose_rectangle_fits():
     # rows x (longest prompt + largest max_tokens) <= 20: r0..r2 need 3 x 7 = 21, so only r0, r1 (2 x 7 = 14)
-    s = Scheduler(SchedulerConfig(max_num_seqs=4, block_size=4, num_gpu_blocks=5, batching="static",
-                                  kv_capacity_tokens=20))
+    s = Scheduler(EngineConfig(max_num_seqs=4, block_size=4, capacity_tokens=20, batching="static"))
     for i in range(4):
         s.add_request(Request(i, 5, 1, max_output_tokens=2))
     out = s.schedule()
@@ -85,9 +84,9 @@ def test_a_batch_is_cut_to_the_rows_whose_rectangle_fits():
 
 
 SERVING_CASES = {  # the pinned pages' static cases (tests/test_scheduler_pins.py) and a cut-heavy one
-    "static": (4, dict(max_batch=16, capacity_tokens=4096, block_size=16, watermark=0.01, token_budget=8192)),
-    "static_cut": (5, dict(max_batch=64, capacity_tokens=1024, block_size=16, watermark=0.01, token_budget=8192)),
-    "odd_capacity": (6, dict(max_batch=32, capacity_tokens=777, block_size=16, watermark=0.0, token_budget=8192)),
+    "static": (4, dict(max_num_seqs=16, capacity_tokens=4096, block_size=16, watermark=0.01, max_num_batched_tokens=8192)),
+    "static_cut": (5, dict(max_num_seqs=64, capacity_tokens=1024, block_size=16, watermark=0.01, max_num_batched_tokens=8192)),
+    "odd_capacity": (6, dict(max_num_seqs=32, capacity_tokens=777, block_size=16, watermark=0.0, max_num_batched_tokens=8192)),
 }
 
 
@@ -95,8 +94,8 @@ def test_the_scheduler_gives_the_fast_loops_result_at_scale():
     """1,000 requests, batches of up to 128 cut by a tight KV budget, roofline seconds."""
     wl = make_workload(LengthWorkloadConfig(num_requests=1000, prompt_mean=200, output_mean=100, max_model_len=2048,
                                             max_tokens=400, arrival="poisson", arrival_rate=5.0, seed=3))
-    cfg = EngineConfig(max_batch=128, capacity_tokens=40_000, block_size=16, watermark=0.0, token_budget=8192,
-                       chunked=False)
+    cfg = EngineConfig(max_num_seqs=128, capacity_tokens=40_000, block_size=16, watermark=0.0, max_num_batched_tokens=8192,
+                       enable_chunked_prefill=False)
     cost = sc.RooflineCost(load_presets()["llama-3.1-8b"], "h100-sxm")
     fast = sch.simulate_static(wl, cfg, cost, tick_s=0.01)
     assert_same(fast, sch.simulate_static_stepwise(wl, cfg, cost, tick_s=0.01))
@@ -109,7 +108,7 @@ def test_the_scheduler_gives_the_fast_loops_result_on_the_pinned_workloads(name,
     seed, kw = SERVING_CASES[name]
     wl = make_workload(LengthWorkloadConfig(num_requests=60, prompt_mean=40, output_mean=30, max_model_len=256,
                                             max_tokens=120, arrival="poisson", arrival_rate=0.3, seed=seed))
-    cfg = EngineConfig(**kw, chunked=False)
+    cfg = EngineConfig(**kw, enable_chunked_prefill=False)
     fast = sch.simulate_static(wl, cfg, cost)
     step = sch.simulate_static_stepwise(wl, cfg, cost, check=True)
     assert_same(fast, step)
@@ -123,8 +122,8 @@ def test_the_scheduler_gives_the_fast_loops_result_under_the_roofline(model):
     wl = workload_from_lengths([1000, 1020, 900, 10, 1030, 64, 700], [60, 30, 200, 40, 5, 9, 1],
                                arrival=[0, 0, 3, 5, 9, 40, 41], max_tokens=[80, 30, 250, 40, 20, 9, 4],
                                max_model_len=2048)
-    cfg = EngineConfig(max_batch=3, capacity_tokens=4096, block_size=16, watermark=0.0, token_budget=2048,
-                       chunked=False)
+    cfg = EngineConfig(max_num_seqs=3, capacity_tokens=4096, block_size=16, watermark=0.0, max_num_batched_tokens=2048,
+                       enable_chunked_prefill=False)
     tick = cost.decode_seconds(1, 1000)
     assert_same(sch.simulate_static(wl, cfg, cost, tick_s=tick),
                 sch.simulate_static_stepwise(wl, cfg, cost, tick_s=tick, check=True))
@@ -142,8 +141,8 @@ def static_cases(draw):
     capacity = max(draw(st.integers(max_len, 6 * max_len)), -(-max_len // bs) * bs)  # every request fits
     wl = workload_from_lengths(prompts, outputs, arrival=arrivals, max_tokens=caps, max_model_len=max_len)
     cost = sc.LinearCost(1.0, draw(st.sampled_from([0.0, 0.01, 1.0])), draw(st.sampled_from([0.0, 0.001])))
-    cfg = EngineConfig(max_batch=draw(st.integers(1, 6)), capacity_tokens=capacity, block_size=bs, watermark=0.0,
-                       token_budget=1 << 20, chunked=False)
+    cfg = EngineConfig(max_num_seqs=draw(st.integers(1, 6)), capacity_tokens=capacity, block_size=bs, watermark=0.0,
+                       max_num_batched_tokens=1 << 20, enable_chunked_prefill=False)
     return wl, cfg, cost, draw(st.sampled_from([1.0, 0.5, 3.0]))
 
 
@@ -159,20 +158,22 @@ def test_the_scheduler_gives_the_fast_loops_result_on_random_workloads(case):
     assert (fast.it_tokens <= fast.it_rows).all() and fast.it_tokens.sum() == wl.output_len.sum()
 
 
-# --- the other fast loop: the paging page's simulate_paged_fast against the Serving page's replay_continuous -------
+# --- the one fast loop's two ways of counting blocks: by phase (never named) and named in a real pool ---------
 
 
-def test_the_paging_fast_loop_equals_the_replay_at_scale():
-    """simulate_paged_fast (blocks counted by phase, never named) and replay_continuous (the lazy block-id replay,
-    itself pinned to the Scheduler) agree on every step's used blocks and every running stretch, on 5,000 requests
-    that preempt often. Both stay: the counting loop is about 16x faster, which the 100,000-request sweep needs."""
+def test_counting_blocks_by_phase_equals_naming_them_at_scale():
+    """simulate_paged_fast (blocks counted by phase, never named) and the same loop naming every block in a real
+    BlockPool (what the block-grid snapshots need; itself pinned to the Scheduler's block ids) agree on every step's
+    used blocks and every running stretch, on 5,000 requests that preempt often."""
     from sim.alloc.paged_schedule import simulate_paged_fast, simulate_paged_stepwise
     from sim.alloc.schedule import ServingConfig
 
     wl = make_workload(LengthWorkloadConfig(num_requests=5000, seed=7))
     serving = ServingConfig(capacity_tokens=4096, block_size=16, max_num_seqs=128)
     fast = simulate_paged_fast(wl, serving)
-    replay = simulate_paged_stepwise(wl, serving, lazy=True).result
+    named = simulate_paged_stepwise(wl, serving, [fast.makespan // 2], lazy=True)  # a snapshot: blocks are named
+    assert named.snapshots[fast.makespan // 2].num_used_blocks == fast.used_blocks[fast.makespan // 2]
+    replay = named.result
     assert fast.num_preemptions == replay.num_preemptions > 100
     np.testing.assert_array_equal(fast.used_blocks, replay.used_blocks)
     for f in ("req", "start", "end", "prompt"):

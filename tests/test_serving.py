@@ -20,6 +20,7 @@ from sim.alloc.workload import LengthWorkloadConfig, make_workload, workload_fro
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
+from sim.refusal import Refusal
 from sim.serving import comparison as cp
 from sim.serving import schedulers as sch
 from sim.serving import step_cost as sc
@@ -31,7 +32,7 @@ UNIT = sc.LinearCost(base_s=1.0)  # every forward pass takes one second: times c
 
 
 def sched(**kw) -> EngineConfig:
-    base = dict(max_batch=2, capacity_tokens=16, block_size=2, watermark=0.0, token_budget=16, chunked=False)
+    base = dict(max_num_seqs=2, capacity_tokens=16, block_size=2, watermark=0.0, max_num_batched_tokens=16, enable_chunked_prefill=False)
     base.update(kw)
     return EngineConfig(**base)
 
@@ -117,14 +118,14 @@ def test_watermark_keeps_blocks_free_at_admission():
     # 10 blocks of 2; prompts 8, 8, 2 (4, 4, 1 blocks). A 20% watermark keeps 2 blocks free: after r0 and r1
     # 2 blocks are left, so r2 (1 block) would leave 1 < 2 and must wait for r0 to finish.
     wl = workload_from_lengths([8, 8, 2], [1, 2, 1], max_model_len=10)
-    cfg = sched(max_batch=3, capacity_tokens=20, token_budget=64)
+    cfg = sched(max_num_seqs=3, capacity_tokens=20, max_num_batched_tokens=64)
     assert sch.simulate_continuous(wl, cfg, UNIT).it_prefills.tolist() == [3, 0]
     assert sch.simulate_continuous(wl, replace(cfg, watermark=0.2), UNIT, check=True).it_prefills.tolist() == [2, 1]
 
 
 def test_prefill_token_budget_spreads_admissions():
     wl = workload_from_lengths([5, 5, 5], [2, 2, 2], max_model_len=10)
-    r = sch.simulate_continuous(wl, sched(max_batch=3, capacity_tokens=64, token_budget=10), UNIT)
+    r = sch.simulate_continuous(wl, sched(max_num_seqs=3, capacity_tokens=64, max_num_batched_tokens=10), UNIT)
     assert r.it_prefill_tokens.tolist() == [10, 5, 0]
     assert r.first_token_s.tolist() == [1, 1, 2]
 
@@ -132,7 +133,7 @@ def test_prefill_token_budget_spreads_admissions():
 def test_static_batch_is_cut_to_what_its_padded_reservation_fits():
     # rows reserve longest prompt (4) + largest max_tokens (6) = 10 slots; 20 slots hold 2 rows, not 4
     wl = workload_from_lengths([4, 4, 4, 4], [2, 2, 2, 2], max_tokens=6, max_model_len=10)
-    r = sch.simulate_static(wl, sched(max_batch=4, capacity_tokens=20), UNIT)
+    r = sch.simulate_static(wl, sched(max_num_seqs=4, capacity_tokens=20), UNIT)
     assert r.it_rows.tolist() == [2, 2, 2, 2]
     assert r.it_kv_claimed.tolist() == [20, 20, 20, 20]
     assert r.finish_s.tolist() == [2, 2, 4, 4]
@@ -162,7 +163,7 @@ def test_continuous_matches_the_paging_simulators_paged_schedule(arrival):
     paging = ServingConfig(capacity_tokens=2048, block_size=16, max_num_seqs=24)
     ref = simulate_paged_stepwise(wl, paging).result
     assert ref.num_preemptions > 0  # the budget is tight enough to preempt
-    cfg = EngineConfig(max_batch=24, capacity_tokens=2048, block_size=16, watermark=0.0, token_budget=1 << 20, chunked=False)
+    cfg = EngineConfig(max_num_seqs=24, capacity_tokens=2048, block_size=16, watermark=0.0, max_num_batched_tokens=1 << 20, enable_chunked_prefill=False)
     r = sch.simulate_continuous(wl, cfg, UNIT)
     assert r.num_preemptions == ref.num_preemptions
     np.testing.assert_array_equal(r.seg_req, ref.segments.req)
@@ -185,9 +186,9 @@ def small_cases(draw):
     arrivals = sorted(draw(st.lists(st.integers(0, 20), min_size=n, max_size=n)))
     capacity = draw(st.integers(max_len, 4 * max_len))
     capacity = max(capacity, -(-max_len // bs) * bs)
-    cfg = EngineConfig(max_batch=draw(st.integers(1, 6)), capacity_tokens=capacity, block_size=bs,
-                       watermark=draw(st.sampled_from([0.0, 0.05, 0.2])), token_budget=max_len + draw(st.integers(0, 30)),
-                       chunked=False)
+    cfg = EngineConfig(max_num_seqs=draw(st.integers(1, 6)), capacity_tokens=capacity, block_size=bs,
+                       watermark=draw(st.sampled_from([0.0, 0.05, 0.2])), max_num_batched_tokens=max_len + draw(st.integers(0, 30)),
+                       enable_chunked_prefill=False)
     cost = sc.LinearCost(1.0, draw(st.sampled_from([0.0, 0.01])), draw(st.sampled_from([0.0, 0.001])))
     return workload_from_lengths(prompts, outputs, arrival=arrivals, max_model_len=max_len), cfg, cost
 
@@ -209,14 +210,14 @@ def test_invariants_on_random_workloads(case):
         # memory never over budget, and never less than the real tokens held
         assert (r.it_kv_claimed <= cfg.capacity_tokens).all()
         assert (r.it_kv_tokens <= r.it_kv_claimed).all()
-        assert (r.it_rows <= cfg.max_batch).all() and (r.it_tokens <= r.it_rows).all()
+        assert (r.it_rows <= cfg.max_num_seqs).all() and (r.it_tokens <= r.it_rows).all()
         # passes follow each other in time
         assert np.all(np.diff(r.it_start_s) >= r.it_seconds[:-1] - 1e-9)
         # one running stretch per request, plus one per preemption
         assert len(r.seg_req) == n + r.num_preemptions
         assert np.array_equal(np.bincount(r.seg_req, minlength=n), 1 + r.num_preempted)
         if policy == "continuous":
-            assert (r.it_prefill_tokens <= cfg.token_budget).all()
+            assert (r.it_prefill_tokens <= cfg.max_num_batched_tokens).all()
             assert np.array_equal(r.it_rows, r.it_tokens)  # no padding
 
 
@@ -247,7 +248,7 @@ def test_sliding_window_sums_match_a_recount_of_every_pass():
     cost = sc.RooflineCost(arch, "h100-sxm")
     wl = workload_from_lengths([1000, 1020, 900, 10, 1030], [60, 30, 200, 40, 5], arrival=[0, 0, 3, 5, 9],
                                   max_model_len=2048)
-    cfg = EngineConfig(max_batch=3, capacity_tokens=4096, block_size=16, watermark=0.0, token_budget=2048, chunked=False)
+    cfg = EngineConfig(max_num_seqs=3, capacity_tokens=4096, block_size=16, watermark=0.0, max_num_batched_tokens=2048, enable_chunked_prefill=False)
     r = sch.simulate_continuous(wl, cfg, cost, tick_s=cost.decode_seconds(1, 1000))
     start_it = np.searchsorted(r.it_start_s, r.seg_start_s)
     end_it = start_it.copy()
@@ -294,16 +295,18 @@ def test_default_setup_continuous_beats_static():
 
 
 def test_bounds_are_enforced():
-    with pytest.raises(ValueError, match="max_batch"):
-        EngineConfig(max_batch=0)
+    with pytest.raises(ValueError, match="max_num_seqs"):
+        EngineConfig(max_num_seqs=0)
     with pytest.raises(ValueError, match="watermark"):
-        EngineConfig(watermark=0.9, chunked=False)
-    with pytest.raises(ValueError, match="max_batched_tokens"):
+        EngineConfig(watermark=0.9, enable_chunked_prefill=False)
+    with pytest.raises(Refusal) as got:
         sch.simulate_continuous(workload_from_lengths([5], [5], max_model_len=64),
-                               sched(capacity_tokens=64, token_budget=32), UNIT)
-    with pytest.raises(ValueError, match="forward passes"):
+                               sched(capacity_tokens=64, max_num_batched_tokens=32), UNIT)
+    assert got.value.key == "loops.err.budget"  # more in tests/test_loops_refusals.py
+    with pytest.raises(Refusal) as got:
         sch.simulate_continuous(workload_from_lengths([1] * 400, [1000] * 400, max_model_len=1024),
-                               sched(max_batch=1, capacity_tokens=1024, token_budget=1024), UNIT)
+                               sched(max_num_seqs=1, capacity_tokens=1024, max_num_batched_tokens=1024), UNIT)
+    assert got.value.key == "loops.err.least_passes"
     with pytest.raises(ValueError, match="trained context"):
         cp.run_serving(cp.ServingSetup(deployment=cp.DeploymentConfig("gpt2", "h100-sxm")))
     with pytest.raises(ValueError, match="less than one request"):
@@ -314,7 +317,7 @@ def test_bounds_are_enforced():
 
 # --- the page's comparison: sentences and the batch sweep ------------------------------------------
 
-SMALL = cp.ServingSetup(workload=LengthWorkloadConfig(num_requests=60), max_batch=16)
+SMALL = cp.ServingSetup(workload=LengthWorkloadConfig(num_requests=60), max_num_seqs=16)
 
 
 def test_summary_and_budget_caption_are_worded_from_the_run():
@@ -338,7 +341,7 @@ def test_sweep_max_batch_runs_the_comparison_at_each_batch():
     sweep = cp.sweep_max_batch(SMALL, (8, 32), progress=lambda f, text: calls.append((f, text)))
     assert [(f, say("en", m)) for f, m in calls] == [(0.0, "max batch 8"), (0.5, "max batch 32")]
     for b, s, c, ratio in zip(sweep.batches, sweep.static_tok_s, sweep.continuous_tok_s, sweep.ratios, strict=True):
-        cmp = cp.run_serving(replace(SMALL, max_batch=b))
+        cmp = cp.run_serving(replace(SMALL, max_num_seqs=b))
         assert s == cmp.results["static"].tokens_per_s and c == cmp.results["continuous"].tokens_per_s
         assert ratio == cmp.speedup
     frame = sweep.to_frame()

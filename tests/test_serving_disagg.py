@@ -25,7 +25,7 @@ from sim.words import text
 from sim.words.serving import cell, event_line
 
 UNIT = LinearCost(1.0)  # every pass takes 1 s
-CFG = EngineConfig(4, 64, 4, 0.0, 32, chunked=True)
+CFG = EngineConfig(max_num_seqs=4, capacity_tokens=64, block_size=4, watermark=0.0, max_num_batched_tokens=32, enable_chunked_prefill=True)
 
 
 def three():
@@ -68,7 +68,7 @@ def test_every_request_prefilled_once_decoded_once_and_bytes_are_the_formula():
     n = 60
     wl = workload_from_lengths(rng.integers(50, 900, n), rng.integers(2, 80, n),
                                arrival=np.sort(rng.integers(0, 40, n)), max_model_len=1024)
-    cfg = EngineConfig(16, 8192, 16, 0.0, 512, chunked=True)
+    cfg = EngineConfig(max_num_seqs=16, capacity_tokens=8192, block_size=16, watermark=0.0, max_num_batched_tokens=512, enable_chunked_prefill=True)
     cost = LinearCost(0.01, per_token_s=1e-5)
     run = simulate_disagg(wl, cfg, cost, DisaggConfig(2, 3), lambda p: prompt_kv_bytes(arch, "fp16", p), 50e9)
     prefill, decode = run.engines[:2], run.engines[2:]

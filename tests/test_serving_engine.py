@@ -16,12 +16,15 @@ from hypothesis import strategies as st
 from sim.alloc.prefix_cache import block_hashes
 from sim.alloc.workload import LengthWorkloadConfig, make_workload, workload_from_lengths
 from sim.msg import Msg
+from sim.refusal import Misuse, Refusal
 from sim.serving import engine as en
 from sim.serving import schedulers as sch
 from sim.serving import step_cost as sc
 from sim.serving.comparison import DeploymentConfig
 from sim.serving.links import LINKS
 from sim.serving.scheduler import RowKind
+from sim.words import say
+from sim.words.catalog import PSEUDO
 from sim.words.serving import event_line
 
 UNIT = sc.LinearCost(base_s=1.0)  # every pass takes one second: times count passes
@@ -33,7 +36,7 @@ def lines(view) -> tuple[str, ...]:
 
 
 def cfg(**kw) -> en.EngineConfig:
-    base = dict(max_batch=4, capacity_tokens=64, block_size=4, watermark=0.0, token_budget=8, chunked=True)
+    base = dict(max_num_seqs=4, capacity_tokens=64, block_size=4, watermark=0.0, max_num_batched_tokens=8, enable_chunked_prefill=True)
     base.update(kw)
     return en.EngineConfig(**base)
 
@@ -85,15 +88,22 @@ def test_chunked_prefill_schedule_by_hand():
 def test_without_chunking_a_long_prompt_waits_for_a_whole_budget():
     # the same requests unchunked with a 10-token prompt budget: r0 (10) alone in step 0, r1 (6) and r2 (3) in step 1
     wl = workload_from_lengths([10, 6, 3], [3, 2, 2], max_model_len=16)
-    r = en.simulate_engine(wl, cfg(chunked=False, token_budget=16), UNIT, check=True).result
+    r = en.simulate_engine(wl, cfg(enable_chunked_prefill=False, max_num_batched_tokens=16), UNIT, check=True).result
     assert r.policy == "continuous"
     assert r.it_prefill_tokens.tolist() == [16, 3, 0]  # 10 + 6 fit 16; r2's 3 more would not
     assert r.first_token_s.tolist() == [1, 1, 2]
 
 
 def test_chunked_budget_must_cover_every_running_decode():
-    with pytest.raises(ValueError, match="a token budget of 7 cannot give each of 4 running requests its 2"):
-        cfg(token_budget=7, spec_k=1)
+    with pytest.raises(Refusal) as e:
+        cfg(max_num_batched_tokens=7, num_speculative_tokens=1)
+    assert (e.value.key, e.value.fields) == ("serving.err.budget_decode", {"budget": 7, "seqs": 4, "per": 2, "need": 8})
+    # golden sentences: every number, the setting and its bound, in both languages
+    assert str(e.value) == ("a token budget of 7 cannot give each of 4 running requests its 2 decode token(s) per step: "
+                            "raise it to at least 8 (vLLM asks max_num_batched_tokens >= max_num_seqs)")
+    assert say("ko", e.value.msg) == ("토큰 예산 7개로는 돌고 있는 요청 4개에 스텝마다 디코드 토큰을 2개씩 줄 수 없다: "
+                                      "적어도 8개로 올리라 (vLLM도 max_num_batched_tokens >= max_num_seqs를 요구한다)")
+    cfg(max_num_batched_tokens=8, num_speculative_tokens=1)  # the least budget that does
 
 
 # --- parity: chunked with no budget limit == continuous == the engine unchunked --------------------------
@@ -105,14 +115,14 @@ def test_unlimited_chunked_prefill_is_continuous_batching_exactly(model, arrival
     wl = make_workload(LengthWorkloadConfig(num_requests=200, prompt_mean=60, output_mean=80, max_model_len=512,
                                             max_tokens=256, arrival=arrival, arrival_rate=0.4, seed=3))
     cost = DeploymentConfig(model).cost()  # gemma-3: sliding-window layers
-    ref = sch.simulate_continuous(wl, en.EngineConfig(24, 2048, 16, 0.01, 1 << 20, chunked=False), cost)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(max_num_seqs=24, capacity_tokens=2048, block_size=16, watermark=0.01, max_num_batched_tokens=1 << 20, enable_chunked_prefill=False), cost)
     if arrival == "burst":
         assert ref.num_preemptions > 50  # the budget is tight: preemption by recompute is exercised
-    run = en.simulate_engine(wl, en.EngineConfig(24, 2048, 16, 0.01, 1 << 30, chunked=True), cost, tick_s=0.01)
-    ref = sch.simulate_continuous(wl, en.EngineConfig(24, 2048, 16, 0.01, 1 << 20, chunked=False), cost, tick_s=0.01)
+    run = en.simulate_engine(wl, en.EngineConfig(max_num_seqs=24, capacity_tokens=2048, block_size=16, watermark=0.01, max_num_batched_tokens=1 << 30, enable_chunked_prefill=True), cost, tick_s=0.01)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(max_num_seqs=24, capacity_tokens=2048, block_size=16, watermark=0.01, max_num_batched_tokens=1 << 20, enable_chunked_prefill=False), cost, tick_s=0.01)
     assert_same_result(ref, run.result)
-    unchunked = en.simulate_engine(wl, en.EngineConfig(24, 2048, 16, 0.01, 600, chunked=False), cost, tick_s=0.01)
-    assert_same_result(sch.simulate_continuous(wl, en.EngineConfig(24, 2048, 16, 0.01, 600, chunked=False), cost, tick_s=0.01),
+    unchunked = en.simulate_engine(wl, en.EngineConfig(max_num_seqs=24, capacity_tokens=2048, block_size=16, watermark=0.01, max_num_batched_tokens=600, enable_chunked_prefill=False), cost, tick_s=0.01)
+    assert_same_result(sch.simulate_continuous(wl, en.EngineConfig(max_num_seqs=24, capacity_tokens=2048, block_size=16, watermark=0.01, max_num_batched_tokens=600, enable_chunked_prefill=False), cost, tick_s=0.01),
                        unchunked.result)
 
 
@@ -127,7 +137,7 @@ def small_cases(draw):
     capacity = max(draw(st.integers(max_len, 3 * max_len)), -(-max_len // bs) * bs)
     wl = workload_from_lengths(prompts, outputs, arrival=arrivals, max_model_len=max_len)
     cost = sc.LinearCost(1.0, draw(st.sampled_from([0.0, 0.01])), draw(st.sampled_from([0.0, 0.001])))
-    return wl, dict(max_batch=draw(st.integers(1, 5)), capacity_tokens=capacity, block_size=bs,
+    return wl, dict(max_num_seqs=draw(st.integers(1, 5)), capacity_tokens=capacity, block_size=bs,
                     watermark=draw(st.sampled_from([0.0, 0.1]))), cost, max_len
 
 
@@ -136,11 +146,11 @@ def small_cases(draw):
 def test_engine_reproduces_continuous_batching_on_random_workloads(case, extra_budget):
     wl, kw, cost, max_len = case
     budget = max_len + extra_budget
-    ref = sch.simulate_continuous(wl, en.EngineConfig(**kw, token_budget=budget, chunked=False), cost, check=True)
-    got = en.simulate_engine(wl, en.EngineConfig(**kw, token_budget=budget, chunked=False), cost, check=True)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(**kw, max_num_batched_tokens=budget, enable_chunked_prefill=False), cost, check=True)
+    got = en.simulate_engine(wl, en.EngineConfig(**kw, max_num_batched_tokens=budget, enable_chunked_prefill=False), cost, check=True)
     assert_same_result(ref, got.result)
-    ref = sch.simulate_continuous(wl, en.EngineConfig(**kw, token_budget=1 << 20, chunked=False), cost)
-    got = en.simulate_engine(wl, en.EngineConfig(**kw, token_budget=1 << 30, chunked=True), cost, check=True)
+    ref = sch.simulate_continuous(wl, en.EngineConfig(**kw, max_num_batched_tokens=1 << 20, enable_chunked_prefill=False), cost)
+    got = en.simulate_engine(wl, en.EngineConfig(**kw, max_num_batched_tokens=1 << 30, enable_chunked_prefill=True), cost, check=True)
     assert_same_result(ref, got.result)
 
 
@@ -152,8 +162,8 @@ KVB = 7_875_000_000  # bytes per token: 4 slots = 31.5 GB, half a second over PC
 
 
 def pair_cfg(**kw) -> en.EngineConfig:
-    return en.EngineConfig(max_batch=2, capacity_tokens=8, block_size=2, watermark=0.0, token_budget=16,
-                           chunked=False, **kw)
+    return en.EngineConfig(max_num_seqs=2, capacity_tokens=8, block_size=2, watermark=0.0, max_num_batched_tokens=16,
+                           enable_chunked_prefill=False, **kw)
 
 
 def test_preemption_by_recompute_by_hand():
@@ -180,7 +190,7 @@ def test_preemption_by_swapping_by_hand():
     # same pair, swapping to 4 host blocks. step 2: r1's 4 tokens (host blocks [0, 1]) copied out: 31.5 GB, 0.5 s
     # added to the pass (ends 3.5). step 3: r1 would need 3 blocks back, 1 is free: stays swapped; r0 done (4.5).
     # step 4: r1 copied back into [2, 3] + a block for its next token (1): another 0.5 s -> 6.0; step 5 -> 7.0.
-    run = en.simulate_engine(workload_from_lengths(**PAIR), pair_cfg(preemption="swap", cpu_capacity_tokens=8),
+    run = en.simulate_engine(workload_from_lengths(**PAIR), pair_cfg(preemption_mode="swap", cpu_capacity_tokens=8),
                              UNIT, record=True, check=True, kv_bytes_per_token=KVB)
     r = run.result
     assert LINKS["pcie5"].bytes_per_s == 63e9
@@ -199,7 +209,7 @@ def test_preemption_by_swapping_by_hand():
 
 
 def test_swap_falls_back_to_recompute_without_host_room():
-    run = en.simulate_engine(workload_from_lengths(**PAIR), pair_cfg(preemption="swap", cpu_capacity_tokens=2), UNIT,
+    run = en.simulate_engine(workload_from_lengths(**PAIR), pair_cfg(preemption_mode="swap", cpu_capacity_tokens=2), UNIT,
                              kv_bytes_per_token=KVB)
     assert (run.num_swaps, run.num_recomputes) == (0, 1)  # 4 tokens need 2 host blocks, 1 is there
     assert run.result.finish_s.tolist() == [4, 6]
@@ -224,7 +234,7 @@ def test_prefix_hit_shares_the_cached_blocks():
     prompts = [list(range(1, 9)), list(range(1, 11))]
     wl = workload_from_lengths([8, 10], [2, 1], arrival=[0, 5], max_model_len=16)
     hashes = [block_hashes(p, 4) for p in prompts]
-    run = en.simulate_engine(wl, cfg(capacity_tokens=32, token_budget=16, prefix_caching=True), UNIT,
+    run = en.simulate_engine(wl, cfg(capacity_tokens=32, max_num_batched_tokens=16, enable_prefix_caching=True), UNIT,
                              prompt_hashes=hashes, record=True, check=True)
     assert run.prefix_hit_tokens == 8
     last = run.steps[-1]
@@ -244,7 +254,7 @@ def test_lookahead_slots_are_reserved_and_rolled_back(alpha, passes, rolled):
     # goes back to the free queue at once. α = 1: step 1 keeps all 4 and yields 3 drafts + 1 = 4 tokens (5 in all);
     # step 2 decodes the 6th.
     wl = workload_from_lengths([4], [6], max_model_len=16)
-    run = en.simulate_engine(wl, cfg(spec_k=3, spec_alpha=alpha, token_budget=16), UNIT, record=True, check=True)
+    run = en.simulate_engine(wl, cfg(num_speculative_tokens=3, draft_acceptance_rate=alpha, max_num_batched_tokens=16), UNIT, record=True, check=True)
     assert run.result.num_iterations == passes and run.spec_rolled_back_slots == rolled
     if alpha == 0.0:
         assert run.spec_reserved_slots == 3 + 3 + 2 + 1 == run.spec_rolled_back_slots
@@ -267,12 +277,12 @@ def test_blocks_and_tokens_are_conserved_under_preemption_swapping_and_rollback(
     wl, kw, cost, max_len = case
     k = data.draw(st.integers(0, 2))
     chunked = data.draw(st.booleans())
-    budget = data.draw(st.integers(kw["max_batch"] * (1 + k), 24)) if chunked else max_len + 4
+    budget = data.draw(st.integers(kw["max_num_seqs"] * (1 + k), 24)) if chunked else max_len + 4
     cpu = data.draw(st.sampled_from([0, kw["block_size"], 4 * max_len]))
     prefix = data.draw(st.booleans())
-    ecfg = en.EngineConfig(**kw, token_budget=budget, chunked=chunked,
-                           preemption=data.draw(st.sampled_from(en.PREEMPTION_MODES)), cpu_capacity_tokens=cpu,
-                           spec_k=k, spec_alpha=data.draw(st.sampled_from([0.0, 0.5, 1.0])), prefix_caching=prefix)
+    ecfg = en.EngineConfig(**kw, max_num_batched_tokens=budget, enable_chunked_prefill=chunked,
+                           preemption_mode=data.draw(st.sampled_from(en.PREEMPTION_MODES)), cpu_capacity_tokens=cpu,
+                           num_speculative_tokens=k, draft_acceptance_rate=data.draw(st.sampled_from([0.0, 0.5, 1.0])), enable_prefix_caching=prefix)
     hashes = None
     if prefix:  # prompts from a 2-token alphabet share prefixes often
         rng = np.random.default_rng(data.draw(st.integers(0, 99)))
@@ -300,15 +310,16 @@ def test_blocks_and_tokens_are_conserved_under_preemption_swapping_and_rollback(
 
 def test_engine_refuses_what_it_cannot_run():
     wl = workload_from_lengths([10], [10], max_model_len=20)
-    with pytest.raises(ValueError, match="without chunking, a token budget of 8 is below the maximum length 20"):
-        en.simulate_engine(wl, cfg(chunked=False), UNIT)
+    with pytest.raises(Refusal) as e:
+        en.simulate_engine(wl, cfg(enable_chunked_prefill=False), UNIT)
+    assert (e.value.key, e.value.fields) == ("serving.err.budget_unchunked", {"budget": 8, "n": 20})
     with pytest.raises(ValueError, match="prefix caching needs each request's prompt block hashes"):
-        en.simulate_engine(wl, cfg(prefix_caching=True), UNIT)
-    with pytest.raises(ValueError, match="preemption must be one of"):
-        cfg(preemption="drop")
-    with pytest.raises(ValueError, match="unknown link 'usb'"):
+        en.simulate_engine(wl, cfg(enable_prefix_caching=True), UNIT)
+    with pytest.raises(Misuse, match="preemption_mode must be one of"):
+        cfg(preemption_mode="drop")
+    with pytest.raises(Misuse, match="unknown link 'usb'"):
         cfg(link="usb")
-    assert replace(cfg(), chunked=False).policy == "continuous"
+    assert replace(cfg(), enable_chunked_prefill=False).policy == "continuous"
 
 
 def test_without_chunking_running_decodes_spend_the_budget_first():
@@ -318,13 +329,42 @@ def test_without_chunking_running_decodes_spend_the_budget_first():
     arrives at pass 1 and 2 + 99 > 100, so it waits passes 1..10 and is prefilled at pass 11 (first token at
     12 s: TTFT 11 s = 10 passes waiting + its own). Counting prompt tokens only would admit it at pass 1."""
     wl = workload_from_lengths([1, 1, 99], [11, 11, 1], arrival=[0, 0, 1], max_model_len=100)
-    c = cfg(capacity_tokens=256, token_budget=100, chunked=False)
+    c = cfg(capacity_tokens=256, max_num_batched_tokens=100, enable_chunked_prefill=False)
     r = en.simulate_engine(wl, c, UNIT, check=True).result
     assert r.first_token_s.tolist() == [1.0, 1.0, 12.0]
     assert r.ttft_s.tolist() == [1.0, 1.0, 11.0]
     # the continuous scheduler follows the same rule, and the engine reproduces it exactly
-    sched = en.EngineConfig(4, 256, 4, 0.0, 100, chunked=False)
+    sched = en.EngineConfig(max_num_seqs=4, capacity_tokens=256, block_size=4, watermark=0.0, max_num_batched_tokens=100, enable_chunked_prefill=False)
     assert_same_result(en.simulate_engine(wl, c, UNIT).result, sch.simulate_continuous(wl, sched, UNIT))
     # a 98-token prompt fits beside the two decodes: admitted at once
     wl98 = workload_from_lengths([1, 1, 98], [11, 11, 1], arrival=[0, 0, 1], max_model_len=100)
     assert en.simulate_engine(wl98, c, UNIT).result.ttft_s.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_run_past_the_pass_limit_is_refused_with_its_numbers(monkeypatch):
+    """A workload that keeps the scheduler busy past MAX_ITERATIONS passes is the user's to shrink: a Refusal with
+    the limit and the requests still waiting, in either language (the limit is lowered here so the test is quick;
+    check_engine's lower bound on the passes cannot see preemptions, so only the run itself can tell)."""
+    wl = workload_from_lengths([2, 2, 2], [5, 5, 5], max_model_len=8)
+    c = cfg(max_num_seqs=3, capacity_tokens=8)  # two blocks of 4: one request at a time, 5 passes each
+    whole = en.simulate_engine(wl, c, UNIT, record=True)
+    assert whole.result.num_iterations > 5 >= -(-15 // 3)  # past the limit, yet under check_engine's lower bound
+    monkeypatch.setattr(en, "MAX_ITERATIONS", 5)
+    with pytest.raises(Refusal) as e:
+        en.simulate_engine(wl, c, UNIT)
+    waiting = len(whole.steps[4].waiting)  # after the fifth pass
+    assert waiting >= 1
+    assert (e.value.key, dict(e.value.fields)) == ("serving.err.stuck", {"max": 5, "waiting": waiting})
+    assert say(PSEUDO, e.value.msg) == f"serving.err.stuck(max=5, waiting={waiting})"
+
+
+def test_every_caller_bounds_the_requests_below_the_engines_limit():
+    """check_engine's request limit is a Misuse (a bug) only while every way in holds fewer requests."""
+    from sim.alloc.trace import MAX_TRACE_REQUESTS
+    from sim.serving.shared_prefix import MAX_SHARED_REQUESTS
+    from sim.serving.studies import MAX_STUDY_REQUESTS
+
+    assert max(MAX_TRACE_REQUESTS, MAX_SHARED_REQUESTS, MAX_STUDY_REQUESTS) <= sch.MAX_REQUESTS
+    with pytest.raises(Misuse, match="at most 5,000 requests"):
+        en.check_engine(workload_from_lengths([1] * (sch.MAX_REQUESTS + 1), [1] * (sch.MAX_REQUESTS + 1),
+                                              max_model_len=2), cfg())

@@ -9,8 +9,10 @@ import pytest
 
 from sim.alloc.prefix_cache import block_hashes
 from sim.alloc.workload import workload_from_lengths
+from sim.refusal import Misuse
 from sim.serving.comparison import DeploymentConfig
-from sim.serving.engine import EngineConfig, simulate_engine
+from sim.serving.config import EngineConfig
+from sim.serving.engine import simulate_engine
 from sim.serving.offload import OffloadSetup, run_offload
 from sim.serving.shared_prefix import SharedPrefixConfig, make_shared_prefix
 from sim.serving.step_cost import LinearCost, extend_work
@@ -30,7 +32,7 @@ def serial_run(groups: str, cpu_tokens: int = 8, disk_tokens: int = 8):
     prompts = [np.concatenate([GROUP_IDS[g], [7000 + i]]) for i, g in enumerate(groups)]
     n = len(groups)
     wl = workload_from_lengths([9] * n, [1] * n, arrival=[10 * i for i in range(n)], max_model_len=10)
-    cfg = EngineConfig(4, 12, BS, 0.0, 32, chunked=True, prefix_caching=True)
+    cfg = EngineConfig(max_num_seqs=4, capacity_tokens=12, block_size=BS, watermark=0.0, max_num_batched_tokens=32, enable_chunked_prefill=True, enable_prefix_caching=True)
     off = OffloadConfig(cpu_tokens=cpu_tokens, disk_tokens=disk_tokens) if cpu_tokens or disk_tokens else None
     return simulate_engine(wl, cfg, LinearCost(1.0), prompt_hashes=[block_hashes(p, BS) for p in prompts],
                            kv_bytes_per_token=KVB, record=True, check=True, offload=off)
@@ -101,7 +103,7 @@ def test_zero_capacity_tiers_are_the_gpu_only_engine_exactly():
     sp = make_shared_prefix(SharedPrefixConfig(120, 12, 512, 64, 16, 40.0, seed=3))
     hashes = sp.hashes(16)
     cost = DeploymentConfig().cost()
-    cfg = EngineConfig(32, 6_000, 16, 0.01, 2048, prefix_caching=True)
+    cfg = EngineConfig(max_num_seqs=32, capacity_tokens=6_000, block_size=16, watermark=0.01, max_num_batched_tokens=2048, enable_prefix_caching=True)
     ref = simulate_engine(sp.workload, cfg, cost, prompt_hashes=hashes)
     got = simulate_engine(sp.workload, cfg, cost, prompt_hashes=hashes, offload=OffloadConfig(), check=True)
     assert ref.prefix_hit_tokens > 0
@@ -113,7 +115,7 @@ def test_tiers_conserve_tokens_and_only_add_hits():
     sp = make_shared_prefix(SharedPrefixConfig(150, 30, 512, 64, 16, 80.0, seed=1))
     hashes = sp.hashes(16)
     cost = DeploymentConfig().cost()
-    cfg = EngineConfig(32, 4_000, 16, 0.01, 2048, prefix_caching=True)
+    cfg = EngineConfig(max_num_seqs=32, capacity_tokens=4_000, block_size=16, watermark=0.01, max_num_batched_tokens=2048, enable_prefix_caching=True)
     ref = simulate_engine(sp.workload, cfg, cost, prompt_hashes=hashes)
     run = simulate_engine(sp.workload, cfg, cost, prompt_hashes=hashes, check=True,
                           offload=OffloadConfig(cpu_tokens=8_000, disk_tokens=16_000))
@@ -188,12 +190,12 @@ def test_offload_sentences_both_ways():
 
 
 def test_offload_refusals():
-    with pytest.raises(ValueError, match="host tier must hold 0..268,435,456 token slots, got -1"):
+    with pytest.raises(Misuse, match="host tier must hold 0..268,435,456 token slots, got -1"):
         OffloadConfig(cpu_tokens=-1)
-    with pytest.raises(ValueError, match="unknown link 'usb'"):
+    with pytest.raises(Misuse, match="unknown link 'usb'"):
         OffloadConfig(disk_link="usb")
     wl = workload_from_lengths([9], [1], max_model_len=10)
-    with pytest.raises(ValueError, match="turn prefix caching on"):
-        simulate_engine(wl, EngineConfig(4, 12, 4, 0.0, 32), LinearCost(1.0), offload=OffloadConfig(8))
-    with pytest.raises(ValueError, match="max_batch must be 1..1,024"):
-        replace(OffloadSetup(), max_batch=0)
+    with pytest.raises(Misuse, match="turn prefix caching on"):
+        simulate_engine(wl, EngineConfig(max_num_seqs=4, capacity_tokens=12, block_size=4, watermark=0.0, max_num_batched_tokens=32), LinearCost(1.0), offload=OffloadConfig(8))
+    with pytest.raises(Misuse, match="max_num_seqs must be 1..1,024"):
+        replace(OffloadSetup(), max_num_seqs=0)

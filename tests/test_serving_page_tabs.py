@@ -74,3 +74,37 @@ def test_bad_values_fall_back_or_say_why():
     # a prompt past the model's trained context is a message with the numbers, not a traceback
     at = open_tab("offload", model="falcon-7b", of_prefix=4096)  # a 2,048-token context
     assert at.error and "trained context" in at.error[0].value
+
+
+def test_the_engine_refusals_are_worded_in_korean_with_their_numbers():
+    """Issue 35: a refusal the Serving page's tabs can reach is a Refusal, so the page shows it in the page language
+    (it used to print the simulator's English). Each is the catalog's Korean entry filled with the refusal's numbers,
+    shown escaped as the page shows every reason."""
+    from app.text import plain
+    from sim.alloc.workload import LengthWorkloadConfig
+    from sim.cost.presets import load_presets
+    from sim.serving.config import MAX_CPU_CAPACITY_TOKENS, EngineConfig
+    from sim.words import text
+
+    falcon = load_presets()["falcon-7b"]
+    ctx = falcon.max_position_embeddings
+    # the step-through: a budget below the scenario's running requests' decode tokens
+    at = open_tab("steps", st_scenario="chunked", st_budget=3, lang="ko")
+    want = text("ko", "serving.err.budget_decode", budget=3, seqs=4, per=1, need=4)
+    assert at.error and plain(want) in at.error[0].value, at.error
+    assert not at.exception
+    # the preemption study: host slots smaller than one block
+    at = open_tab("preemption", pe_cpu=5, lang="ko")
+    want = text("ko", "serving.err.cpu_capacity", bs=16, max=MAX_CPU_CAPACITY_TOKENS, got=5)
+    assert at.error and plain(want) in at.error[0].value, at.error
+    # the split and routing studies on a model whose trained context is shorter than their requests
+    at = open_tab("disagg", model="falcon-7b", lang="ko")
+    n = LengthWorkloadConfig(max_model_len=8192).max_model_len
+    want = text("ko", "serving.err.past_context", n=n, model=falcon.name, ctx=ctx)
+    assert at.error and plain(want) in at.error[0].value, at.error
+    at = open_tab("routing", model="falcon-7b", lang="ko")
+    w = rt.RoutingSetup().workload
+    want = text("ko", "serving.err.prompts_past_context", prompt=w.prompt_len, output=w.output_len, model=falcon.name,
+                ctx=ctx)
+    assert at.error and plain(want) in at.error[0].value, at.error
+    assert EngineConfig(max_num_seqs=4, max_num_batched_tokens=4)  # the least budget the step-through takes

@@ -26,7 +26,7 @@ def test_one_replica_is_the_single_pool_engine(router):
     wl, hashes = grouped([f"g{int(g)}" for g in rng.integers(0, 5, size=120)], 0.004, prompt=900, shared=600,
                          output=60)
     cost = DeploymentConfig().cost()
-    cfg = EngineConfig(32, 6_000, 16, 0.01, 2048, prefix_caching=True)
+    cfg = EngineConfig(max_num_seqs=32, capacity_tokens=6_000, block_size=16, watermark=0.01, max_num_batched_tokens=2048, enable_prefix_caching=True)
     got = rt.simulate_routing(wl, hashes, cfg, cost, rt.RouterConfig(1, router))
     ref = simulate_engine(wl, cfg, cost, prompt_hashes=hashes)
     assert ref.result.num_preemptions > 0 and ref.prefix_hit_tokens > 0  # a busy pool that shares prefixes
@@ -39,7 +39,7 @@ def test_prefix_aware_routing_keeps_each_group_on_one_replica():
     # A A B B A A B B, 10 s apart (each done before the next): 80-token prompts sharing 64 tokens = 4 full blocks of
     # 16 per group; at most (80 - 1) // 16 = 4 blocks can hit, so a hit is 64 tokens.
     wl, hashes = grouped(list("AABBAABB"), 10.0)
-    cfg = EngineConfig(4, 4096, 16, 0.0, 256)
+    cfg = EngineConfig(max_num_seqs=4, capacity_tokens=4096, block_size=16, watermark=0.0, max_num_batched_tokens=256)
     aware = rt.simulate_routing(wl, hashes, cfg, UNIT, rt.RouterConfig(2, "prefix_aware"))
     # A -> replica 0 (a tie, both empty); A matches 0; B matches nothing: a tie goes to the replica sent fewer (1)
     assert aware.replica.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
@@ -53,7 +53,7 @@ def test_prefix_aware_routing_keeps_each_group_on_one_replica():
 def test_load_beats_affinity_past_the_slack():
     # one group, two replicas, slack 2: affinity keeps replica 0 until it was sent 3 more than replica 1
     wl, hashes = grouped(["A"] * 8, 10.0)
-    res = rt.simulate_routing(wl, hashes, EngineConfig(4, 4096, 16, 0.0, 256), UNIT,
+    res = rt.simulate_routing(wl, hashes, EngineConfig(max_num_seqs=4, capacity_tokens=4096, block_size=16, watermark=0.0, max_num_batched_tokens=256), UNIT,
                               rt.RouterConfig(2, "prefix_aware", window=64, balance_slack=2))
     assert res.replica.tolist()[:4] == [0, 0, 0, 1]
     # from then on both replicas hold A's blocks: ties go to the one sent fewer

@@ -206,9 +206,9 @@ def test_serve_prints_the_simulators_metrics(tmp_path, capsys, policy):
     wl = tr.parse_trace(tr.write_trace(SERVE_TRACE)).to_workload()
     cost = DeploymentConfig(kv_limit_tokens=4096).cost()
     if policy == "static":
-        r = sch.simulate_static(wl, en.EngineConfig(8, 4096, 16, 0.01, 1 << 20, chunked=False), cost)
+        r = sch.simulate_static(wl, en.EngineConfig(max_num_seqs=8, capacity_tokens=4096, block_size=16, watermark=0.01, max_num_batched_tokens=1 << 20, enable_chunked_prefill=False), cost)
     else:
-        cfg = en.EngineConfig(8, 4096, 16, 0.01, 1024, chunked=policy == "chunked", cpu_capacity_tokens=4096)
+        cfg = en.EngineConfig(max_num_seqs=8, capacity_tokens=4096, block_size=16, watermark=0.01, max_num_batched_tokens=1024, enable_chunked_prefill=policy == "chunked", cpu_capacity_tokens=4096)
         r = en.simulate_engine(wl, cfg, cost).result
     ttft, itl = r.percentiles(r.ttft_s), r.percentiles(r.itl_s)
     assert got["throughput_tok_s"] == r.tokens_per_s
@@ -243,6 +243,42 @@ def test_serve_refusals_are_one_line_and_exit_2(tmp_path, capsys, argv, words):
     rc, out, err = run_cli("serve", ["--trace", path] + argv, capsys)
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith(words), err
+
+
+@pytest.mark.parametrize(("argv", "key", "fields"), [
+    (["--kv-tokens", "8"], "alloc.err.capacity_block", {"cap": 8, "bs": 16}),
+    (["--policy", "static", "--kv-tokens", "8"], "alloc.err.capacity_block", {"cap": 8, "bs": 16}),
+    (["--cpu-tokens", "5", "--preemption", "swap"], "serving.err.cpu_capacity", {"bs": 16, "max": 1 << 26, "got": 5}),
+])
+def test_serve_refuses_settings_against_the_block_size(tmp_path, capsys, argv, key, fields):
+    """A KV limit or host slots below one block: one line, exit 2, the refusal's English with its numbers."""
+    from sim.msg import Msg
+    from sim.words import say
+
+    rc, out, err = run_cli("serve", ["--trace", write(tmp_path, SERVE_TRACE)] + argv, capsys)
+    assert rc == 2 and out == "" and err == f"serve: {say('en', Msg(key, **fields))}\n"
+
+
+def test_serve_refuses_a_trace_that_needs_too_many_passes(tmp_path, capsys):
+    """The engine's refusal of a user's trace: the command line's one line is the refusal's English, every number
+    in it (and the same refusal worded in Korean carries them too)."""
+    from sim.refusal import Refusal
+    from sim.words import say
+
+    lines = [{"prompt_len": 1, "output_len": 32_767}] * 10  # 327,670 tokens one at a time: past 300,000 passes
+    path = write(tmp_path, lines)
+    rc, out, err = run_cli("serve", ["--trace", path, "--policy", "continuous", "--max-batch", "1", "--token-budget",
+                                     "1048576"], capsys)
+    wl = tr.parse_trace(tr.write_trace(lines)).to_workload()
+    cfg = en.EngineConfig(max_num_seqs=1, capacity_tokens=DeploymentConfig().kv_budget()[2],
+                          max_num_batched_tokens=1 << 20, enable_chunked_prefill=False)
+    with pytest.raises(Refusal) as e:
+        en.check_engine(wl, cfg)
+    fields = {"tokens": 327_670, "seqs": 1, "least": 327_670, "max": sch.MAX_ITERATIONS}
+    assert (e.value.key, dict(e.value.fields)) == ("serving.err.passes", fields)
+    assert rc == 2 and out == "" and err == f"serve: {e.value}\n"
+    ko = say("ko", e.value.msg)
+    assert all(f"{v:,}" in ko for v in fields.values())
 
 
 def test_the_page_keys_a_trace_run_by_its_digest_not_its_bytes():

@@ -110,8 +110,9 @@ def serving_setup() -> cp.ServingSetup:
         MAX_BATCHED.draw(c[3], help=t("serving.c.max_batched_help"))
     ss = st.session_state
     dep = cp.DeploymentConfig(ss["model"], ss["gpu"], ss["wdtype"], ss["kvdtype"], ss["util"], ss["kv_limit"])
-    return cp.ServingSetup(workload_config(cp.ARRIVAL_TICK_S), dep, ss["batch"], int(ss["block_size"]),
-                           ss["watermark"], ss["max_batched"])
+    return cp.ServingSetup(workload_config(cp.ARRIVAL_TICK_S), dep, max_num_seqs=ss["batch"],
+                           block_size=int(ss["block_size"]), watermark=ss["watermark"],
+                           max_num_batched_tokens=ss["max_batched"])
 
 
 def gantt_rows() -> int:

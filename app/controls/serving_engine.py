@@ -19,7 +19,8 @@ from sim.serving import offload as of
 from sim.serving import routing as rt
 from sim.serving import studies as sd
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
-from sim.serving.engine import MAX_RECORDED_STEPS, MAX_SPEC_K, EngineConfig
+from sim.serving.config import MAX_NUM_SPECULATIVE_TOKENS, EngineConfig
+from sim.serving.engine import MAX_RECORDED_STEPS
 from sim.serving.links import GPU_LINKS, HOST_LINKS
 from sim.serving.schedulers import MAX_BATCH
 from sim.serving.shared_prefix import MAX_SHARED_GROUPS, MAX_SHARED_REQUESTS, SharedPrefixConfig
@@ -69,7 +70,7 @@ ST_STEP = Slider("st_step", 0, 0, MAX_RECORDED_STEPS - 1, narrows=True, label="s
                  url_label="serving.url.st_step")
 ST_BLOCKS = _n("st_blocks", 0, 0, MAX_STEP_BLOCKS)
 ST_BUDGET = _n("st_budget", 0, 0, 256)
-ST_K = _n("st_k", -1, -1, MAX_SPEC_K)
+ST_K = _n("st_k", -1, -1, MAX_NUM_SPECULATIVE_TOKENS)
 OF_REQUESTS = _n("of_requests", 400, 1, MAX_SHARED_REQUESTS, 100)
 OF_GROUPS = _n("of_groups", 40, 1, MAX_SHARED_GROUPS, 10)
 OF_PREFIX = _n("of_prefix", 2048, 16, MAX_SHARED_PREFIX_HERE, 512)
@@ -139,7 +140,7 @@ def chunk_setup() -> sd.StudySetup:
     wl = LengthWorkloadConfig(num_requests=ss["ck_requests"], prompt_mean=ss["ck_prompt"],
                               output_mean=ss["ck_output"], spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024,
                               arrival="poisson", arrival_rate=ss["ck_rate"] * ARRIVAL_TICK_S, seed=ss["ck_seed"])
-    return sd.StudySetup(dep, wl, ss["ck_batch"])
+    return sd.StudySetup(deployment=dep, workload=wl, max_num_seqs=ss["ck_batch"])
 
 
 def preemption_setup() -> sd.PreemptionSetup:
@@ -155,8 +156,9 @@ def preemption_setup() -> sd.PreemptionSetup:
     ss = st.session_state
     wl = LengthWorkloadConfig(num_requests=ss["pe_requests"], prompt_mean=ss["pe_prompt"], output_mean=ss["pe_output"],
                               max_model_len=STUDY_MAX_LEN, max_tokens=2048, seed=0)
-    study = sd.StudySetup(dep, wl, ss["pe_batch"])
-    return sd.PreemptionSetup(study, ss["pe_kv"], ss["pe_cpu"], ss["pe_link"], ss["pe_chunked"])
+    study = sd.StudySetup(deployment=dep, workload=wl, max_num_seqs=ss["pe_batch"])
+    return sd.PreemptionSetup(study=study, kv_limit_tokens=ss["pe_kv"], cpu_tokens=ss["pe_cpu"], link=ss["pe_link"],
+                              chunked=ss["pe_chunked"])
 
 
 @dataclass(frozen=True)
@@ -179,9 +181,9 @@ def step_choice() -> StepChoice:
     if ss["st_blocks"]:
         cfg = replace(cfg, capacity_tokens=ss["st_blocks"] * cfg.block_size)
     if ss["st_budget"]:
-        cfg = replace(cfg, token_budget=ss["st_budget"])
+        cfg = replace(cfg, max_num_batched_tokens=ss["st_budget"])
     if ss["st_k"] >= 0:
-        cfg = replace(cfg, spec_k=ss["st_k"])
+        cfg = replace(cfg, num_speculative_tokens=ss["st_k"])
     return StepChoice(ss["st_scenario"], cfg, scenario_words(ss["st_scenario"], lang())[1])
 
 
@@ -241,8 +243,8 @@ def offload_setup() -> of.OffloadSetup:
     OF_DISK_LINK.draw(c[3], format_func=lambda k, L=lang(): link_name(HOST_LINKS[k], L))
     ss = st.session_state
     wl = SharedPrefixConfig(ss["of_requests"], ss["of_groups"], ss["of_prefix"], 128, 64, ss["of_rate"])
-    return of.OffloadSetup(replace(dep, kv_limit_tokens=ss["of_gpu"]), wl,
-                           OffloadConfig(ss["of_cpu"], ss["of_cpu_link"], ss["of_disk"], ss["of_disk_link"]))
+    return of.OffloadSetup(deployment=replace(dep, kv_limit_tokens=ss["of_gpu"]), workload=wl,
+                           offload=OffloadConfig(ss["of_cpu"], ss["of_cpu_link"], ss["of_disk"], ss["of_disk_link"]))
 
 
 def disagg_setup() -> dg.DisaggSetup:
@@ -260,8 +262,8 @@ def disagg_setup() -> dg.DisaggSetup:
     wl = LengthWorkloadConfig(num_requests=ss["dg_requests"], prompt_mean=ss["dg_prompt"], output_mean=ss["dg_output"],
                               spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024, arrival="poisson",
                               arrival_rate=ss["dg_rate"] * ARRIVAL_TICK_S, seed=0)
-    return dg.DisaggSetup(dep, wl, dg.DisaggConfig(ss["dg_prefill"], ss["dg_decode"]), ss["dg_link"],
-                          ttft_slo_s=ss["dg_ttft"], tpot_slo_ms=ss["dg_tpot"])
+    return dg.DisaggSetup(deployment=dep, workload=wl, pools=dg.DisaggConfig(ss["dg_prefill"], ss["dg_decode"]),
+                          link=ss["dg_link"], ttft_slo_s=ss["dg_ttft"], tpot_slo_ms=ss["dg_tpot"])
 
 
 def routing_setup() -> rt.RoutingSetup:
@@ -271,4 +273,5 @@ def routing_setup() -> rt.RoutingSetup:
         control.draw(col)
     ss = st.session_state
     wl = SharedPrefixConfig(ss["rt_requests"], ss["rt_groups"], 2048, 128, 64, ss["rt_rate"])
-    return rt.RoutingSetup(replace(dep, kv_limit_tokens=ss["rt_gpu"]), wl, ss["rt_replicas"])
+    return rt.RoutingSetup(deployment=replace(dep, kv_limit_tokens=ss["rt_gpu"]), workload=wl,
+                           num_replicas=ss["rt_replicas"])

@@ -79,7 +79,7 @@ def gantt(results: dict, num_requests: int, title: str, lang: str = "en") -> go.
     return set_headline(fig, title, FULL_WIDTH_CHARS, below_px=24)  # below it: the first panel's title
 
 
-def occupancy(series: pd.DataFrame, max_batch: int, title: str, lang: str = "en") -> go.Figure:
+def occupancy(series: pd.DataFrame, max_num_seqs: int, title: str, lang: str = "en") -> go.Figure:
     """Rows in each forward pass over time: useful ones for both policies, padded ones for static.
     title: the takeaway (sim.words.comparison.occupancy_takeaway)."""
     fig = go.Figure()
@@ -89,8 +89,8 @@ def occupancy(series: pd.DataFrame, max_batch: int, title: str, lang: str = "en"
         if policy == "static":
             fig.add_scatter(x=g["time_s"], y=g["rows"], name=text(lang, "serving.f.rows_padded"),
                             line=dict(color=POLICY_COLORS[policy], width=1.5, dash="dot", shape="hv"))
-    fig.add_hline(y=max_batch, line=dict(color=FORMULA, dash="dash", width=1),
-                  annotation_text=text(lang, "serving.f.max_batch", n=f"{max_batch}"), annotation_position="top left")
+    fig.add_hline(y=max_num_seqs, line=dict(color=FORMULA, dash="dash", width=1),
+                  annotation_text=text(lang, "serving.f.max_batch", n=f"{max_num_seqs}"), annotation_position="top left")
     fig = legend_below(base_layout(fig, "", text(lang, "serving.f.time_s"), text(lang, "serving.f.in_pass")), 470)
     return set_headline(fig, title, HALF_WIDTH_CHARS)
 

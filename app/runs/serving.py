@@ -33,7 +33,7 @@ def batching_figures(setup: cp.ServingSetup, gantt_n: int, lang: str = "en") -> 
     cmp = serve(setup)
     series = cmp.series()
     return {"gantt": figs.gantt(cmp.results, gantt_n, cmp_words.gantt_takeaway(cmp, gantt_n, lang), lang),
-            "occupancy": figs.occupancy(series, setup.max_batch, cmp_words.occupancy_takeaway(cmp, lang), lang),
+            "occupancy": figs.occupancy(series, setup.max_num_seqs, cmp_words.occupancy_takeaway(cmp, lang), lang),
             "kv": figs.kv_memory(series, cmp.capacity_tokens, cmp_words.kv_takeaway(cmp, lang), lang),
             "latency": figs.latency_percentiles(cmp.to_frame().round(3), cmp_words.latency_takeaway(cmp, lang), lang)}
 

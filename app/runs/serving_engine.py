@@ -13,7 +13,8 @@ from sim.serving import disagg as dg
 from sim.serving import offload as of
 from sim.serving import routing as rt
 from sim.serving import studies as sd
-from sim.serving.engine import EngineConfig, EngineRun
+from sim.serving.config import EngineConfig
+from sim.serving.engine import EngineRun
 
 CHUNK_S = 2.0  # ~0.8 s for the default 100 requests here; more requests or outputs wait for the Run button
 PREEMPTION_S = 2.0
@@ -51,13 +52,14 @@ def read_trace(data: bytes) -> TraceFile:
     return parse_trace(data, MAX_PAGE_TRACE_BYTES)
 
 
-def trace_run(data: bytes, dep, max_batch: int, budget: int) -> sd.TraceRun | None:
+def trace_run(data: bytes, dep, max_num_seqs: int, budget: int) -> sd.TraceRun | None:
     tf = read_trace(data)
     tokens = int(tf.prompt_len.sum() + tf.output_len.sum())
     estimate = 4 * 0.3 * tokens / 50_000  # four serving runs, ~0.3 s per 50k tokens each here
     # keyed by the trace's digest, not its bytes: the shared result cache would hold every 2 MiB trace in its keys
-    return run_job("serving.trace", (hashlib.sha256(data).hexdigest(), dep, max_batch, budget), estimate,
-                   lambda progress: sd.run_trace(tf, dep, max_batch, 16, budget), real_model=False,
+    return run_job("serving.trace", (hashlib.sha256(data).hexdigest(), dep, max_num_seqs, budget), estimate,
+                   lambda progress: sd.run_trace(tf, dep, max_num_seqs=max_num_seqs, block_size=16,
+                                                 max_num_batched_tokens=budget), real_model=False,
                    what=t("serving.job.trace"))
 
 

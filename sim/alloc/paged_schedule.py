@@ -5,18 +5,17 @@ its prompt's blocks to start; when a running request needs a block and none is f
 running request is preempted: its blocks are freed and it goes back to the head of the queue to be
 recomputed later (prompt + what it had generated).
 
-Three runs of it agree exactly (tests check it, on random workloads and on pinned ones): the one Scheduler
-(sim.serving.scheduler) stepping a real BlockPool one token per request per step (the reference); the Serving
-page's counting loop (sim.serving.schedulers.replay_continuous) touching a request only when it crosses a block
-boundary (identical block ids; used for the block-grid snapshots); and `simulate_paged_fast`, counting blocks
-without naming them, fast enough for 100,000 requests.
+Two runs of it agree exactly (tests check it, on random workloads and on pinned ones): the one Scheduler
+(sim.serving.scheduler) stepping a real BlockPool one token per request per step (the reference), and the lab's
+one fast counting loop (sim.serving.counting), which counts blocks by phase without naming them (fast enough for
+100,000 requests) and names them, with the Scheduler's block ids, only for the block-grid snapshots.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +31,9 @@ from sim.alloc.schedule import (
 )
 from sim.alloc.workload import Workload
 from sim.refusal import Refusal
+
+if TYPE_CHECKING:
+    from sim.serving.counting import Counted
 
 
 def _paged_result(wl: Workload, serving: ServingConfig, used: np.ndarray, segs: tuple[list, list, list, list],
@@ -49,92 +51,27 @@ def _paged_result(wl: Workload, serving: ServingConfig, used: np.ndarray, segs: 
 
 
 def simulate_paged_fast(wl: Workload, serving: ServingConfig) -> PolicyResult:
-    """Counts blocks without naming them, in O(1) per step and per event.
-
-    A request admitted at step s with prompt p takes a new block at the steps s + j where p + j
-    crosses a block boundary: j0 = ceil(p/bs)*bs + 1 - p (1 <= j0 <= bs), then every bs steps.
-    So from admission until it leaves, it takes a block exactly on the steps t with
-    t % bs == (s + j0) % bs: counting running requests per phase gives each step's new blocks.
-    Same schedule as simulate_paged_stepwise (tested).
-    """
-    bs, nb, max_seqs = serving.block_size, serving.num_blocks, serving.max_num_seqs
-    n = wl.num_requests
+    """The paged schedule counted by the lab's one fast loop (sim.serving.counting) in decode steps: blocks counted
+    by phase, never named, O(1) per step and per event. Same schedule as simulate_paged_stepwise (tested)."""
+    bs, nb = serving.block_size, serving.num_blocks
     min_steps = paged_slot_steps(wl, bs) // bs // nb  # block-steps needed / blocks available per step
     if min_steps > MAX_STEPS:
         raise Refusal("paged.err.min_steps", steps=f"{min_steps:,}", blocks=f"{nb:,}", max=f"{MAX_STEPS:,}")
-    arrival, prompt, output = wl.arrival.tolist(), wl.prompt_len.tolist(), wl.output_len.tolist()
-    phase_count = [0] * bs  # running requests that take a block on steps t with t % bs == phase
-    waiting: deque[tuple[int, int, int, int]] = deque()  # (req, prompt, output, prompt blocks)
-    running: dict[int, tuple[int, int, int, int]] = {}  # req -> (start, prompt, output, phase), oldest first
-    finish_at: dict[int, list[int]] = {}  # step after the last one -> requests
-    finish_pop = finish_at.pop
-    used_series: list[int] = []
-    record = used_series.append
-    seg_req: list[int] = []
-    seg_start: list[int] = []
-    seg_end: list[int] = []
-    seg_prompt: list[int] = []
-    req_to_seg: dict[int, int] = {}
-    used = 0
-    preemptions = 0
-    nxt = 0
-    next_arrival = arrival[0]
-    t = 0
-    while nxt < n or waiting or running:
-        while t >= next_arrival:
-            p = prompt[nxt]
-            waiting.append((nxt, p, output[nxt], -(-p // bs)))
-            nxt += 1
-            next_arrival = arrival[nxt] if nxt < n else math.inf
-        if not running and not waiting:  # idle until the next arrival
-            if next_arrival > MAX_STEPS:
-                raise Refusal("paged.err.arrival", req=f"{nxt}", step=f"{next_arrival:,}", max=f"{MAX_STEPS:,}")
-            used_series.extend([0] * (next_arrival - t))
-            t = next_arrival
-            continue
-        if t >= MAX_STEPS:
-            raise Refusal("paged.err.too_long", max=f"{MAX_STEPS:,}", waiting=f"{n - nxt + len(waiting):,}")
-        used += phase_count[t % bs]
-        if used > nb:
-            while used > nb:  # preempt the newest running request; it is recomputed later
-                req, (s, p, o, phase) = running.popitem()  # a dict pops its newest item
-                k = t - s  # tokens it had produced
-                used -= -(-(p + k) // bs)
-                phase_count[phase] -= 1
-                finish_at[s + o].remove(req)
-                seg_end[req_to_seg[req]] = t
-                waiting.appendleft((req, p + k, o - k, -(-(p + k) // bs)))
-                preemptions += 1
-        elif waiting and used + waiting[0][3] <= nb and len(running) < max_seqs:
-            while waiting and len(running) < max_seqs:
-                req, p, o, need = waiting[0]
-                if used + need > nb:
-                    break
-                waiting.popleft()
-                used += need
-                phase = (t + need * bs + 1 - p) % bs
-                phase_count[phase] += 1
-                running[req] = (t, p, o, phase)
-                if t + o in finish_at:
-                    finish_at[t + o].append(req)
-                else:
-                    finish_at[t + o] = [req]
-                req_to_seg[req] = len(seg_req)
-                seg_req.append(req)
-                seg_start.append(t)
-                seg_end.append(t + o)
-                seg_prompt.append(p)
-        record(used)
-        t += 1
-        done = finish_pop(t, None)
-        if done:
-            for req in done:
-                s, p, o, phase = running.pop(req)
-                used -= -(-(p + o - 1) // bs)
-                phase_count[phase] -= 1
-    assert used == 0 and not any(phase_count), "blocks still counted after every request finished"
-    return _paged_result(wl, serving, np.array(used_series, dtype=np.int64),
-                         (seg_req, seg_start, seg_end, seg_prompt), preemptions)
+    c = _count(wl, serving)
+    return _paged_result(wl, serving, np.array(c.used_blocks, dtype=np.int64),
+                         (c.seg_req, c.seg_start, c.seg_end, c.seg_prompt), sum(c.num_preempted))
+
+
+def _count(wl: Workload, serving: ServingConfig, **kw) -> Counted:
+    """The counting loop in bare decode steps under this page's scheduler, its limits worded as this page's."""
+    from sim.serving.counting import count  # the allocators do not import the serving engine until they run it
+
+    c = count(wl, serving.engine_config, max_passes=MAX_STEPS, **kw)
+    if c.limit is not None and c.limit[0] == "arrival":
+        raise Refusal("paged.err.arrival", req=f"{c.limit[1]}", step=f"{c.limit[2]:,}", max=f"{MAX_STEPS:,}")
+    if c.limit is not None:
+        raise Refusal("paged.err.too_long", max=f"{MAX_STEPS:,}", waiting=f"{c.limit[1]:,}")
+    return c
 
 
 @dataclass
@@ -150,8 +87,8 @@ def simulate_paged_stepwise(wl: Workload, serving: ServingConfig, snapshot_steps
     """The paged schedule with a real BlockPool, step by step, with pool snapshots at the asked steps.
 
     lazy=False runs the one Scheduler (sim.serving.scheduler: every running request appends its token each step,
-    the reference); lazy=True is a replay that touches a request only on the steps it needs a new block
-    (identical block ids, much faster, for the block-grid snapshots of long runs). check=True asserts the pool's
+    the reference); lazy=True is the fast counting loop naming blocks, touching a request only on the steps it
+    needs a new block (identical block ids, much faster, for the block-grid snapshots of long runs). check=True asserts the pool's
     invariants after every step. until=t stops after step t (then the trace has snapshots but no result).
     """
     check_fits(wl, serving)
@@ -167,7 +104,7 @@ def _scheduler_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check
     waiting requests are admitted FCFS while their prompt's blocks are free; requests on their last step leave."""
     from sim.serving.scheduler import Request, Scheduler
 
-    sched = Scheduler(serving.scheduler_config)
+    sched = Scheduler(serving.engine_config)
     pool = sched.kv.pool
     n = wl.num_requests
     arrival, prompt, output = wl.arrival.tolist(), wl.prompt_len.tolist(), wl.output_len.tolist()
@@ -219,17 +156,11 @@ def _scheduler_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check
 
 
 def _lazy_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check: bool, until: int | None) -> PagedTrace:
-    """The same schedule, replayed by the Serving page's counting loop in bare decode steps: a request is touched
-    only on the steps it crosses into a new block."""
-    from sim.serving.scheduler import NO_BUDGET
-    from sim.serving.schedulers import replay_continuous
-
-    r = replay_continuous(wl, serving.num_blocks, serving.block_size, serving.max_num_seqs, 0, NO_BUDGET, None,
-                          check=check, snapshot_steps=snapshot_steps, until=until, max_iterations=math.inf,
-                          max_steps=MAX_STEPS)
-    if not r.complete:
-        return PagedTrace(None, r.snapshots)
-    used = np.zeros(int(max(r.seg_end)), dtype=np.int64)  # idle steps hold no block
-    used[np.array(r.it_start, dtype=np.int64)] = np.array(r.it_claim, dtype=np.int64) // serving.block_size
-    segs = (r.seg_req, [int(x) for x in r.seg_start], [int(x) for x in r.seg_end], r.seg_prompt)
-    return PagedTrace(_paged_result(wl, serving, used, segs, sum(r.num_preempted)), r.snapshots)
+    """The same schedule counted by the lab's one fast loop, naming blocks: a request is touched only on the
+    steps it is admitted, takes a new block, finishes or is preempted."""
+    c = _count(wl, serving, snapshot_steps=snapshot_steps, until=until, check=check)
+    if not c.complete:
+        return PagedTrace(None, c.snapshots)
+    segs = (c.seg_req, c.seg_start, c.seg_end, c.seg_prompt)
+    return PagedTrace(_paged_result(wl, serving, np.array(c.used_blocks, dtype=np.int64), segs,
+                                    sum(c.num_preempted)), c.snapshots)

@@ -58,6 +58,12 @@ def paged_slot_steps(wl: Workload, block_size: int) -> int:
 
 @dataclass(frozen=True)
 class ServingConfig:
+    """The paging page's pool: the KV slots, block size and batch cap its allocation policies (contiguous
+    reservations, first-fit, paged blocks) are compared over, counted in decode steps. It is not the serving engine's
+    config: that one (sim.serving.config.EngineConfig) adds the token budget, chunking, preemption, the watermark
+    and speculation, and times each pass; the paged policy here is that engine's Scheduler with none of them
+    (`engine_config`)."""
+
     capacity_tokens: int = 16_384  # KV slots the accelerator holds for the cache
     block_size: int = 16
     max_num_seqs: int = 256  # the scheduler's cap on running requests
@@ -80,14 +86,14 @@ class ServingConfig:
         return self.capacity_tokens // self.block_size
 
     @property
-    def scheduler_config(self):
-        """The Scheduler (sim.serving.scheduler) this page's schedule is: decode steps with no token budget, no
-        watermark, recompute preemption."""
-        from sim.serving.scheduler import NO_BUDGET, SchedulerConfig
+    def engine_config(self):
+        """The serving engine config (sim.serving.config) whose Scheduler this page's paged schedule is: decode steps
+        with no token budget, no watermark, recompute preemption."""
+        from sim.serving.config import NO_BUDGET, EngineConfig
 
-        return SchedulerConfig(max_num_seqs=self.max_num_seqs, max_num_batched_tokens=NO_BUDGET,
-                               block_size=self.block_size, num_gpu_blocks=self.num_blocks,
-                               enable_chunked_prefill=False, watermark=0.0)
+        return EngineConfig(max_num_seqs=self.max_num_seqs, max_num_batched_tokens=NO_BUDGET,
+                            block_size=self.block_size, capacity_tokens=self.capacity_tokens,
+                            enable_chunked_prefill=False, watermark=0.0)
 
 
 def check_fits(wl: Workload, serving: ServingConfig) -> None:

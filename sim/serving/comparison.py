@@ -15,7 +15,7 @@ from sim.cost.memory import weight_bytes
 from sim.cost.presets import load_presets
 from sim.msg import Msg
 from sim.refusal import Refusal
-from sim.serving.engine import EngineConfig
+from sim.serving.config import EngineConfig
 from sim.serving.result import ServingResult
 from sim.serving.schedulers import MAX_REQUESTS, POLICIES, simulate
 from sim.serving.step_cost import RooflineCost
@@ -73,7 +73,7 @@ class DeploymentConfig:
 class ServingSetup:
     workload: LengthWorkloadConfig = LengthWorkloadConfig(num_requests=1000)
     deployment: DeploymentConfig = DeploymentConfig()
-    max_batch: int = 256
+    max_num_seqs: int = 256
     block_size: int = 16
     watermark: float = 0.01
     max_num_batched_tokens: int = 8192  # vLLM's name: tokens one pass may compute
@@ -126,8 +126,9 @@ def run_serving(setup: ServingSetup) -> ServingComparison:
     if slots < wcfg.max_model_len:
         raise Refusal("serving.err.budget_small", slots=f"{slots:,}", gib=f"{(usable - wbytes) / 2**30:,.2f}",
                       bpt=f"{cost.kv_bytes_per_token:,}", n=f"{wcfg.max_model_len:,}")
-    sched = EngineConfig(setup.max_batch, slots, setup.block_size, setup.watermark, setup.max_num_batched_tokens,
-                         chunked=False)
+    sched = EngineConfig(max_num_seqs=setup.max_num_seqs, capacity_tokens=slots, block_size=setup.block_size,
+                         watermark=setup.watermark, max_num_batched_tokens=setup.max_num_batched_tokens,
+                         enable_chunked_prefill=False)
     wl = make_workload(wcfg)
     tick = ARRIVAL_TICK_S if wcfg.arrival == "poisson" else 1.0
     results = {p: simulate(wl, sched, cost, p, tick) for p in POLICIES}
@@ -162,7 +163,7 @@ def sweep_max_batch(setup: ServingSetup, batches: tuple[int, ...] = SWEEP_BATCHE
     for i, b in enumerate(batches):
         if progress:
             progress(i / len(batches), Msg("serving.f.max_batch", n=b))
-        cmp = run_serving(replace(setup, max_batch=b))
+        cmp = run_serving(replace(setup, max_num_seqs=b))
         static.append(cmp.results["static"].tokens_per_s)
         cont.append(cmp.results["continuous"].tokens_per_s)
     return BatchSweep(tuple(batches), tuple(static), tuple(cont))

@@ -29,8 +29,10 @@ from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload
 from sim.cost.memory import MemoryConfig, request_bytes
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg
+from sim.refusal import Misuse, Refusal
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
-from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
+from sim.serving.config import EngineConfig
+from sim.serving.engine import EngineRun, simulate_engine
 from sim.serving.links import GPU_LINKS
 from sim.serving.studies import MAX_STUDY_REQUESTS
 
@@ -43,9 +45,10 @@ class DisaggConfig:
     num_decode: int = 3
 
     def __post_init__(self) -> None:
+        # the disaggregation tab bounds both pools to a few GPUs (app/controls/serving_engine.py)
         for name, v in (("num_prefill", self.num_prefill), ("num_decode", self.num_decode)):
             if not 1 <= v <= MAX_POOL_GPUS:
-                raise ValueError(f"{name} must be 1..{MAX_POOL_GPUS} GPUs, got {v}")
+                raise Misuse(f"{name} must be 1..{MAX_POOL_GPUS} GPUs, got {v}")
 
     @property
     def num_gpus(self) -> int:
@@ -137,7 +140,7 @@ def simulate_disagg(wl: Workload, cfg: EngineConfig, cost, dc: DisaggConfig, kv_
     """The disaggregated pool (module docstring). kv_bytes(prompt_len): bytes to move; link_bytes_per_s may be
     math.inf (a transfer that costs nothing)."""
     if not link_bytes_per_s > 0:
-        raise ValueError(f"the link must move a positive number of bytes per second, got {link_bytes_per_s}")
+        raise Misuse(f"the link must move a positive number of bytes per second, got {link_bytes_per_s}")
     n = wl.num_requests
     arrival = wl.arrival.astype(np.float64) * tick_s
     first, finish = np.full(n, math.nan), np.full(n, math.nan)
@@ -189,19 +192,20 @@ class DisaggSetup:
         arrival="poisson", arrival_rate=28.0 * ARRIVAL_TICK_S, seed=0)
     pools: DisaggConfig = DisaggConfig(2, 2)
     link: str = "nvlink4"
-    max_batch: int = 64
-    token_budget: int = 2048
+    max_num_seqs: int = 64
+    max_num_batched_tokens: int = 2048
     ttft_slo_s: float = 1.0
     tpot_slo_ms: float = 8.0
 
     def __post_init__(self) -> None:
+        # the disaggregation tab picks the link from GPU_LINKS and bounds the SLOs and the requests to these ranges
         if self.link not in GPU_LINKS:
-            raise ValueError(f"link must be one of {', '.join(GPU_LINKS)}, got {self.link!r}")
+            raise Misuse(f"link must be one of {', '.join(GPU_LINKS)}, got {self.link!r}")
         if not 0.01 <= self.ttft_slo_s <= 600 or not 1 <= self.tpot_slo_ms <= 10_000:
-            raise ValueError(f"SLOs must be 0.01..600 s to first token and 1..10,000 ms per token, got "
-                             f"{self.ttft_slo_s} s and {self.tpot_slo_ms} ms")
+            raise Misuse(f"SLOs must be 0.01..600 s to first token and 1..10,000 ms per token, got "
+                         f"{self.ttft_slo_s} s and {self.tpot_slo_ms} ms")
         if self.workload.num_requests > MAX_STUDY_REQUESTS:
-            raise ValueError(f"at most {MAX_STUDY_REQUESTS:,} requests here, got {self.workload.num_requests:,}")
+            raise Misuse(f"at most {MAX_STUDY_REQUESTS:,} requests here, got {self.workload.num_requests:,}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -235,13 +239,14 @@ def run_disagg(setup: DisaggSetup, progress=None) -> DisaggStudy:
     dep = setup.deployment
     arch = dep.arch
     if setup.workload.max_model_len > arch.max_position_embeddings:
-        raise ValueError(f"max model length {setup.workload.max_model_len:,} is past {arch.name}'s trained context "
-                         f"of {arch.max_position_embeddings:,} tokens")
+        raise Refusal("serving.err.past_context", n=setup.workload.max_model_len, model=arch.name,
+                      ctx=arch.max_position_embeddings)
     cost = dep.cost()
     _, _, slots = dep.kv_budget(cost)
     wl = make_workload(setup.workload)
-    cfg = EngineConfig(setup.max_batch, slots, 16, ADMISSION_WATERMARK,
-                       max(setup.token_budget, setup.max_batch), chunked=True)
+    cfg = EngineConfig(max_num_seqs=setup.max_num_seqs, capacity_tokens=slots, block_size=16,
+                       watermark=ADMISSION_WATERMARK,
+                       max_num_batched_tokens=max(setup.max_num_batched_tokens, setup.max_num_seqs))
     if progress:
         progress(0.0, "colocated pool")
     coloc = simulate_colocated(wl, cfg, cost, setup.pools.num_gpus, ARRIVAL_TICK_S)

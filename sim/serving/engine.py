@@ -19,85 +19,20 @@ import numpy as np
 from sim.alloc.block_pool import cdiv
 from sim.alloc.schedule import ServingConfig, check_fits
 from sim.alloc.workload import Workload
-from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg, Word
+from sim.refusal import Misuse, Refusal
+from sim.serving.config import MAX_NUM_SPECULATIVE_TOKENS, PREEMPTION_MODES, EngineConfig
 from sim.serving.links import link as find_link
 from sim.serving.result import ServingResult
-from sim.serving.scheduler import PREEMPTION_MODES, Request, Scheduler, SchedulerConfig
-from sim.serving.schedulers import MAX_BATCH, MAX_ITERATIONS, MAX_REQUESTS
+from sim.serving.scheduler import Request, Scheduler
+from sim.serving.schedulers import MAX_ITERATIONS, MAX_REQUESTS
 from sim.serving.step_cost import PassWork
 
-__all__ = ["PREEMPTION_MODES", "EngineConfig", "EngineRun", "StepView", "simulate_engine"]
+__all__ = ["MAX_NUM_SPECULATIVE_TOKENS", "PREEMPTION_MODES", "EngineConfig", "EngineRun", "StepView", "simulate_engine"]
 
-MAX_SPEC_K = 8
 MAX_RECORDED_STEPS = 2000  # the step-through view keeps at most this many steps
 MAX_RECORDED_REQUESTS = 64
 NO_WINDOW = 1 << 40
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    max_batch: int = 256  # most requests running (max_num_seqs)
-    capacity_tokens: int = 16_384  # GPU KV token slots
-    block_size: int = 16
-    watermark: float = ADMISSION_WATERMARK  # share of blocks an admission must leave free (v1: none)
-    token_budget: int = 8192  # tokens one step may compute (max_num_batched_tokens); prompt tokens only unchunked
-    chunked: bool = True
-    preemption: str = "recompute"
-    cpu_capacity_tokens: int = 0  # host KV slots for swapping (0: none, swap falls back to recompute)
-    link: str = "pcie5"  # the GPU <-> host link swaps cross (sim.serving.links)
-    spec_k: int = 0  # draft tokens per decode step: lookahead slots reserved, rolled back when rejected
-    spec_alpha: float = 0.8  # chance each draft token is accepted (given the ones before it were)
-    spec_seed: int = 0
-    prefix_caching: bool = False
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.max_batch <= MAX_BATCH:
-            raise ValueError(f"max_batch must be 1..{MAX_BATCH}, got {self.max_batch}")
-        ServingConfig(self.capacity_tokens, self.block_size, self.max_batch)  # capacity and block size
-        if not 0.0 <= self.watermark <= 0.5:
-            raise ValueError(f"watermark must be 0..0.5 of the blocks, got {self.watermark}")
-        if not 1 <= self.token_budget <= 1 << 30:
-            raise ValueError(f"token_budget must be 1..{1 << 30:,}, got {self.token_budget:,}")
-        if self.preemption not in PREEMPTION_MODES:
-            raise ValueError(f"preemption must be one of {PREEMPTION_MODES}, got {self.preemption!r}")
-        if self.cpu_capacity_tokens and not self.block_size <= self.cpu_capacity_tokens <= 1 << 26:
-            raise ValueError(f"cpu_capacity_tokens must be 0 or {self.block_size}..{1 << 26:,}, "
-                             f"got {self.cpu_capacity_tokens:,}")
-        find_link(self.link)
-        if not 0 <= self.spec_k <= MAX_SPEC_K:
-            raise ValueError(f"spec_k must be 0..{MAX_SPEC_K}, got {self.spec_k}")
-        if not 0.0 <= self.spec_alpha <= 1.0:
-            raise ValueError(f"spec_alpha must be 0..1, got {self.spec_alpha}")
-        if self.chunked and self.token_budget < self.max_batch * (1 + self.spec_k):
-            raise ValueError(f"a token budget of {self.token_budget:,} cannot give each of {self.max_batch} running "
-                             f"requests its {1 + self.spec_k} decode token(s) per step: raise it to at least "
-                             f"{self.max_batch * (1 + self.spec_k):,} (vLLM asks max_num_batched_tokens >= max_num_seqs)")
-
-    @property
-    def num_blocks(self) -> int:
-        return self.capacity_tokens // self.block_size
-
-    @property
-    def num_cpu_blocks(self) -> int:
-        return self.cpu_capacity_tokens // self.block_size
-
-    @property
-    def watermark_blocks(self) -> int:
-        return int(self.watermark * self.num_blocks)
-
-    @property
-    def policy(self) -> str:
-        return "chunked" if self.chunked else "continuous"
-
-    @property
-    def scheduler_config(self) -> SchedulerConfig:
-        """The scheduler's part of this deployment, under vLLM's names."""
-        return SchedulerConfig(max_num_seqs=self.max_batch, max_num_batched_tokens=self.token_budget,
-                               block_size=self.block_size, num_gpu_blocks=self.num_blocks,
-                               enable_chunked_prefill=self.chunked, watermark=self.watermark,
-                               preemption_mode=self.preemption, num_cpu_blocks=self.num_cpu_blocks,
-                               num_speculative_tokens=self.spec_k, enable_prefix_caching=self.prefix_caching)
 
 
 @dataclass(frozen=True)
@@ -162,16 +97,19 @@ def _keys_upto(n: int, w: int) -> int:
 
 
 def check_engine(wl: Workload, cfg: EngineConfig) -> None:
+    """What a user's workload and settings can get wrong before the run: a prompt the pool or (unchunked) the token
+    budget cannot hold, more forward passes than the simulator runs. (Every caller bounds the requests below
+    MAX_REQUESTS first: a trace holds at most sim.alloc.trace.MAX_TRACE_REQUESTS, a study MAX_STUDY_REQUESTS, a
+    shared-prefix workload MAX_SHARED_REQUESTS; the comparison refuses more itself.)"""
     if wl.num_requests > MAX_REQUESTS:
-        raise ValueError(f"at most {MAX_REQUESTS:,} requests, got {wl.num_requests:,}")
-    check_fits(wl, ServingConfig(cfg.capacity_tokens, cfg.block_size, cfg.max_batch))
-    if not cfg.chunked and cfg.token_budget < wl.max_model_len:
-        raise ValueError(f"without chunking, a token budget of {cfg.token_budget:,} is below the maximum length "
-                         f"{wl.max_model_len:,}: a long (or recomputed) prompt could never be prefilled")
-    least = int(np.ceil(wl.output_len.sum() / cfg.max_batch / (1 + cfg.spec_k)))
+        raise Misuse(f"at most {MAX_REQUESTS:,} requests, got {wl.num_requests:,}")
+    check_fits(wl, ServingConfig(capacity_tokens=cfg.capacity_tokens, block_size=cfg.block_size))
+    if not cfg.enable_chunked_prefill and cfg.max_num_batched_tokens < wl.max_model_len:
+        raise Refusal("serving.err.budget_unchunked", budget=cfg.max_num_batched_tokens, n=wl.max_model_len)
+    outputs = int(wl.output_len.sum())
+    least = int(np.ceil(outputs / cfg.max_num_seqs / (1 + cfg.num_speculative_tokens)))
     if least > MAX_ITERATIONS:
-        raise ValueError(f"{int(wl.output_len.sum()):,} output tokens at most {cfg.max_batch} per pass need at least "
-                         f"{least:,} forward passes, past the simulator's limit of {MAX_ITERATIONS:,}")
+        raise Refusal("serving.err.passes", tokens=outputs, seqs=cfg.max_num_seqs, least=least, max=MAX_ITERATIONS)
 
 
 def _pass_work(rows, window: int) -> tuple[PassWork, int, int]:
@@ -225,34 +163,35 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
     caching)."""
     check_engine(wl, cfg)
     if prefilled_first_s is not None:
-        if cfg.prefix_caching or len(prefilled_first_s) != wl.num_requests:
-            raise ValueError("prefilled requests need one first-token time each and no prefix caching")
+        # sim.serving.disagg's decode pool is the one caller: it passes each request's time and 2+ output tokens
+        if cfg.enable_prefix_caching or len(prefilled_first_s) != wl.num_requests:
+            raise Misuse("prefilled requests need one first-token time each and no prefix caching")
         if wl.num_requests and int(wl.output_len.min()) < 2:
-            raise ValueError("a prefilled request must have at least 2 output tokens (the first came with its KV)")
+            raise Misuse("a prefilled request must have at least 2 output tokens (the first came with its KV)")
     n, bs = wl.num_requests, cfg.block_size
     if record and (n > MAX_RECORDED_REQUESTS):
-        raise ValueError(f"the step-through view follows at most {MAX_RECORDED_REQUESTS} requests, got {n:,}")
-    if cfg.prefix_caching and (prompt_hashes is None or len(prompt_hashes) != n):
-        raise ValueError("prefix caching needs each request's prompt block hashes (token ids)")
+        raise Misuse(f"the step-through view follows at most {MAX_RECORDED_REQUESTS} requests, got {n:,}")
+    if cfg.enable_prefix_caching and (prompt_hashes is None or len(prompt_hashes) != n):
+        raise Misuse("prefix caching needs each request's prompt block hashes (token ids)")
     tiers = None
     if offload is not None:
         from sim.serving.tiers import TierCache, load_seconds, recompute_seconds
 
-        if not cfg.prefix_caching:
-            raise ValueError("offload tiers keep prefix blocks: turn prefix caching on")
+        if not cfg.enable_prefix_caching:
+            raise Misuse("offload tiers keep prefix blocks: turn prefix caching on")
         tiers = TierCache(offload, bs)
-    sched = Scheduler(cfg.scheduler_config, tiers, record=record)
+    sched = Scheduler(cfg, tiers, record=record)
     pool, cpu = sched.kv.pool, sched.kv.cpu
     kvb = int(getattr(cost, "kv_bytes_per_token", 0) if kv_bytes_per_token is None else kv_bytes_per_token)
     link_bw = find_link(cfg.link).bytes_per_s
     window = int(getattr(cost, "window", NO_WINDOW))
     windowed = window < NO_WINDOW
     flops_of = getattr(cost, "flops", None)
-    rng = np.random.default_rng(cfg.spec_seed)
+    rng = np.random.default_rng(cfg.seed)
 
     arrival_s = wl.arrival.astype(np.float64) * tick_s
     arrival = arrival_s.tolist()
-    requests = [Request(i, p, o, prompt_hashes[i] if cfg.prefix_caching else None, prefilled_first_s is not None)
+    requests = [Request(i, p, o, prompt_hashes[i] if cfg.enable_prefix_caching else None, prefilled_first_s is not None)
                 for i, (p, o) in enumerate(zip(wl.prompt_len.tolist(), wl.output_len.tolist(), strict=True))]
     first = [math.nan] * n
     finish = [math.nan] * n
@@ -276,8 +215,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             now = arrival[nxt]
             continue
         if t >= MAX_ITERATIONS:
-            raise ValueError(f"the scheduler passed {MAX_ITERATIONS:,} forward passes with "
-                             f"{len(sched.waiting) + n - nxt:,} requests waiting: raise the KV budget or the batch size")
+            raise Refusal("serving.err.stuck", max=MAX_ITERATIONS, waiting=len(sched.waiting) + n - nxt)
         out = sched.schedule()
         # what the plan moved: preemptions, swaps, prefix hits and loads from the tiers, new running stretches
         step_bytes, step_load_s = 0, 0.0
@@ -323,11 +261,11 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
             sec += extra
         sec += step_load_s
         end = now + sec
-        # the model's output: each speculative row accepts each draft with chance spec_alpha, in order
+        # the model's output: each speculative row accepts each draft with chance draft_acceptance_rate, in order
         accepted = {}
         for row in sched.sampling_rows(out):
             a = 0
-            while a < row.num_draft_tokens and rng.random() < cfg.spec_alpha:
+            while a < row.num_draft_tokens and rng.random() < cfg.draft_acceptance_rate:
                 a += 1
             accepted[row.request_id] = a
         res = sched.update_from_output(out, accepted)
@@ -366,7 +304,7 @@ def simulate_engine(wl: Workload, cfg: EngineConfig, cost, tick_s: float = 1.0, 
     seg_end_a = np.array(seg_end)
     ints = lambda x: np.array(x, dtype=np.int64)  # noqa: E731
     result = ServingResult(
-        policy=cfg.policy, capacity_tokens=cfg.capacity_tokens, max_batch=cfg.max_batch, arrival_s=arrival_s,
+        policy=cfg.policy, capacity_tokens=cfg.capacity_tokens, max_num_seqs=cfg.max_num_seqs, arrival_s=arrival_s,
         first_token_s=np.array(first), finish_s=np.array(finish), prompt_len=wl.prompt_len.copy(),
         output_len=wl.output_len.copy(), num_preempted=ints([r.num_preemptions for r in requests]),
         seg_req=ints(seg_req), seg_start_s=np.array(seg_start), seg_end_s=seg_end_a, seg_row_end_s=seg_end_a,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from sim.cost.shrink import LINKS as HOST_LINKS
 from sim.cost.shrink import Link
+from sim.refusal import Misuse
 
 # GPU -> GPU links for prefill/decode disaggregation (KV of a whole prompt moves once per request)
 GPU_LINKS: dict[str, Link] = {
@@ -20,6 +21,7 @@ LINKS: dict[str, Link] = {**HOST_LINKS, **GPU_LINKS}
 
 
 def link(key: str) -> Link:
+    # a link's key comes from a page's choice or the command line's --link choices, never typed free
     if key not in LINKS:
-        raise ValueError(f"unknown link {key!r}; one of {', '.join(LINKS)}")
+        raise Misuse(f"unknown link {key!r}; one of {', '.join(LINKS)}")
     return LINKS[key]

@@ -15,8 +15,10 @@ import numpy as np
 
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg
+from sim.refusal import Misuse, Refusal
 from sim.serving.comparison import DeploymentConfig
-from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
+from sim.serving.config import EngineConfig
+from sim.serving.engine import EngineRun, simulate_engine
 from sim.serving.links import link as find_link
 from sim.serving.shared_prefix import SharedPrefixConfig, make_shared_prefix
 from sim.serving.tiers import OffloadConfig, breakeven_position, recompute_seconds
@@ -31,13 +33,13 @@ class OffloadSetup:
     workload: SharedPrefixConfig = SharedPrefixConfig()
     offload: OffloadConfig = OffloadConfig(cpu_tokens=50_000, cpu_link="pcie5", disk_tokens=1_000_000,
                                            disk_link="nvme")
-    max_batch: int = 64
-    token_budget: int = 8192
+    max_num_seqs: int = 64
+    max_num_batched_tokens: int = 8192
     block_size: int = 16
 
     def __post_init__(self) -> None:
-        if not 1 <= self.max_batch <= 1024:
-            raise ValueError(f"max_batch must be 1..1,024, got {self.max_batch}")
+        if not 1 <= self.max_num_seqs <= 1024:  # the tab keeps the default
+            raise Misuse(f"max_num_seqs must be 1..1,024, got {self.max_num_seqs}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,12 +87,13 @@ def run_offload(setup: OffloadSetup, progress=None) -> OffloadStudy:
     sp = make_shared_prefix(setup.workload)
     wl = sp.workload
     if wl.max_model_len > dep.arch.max_position_embeddings:
-        raise ValueError(f"prompts of {setup.workload.prompt_len:,} + {setup.workload.output_len:,} output tokens "
-                         f"are past {dep.arch.name}'s trained context of {dep.arch.max_position_embeddings:,}")
+        raise Refusal("serving.err.prompts_past_context", prompt=setup.workload.prompt_len,
+                      output=setup.workload.output_len, model=dep.arch.name, ctx=dep.arch.max_position_embeddings)
     hashes = sp.hashes(setup.block_size)
-    cfg = EngineConfig(setup.max_batch, slots, setup.block_size, ADMISSION_WATERMARK,
-                       max(setup.token_budget, setup.max_batch),
-                       chunked=True, prefix_caching=True)
+    cfg = EngineConfig(max_num_seqs=setup.max_num_seqs, capacity_tokens=slots, block_size=setup.block_size,
+                       watermark=ADMISSION_WATERMARK,
+                       max_num_batched_tokens=max(setup.max_num_batched_tokens, setup.max_num_seqs),
+                       enable_prefix_caching=True)
     o = setup.offload
     variants = (None, replace(o, disk_tokens=0), o)
     runs = []

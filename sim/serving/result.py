@@ -35,7 +35,7 @@ PERCENTILE_COLUMNS: dict[str, Msg] = {
 class ServingResult:
     policy: str
     capacity_tokens: int
-    max_batch: int
+    max_num_seqs: int
     # per request
     arrival_s: np.ndarray
     first_token_s: np.ndarray

@@ -24,8 +24,10 @@ import numpy as np
 from sim.alloc.workload import Workload
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg
+from sim.refusal import Misuse, Refusal
 from sim.serving.comparison import DeploymentConfig
-from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
+from sim.serving.config import EngineConfig
+from sim.serving.engine import EngineRun, simulate_engine
 from sim.serving.shared_prefix import SharedPrefixConfig, make_shared_prefix
 
 ROUTERS = ("round_robin", "prefix_aware")
@@ -40,13 +42,14 @@ class RouterConfig:
     balance_slack: int = 8  # affinity loses once its replica got this many more of them than the least loaded
 
     def __post_init__(self) -> None:
+        # the routing tab bounds the replicas to 1..MAX_REPLICAS; the router and its window are the lab's own
         if not 1 <= self.num_replicas <= MAX_REPLICAS:
-            raise ValueError(f"num_replicas must be 1..{MAX_REPLICAS}, got {self.num_replicas}")
+            raise Misuse(f"num_replicas must be 1..{MAX_REPLICAS}, got {self.num_replicas}")
         if self.router not in ROUTERS:
-            raise ValueError(f"router must be one of {ROUTERS}, got {self.router!r}")
+            raise Misuse(f"router must be one of {ROUTERS}, got {self.router!r}")
         if not 1 <= self.window <= 10_000 or not 0 <= self.balance_slack <= 10_000:
-            raise ValueError(f"window must be 1..10,000 and balance_slack 0..10,000, got {self.window}, "
-                             f"{self.balance_slack}")
+            raise Misuse(f"window must be 1..10,000 and balance_slack 0..10,000, got {self.window}, "
+                         f"{self.balance_slack}")
 
 
 def route(hashes: list[list[int]], rc: RouterConfig, num_blocks: int) -> list[int]:
@@ -129,9 +132,9 @@ def simulate_routing(wl: Workload, hashes: list[list[int]], cfg: EngineConfig, c
     """Route, then run each replica's requests through its own prefix-caching engine."""
     n = wl.num_requests
     if len(hashes) != n:
-        raise ValueError(f"{len(hashes)} hash lists for {n} requests")
-    cfg = replace(cfg, prefix_caching=True)
-    where = np.array(route(hashes, rc, cfg.num_blocks), dtype=np.int64)
+        raise Misuse(f"{len(hashes)} hash lists for {n} requests")
+    cfg = replace(cfg, enable_prefix_caching=True)
+    where = np.array(route(hashes, rc, cfg.num_gpu_blocks), dtype=np.int64)
     first = np.full(n, math.nan)
     finish = np.full(n, math.nan)
     runs = []
@@ -159,14 +162,14 @@ class RoutingSetup:
     deployment: DeploymentConfig = DeploymentConfig(kv_limit_tokens=60_000)
     workload: SharedPrefixConfig = SharedPrefixConfig(num_requests=600, num_groups=48, rate_per_s=250.0)
     num_replicas: int = 4
-    max_batch: int = 64
-    token_budget: int = 8192
+    max_num_seqs: int = 64
+    max_num_batched_tokens: int = 8192
     block_size: int = 16
 
     def __post_init__(self) -> None:
         RouterConfig(self.num_replicas)
-        if not 1 <= self.max_batch <= 1024:
-            raise ValueError(f"max_batch must be 1..1,024, got {self.max_batch}")
+        if not 1 <= self.max_num_seqs <= 1024:  # the tab keeps the default
+            raise Misuse(f"max_num_seqs must be 1..1,024, got {self.max_num_seqs}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,12 +203,13 @@ def run_routing(setup: RoutingSetup, progress=None) -> RoutingStudy:
     _, _, slots = dep.kv_budget(cost)
     sp = make_shared_prefix(setup.workload)
     if sp.workload.max_model_len > dep.arch.max_position_embeddings:
-        raise ValueError(f"prompts of {setup.workload.prompt_len:,} + {setup.workload.output_len:,} output tokens "
-                         f"are past {dep.arch.name}'s trained context of {dep.arch.max_position_embeddings:,}")
+        raise Refusal("serving.err.prompts_past_context", prompt=setup.workload.prompt_len,
+                      output=setup.workload.output_len, model=dep.arch.name, ctx=dep.arch.max_position_embeddings)
     hashes = sp.hashes(setup.block_size)
-    cfg = EngineConfig(setup.max_batch, slots, setup.block_size, ADMISSION_WATERMARK,
-                       max(setup.token_budget, setup.max_batch),
-                       chunked=True, prefix_caching=True)
+    cfg = EngineConfig(max_num_seqs=setup.max_num_seqs, capacity_tokens=slots, block_size=setup.block_size,
+                       watermark=ADMISSION_WATERMARK,
+                       max_num_batched_tokens=max(setup.max_num_batched_tokens, setup.max_num_seqs),
+                       enable_prefix_caching=True)
     out = []
     for i, router in enumerate(ROUTERS):
         if progress:

@@ -4,10 +4,10 @@ what the pass produced. Continuous batching, chunked prefill, recompute and swap
 lower tiers and lookahead slots for draft tokens are options of this one loop, and static batching
 (`batching="static"`, `_schedule_static`) is its other policy; every simulator that batches
 requests over a block pool drives it (sim.serving.engine for timed runs, sim.alloc.paged_schedule for the paging
-page's decode steps, and the fast counting loops are pinned to it). The rules follow vLLM's core scheduler
-in the release sim.cost.vllm_rules.VLLM_VERSION names (vllm/v1/core/sched/scheduler.py, vllm/v1/request.py,
-vllm/v1/core/kv_cache_manager.py), learned, not copied; swapping and the admission watermark are vLLM v0's, kept
-to compare.
+page's decode steps; the one fast counting loop, sim.serving.counting, is pinned to it). The rules follow vLLM's
+core scheduler in the release sim.cost.vllm_rules.VLLM_VERSION names (vllm/v1/core/sched/scheduler.py,
+vllm/v1/request.py, vllm/v1/core/kv_cache_manager.py), learned, not copied; swapping and the admission watermark
+are vLLM v0's, kept to compare.
 
 One step, as `schedule()` plans it:
 
@@ -41,12 +41,12 @@ from typing import NamedTuple
 
 from sim.alloc.block_pool import BlockPool, cdiv
 from sim.alloc.prefix_cache import PrefixCachingBlockPool
-from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg, Word
+from sim.serving.config import BATCHING, NO_BUDGET, PREEMPTION_MODES, EngineConfig
 
-PREEMPTION_MODES = ("recompute", "swap")
-BATCHING = ("iteration", "static")  # vLLM's iteration-level scheduling, or static batches (before Orca)
-NO_BUDGET = 1 << 40  # max_num_batched_tokens when nothing bounds a step's tokens
+__all__ = ["BATCHING", "NO_BUDGET", "PREEMPTION_MODES", "EngineConfig", "KVCacheManager", "Request", "RequestStatus",
+           "RowKind", "Scheduler", "SchedulerOutput", "StepResult", "prefill_kind"]
+
 
 
 class RequestStatus(Enum):
@@ -77,33 +77,6 @@ def prefill_kind(num_computed: int, num_new: int, num_prefill: int, num_cached: 
     if num_computed == 0 and num_new == num_prefill:
         return RowKind.PREFILL
     return RowKind.LAST_CHUNK if num_computed + num_new == num_prefill else RowKind.PREFILL_CHUNK
-
-
-@dataclass(frozen=True)
-class SchedulerConfig:
-    """The scheduler's knobs under vLLM's names (vllm/config/scheduler.py and cache.py)."""
-
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 8192  # tokens one pass may compute; running requests' tokens first
-    block_size: int = 16
-    num_gpu_blocks: int = 1024
-    enable_chunked_prefill: bool = True
-    watermark: float = ADMISSION_WATERMARK  # share of blocks an admission must leave free (v1: none; v0: 1%)
-    preemption_mode: str = "recompute"  # v1 only recomputes; "swap" is v0's
-    num_cpu_blocks: int = 0  # host blocks for swapping (0: swap falls back to recompute)
-    num_speculative_tokens: int = 0  # draft tokens per decode: lookahead slots, rolled back when rejected
-    enable_prefix_caching: bool = False
-    batching: str = "iteration"  # "static": one padded batch at a time (Scheduler._schedule_static)
-    kv_capacity_tokens: int = 0  # a static batch's contiguous KV slots (0: num_gpu_blocks x block_size)
-
-    def __post_init__(self) -> None:
-        assert self.max_num_seqs >= 1 and self.max_num_batched_tokens >= 1 and self.num_gpu_blocks >= 1
-        assert self.preemption_mode in PREEMPTION_MODES and 0.0 <= self.watermark <= 0.5
-        assert self.batching in BATCHING
-
-    @property
-    def watermark_blocks(self) -> int:
-        return int(self.watermark * self.num_gpu_blocks)
 
 
 @dataclass(eq=False)
@@ -222,7 +195,7 @@ class KVCacheManager:
     """The GPU block pool (prefix-caching or plain), the host pool swapped requests wait in, and the optional
     lower tiers evicted prefix blocks go down to (sim.serving.tiers.TierCache)."""
 
-    def __init__(self, config: SchedulerConfig, tiers=None) -> None:
+    def __init__(self, config: EngineConfig, tiers=None) -> None:
         bs = config.block_size
         self.block_size = bs
         self.enable_prefix_caching = config.enable_prefix_caching
@@ -282,7 +255,7 @@ class KVCacheManager:
 class Scheduler:
     """The waiting, running and swapped queues over one KVCacheManager (module docstring)."""
 
-    def __init__(self, config: SchedulerConfig, tiers=None, *, record: bool = False) -> None:
+    def __init__(self, config: EngineConfig, tiers=None, *, record: bool = False) -> None:
         self.config = config
         self.kv = KVCacheManager(config, tiers)
         self.record = record  # keep events (what happened to blocks) for the step-through view
@@ -305,7 +278,7 @@ class Scheduler:
     def _schedule_static(self) -> SchedulerOutput:
         """Static batching (before Orca): when nothing runs, the first `max_num_seqs` waiting requests form a batch,
         cut to the rows whose padded KV rectangle, rows x (longest prompt + largest max_output_tokens), fits
-        `kv_capacity_tokens` (one row always fits); step 0 prefills every row padded to the longest prompt, each
+        `capacity_tokens` (one row always fits); step 0 prefills every row padded to the longest prompt, each
         later step decodes one token in every row, finished rows included, until the batch's longest output is
         done. The rectangle is one contiguous tensor, not paged: the block pool stays untouched."""
         cfg, out = self.config, SchedulerOutput()
@@ -316,7 +289,7 @@ class Scheduler:
                         for r in self.running.values() if not r.is_finished]
             self._static = out.static
             return out
-        cap = cfg.kv_capacity_tokens or cfg.num_gpu_blocks * cfg.block_size
+        cap = cfg.capacity_tokens
         b = min(cfg.max_num_seqs, len(self.waiting))
         if not b:
             return out
@@ -584,7 +557,7 @@ class Scheduler:
             assert (self._static is None) == (not running) and not (running & waiting)
             if self._static is not None:
                 assert len(running) == self._static.num_rows
-                cap = self.config.kv_capacity_tokens or self.config.num_gpu_blocks * self.config.block_size
+                cap = self.config.capacity_tokens
                 assert self._static.num_reserved_tokens <= cap or len(running) == 1
             for req in self.running.values():
                 assert req.num_computed_tokens == req.num_prompt_tokens + min(self._static.step, req.max_tokens - 1)

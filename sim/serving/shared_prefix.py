@@ -11,6 +11,7 @@ import numpy as np
 
 from sim.alloc.prefix_cache import block_hashes
 from sim.alloc.workload import Workload
+from sim.refusal import Misuse
 
 MAX_SHARED_REQUESTS = 2000
 MAX_SHARED_GROUPS = 1000
@@ -32,16 +33,17 @@ class SharedPrefixConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        # the Serving page's offload and routing tabs bound every field first (app/controls/serving_engine.py)
         for name, lo, hi in (("num_requests", 1, MAX_SHARED_REQUESTS), ("num_groups", 1, MAX_SHARED_GROUPS),
                              ("prefix_len", 0, MAX_SHARED_PREFIX), ("suffix_len", 1, MAX_SHARED_SUFFIX),
                              ("output_len", 1, MAX_SHARED_OUTPUT), ("seed", 0, 2**31 - 1)):
             v = getattr(self, name)
             if not lo <= v <= hi:
-                raise ValueError(f"{name} must be {lo:,}..{hi:,}, got {v:,}")
+                raise Misuse(f"{name} must be {lo:,}..{hi:,}, got {v:,}")
         if not 0.01 <= self.rate_per_s <= 10_000:
-            raise ValueError(f"rate_per_s must be 0.01..10,000 requests per second, got {self.rate_per_s}")
+            raise Misuse(f"rate_per_s must be 0.01..10,000 requests per second, got {self.rate_per_s}")
         if not 0.0 <= self.skew <= 3.0:
-            raise ValueError(f"skew must be 0..3, got {self.skew}")
+            raise Misuse(f"skew must be 0..3, got {self.skew}")
 
     @property
     def prompt_len(self) -> int:

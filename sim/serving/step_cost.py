@@ -20,6 +20,7 @@ from sim.cost.arch import GLOBAL, LOCAL, ArchPreset
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import KV_DTYPES, WEIGHT_DTYPE_BITS, MemoryConfig, layer_groups
 from sim.cost.roofline import COMPUTE_DTYPES, RooflineConfig, decode_step, hardware, prefill_step
+from sim.refusal import Misuse
 
 
 @dataclass(frozen=True)
@@ -76,15 +77,16 @@ class RooflineCost:
 
     def __init__(self, arch: ArchPreset, gpu_key: str, weight_dtype: str = "bf16", kv_dtype: str = "fp16",
                  compute_dtype: str = "bf16") -> None:
+        # every caller names a GPU and dtypes its controls or DeploymentConfig bounded first
         gpus = load_gpus()
         if gpu_key not in gpus:
-            raise ValueError(f"unknown GPU {gpu_key!r}; one of {', '.join(gpus)}")
+            raise Misuse(f"unknown GPU {gpu_key!r}; one of {', '.join(gpus)}")
         if weight_dtype not in WEIGHT_DTYPE_BITS:
-            raise ValueError(f"weight dtype must be one of {', '.join(WEIGHT_DTYPE_BITS)}, got {weight_dtype!r}")
+            raise Misuse(f"weight dtype must be one of {', '.join(WEIGHT_DTYPE_BITS)}, got {weight_dtype!r}")
         if kv_dtype not in KV_DTYPES:
-            raise ValueError(f"KV dtype must be one of {', '.join(KV_DTYPES)}, got {kv_dtype!r}")
+            raise Misuse(f"KV dtype must be one of {', '.join(KV_DTYPES)}, got {kv_dtype!r}")
         if compute_dtype not in COMPUTE_DTYPES:
-            raise ValueError(f"compute dtype must be one of {COMPUTE_DTYPES}, got {compute_dtype!r}")
+            raise Misuse(f"compute dtype must be one of {COMPUTE_DTYPES}, got {compute_dtype!r}")
         self.arch, self.gpu = arch, gpus[gpu_key]
         self.hw = hardware(self.gpu, compute_dtype)
         self.weight_dtype, self.kv_dtype = weight_dtype, kv_dtype

@@ -16,7 +16,8 @@ from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg
 from sim.refusal import Refusal
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
-from sim.serving.engine import EngineConfig, EngineRun, simulate_engine
+from sim.serving.config import EngineConfig
+from sim.serving.engine import EngineRun, simulate_engine
 from sim.serving.links import link as find_link
 from sim.serving.result import ServingResult
 from sim.serving.schedulers import simulate_static
@@ -38,7 +39,7 @@ class StudySetup:
     workload: LengthWorkloadConfig = LengthWorkloadConfig(
         num_requests=100, prompt_mean=3000, output_mean=100, spread=0.5, max_model_len=8192, max_tokens=1024,
         arrival="poisson", arrival_rate=30.0 * ARRIVAL_TICK_S, seed=0)
-    max_batch: int = 64
+    max_num_seqs: int = 64
     block_size: int = 16
 
     def __post_init__(self) -> None:
@@ -91,20 +92,22 @@ class ChunkSweep:
 
 def sweep_chunk_budget(setup: StudySetup, budgets: tuple[int, ...] = CHUNK_BUDGETS, progress=None) -> ChunkSweep:
     wl, cost, slots, tick = setup.prepare()
-    budgets = tuple(b for b in budgets if b >= setup.max_batch)
+    budgets = tuple(b for b in budgets if b >= setup.max_num_seqs)
     if not budgets:
-        raise Refusal("serving.err.budgets_below", batch=f"{setup.max_batch}")
+        raise Refusal("serving.err.budgets_below", batch=f"{setup.max_num_seqs}")
     runs = []
     for i, b in enumerate(budgets):
         if progress:
             progress(i / (len(budgets) + 1), Msg("serving.p.budget", b=f"{b:,}"))
-        cfg = EngineConfig(setup.max_batch, slots, setup.block_size, ADMISSION_WATERMARK, b, chunked=True)
+        cfg = EngineConfig(max_num_seqs=setup.max_num_seqs, capacity_tokens=slots, block_size=setup.block_size,
+                           watermark=ADMISSION_WATERMARK, max_num_batched_tokens=b, enable_chunked_prefill=True)
         runs.append(simulate_engine(wl, cfg, cost, tick).result)
     whole = max(budgets[-1], wl.max_model_len)
     if progress:
         progress(len(budgets) / (len(budgets) + 1), Msg("serving.p.whole"))
-    un = simulate_engine(wl, EngineConfig(setup.max_batch, slots, setup.block_size, ADMISSION_WATERMARK,
-                                          whole, chunked=False), cost,
+    un = simulate_engine(wl, EngineConfig(max_num_seqs=setup.max_num_seqs, capacity_tokens=slots,
+                                          block_size=setup.block_size, watermark=ADMISSION_WATERMARK,
+                                          max_num_batched_tokens=whole, enable_chunked_prefill=False), cost,
                          tick).result
     return ChunkSweep(setup, slots, budgets, tuple(runs), un, whole)
 
@@ -116,12 +119,12 @@ def sweep_chunk_budget(setup: StudySetup, budgets: tuple[int, ...] = CHUNK_BUDGE
 class PreemptionSetup:
     study: StudySetup = StudySetup(workload=LengthWorkloadConfig(num_requests=300, prompt_mean=600, output_mean=400,
                                                                  max_model_len=8192, max_tokens=2048, seed=0),
-                                   max_batch=128)
+                                   max_num_seqs=128)
     kv_limit_tokens: int = 40_000  # a tight GPU KV budget, so blocks run out
     cpu_tokens: int = 400_000  # host slots for swapped blocks
     link: str = "pcie5"
     chunked: bool = True
-    token_budget: int = 8192
+    max_num_batched_tokens: int = 8192
 
     def __post_init__(self) -> None:
         find_link(self.link)
@@ -166,10 +169,12 @@ def compare_preemption(setup: PreemptionSetup, progress=None) -> PreemptionCompa
     for i, mode in enumerate(("recompute", "swap")):
         if progress:
             progress(i / 2, Msg(f"serving.sc.{mode}.label"))
-        cfg = EngineConfig(study.max_batch, slots, study.block_size, ADMISSION_WATERMARK,
-                           setup.token_budget if setup.chunked else max(setup.token_budget, wl.max_model_len),
-                           chunked=setup.chunked, preemption=mode, cpu_capacity_tokens=setup.cpu_tokens,
-                           link=setup.link)
+        budget = setup.max_num_batched_tokens
+        cfg = EngineConfig(max_num_seqs=study.max_num_seqs, capacity_tokens=slots, block_size=study.block_size,
+                           watermark=ADMISSION_WATERMARK,
+                           max_num_batched_tokens=budget if setup.chunked else max(budget, wl.max_model_len),
+                           enable_chunked_prefill=setup.chunked, preemption_mode=mode,
+                           cpu_capacity_tokens=setup.cpu_tokens, link=setup.link)
         runs[mode] = simulate_engine(wl, cfg, cost, tick)
     return PreemptionComparison(setup, slots, cost.kv_bytes_per_token, runs["recompute"], runs["swap"])
 
@@ -194,24 +199,28 @@ class StepScenario:
 STEP_SCENARIOS: dict[str, StepScenario] = {
     "chunked": StepScenario(
         (14, 5, 3), (3, 4, 3), (0, 0, 1),
-        EngineConfig(4, 48, 4, 0.0, 10, chunked=True)),
+        EngineConfig(max_num_seqs=4, capacity_tokens=48, block_size=4, watermark=0.0, max_num_batched_tokens=10)),
     "recompute": StepScenario(
         (6, 6, 4), (8, 8, 4), (0, 0, 0),
-        EngineConfig(3, 24, 4, 0.0, 32, chunked=False)),
+        EngineConfig(max_num_seqs=3, capacity_tokens=24, block_size=4, watermark=0.0, max_num_batched_tokens=32,
+                     enable_chunked_prefill=False)),
     "swap": StepScenario(
         (6, 6, 4), (8, 8, 4), (0, 0, 0),
-        EngineConfig(3, 24, 4, 0.0, 32, chunked=False, preemption="swap", cpu_capacity_tokens=32)),
+        EngineConfig(max_num_seqs=3, capacity_tokens=24, block_size=4, watermark=0.0, max_num_batched_tokens=32,
+                     enable_chunked_prefill=False, preemption_mode="swap", cpu_capacity_tokens=32)),
     "prefix": StepScenario(
         (10, 12, 9), (4, 3, 2), (0, 1, 2),
-        EngineConfig(4, 48, 4, 0.0, 32, chunked=True, prefix_caching=True), shared=(10, 8, 8)),
+        EngineConfig(max_num_seqs=4, capacity_tokens=48, block_size=4, watermark=0.0, max_num_batched_tokens=32,
+                     enable_prefix_caching=True), shared=(10, 8, 8)),
     "speculative": StepScenario(
         (5, 3), (8, 6), (0, 0),
-        EngineConfig(2, 32, 4, 0.0, 16, chunked=True, spec_k=3, spec_alpha=0.6, spec_seed=1)),
+        EngineConfig(max_num_seqs=2, capacity_tokens=32, block_size=4, watermark=0.0, max_num_batched_tokens=16,
+                     num_speculative_tokens=3, draft_acceptance_rate=0.6, seed=1)),
 }
 
 
 def scenario_hashes(sc: StepScenario) -> list[list[int]] | None:
-    if not sc.config.prefix_caching:
+    if not sc.config.enable_prefix_caching:
         return None
     base = np.arange(1, 1 + max(sc.prompts), dtype=np.int32)
     out = []
@@ -264,21 +273,21 @@ class TraceRun:
         return pd.DataFrame(rows)
 
 
-def run_trace(tf: TraceFile, deployment: DeploymentConfig, max_batch: int = 256, block_size: int = 16,
-              token_budget: int = 8192) -> TraceRun:
+def run_trace(tf: TraceFile, deployment: DeploymentConfig, max_num_seqs: int = 256, block_size: int = 16,
+              max_num_batched_tokens: int = 8192) -> TraceRun:
     cost = deployment.cost()
     _, _, slots = deployment.kv_budget(cost)
     wl = tf.to_workload()
     nb = min(blocks_to_hold(tf, block_size), slots // block_size)
     prefix = simulate_prefix_cache(tf.to_prefix_trace(), CacheConfig(block_size, max(nb, 1) * block_size,
                                                                       max_running=1))
-    static = simulate_static(wl, EngineConfig(max_batch, slots, block_size, 0.01, 1 << 20, chunked=False), cost)
-    whole = max(token_budget, wl.max_model_len)
-    cont = simulate_engine(wl, EngineConfig(max_batch, slots, block_size, ADMISSION_WATERMARK,
-                                            whole, chunked=False), cost).result
-    budget = max(token_budget, max_batch)
-    chunked_cfg = EngineConfig(max_batch, slots, block_size, ADMISSION_WATERMARK, budget, chunked=True)
-    chunked = simulate_engine(wl, chunked_cfg, cost).result
-    cached = simulate_engine(wl, replace(chunked_cfg, prefix_caching=True), cost,
+    base = EngineConfig(max_num_seqs=max_num_seqs, capacity_tokens=slots, block_size=block_size,
+                        watermark=ADMISSION_WATERMARK, max_num_batched_tokens=max(max_num_batched_tokens, max_num_seqs))
+    static = simulate_static(wl, replace(base, watermark=0.01, max_num_batched_tokens=1 << 20,
+                                         enable_chunked_prefill=False), cost)
+    whole = max(max_num_batched_tokens, wl.max_model_len)
+    cont = simulate_engine(wl, replace(base, max_num_batched_tokens=whole, enable_chunked_prefill=False), cost).result
+    chunked = simulate_engine(wl, base, cost).result
+    cached = simulate_engine(wl, replace(base, enable_prefix_caching=True), cost,
                              prompt_hashes=tf.prompt_hashes(block_size))
     return TraceRun(tf, deployment, slots, prefix, {"static": static, "continuous": cont, "chunked": chunked}, cached)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from sim.refusal import Misuse
 from sim.serving.links import link as find_link
 from sim.serving.step_cost import PassWork, extend_work
 
@@ -39,9 +40,10 @@ class OffloadConfig:
     disk_link: str = "nvme"
 
     def __post_init__(self) -> None:
+        # the offload tab bounds both tiers (below MAX_TIER_TOKENS) and picks the links from HOST_LINKS
         for name, v in (("host", self.cpu_tokens), ("disk", self.disk_tokens)):
             if not 0 <= v <= MAX_TIER_TOKENS:
-                raise ValueError(f"{name} tier must hold 0..{MAX_TIER_TOKENS:,} token slots, got {v:,}")
+                raise Misuse(f"{name} tier must hold 0..{MAX_TIER_TOKENS:,} token slots, got {v:,}")
         find_link(self.cpu_link)
         find_link(self.disk_link)
 

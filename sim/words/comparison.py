@@ -39,7 +39,7 @@ def budget_caption(cmp: ServingComparison, lang: str = "en") -> str:
 def occupancy_takeaway(cmp: ServingComparison, lang: str = "en") -> str:
     """The occupancy chart's title: useful requests in an average pass, both schedulers."""
     static, cont = cmp.results["static"], cmp.results["continuous"]
-    return ro.occupancy_takeaway(static.mean_batch, cont.mean_batch, static.max_batch, lang)
+    return ro.occupancy_takeaway(static.mean_batch, cont.mean_batch, static.max_num_seqs, lang)
 
 
 def kv_takeaway(cmp: ServingComparison, lang: str = "en") -> str:

@@ -49,7 +49,7 @@ def batching_claim(cmp: ServingComparison, sweep: BatchSweep | None = None, lang
     lo, hi = BATCHING_GAIN
     return Claim(
         "Continuous batching raises throughput on typical chat workloads", SEED, f"{lo:g}–{hi:g}×",
-        text(lang, "serving.cl.batching.computed", x=f"{x:.2f}", batch=f"{setup.max_batch}",
+        text(lang, "serving.cl.batching.computed", x=f"{x:.2f}", batch=f"{setup.max_num_seqs}",
              sigma=f"{setup.workload.spread:g}", model=setup.deployment.model, gpu=setup.deployment.gpu),
         Verdict.NEEDS_CONTEXT,
         text(lang, "serving.cl.batching.why", x=f"{x:.2f}", where=text(lang, f"serving.cl.{_where(x, BATCHING_GAIN)}"))

@@ -31,10 +31,10 @@ def _seconds(x: float) -> str:
     return f"{x:,.2f} s"
 
 
-def occupancy_takeaway(static_mean: float, cont_mean: float, max_batch: int, lang: str = "en") -> str:
+def occupancy_takeaway(static_mean: float, cont_mean: float, max_num_seqs: int, lang: str = "en") -> str:
     """The occupancy chart's title: which scheduler keeps more requests producing a token in an average pass."""
     s, c = f"{static_mean:,.0f}", f"{cont_mean:,.0f}"
-    cap = f"{max_batch:,}"
+    cap = f"{max_num_seqs:,}"
     if s == c:
         return text(lang, "serving.s.occ.same", c=c, cap=cap)
     if cont_mean > static_mean:
