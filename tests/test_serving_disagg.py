@@ -21,6 +21,7 @@ from sim.serving.disagg import (
 from sim.serving.engine import EngineConfig, simulate_engine
 from sim.serving.step_cost import LinearCost
 from sim.words import engine_readouts as er
+from sim.words import text
 from sim.words.catalog import PSEUDO
 from sim.words.serving import cell, event_line
 
@@ -130,6 +131,13 @@ def test_disagg_sentences_both_ways():
         'serving.s.e.dv_head(tput=serving.s.e.dv_tput(r=1.10, dis=1,100, coloc=1,000), '
         'itl=serving.s.e.dv_itl(b=6.0 ms, a=30.0 ms), slo=serving.s.e.dv_slo(ttft=1, tpot=8, '
         'dis=99, coloc=90)) serving.s.e.dv_more_tput')
+    # colocated served nothing within the SLOs (a link at dg_rate=1000 raised ZeroDivisionError on the page)
+    assert er.disagg_verdict(1000, 1000, 30, 6, 0, 40, 0.0, 2.5, *slo, lang=PSEUDO) == (
+        'serving.s.e.dv_head(tput=serving.s.e.dv_tput_same(within=2%, dis=1,000, coloc=1,000), '
+        'itl=serving.s.e.dv_itl(b=6.0 ms, a=30.0 ms), slo=serving.s.e.dv_slo(ttft=1, tpot=8, '
+        'dis=40, coloc=0)) serving.s.e.dv_goodput_only(dis=2.50)')
+    assert er.disagg_verdict(1000, 1000, 30, 6, 0, 40, 0.0, 2.5, *slo, lang="ko").endswith(
+        text("ko", "serving.s.e.dv_goodput_only", dis="2.50"))
     assert er.disagg_takeaway(2, 2, 32.23, 8.46, 0.042, 0.059, lang=PSEUDO) == (
         'serving.s.e.disagg(p=2, d=2, n=4, itl=serving.s.e.cut(a=32.2 ms, b=8.5 ms), '
         'ttft=serving.s.e.raised(a=0.04 s, b=0.06 s))')
