@@ -11,6 +11,7 @@ import textwrap
 
 from app.cli import fail, shown
 from sim.alloc.trace import read_trace
+from sim.refusal import Refusal
 
 SERVE_POLICIES = ("static", "continuous", "chunked")
 
@@ -73,14 +74,12 @@ def _prefix(argv: list[str]) -> int:
     bs = args.block_size
     num_blocks = args.num_blocks or min(blocks_to_hold(tf, bs), MAX_CAPACITY_TOKENS // bs)
     if num_blocks * bs > MAX_CAPACITY_TOKENS:
-        raise ValueError(f"{num_blocks:,} blocks of {bs} are {num_blocks * bs:,} token slots, past the limit of "
-                         f"{MAX_CAPACITY_TOKENS:,}")
+        raise Refusal("cli.err.pool_limit", blocks=num_blocks, bs=bs, slots=num_blocks * bs, max=MAX_CAPACITY_TOKENS)
     # A request that cannot fit is named by its line, as every other trace message is (the simulator counts from 0)
     for r in tf.requests:
         if (need := blocks_to_hold(TraceFile((r,), 0), bs)) > num_blocks:
-            raise ValueError(f"line {r.line}: the request stores {r.prompt_len + r.output_len - 1:,} tokens = "
-                             f"{need:,} blocks of {bs}, but the cache holds {num_blocks:,} blocks: raise --num-blocks "
-                             f"to at least {need:,}")
+            raise Refusal("cli.err.request_too_big", line=r.line, tokens=r.prompt_len + r.output_len - 1, need=need,
+                          bs=bs, blocks=num_blocks)
     res = simulate_prefix_cache(tf.to_prefix_trace(), CacheConfig(bs, num_blocks * bs, max_running=1))
     hits = [int(h) for h in res.hit_tokens]
     table = [(f"{shown(r.label)} (line {r.line})" if r.label != f"line {r.line}" else r.label,
@@ -134,8 +133,7 @@ def _serve(argv: list[str]) -> int:
     extra: dict = {}
     if args.policy == "static":
         if args.preemption != "recompute" or args.prefix_caching:
-            raise ValueError("static batching reserves every row's whole length: it never preempts and has no "
-                             "prefix cache; drop --preemption / --prefix-caching or pick another policy")
+            raise Refusal("cli.err.static_options")
         r = simulate_static(wl, EngineConfig(max_num_seqs=args.max_batch, capacity_tokens=slots,
                                              block_size=args.block_size, watermark=0.01, max_num_batched_tokens=1 << 20,
                                              enable_chunked_prefill=False), cost)

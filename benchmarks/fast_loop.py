@@ -2,7 +2,7 @@
 
     python -m benchmarks.fast_loop [--before REV] [--repeats 3] [--scheduler]
 
-Before issue 35 three fast loops counted the same two policies: `simulate_paged_fast` (the Paging page, up to
+Until December 2026 three fast loops counted the same two policies: `simulate_paged_fast` (the Paging page, up to
 100,000 requests), `replay_continuous` (the Serving page's continuous batching and the paging page's block-grid
 snapshots, "grid": every block named up to the grid's last frame; "named": every block named to the end) and
 `simulate_static` in closed form (the Serving page's static batching, up to 5,000 requests; "batch_sweep": both

@@ -24,6 +24,7 @@ from sim.alloc.workload import (
 from sim.msg import Msg
 from sim.refusal import Misuse, Refusal
 from sim.words import say, why
+from sim.words.catalog import PSEUDO
 from tests.conftest import run_page, unescaped
 
 
@@ -39,13 +40,13 @@ def refused(fn, *args, **kwargs) -> Refusal:
 def test_workload_settings_a_user_can_combine_are_refused_with_their_numbers():
     e = refused(LengthWorkloadConfig, max_model_len=2048, max_tokens=2048)
     assert e.msg == Msg("alloc.err.max_tokens", hi=2047, max_len=2048, got=2048)
-    assert str(e) == "max_tokens must be 1..2047 (below max_model_len 2048), got 2048"
+    assert why(e, PSEUDO) == 'alloc.err.max_tokens(hi=2047, max_len=2048, got=2048)'
     e = refused(LengthWorkloadConfig, max_model_len=64, max_tokens=32, prompt_mean=64)
     assert e.msg == Msg("alloc.err.prompt_mean", hi=63, got=64)
     assert why(e, "ko") == "평균 프롬프트 길이는 1..63여야 한다. 입력값: 64"
     e = refused(LengthWorkloadConfig, max_tokens=1024, output_mean=2000)
     assert e.msg == Msg("alloc.err.output_mean", max_tokens=1024, got=2000)
-    assert str(e) == "output_mean must be 1..max_tokens=1024, got 2000"
+    assert why(e, PSEUDO) == 'alloc.err.output_mean(max_tokens=1024, got=2000)'
 
 
 def test_a_prefix_workload_past_the_token_limit_names_where_it_stopped():
@@ -58,8 +59,7 @@ def test_a_prefix_workload_past_the_token_limit_names_where_it_stopped():
     # random prompts are ±50% of shared + variable, outputs ±50% of output_len: each stores at most this many
     most = (5120 + 2560) + (1024 + 512) - 1
     assert tokens - most <= MAX_TRACE_TOKENS and tokens <= n * most
-    assert str(e) == (f"after {n:,} requests this workload already stores {tokens:,} tokens, past the simulator's "
-                      f"limit of 4,000,000: use fewer requests or shorter prompts and outputs")
+    assert why(e, PSEUDO) == f"alloc.err.trace_tokens(n={n:,}, tokens={tokens:,}, max=4,000,000)"
     assert why(e, "ko") == (f"요청 {n:,}개째에 이 작업 부하가 저장하는 토큰이 이미 {tokens:,}개로 시뮬레이터 한도 "
                             "4,000,000개를 넘는다: 요청 수를 줄이거나 프롬프트와 출력을 짧게 한다")
 
@@ -69,8 +69,9 @@ def test_a_cache_smaller_than_one_request_says_how_big_it_must_be():
     e = refused(simulate_prefix_cache, trace, CacheConfig(block_size=16, capacity_tokens=256))
     assert e.msg == Msg("alloc.err.cache_too_small", req=1, n=300, blocks=19, bs=16, num_blocks=16, slots=256,
                         need=304)
-    assert str(e) == ("request 1 stores 300 tokens = 19 blocks of 16, but the cache holds 16 blocks (256 tokens): "
-                      "raise the capacity to at least 304 tokens")
+    assert why(e, PSEUDO) == (
+        'alloc.err.cache_too_small(req=1, n=300, blocks=19, bs=16, num_blocks=16, slots=256, '
+        'need=304)')
     assert why(e, "ko") == ("요청 1: 토큰 300개(크기 16인 블록 19개)를 저장해야 하는데 캐시에는 블록 16개(토큰 256개)뿐이다: "
                             "용량을 토큰 304개 이상으로 늘린다")
 
@@ -78,7 +79,7 @@ def test_a_cache_smaller_than_one_request_says_how_big_it_must_be():
 def test_kv_capacity_refusals_keep_their_english_and_speak_korean():
     e = refused(ServingConfig, capacity_tokens=0)
     assert e.msg == Msg("alloc.err.capacity_range", max=MAX_CAPACITY_TOKENS, n=0)
-    assert str(e) == "capacity must be 1..4,194,304 token slots, got 0"
+    assert why(e, PSEUDO) == 'alloc.err.capacity_range(max=4,194,304, n=0)'
     e = refused(ServingConfig, capacity_tokens=5, block_size=16)
     assert e.msg == Msg("alloc.err.capacity_block", cap=5, bs=16)
     assert why(e, "ko") == "KV 용량 5슬롯은 블록 하나(16슬롯)보다 작다"

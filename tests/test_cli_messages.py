@@ -41,3 +41,31 @@ def test_every_subcommand_prints_untrusted_text_escaped_on_one_line(tmp_path, ca
         code, out, err = run(capsys, sub, *argv)
         assert code == 2 and out == "" and err.startswith(f"{sub}: ") and err.count("\n") == 1
         assert "\x1b" not in err and "\\x1b[31m" in err
+
+
+def test_the_commands_own_refusals_are_message_values_with_their_numbers(tmp_path, capsys, monkeypatch):
+    """prefix and serve refuse a pool past the limit, a request the pool cannot hold and static batching with
+    options it has no use for as Refusals (both languages in the catalog), printed as one English line."""
+    import app.cli_trace
+    from app.cli import fail
+    from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
+    from sim.refusal import Refusal
+    from sim.words import say
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"prompt_len": 10, "output_len": 2}\n{"prompt_len": 3000, "output_len": 3}\n')
+    failed = []
+    monkeypatch.setattr(app.cli_trace, "fail", lambda exc, prog="": failed.append(exc) or fail(exc, prog))
+    cases = [
+        (("prefix", "--num-blocks", "2"), "cli.err.request_too_big",
+         {"line": 2, "tokens": 3002, "need": 188, "bs": 16, "blocks": 2}),
+        (("prefix", "--num-blocks", str(MAX_CAPACITY_TOKENS), "--block-size", "2"), "cli.err.pool_limit",
+         {"blocks": MAX_CAPACITY_TOKENS, "bs": 2, "slots": 2 * MAX_CAPACITY_TOKENS, "max": MAX_CAPACITY_TOKENS}),
+        (("serve", "--policy", "static", "--prefix-caching"), "cli.err.static_options", {}),
+    ]
+    for (sub, *argv), key, fields in cases:
+        failed.clear()
+        code, out, err = run(capsys, sub, "--trace", str(trace), *argv)
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert [(type(e), e.key, e.fields) for e in failed] == [(Refusal, key, fields)]
+        assert err == f"{sub}: {say('en', failed[0].msg)}\n" and say("ko", failed[0].msg) != say("en", failed[0].msg)

@@ -11,8 +11,8 @@ import pytest
 
 from app import cli_prefix_hit
 from sim.cost.kv_engine import KVEngineConfig
-from sim.cost.memory import MemoryConfig
-from sim.cost.prefix_hit import hit_tokens, prefix_hit
+from sim.cost.memory import MAX_CONTEXT, MemoryConfig
+from sim.cost.prefix_hit import MAX_STAIRCASE_POINTS, PrefixHit, hit_tokens, prefix_hit
 from sim.cost.presets import MODELS_JSON, load_presets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,3 +97,38 @@ def test_through_the_cli_entry_point():
     assert proc.returncode == 0, proc.stderr
     r = last_json(proc.stdout)
     assert (r["block_size"], r["hit_tokens"]) == (80, 160)
+
+
+def _staircase_lengths_built_whole(prompt_len: int, bs: int) -> tuple[int, ...]:
+    """The staircase's lengths as first written: every corner built, then dropped when too many."""
+    top = max(prompt_len + bs, 4 * bs + 1)
+    step = max(1, top // MAX_STAIRCASE_POINTS)
+    lengths = set(range(1, top + 1, step))
+    lengths.update(n for k in range(1, top // bs + 1) for n in (k * bs, k * bs + 1) if n <= top)
+    lengths.add(prompt_len)
+    if len(lengths) > 3 * MAX_STAIRCASE_POINTS:
+        lengths = set(range(1, top + 1, step)) | {prompt_len}
+    return tuple(sorted(lengths))
+
+
+@pytest.mark.parametrize("bs", [1, 2, 16, 544])
+@pytest.mark.parametrize("prompt_len", [1, 100, 6_000, 24_000, 200_000])
+def test_staircase_draws_the_same_lengths_without_building_every_corner(prompt_len, bs):
+    h = PrefixHit(prompt_len, bs, bs, hit_tokens(prompt_len, bs), False)
+    assert h.staircase()[0] == _staircase_lengths_built_whole(prompt_len, bs)
+
+
+def test_the_longest_prompt_in_tiny_blocks_builds_only_the_points_it_draws():
+    """A link at --prompt-len 134,217,728 with blocks of 16 built 16.8 million lengths (over a GiB) before keeping
+    4,000: the page took seconds on open. Counted by the memory it allocates, not timed."""
+    import tracemalloc
+
+    h = PrefixHit(MAX_CONTEXT, 16, 16, hit_tokens(MAX_CONTEXT, 16), False)
+    tracemalloc.start()
+    try:
+        xs, _ = h.staircase()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(xs) <= MAX_STAIRCASE_POINTS + 2 and MAX_CONTEXT in xs
+    assert peak < 8 * 2**20, peak  # sets and tuples of the ~4,000 points drawn; 16.8 million ints alone are ~470 MiB

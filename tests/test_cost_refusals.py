@@ -20,6 +20,7 @@ from sim.cost.tensor_parallel import check_tp
 from sim.msg import Items, Msg
 from sim.refusal import Misuse, Refusal
 from sim.words import say
+from sim.words.catalog import PSEUDO
 from tests.conftest import unescaped
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,7 +73,7 @@ def test_a_config_json_past_archpresets_bounds_is_refused_with_its_numbers(confi
 
 def test_golden_sentences():
     e = Msg("cost.err.experts_per_tok", k=4, n=2)
-    assert say("en", e) == "num_experts_per_tok=4 is more than num_experts=2"
+    assert say(PSEUDO, e) == 'cost.err.experts_per_tok(k=4, n=2)'
     assert say("ko", e) == "토큰당 전문가 수(num_experts_per_tok=4)가 전문가 수(num_experts=2)보다 많다"
     o = Msg("cost.err.outside", name="context", value=0, lo=1, hi=MAX_CONTEXT)
     assert say("en", o) == "context=0 is outside 1..134,217,728"

@@ -16,6 +16,7 @@ from sim.cost.decode import (
 from sim.cost.opcount import generation_flops, step_flops
 from sim.model.generate import encode, generate
 from sim.model.transformer import PRESETS
+from sim.words.catalog import PSEUDO
 from sim.words.decode_claims import seed_claims
 
 C, R, _ = COMPUTED, READ, NOTHING
@@ -39,7 +40,7 @@ def test_seed_counts():
     assert all(isinstance(c, Claim) and isinstance(c.verdict, Verdict) for c in claims)
     by_claim = {c.statement: c for c in claims}
     hundred = by_claim["100 tokens: naive O(N²) = 5,050, cached O(N) = 100"]
-    assert hundred.computed == "K/V vectors computed, summed over steps: naive 5,050, cached 100"
+    assert seed_claims(PRESETS["mha"], PSEUDO)[claims.index(hundred)].computed == 'decode.claim.counted(what=decode.claim.5050.what, naive=5,050, cached=100)'
     assert hundred.value == 5050 and hundred.verdict is Verdict.NEEDS_CONTEXT
     per_step = by_claim["naive: n² work per step"]
     assert per_step.value == 10_000 and per_step.computed.endswith("naive 10,000, cached 100")
@@ -48,7 +49,9 @@ def test_seed_counts():
     assert four_k.value == 4096 * 4097 // 2 == 8_390_656 and four_k.computed.endswith("naive 8,390,656, cached 4,096")
     assert four_k.verdict is Verdict.CLOSE
     qkv = by_claim["per step: QKV projection O(N·D²) → O(D²)"]
-    assert qkv.computed == "QKV projection FLOPs of the step at N = 100: naive 39,321,600, cached 393,216"
+    assert seed_claims(PRESETS["mha"], PSEUDO)[claims.index(qkv)].computed == (
+        'decode.claim.counted(what=decode.claim.qkv.what(n=100), naive=39,321,600, '
+        'cached=393,216)')
     for c in claims:
         if c.seed == "004":
             assert c.value == 100  # O(N·…) -> O(…): exactly N times fewer at N = 100

@@ -14,7 +14,9 @@ import pandas as pd
 import pytest
 
 from app.registry import PAGES, SECTIONS
-from sim.words import LANGS, catalog, placeholders, text
+from sim.msg import Msg
+from sim.words import LANGS, catalog, placeholders, say, text
+from sim.words.catalog import PSEUDO
 from tests.conftest import run_in_app, run_page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,9 +117,9 @@ def test_mask_takeaway_in_korean():
     assert mask_takeaway(window, name, lang="ko") == (
         "슬라이딩 윈도 마스크 (w = 2), 왼쪽 패딩 1개: 질의–키 쌍 16개 중 7개(43.8%)에 어텐션을 허용 — "
         "일반 인과 마스크(10개)보다 3개 적다. 각 질의는 키 1–2개를 본다")
-    assert mask_takeaway(window, mask_name("sliding_window", 2, 0, pad=1)) == (
-        "The sliding-window mask (w = 2), left-padded by 1, lets 7 of 16 query–key pairs attend (43.8%), "
-        "3 fewer than a plain causal mask's 10; each query sees 1–2 keys")
+    assert mask_takeaway(window, mask_name("sliding_window", 2, 0, pad=1, lang=PSEUDO), lang=PSEUDO) == (
+        'masks.s.mask.other(head=masks.s.mask.head(name=masks.s.name.padded(name=masks.s.name.sliding_window(w=2), pad=1), allowed=7, total=16, share=43.8%), '
+        'against=masks.s.against.fewer(diff=3, causal=10), keys=masks.s.keys.range(lo=1, hi=2))')
 
 
 def test_row_and_window_sentences_in_korean():
@@ -143,10 +145,7 @@ def test_masked_row_table_in_korean_keeps_the_measured_numbers():
 
     measured = (MaskedRow("softmax_inf", "nan"), MaskedRow("softmax_1e9", "uniform", (0.0625,)),
                 MaskedRow("math", "finite", (0.1, 0.2)), MaskedRow("flash", "unavailable"))
-    assert behaviour_rows(measured) == [
-        ("softmax with −inf", "NaN (0/0: every exp(−inf) is 0)"),
-        ("softmax with −1e9", "uniform 0.062 each: attends to everything it should not, silently"),
-        ("SDPA math", "finite values: 0.100, 0.200"), ("SDPA flash", "not available on this device")]
+    assert behaviour_rows(measured, PSEUDO) == [('masks.s.where.softmax_inf', 'masks.s.result.nan'), ('masks.s.where.softmax_1e9', 'masks.s.result.uniform(x=0.062)'), ('masks.s.where.sdpa(name=math)', 'masks.s.result.finite(values=0.100, 0.200)'), ('masks.s.where.sdpa(name=flash)', 'masks.s.result.unavailable')]
     assert behaviour_rows(measured, "ko") == [
         ("−inf를 넣은 소프트맥스", "NaN (0/0: 모든 exp(−inf)가 0)"),
         ("−1e9를 넣은 소프트맥스", "모두 균등하게 0.062: 보면 안 되는 키를 모두, 아무 경고 없이 본다"),
@@ -278,7 +277,7 @@ def test_a_bad_language_is_listed_and_english_is_used():
     assert not at.exception
     assert at.title[0].value == "Attention masks"
     warning = " ".join(w.value for w in at.warning)
-    assert "`lang` (language): `fr` is not one of en, ko; using `en`." in warning
+    assert say("en", Msg("url.not_one_of", value="`fr`", options="en, ko")) in warning
 
 
 # --- no sentence outside the catalogs -------------------------------------------------------------------------------

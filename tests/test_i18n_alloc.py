@@ -26,6 +26,7 @@ from sim.alloc.workload import (
 from sim.refusal import Refusal
 from sim.words import paging, text
 from sim.words import why as worded
+from sim.words.catalog import PSEUDO
 from sim.words.paging import sharing_takeaway
 from sim.words.prefix import (
     change_takeaway,
@@ -53,8 +54,10 @@ def test_sharing_takeaway_in_korean():
     assert ko == ("공유로 38%를 아낀다: 공유하지 않은 사본이면 블록 16개가 필요하지만 가지 4개가 16토큰 블록 10개만 "
                   "쓰고, 블록 2개는 아직 공유된다")
     en = sharing_takeaway(4, 10, 16, 2, 16)
-    assert en == ("Sharing saves 38%: 4 branches hold 10 blocks of 16 tokens instead of 16 as unshared copies, "
-                  "2 blocks still shared")
+    assert sharing_takeaway(4, 10, 16, 2, 16, lang=PSEUDO) == (
+        'paged.s.share.saves(sharing=paged.s.share.bare, saved=38%, who=paged.s.share.who(n=4), '
+        'held=paged.s.share.held(n=10, bs=16, bytes=), copies=paged.s.share.copies(n=16, '
+        'bytes=), shared=paged.s.share.still.other(n=2))')
     assert same_numbers(en, ko)
 
 
@@ -91,8 +94,9 @@ def test_results_table_in_korean_keeps_its_values():
 def test_change_takeaway_in_korean():
     assert change_takeaway(20, "a", "A", 16, 1, 3, lang="ko") == (
         "바이트 20 변경 (a → A, 블록 1): B의 블록 0 적중 유지(토큰 16개), 블록 1–2 다시 계산 필요")
-    assert change_takeaway(20, "a", "A", 16, 1, 3) == (
-        "Byte 20 changed (a → A, block 1): block 0 of B stays a hit (16 tokens), blocks 1–2 must be recomputed")
+    assert change_takeaway(20, "a", "A", 16, 1, 3, lang=PSEUDO) == (
+        'prefix.s.change.some.one(head=prefix.s.change.head(pos=20, before=a, after=A, block=1), '
+        'hit=prefix.s.block(b=0), tokens=16, rest=prefix.s.blocks(lo=1, hi=2))')
 
 
 def test_demo_table_and_summary_in_korean():
@@ -146,8 +150,7 @@ def test_settings_errors_in_both_languages():
     wl = workload_from_lengths([10], [10], max_model_len=4096)
     with pytest.raises(Refusal) as got:
         check_fits(wl, ServingConfig(capacity_tokens=2048))
-    assert str(got.value) == ("a KV capacity of 2,048 token slots cannot hold one request of the maximum length 4,096: "
-                              "raise the capacity or lower the maximum length")
+    assert worded(got.value, PSEUDO) == 'alloc.err.capacity(cap=2,048, max_len=4,096)'
     assert worded(got.value, "ko") == (
         "KV 용량 토큰 슬롯 2,048개로는 최대 길이 4,096인 요청 하나도 담을 수 없다: 용량을 늘리거나 최대 길이를 줄인다")
     assert worded(ValueError("plain"), "ko") == "plain"
@@ -168,7 +171,7 @@ def test_claims_quote_the_seeds_and_word_the_rest_in_korean():
         assert re.search("[\uac00-\ud7a3]", claim.claimed) and re.search("[\uac00-\ud7a3]", claim.why)
         assert not re.search("[\uac00-\ud7a3]", claim.statement)  # the English translation
     assert claims[4].computed == "실제 모델을 켠다 (5절)"
-    assert prefix_claims(None, None, 10.0)[4].computed == "turn on the real model (section 5)"
+    assert prefix_claims(None, None, 10.0, lang=PSEUDO)[4].computed == "prefix.claim.not_run"
 
 
 @pytest.mark.parametrize("area", ["paged_blocks", "prefix_caching"])

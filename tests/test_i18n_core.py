@@ -8,6 +8,9 @@ from streamlit.testing.v1 import AppTest
 
 from app.urlstate import parse_bool, parse_choice, parse_float, parse_int, parse_text
 from app.work import AUTO_ENV, AUTO_RUN_S, fmt_seconds
+from sim.msg import Msg
+from sim.words import say
+from sim.words.catalog import PSEUDO
 
 
 def test_parsers_in_korean_name_the_same_values():
@@ -21,7 +24,7 @@ def test_parsers_in_korean_name_the_same_values():
     assert parse_choice("z", "o0", many, "ko")[1] == f"`z`은(는) {', '.join(many[:12])} (외 3개) 가운데 하나가 아닙니다"
     assert parse_bool("maybe", True, "ko") == (True, "`maybe`은(는) true/false (1/0)가 아닙니다")
     assert parse_text("x" * 1001, "d", 1000, "ko") == ("d", "1,001바이트(UTF-8) 텍스트는 최대 1,000바이트보다 깁니다")
-    assert parse_text("x" * 1001, "d", 1000) == ("d", "text of 1,001 bytes (UTF-8) is longer than 1,000")
+    assert parse_text("x" * 1001, "d", 1000, PSEUDO) == ('d', 'url.too_long(num_bytes=1,001, max_len=1,000)')
 
 
 def _demo_page():
@@ -60,7 +63,7 @@ def test_bad_url_values_are_listed_in_korean():
 
 def test_bad_url_values_in_english_are_as_before():
     at = _bad_link(None)
-    assert at.expander[0].label == "This link has 2 values the page cannot use: it shows the defaults instead"
+    assert at.expander[0].label == say("en", Msg("url.summary.many", n=2))
     assert at.warning[0].value == (
         "This link has 2 values the page cannot use: it shows the defaults instead:\n"
         "- `n` (새 토큰 수): `abc` is not a whole number; using the default `100`.\n"

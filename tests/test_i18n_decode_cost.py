@@ -13,6 +13,7 @@ from sim.cost.decode import computed_grid
 from sim.model.step_profile import CATEGORIES, StepProfile
 from sim.model.transformer import PRESETS
 from sim.words import decode as dw
+from sim.words.catalog import PSEUDO
 from sim.words.decode import (
     formula_agreement,
     grid_takeaway,
@@ -121,8 +122,7 @@ def test_comparison_titles_in_korean():
     stopped = DecodeComparison(naive=NAIVE[:2], cached=CACHED, num_requested=3, naive_budget_s=1.0)
     assert dw.wall_time_takeaway(stopped, "ko") == (
         "스텝 1(순진한 방식이 시간 예산을 다 쓰기 전 마지막 스텝)에서 캐시 방식과 순진한 방식의 스텝은 둘 다 1.00 ms 걸렸다")
-    assert dw.wall_time_takeaway(stopped) == (
-        "At step 1, naive's last before its budget ran out, a cached step and a naive step both took 1.00 ms")
+    assert dw.wall_time_takeaway(stopped, lang=PSEUDO) == 'decode.s.wall_at.same(at=decode.s.at.last(at=decode.s.at.step(step=1)), c=1.00 ms)'
 
 
 def _titles(at) -> list[str]:

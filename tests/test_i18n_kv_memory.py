@@ -19,6 +19,7 @@ from sim.words import cost as say
 from sim.words import say as say_msg
 from sim.words import text, why
 from sim.words.capacity import fit_message, fit_takeaway
+from sim.words.catalog import PSEUDO
 from sim.words.kv_claims import seed_claims
 
 P, G = load_presets(), load_gpus()
@@ -37,11 +38,9 @@ def test_english_catalog_keeps_the_labels_it_replaced():
     from app.controls.kv_memory import TABS
 
     assert {k: text("en", f"kvmem.dtype.{k}") for k in KV_DTYPES} == {k: d.label for k, d in KV_DTYPES.items()}
-    assert TABS == {"formula": "The formula, with your numbers", "engine": "Formula vs vLLM's blocks",
-                    "prefix_hit": "Prefix hits by prompt length", "log": "Reconcile an engine log",
-                    "grid": "Batch × context", "variants": "MHA · GQA · MQA · MLA", "dtypes": "KV dtypes",
-                    "measured": "Measured on the real model", "claims": "Claims in the seeds",
-                    "presets": "Model presets"}
+    assert list(TABS) == ["formula", "engine", "prefix_hit", "log", "grid", "variants", "dtypes", "measured",
+                          "claims", "presets"]
+    assert TABS == {slug: text("en", f"kvmem.tab.{slug}") for slug in TABS}
 
 
 def test_fit_sentence_and_chart_title_in_korean():
@@ -98,8 +97,9 @@ def test_engine_and_command_notes_in_korean():
     assert notes == (Msg("kvmem.eng.no_dtype", dtype="INT4"), Msg("kvmem.eng.no_sharing", n=2))
     assert tuple(say_msg("ko", n) for n in notes) == ("vLLM에는 INT4 KV 캐시가 없다; 명령은 가장 가까운 fp8을 쓴다(이 화면은 그룹 스케일을 포함한 INT4로 센다)",
                      "vLLM에는 레이어 2개가 K/V 하나를 나눠 쓰게 하는 스위치가 없다; 모델이 그렇게 만들어져야 한다")
-    assert say_msg("en", alloc.notes[0]) == ("without the hybrid manager the 12 sliding layers are reserved as "
-                                            "full attention: 32,768 tokens each instead of a window of 128 tokens")
+    assert say_msg(PSEUDO, alloc.notes[0]) == (
+        'kvmem.eng.as_full(n=12, spec=kvmem.r.spec.sliding, s=32,768, word=kvmem.r.word.window, '
+        'w=128)')
 
 
 @pytest.mark.parametrize("key", list(P))
@@ -191,9 +191,8 @@ def test_formula_steps_korean_is_the_korean_catalog_filled_and_never_reads_the_e
     assert before[2][1] == catalog("ko")["kvf.math.token_all"].format(
         body=word("ko", token_all.fields["body"]), b=token_all.fields["b"], readable=token_all.fields["readable"],
         share=word("ko", token_all.fields["share"]))
-    english = [(word("en", s.what), word("en", s.math)) for s in kv.steps]
+    english = [(word(PSEUDO, s.what), word(PSEUDO, s.math)) for s in kv.steps]
     _english_reworded(monkeypatch, [k for k in catalog("en") if k.startswith(("kvf.", "kvmem.r.state."))])
     assert [(word("ko", s.what), word("ko", s.math)) for s in kv.steps] == before
     assert word("en", kv.steps[0].what) == "REWORDED Bytes per value p"
-    assert english[0] == ("Bytes per value p", "4 bits ÷ 8 = 0.5 B, plus a 2 B scale and a 2 B zero point per group "
-                                                "of g = 128 values")
+    assert english[0] == ('kvf.what.value', 'kvf.math.value_grouped(bits=4, p=0.5, scale=2, zero=2, g=128)')

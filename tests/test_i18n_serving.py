@@ -13,6 +13,7 @@ from sim.serving.speculative import spec_timing
 from sim.words import engine_readouts as er
 from sim.words import say, why
 from sim.words import serving_readouts as ro
+from sim.words.catalog import PSEUDO
 from sim.words.serving import cell, event_line
 from sim.words.spec_run import draft_label, spec_summary
 from tests.conftest import run_page
@@ -22,8 +23,7 @@ from tests.test_i18n import hangul_share, rendered_text
 def test_batching_titles_in_korean_keep_the_numbers():
     assert ro.occupancy_takeaway(75.87, 177.68, 256, "ko") == (
         "평균 전파에서 쓸모 있는 일을 하는 요청: 연속 배치 178개, 정적 배치 76개 (최대 배치 256)")
-    assert ro.occupancy_takeaway(75.87, 177.68, 256) == (
-        "Continuous batching keeps 178 requests doing useful work in an average pass vs 76 static (max batch 256)")
+    assert ro.occupancy_takeaway(75.87, 177.68, 256, lang=PSEUDO) == 'serving.s.occ.continuous(c=178, s=76, cap=256)'
     assert ro.latency_takeaway((53.55, 110.52), (6.23, 14.94), "ko") == (
         "연속 배치의 종단 간 지연 시간: p50에서 8.60× 낮음(6.23 s 대 53.55 s), p99에서 7.40× 낮음(14.94 s 대 110.52 s)")
 
@@ -34,15 +34,18 @@ def test_engine_titles_in_korean():
         "스왑은 PCIe 5.0 x16 링크로 2.50 GB를 옮겼다(0.40 s)")
     assert er.step_takeaway(2, 5, 6, 2, 1, 0, 1, "ko") == (
         "단계 2 뒤: 블록 6개 중 5개를 돌고 있는 요청 2개가 차지; 1개 대기, 1개 이 단계에서 끝남")
-    assert er.step_takeaway(2, 5, 6, 2, 1, 0, 1) == (
-        "After step 2: 5 of 6 blocks held by 2 running requests; 1 waiting, 1 finished in this step")
+    assert er.step_takeaway(2, 5, 6, 2, 1, 0, 1, lang=PSEUDO) == (
+        'serving.s.e.after_step(step=2, held=serving.s.e.held(used=5, n=6, '
+        'running=2))serving.s.e.queues(queues=serving.s.e.waiting(n=1), '
+        'serving.s.e.finished(n=1))')
 
 
 def test_a_refusal_is_english_as_raised_and_korean_on_the_page():
     with pytest.raises(Refusal) as info:
         spec_timing("llama-3.1-8b", "llama-3.1-70b", "h100-sxm")
-    assert str(info.value).startswith("the draft Llama 3.1 70B takes 42.23 ms per decode step, no less than the "
-                                      "target Llama 3.1 8B's 4.84 ms (c = 8.73)")
+    assert str(info.value) == why(info.value, "en") and why(info.value, PSEUDO) == (
+        'serving.err.draft_slow(draft=Llama 3.1 70B, d=42.23, target=Llama 3.1 8B, t=4.84, '
+        'c=8.73)')
     assert why(info.value, "ko").startswith(
         "초안 모델 Llama 3.1 70B의 디코딩 단계는 42.23 ms로, 검증 모델 Llama 3.1 8B의 4.84 ms보다 짧지 않다(c = 8.73)")
     assert why(ValueError("plain"), "ko") == "plain"  # not worded by a catalog: shown as raised
@@ -51,11 +54,15 @@ def test_a_refusal_is_english_as_raised_and_korean_on_the_page():
 def test_trace_errors_keep_their_english_and_word_themselves_in_korean():
     with pytest.raises(TraceError) as info:
         parse_trace(b'{"prompt_len": 10}\n')
-    assert str(info.value) == "line 1: output_len: missing (tokens the request produces)"
+    assert why(info.value, PSEUDO) == (
+        'serving.trace.at_field(where=serving.trace.line(n=1), field=output_len, '
+        'message=serving.trace.no_output)')
     assert why(info.value, "ko") == "1번째 줄: output_len: 없음 (요청이 만들어 내는 토큰 수)"
     with pytest.raises(TraceError) as info:
         parse_trace(b'{"output_len": 4, "prompt_len": NaN}\n')
-    assert str(info.value) == "line 1: not valid JSON (NaN is not a number JSON allows)"
+    assert why(info.value, PSEUDO) == (
+        'serving.trace.at(where=serving.trace.line(n=1), '
+        'message=serving.trace.bad_constant(name=NaN))')
 
 
 def test_step_through_events_and_rows_in_both_languages():
@@ -148,7 +155,7 @@ def test_the_live_speculative_run_in_korean_keeps_its_numbers():
     assert "토큰 하나짜리 스텝 1.28번만큼 듭니다." in ko and "여기서는 이득이 없었습니다(0.54×)." in ko
     assert "125 ms" in ko and "68 ms" in ko and "2.90 ms" in ko and "2.27 ms" in ko
     assert draft_label("mqa", "ko") == "따로 학습한 MQA 모델"
-    assert draft_label("mqa") == "the separately trained MQA model"
+    assert draft_label("mqa", lang=PSEUDO) == 'serving.spec.draft_model(name=MQA)'
 
 
 def test_link_names_in_korean_on_the_disaggregation_tab():

@@ -12,6 +12,8 @@ from sim.cost.memory import MemoryConfig, request_bytes, weight_bytes
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, hardware, memory_bound_until
 from sim.cost.roofline_fit import UTILIZATION, fit, max_batch_on
+from sim.words import text
+from sim.words.catalog import PSEUDO
 from sim.words.fit import fit_sentence, turn_fits
 from tests.conftest import run_in_app
 
@@ -33,10 +35,13 @@ def test_70b_in_bf16_takes_two_h100s_and_8b_one():
     assert fit(RooflineConfig(P["llama-3.1-8b"], 1, 4096), H100).num_gpus == 1
     assert fit(RooflineConfig(seventy, 4096, 131072), H100).num_gpus is None  # 176 TB: no count of GPUs
     en, ko = fit_sentence(f, "Llama 3.1 70B"), fit_sentence(f, "Llama 3.1 70B", "ko")
-    assert en.startswith("Where it runs: Llama 3.1 70B does not fit one NVIDIA H100 SXM 80GB: weights 141.1 GB")
+    assert fit_sentence(f, "Llama 3.1 70B", PSEUDO) == (
+        'roofline.fit.many(model=Llama 3.1 70B, gpu=NVIDIA H100 SXM 80GB, w=141.1 GB, '
+        'kv=1.342 GB, need=142.4 GB, usable=77.31 GB, util=90%, n=2)')
     assert "It takes 2 of them" in en and "2장이 필요하고" in ko
-    assert fit_sentence(fit(RooflineConfig(P["llama-3.1-8b"], 1, 4096), H100), "8B").startswith(
-        "Where it runs: 8B fits one NVIDIA H100 SXM 80GB")
+    assert fit_sentence(fit(RooflineConfig(P["llama-3.1-8b"], 1, 4096), H100), "8B", PSEUDO) == (
+        'roofline.fit.one(model=8B, gpu=NVIDIA H100 SXM 80GB, w=16.06 GB, kv=536.9 MB, '
+        'need=16.6 GB, usable=77.31 GB, util=90%)')
 
 
 def test_the_batch_that_turns_compute_bound_says_what_it_takes():
@@ -59,22 +64,23 @@ def test_the_batch_that_turns_compute_bound_says_what_it_takes():
 def test_the_roofline_page_says_where_its_default_runs():
     at = run_in_app("roofline", {"tab": "batching"})
     assert not at.exception
-    assert any(c.value.startswith("Where it runs: Llama 3.1 70B does not fit one NVIDIA H100") for c in at.caption)
-    assert any(m.value.startswith("What those batches take: at 512 tokens batch 494 needs 224 GB") for m in at.markdown)
+    assert any(c.value == fit_sentence(fit(RooflineConfig(P["llama-3.1-70b"], 1, 4096), H100), "Llama 3.1 70B") for c in at.caption)
+    assert any(m.value.startswith(text("en", "roofline.fit.turn_head", parts=turn_fits({512: 494}, RooflineConfig(P["llama-3.1-70b"], 1, 4096), H100)).removesuffix(".")) for m in at.markdown)
     ko = run_in_app("roofline", {"tab": "batching", "lang": "ko"})
     assert any(c.value.startswith("어디서 도는가: Llama 3.1 70B") for c in ko.caption)
     small = run_in_app("roofline", {"model": "llama-3.1-8b"})
-    assert any(c.value.startswith("Where it runs: Llama 3.1 8B fits one NVIDIA H100") for c in small.caption)
+    assert any(c.value == fit_sentence(fit(RooflineConfig(P["llama-3.1-8b"], 1, 4096), H100), "Llama 3.1 8B")
+               for c in small.caption)
 
 
 def test_the_lesson_states_the_deployment_and_draws_what_fits_solid():
     at = run_in_app("lesson", {"step": "7"})
-    assert any(c.value.startswith("Where it runs: Llama 3.1 70B does not fit one") for c in at.caption)
+    assert any(c.value == fit_sentence(fit(RooflineConfig(P["llama-3.1-70b"], 1, 4096), H100), "Llama 3.1 70B") for c in at.caption)
     title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
     assert title.replace("<br>", " ").startswith("Llama 3.1 70B on 2 × NVIDIA H100 SXM 80GB, batch 1")
     at = run_in_app("lesson", {"step": "8"})
     claim = next(m.value for m in at.markdown if m.value.startswith("#### "))
-    assert "batch 494 needs 224 GB (weights and 494 caches): 3 × NVIDIA H100 SXM 80GB" in claim
+    assert turn_fits({512: 494}, RooflineConfig(P["llama-3.1-70b"], 1, 4096), H100) in claim
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     dotted = {tr["name"]: tr["x"] for tr in fig["data"] if tr.get("line", {}).get("dash") == "dot" and "x" in tr}
     top = max_batch_on(RooflineConfig(P["llama-3.1-70b"], 1, 4096), H100, 8)

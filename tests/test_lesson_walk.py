@@ -14,6 +14,7 @@ from app.lesson.nav import DEFAULT_PROMPT
 from sim.alloc.block_pool import BlockPool
 from sim.lesson.blocks import BLOCK_SIZE, NUM_BLOCKS, block_story, touched
 from sim.lesson.walk import STAGES, attention_walk
+from sim.words.catalog import PSEUDO
 from sim.words.lesson import event_sentence, walk_sentence
 from tests.conftest import run_in_app
 
@@ -45,9 +46,7 @@ def test_the_story_is_the_pools_own_and_shows_every_event():
     last = frames[-1].pool
     assert tuple(pool.free_block_queue) == last.free_block_queue and pool.ref_cnt == list(last.ref_cnt)
     assert touched(frames[4]) == (5, 2) and touched(frames[3]) == (0, 1, 2)
-    assert event_sentence(frames[4]) == ("Request A writes its next token into block #2, which request C shares and "
-                                         "which is only partly filled: the pool first copies it to block #5 "
-                                         "(copy-on-write), then writes the token there.")
+    assert event_sentence(frames[4], lang=PSEUDO) == 'lesson.bt.cow(r=A, src=#2, o=C, dst=#5)'
     assert event_sentence(frames[7], "ko").startswith("요청 A이(가) 끝난다: 블록 #5는")
 
 
@@ -83,7 +82,7 @@ def test_the_walk_is_the_models_own_attention(run, layer):
     # the model's softmax ran in float32: within a few float32 roundings of ours
     assert w.max_weight_gap < 1e-5
     np.testing.assert_allclose(w.output, w.weights @ w.values)
-    assert walk_sentence(w, 1).startswith(f"The query meets each of the {T} cached keys: score = q · k ÷ √32.")
+    assert walk_sentence(w, 1, lang=PSEUDO).startswith(f"lesson.walk.s1(t={T}, d=32, ")
 
 
 def test_the_walk_steps_through_from_the_url():

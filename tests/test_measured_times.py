@@ -6,6 +6,7 @@ import math
 
 from app.work import SHOWN_KEY
 from sim.model.generate import SamplingConfig, encode, run_comparison
+from sim.words.catalog import PSEUDO
 from sim.words.decode import measured_caption
 from sim.work.conditions import Conditions, Measuring
 from tests.conftest import run_page
@@ -43,14 +44,11 @@ def test_the_load_decides_whether_the_machine_was_too_busy():
 
 def test_the_caption_says_when_and_under_what_load():
     quiet = Conditions(T0, 0.4, 0.6, 2)
-    assert measured_caption(quiet, T0 + 30) == (
-        "Measured at 22:13:20 UTC, one naive and one cached step in turn so both saw the same load; the load "
-        "average went 0.4 → 0.6 on 2 cores, so the times describe this machine when it was not overloaded.")
-    busy = measured_caption(Conditions(T0, 11.0, 9.5, 2), T0 + 35 * 60)
-    assert busy.startswith("Measured at 22:13:20 UTC (35 min ago: the server keeps the result of identical "
-                           "settings), one naive and one cached step in turn")
-    assert "went 11.0 → 9.5 on 2 cores: more work was waiting than there are cores" in busy
-    assert "The machine was too busy to tell how fast the model is here" in busy
+    assert measured_caption(quiet, T0 + 30, lang=PSEUDO) == 'decode.s.measured.quiet(at=22:13:20, ago=, before=0.4, after=0.6, cpus=2)'
+    busy = measured_caption(Conditions(T0, 11.0, 9.5, 2), T0 + 35 * 60, lang=PSEUDO)
+    assert busy == (
+        'decode.s.measured.busy(at=22:13:20, ago=decode.s.measured.ago(m=35), before=11.0, '
+        'after=9.5, cpus=2)')
     assert measured_caption(quiet, T0, "ko").startswith("측정 시각 22:13:20 UTC. 순진한 스텝과 캐시 스텝을")
 
 

@@ -505,11 +505,13 @@ def test_measured_cache_in_bf16_and_on_the_shipped_model():
 def test_gpu_comparisons_in_claims_are_computed():
     from sim.cost.gpus import load_gpus
     from sim.cost.presets import load_presets
+    from sim.words.catalog import PSEUDO
     from sim.words.kv_claims import _share_of_gpu, seed_claims
 
     gpus = load_gpus()
     why = next(c.why for c in seed_claims(load_presets(), gpus) if "32K context of a 32-head" in c.why)
-    assert "16 GiB, 67% of an L4's 24 GiB for one request" in why  # 16 / 24; the old text said 'more than'
+    assert f"16 GiB, {_share_of_gpu(16 * 2**30, gpus['l4'])}" in why  # 16 / 24; the old text said 'more than'
+    assert _share_of_gpu(16 * 2**30, gpus["l4"], PSEUDO) == "kvmem.c.share_of(share=67%, held=kvmem.c.held(gpu=L4, mem=24 GiB))"
     assert _share_of_gpu(30 * 2**30, gpus["l4"]) == "more than an L4's 24 GiB"
 
 

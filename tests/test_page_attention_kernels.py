@@ -7,7 +7,8 @@ from app.tabs import LazyTabs
 from sim.attention import online_softmax as FL
 from sim.attention import shapes as S
 from sim.cost.memory import fmt_bytes
-from sim.words import text
+from sim.msg import Msg
+from sim.words import say, text
 from sim.words.attention import fmt_num, fmt_ratio
 from tests.conftest import metric_value as metric
 from tests.conftest import run_page, unescaped
@@ -36,7 +37,7 @@ def test_default_render_opens_on_the_bytes_chart_with_the_exact_numbers_without_
     tiny = S.SHAPE_PRESETS["tiny"]  # the page's defaults
     assert metric(at, "FLOPs per call") == f"{tiny.flops / 1e9:,.4f} GFLOP" == "0.2684 GFLOP"
     assert metric(at, "Score entries B·H·N_q·N_k") == "4,194,304"
-    assert metric(at, "One N² matrix (eager must hold)") == "16 MiB"  # 1·4·1024·1024·4 bytes
+    assert metric(at, text("en", "kernels.m.n2")) == "16 MiB"  # 1·4·1024·1024·4 bytes
     assert "ak_timing" not in at.session_state  # nothing timed until the button
     backends = at.dataframe[0].value
     assert list(backends["Runs here"][:3]) == ["yes", "yes", "yes"]  # eager, MATH, FLASH on this CPU build
@@ -122,11 +123,11 @@ def test_sweep_runs_and_draws():
     assert sorted(df["keys"].unique()) == [128, 256] and ceiling > 0
     assert set(df[df["status"] == "ok"]["implementation"]) == {"eager", "math", "flash"}
     at256 = df[df["keys"] == 256].set_index("implementation")
-    assert metric(at, "FLASH vs eager time at N = 256") == f"{at256.loc['eager', 'median_ms'] / at256.loc['flash', 'median_ms']:,.1f}×"
+    assert metric(at, text("en", "kernels.m.sweep_time", n=256)) == f"{at256.loc['eager', 'median_ms'] / at256.loc['flash', 'median_ms']:,.1f}×"
     assert len(at.get("plotly_chart")) == 4  # the sweep's charts, its tab alone
     assert "N queries × N keys" in label
     r = sweep.flash_vs_eager("median").time_ratio
-    assert metric(at, "FLASH vs eager time at N = 256") == f"{r:,.1f}×"
+    assert metric(at, text("en", "kernels.m.sweep_time", n=256)) == f"{r:,.1f}×"
     at.session_state[TAB_KEY] = tab_label("claims")  # what a click on the tab sends
     at.run()
     assert not at.exception and at.query_params["tab"] == "claims"
@@ -140,7 +141,7 @@ def test_sweep_runs_and_draws():
     at.session_state[TAB_KEY] = tab_label("sweep")
     at.run()
     at.radio(key="stat").set_value("fastest block").run()
-    assert metric(at, "FLASH vs eager time at N = 256") == f"{at256.loc['eager', 'min_ms'] / at256.loc['flash', 'min_ms']:,.1f}×"
+    assert metric(at, text("en", "kernels.m.sweep_time", n=256)) == f"{at256.loc['eager', 'min_ms'] / at256.loc['flash', 'min_ms']:,.1f}×"
     assert at.query_params["stat"] == "fastest block"
 
 
@@ -159,7 +160,7 @@ def test_url_restores_the_view():
     assert not at.exception and not at.warning
     decode = S.AttentionShape(batch=1, heads=2, seq_len=2048, head_dim=32, kind="decode")
     assert metric(at, "FLOPs per call") == f"{decode.flops / 1e9:,.4f} GFLOP"
-    assert metric(at, "One N² matrix (eager must hold)") == fmt_bytes(decode.score_bytes) == "16 KiB"
+    assert metric(at, text("en", "kernels.m.n2")) == fmt_bytes(decode.score_bytes) == "16 KiB"
     tr = FL.hbm_traffic(1, 2, 1, 2048, 32, 4, 64, 64, False)
     assert metric(at, "Tiled: bytes moved") == fmt_bytes(tr.tiled_bytes)
     # the stepper's values wait in the link while its tab is closed, and show when it opens
@@ -190,12 +191,13 @@ def test_bad_url_values_fall_back_with_a_warning(params, expected):
 def test_over_the_cap_is_an_error_with_numbers():
     at = page({"h": "64", "n": "4096"})
     assert not at.exception
-    assert "1·64·4,096·4,096 = 1,073,741,824 score entries is over this device's cap of 16,777,216" in unescaped(at.error[0].value)
+    assert unescaped(at.error[0].value) == say("en", Msg("kernels.err.entries", b=1, h=64, nq=4096, nk=4096, elems=1_073_741_824,
+                                                         cap=16_777_216, bits=24, bh=64, max_n=512))
     at.session_state[TAB_KEY] = tab_label("sweep")
     at.run()
     assert not at.exception and any("1,073,741,824 score entries" in unescaped(e.value) for e in at.error)
     assert not any(b.label == "Run the sweep" for b in at.button)  # nothing to sweep until it is fixed
-    assert any(w.value == "Fix the shape on the *Bytes and time* tab first." for w in at.warning)
+    assert any(w.value == text("en", "density.kernels.fix_shape", tab=tab_label("shape")) for w in at.warning)
 
 
 def test_off_grid_url_values_snap():

@@ -4,6 +4,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from sim.attention.masks import VARIANTS, leaked_mass, masked_softmax, sliding_window
+from sim.msg import Msg
+from sim.words import say
 from tests.conftest import run_page
 
 
@@ -15,8 +17,8 @@ def test_defaults():
     at = page()
     assert not at.exception and not at.error
     metrics = {m.label: m.value for m in at.metric}
-    assert float(metrics["Causal: max change at positions 0..N−1"]) <= 1e-5
-    assert float(metrics["No mask: max change at positions 0..N−1"]) > 1e-2
+    assert float(metrics[say("en", Msg("masks.m.causal"))]) <= 1e-5
+    assert float(metrics[say("en", Msg("masks.m.none"))]) > 1e-2
     assert len(at.get("plotly_chart")) == 4
 
 

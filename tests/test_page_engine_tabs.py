@@ -4,7 +4,17 @@ under tensor parallelism, and the vLLM version named under every figure attribut
 import json
 from pathlib import Path
 
+from sim.cost.kv_engine import KVEngineConfig
+from sim.cost.memory import MemoryConfig
+from sim.cost.prefix_hit import prefix_hit
+from sim.cost.presets import load_presets
+from sim.msg import Msg
+from sim.words import say
+from sim.words.engine import hit_advice
+from tests.conftest import unescaped
 from tests.test_page_kv_memory import run_page
+
+P = load_presets()
 
 LOGS = json.loads((Path(__file__).parent / "data" / "engine_logs.json").read_text())
 
@@ -23,7 +33,8 @@ def test_prefix_hit_tab_on_a_hybrid_model():
     # 544-token blocks (the state page): 2,000 tokens sent twice hit ⌊1,999 / 544⌋ × 544 = 1,632
     assert m["Engine block size"] == "544 tokens" and m["Shortest prompt that hits"] == "545 tokens"
     assert m["From the cache"] == "1,632 tokens"
-    assert any("takes 1,632 from the cache (81.6%)" in md.value for md in at.markdown)
+    assert any(hit_advice(prefix_hit(MemoryConfig(P["qwen3-next-80b-a3b"]), KVEngineConfig(), 2000)) in md.value
+               for md in at.markdown)
     assert "vLLM v0.24.0" in captions(at)
     assert [c.key for c in at.get("plotly_chart")] == ["breakdown", "staircase"]
 
@@ -47,12 +58,12 @@ def test_log_tab_reconciles_a_pasted_vllm_log():
 
 def test_log_tab_with_no_kv_line_says_so_once():
     at = run_page({"tab": "log", "log": "INFO starting the server\nINFO loading weights"})
-    assert len(at.error) == 1 and "No line of this log states a KV cache figure" in at.error[0].value
+    assert len(at.error) == 1 and say("en", Msg("engine.log.nothing")) in unescaped(at.error[0].value)
 
 
 def test_per_gpu_line_under_tensor_parallelism():
     at = run_page({"tab": "engine", "model": "llama-3.1-8b", "ngpu": "16", "batch": "1", "ctx": "1000", "kv": "bf16"})
     # 16 GPUs over 8 K/V heads: one head each, copied twice: 32 × 2 × 128 × 2 B × 1,000 = 16,384,000 B
-    assert "1 K/V head, each copied to 2 GPUs, 15.62 MiB" in captions(at)
+    assert say("en", Msg("engine.tp.copies", c=2)) + ", 15.62 MiB" in captions(at)
     at = run_page({"tab": "engine", "model": "llama-3.1-8b", "ngpu": "3"})
     assert any("3 to divide the 8 K/V heads" in w.value for w in at.warning)

@@ -13,7 +13,9 @@ from sim.cost.gpus import load_gpus
 from sim.cost.hf_config import parse_hf_config
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory
 from sim.cost.presets import load_presets
+from sim.msg import Msg
 from sim.words import say
+from sim.words.catalog import PSEUDO
 from sim.words.cost import dtypes_caption
 from sim.words.kv_claims import seed_claims
 from tests.conftest import unescaped
@@ -67,10 +69,9 @@ def test_default_view_shows_sim_numbers():
     assert shown["Per token"] == "128 KiB" and shown["All requests"] == "64 GiB"
     assert steps_shown(at) == [say("en", s.math) for s in m.steps]
     # seed 001's "16 requests of 32k fill an 80 GiB GPU": not at vLLM's default utilization of 0.9
-    assert [w.value for w in at.warning] == [
-        f"Does not fit: the cache needs 64 GiB but only {fmt_bytes(cap.kv_budget_bytes)} is left after "
-        f"{fmt_bytes(cap.weight_bytes)} of weights. At 32,768 tokens at most 14 requests fit; at batch 16 at most "
-        f"{cap.max_context:,} tokens."]
+    assert [w.value for w in at.warning] == [say("en", Msg(
+        "kvmem.fit.m_over", kv="64 GiB", left=fmt_bytes(cap.kv_budget_bytes), weights=fmt_bytes(cap.weight_bytes),
+        s="32,768", n="14", b="16", ctx=f"{cap.max_context:,}"))]
     assert at.query_params["model"] == "llama-3.1-8b" and at.query_params["ctx"] == "32768"
     assert at.query_params["tab"] == "formula"  # the first tab is open, and only its body ran
     labels = [b.proto.label for slug in TABS for b in (at if slug == "formula" else run_page({"tab": slug}))
@@ -158,7 +159,8 @@ def test_uploaded_config_and_a_bad_one():
     hostile = dict(gemma, num_key_value_heads=5, num_hidden_layers=10**50)
     at.file_uploader(key="cfg_file").set_value(("evil.json", json.dumps(hostile).encode(), "application/json")).run()
     assert not at.exception and not at.metric
-    assert "num_hidden_layers=a number of 51 digits is outside 1..1,024" in unescaped(at.error[0].value)
+    assert say("en", Msg("kvmem.cfg.outside", key="num_hidden_layers", shown=Msg("kvmem.cfg.digits", n=51), lo="1",
+                         hi="1,024")) in unescaped(at.error[0].value)
     at.file_uploader(key="cfg_file").set_value(("bin.json", b"\xff\xfe\x00", "application/json")).run()
     assert not at.exception and "not UTF-8" in unescaped(at.error[0].value)
 
@@ -166,7 +168,8 @@ def test_uploaded_config_and_a_bad_one():
 def test_pasted_garbage_shows_an_error_not_a_traceback():
     at = run_page({"model": "custom", "cfg": '{"num_hidden_layers": "lots"}'})
     assert not at.exception
-    assert "num_hidden_layers must be a whole number, got 'lots' (str)" in unescaped(at.error[0].value)
+    assert say("en", Msg("kvmem.cfg.not_int", key="num_hidden_layers", shown="'lots'", type="str")) in unescaped(
+        at.error[0].value)
 
 
 def test_measured_on_the_real_model_matches_the_formula():
@@ -220,7 +223,7 @@ def test_only_the_open_tab_runs_and_the_link_keeps_it():
 
 def test_a_bad_tab_in_the_link_opens_the_first_with_a_warning():
     at = run_page({"tab": "nope"})
-    assert "`tab` (tab): `nope` is not one of formula, engine, prefix_hit, log, grid, variants" in " ".join(w.value for w in at.warning)
+    assert say("en", Msg("url.not_one_of", value="`nope`", options=", ".join(TABS))) in " ".join(w.value for w in at.warning)
     assert at.query_params["tab"] == "formula" and at.session_state[TAB_WIDGET] == TABS["formula"]
 
 
@@ -263,7 +266,9 @@ def test_formula_tab_lists_the_layer_groups():
     cfg = MemoryConfig(P["qwen3-next-80b-a3b"], batch=1, context=131072)
     rows = group_rows(kv_memory(cfg), engine_allocation(cfg, KVEngineConfig()))
     table = next(t.value for t in [*at.table, *at.dataframe] if "Group" in t.value.columns)
-    assert table["Group"].tolist() == ["full attention", "linear-attention (Gated DeltaNet) state"]
+    assert table["Group"].tolist() == [r["Group"] for r in rows]
+    assert [r["Group"] for r in group_rows(kv_memory(cfg), engine_allocation(cfg, KVEngineConfig()), PSEUDO)] == [
+        "kvmem.r.group.full", "kvmem.r.group.state(name=kvmem.r.state.gated_deltanet)"]
     assert table["Per request (B)"].tolist() == [r["Per request (B)"] for r in rows] == [12 * 131072 * 2048, 39_518_208]
     assert table["Share"].tolist() == ["98.8%", "1.2%"]  # 3,221,225,472 / 3,260,743,680 = 0.9879
 

@@ -13,6 +13,8 @@ from sim.alloc.policies import Comparison, compare_policies
 from sim.alloc.schedule import POLICIES, ServingConfig
 from sim.alloc.workload import LengthWorkloadConfig, make_workload
 from sim.model.transformer import checkpoint_path
+from sim.msg import Msg
+from sim.words import say
 from tests.conftest import run_page, unescaped
 
 
@@ -156,7 +158,7 @@ def test_real_model_decodes_through_block_tables():
         assert any("not available" in w.value for w in at.warning)
         return
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Same tokens as a contiguous cache"] == "yes"
+    assert metrics[say("en", Msg("paged.m.same_tokens"))] == "yes"
     assert metrics["Largest logit difference"] == "0"
     table = at.dataframe[-1].value
     assert table["branch"].tolist() == [0, 1]

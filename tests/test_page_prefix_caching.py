@@ -12,6 +12,8 @@ from sim.alloc.prefix_cache import CacheConfig, simulate_prefix_cache
 from sim.alloc.prefix_sweeps import compare_two_prompts, compare_workloads
 from sim.alloc.workload import LAYOUT_LABELS, LAYOUTS, PrefixWorkloadConfig, make_trace
 from sim.model.transformer import checkpoint_path
+from sim.msg import Msg
+from sim.words import say
 from sim.words.alloc import requests_frame
 from tests.conftest import run_page, unescaped
 
@@ -41,7 +43,7 @@ def assert_shows(at: AppTest, cfg: PrefixWorkloadConfig, cache: CacheConfig, dec
     assert shown["Prefill speed-up"] == f"{res.prefill_speedup:.2f}×"
     assert shown["Blocks reused"] == f"{res.num_hit_blocks:,}"
     assert shown["Evictions"] == f"{res.num_evictions:,}"
-    assert shown["Throughput gain, this workload"] == f"{res.throughput_gain(decode_weight):.2f}×"
+    assert shown[say("en", Msg("prefix.m.gain"))] == f"{res.throughput_gain(decode_weight):.2f}×"
     for layout in LAYOUTS:
         other = simulate_prefix_cache(make_trace(replace(cfg, layout=layout)), cache)
         assert shown[f"Hit rate · {LAYOUT_LABELS[layout]}"] == f"{100 * other.hit_rate:.1f}%"
@@ -55,7 +57,7 @@ def test_defaults_show_the_simulators_numbers_and_export_them():
     cfg, cache = PrefixWorkloadConfig(), CacheConfig()
     assert_shows(at, cfg, cache)
     shown = metrics(at)
-    assert float(shown["Token hit rate"].rstrip("%")) > 80 and shown["Hit rate · variable content first"] == "0.0%"
+    assert float(shown["Token hit rate"].rstrip("%")) > 80 and shown[say("en", Msg("prefix.m.layout", layout=Msg("prefix.layout.variable_first")))] == "0.0%"
     # the first view: the default prompt with byte 72 (the seconds' last digit) changed, blocks of 16
     text = at.text_area(key="demo_text").value
     a = list(text.encode())
@@ -63,7 +65,7 @@ def test_defaults_show_the_simulators_numbers_and_export_them():
     b[72] = other_byte(a[72])
     demo = compare_two_prompts(a, b, 16).result
     assert shown["Blocks of B reused"] == f"{demo.hit_tokens[1] // 16} of {cdiv(len(b), 16)}" == "4 of 9"
-    assert shown["Tokens of B read from the cache"] == "64"
+    assert shown[say("en", Msg("prefix.m.demo_read"))] == "64"
     assert shown["Tokens of B computed"] == f"{len(b) - 64}"
     # the cache's rules are vLLM's, and the page names the release (issue 38)
     from sim.cost.vllm_rules import version_label
@@ -99,8 +101,7 @@ def test_widgets_change_the_numbers_and_the_url():
     assert_shows(at, cfg, cache, decode_weight=2.0)
     # blocks of 4: the 12-token RAG header now hits three blocks per request, even with the question first
     assert metrics(at)["Token hit rate"] != "0.0%"
-    assert any("fills 3 full blocks of 4, so even the question-first layout can reuse 12 tokens" in c.value
-               for c in at.caption)
+    assert any(say("en", Msg("prefix.s.rag.fills.other", h=12, n=3, bs=4, tokens=12)) in c.value for c in at.caption)
     for key, value in (("workload", "rag"), ("layout", "variable_first"), ("block_size", "4"), ("capacity", "8192"),
                        ("requests", "60"), ("decode_weight", "2.0")):
         assert param(at, key) == value
@@ -159,7 +160,7 @@ def test_real_model_branches_from_the_cached_prefix(monkeypatch):
     assert frame["continuation"].tolist() == ["King.", "Ham."] and frame["same"].all()
     assert (frame["branched"] == frame["from scratch"]).all()
     text = " ".join(m.value for m in at.markdown)
-    assert "In layer 0 only **1** position changed" in text
+    assert say("en", Msg("prefix.kv.p.zero_one")) in text
     n_prefix = len(at.text_area(key="prefix").value.encode())
     after = min(n_prefix, 120) - 10
     assert f"layer 1: **{after}**" in text

@@ -6,6 +6,8 @@ from app.controls.roofline import TABS
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
 from sim.cost.roofline import RooflineConfig, decode_step, hardware, prefill_step
+from sim.msg import Msg
+from sim.words import say
 from tests.conftest import run_page
 
 
@@ -59,7 +61,7 @@ def test_widgets_change_the_numbers_and_url():
 def test_bad_choices_explained():
     at = page({"gpu": "a100-80gb", "compute": "fp8"})
     assert not at.exception
-    assert "has no dense FP8 tensor throughput" in at.error[0].value
+    assert say("en", Msg("roofline.s.no_dtype", gpu=load_gpus()["a100-80gb"].name, dtype="FP8")) in at.error[0].value
     at = page({"batch": "0", "model": "gpt-7"})
     assert not at.exception
     text = " ".join(w.value for w in at.warning)

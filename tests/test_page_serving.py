@@ -9,8 +9,13 @@ from streamlit.testing.v1 import AppTest
 from app.controls.serving_engine import TABS
 from sim.alloc.workload import LengthWorkloadConfig
 from sim.model import speculative as sp
+from sim.msg import Msg
 from sim.serving import comparison as cp
 from sim.serving import speculative as sps
+from sim.words import say
+from sim.words.catalog import PSEUDO
+from sim.words.serving_claims import lookahead_claim
+from sim.words.speculative import timing_caption
 from tests.conftest import run_page
 
 
@@ -42,7 +47,7 @@ def assert_batching_matches(at: AppTest, cmp: cp.ServingComparison) -> None:
     shown = metrics(at)
     static, cont = cmp.results["static"], cmp.results["continuous"]
     assert shown["Static batching (tokens/s)"] == f"{static.tokens_per_s:,.0f}"
-    assert shown["Continuous batching (tokens/s)"] == f"{cont.tokens_per_s:,.0f}"
+    assert shown[say("en", Msg("serving.m.continuous"))] == f"{cont.tokens_per_s:,.0f}"
     assert shown["Continuous ÷ static"] == f"{cmp.speedup:.2f}×"
     assert shown["Preemptions (continuous)"] == f"{cont.num_preemptions:,}"
     pd.testing.assert_frame_equal(at.dataframe[0].value.reset_index(drop=True), cmp.to_frame().round(3))
@@ -58,14 +63,14 @@ def test_defaults_show_the_simulators_numbers_and_export_them():
     button = at.get("download_button")[0]
     assert button.proto.url.endswith(f"/{_calculate_file_id(csv, 'text/csv', 'serving.csv')}.csv")
     assert csv.decode().startswith("policy,throughput_tok_s,") and len(csv.decode().splitlines()) == 3
-    assert "Tokens per target pass (formula)" not in metrics(at)  # speculation has its own tab
+    assert say("en", Msg("serving.m.tokens_formula")) not in metrics(at)  # speculation has its own tab
     assert not at.error and not at.warning
     # speculative decoding at the defaults: α = 0.8, k = 4, c from the roofline (70B drafted by 8B on an H100)
     at = open_page(tab="spec")
     shown = metrics(at)
     timing = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
     mc = sps.simulate_speculative(0.8, 4, 20_000, 0)
-    assert shown["Tokens per target pass (formula)"] == f"{sps.expected_tokens_per_pass(0.8, 4):.3f}"
+    assert shown[say("en", Msg("serving.m.tokens_formula"))] == f"{sps.expected_tokens_per_pass(0.8, 4):.3f}"
     assert shown["Monte Carlo"] == f"{mc.mean:.3f} ± {2 * mc.stderr:.3f}"
     assert shown["Speedup"] == f"{sps.speculative_speedup(0.8, 4, timing.c):.2f}×"
     assert shown["Best k here"] == str(sps.optimal_k(0.8, timing.c, 12))
@@ -93,7 +98,7 @@ def test_widgets_change_the_numbers_and_the_url():
     at.run()
     assert not at.exception
     shown = metrics(at)
-    assert shown["Tokens per target pass (formula)"] == f"{sps.expected_tokens_per_pass(0.6, 3):.3f}"
+    assert shown[say("en", Msg("serving.m.tokens_formula"))] == f"{sps.expected_tokens_per_pass(0.6, 3):.3f}"
     assert shown["Speedup"] == f"{sps.speculative_speedup(0.6, 3, 0.1):.2f}×"
     for key, value in (("tab", "spec"), ("requests", "300"), ("batch", "32"), ("lengths", "uniform"),
                        ("gpu", "a100-80gb"), ("alpha", "0.6"), ("k", "3"), ("c_mode", "manual"), ("c", "0.1")):
@@ -158,7 +163,8 @@ def test_live_speculation_on_the_real_model(monkeypatch):
         assert run.identical
     assert shown["Measured acceptance rate"] == f"{run.acceptance_rate:.2f}"
     assert shown["Tokens per target pass"] == f"{run.tokens_per_pass:.2f}"
-    assert any(f"{run.num_passes} target passes produced 32 tokens" in m.value for m in at.markdown)
+    head = say("en", Msg("serving.spec.head", passes=run.num_passes, tokens=32, rate=f"{run.acceptance_rate:.0%}"))
+    assert any(head in m.value for m in at.markdown)
 
 
 def shown_text(at: AppTest) -> str:
@@ -174,17 +180,18 @@ def test_captions_and_seed_checks_state_the_simulators_numbers():
     cmp = expected()
     assert f"the KV budget holds **{cmp.capacity_tokens:,} tokens**" in text
     assert f"decodes a token in {cmp.decode_s_batch1 * 1e3:,.2f} ms" in text
-    assert f"{cmp.speedup:.2f}× here (max batch 256, σ = 1, llama-3.1-8b on h100-sxm)" in text
+    assert say("en", Msg("serving.cl.batching.computed", x=f"{cmp.speedup:.2f}", batch="256", sigma="1",
+                         model="llama-3.1-8b", gpu="h100-sxm")) in text
     text = shown_text(open_page(tab="spec"))
     timing = sps.spec_timing("llama-3.1-70b", "llama-3.1-8b", "h100-sxm")
     assert f"{timing.target_step_s * 1e3:.2f} ms → c = {timing.c:.3f}" in text
-    assert f"k + 1 = 5 tokens in one target pass takes {timing.verify_s[4] * 1e3:.2f} ms" in text
+    assert f"k1=5, v={timing.verify_s[4] * 1e3:.2f}, " in timing_caption(timing, 4, PSEUDO) and timing_caption(timing, 4) in text
     points = sps.spec_batch_sweep("llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 0.8, 4)
     turn = next(p.batch for p in points if p.verify_bound == "compute")
     assert f"from batch {turn} on it is compute-bound" in text
     # the seed checks: each computed from the simulators
-    assert f"E = {sps.expected_tokens_per_pass(0.8, 4):.2f} tokens per pass at α = 0.8, k = 4" in text
+    assert say("en", Msg("serving.cl.tpp.computed", e=f"{sps.expected_tokens_per_pass(0.8, 4):.2f}", a="0.8", k="4")) in text
     assert "best k at c = 0.1: α=0.5: 2, α=0.6: 3, α=0.7: 4, α=0.8: 6" in text
     assert f"{sps.speculative_speedup(0.8, 4, 0.05):.2f}×" in text
     assert ", ".join(f"α={a:g}: {timing.speedup(a, sps.optimal_k(a, timing.c)):.2f}×" for a in (0.6, 0.8, 0.9)) in text
-    assert "Lookahead decoding needs no draft model" in text
+    assert lookahead_claim().statement in text

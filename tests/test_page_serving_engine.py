@@ -7,10 +7,12 @@ import re
 import pandas as pd
 
 from app.serving_tabs import tables_frame, view_takeaway
-from sim.alloc.trace import parse_trace, write_trace
+from sim.alloc.trace import MAX_MODEL_LEN, parse_trace, write_trace
+from sim.msg import Msg
 from sim.serving import studies as sd
 from sim.serving.comparison import DeploymentConfig
 from sim.words import engine_readouts as er
+from sim.words import say
 from tests.conftest import run_page
 from tests.test_chart_axes import charts, untitled_axes
 from tests.test_chart_axes import title_of as raw_title
@@ -89,7 +91,8 @@ def test_step_through_changes_and_refusals():
     assert at.slider(key="st_step").max == len(run.steps) - 1
     assert metrics(at)["Free GPU blocks"].endswith("of 12")
     at = open_tab("steps", st_scenario="chunked", st_budget=2)  # below the 4 running requests' decode tokens
-    assert at.error and "a token budget of 2 cannot give each of 4 running requests" in at.error[0].value
+    assert at.error and say("en", Msg("serving.err.budget_decode", budget=2, seqs=4, per=1, need=4)) in unescaped(
+        at.error[0].value)
 
 
 def test_bad_url_values_fall_back_with_a_warning():
@@ -128,13 +131,16 @@ def unescaped(text: str) -> str:
 
 def test_bad_traces_are_messages_naming_the_line_and_field():
     at = paste(open_tab("trace"), '{"prompt": [1, 2], "output_len": 3}\n{"prompt": [1], "output_len": -1}\n')
-    assert at.error and "line 2: output_len: must be 1..32,767, got -1" in unescaped(at.error[0].value)
+    assert at.error and say("en", Msg("serving.trace.at_field", where=Msg("serving.trace.line", n=2), field="output_len",
+                                      message=Msg("serving.trace.out_of_range", lo="1", hi="32,767", got="-1"))) \
+        in unescaped(at.error[0].value)
     at = paste(open_tab("trace"), '{"prompt": [1], "output_len": 1, "<b>x</b>": 1}')
     assert at.error and "unknown field" in at.error[0].value
     assert "\\<b\\>" in at.error[0].value  # the field's name escaped, never markup
     at = paste(open_tab("trace"), json.dumps({"prompt_len": 32000, "output_len": 1000}))
-    assert at.error and "line 1: output_len: prompt 32,000 + output 1,000 tokens is past the longest request" in \
-        unescaped(at.error[0].value)
+    assert at.error and say("en", Msg("serving.trace.at_field", where=Msg("serving.trace.line", n=1), field="output_len",
+                                      message=Msg("serving.trace.too_long", p="32,000", out="1,000", max=f"{MAX_MODEL_LEN:,}"))) \
+        in unescaped(at.error[0].value)
 
 
 def test_the_example_trace_button():

@@ -6,6 +6,9 @@ import pytest
 
 from app.registry import PAGES
 from sim.model.device import pick_device
+from sim.msg import Msg
+from sim.words import say
+from sim.work.threads import threads_message
 from tests.conftest import run_in_app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +47,8 @@ def test_home_device_panel_shows_the_device_in_use():
     assert metrics["torch"] == torch.__version__
     threads = next(m for m in at.metric if m.label in ("CPU threads", "GPU memory"))
     if threads.label == "CPU threads":  # the number is explained where it is shown
-        assert "torch threads this server's model work uses" in threads.help and "KVLAB_THREADS" in threads.help
+        key, fields = threads_message()
+        assert threads.help == say("en", Msg("home.threads_help", why=Msg(key, **fields))) and "KVLAB_THREADS" in threads.help
     # the pages are listed once (the sidebar links them, the table says what each shows): one link, the Lesson's
     links = at.get("page_link")
     assert [link.proto.page for link in links] == ["lesson"]

@@ -11,6 +11,7 @@ from sim.alloc.policies import Comparison, block_size_tradeoff
 from sim.alloc.schedule import POLICIES, SLOT_KINDS, PolicyResult, Segments, ServingConfig
 from sim.alloc.workload import workload_from_lengths
 from sim.words import paging as say
+from sim.words.catalog import PSEUDO
 
 # --- the block grid's time frames ------------------------------------------------------------------
 
@@ -19,10 +20,10 @@ def test_pool_frames_are_evenly_spaced_whole_steps():
     frames = views.pool_frames(101)  # last step 100: frame k shows round(2.5 k), halves to even
     assert frames.steps[:5] == (0, 2, 5, 8, 10) and frames.steps[-1] == 100 and len(frames.steps) == 41
     assert not frames.truncated
-    assert say.frames_help(frames) == "41 evenly spaced decode steps of the paged run."
+    assert say.frames_help(frames, lang=PSEUDO) == 'paged.s.frames(n=41, first=)'
     long = views.pool_frames(30_000)
     assert long.truncated and long.steps[1] == 500 and long.steps[-1] == 20_000
-    assert say.frames_help(long) == "41 evenly spaced decode steps of the paged run (its first 20,000 steps)."
+    assert say.frames_help(long, lang=PSEUDO) == 'paged.s.frames(n=41, first=paged.s.frames_first(max=20,000))'
     one = views.pool_frames(1, num_frames=3)
     assert one.steps == (0, 0, 0) and one.distinct_steps == (0,)
     with pytest.raises(ValueError, match="1\\+ steps"):
@@ -31,8 +32,7 @@ def test_pool_frames_are_evenly_spaced_whole_steps():
 
 def test_grid_too_big():
     assert say.grid_too_big(4096) is None
-    assert say.grid_too_big(4097) == ("The pool has 4,097 blocks; the grid draws at most 4,096. Lower the capacity "
-                                        "or raise the block size to see it block by block.")
+    assert say.grid_too_big(4097, lang=PSEUDO) == 'paged.s.grid_too_big(n=4,097, max=4,096)'
 
 
 # --- one pool, read off ----------------------------------------------------------------------------
@@ -48,14 +48,14 @@ def small_pool():
 
 def test_request_free_queue_and_title_lines():
     snap = small_pool().snapshot(7)
-    assert say.request_line(snap, 0) == "Request **0** holds **5** tokens in **2** blocks (62% of their 8 slots)."
-    assert say.request_line(snap, 1) == "Request **1** holds **3** tokens in **1** blocks (75% of their 4 slots)."
-    assert say.free_queue_line(snap) == "**Free queue** (3 blocks), next handed out: 3, 4, 5"
-    assert say.free_queue_line(snap, shown=2) == "**Free queue** (3 blocks), next handed out: 3, 4 …"
-    assert say.pool_title(snap, 1234) == "Step 1,234: 3 of 6 blocks in use by 2 requests, 8 tokens stored"
+    assert say.request_line(snap, 0, lang=PSEUDO) == 'paged.s.request_line(req=0, tokens=5, blocks=2, share=62%, slots=8)'
+    assert say.request_line(snap, 1, lang=PSEUDO) == 'paged.s.request_line(req=1, tokens=3, blocks=1, share=75%, slots=4)'
+    assert say.free_queue_line(snap, lang=PSEUDO) == 'paged.s.free_queue(n=3, head=3, 4, 5)'
+    assert say.free_queue_line(snap, shown=2, lang=PSEUDO) == 'paged.s.free_queue(n=3, head=3, 4 …)'
+    assert say.pool_title(snap, 1234, lang=PSEUDO) == 'paged.s.pool_title(step=1,234, used=3, total=6, running=2, tokens=8)'
     full = BlockPool(2, 4)
     full.add_request(0, 8)
-    assert say.free_queue_line(full.snapshot(0)) == "**Free queue** (0 blocks), next handed out: —"
+    assert say.free_queue_line(full.snapshot(0), lang=PSEUDO) == 'paged.s.free_queue(n=0, head=—)'
 
 
 def test_marked_block_table_stars_shared_blocks():
@@ -83,7 +83,7 @@ def test_heap_at_a_step():
     hv = views.heap_at(heap_result(), 4)  # both run: 4 + 4 and 2 + 1 tokens stored
     assert hv.req.tolist() == [0, 1] and hv.offset.tolist() == [0, 20] and hv.reserve.tolist() == [20, 30]
     assert hv.stored.tolist() == [8, 3] and hv.num_free == 50
-    assert say.heap_title(hv) == "The first-fit heap at step 4: 2 requests in contiguous extents, 50 slots free in holes"
+    assert say.heap_title(hv, lang=PSEUDO) == 'paged.s.heap_title(step=4, n=2, free=50)'
     late = views.heap_at(heap_result(), 6)
     assert late.req.tolist() == [1] and late.stored.tolist() == [5] and late.num_free == 70
     assert views.heap_at(heap_result(), 8) is None
@@ -95,10 +95,8 @@ def test_heap_at_a_step():
 
 
 def test_block_example_caption():
-    assert say.block_example_caption(17, 16) == (
-        "17 tokens take 2 blocks = 32 slots. Only the last block can be partly empty, so the waste per request is "
-        "below one block — whatever the length.")
-    assert say.block_example_caption(1234, 1).startswith("1,234 tokens take 1,234 blocks = 1,234 slots.")
+    assert say.block_example_caption(17, 16, lang=PSEUDO) == 'paged.s.block_example(tokens=17, blocks=2, slots=32)'
+    assert say.block_example_caption(1234, 1, lang=PSEUDO) == 'paged.s.block_example(tokens=1,234, blocks=1,234, slots=1,234)'
 
 
 def test_block_size_tradeoff_sweeps_the_chosen_size_too():
@@ -120,22 +118,19 @@ def test_block_size_tradeoff_sweeps_the_chosen_size_too():
 def test_fork_summary_with_copy_on_write():
     # 33 tokens in blocks of 8: 4 full blocks and block 4 with one token, which each of the first 4 branches copies
     fork = simulate_parallel_sampling(33, 5, 40, 8)
-    assert say.fork_summary(fork) == (
-        "The prompt is prefilled once into 5 blocks; forking gives every branch the same table and raises each "
-        "block's **ref_cnt** to 5. The prompt's last block is only partly full, so the first write of each branch "
-        "into it copies it (copy-on-write: 4→5, 4→6, 4→7, 4→8); the last branch finds ref_cnt 1 and writes in place. "
-        "4 blocks stay shared (labelled ×n).")
+    assert say.fork_summary(fork, lang=PSEUDO) == (
+        'paged.s.fork.summary(blocks=5, n=5, cow=paged.s.fork.cow(copies=4→5, 4→6, 4→7, 4→8), '
+        'shared=4)')
     assert "(copy-on-write: 4→5, 4→6 …)" in say.fork_summary(fork, shown=2)
-    assert say.fork_grid_title(fork) == ("After 40 tokens per branch, sharing saves 32%: 5 branches hold 34 blocks "
-                                           "of 8 tokens instead of 50 as unshared copies, 4 blocks still shared")
+    assert say.fork_grid_title(fork, lang=PSEUDO) == (
+        'paged.s.share.saves(sharing=paged.s.share.lead(lead=paged.s.fork.lead(n=40)), '
+        'saved=32%, who=paged.s.share.who(n=5), held=paged.s.share.held(n=34, bs=8, bytes=), '
+        'copies=paged.s.share.copies(n=50, bytes=), shared=paged.s.share.still.other(n=4))')
 
 
 def test_fork_summary_without_copies():
     fork = simulate_parallel_sampling(32, 3, 8, 8)  # 4 full blocks: every branch starts a block of its own
-    assert say.fork_summary(fork) == (
-        "The prompt is prefilled once into 4 blocks; forking gives every branch the same table and raises each "
-        "block's **ref_cnt** to 3. No shared block is ever written into, so nothing is copied. "
-        "4 blocks stay shared (labelled ×n).")
+    assert say.fork_summary(fork, lang=PSEUDO) == 'paged.s.fork.summary(blocks=4, n=3, cow=paged.s.fork.no_cow, shared=4)'
 
 
 # --- the comparison's sentences ----------------------------------------------------------------------
@@ -159,19 +154,15 @@ def comparison() -> Comparison:
 
 def test_comparison_sentences_by_hand():
     cmp = comparison()
-    assert say.drawn_caption(cmp) == ("Drawn: 3 requests, prompts 20 tokens on average (longest 30), outputs 71 "
-                                   "(longest 200); 1,024 blocks of 16 slots.")
-    assert say.memory_summary(cmp) == (
-        "Contiguous allocation keeps **25.0–35.0%** of the memory it claims filled with real tokens; the vLLM paper "
-        "measured **20.4–38.2%** for earlier systems. The rest is *reservation*: slots set aside for tokens that come "
-        "later or never, and — in the first-fit heap — free holes too small for the next request. Paged blocks keep "
-        "**96.0%** (waste 4.0%, only the unused tail of each request's last block; the paper: under 4%).")
-    assert say.concurrency_summary(cmp) == (
-        "With the same 16,384 slots, paged allocation runs **4.0** requests at once against **1.0** when every request "
-        "reserves the maximum length, so it finishes the workload **4.00×** sooner (seed 002: up to about 4× the "
-        "throughput of contiguous allocation). Paged admission only needs the prompt's blocks, so when memory runs "
-        "out mid-generation the newest request is preempted and recomputed later — **1,234** times here, as vLLM "
-        "does (this step count does not charge the recomputation).")
+    assert say.drawn_caption(cmp, lang=PSEUDO) == (
+        'paged.s.drawn(n=3, prompt=20, prompt_max=30, output=71, output_max=200, blocks=1,024, '
+        'bs=16)')
+    assert say.memory_summary(cmp, lang=PSEUDO) == (
+        'paged.s.memory_summary(lo=25.0, hi=35.0, paper_lo=20.4, paper_hi=38.2, paged=96.0, '
+        'waste=4.0, paper_waste=4)')
+    assert say.concurrency_summary(cmp, lang=PSEUDO) == (
+        'paged.s.concurrency_summary(cap=16,384, paged=4.0, max_len=1.0, '
+        'finish=paged.s.finish.sooner(x=4.00), preemptions=1,234)')
 
 
 def test_results_frame_is_the_table_without_labels_rounded():
@@ -198,8 +189,11 @@ def test_paged_run_table_and_title():
                    num_copied_blocks=1, bytes_per_block=1000, num_blocks_if_copied=4)
     pd.testing.assert_frame_equal(say.live_branch_frame(run), pd.DataFrame(
         {"branch": [0, 1], "text it wrote": ["Hi", "hi!"], "block table (* = shared)": ["0* 1", "0* 2"]}))
-    assert say.live_grid_title(run) == ("On the real model, sharing saves 25%: 2 branches hold 3 blocks of 4 tokens (3,000 "
-                              "bytes) instead of 4 (4,000 bytes) as unshared copies, 1 block still shared")
+    assert say.live_grid_title(run, lang=PSEUDO) == (
+        'paged.s.share.saves(sharing=paged.s.share.lead(lead=paged.live.lead), saved=25%, '
+        'who=paged.s.share.who(n=2), held=paged.s.share.held(n=3, bs=4, '
+        'bytes=paged.s.share.bytes(n=3,000)), copies=paged.s.share.copies(n=4, '
+        'bytes=paged.s.share.bytes(n=4,000)), shared=paged.s.share.still.one(n=1))')
     assert run.used_bytes == 3000 and run.bytes_if_copied == 4000
 
 

@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from sim.alloc.block_pool import cdiv
 from sim.alloc.byte_tokens import other_byte
 from sim.alloc.prefix_cache import CacheConfig, block_hashes, hash_block_tokens, simulate_prefix_cache, work_ratio
-from sim.alloc.prefix_sweeps import block_size_sweep, capacity_sweep, compare_two_prompts, compare_workloads
+from sim.alloc.prefix_sweeps import BlockFate, block_size_sweep, capacity_sweep, compare_two_prompts, compare_workloads
 from sim.alloc.radix_tree import radix_hit_tokens, radix_view
 from sim.alloc.workload import LAYOUTS, PREFIX_WORKLOADS, PrefixWorkloadConfig, make_trace, trace_from_lists
 from sim.model import prefix_run as pr
 from sim.words import prefix_run as prw
+from sim.words.catalog import PSEUDO
 
 
 def blake(parent: bytes, tokens, extra: bytes = b"") -> int:
@@ -264,12 +265,12 @@ def test_compare_two_prompts_fates():
     demo = compare_two_prompts(a, b, 4)
     frame, res = demo.frame, demo.result
     fates = frame.groupby("request")["fate"].apply(list).to_dict()
-    assert fates["A"] == ["computed, cached", "computed, cached", "computed, partial block: not cached"]
-    assert fates["B"] == ["hit", "computed, cached", "computed, partial block: not cached"]
+    assert fates["A"] == [BlockFate.CACHED, BlockFate.CACHED, BlockFate.PARTIAL]
+    assert fates["B"] == [BlockFate.HIT, BlockFate.CACHED, BlockFate.PARTIAL]
     assert res.hit_tokens.tolist() == [0, 4]
     demo = compare_two_prompts(list(b"abcdefgh"), list(b"abcdefgh"), 4)  # identical: last token recomputed
     frame, res = demo.frame, demo.result
-    assert frame[frame["request"] == "B"]["fate"].tolist() == ["hit", "computed again: holds the last prompt token"]
+    assert frame[frame["request"] == "B"]["fate"].tolist() == [BlockFate.HIT, BlockFate.RECOMPUTED]
     assert frame["parent hash"].tolist()[:2] == ["root", frame["hash"].iloc[0]]
 
 
@@ -419,25 +420,27 @@ def _branch_run(shared_s: float, branch_decode_s: float = 0.10, scratch_decode_s
 
 
 def test_branch_summary_says_which_way_each_comparison_went():
-    trails = prw.branch_summary(_branch_run(1.0))  # time saved 40 % < tokens 45 %
-    assert "**45%** of the prefill tokens and **40%** of the prefill time" in trails
-    assert "Time saved (40%) trails tokens saved (45%) by 5 points" in trails and "3 passes instead of 2" in trails
-    exceeds = prw.branch_summary(_branch_run(0.6))  # 60 % > 45 %
-    assert "Time saved (60%) exceeds tokens saved (45%) by 15 points" in exceeds and "trails" not in exceeds
-    assert "about the same share (within 2 points)" in prw.branch_summary(_branch_run(0.9))  # 45 % vs 45.5 %
-    assert "Decoding the same 2 × 4 steps took 100 ms both ways: the steps are the same work." in trails
-    one = prw.branch_summary(_branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236))  # one repeat: no spread
-    assert ("Decoding the same 2 × 4 steps took 147 ms branched vs 236 ms from scratch, 89 ms (61%) more from "
-            "scratch; one timed repeat gives no spread to tell timing noise from a real gap.") in one
+    trails = prw.branch_summary(_branch_run(1.0), lang=PSEUDO)  # time saved 40 % < tokens 45 %
+    assert "prefix.run.removes(tok=45, tim=40)" in trails
+    assert "prefix.run.trails(tim=40, tok=45, gap=5, passes=3, n=2)" in trails
+    exceeds = prw.branch_summary(_branch_run(0.6), lang=PSEUDO)  # 60 % > 45 %
+    assert "prefix.run.exceeds(tim=60, tok=45, gap=15)" in exceeds and "trails" not in exceeds
+    assert "prefix.run.about_same(within=2)" in prw.branch_summary(_branch_run(0.9), lang=PSEUDO)  # 45 % vs 45.5 %
+    assert "prefix.run.decode_equal(same=prefix.run.same_steps(n=2, steps=4), a=100)" in trails
+    one = prw.branch_summary(_branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236),
+                             lang=PSEUDO)  # one repeat: no spread
+    lead = ("prefix.run.decode_lead(same=prefix.run.same_steps(n=2, steps=4), a={a}, b={b}, diff=89, share=61%, "
+            "way=prefix.run.way_{way})")
+    assert f"prefix.run.decode_one(lead={lead.format(a=147, b=236, way='scratch')})" in one
     runs = dict(branch_decode_runs_s=(0.10, 0.147, 0.25), scratch_decode_runs_s=(0.2, 0.236, 0.24))
-    noisy = prw.branch_summary(_branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236, **runs))  # spread 150 ms
-    assert noisy.endswith("89 ms (61%) more from scratch, within the 150 ms the repeats spread over: timing noise, "
-                          "since the steps are the same work over caches of the same length.")
+    noisy = prw.branch_summary(_branch_run(1.0, branch_decode_s=0.147, scratch_decode_s=0.236, **runs),
+                               lang=PSEUDO)  # spread 150 ms
+    assert noisy.endswith(f"prefix.run.decode_noise(lead={lead.format(a=147, b=236, way='scratch')}, spread=150)")
     tight = dict(branch_decode_runs_s=(0.14, 0.15), scratch_decode_runs_s=(0.23, 0.24))  # spread 10 ms
-    real = prw.branch_summary(_branch_run(1.0, branch_decode_s=0.236, scratch_decode_s=0.147, **tight))
-    assert real.endswith("89 ms (61%) more branched, more than the 10 ms the repeats spread over, although the "
-                         "steps are the same work over caches of the same length.")
-    assert "noise" not in real.replace("timing noise from", "")
+    real = prw.branch_summary(_branch_run(1.0, branch_decode_s=0.236, scratch_decode_s=0.147, **tight), lang=PSEUDO)
+    assert real.endswith(f"prefix.run.decode_real(lead={lead.format(a=236, b=147, way='branched')}, spread=10)")
+    assert "noise" not in prw.branch_summary(_branch_run(1.0, branch_decode_s=0.236, scratch_decode_s=0.147, **tight)
+                                             ).replace("timing noise from", "")
 
 
 def test_a_hit_may_share_a_block_behind_equal_tokens_in_other_blocks():

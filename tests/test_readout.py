@@ -21,6 +21,7 @@ from sim.words.attention import (
     sweep_progress,
     timing_heading,
 )
+from sim.words.catalog import PSEUDO
 from tests.test_attention_readouts import fake_result
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,21 +44,21 @@ def test_readout_module_imports_without_torch():
 
 def test_timing_sentences():
     r = fake_result(128)  # B=1, H=1, N=128, d=16, measured on "cpu" with 2 threads
-    label = r.shape.label()
-    assert timing_heading(r, "12:34:56") == (f"**{label}** — measured at 12:34:56 on `cpu` with 2 thread(s). Same "
-                                             "shape again gives the cached numbers; **Measure again** takes fresh ones.")
+    assert timing_heading(r, "12:34:56", lang=PSEUDO) == (
+        'kernels.s.timing_heading(shape=kernels.shape.label(b=1, h=1, q=128, k=128, d=16, '
+        'mask=kernels.shape.causal, dtype=float32), at=12:34:56, device=cpu, threads=2)')
     assert stale_timing_note(r, r.shape) is None and stale_timing_note(r, None) is None
     other = AttentionShape(batch=1, heads=1, seq_len=256, head_dim=16)
-    assert stale_timing_note(r, other) == (f"The numbers below are for {label}. Press **Time these kernels** to "
-                                           "measure the shape in the form.")
-    assert backends_caption("cuda:0", 120).startswith("Device `cuda:0`; each SDPA backend was forced")
-    assert backends_caption("cpu", 90).endswith("stopped after 90 s, so a slow compile can never hang this page.")
+    assert stale_timing_note(r, other, lang=PSEUDO) == (
+        'kernels.s.stale(shape=kernels.shape.label(b=1, h=1, q=128, k=128, d=16, '
+        'mask=kernels.shape.causal, dtype=float32))')
+    assert backends_caption("cuda:0", 120, lang=PSEUDO) == 'kernels.s.backends(device=cuda:0, timeout=120)'
+    assert backends_caption("cpu", 90, lang=PSEUDO) == 'kernels.s.backends(device=cpu, timeout=90)'
 
 
 def test_sweep_sentences():
-    assert no_sweep_warning(AttentionShape(batch=4, heads=32)) == (
-        "At B·H = 128 not even N = 128 fits this device's cap; lower B or H.")
-    assert one_length_caption([128]) == "Only N = 128 fits at this B·H."
+    assert no_sweep_warning(AttentionShape(batch=4, heads=32), lang=PSEUDO) == 'kernels.s.no_sweep(bh=128)'
+    assert one_length_caption([128], lang=PSEUDO) == 'kernels.s.one_length(n=128)'
     assert lengths_up_to([128, 256, 512, 1024], 512) == [128, 256, 512]
     assert lengths_up_to([128, 256], 100) == []
     assert sweep_progress(1, 4096, 6) == "N = 4,096 (2 of 6)"

@@ -19,6 +19,7 @@ from sim.cost.roofline import (
 )
 from sim.model.probe import probe_machine
 from sim.words import say
+from sim.words.catalog import PSEUDO
 from sim.words.roofline import tiny_verdict, trend_verdict
 
 P = load_presets()
@@ -113,8 +114,7 @@ def test_bad_inputs():
 def test_machine_probe_measures_positive_figures():
     probe = probe_machine(device="cpu", copy_mib=8, matmul_n=128, repeats=2)
     assert probe.bandwidth > 0 and probe.peak_flops > 0 and (probe.copy_mib, probe.matmul_n, probe.repeats) == (8, 128, 2)
-    assert say("en", probe.method) == ("bandwidth: copy 8 MiB fp32 (read + write = 16 MiB moved), best of 2; compute: "
-                                       f"128×128 @ 128×128 in {probe.dtype}, 2·n³ FLOPs, best of 2")
+    assert say(PSEUDO, probe.method) == f"roofline.s.method(mib=8, moved=16, reps=2, n=128, dtype={probe.dtype}, reps_mm=2)"
     assert say("ko", probe.method) == ("대역폭: fp32 8 MiB 복사 (읽기 + 쓰기 = 16 MiB 이동), 2회 중 최고; 연산: "
                                        f"{probe.dtype}로 128×128 @ 128×128, 2·n³ FLOPs, 2회 중 최고")
     assert not {"bandwidth", "copy", "compute", "best"} & set(say("ko", probe.method).split())  # nothing read back
@@ -137,7 +137,10 @@ def test_the_context_trend_sentence_follows_the_numbers():
     mha = context_trend(p["llama-2-7b"])  # one query head per K/V head: a cached byte is read for ~1 FLOP
     assert "stays about there" in trend_verdict(mha) and "rises" not in trend_verdict(mha)
     falling = ContextTrend(1, 4096, 1.0, 0.5, 1)
-    assert "falls as context grows (1.00 at 1 token, 0.50 at 4,096 tokens)" in trend_verdict(falling)
+    assert trend_verdict(falling, lang=PSEUDO) == (
+        'roofline.s.trend.verdict(way=roofline.s.trend.falls(short=1.00, '
+        'at_short=roofline.s.trend.token(n=1), long=0.50, '
+        'at_long=roofline.s.trend.tokens(n=4,096)))')
 
 
 def test_the_pages_tables_and_sentences():
@@ -152,11 +155,9 @@ def test_the_pages_tables_and_sentences():
     levers = what_helps(cfg, hw)
     shown = levers_frame(levers)
     assert shown["vs as chosen"].iloc[0] == "1.00×" and shown["Change"].tolist() == [say("en", x.name) for x in levers]
-    assert turning_points({512: 64, 131072: None}) == (
-        "context 512: compute-bound from batch **64** · context 131,072: **memory-bound at every batch up to 4,096**")
+    assert turning_points({512: 64, 131072: None}, lang=PSEUDO) == 'roofline.s.turn.from(S=512, b=64) · roofline.s.turn.never(S=131,072)'
     # 2 MB and 1 MFLOP per step; the roof allows 50 µs, it took 500 µs: 10% of the roof, 120 operations
     tp = TinyDecodePoint(2e6, 1e6, 500e-6, 50e-6, 120, 0.5, 2e9, 1e9)
-    assert tiny_verdict(tp).startswith("One cached decode step of the tiny model moves 2.00 MB and does 1.00 MFLOP. "
-                                 "The roofline says it could take 50 µs; it took **500 µs** — 10.0% of what the roof "
-                                 "allows.")
-    assert "each of its ~120 operations per token" in tiny_verdict(tp)
+    assert tiny_verdict(tp, lang=PSEUDO) == (
+        'roofline.s.tiny.said(mb=2.00, mflop=1.00, predicted=50, measured=500, '
+        'share=10.0%)roofline.s.tiny.launch(ops=120)')

@@ -27,6 +27,7 @@ from sim.serving import step_cost as sc
 from sim.serving.engine import EngineConfig
 from sim.words import comparison as cw
 from sim.words import say
+from sim.words.catalog import PSEUDO
 
 UNIT = sc.LinearCost(base_s=1.0)  # every forward pass takes one second: times count passes
 
@@ -324,11 +325,12 @@ def test_summary_and_budget_caption_are_worded_from_the_run():
     cmp = cp.run_serving(SMALL)
     static, cont = cmp.results["static"], cmp.results["continuous"]
     caption = cw.budget_caption(cmp)
-    assert caption.startswith("Llama 3.1 8B on one NVIDIA H100 SXM 80GB: 72.0 GiB usable")
+    assert cw.budget_caption(cmp, PSEUDO).startswith(
+        "serving.s.budget(model=Llama 3.1 8B, gpu=NVIDIA H100 SXM 80GB, usable=72.0, ")
     assert f"the KV budget holds **{cmp.capacity_tokens:,} tokens** (128 KiB each)" in caption
     assert f"Drawn: 60 requests, prompts {cmp.workload.prompt_len.mean():.0f} tokens on average" in caption
     summary = cw.summary(cmp)
-    assert summary.startswith(f"Both ran the same 60 requests ({static.num_output_tokens:,} output tokens).")
+    assert cw.summary(cmp, PSEUDO).startswith(f"serving.s.sum(n=60, out={static.num_output_tokens:,}, ")
     assert f"Static batching needed **{static.makespan_s:,.1f} s**, continuous batching **{cont.makespan_s:,.1f} s**: " \
            f"**{cmp.speedup:.2f}×** the throughput." in summary
     assert f"only **{100 * static.useful_row_share:.0f}%** of the rows" in summary

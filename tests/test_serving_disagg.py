@@ -21,6 +21,8 @@ from sim.serving.disagg import (
 from sim.serving.engine import EngineConfig, simulate_engine
 from sim.serving.step_cost import LinearCost
 from sim.words import engine_readouts as er
+from sim.words import text
+from sim.words.catalog import PSEUDO
 from sim.words.serving import cell, event_line
 
 UNIT = LinearCost(1.0)  # every pass takes 1 s
@@ -90,7 +92,7 @@ def test_a_prefilled_request_decodes_from_its_second_token():
     wl = workload_from_lengths([6], [3], arrival=[5], max_model_len=9)
     run = simulate_engine(wl, CFG, UNIT, prefilled_first_s=np.array([4.0]), record=True, check=True)
     assert run.result.first_token_s.tolist() == [4.0] and run.result.finish_s.tolist() == [7.0]
-    assert event_line("en", run.steps[0].events[0]) == "request 0 arrived with its KV, took block(s) [0, 1]"  # 6 + 1 tokens, blocks of 4
+    assert event_line(PSEUDO, run.steps[0].events[0]) == 'serving.ev.arrived(r=0, blocks=[0, 1])'  # 6 + 1 tokens, blocks of 4
     assert run.result.itl_s.tolist() == [2.0, 1.0]  # 6 − 4, then one pass
     with pytest.raises(ValueError, match="at least 2 output tokens"):
         simulate_engine(workload_from_lengths([6], [1], max_model_len=9), CFG, UNIT, prefilled_first_s=np.zeros(1))
@@ -113,23 +115,32 @@ def test_the_study_measures_what_its_verdict_says():
 
 def test_disagg_sentences_both_ways():
     slo = (1.0, 8.0)
-    assert er.disagg_verdict(4996, 4917, 32.23, 8.46, 49.7, 94.7, 12.82, 24.05, *slo) == (
-        "Disaggregated: throughput within 2% of colocated's (4,917 vs 4,996 tokens/s), the p99 gap between tokens "
-        "8.5 ms vs 32.2 ms; with the SLOs (first token within 1 s, then at most 8 ms per token), 95% of requests met "
-        "both vs 50% colocated. It bought steadier decoding, not throughput — and because the SLOs bind here, that "
-        "is 1.9× the requests served within them (24.05 vs 12.82 per second).")
-    assert er.disagg_verdict(1000, 1000, 30, 6, 100, 100, 5.0, 5.0, *slo).endswith(
-        "It bought steadier decoding, not throughput, and the SLOs do not turn that into more requests served within "
-        "them here.")
-    assert er.disagg_verdict(1000, 800, 30, 40, 100, 60, 5.0, 3.0, *slo) == (
-        "Disaggregated: throughput 0.80× colocated's (800 vs 1,000 tokens/s), the p99 gap between tokens 40.0 ms vs "
-        "30.0 ms; with the SLOs (first token within 1 s, then at most 8 ms per token), 60% of requests met both vs "
-        "100% colocated. Here it lost throughput and did not even shorten the gap between tokens.")
-    assert er.disagg_verdict(1000, 1100, 30, 6, 90, 99, 5.0, 6.0, *slo).endswith(
-        "Here splitting the pools also served more tokens per second.")
-    assert er.disagg_takeaway(2, 2, 32.23, 8.46, 0.042, 0.059) == (
-        "2 prefill + 2 decode GPUs vs 4 colocated: p99 inter-token latency cut from 32.2 ms to 8.5 ms, median time "
-        "to first token raised from 0.04 s to 0.06 s")
+    assert er.disagg_verdict(4996, 4917, 32.23, 8.46, 49.7, 94.7, 12.82, 24.05, *slo, lang=PSEUDO) == (
+        'serving.s.e.dv_head(tput=serving.s.e.dv_tput_same(within=2%, dis=4,917, coloc=4,996), '
+        'itl=serving.s.e.dv_itl(b=8.5 ms, a=32.2 ms), slo=serving.s.e.dv_slo(ttft=1, tpot=8, '
+        'dis=95, coloc=50)) serving.s.e.dv_goodput(x=1.9×, dis=24.05, coloc=12.82)')
+    assert er.disagg_verdict(1000, 1000, 30, 6, 100, 100, 5.0, 5.0, *slo, lang=PSEUDO) == (
+        'serving.s.e.dv_head(tput=serving.s.e.dv_tput_same(within=2%, dis=1,000, coloc=1,000), '
+        'itl=serving.s.e.dv_itl(b=6.0 ms, a=30.0 ms), slo=serving.s.e.dv_slo(ttft=1, tpot=8, '
+        'dis=100, coloc=100)) serving.s.e.dv_steadier')
+    assert er.disagg_verdict(1000, 800, 30, 40, 100, 60, 5.0, 3.0, *slo, lang=PSEUDO) == (
+        'serving.s.e.dv_head(tput=serving.s.e.dv_tput(r=0.80, dis=800, coloc=1,000), '
+        'itl=serving.s.e.dv_itl(b=40.0 ms, a=30.0 ms), slo=serving.s.e.dv_slo(ttft=1, tpot=8, '
+        'dis=60, coloc=100)) serving.s.e.dv_lost')
+    assert er.disagg_verdict(1000, 1100, 30, 6, 90, 99, 5.0, 6.0, *slo, lang=PSEUDO) == (
+        'serving.s.e.dv_head(tput=serving.s.e.dv_tput(r=1.10, dis=1,100, coloc=1,000), '
+        'itl=serving.s.e.dv_itl(b=6.0 ms, a=30.0 ms), slo=serving.s.e.dv_slo(ttft=1, tpot=8, '
+        'dis=99, coloc=90)) serving.s.e.dv_more_tput')
+    # colocated served nothing within the SLOs (a link at dg_rate=1000 raised ZeroDivisionError on the page)
+    assert er.disagg_verdict(1000, 1000, 30, 6, 0, 40, 0.0, 2.5, *slo, lang=PSEUDO) == (
+        'serving.s.e.dv_head(tput=serving.s.e.dv_tput_same(within=2%, dis=1,000, coloc=1,000), '
+        'itl=serving.s.e.dv_itl(b=6.0 ms, a=30.0 ms), slo=serving.s.e.dv_slo(ttft=1, tpot=8, '
+        'dis=40, coloc=0)) serving.s.e.dv_goodput_only(dis=2.50)')
+    assert er.disagg_verdict(1000, 1000, 30, 6, 0, 40, 0.0, 2.5, *slo, lang="ko").endswith(
+        text("ko", "serving.s.e.dv_goodput_only", dis="2.50"))
+    assert er.disagg_takeaway(2, 2, 32.23, 8.46, 0.042, 0.059, lang=PSEUDO) == (
+        'serving.s.e.disagg(p=2, d=2, n=4, itl=serving.s.e.cut(a=32.2 ms, b=8.5 ms), '
+        'ttft=serving.s.e.raised(a=0.04 s, b=0.06 s))')
 
 
 def test_disagg_refusals():

@@ -25,14 +25,8 @@ from sim.serving.links import LINKS
 from sim.serving.scheduler import RowKind
 from sim.words import say
 from sim.words.catalog import PSEUDO
-from sim.words.serving import event_line
 
 UNIT = sc.LinearCost(base_s=1.0)  # every pass takes one second: times count passes
-
-
-def lines(view) -> tuple[str, ...]:
-    """A step's events worded in English (golden sentences; the events themselves are messages)."""
-    return tuple(event_line("en", e) for e in view.events)
 
 
 def cfg(**kw) -> en.EngineConfig:
@@ -82,7 +76,7 @@ def test_chunked_prefill_schedule_by_hand():
     assert s2.block_tables == {0: (0, 1, 2), 2: (5,)} and s2.free_queue == tuple(range(6, 16)) + (4, 3)
     assert s3.finished == (0, 2) and s3.block_tables == {}
     assert s3.free_queue == tuple(range(6, 16)) + (4, 3, 2, 1, 0, 5)
-    assert "request 1 finished: block(s) [4, 3] back to the free queue" in lines(s2)
+    assert s2.events == (Msg('serving.ev.admitted', r=2, blocks=[5]), Msg('serving.ev.finished', r=1, blocks=[4, 3]))
 
 
 def test_without_chunking_a_long_prompt_waits_for_a_whole_budget():
@@ -98,11 +92,8 @@ def test_chunked_budget_must_cover_every_running_decode():
     with pytest.raises(Refusal) as e:
         cfg(max_num_batched_tokens=7, num_speculative_tokens=1)
     assert (e.value.key, e.value.fields) == ("serving.err.budget_decode", {"budget": 7, "seqs": 4, "per": 2, "need": 8})
-    # golden sentences: every number, the setting and its bound, in both languages
-    assert str(e.value) == ("a token budget of 7 cannot give each of 4 running requests its 2 decode token(s) per step: "
-                            "raise it to at least 8 (vLLM asks max_num_batched_tokens >= max_num_seqs)")
-    assert say("ko", e.value.msg) == ("토큰 예산 7개로는 돌고 있는 요청 4개에 스텝마다 디코드 토큰을 2개씩 줄 수 없다: "
-                                      "적어도 8개로 올리라 (vLLM도 max_num_batched_tokens >= max_num_seqs를 요구한다)")
+    # the golden sentences of this refusal, in both languages, are in tests/test_golden_sentences_c.py
+    assert say(PSEUDO, e.value.msg) == "serving.err.budget_decode(budget=7, seqs=4, per=2, need=8)"
     cfg(max_num_batched_tokens=8, num_speculative_tokens=1)  # the least budget that does
 
 
@@ -180,7 +171,7 @@ def test_preemption_by_recompute_by_hand():
     steps = run.steps
     assert steps[2].waiting == (1,) and steps[2].running == (0,) and steps[2].block_tables == {0: (0, 1, 3)}
     assert steps[2].free_queue == (2,)
-    assert lines(steps[2])[0] == "request 1 preempted (recompute): blocks [2, 3] freed"
+    assert steps[2].events[0] == Msg("serving.ev.recompute", r=1, blocks=[2, 3])
     assert steps[3].free_queue == (2, 3, 1, 0) and steps[3].waiting == (1,)
     assert steps[4].rows == ((1, RowKind.PREFILL, 5),) and steps[4].block_tables == {1: (2, 3, 1)}
     assert steps[5].free_queue == (0, 1, 3, 2)
@@ -201,11 +192,11 @@ def test_preemption_by_swapping_by_hand():
     assert run.swap_out_bytes == run.swap_in_bytes == 4 * KVB and run.swap_seconds == 1.0
     s2, s3, s4 = run.steps[2:5]
     assert s2.swapped == (1,) and s2.cpu_block_tables == {1: (0, 1)} and s2.block_tables == {0: (0, 1, 3)}
-    assert lines(s2)[0] == "request 1 swapped out: GPU blocks [2, 3] → host blocks [0, 1]"
+    assert s2.events == (Msg('serving.ev.swap_out', r=1, gpu=[2, 3], host=[0, 1]), Msg('serving.ev.took', r=0, blocks=[3]))
     assert s3.swapped == (1,) and s3.free_queue == (2, 3, 1, 0)
     assert s4.swapped == () and s4.running == (1,) and s4.block_tables == {1: (2, 3, 1)} and s4.cpu_block_tables == {}
     assert s4.rows == ((1, RowKind.DECODE, 1),)
-    assert lines(s4)[0] == "request 1 swapped in: host blocks [0, 1] → GPU blocks [2, 3, 1]"
+    assert s4.events == (Msg('serving.ev.swap_in', r=1, host=[0, 1], gpu=[2, 3, 1]),)
 
 
 def test_swap_falls_back_to_recompute_without_host_room():
@@ -240,7 +231,7 @@ def test_prefix_hit_shares_the_cached_blocks():
     last = run.steps[-1]
     assert run.steps[1].free_queue == (3, 4, 5, 6, 7, 2, 1, 0)
     assert run.steps[2].rows == ((1, Msg("serving.did.after", n=8), 2),)
-    assert "request 1 admitted (2 cached: [0, 1]), took block(s) [3]" in lines(run.steps[2])
+    assert run.steps[2].events == (Msg('serving.ev.admitted_hit', r=1, n=2, cached=[0, 1], blocks=[3]), Msg('serving.ev.finished', r=1, blocks=[3, 1, 0]))
     assert last.finished == (1,) and last.free_queue == (4, 5, 6, 7, 2, 3, 1, 0)
     assert set(last.cached_blocks) == {0, 1}  # still cached (hashes kept) while free
     assert run.result.it_prefill_tokens.tolist() == [8, 0, 2]
@@ -260,8 +251,7 @@ def test_lookahead_slots_are_reserved_and_rolled_back(alpha, passes, rolled):
         assert run.spec_reserved_slots == 3 + 3 + 2 + 1 == run.spec_rolled_back_slots
         assert run.steps[1].block_tables == {0: (0, 1)} and run.steps[1].num_tokens == {0: 5}
         assert run.steps[2].block_tables == {0: (0, 1)} and run.steps[2].num_tokens == {0: 6}
-        assert lines(run.steps[2])[:2] == ("request 0 took block(s) [2]",
-                                           "request 0: 0 of 3 drafts accepted, 3 slot(s) rolled back, block(s) [2] freed")
+        assert run.steps[2].events == (Msg('serving.ev.took', r=0, blocks=[2]), Msg('serving.ev.rolled_freed', r=0, a=0, k=3, back=3, freed=[2]))
         assert run.steps[2].free_queue[-1] == 2
     else:
         assert run.result.it_tokens.tolist() == [1, 4, 1]

@@ -9,6 +9,7 @@ import pytest
 
 from sim.alloc.prefix_cache import block_hashes
 from sim.alloc.workload import workload_from_lengths
+from sim.msg import Msg
 from sim.refusal import Misuse
 from sim.serving.comparison import DeploymentConfig
 from sim.serving.config import EngineConfig
@@ -18,7 +19,7 @@ from sim.serving.shared_prefix import SharedPrefixConfig, make_shared_prefix
 from sim.serving.step_cost import LinearCost, extend_work
 from sim.serving.tiers import OffloadConfig, TierCache, breakeven_position, recompute_seconds
 from sim.words import engine_readouts as er
-from sim.words.serving import event_line
+from sim.words.catalog import PSEUDO
 
 BS = 4
 GROUP_IDS = {g: np.arange(8, dtype=np.int32) + 100 * (i + 1) for i, g in enumerate("ABC")}
@@ -62,9 +63,9 @@ def test_tiers_after_each_request_worked_by_hand():
     # r5 A: the GPU and host miss, the disk has A0 A1 -> loaded from disk (disk A0 A1); evicting C1, C0 pushes
     # B1 then B0 down, dropping A0 then A1
     assert got[5] == (["A0", "A1"], [["C1", "C0"], ["B1", "B0"]])
-    assert [event_line("en", v.events[0]) for v in run.steps if v.events and v.events[0].key == "serving.ev.loaded"] == [
-        "request 2: 2 block(s) loaded back (2 from the host)", "request 3: 2 block(s) loaded back (2 from the host)",
-        "request 5: 2 block(s) loaded back (2 from the disk)"]
+    assert [v.events[0] for v in run.steps if v.events and v.events[0].key == "serving.ev.loaded"] == [
+        Msg("serving.ev.loaded", r=r, n=2, parts=[Msg("serving.ev.from_tier", n=2, tier=Msg(f"serving.tier.{tier}"))])
+        for r, tier in ((2, "host"), (3, "host"), (5, "disk"))]
     # tokens: r2, r3 found 8 each in the host, r5 8 on disk; none on the GPU (every hit block was evicted first)
     assert run.tier_hit_tokens == (0, 16, 8) and run.prefix_hit_tokens == 24
     assert run.load_bytes == (16 * KVB, 8 * KVB)
@@ -164,29 +165,28 @@ def test_offload_study_sentences_follow_its_numbers():
     # an NVMe drive (7 GB/s) against an H100 on an 8B model: 16 tokens × 128 KiB = 2 MiB in 300 µs, slower than the
     # ~226 µs of recomputing a first block, and these prompts are too short for attention to change that
     assert st.breakeven == (0, None)
-    assert "always loses to recomputing" in disk and "loading wins at every position" in host
+    assert ("serving.s.e.per_never(" in er.offload_verdicts(st, lang=PSEUDO)[1]
+            and "serving.s.e.per_always(" in er.offload_verdicts(st, lang=PSEUDO)[0])
 
 
 def test_offload_sentences_both_ways():
-    assert er.offload_takeaway([0.72, 0.06, 0.07], [71.9, 72.1, 72.1], [0, 11.5, 13.4]) == (
-        "Host + disk tiers under the GPU: cached prompt tokens up from 72% to 86%, median time to first token cut "
-        "from 0.72 s to 0.07 s")
-    assert er.offload_takeaway([0.5, 0.6, 0.7], [50, 50, 50], [0, 0.1, 0.2]) == (
-        "Host + disk tiers under the GPU: cached prompt tokens unchanged at 50%, median time to first token raised "
-        "from 0.50 s to 0.70 s")
-    assert er.tier_verdict("host", "PCIe 5.0 x16", 95_120, 0.198, 1.395, 0, 33.3, 225.9, 16, "Llama 3.1 8B") == (
-        "The **host** tier won here: loading its 95,120 tokens over PCIe 5.0 x16 added 0.198 s to passes, where "
-        "prefilling them again would have cost 1.395 s (7.0× more). One block of 16 tokens loads in 33.3 µs over "
-        "PCIe 5.0 x16, less than the 225.9 µs Llama 3.1 8B needs to recompute even a prompt's first block: loading "
-        "wins at every position.")
-    assert er.tier_verdict("disk", "NVMe", 16_384, 0.307, 0.240, 12_288, 299.6, 225.9, 16, "M") == (
-        "The **disk** tier lost here: loading its 16,384 tokens over NVMe added 0.307 s to passes, more than the "
-        "0.240 s prefilling them again would have cost. One block of 16 tokens loads in 299.6 µs over NVMe: slower "
-        "than recomputing a block early in a prompt (225.9 µs for the first with M), faster from token 12,288 on, "
-        "where attention over the earlier tokens makes recomputing dearer.")
-    assert er.tier_verdict("disk", "NVMe", 0, 0.0, 0.0, None, 299.6, 225.9, 16, "M").startswith(
-        "No prompt block came back from the **disk** in this run. One block of 16 tokens loads in 299.6 µs over "
-        "NVMe, slower than recomputing any block")
+    assert er.offload_takeaway([0.72, 0.06, 0.07], [71.9, 72.1, 72.1], [0, 11.5, 13.4], lang=PSEUDO) == (
+        'serving.s.e.offload(hits=serving.s.e.off_up(a=72%, b=86%), '
+        'ttft=serving.s.e.cut(a=0.72 s, b=0.07 s))')
+    assert er.offload_takeaway([0.5, 0.6, 0.7], [50, 50, 50], [0, 0.1, 0.2], lang=PSEUDO) == (
+        'serving.s.e.offload(hits=serving.s.e.off_same(b=50%), ttft=serving.s.e.raised(a=0.50 s, '
+        'b=0.70 s))')
+    assert er.tier_verdict("host", "PCIe 5.0 x16", 95_120, 0.198, 1.395, 0, 33.3, 225.9, 16, "Llama 3.1 8B", lang=PSEUDO) == (
+        'serving.s.e.tier_won(tier=serving.tier.host, tokens=95,120, link=PCIe 5.0 x16, '
+        'load=0.198, rec=1.395, more=7.0×) serving.s.e.per_always(bs=16, us=33.3, '
+        'link=PCIe 5.0 x16, us0=225.9, model=Llama 3.1 8B)')
+    assert er.tier_verdict("disk", "NVMe", 16_384, 0.307, 0.240, 12_288, 299.6, 225.9, 16, "M", lang=PSEUDO) == (
+        'serving.s.e.tier_lost(tier=serving.tier.disk, tokens=16,384, link=NVMe, load=0.307, '
+        'rec=0.240) serving.s.e.per_from(bs=16, us=299.6, link=NVMe, us0=225.9, model=M, '
+        'at=12,288)')
+    assert er.tier_verdict("disk", "NVMe", 0, 0.0, 0.0, None, 299.6, 225.9, 16, "M", lang=PSEUDO) == (
+        'serving.s.e.tier_none(tier=serving.tier.disk) serving.s.e.per_never(bs=16, us=299.6, '
+        'link=NVMe, model=M, us0=225.9)')
 
 
 def test_offload_refusals():

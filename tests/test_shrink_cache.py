@@ -91,7 +91,7 @@ def test_the_page_waits_for_its_button_then_shows_the_direct_runs_numbers():
     mine = shown[shown["Method"].isin(table_frame(direct)["Method"])].reset_index(drop=True)
     assert len(mine) == 3 and mine.equals(table_frame(direct))
     assert len(shown) == 1 + 4 + 4 and shown["Method"][0] == "The full FP16 cache"
-    assert shown["Bytes kept (% of FP16)"][0] == 100 and shown["Long generation: tokens equal (%)"][0] == 100
+    assert shown[fill("en", "shrink.col.bytes")][0] == 100 and shown[fill("en", "shrink.col.long")][0] == 100
     said = [unescaped(m.value) for m in at.markdown if m.value.startswith("**")]
     if recorded:  # the recorded grid's verdict first, then the tiny model's
         assert said.pop(0) == f"**{recorded_verdict(load_recorded()['rows'])[1]}**"

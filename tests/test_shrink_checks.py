@@ -25,6 +25,7 @@ from sim.model.shrink_checks import (
 )
 from sim.model.transformer import checkpoint_path, load_model
 from sim.refusal import Refusal
+from sim.words.catalog import PSEUDO
 from sim.words.shrink import long_summary, recall_summary
 
 PROMPT = list(b"ROMEO.\nBut soft, what light through yonder window breaks?\n")
@@ -54,7 +55,9 @@ def test_results_sum_their_trials():
     trials = (Trial(prompt_len=800, expected=(1, 2, 3, 4), produced=(1, 2, 9, 4), num_prefix=2, num_matched=3), Trial(prompt_len=810, expected=(5, 6), produced=(5, 6), num_prefix=2, num_matched=2))
     r = RecallResult("exact quote", trials)
     assert (r.num_prefix, r.num_matched, r.max_bytes, r.fraction) == (4, 5, 6, 4 / 6)
-    assert recall_summary(r).startswith("Exact quote: 4 of 6 bytes (67%) reproduced exactly") and "5 of 6 right" in recall_summary(r)
+    assert recall_summary(r, lang=PSEUDO) == (
+        'shrink.s.recall_summary(check=Shrink.check.exact_quote, prefix=4, most=6, pct=67%, n=2, '
+        'matched=5)')
     g = LongGenerationResult(num_new=4, prompt_len=10, num_agree=3, first_divergence=2, tokens=(1, 2, 9, 4), reference=(1, 2, 3, 4))
     assert g.agreement == 0.75 and "3 (75%)" in long_summary(g) and "at new token 2" in long_summary(g)
     assert "never departed" in long_summary(LongGenerationResult(num_new=2, prompt_len=10, num_agree=2, first_divergence=None, tokens=(1, 2), reference=(1, 2)))

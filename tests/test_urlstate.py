@@ -3,6 +3,9 @@
 from streamlit.testing.v1 import AppTest
 
 from app.urlstate import dump, parse_bool, parse_choice, parse_float, parse_int, parse_text
+from sim.msg import Msg
+from sim.words import say
+from sim.words.catalog import PSEUDO
 
 
 def test_parsers():
@@ -14,11 +17,11 @@ def test_parsers():
     assert parse_float("nan", 1.0, 0.0, 2.0)[1] == "`nan` is outside 0.0..2.0"
     assert parse_float("inf", 1.0, 0.0, 2.0)[0] == 1.0
     assert parse_choice("gqa", "mha", ["mha", "gqa"]) == ("gqa", None)
-    assert parse_choice("<script>", "mha", ["mha", "gqa"]) == ("mha", "`<script>` is not one of mha, gqa")
+    assert parse_choice("<script>", "mha", ["mha", "gqa"], PSEUDO) == ('mha', 'url.not_one_of(value=`<script>`, options=mha, gqa)')
     assert parse_bool("0", True) == (False, None)
-    assert parse_bool("maybe", True) == (True, "`maybe` is not true/false (1/0)")
-    assert parse_text("x" * 11, "d", max_len=10) == ("d", "text of 11 bytes (UTF-8) is longer than 10")
-    assert parse_text("가" * 4, "d", max_len=10) == ("d", "text of 12 bytes (UTF-8) is longer than 10")  # 3 bytes each
+    assert parse_bool("maybe", True, PSEUDO) == (True, 'url.not_bool(value=`maybe`)')
+    assert parse_text("x" * 11, "d", max_len=10, lang=PSEUDO) == ('d', 'url.too_long(num_bytes=11, max_len=10)')
+    assert parse_text("가" * 4, "d", max_len=10, lang=PSEUDO) == ('d', 'url.too_long(num_bytes=12, max_len=10)')  # 3 bytes each
     assert parse_text("가" * 3, "d", max_len=10) == ("가" * 3, None)
     assert [dump(v) for v in (True, 3, 0.25, "a")] == ["1", "3", "0.25", "a"]
 
@@ -63,5 +66,6 @@ def test_bad_url_values_fall_back_with_a_warning():
     assert not at.exception
     assert at.slider[0].value == 100 and at.selectbox[0].value == "mha"
     text = " ".join(w.value for w in at.warning)
-    assert "`99999` is outside 1..1024" in text and "`gpt5` is not one of mha, gqa, mqa" in text
+    assert say("en", Msg("url.outside", value="`99999`", lo="1", hi="1024")) in text
+    assert say("en", Msg("url.not_one_of", value="`gpt5`", options="mha, gqa, mqa")) in text
     assert at.query_params["n"] == "100"  # the URL is corrected to what is shown

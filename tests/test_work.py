@@ -3,7 +3,9 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.work import AUTO_ENV, AUTO_RUN_S
+from app.work import AUTO_ENV, AUTO_RUN_S, fmt_seconds
+from sim.msg import Msg
+from sim.words import say
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +46,7 @@ def test_cheap_work_starts_by_itself():
 def test_long_work_waits_for_its_button_then_runs():
     at = run(estimate=AUTO_RUN_S + 10, tag="long")
     assert at.markdown[-1].value == "result: None"
-    assert "about 13 s on this machine, so it waits for you" in at.info[0].value
+    assert say("en", Msg("work.would_take", t=fmt_seconds(AUTO_RUN_S + 10))) in at.info[0].value
     at.button[0].click().run()
     assert at.markdown[-1].value == "result: done long" and at.session_state["calls"] == 1
     at.run()  # the result is kept: a later run does not compute again
@@ -79,8 +81,7 @@ def test_an_estimate_says_where_it_comes_from_and_is_corrected_as_the_run_goes()
     from sim.work.queue import RateBook, remaining_s
 
     at = run(estimate=AUTO_RUN_S + 10, tag="basis")  # a kind no run has finished: the cost model's word alone
-    assert at.info[0].value.endswith("Estimated by the page's cost model (about 13 s); no run of this kind has "
-                                     "finished on this server yet.")
+    assert at.info[0].value.endswith(say("en", Msg("work.basis.model", prior=fmt_seconds(AUTO_RUN_S + 10))))
     book = RateBook()
     book.observe("k", 10.0, 30.0)  # a first run took 3× the model's estimate
     assert book.num_runs("k") == 1 and book.factor("k") == 3.0 and book.estimate("k", 10.0) == 30.0

@@ -5,6 +5,8 @@ import time
 
 import pytest
 
+from sim.words import why
+from sim.words.catalog import PSEUDO
 from sim.work.queue import RateBook, ResultCache, WorkQueue
 
 
@@ -285,8 +287,7 @@ def test_the_queue_is_bounded_and_a_full_queue_refuses_without_queueing():
         with q.slot():
             raise AssertionError("a full queue must not admit")
     assert isinstance(info.value, Refusal) and info.value.fields == {"waiting": "1", "running": "1"}
-    assert str(info.value) == ("The server's queue is full (waiting: 1, running: 1; it holds no more). Nothing was "
-                               "queued; try again in a minute.")
+    assert why(info.value, PSEUDO) == 'work.queue_full(waiting=1, running=1)'
     assert q.num_waiting == 1  # the refused call left nothing behind
     release.set()
     for t in (h, w):

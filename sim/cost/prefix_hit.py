@@ -59,11 +59,15 @@ class PrefixHit:
         bs = self.block_size
         top = max(top or 0, self.prompt_len + bs, 4 * bs + 1)
         step = max(1, top // MAX_STAIRCASE_POINTS)
-        lengths = set(range(1, top + 1, step))
-        lengths.update(n for k in range(1, top // bs + 1) for n in (k * bs, k * bs + 1) if n <= top)
-        lengths.add(self.prompt_len)
-        if len(lengths) > 3 * MAX_STAIRCASE_POINTS:  # tiny blocks under a long prompt: keep the sampled points
-            lengths = set(range(1, top + 1, step)) | {self.prompt_len}
+        sampled = set(range(1, top + 1, step)) | {self.prompt_len}
+        lengths = sampled
+        # Tiny blocks under a long prompt: more steps than points drawn, so keep the sampled points. The k·B corners
+        # alone are top // B distinct lengths: past the limit they are not built at all (a 134-million-token prompt
+        # in blocks of 16 would build 16.8 million lengths only to drop them).
+        if top // bs <= 3 * MAX_STAIRCASE_POINTS:
+            corners = sampled | {n for k in range(1, top // bs + 1) for n in (k * bs, k * bs + 1) if n <= top}
+            if len(corners) <= 3 * MAX_STAIRCASE_POINTS:
+                lengths = corners
         xs = tuple(sorted(lengths))
         return xs, tuple(hit_tokens(n, bs) / n for n in xs)
 

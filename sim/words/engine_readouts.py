@@ -174,6 +174,8 @@ def disagg_verdict(tok_s_coloc: float, tok_s_dis: float, itl_p99_coloc: float, i
         reading = text(lang, "serving.s.e.dv_more_tput")
     elif not same_tput and not lower_itl:
         reading = text(lang, "serving.s.e.dv_lost")
+    elif lower_itl and more_good and goodput_coloc == 0:  # no ratio to a colocated goodput of none
+        reading = text(lang, "serving.s.e.dv_goodput_only", dis=f"{goodput_dis:.2f}")
     elif lower_itl and more_good:
         reading = text(lang, "serving.s.e.dv_goodput", x=times(goodput_dis / goodput_coloc), dis=f"{goodput_dis:.2f}",
                        coloc=f"{goodput_coloc:.2f}")
