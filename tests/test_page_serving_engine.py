@@ -150,3 +150,17 @@ def test_the_example_trace_button():
     assert not at.exception and not at.error
     assert at.text_area(key="tr_text").value.count("\n") == 24
     assert at.dataframe and len(at.dataframe[0].value) == 4
+
+
+def test_the_disagg_study_stops_at_a_short_models_context_instead_of_refusing_every_run():
+    """The study's lengths are capped at the model's trained context, as a server caps max_model_len: Llama 2 7B
+    (4,096) used to be refused on every link, its 8,192-token study length past its context."""
+    from app.controls.serving_engine import STUDY_MAX_LEN
+    from sim.cost.presets import load_presets
+
+    ctx = load_presets()["llama-2-7b"].max_position_embeddings
+    assert ctx < STUDY_MAX_LEN
+    at = open_tab("disagg", model="llama-2-7b")
+    assert [e.value for e in at.error] == [] and len(at.get("plotly_chart")) >= 1
+    rows = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+    assert rows  # the colocated and disaggregated runs were drawn

@@ -259,8 +259,10 @@ def disagg_setup() -> dg.DisaggSetup:
     for col, control in zip(c, (DG_REQUESTS, DG_PROMPT, DG_OUTPUT, DG_RATE), strict=True):
         control.draw(col)
     ss = st.session_state
+    # the study's lengths stop at the model's trained context (Llama 2 7B: 4,096), as a server would cap max_model_len
+    max_len = min(STUDY_MAX_LEN, dep.arch.max_position_embeddings)
     wl = LengthWorkloadConfig(num_requests=ss["dg_requests"], prompt_mean=ss["dg_prompt"], output_mean=ss["dg_output"],
-                              spread=0.5, max_model_len=STUDY_MAX_LEN, max_tokens=1024, arrival="poisson",
+                              spread=0.5, max_model_len=max_len, max_tokens=min(1024, max_len - 1), arrival="poisson",
                               arrival_rate=ss["dg_rate"] * ARRIVAL_TICK_S, seed=0)
     return dg.DisaggSetup(deployment=dep, workload=wl, pools=dg.DisaggConfig(ss["dg_prefill"], ss["dg_decode"]),
                           link=ss["dg_link"], ttft_slo_s=ss["dg_ttft"], tpot_slo_ms=ss["dg_tpot"])
