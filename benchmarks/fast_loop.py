@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from sim.alloc.paged_schedule import simulate_paged_fast, simulate_paged_stepwise
     from sim.alloc.pool_views import pool_frames
-    from sim.alloc.schedule import ServingConfig
+    from sim.alloc.schedule import PoolConfig
     from sim.alloc.workload import LengthWorkloadConfig, make_workload
     from sim.serving import comparison as cp
     from sim.serving import schedulers as sch
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         why = exc.stderr.strip().splitlines()[-1] if getattr(exc, "stderr", None) else str(exc)
         print(f"before ({args.before}): not runnable here ({why}); timing the one loop alone")
         before = {}
-    paging_wl, paging = make_workload(LengthWorkloadConfig(num_requests=100_000)), ServingConfig()
+    paging_wl, paging = make_workload(LengthWorkloadConfig(num_requests=100_000)), PoolConfig()
     setup = cp.ServingSetup(workload=LengthWorkloadConfig(num_requests=sch.MAX_REQUESTS))
     cost = setup.deployment.cost()
     slots = setup.deployment.kv_budget(cost)[2]

@@ -25,12 +25,12 @@ def median_ms(fn, repeats: int) -> float:
 
 def paging_fields() -> dict[str, float]:
     from sim.alloc.policies import compare_policies
-    from sim.alloc.schedule import ServingConfig
+    from sim.alloc.schedule import PoolConfig
     from sim.alloc.workload import LengthWorkloadConfig, make_workload
 
     default = make_workload(LengthWorkloadConfig())
     big = make_workload(LengthWorkloadConfig(num_requests=100_000))
-    serving = ServingConfig()
+    serving = PoolConfig()
     return {
         "paging_default_ms": median_ms(lambda: compare_policies(default, serving), 5),
         "paging_100k_ms": median_ms(lambda: compare_policies(big, serving), 3),

@@ -11,7 +11,7 @@ from sim.alloc import prefix_sweeps as ps
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS, BlockPool, simulate_parallel_sampling
 from sim.alloc.policies import block_size_tradeoff
 from sim.alloc.prefix_cache import CacheConfig, simulate_prefix_cache
-from sim.alloc.schedule import ServingConfig, check_fits
+from sim.alloc.schedule import PoolConfig, check_fits
 from sim.alloc.workload import (
     MAX_TRACE_TOKENS,
     LengthWorkloadConfig,
@@ -77,14 +77,14 @@ def test_a_cache_smaller_than_one_request_says_how_big_it_must_be():
 
 
 def test_kv_capacity_refusals_keep_their_english_and_speak_korean():
-    e = refused(ServingConfig, capacity_tokens=0)
+    e = refused(PoolConfig, capacity_tokens=0)
     assert e.msg == Msg("alloc.err.capacity_range", max=MAX_CAPACITY_TOKENS, n=0)
     assert why(e, PSEUDO) == 'alloc.err.capacity_range(max=4,194,304, n=0)'
-    e = refused(ServingConfig, capacity_tokens=5, block_size=16)
+    e = refused(PoolConfig, capacity_tokens=5, block_size=16)
     assert e.msg == Msg("alloc.err.capacity_block", cap=5, bs=16)
     assert why(e, "ko") == "KV 용량 5슬롯은 블록 하나(16슬롯)보다 작다"
     wl = workload_from_lengths([300], [50], max_model_len=4000)  # 4,000 slots hold it; 15 blocks of 256 do not
-    e = refused(check_fits, wl, ServingConfig(capacity_tokens=4000, block_size=256))
+    e = refused(check_fits, wl, PoolConfig(capacity_tokens=4000, block_size=256))
     assert e.msg == Msg("alloc.err.blocks", n=15, bs=256, slots=3840, max_len=4000)
     assert why(e, "ko") == ("슬롯 256개짜리 블록 15개(3,840)로는 최대 길이 4,000인 요청 하나도 담을 수 없다: "
                             "용량을 늘리거나 블록을 작게 한다")
@@ -181,7 +181,7 @@ def test_the_prefix_and_pool_controls_stay_inside_what_the_configs_accept():
             for running in (pc.RUNNING.lo, pc.RUNNING.hi):
                 CacheConfig(int(bs), cap, running)
     for bs in (pb.BLOCK_SIZE.lo, pb.BLOCK_SIZE.hi, *sv.BLOCK_SIZES):
-        ServingConfig(capacity_tokens=MAX_CAPACITY_TOKENS, block_size=int(bs), max_num_seqs=sv.BATCH.hi)
+        PoolConfig(capacity_tokens=MAX_CAPACITY_TOKENS, block_size=int(bs), max_num_seqs=sv.BATCH.hi)
     assert sv.BATCH.hi == MAX_BATCH
     fork = simulate_parallel_sampling(pb.FORK_PROMPT.hi, pb.FORK_N.hi, pb.FORK_GEN.hi, pb.BLOCK_SIZE.lo)
     assert fork.num_branches == pb.FORK_N.hi

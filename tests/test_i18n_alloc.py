@@ -15,7 +15,7 @@ import pytest
 from sim.alloc.block_pool import simulate_parallel_sampling
 from sim.alloc.policies import compare_policies
 from sim.alloc.prefix_sweeps import change_one_byte
-from sim.alloc.schedule import ServingConfig, check_fits
+from sim.alloc.schedule import PoolConfig, check_fits
 from sim.alloc.workload import (
     LAYOUT_LABELS,
     PREFIX_WORKLOAD_LABELS,
@@ -74,7 +74,7 @@ def test_fork_summary_and_title_in_korean():
 
 
 def test_comparison_sentences_keep_their_numbers_in_korean():
-    cmp = compare_policies(make_workload(LengthWorkloadConfig(num_requests=60)), ServingConfig())
+    cmp = compare_policies(make_workload(LengthWorkloadConfig(num_requests=60)), PoolConfig())
     for name in ("drawn_caption", "memory_summary", "memory_takeaway", "concurrency_takeaway",
                  "concurrency_summary"):
         en, ko = getattr(paging, name)(cmp), getattr(paging, name)(cmp, "ko")
@@ -83,7 +83,7 @@ def test_comparison_sentences_keep_their_numbers_in_korean():
 
 
 def test_results_table_in_korean_keeps_its_values():
-    cmp = compare_policies(make_workload(LengthWorkloadConfig(num_requests=30)), ServingConfig())
+    cmp = compare_policies(make_workload(LengthWorkloadConfig(num_requests=30)), PoolConfig())
     frame = cmp.results_frame()
     ko = paging.results_table(frame, "ko")
     assert paging.results_table(frame) is frame  # English: the CSV's own identifiers
@@ -149,7 +149,7 @@ def test_the_english_labels_are_the_catalog_s():
 def test_settings_errors_in_both_languages():
     wl = workload_from_lengths([10], [10], max_model_len=4096)
     with pytest.raises(Refusal) as got:
-        check_fits(wl, ServingConfig(capacity_tokens=2048))
+        check_fits(wl, PoolConfig(capacity_tokens=2048))
     assert worded(got.value, PSEUDO) == 'alloc.err.capacity(cap=2,048, max_len=4,096)'
     assert worded(got.value, "ko") == (
         "KV 용량 토큰 슬롯 2,048개로는 최대 길이 4,096인 요청 하나도 담을 수 없다: 용량을 늘리거나 최대 길이를 줄인다")

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from sim.alloc.block_pool import simulate_parallel_sampling
 from sim.alloc.paged_schedule import simulate_paged_stepwise
 from sim.alloc.policies import Comparison, compare_policies
-from sim.alloc.schedule import POLICIES, ServingConfig
+from sim.alloc.schedule import POLICIES, PoolConfig
 from sim.alloc.workload import LengthWorkloadConfig, make_workload
 from sim.model.transformer import checkpoint_path
 from sim.msg import Msg
@@ -27,7 +27,7 @@ def open_page(**params) -> AppTest:
 
 def expected(**kw) -> Comparison:
     serving = {k: kw.pop(k) for k in ("capacity_tokens", "block_size") if k in kw}
-    return compare_policies(make_workload(LengthWorkloadConfig(**kw)), ServingConfig(**serving))
+    return compare_policies(make_workload(LengthWorkloadConfig(**kw)), PoolConfig(**serving))
 
 
 def shown_numbers(at: AppTest) -> tuple[list[str], list[str]]:
@@ -122,7 +122,7 @@ def test_impossible_settings_are_an_error_not_a_traceback(params, message):
 
 def test_block_grid_and_table_come_from_the_pool():
     at = open_page(requests=200, frame=10, tab="pool")
-    wcfg, scfg = LengthWorkloadConfig(num_requests=200), ServingConfig()
+    wcfg, scfg = LengthWorkloadConfig(num_requests=200), PoolConfig()
     cmp = compare_policies(make_workload(wcfg), scfg)
     last = min(cmp.results["paged"].makespan - 1, 20_000)
     step = int(round(10 * last / 40))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sim.alloc.block_pool import BlockPool, block_usage, simulate_parallel_sampling
 from sim.alloc.paged_schedule import simulate_paged_stepwise
 from sim.alloc.policies import block_size_tradeoff, compare_policies, simulate_policy
-from sim.alloc.schedule import POLICIES, ServingConfig, paged_slot_steps, token_slot_steps
+from sim.alloc.schedule import POLICIES, PoolConfig, paged_slot_steps, token_slot_steps
 from sim.alloc.workload import LengthWorkloadConfig, make_workload, workload_from_lengths
 from sim.model.generate import SamplingConfig, encode
 from sim.model.kvcache import ContiguousKVCache
@@ -206,9 +206,9 @@ def test_capacity_must_hold_one_longest_request():
     wl = make_workload(LengthWorkloadConfig(num_requests=10))
     with pytest.raises(ValueError, match="capacity of 1,024 token slots cannot hold one request of the maximum "
                                          "length 2,048"):
-        compare_policies(wl, ServingConfig(capacity_tokens=1024))
+        compare_policies(wl, PoolConfig(capacity_tokens=1024))
     with pytest.raises(ValueError, match=r"10 blocks of 200 slots \(2,000\)"):
-        compare_policies(wl, ServingConfig(capacity_tokens=2100, block_size=200))
+        compare_policies(wl, PoolConfig(capacity_tokens=2100, block_size=200))
 
 
 # --- Hand-worked fragmentation -------------------------------------------------------------------
@@ -219,7 +219,7 @@ def test_two_requests_by_hand():
     wl = workload_from_lengths([5, 3], [4, 2], max_tokens=[6, 5], max_model_len=16)
     assert token_slot_steps(wl) == 26 + 7
     assert paged_slot_steps(wl, 4) == (2 + 2 + 2 + 2 + 1 + 1) * 4
-    cmp = compare_policies(wl, ServingConfig(capacity_tokens=32, block_size=4))
+    cmp = compare_policies(wl, PoolConfig(capacity_tokens=32, block_size=4))
     paged, max_len, max_tok = (cmp.results[p] for p in ("paged", "reserve_max_len", "reserve_max_tokens"))
     assert paged.slot_steps == {"tokens": 33, "last_block": 7, "future": 0, "never_used": 0, "external": 0}
     assert paged.token_share == 33 / 40
@@ -230,7 +230,7 @@ def test_two_requests_by_hand():
     # reserve prompt + max_tokens = 11 and 8: 44 + 16 = 60 = 33 + 7 + 20
     assert max_tok.slot_steps["never_used"] == 20 and max_tok.token_share == 33 / 60
     # with room for one maximum-length request only, the reservations run one after the other
-    tight = compare_policies(wl, ServingConfig(capacity_tokens=16, block_size=4))
+    tight = compare_policies(wl, PoolConfig(capacity_tokens=16, block_size=4))
     assert tight.results["reserve_max_len"].segments.start.tolist() == [0, 4]
     assert tight.results["reserve_max_len"].makespan == 6
     assert tight.results["paged"].makespan == 4 and tight.results["paged"].peak_running == 2
@@ -241,7 +241,7 @@ def test_first_fit_external_fragmentation_by_hand():
     # E needs 8 contiguous slots: 8 are free from step 1, but not in one piece until B and D finish at step 3.
     wl = workload_from_lengths(prompt_len=[2, 1, 2, 1, 4], output_len=[1, 3, 1, 3, 1], max_tokens=[2, 3, 2, 3, 4],
                                   max_model_len=16)
-    serving = ServingConfig(capacity_tokens=16, block_size=4)
+    serving = PoolConfig(capacity_tokens=16, block_size=4)
     heap = simulate_policy(wl, serving, "first_fit")
     assert heap.offset.tolist() == [0, 4, 8, 12, 0]
     assert heap.segments.start.tolist() == [0, 0, 0, 0, 3]
@@ -279,7 +279,7 @@ def small_cases(draw):
     cap = draw(st.integers(L, 3 * L))
     cap = max(cap, -(-L // bs) * bs)
     wl = workload_from_lengths(prompt, output, arrival, max_tok, L)
-    return wl, ServingConfig(cap, bs, draw(st.integers(1, 8)))
+    return wl, PoolConfig(cap, bs, draw(st.integers(1, 8)))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -326,7 +326,7 @@ def test_fast_paged_loop_equals_block_pool_step_by_step(case):
 def test_preemption_scenario():
     # 2 blocks of 4 slots; both 4-token prompts start at once, then each needs a second block.
     wl = workload_from_lengths([4, 4], [3, 3], max_tokens=[4, 4], max_model_len=8)
-    serving = ServingConfig(capacity_tokens=8, block_size=4)
+    serving = PoolConfig(capacity_tokens=8, block_size=4)
     trace = simulate_paged_stepwise(wl, serving, snapshot_steps=[0, 1, 3], check=True)
     r = trace.result
     assert r.num_preemptions == 1
@@ -344,7 +344,7 @@ def test_preemption_scenario():
 
 def test_default_workload_headline_numbers():
     """The seed-002 exercise on the default 1,000 chat completions (the numbers the page shows)."""
-    cmp = compare_policies(make_workload(LengthWorkloadConfig()), ServingConfig())
+    cmp = compare_policies(make_workload(LengthWorkloadConfig()), PoolConfig())
     share = {p: r.token_share for p, r in cmp.results.items()}
     assert share["paged"] > 0.96  # the paper: under 4% wasted
     assert 0.20 <= share["reserve_max_len"] < share["first_fit"] < share["reserve_max_tokens"] <= 0.40
@@ -362,7 +362,7 @@ def test_default_workload_headline_numbers():
 @pytest.mark.slow
 def test_hundred_thousand_requests_conserve_memory():
     wl = make_workload(LengthWorkloadConfig(num_requests=100_000))
-    cmp = compare_policies(wl, ServingConfig())
+    cmp = compare_policies(wl, PoolConfig())
     paged = cmp.results["paged"]
     assert paged.slot_steps["tokens"] + paged.slot_steps["last_block"] == paged_slot_steps(wl, 16)
     assert paged.used_blocks.max() <= 1024
@@ -373,13 +373,13 @@ def test_runaway_runs_are_refused():
     wl = make_workload(LengthWorkloadConfig(num_requests=5000, length_dist="fixed", prompt_mean=10, output_mean=10,
                                             arrival="poisson", arrival_rate=0.001))
     with pytest.raises(ValueError, match="past the simulator's limit of 4,000,000 steps"):
-        simulate_policy(wl, ServingConfig(), "paged")
+        simulate_policy(wl, PoolConfig(), "paged")
     # refused up front: each request holds 1023..2046 tokens over its 1024 steps, sum of ceil(n/16) =
     # S(2046) - S(1022) = 131,840 - 33,152 = 98,688 block-steps; 100,000 of them in 128 blocks need 77.1M steps
     big = make_workload(LengthWorkloadConfig(num_requests=100_000, length_dist="fixed", prompt_mean=1023,
                                              output_mean=1024, max_model_len=2048, max_tokens=1024))
     with pytest.raises(ValueError, match="needs at least 77,100,000 decode steps in 128 blocks"):
-        simulate_policy(big, ServingConfig(capacity_tokens=2048), "paged")
+        simulate_policy(big, PoolConfig(capacity_tokens=2048), "paged")
 
 
 # --- The paged cache on the real model ----------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 from sim.alloc import pool_views as views
 from sim.alloc.block_pool import BlockPool, simulate_parallel_sampling
 from sim.alloc.policies import Comparison, block_size_tradeoff
-from sim.alloc.schedule import POLICIES, SLOT_KINDS, PolicyResult, Segments, ServingConfig
+from sim.alloc.schedule import POLICIES, SLOT_KINDS, PolicyResult, PoolConfig, Segments
 from sim.alloc.workload import workload_from_lengths
 from sim.words import paging as say
 from sim.words.catalog import PSEUDO
@@ -149,7 +149,7 @@ def comparison() -> Comparison:
     wl = workload_from_lengths([10, 20, 30], [5, 7, 200], max_tokens=256)
     runs = [result("paged", 960, 40, 40, 10, preemptions=1234), result("reserve_max_len", 250, 750, 40, 40),
             result("reserve_max_tokens", 300, 700, 40, 20), result("first_fit", 350, 650, 40, 20)]
-    return Comparison(wl, ServingConfig(), dict(zip(POLICIES, runs, strict=True)))
+    return Comparison(wl, PoolConfig(), dict(zip(POLICIES, runs, strict=True)))
 
 
 def test_comparison_sentences_by_hand():

@@ -16,7 +16,7 @@ import pytest
 
 from sim.alloc.paged_schedule import simulate_paged_fast, simulate_paged_stepwise
 from sim.alloc.prefix_cache import block_hashes
-from sim.alloc.schedule import ServingConfig
+from sim.alloc.schedule import PoolConfig
 from sim.alloc.workload import LengthWorkloadConfig, make_workload
 from sim.serving import engine as en
 from sim.serving import schedulers as sch
@@ -45,14 +45,14 @@ def _digest(*arrays) -> str:
 # --- the paging page's schedule (continuous batching in decode steps, no token budget) ----------------------
 
 PAGED_CASES = {
-    "chat_burst": (LengthWorkloadConfig(num_requests=300, seed=1), ServingConfig(16_384, 16, 256)),
+    "chat_burst": (LengthWorkloadConfig(num_requests=300, seed=1), PoolConfig(16_384, 16, 256)),
     "poisson_small_pool": (LengthWorkloadConfig(num_requests=200, arrival="poisson", arrival_rate=0.5, seed=2),
-                           ServingConfig(8192, 32, 256)),
+                           PoolConfig(8192, 32, 256)),
     "uniform_few_seqs": (LengthWorkloadConfig(num_requests=120, length_dist="uniform", prompt_mean=60,
                                               output_mean=90, max_model_len=512, max_tokens=400, seed=3),
-                         ServingConfig(2048, 8, 16)),
+                         PoolConfig(2048, 8, 16)),
     "fixed_tight": (LengthWorkloadConfig(num_requests=40, length_dist="fixed", prompt_mean=30, output_mean=50,
-                                         max_model_len=128, max_tokens=100, seed=4), ServingConfig(256, 4, 64)),
+                                         max_model_len=128, max_tokens=100, seed=4), PoolConfig(256, 4, 64)),
 }
 
 

@@ -166,10 +166,10 @@ def test_counting_blocks_by_phase_equals_naming_them_at_scale():
     BlockPool (what the block-grid snapshots need; itself pinned to the Scheduler's block ids) agree on every step's
     used blocks and every running stretch, on 5,000 requests that preempt often."""
     from sim.alloc.paged_schedule import simulate_paged_fast, simulate_paged_stepwise
-    from sim.alloc.schedule import ServingConfig
+    from sim.alloc.schedule import PoolConfig
 
     wl = make_workload(LengthWorkloadConfig(num_requests=5000, seed=7))
-    serving = ServingConfig(capacity_tokens=4096, block_size=16, max_num_seqs=128)
+    serving = PoolConfig(capacity_tokens=4096, block_size=16, max_num_seqs=128)
     fast = simulate_paged_fast(wl, serving)
     named = simulate_paged_stepwise(wl, serving, [fast.makespan // 2], lazy=True)  # a snapshot: blocks are named
     assert named.snapshots[fast.makespan // 2].num_used_blocks == fast.used_blocks[fast.makespan // 2]

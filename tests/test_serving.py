@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.alloc.paged_schedule import simulate_paged_stepwise
-from sim.alloc.schedule import ServingConfig
+from sim.alloc.schedule import PoolConfig
 from sim.alloc.workload import LengthWorkloadConfig, make_workload, workload_from_lengths
 from sim.cost.gpus import load_gpus
 from sim.cost.presets import load_presets
@@ -161,7 +161,7 @@ def test_continuous_matches_the_paging_simulators_paged_schedule(arrival):
     wcfg = LengthWorkloadConfig(num_requests=150, prompt_mean=60, output_mean=80, max_model_len=512, max_tokens=256,
                              arrival=arrival, arrival_rate=0.4, seed=3)
     wl = make_workload(wcfg)
-    paging = ServingConfig(capacity_tokens=2048, block_size=16, max_num_seqs=24)
+    paging = PoolConfig(capacity_tokens=2048, block_size=16, max_num_seqs=24)
     ref = simulate_paged_stepwise(wl, paging).result
     assert ref.num_preemptions > 0  # the budget is tight enough to preempt
     cfg = EngineConfig(max_num_seqs=24, capacity_tokens=2048, block_size=16, watermark=0.0, max_num_batched_tokens=1 << 20, enable_chunked_prefill=False)

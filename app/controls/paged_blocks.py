@@ -13,7 +13,7 @@ from app.urlstate import UrlState
 from app.workload import draw_workload, register_workload, workload_config
 from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
 from sim.alloc.pool_views import NUM_FRAMES
-from sim.alloc.schedule import ServingConfig
+from sim.alloc.schedule import PoolConfig
 from sim.alloc.workload import ARRIVALS, MAX_LENGTH_WORKLOAD_REQUESTS, MAX_MODEL_LEN, LengthWorkloadConfig
 
 LIVE_MAX_PROMPT = 200
@@ -66,7 +66,7 @@ def settings_label() -> str:
     return t("paged.c.settings", n=f"{ss['requests']:,}", cap=f"{ss['capacity']:,}", bs=f"{ss['block_size']}")
 
 
-def workload_and_memory() -> tuple[LengthWorkloadConfig, ServingConfig]:
+def workload_and_memory() -> tuple[LengthWorkloadConfig, PoolConfig]:
     """The workload and the pool every allocator gets; raises ValueError for settings that cannot be simulated."""
     with st.container(border=True):
         st.markdown(t("paged.c.box"))
@@ -75,7 +75,7 @@ def workload_and_memory() -> tuple[LengthWorkloadConfig, ServingConfig]:
         CAPACITY.draw(c[0], help=t("paged.c.capacity_help"))
         BLOCK_SIZE.draw(c[1], help=t("paged.c.block_size_help"))
     ss = st.session_state
-    return workload_config(), ServingConfig(capacity_tokens=ss["capacity"], block_size=ss["block_size"])
+    return workload_config(), PoolConfig(capacity_tokens=ss["capacity"], block_size=ss["block_size"])
 
 
 def time_frame(help_text: str) -> int:

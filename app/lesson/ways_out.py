@@ -15,7 +15,7 @@ from app.present import show_chart
 from sim.alloc.policies import simulate_policy
 from sim.alloc.prefix_cache import CacheConfig
 from sim.alloc.prefix_sweeps import run_both_layouts
-from sim.alloc.schedule import ServingConfig
+from sim.alloc.schedule import PoolConfig
 from sim.alloc.workload import LengthWorkloadConfig, PrefixWorkloadConfig, make_workload
 from sim.cost.gpus import load_gpus
 from sim.cost.memory import MemoryConfig, fmt_bytes, kv_memory, variant_curves
@@ -94,7 +94,7 @@ def shrink() -> None:
 @st.cache_data(max_entries=4, show_spinner=False)  # the caller's spinner says what runs, in the page language
 def _policies(num_requests: int):
     wl = make_workload(LengthWorkloadConfig(num_requests=num_requests))
-    return {p: simulate_policy(wl, ServingConfig(), p) for p in ("paged", "reserve_max_len")}
+    return {p: simulate_policy(wl, PoolConfig(), p) for p in ("paged", "reserve_max_len")}
 
 
 def share() -> None:
@@ -109,7 +109,7 @@ def share() -> None:
                          highlight=labels[0],
                          value_text=[f"{100 * paged.token_share:.1f}%", f"{100 * reserved.token_share:.1f}%"]),
                key="lesson_share")
-    st.caption(t("lesson.cap.share", bs=f"{ServingConfig().block_size:,}"))
+    st.caption(t("lesson.cap.share", bs=f"{PoolConfig().block_size:,}"))
     open_full_page("paged_blocks", {"requests": SHARE_REQUESTS}, t("lesson.open.share"))
     block_tables()
 

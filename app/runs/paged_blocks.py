@@ -10,27 +10,27 @@ from app.work import run_job
 from sim.alloc.block_pool import ForkResult, simulate_parallel_sampling
 from sim.alloc.paged_schedule import simulate_paged_stepwise
 from sim.alloc.policies import Comparison, compare_policies
-from sim.alloc.schedule import ServingConfig
+from sim.alloc.schedule import PoolConfig
 from sim.alloc.workload import LengthWorkloadConfig, make_workload
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def _compare(wcfg: LengthWorkloadConfig, scfg: ServingConfig) -> Comparison:
+def _compare(wcfg: LengthWorkloadConfig, scfg: PoolConfig) -> Comparison:
     return compare_policies(make_workload(wcfg), scfg)
 
 
-def compare(wcfg: LengthWorkloadConfig, scfg: ServingConfig) -> Comparison:
+def compare(wcfg: LengthWorkloadConfig, scfg: PoolConfig) -> Comparison:
     with st.spinner(t("paged.spin.compare")):
         return _compare(wcfg, scfg)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def _pool_frames(wcfg: LengthWorkloadConfig, scfg: ServingConfig, steps: tuple[int, ...]) -> dict:
+def _pool_frames(wcfg: LengthWorkloadConfig, scfg: PoolConfig, steps: tuple[int, ...]) -> dict:
     wl = make_workload(wcfg)
     return simulate_paged_stepwise(wl, scfg, steps, lazy=True, until=max(steps)).snapshots
 
 
-def pool_frames(wcfg: LengthWorkloadConfig, scfg: ServingConfig, steps: tuple[int, ...]) -> dict:
+def pool_frames(wcfg: LengthWorkloadConfig, scfg: PoolConfig, steps: tuple[int, ...]) -> dict:
     with st.spinner(t("paged.spin.frames")):
         return _pool_frames(wcfg, scfg, steps)
 

@@ -15,7 +15,7 @@ import heapq
 
 import numpy as np
 
-from sim.alloc.schedule import PolicyResult, Segments, ServingConfig, token_slot_steps
+from sim.alloc.schedule import PolicyResult, PoolConfig, Segments, token_slot_steps
 from sim.alloc.workload import Workload
 
 
@@ -60,7 +60,7 @@ class _FirstFitHeap:
             self.starts.pop(i)
 
 
-def simulate_contiguous(wl: Workload, serving: ServingConfig, policy: str) -> PolicyResult:
+def simulate_contiguous(wl: Workload, serving: PoolConfig, policy: str) -> PolicyResult:
     """Event-driven: a request holds its reservation from admission to finish, so only arrivals and
     finishes change anything. FCFS, so requests start in arrival order."""
     n, cap = wl.num_requests, serving.capacity_tokens

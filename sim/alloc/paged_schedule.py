@@ -23,8 +23,8 @@ from sim.alloc.block_pool import PoolSnapshot
 from sim.alloc.schedule import (
     MAX_STEPS,
     PolicyResult,
+    PoolConfig,
     Segments,
-    ServingConfig,
     check_fits,
     paged_slot_steps,
     token_slot_steps,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from sim.serving.counting import Counted
 
 
-def _paged_result(wl: Workload, serving: ServingConfig, used: np.ndarray, segs: tuple[list, list, list, list],
+def _paged_result(wl: Workload, serving: PoolConfig, used: np.ndarray, segs: tuple[list, list, list, list],
                   num_preemptions: int) -> PolicyResult:
     seg = Segments(*(np.array(x, dtype=np.int64) for x in segs))
     tokens = token_slot_steps(wl)
@@ -50,7 +50,7 @@ def _paged_result(wl: Workload, serving: ServingConfig, used: np.ndarray, segs: 
     )
 
 
-def simulate_paged_fast(wl: Workload, serving: ServingConfig) -> PolicyResult:
+def simulate_paged_fast(wl: Workload, serving: PoolConfig) -> PolicyResult:
     """The paged schedule counted by the lab's one fast loop (sim.serving.counting) in decode steps: blocks counted
     by phase, never named, O(1) per step and per event. Same schedule as simulate_paged_stepwise (tested)."""
     bs, nb = serving.block_size, serving.num_blocks
@@ -62,7 +62,7 @@ def simulate_paged_fast(wl: Workload, serving: ServingConfig) -> PolicyResult:
                          (c.seg_req, c.seg_start, c.seg_end, c.seg_prompt), sum(c.num_preempted))
 
 
-def _count(wl: Workload, serving: ServingConfig, **kw) -> Counted:
+def _count(wl: Workload, serving: PoolConfig, **kw) -> Counted:
     """The counting loop in bare decode steps under this page's scheduler, its limits worded as this page's."""
     from sim.serving.counting import count  # the allocators do not import the serving engine until they run it
 
@@ -82,7 +82,7 @@ class PagedTrace:
     snapshots: dict[int, PoolSnapshot] = field(default_factory=dict)
 
 
-def simulate_paged_stepwise(wl: Workload, serving: ServingConfig, snapshot_steps=(), lazy: bool = False,
+def simulate_paged_stepwise(wl: Workload, serving: PoolConfig, snapshot_steps=(), lazy: bool = False,
                             check: bool = False, until: int | None = None) -> PagedTrace:
     """The paged schedule with a real BlockPool, step by step, with pool snapshots at the asked steps.
 
@@ -97,7 +97,7 @@ def simulate_paged_stepwise(wl: Workload, serving: ServingConfig, snapshot_steps
     return _lazy_trace(wl, serving, snapshot_steps, check, until)
 
 
-def _scheduler_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check: bool,
+def _scheduler_trace(wl: Workload, serving: PoolConfig, snapshot_steps, check: bool,
                      until: int | None) -> PagedTrace:
     """Decode steps of the Scheduler with no token budget: each step, running requests (oldest first) get room
     for their next token, preempting the newest while the pool is empty; then, unless something was preempted,
@@ -155,7 +155,7 @@ def _scheduler_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check
     return PagedTrace(_paged_result(wl, serving, np.array(used_series, dtype=np.int64), segs, preemptions), snapshots)
 
 
-def _lazy_trace(wl: Workload, serving: ServingConfig, snapshot_steps, check: bool, until: int | None) -> PagedTrace:
+def _lazy_trace(wl: Workload, serving: PoolConfig, snapshot_steps, check: bool, until: int | None) -> PagedTrace:
     """The same schedule counted by the lab's one fast loop, naming blocks: a request is touched only on the
     steps it is admitted, takes a new block, finishes or is preempted."""
     c = _count(wl, serving, snapshot_steps=snapshot_steps, until=until, check=check)

@@ -18,7 +18,7 @@ from sim.alloc.schedule import (
     POLICIES,
     SLOT_KINDS,
     PolicyResult,
-    ServingConfig,
+    PoolConfig,
     check_fits,
     paged_slot_steps,
     token_slot_steps,
@@ -31,7 +31,7 @@ from sim.refusal import Misuse
 PAPER_CONTIGUOUS_TOKEN_PCT = (20.4, 38.2)
 PAPER_PAGED_WASTE_PCT = 4
 
-def simulate_policy(wl: Workload, serving: ServingConfig, policy: str) -> PolicyResult:
+def simulate_policy(wl: Workload, serving: PoolConfig, policy: str) -> PolicyResult:
     if policy not in POLICIES:  # callers pass names from POLICIES
         raise Misuse(f"policy must be one of {POLICIES}, got {policy!r}")
     check_fits(wl, serving)
@@ -43,7 +43,7 @@ def simulate_policy(wl: Workload, serving: ServingConfig, policy: str) -> Policy
 @dataclass(frozen=True)
 class Comparison:
     workload: Workload
-    serving: ServingConfig
+    serving: PoolConfig
     results: dict[str, PolicyResult]
 
     def to_frame(self):
@@ -75,7 +75,7 @@ class Comparison:
         return pd.concat([r.series(num_points) for r in self.results.values()], ignore_index=True)
 
 
-def compare_policies(wl: Workload, serving: ServingConfig, policies=POLICIES) -> Comparison:
+def compare_policies(wl: Workload, serving: PoolConfig, policies=POLICIES) -> Comparison:
     check_fits(wl, serving)
     return Comparison(wl, serving, {p: simulate_policy(wl, serving, p) for p in policies})
 

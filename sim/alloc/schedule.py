@@ -57,10 +57,9 @@ def paged_slot_steps(wl: Workload, block_size: int) -> int:
 
 
 @dataclass(frozen=True)
-class ServingConfig:
+class PoolConfig:
     """The paging page's pool: the KV slots, block size and batch cap its allocation policies (contiguous
-    reservations, first-fit, paged blocks) are compared over, counted in decode steps. It is not the serving engine's
-    config: that one (sim.serving.config.EngineConfig) adds the token budget, chunking, preemption, the watermark
+    reservations, first-fit, paged blocks) are compared over, counted in decode steps. It is not a serving config: that one (sim.serving.config.EngineConfig) adds the token budget, chunking, preemption, the watermark
     and speculation, and times each pass; the paged policy here is that engine's Scheduler with none of them
     (`engine_config`)."""
 
@@ -96,7 +95,7 @@ class ServingConfig:
                             enable_chunked_prefill=False, watermark=0.0)
 
 
-def check_fits(wl: Workload, serving: ServingConfig) -> None:
+def check_fits(wl: Workload, serving: PoolConfig) -> None:
     """Every policy must be able to run the longest request alone."""
     if serving.capacity_tokens < wl.max_model_len:
         raise Refusal("alloc.err.capacity", cap=serving.capacity_tokens, max_len=wl.max_model_len)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.alloc.block_pool import cdiv
-from sim.alloc.schedule import ServingConfig, check_fits
+from sim.alloc.schedule import PoolConfig, check_fits
 from sim.alloc.workload import Workload
 from sim.msg import Msg, Word
 from sim.refusal import Misuse, Refusal
@@ -103,7 +103,7 @@ def check_engine(wl: Workload, cfg: EngineConfig) -> None:
     shared-prefix workload MAX_SHARED_REQUESTS; the comparison refuses more itself.)"""
     if wl.num_requests > MAX_REQUESTS:
         raise Misuse(f"at most {MAX_REQUESTS:,} requests, got {wl.num_requests:,}")
-    check_fits(wl, ServingConfig(capacity_tokens=cfg.capacity_tokens, block_size=cfg.block_size))
+    check_fits(wl, PoolConfig(capacity_tokens=cfg.capacity_tokens, block_size=cfg.block_size))
     if not cfg.enable_chunked_prefill and cfg.max_num_batched_tokens < wl.max_model_len:
         raise Refusal("serving.err.budget_unchunked", budget=cfg.max_num_batched_tokens, n=wl.max_model_len)
     outputs = int(wl.output_len.sum())

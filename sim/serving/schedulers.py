@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.alloc.schedule import ServingConfig, check_fits
+from sim.alloc.schedule import PoolConfig, check_fits
 from sim.alloc.workload import Workload
 from sim.refusal import Misuse, Refusal
 from sim.serving.counting import Counted, count
@@ -63,7 +63,7 @@ def _check(wl: Workload, sched: EngineConfig) -> EngineConfig:
     cfg = replace(sched, enable_chunked_prefill=False)
     if wl.num_requests > MAX_REQUESTS:
         raise Refusal("serving.err.requests", max=f"{MAX_REQUESTS:,}", got=f"{wl.num_requests:,}")
-    check_fits(wl, ServingConfig(sched.capacity_tokens, cfg.block_size, cfg.max_num_seqs))
+    check_fits(wl, PoolConfig(sched.capacity_tokens, cfg.block_size, cfg.max_num_seqs))
     if cfg.max_num_batched_tokens < wl.max_model_len:
         raise Refusal("loops.err.budget", budget=cfg.max_num_batched_tokens, max_len=wl.max_model_len)
     least = int(np.ceil(wl.output_len.sum() / cfg.max_num_seqs))
