@@ -29,7 +29,7 @@ from sim.alloc.workload import LengthWorkloadConfig, Workload, make_workload
 from sim.cost.memory import MemoryConfig, request_bytes
 from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg
-from sim.refusal import Misuse, Refusal
+from sim.refusal import Misuse
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
 from sim.serving.config import EngineConfig
 from sim.serving.engine import EngineRun, simulate_engine
@@ -239,8 +239,9 @@ def run_disagg(setup: DisaggSetup, progress=None) -> DisaggStudy:
     dep = setup.deployment
     arch = dep.arch
     if setup.workload.max_model_len > arch.max_position_embeddings:
-        raise Refusal("serving.err.past_context", n=setup.workload.max_model_len, model=arch.name,
-                      ctx=arch.max_position_embeddings)
+        # the page caps the study's lengths at the model's context first (app/controls/serving_engine.disagg_setup)
+        raise Misuse(f"max model length {setup.workload.max_model_len:,} is past {arch.name}'s trained context of "
+                     f"{arch.max_position_embeddings:,} tokens")
     cost = dep.cost()
     _, _, slots = dep.kv_budget(cost)
     wl = make_workload(setup.workload)
