@@ -326,12 +326,16 @@ def fmt_ms(x: float) -> str:
     return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
 
 
+def _reads_even(ratio: float) -> bool:
+    """A ratio that shows as 1.0× whichever way round it is read (one decimal): no gap worth a sentence."""
+    return f"{ratio:.1f}" == "1.0" and f"{1 / ratio:.1f}" == "1.0"
+
 def _faster(a_name: str, a_ms: float, b_name: str, b_ms: float, where: str, stat: str, lang: str = "en") -> str:
     """Which of two measured kernels ran faster, and by how much, without claiming a gap the numbers do not show."""
     fields = {"a": a_name, "b": b_name, "where": where,
               "times": _t(lang, "s.times", a=fmt_ms(a_ms), b=fmt_ms(b_ms), stat=stat_word(stat, lang))}
     r = b_ms / a_ms
-    if f"{r:.1f}" == "1.0" and f"{1 / r:.1f}" == "1.0":
+    if _reads_even(r):
         return _t(lang, "s.faster.same", **fields)
     if r > 1:
         return _t(lang, "s.faster.faster", x=fmt_times(r), **fields)
@@ -359,7 +363,7 @@ def timing_takeaway(result: TimingResult, stat: str = "median", lang: str = "en"
     if eager.peak_bytes is None or not best.peak_bytes:
         return said
     m = eager.peak_bytes / best.peak_bytes
-    if f"{m:.1f}" == "1.0" and f"{1 / m:.1f}" == "1.0":
+    if _reads_even(m):
         return _t(lang, "s.timing.peak_same", said=said, peak=fmt_bytes(best.peak_bytes))
     if m > 1:
         return _t(lang, "s.timing.peak_eager", said=said, peak=fmt_bytes(eager.peak_bytes), x=fmt_times(m), name=name)
@@ -410,7 +414,7 @@ def sweep_memory_takeaway(sweep: SweepResult, lang: str = "en") -> str:
     e = eager.peak_bytes
     m = e / o
     fields = {"n": f"{n:,}", "name": name, "e": fmt_bytes(e), "o": fmt_bytes(o)}
-    if f"{m:.1f}" == "1.0" and f"{1 / m:.1f}" == "1.0":
+    if _reads_even(m):
         return _t(lang, "s.sweep_mem.same", **fields)
     if m > 1:
         return _t(lang, "s.sweep_mem.eager", x=fmt_times(m), **fields)
@@ -428,7 +432,7 @@ def sweep_speedup_takeaway(sweep: SweepResult, stat: str = "median", lang: str =
     best = max(ratios, key=ratios.get)
     r, name = ratios[best], IMPL_SHORT[best]
     fields = {"n": f"{n:,}", "where": where, "name": name, "stat": stat_word(stat, lang)}
-    if f"{r:.1f}" == "1.0" and f"{1 / r:.1f}" == "1.0":
+    if _reads_even(r):
         return _t(lang, "s.speedup.same", **fields)
     if r > 1:
         return _t(lang, "s.speedup.faster", x=fmt_times(r), **fields)
