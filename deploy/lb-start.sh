@@ -12,6 +12,8 @@
 #   KVLAB_LB_HTTP_TIMEOUT    longest wait for a plain request's client or server (default 5m)
 #   KVLAB_LB_TUNNEL_TIMEOUT  longest idle time of an open websocket (default 4h: a long lesson)
 #   KVLAB_LB_CHECK_INTERVAL  time between health checks of each replica (default 2s; 2 failures mark it DOWN)
+#   KVLAB_LB_CHECK_TIMEOUT   how long one health check may wait for its answer (default 10s: a busy replica is
+#                            slow, not dead; a crashed one refuses the connection at once)
 #   KVLAB_LB_MAXCONN         connections the load balancer holds at once (default 4096)
 #   KVLAB_REPLICA_MAXCONN    connections one replica gets at once; more wait in HAProxy's queue (default 256)
 #   KVLAB_LB_RUNDIR          where the written config goes (default /tmp)
@@ -51,6 +53,7 @@ address() {  # name value: an IP address or host name, nothing else
 : "${KVLAB_LB_ADDRESS:=0.0.0.0}" "${KVLAB_LB_PORT:=8080}"
 : "${KVLAB_LB_STATS_ADDRESS:=127.0.0.1}" "${KVLAB_LB_STATS_PORT:=8404}"
 : "${KVLAB_LB_HTTP_TIMEOUT:=5m}" "${KVLAB_LB_TUNNEL_TIMEOUT:=4h}" "${KVLAB_LB_CHECK_INTERVAL:=2s}"
+: "${KVLAB_LB_CHECK_TIMEOUT:=10s}"
 : "${KVLAB_LB_MAXCONN:=4096}" "${KVLAB_REPLICA_MAXCONN:=256}" "${KVLAB_LB_RUNDIR:=/tmp}"
 address KVLAB_LB_ADDRESS "$KVLAB_LB_ADDRESS"
 whole KVLAB_LB_PORT "$KVLAB_LB_PORT" 1 65535
@@ -60,6 +63,7 @@ whole KVLAB_LB_STATS_PORT "$KVLAB_LB_STATS_PORT" 1 65535
 duration KVLAB_LB_HTTP_TIMEOUT "$KVLAB_LB_HTTP_TIMEOUT"
 duration KVLAB_LB_TUNNEL_TIMEOUT "$KVLAB_LB_TUNNEL_TIMEOUT"
 duration KVLAB_LB_CHECK_INTERVAL "$KVLAB_LB_CHECK_INTERVAL"
+duration KVLAB_LB_CHECK_TIMEOUT "$KVLAB_LB_CHECK_TIMEOUT"
 whole KVLAB_LB_MAXCONN "$KVLAB_LB_MAXCONN" 1 1000000
 whole KVLAB_REPLICA_MAXCONN "$KVLAB_REPLICA_MAXCONN" 1 100000
 [ -d "$KVLAB_LB_RUNDIR" ] && [ -w "$KVLAB_LB_RUNDIR" ] || fail "KVLAB_LB_RUNDIR must be a writable folder, got '$KVLAB_LB_RUNDIR'"
@@ -85,7 +89,7 @@ IFS="$old_ifs"
 [ "$n" -ge 1 ] || fail "KVLAB_REPLICAS must list at least one replica as host:port"
 [ "$n" -le 64 ] || fail "KVLAB_REPLICAS lists $n replicas; at most 64"
 export KVLAB_LB_ADDRESS KVLAB_LB_PORT KVLAB_LB_STATS_ADDRESS KVLAB_LB_STATS_PORT KVLAB_LB_HTTP_TIMEOUT \
-    KVLAB_LB_TUNNEL_TIMEOUT KVLAB_LB_CHECK_INTERVAL KVLAB_LB_MAXCONN KVLAB_REPLICA_MAXCONN
+    KVLAB_LB_TUNNEL_TIMEOUT KVLAB_LB_CHECK_INTERVAL KVLAB_LB_CHECK_TIMEOUT KVLAB_LB_MAXCONN KVLAB_REPLICA_MAXCONN
 
 config="$KVLAB_LB_RUNDIR/kvlab-haproxy.cfg"
 marker="    # @servers@"
