@@ -32,6 +32,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def listening_sockets(port: int) -> set[str]:
+    """The kernel's names (`socket:[inode]`) of the TCP sockets listening on `port`, IPv4 and IPv6 (Linux /proc)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()  # sl local_address rem_address st ... inode
+            if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                found.add(f"socket:[{cols[9]}]")
+    return found
+
+
+def holds_port(pid: int, port: int) -> bool:
+    """Whether process `pid` itself listens on `port`: a server started on a port that another process took
+    between free_port() and the bind exits, and the other process answers its health checks (on a machine
+    running tests in parallel, another test's server)."""
+    if not Path("/proc/net/tcp").exists():  # not Linux: nothing to check with
+        return True
+    mine = set()
+    for fd in Path(f"/proc/{pid}/fd").glob("*"):
+        try:
+            mine.add(os.readlink(fd))
+        except OSError:
+            continue
+    return bool(mine & listening_sockets(port))
+
+
 def wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float, what: str, log_path: Path) -> None:
     """Until `url`/_stcore/health answers 200; RuntimeError when the process exits first, TimeoutError when the
     time runs out (the caller stops the process)."""
@@ -55,8 +85,6 @@ class AppServer:
         """`as_readme`: started as the README's command starts it, with no flags but the port (given in the
         environment), so the repository's .streamlit/config.toml alone decides the rest. `net_log`: every
         outside lookup or connection the server's process attempts is written there (benchmarks/netaudit.py)."""
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self.env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_HEADLESS="true",
                         **(env or {}))
@@ -65,8 +93,17 @@ class AppServer:
         if as_readme:  # what a user's shell would not have set
             for name in ("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "STREAMLIT_SERVER_HEADLESS"):
                 self.env.pop(name)
-            self.env["STREAMLIT_SERVER_PORT"] = str(self.port)
         self.proc: subprocess.Popen | None = None
+        self.use_port(free_port())
+
+    def use_port(self, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        if self.as_readme:
+            self.env["STREAMLIT_SERVER_PORT"] = str(port)
+
+    def launch_env(self) -> dict[str, str]:
+        return self.env
 
     def command(self) -> list[str]:
         flags = [] if self.as_readme else [
@@ -79,17 +116,36 @@ class AppServer:
         self.net_log.write_text("")
         return [sys.executable, "-m", "benchmarks.netaudit", str(self.net_log), "--", *run]
 
-    def start(self, timeout_s: float = 90) -> AppServer:
+    def name(self) -> str:
+        return "streamlit"
+
+    def start(self, timeout_s: float = 90, tries: int = 3) -> AppServer:
+        """Start the server and wait until it answers its health check from its own process. A port another
+        process took meanwhile (our server then exits, or the other one answers for it) is given up for a new one,
+        at most `tries` times in all."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=self.env, stdout=self._log,
-                                     stderr=subprocess.STDOUT)
-        try:
-            wait_healthy(self.proc, self.url, timeout_s, "streamlit", self.log_path)
-        except TimeoutError:
+        for attempt in range(1, tries + 1):
+            self._log = open(self.log_path, "w" if attempt == 1 else "a")  # an earlier try's log kept
+            self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=self.launch_env(), stdout=self._log,
+                                         stderr=subprocess.STDOUT)
+            try:
+                wait_healthy(self.proc, self.url, timeout_s, self.name(), self.log_path)
+            except TimeoutError:
+                self.stop()
+                raise RuntimeError(f"{self.name()} did not become healthy within {timeout_s:.0f} s") from None
+            except RuntimeError:  # it exited: a port taken by another process is retried, anything else is not
+                taken = bool(listening_sockets(self.port))
+                self.stop()
+                if not taken or attempt == tries:
+                    raise
+                self.use_port(free_port())
+                continue
+            if holds_port(self.proc.pid, self.port):
+                return self
             self.stop()
-            raise RuntimeError(f"streamlit did not become healthy within {timeout_s:.0f} s") from None
-        return self
+            if attempt < tries:
+                self.use_port(free_port())
+        raise RuntimeError(f"{self.name()}: another process took its port {tries} times in a row")
 
     def peak_rss_mb(self) -> float:
         """The server's peak resident memory so far (VmHWM), in MiB."""

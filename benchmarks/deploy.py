@@ -27,17 +27,20 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, DONE, ROOT, AppServer, free_port, wait_healthy
+from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, DONE, ROOT, AppServer, free_port
 
 DEPLOY = ROOT / "deploy"
 HAPROXY = os.environ.get("KVLAB_HAPROXY") or shutil.which("haproxy") or "/usr/sbin/haproxy"
 REPLICA_HEADER = "x-kvlab-replica"  # deploy/haproxy.cfg names the serving replica in every response
 REPLICA_COOKIE = "KVLAB_REPLICA"
+CHECK_TIMEOUT = next(line.split("=", 1)[1].strip('}"') for line in (DEPLOY / "lb-start.sh").read_text().splitlines()
+                     if line.startswith(': "${KVLAB_LB_CHECK_TIMEOUT:='))  # the shipped default, as written there
 BOUND_S = 180.0  # the longest any one wait may take (a page load, a failover): nothing here can hang
 
 
@@ -52,23 +55,26 @@ class Replica(AppServer):
 
     def __init__(self, name: str, log_path: Path, *, public_port: int, address: str = "127.0.0.1",
                  public_host: str = "127.0.0.1", env: dict[str, str] | None = None) -> None:
-        super().__init__(log_path, env=env)
-        self.name = name
-        self.settings = {"KVLAB_ADDRESS": address, "KVLAB_PORT": str(self.port), "KVLAB_PUBLIC_HOST": public_host,
+        self.replica_name = name
+        self.settings = {"KVLAB_ADDRESS": address, "KVLAB_PUBLIC_HOST": public_host,
                          "KVLAB_PUBLIC_PORT": str(public_port), "KVLAB_PYTHON": sys.executable}
-        self.command = ["sh", str(DEPLOY / "start.sh")]
+        super().__init__(log_path, env=env)
 
-    def start(self, timeout_s: float = BOUND_S) -> Replica:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(self.command, cwd=ROOT, env=dict(self.env, **self.settings), stdout=self._log,
-                                     stderr=subprocess.STDOUT)
-        try:
-            wait_healthy(self.proc, self.url, timeout_s, f"replica {self.name}", self.log_path)
-        except TimeoutError:
-            self.stop()
-            raise RuntimeError(f"replica {self.name} did not become healthy within {timeout_s:.0f} s") from None
-        return self
+    def use_port(self, port: int) -> None:
+        super().use_port(port)
+        self.settings["KVLAB_PORT"] = str(port)
+
+    def name(self) -> str:
+        return f"replica {self.replica_name}"
+
+    def command(self) -> list[str]:
+        return ["sh", str(DEPLOY / "start.sh")]
+
+    def launch_env(self) -> dict[str, str]:
+        return dict(self.env, **self.settings)
+
+    def start(self, timeout_s: float = BOUND_S, tries: int = 3) -> Replica:
+        return super().start(timeout_s, tries)
 
     def kill(self) -> None:
         """A crash: SIGKILL, no shutdown (start.sh exec's Streamlit, so this is the server's own process)."""
@@ -108,12 +114,24 @@ class LoadBalancer:
         self.stop()
         raise RuntimeError(f"the load balancer did not see {num_up} replicas up within {timeout_s:.0f} s")
 
-    def status(self) -> dict[str, str]:
-        """Each replica's state as HAProxy's health checks see it: {'r1': 'UP', 'r2': 'DOWN', ...}."""
+    def stats(self) -> dict[str, dict[str, str]]:
+        """Each replica's row of HAProxy's statistics (its columns: status, chkfail, check_status, ...)."""
         raw = urllib.request.urlopen(f"http://127.0.0.1:{self.stats_port}/stats;csv", timeout=5).read().decode()
         rows = csv.DictReader(io.StringIO(raw.lstrip("# ")))
-        return {r["svname"]: r["status"].split()[0] for r in rows
-                if r["pxname"] == "replicas" and r["svname"] not in ("FRONTEND", "BACKEND")}
+        return {r["svname"]: r for r in rows if r["pxname"] == "replicas" and r["svname"] not in ("FRONTEND", "BACKEND")}
+
+    def status(self) -> dict[str, str]:
+        """Each replica's state as HAProxy's health checks see it: {'r1': 'UP', 'r2': 'DOWN', ...}."""
+        return {name: row["status"].split()[0] for name, row in self.stats().items()}
+
+    def state_changes(self) -> list[str]:
+        """Every replica HAProxy marked DOWN or UP since it started, in order, with its reason, from its log (where
+        each is written twice: as a warning and as a log line)."""
+        out = []
+        for line in (self.run_dir / "haproxy.log").read_text(errors="replace").splitlines():
+            if line.startswith("Server replicas/") and (" is DOWN" in line or " is UP" in line):
+                out.append(line.removeprefix("Server replicas/").split(". ", 1)[0])
+        return out
 
     def wait_status(self, name: str, want: str, timeout_s: float = 60) -> float:
         """Seconds until `name` reaches state `want` (TimeoutError past `timeout_s`)."""
@@ -141,10 +159,10 @@ class Deployment:
 
     def __init__(self, num_replicas: int, out_dir: Path, env: dict[str, str] | None = None) -> None:
         self.out_dir = out_dir
-        lb_port = free_port()
-        self.replicas = {f"r{i + 1}": Replica(f"r{i + 1}", out_dir / f"replica-r{i + 1}.log", public_port=lb_port,
-                                              env=env) for i in range(num_replicas)}
-        self.lb = LoadBalancer([f"127.0.0.1:{r.port}" for r in self.replicas.values()], out_dir, port=lb_port)
+        self.lb_port = free_port()
+        self.replicas = {f"r{i + 1}": Replica(f"r{i + 1}", out_dir / f"replica-r{i + 1}.log",
+                                              public_port=self.lb_port, env=env) for i in range(num_replicas)}
+        self.lb: LoadBalancer | None = None
 
     @property
     def url(self) -> str:
@@ -154,6 +172,9 @@ class Deployment:
         try:
             for r in self.replicas.values():
                 r.start()
+            # the replicas' ports are known once each holds its own (a start may have moved to a new port)
+            self.lb = LoadBalancer([f"127.0.0.1:{r.port}" for r in self.replicas.values()], self.out_dir,
+                                   port=self.lb_port)
             self.lb.start(num_up=len(self.replicas))
         except BaseException:
             self.__exit__()
@@ -161,9 +182,50 @@ class Deployment:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.lb.stop()
+        if self.lb is not None:
+            self.lb.stop()
         for r in self.replicas.values():
             r.stop()
+
+
+class HealthProbe:
+    """Asks each replica's /_stcore/health directly (not through HAProxy) every 0.2 s in a thread of its own and
+    keeps how long each answer took: what HAProxy's health checks see while students load pages. Used as a context
+    manager around the work to watch."""
+
+    def __init__(self, replicas: dict[str, Replica]) -> None:
+        self.replicas = replicas
+        self.seconds: dict[str, list[float]] = {name: [] for name in replicas}
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._ask, args=(name, r.url), daemon=True)
+                         for name, r in replicas.items()]
+
+    def _ask(self, name: str, url: str) -> None:
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=BOUND_S).read()
+            except OSError:
+                return  # the replica is gone (killed): nothing more to time
+            self.seconds[name].append(time.monotonic() - t0)
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> HealthProbe:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(BOUND_S)
+
+    def summary(self, name: str) -> str:
+        got = sorted(self.seconds[name])
+        if not got:
+            return "no health answer timed"
+        return (f"{len(got)} health answers, slowest {got[-1]:.2f} s, median {got[len(got) // 2] * 1000:.0f} ms "
+                f"(HAProxy's check waits {CHECK_TIMEOUT})")
 
 
 # Every change of the app root's connection and script state, in order (installed once a session has loaded): a
@@ -345,6 +407,8 @@ class Report:
     failover_s: float
     costs: list[tuple[str, float]]  # (path, server CPU s) on one replica
     usage: dict[str, tuple[float, float]]  # replica -> (CPU s over the KV memory sessions, peak MiB)
+    health: dict[str, str]  # replica -> its health answers' times while the sessions opened
+    taken_out: list[str]  # HAProxy's state changes before the kill: a live replica marked DOWN shows here
 
 
 def run(num_replicas: int, num_sessions: int, out_dir: Path) -> Report:
@@ -357,13 +421,16 @@ def run(num_replicas: int, num_sessions: int, out_dir: Path) -> Report:
         try:
             costs = page_costs(browser, dep.replicas["r1"])
             cpu0 = {name: r.cpu_s() for name, r in dep.replicas.items()}
-            for i in range(num_sessions):
-                try:
-                    s = open_session(browser, dep.url, 4 + i)
-                    check_session(s)
-                except Exception as exc:  # a benchmark reports, it does not stop at the first failure
-                    s = Session(4 + i, "", error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
-                sessions.append(s)
+            with HealthProbe(dep.replicas) as probe:
+                for i in range(num_sessions):
+                    try:
+                        s = open_session(browser, dep.url, 4 + i)
+                        check_session(s)
+                    except Exception as exc:  # a benchmark reports, it does not stop at the first failure
+                        s = Session(4 + i, "", error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+                    sessions.append(s)
+            health = {name: probe.summary(name) for name in dep.replicas}
+            taken_out = dep.lb.state_changes()
             loaded = [s for s in sessions if not s.error]
             counts = {name: sum(s.replica == name for s in loaded) for name in dep.replicas}
             victim = max(counts, key=counts.get)
@@ -371,7 +438,7 @@ def run(num_replicas: int, num_sessions: int, out_dir: Path) -> Report:
             failover = kill_and_recover(dep, loaded, victim)
         finally:
             browser.close()
-    return Report(sessions, failover, costs, usage)
+    return Report(sessions, failover, costs, usage, health, taken_out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -400,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, (cpu, peak) in report.usage.items():
         print(f"replica {name}: {sum(s.replica == name for s in sessions)} KV memory sessions, {cpu:.2f} CPU s for "
               f"them, peak {peak:.0f} MiB (before the kill{', the model loaded' if name == 'r1' else ''})")
+    for name, line in report.health.items():
+        print(f"replica {name} while the sessions opened: {line}")
+    print(f"replicas HAProxy took out before the kill: {'; '.join(report.taken_out) or 'none'}")
     print(f"whole run {time.monotonic() - t0:.0f} s on {os.cpu_count()} cores")
     completed = sum(not s.error for s in sessions)
     print(f"replicas={num_replicas} sessions={len(sessions)} completed={completed} errors={len(sessions) - completed} "

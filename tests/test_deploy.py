@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.deploy import HAPROXY, Deployment, Replica, kill_and_recover, open_session, open_sessions
+from benchmarks.deploy import (HAPROXY, Deployment, HealthProbe, Replica, kill_and_recover, open_session,
+                               open_sessions)
 from sim.words import text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,6 +96,83 @@ def test_the_shipped_config_takes_replicas_on_other_hosts(tmp_path):
     shipped = (DEPLOY / "haproxy.cfg").read_text().splitlines()
     assert [line for line in written if not line.strip().startswith("server ")] == [
         line for line in shipped if "@servers@" not in line]  # the shipped file, nothing else changed
+
+
+class _SlowHealth:
+    """A stand-in replica, alive but busy: it answers /_stcore/health only after `delay_s` (a replica drawing pages
+    for a class answers in up to about 1.5 s on a 2-core machine, more on a loaded one)."""
+
+    def __init__(self, delay_s: float) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        outer = self
+        self.asked = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.asked += 1
+                threading.Event().wait(delay_s)
+                self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # its own port: no other process can take it
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.slow
+def test_a_replica_whose_port_another_process_took_starts_on_a_new_one():
+    """Tests run in parallel pick free ports: one picked here may be taken by another test's server before this
+    replica binds it. The harness must not take the other server's health answer for this replica's (HAProxy would
+    route students to a server that vanishes with the other test): it moves to a new port."""
+    from benchmarks.browser import holds_port
+
+    other = _SlowHealth(0.0)  # another process's server on the port, answering health checks at once
+    replica = Replica("moved", OUT / "moved-replica.log", public_port=443)
+    replica.use_port(other.port)
+    try:
+        replica.start()
+        assert replica.port != other.port and replica.settings["KVLAB_PORT"] == str(replica.port)
+        assert holds_port(replica.proc.pid, replica.port) and not holds_port(replica.proc.pid, other.port)
+    finally:
+        replica.stop()
+        other.close()
+
+
+@pytest.mark.slow
+def test_a_busy_replica_stays_up_and_a_dead_one_goes_down(tmp_path):
+    """The shipped config with the tests' 1-s check interval: a replica whose health answer takes 2.5 s (slow, not
+    dead) passes check after check and is never taken out, while a replica that refuses connections is marked DOWN.
+    With HAProxy's default (a check times out after `inter`), the slow one would be marked DOWN and its students
+    moved to another replica."""
+    _need_haproxy()
+    from benchmarks.deploy import LoadBalancer
+
+    slow = _SlowHealth(2.5)
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))  # bound, never listening: connections to it are refused, and no one else gets it
+    lb = LoadBalancer([f"127.0.0.1:{slow.port}", f"127.0.0.1:{dead.getsockname()[1]}"], tmp_path,
+                      check_interval="1s")
+    try:
+        lb.start(num_up=1)
+        for _ in range(200):  # until three checks of the slow one have ended (HAProxy sends the next after one ends)
+            if slow.asked >= 4 and lb.status()["r2"] == "DOWN":
+                break
+            threading.Event().wait(0.3)
+        row = lb.stats()["r1"]
+        assert slow.asked >= 4 and row["chkfail"] == "0" and row["status"] == "UP", (row, lb.state_changes())
+        assert lb.stats()["r2"]["status"] == "DOWN"
+        assert [c.split(",")[0] for c in lb.state_changes()] == ["r2 is DOWN"]  # r1 never taken out
+    finally:
+        lb.stop()
+        slow.close()
+        dead.close()
 
 
 # --- the image and the compose file run what is tested -----------------------------------------------------------
@@ -213,6 +291,14 @@ def _start_and_stop(server) -> tuple[str, dict[str, str]]:
     return server.log_path.read_text(), env
 
 
+class _BareReplica(Replica):
+    """What a public replica without deploy/start.sh would run: every interface, no public address named."""
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.address", "0.0.0.0",
+                "--server.port", str(self.port)]
+
+
 def test_a_public_replica_asks_no_outside_service_for_its_address():
     """On every interface (as in the image) with KVLAB_PUBLIC_HOST set, the replica's start makes no request
     beyond loopback. The same server started without browser.serverAddress asks for its external IP (the trap
@@ -234,11 +320,7 @@ def test_a_public_replica_asks_no_outside_service_for_its_address():
         assert {k: env_seen.get(k) for k in ("KVLAB_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")} == dict.fromkeys(
             ("KVLAB_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
 
-        bare = Replica("bare", OUT / "bare-wildcard.log", public_port=443, env=env)
-        # what a public replica without deploy/start.sh would run: every interface, no public address named
-        bare.command = [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.address", "0.0.0.0",
-                        "--server.port", str(bare.port)]
-        log, _ = _start_and_stop(bare)
+        log, _ = _start_and_stop(_BareReplica("bare", OUT / "bare-wildcard.log", public_port=443, env=env))
         assert any("checkip" in r for r in trap.requests) and EXTERNAL_IP_WARNING in log, trap.requests
     finally:
         trap.close()
@@ -334,10 +416,13 @@ def test_replicas_behind_the_load_balancer(browser):
     student goes to the survivor. Recovery times are printed (benchmarks/deploy.py measures them)."""
     _need_haproxy()
     with Deployment(2, OUT) as dep:
-        sessions = open_sessions(browser, dep.url, list(range(4, 14)))  # ten students at once
+        with HealthProbe(dep.replicas) as probe:
+            sessions = open_sessions(browser, dep.url, list(range(4, 14)))  # ten students at once
         try:
+            changes = dep.lb.state_changes()  # a live replica taken out moves its students: the cause, if any
             for s in sessions:
-                assert s.shown_batch() == str(s.batch) and s.cookie() == s.replica in dep.replicas, s
+                assert s.shown_batch() == str(s.batch) and s.cookie() == s.replica in dep.replicas, (s, changes)
+            assert changes == []
             counts = {name: sum(s.replica == name for s in sessions) for name in dep.replicas}
             assert min(counts.values()) >= 1, counts
 
@@ -356,7 +441,8 @@ def test_replicas_behind_the_load_balancer(browser):
             late.page.context.close()
             print(f"sessions per replica {counts}; killed {victim}: its sessions reconnected after "
                   f"{max(s.reconnect_s for s in sessions if s.replica == victim):.1f} s and were answered by "
-                  f"{survivor} after {failover_s:.1f} s")
+                  f"{survivor} after {failover_s:.1f} s; while they opened, "
+                  + "; ".join(f"{name}: {probe.summary(name)}" for name in dep.replicas))
         finally:
             for s in sessions:
                 s.page.context.close()
