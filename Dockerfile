@@ -50,7 +50,8 @@ ENV KVLAB_ADDRESS=0.0.0.0 \
     KVLAB_THREADS=1
 EXPOSE 8501
 
-HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
-    CMD python -c "import os, urllib.request; urllib.request.urlopen(f'http://127.0.0.1:{os.environ[\"KVLAB_PORT\"]}/_stcore/health', timeout=4)"
+# a busy replica answers slowly, not never: 10 s for an answer, as the load balancer's checks (deploy/haproxy.cfg)
+HEALTHCHECK --interval=15s --timeout=12s --start-period=60s --retries=3 \
+    CMD python -c "import os, urllib.request; urllib.request.urlopen(f'http://127.0.0.1:{os.environ[\"KVLAB_PORT\"]}/_stcore/health', timeout=10)"
 
 CMD ["sh", "deploy/start.sh"]

@@ -246,6 +246,23 @@ def test_the_kubernetes_pieces_fit_together():
     assert hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu"
 
 
+def test_every_health_check_gives_a_busy_replica_the_load_balancer_s_time():
+    """The same patience everywhere a health check decides a replica's fate: HAProxy's check timeout (lb-start.sh's
+    default), the Kubernetes probes (whose own default, 1 s, would restart a pod busy with a class) and the image's
+    HEALTHCHECK (its request's timeout, and Docker's, a little longer, for Python's start)."""
+    from benchmarks.deploy import CHECK_TIMEOUT
+
+    need_s = int(CHECK_TIMEOUT.removesuffix("s"))
+    container = next(d for d in _manifests() if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    probes = [container[k] for k in ("readinessProbe", "livenessProbe", "startupProbe") if k in container]
+    assert len(probes) == 2 and all(p.get("timeoutSeconds", 1) >= need_s for p in probes), probes
+    lines = [line.strip() for line in (ROOT / "Dockerfile").read_text().splitlines()]
+    health = " ".join(lines[next(i for i, x in enumerate(lines) if x.startswith("HEALTHCHECK")):][:2])
+    docker_s = int(next(w for w in health.split() if w.startswith("--timeout=")).removeprefix("--timeout=").rstrip("s"))
+    request_s = float(health.rsplit("timeout=", 1)[1].split(")")[0])
+    assert need_s <= request_s < docker_s, health
+
+
 # --- a public replica asks no outside service for its address ----------------------------------------------------
 
 class _Trap:
