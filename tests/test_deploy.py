@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.deploy import (HAPROXY, Deployment, HealthProbe, Replica, kill_and_recover, open_session,
-                               open_sessions)
+from benchmarks.deploy import HAPROXY, Deployment, HealthProbe, Replica, kill_and_recover, open_session, open_sessions
 from sim.words import text
 
 ROOT = Path(__file__).resolve().parent.parent
