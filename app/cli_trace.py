@@ -99,7 +99,7 @@ def _serve(argv: list[str]) -> int:
     from sim.cost.gpus import load_gpus
     from sim.cost.presets import load_presets
     from sim.serving.comparison import DeploymentConfig
-    from sim.serving.config import PREEMPTION_MODES, EngineConfig
+    from sim.serving.config import MAX_CPU_CAPACITY_TOKENS, PREEMPTION_MODES, EngineConfig
     from sim.serving.engine import simulate_engine
     from sim.serving.links import HOST_LINKS
     from sim.serving.schedulers import MAX_BATCH, simulate_static
@@ -120,7 +120,7 @@ def _serve(argv: list[str]) -> int:
     ap.add_argument("--token-budget", type=_int_in(1, 1 << 20), default=8192,
                     help="tokens one forward pass may compute (chunked; continuous: prompt tokens only)")
     ap.add_argument("--preemption", choices=PREEMPTION_MODES, default="recompute")
-    ap.add_argument("--cpu-tokens", type=_int_in(0, 1 << 26), default=0,
+    ap.add_argument("--cpu-tokens", type=_int_in(0, MAX_CPU_CAPACITY_TOKENS), default=0,
                     help="host KV slots for swapping (default 0: as many as the GPU's)")
     ap.add_argument("--link", choices=list(HOST_LINKS), default="pcie5", help="the GPU <-> host link swaps cross")
     ap.add_argument("--prefix-caching", action="store_true", help="reuse cached prompt blocks (continuous, chunked)")

@@ -6,7 +6,6 @@ import pytest
 
 import app.cli_trace
 from app.cli import fail, main
-from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
 from sim.msg import Msg
 from sim.refusal import Refusal
 from sim.words import say
@@ -16,9 +15,6 @@ MAX_LEN = 350  # the longest request: prompt + output
 
 
 @pytest.mark.parametrize(("argv", "msg", "line"), [
-    # the host pool for swapping: --cpu-tokens / --block-size blocks, past what any pool may hold
-    (["--kv-tokens", "4096", "--cpu-tokens", str(1 << 26), "--block-size", "1", "--preemption", "swap"],
-     Msg("alloc.err.num_blocks", n=1 << 26, max=MAX_CAPACITY_TOKENS), "num_blocks must be 1..4,194,304, got 67108864"),
     (["--kv-tokens", "5"], Msg("alloc.err.capacity_block", cap=5, bs=16), "capacity 5 is smaller than one block of 16"),
     (["--kv-tokens", "5", "--policy", "static"], Msg("alloc.err.capacity_block", cap=5, bs=16),
      "capacity 5 is smaller than one block of 16"),

@@ -12,6 +12,7 @@ import pytest
 
 from app import cli_trace
 from sim.alloc import trace as tr
+from sim.alloc.block_pool import MAX_CAPACITY_TOKENS
 from sim.serving import engine as en
 from sim.serving import schedulers as sch
 from sim.serving.comparison import DeploymentConfig
@@ -237,6 +238,9 @@ def test_serve_chunked_prefill_lowers_the_tail_of_inter_token_latency(tmp_path, 
     (["--policy", "continuous", "--token-budget", "64"], "serve: without chunking, a token budget of 64"),
     (["--policy", "chunked", "--token-budget", "64"], "serve: a token budget of 64 cannot give each of 256"),
     (["--kv-tokens", "100"], "serve: a KV capacity of 100 token slots cannot hold one request of the maximum length 748"),
+    # host slots past any pool's bound: the flag named, with the bound, before a pool is made
+    (["--cpu-tokens", str(1 << 26), "--block-size", "1", "--preemption", "swap"],
+     "serve: argument --cpu-tokens: must be 0..4,194,304, got 67,108,864"),
 ])
 def test_serve_refusals_are_one_line_and_exit_2(tmp_path, capsys, argv, words):
     path = write(tmp_path, SERVE_TRACE)
@@ -248,7 +252,8 @@ def test_serve_refusals_are_one_line_and_exit_2(tmp_path, capsys, argv, words):
 @pytest.mark.parametrize(("argv", "key", "fields"), [
     (["--kv-tokens", "8"], "alloc.err.capacity_block", {"cap": 8, "bs": 16}),
     (["--policy", "static", "--kv-tokens", "8"], "alloc.err.capacity_block", {"cap": 8, "bs": 16}),
-    (["--cpu-tokens", "5", "--preemption", "swap"], "serving.err.cpu_capacity", {"bs": 16, "max": 1 << 26, "got": 5}),
+    (["--cpu-tokens", "5", "--preemption", "swap"], "serving.err.cpu_capacity",
+     {"bs": 16, "max": MAX_CAPACITY_TOKENS, "got": 5}),
 ])
 def test_serve_refuses_settings_against_the_block_size(tmp_path, capsys, argv, key, fields):
     """A KV limit or host slots below one block: one line, exit 2, the refusal's English with its numbers."""

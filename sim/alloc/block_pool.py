@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.alloc.workload import MAX_MODEL_LEN
-from sim.refusal import Misuse, Refusal
+from sim.refusal import Misuse
 
 MAX_POOL_BLOCK_SIZE = 4096  # token slots per block of a paged pool
 MAX_CAPACITY_TOKENS = 4_194_304  # token slots of KV memory any simulated pool or cache may hold
@@ -43,9 +43,11 @@ class BlockPool:
     shares_only_by_fork = True
 
     def __init__(self, num_blocks: int, block_size: int = 16) -> None:
-        # a user reaches this one: the serving engine's host pool is `--cpu-tokens` / block size blocks
+        # every pool's size is bounded before it gets here: a GPU's slots are capped at MAX_CAPACITY_TOKENS
+        # (DeploymentConfig.kv_budget), the host's by EngineConfig and `--cpu-tokens` at the same number, a model's
+        # cache by its context; so no block size makes more blocks than that
         if not 1 <= num_blocks <= MAX_CAPACITY_TOKENS:
-            raise Refusal("alloc.err.num_blocks", n=num_blocks, max=MAX_CAPACITY_TOKENS)
+            raise Misuse(f"num_blocks must be 1..{MAX_CAPACITY_TOKENS:,}, got {num_blocks:,}")
         # every block size a page or the command line offers is 1..256, and the configs check it first
         if not 1 <= block_size <= MAX_POOL_BLOCK_SIZE:
             raise Misuse(f"block_size must be 1..{MAX_POOL_BLOCK_SIZE}, got {block_size}")

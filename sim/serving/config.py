@@ -25,7 +25,7 @@ PREEMPTION_MODES = ("recompute", "swap")  # v1 only recomputes; "swap" is v0's
 BATCHING = ("iteration", "static")  # vLLM's iteration-level scheduling, or static batches (before Orca)
 NO_BUDGET = 1 << 40  # max_num_batched_tokens when nothing bounds a step's tokens
 MAX_NUM_SPECULATIVE_TOKENS = 8  # draft tokens per decode step the engine simulates
-MAX_CPU_CAPACITY_TOKENS = 1 << 26  # host KV slots
+MAX_CPU_CAPACITY_TOKENS = MAX_CAPACITY_TOKENS  # host KV slots: a pool's bound, so even blocks of 1 slot fit one
 
 
 @dataclass(frozen=True, kw_only=True)
