@@ -74,7 +74,7 @@ def test_exact_prefix_and_setting_problems_in_korean():
         "KIVI의 KL은 처음 2개 위치에서 정확히 0이다(R=128: 그곳에서는 원본 정밀도의 키와 값만 읽는다). "
         "그래서 곡선이 0에서 시작한다.")
     bad = QuantSetup(chunk=32, residual=16)
-    assert bad.setting_problem() == Msg("quant.s.r_not_multiple", R=16, G=32, fix=32)
+    assert bad.setting_problem() == Msg("model.err.residual_groups", R=16, name="K", G=32, fix=32)  # the cache's
     assert say("en", bad.setting_problem()) == (
         "residual window R=16 is not a multiple of K's group of 32 tokens: a per-channel "
         "cache quantizes its residual in whole groups (try R = 32)")

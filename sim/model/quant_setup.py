@@ -76,7 +76,7 @@ class QuantSetup:
         time, so R must be a multiple of G."""
         G, R = self.chunk, self.residual
         if R % G:
-            return Msg("quant.s.r_not_multiple", R=R, G=G, fix=max(G, R // G * G))
+            return Msg("model.err.residual_groups", R=R, name="K", G=G, fix=max(G, R // G * G))  # the cache's own
         return None
 
     def csv_name(self) -> str:
