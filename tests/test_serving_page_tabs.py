@@ -76,6 +76,17 @@ def test_bad_values_fall_back_or_say_why():
     assert at.error and "trained context" in at.error[0].value
 
 
+def test_the_preemption_study_runs_at_its_most_host_slots():
+    """The host-slot control's top is the engine's own bound (any pool's): at it the study runs, refused by
+    nothing, and at the top of a blocks-of-1 pool too (the bound is in blocks of 1 slot)."""
+    from app.controls.serving_engine import PE_CPU
+    from sim.serving.config import MAX_CPU_CAPACITY_TOKENS
+
+    assert PE_CPU.hi == MAX_CPU_CAPACITY_TOKENS
+    at = open_tab("preemption", pe_cpu=PE_CPU.hi)
+    assert not at.exception and not at.error and charts(at), [e.value for e in at.error]
+
+
 def test_the_engine_refusals_are_worded_in_korean_with_their_numbers():
     """Issue 35: a refusal the Serving page's tabs can reach is a Refusal, so the page shows it in the page language
     (it used to print the simulator's English). Each is the catalog's Korean entry filled with the refusal's numbers,

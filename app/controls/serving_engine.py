@@ -19,7 +19,7 @@ from sim.serving import offload as of
 from sim.serving import routing as rt
 from sim.serving import studies as sd
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
-from sim.serving.config import MAX_NUM_SPECULATIVE_TOKENS, EngineConfig
+from sim.serving.config import MAX_CPU_CAPACITY_TOKENS, MAX_NUM_SPECULATIVE_TOKENS, EngineConfig
 from sim.serving.engine import MAX_RECORDED_STEPS
 from sim.serving.links import GPU_LINKS, HOST_LINKS
 from sim.serving.schedulers import MAX_BATCH
@@ -62,7 +62,7 @@ PE_PROMPT = _n("pe_prompt", 600, 1, STUDY_MAX_LEN - 1, 100)
 PE_OUTPUT = _n("pe_output", 400, 1, 2048, 100)
 PE_BATCH = _n("pe_batch", 128, 1, MAX_BATCH, 16)
 PE_KV = _n("pe_kv", 40_000, 8192, 1 << 22, 8192)
-PE_CPU = _n("pe_cpu", 400_000, 0, 1 << 26, 50_000)
+PE_CPU = _n("pe_cpu", 400_000, 0, MAX_CPU_CAPACITY_TOKENS, 50_000)
 PE_LINK = _c("pe_link", "pcie5", HOST_LINKS)
 PE_CHUNKED = Toggle("pe_chunked", True, label="serving.e.pe_chunked", url_label="serving.url.pe_chunked")
 ST_SCENARIO = _c("st_scenario", "chunked", sd.STEP_SCENARIOS)

@@ -16,7 +16,7 @@ from sim.cost.vllm_rules import ADMISSION_WATERMARK
 from sim.msg import Msg
 from sim.refusal import Refusal
 from sim.serving.comparison import ARRIVAL_TICK_S, DeploymentConfig
-from sim.serving.config import EngineConfig
+from sim.serving.config import MAX_CPU_CAPACITY_TOKENS, EngineConfig
 from sim.serving.engine import EngineRun, simulate_engine
 from sim.serving.links import link as find_link
 from sim.serving.result import ServingResult
@@ -128,8 +128,8 @@ class PreemptionSetup:
 
     def __post_init__(self) -> None:
         find_link(self.link)
-        if not 0 <= self.cpu_tokens <= 1 << 26:
-            raise Refusal("serving.err.host_slots", max=f"{1 << 26:,}", got=f"{self.cpu_tokens:,}")
+        if not 0 <= self.cpu_tokens <= MAX_CPU_CAPACITY_TOKENS:
+            raise Refusal("serving.err.host_slots", max=f"{MAX_CPU_CAPACITY_TOKENS:,}", got=f"{self.cpu_tokens:,}")
 
 
 @dataclass(frozen=True, eq=False)
