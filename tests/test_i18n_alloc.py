@@ -158,7 +158,7 @@ def test_settings_errors_in_both_languages():
     with pytest.raises(Refusal) as got:
         LengthWorkloadConfig(max_model_len=2048, max_tokens=4096)
     assert got.value.key == "alloc.err.max_tokens" and got.value.fields == {"hi": 2047, "max_len": 2048, "got": 4096}
-    assert worded(got.value, "ko") == "max_tokens는 1..2047여야 한다(max_model_len 2048보다 작게). 입력값: 4096"
+    assert worded(got.value, "ko") == text("ko", "alloc.err.max_tokens", hi=2047, max_len=2048, got=4096)
 
 
 def test_claims_quote_the_seeds_and_word_the_rest_in_korean():

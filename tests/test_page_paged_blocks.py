@@ -109,14 +109,14 @@ def test_bad_url_values_fall_back_with_a_warning():
     assert_matches(at, expected())
 
 
-@pytest.mark.parametrize("params, message", [
-    (dict(prompt_mean=3000), "prompt_mean must be 1..2047, got 3000"),
-    (dict(max_len=4096, capacity=2048), "capacity of 2,048 token slots cannot hold one request of the maximum length 4,096"),
-    (dict(output_mean=2000), "output_mean must be 1..max_tokens=1024, got 2000"),
+@pytest.mark.parametrize("params, msg", [
+    (dict(prompt_mean=3000), Msg("alloc.err.prompt_mean", hi=2047, got=3000)),
+    (dict(max_len=4096, capacity=2048), Msg("alloc.err.capacity", cap=2048, max_len=4096)),
+    (dict(output_mean=2000), Msg("alloc.err.output_mean", max_tokens=1024, got=2000)),
 ])
-def test_impossible_settings_are_an_error_not_a_traceback(params, message):
+def test_impossible_settings_are_an_error_not_a_traceback(params, msg):
     at = open_page(**params)
-    assert len(at.error) == 1 and message in unescaped(at.error[0].value)
+    assert len(at.error) == 1 and say("en", msg) in unescaped(at.error[0].value)
     assert not at.metric
 
 

@@ -20,6 +20,8 @@ from sim.model.generate import SamplingConfig, encode
 from sim.model.kvcache import ContiguousKVCache
 from sim.model.paged_cache import PagedKVCache, paged_generate
 from sim.model.transformer import checkpoint_path, load_model
+from sim.msg import Msg
+from sim.refusal import Refusal
 from tests.conftest import random_model
 
 # --- BlockPool scenarios ------------------------------------------------------------------------
@@ -192,14 +194,22 @@ def test_workload_is_seeded_and_bounded():
 @pytest.mark.parametrize("kwargs, message", [
     (dict(num_requests=0), "num_requests must be 1..100,000, got 0"),
     (dict(num_requests=100_001), "num_requests must be 1..100,000, got 100,001"),
-    (dict(prompt_mean=2048), "prompt_mean must be 1..2047, got 2048"),
-    (dict(output_mean=2000), "output_mean must be 1..max_tokens=1024, got 2000"),
-    (dict(max_tokens=4096), "max_tokens must be 1..2047"),
     (dict(length_dist="zipf"), "length_dist must be one of"),
 ])
 def test_workload_config_errors_name_the_numbers(kwargs, message):
     with pytest.raises(ValueError, match=message):
         LengthWorkloadConfig(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    (dict(prompt_mean=2048), Msg("alloc.err.prompt_mean", hi=2047, got=2048)),
+    (dict(output_mean=2000), Msg("alloc.err.output_mean", max_tokens=1024, got=2000)),
+    (dict(max_tokens=4096), Msg("alloc.err.max_tokens", hi=2047, max_len=2048, got=4096)),
+])
+def test_workload_lengths_a_user_sets_are_refused_with_their_numbers(kwargs, msg):
+    with pytest.raises(Refusal) as got:
+        LengthWorkloadConfig(**kwargs)
+    assert got.value.msg == msg
 
 
 def test_capacity_must_hold_one_longest_request():
