@@ -144,7 +144,7 @@ with st.expander(controls.settings_label(), expanded=False, icon=":material/tune
         cmp = runs.compare(wcfg, scfg)
     except ValueError as exc:
         cmp = None
-        st.error(t("paged.cannot", why=plain(worded(exc, L))))
+        finding.error(t("paged.cannot", why=plain(worded(exc, L))))  # on the first screen, not in the fold
 if cmp is None:
     url.sync()
     st.stop()

@@ -72,7 +72,7 @@ def workload_section():
             cfg, cache = controls.workload_and_cache()
             got = runs.workloads(cfg, cache)
         except ValueError as exc:
-            st.error(t("prefix.cannot", why=plain(why(exc, L))))
+            finding.error(t("prefix.cannot", why=plain(why(exc, L))))  # above the fold, where the chart would be
             return None
     if got is None:
         return None

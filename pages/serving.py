@@ -53,7 +53,7 @@ def render_batching() -> None:
             setup = controls.serving_setup()
             cmp = runs.batching(setup)
         except ValueError as exc:
-            st.error(t("serving.cannot_simulate", why=plain(why(exc, L))))
+            finding.error(t("serving.cannot_simulate", why=plain(why(exc, L))))  # above the fold, not in it
             cmp = None
     if cmp is None:
         return

@@ -1,6 +1,6 @@
 """Every refusal a page can show is worded in the page language (issue 35): each page and view, in Korean, opened
 with its declared controls at their ends (all at the low end, all at the high end, and the two alternations), shows
-no exception and no error whose reason is English.
+no exception, no error whose reason is English, and no error hidden in a closed fold.
 
 This is the test that catches a check in sim/ raised as an English-only error where a user can reach it: any
 st.error on a Korean page carrying a run of three English words fails it (names of models, flags and vLLM's settings
@@ -51,9 +51,11 @@ def test_a_korean_page_at_its_controls_ends_refuses_in_korean(slug, params, monk
     monkeypatch.setenv(AUTO_ENV, str(AUTO_RUN_S))
     base = {**params, "lang": "ko"}
     declared = dict(open_page(slug, base).session_state[CONTROLS_KEY])
-    shown = []
+    shown, folded = [], []
     for end in ENDS:
         at = open_page(slug, {**base, **at_ends(declared, end)})
         assert not at.exception, (end, [e.value for e in at.exception])
         shown += [(end, e.value) for e in at.error if english_in(e.value)]
+        folded += [(end, e.value[:80]) for x in at.expander if not x.proto.expanded for e in x.error]
     assert shown == []
+    assert folded == []  # a refusal inside a closed fold leaves the page blank with no reason on view
