@@ -1,5 +1,5 @@
-"""A link cannot make a page's opening run long work. With every declared control at its max, each page (and each
-view of tests/test_controls.py's VIEWS) opens under the app's own on-open limit without an exception; every job whose
+"""A link cannot make a page's opening run long work. With every declared control at its max, and again at its min,
+each page (and each view of tests/test_controls.py's VIEWS) opens under the app's own on-open limit without an exception; every job whose
 estimate is over that limit is not handed to the shared queue (a button is drawn instead); every job that is handed
 to it unasked was estimated within the limit; and the models' forward passes during the opening stay under a fixed
 amount of work. What ran is counted (the queue's submissions, the estimates asked for, the tokens through the model),
@@ -116,6 +116,21 @@ def at_max(control) -> str | None:
     return None
 
 
+def at_min(control) -> str | None:
+    """The control's smallest value as a link carries it (the first option; a toggle off; text empty)."""
+    if isinstance(control, Slider | Number | Among):
+        return f"{control.lo}"
+    if isinstance(control, Stops):
+        return f"{control.stops[0]}"
+    if isinstance(control, Choice):
+        return f"{control.choices()[0]}"
+    if isinstance(control, Toggle):
+        return "0"
+    if isinstance(control, Text):
+        return ""
+    return None
+
+
 def open_page(slug: str, params: dict) -> AppTest:
     at = AppTest.from_file(str(PAGES_DIR / f"{slug}.py"), default_timeout=300)
     for k, v in params.items():
@@ -148,10 +163,11 @@ def shown(at: AppTest) -> dict:
     return at.session_state[SHOWN_KEY] if SHOWN_KEY in at.session_state else {}
 
 
+@pytest.mark.parametrize("end", [at_max, at_min], ids=["max", "min"])
 @pytest.mark.parametrize(("slug", "view"), VIEWS)
-def test_a_link_at_every_max_starts_no_long_work(slug, view, spy, monkeypatch):
+def test_a_link_at_every_end_starts_no_long_work(slug, view, end, spy, monkeypatch):
     declared = declared_controls(slug, view, monkeypatch)
-    params = {k: v for k, c in declared.items() if (v := at_max(c)) is not None} | view
+    params = {k: v for k, c in declared.items() if (v := end(c)) is not None} | view
     spy.clear()
     check_bounded(open_page(slug, params), spy)
 
