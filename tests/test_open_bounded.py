@@ -1,9 +1,9 @@
 """A link cannot make a page's opening run long work. With every declared control at its max, and again at its min,
-each page (and each view of tests/test_controls.py's VIEWS) opens under the app's own on-open limit without an exception; every job whose
-estimate is over that limit is not handed to the shared queue (a button is drawn instead); every job that is handed
-to it unasked was estimated within the limit; and the models' forward passes during the opening stay under a fixed
-amount of work. What ran is counted (the queue's submissions, the estimates asked for, the tokens through the model),
-never timed.
+each page (and each view of tests/test_controls.py's VIEWS) opens under the app's own on-open limit without an
+exception; every job whose estimate is over that limit is not handed to the shared queue (a button is drawn
+instead); every job that is handed to it unasked was estimated within the limit; and the models' forward passes
+during the opening stay under a fixed amount of work. What ran is counted (the queue's submissions, the estimates
+asked for, the tokens through the model), never timed.
 
 The page tests raise the limit (conftest.py) so that every section draws: under that setting a link such as
 `/kv_quantization?win=16&len=1024&all=1` runs for minutes by design. These tests put the real limit back."""
